@@ -1,0 +1,65 @@
+// Package gpu reads GPUs: the device inventory, live samples of load and
+// memory, the compute processes on each device and who owns them. Two
+// backends implement Backend: NVML (real NVIDIA GPUs) and a simulated one for
+// machines without a GPU, demos and tests.
+package gpu
+
+import "time"
+
+// NA marks an integer reading the hardware or driver does not provide.
+const NA = -1
+
+// Device is one GPU as the inventory knows it. Devices are kept by UUID; the
+// index is what people type.
+type Device struct {
+	Index       int    `json:"index"`
+	UUID        string `json:"uuid"`
+	Name        string `json:"name"`
+	MemoryTotal uint64 `json:"memory_total_bytes"`
+	MIG         bool   `json:"mig"`
+}
+
+// Process is one compute process on a device.
+type Process struct {
+	PID         int    `json:"pid"`
+	UID         int    `json:"uid"`  // NA when /proc could not tell
+	User        string `json:"user"` // "" when unknown
+	Command     string `json:"command"`
+	MemoryUsed  uint64 `json:"memory_used_bytes"` // NVML's figure: includes the CUDA context
+	SM          int    `json:"sm_percent"`        // NA when not reported
+	PartitionID string `json:"partition_id,omitempty"`
+	// StartTime is the process start in clock ticks since boot (/proc/PID/stat
+	// field 22); with the PID it names one process even when PIDs are reused.
+	StartTime uint64 `json:"start_time_ticks,omitempty"`
+}
+
+// DeviceSample is one reading of one device.
+type DeviceSample struct {
+	Device
+	MemoryUsed uint64    `json:"memory_used_bytes"`
+	MemoryFree uint64    `json:"memory_free_bytes"`
+	Util       int       `json:"util_percent"`        // NA when unsupported
+	MemUtil    int       `json:"memory_util_percent"` // memory bandwidth; NA when unsupported
+	TempC      int       `json:"temperature_c"`       // NA when unsupported
+	PowerW     float64   `json:"power_w"`             // negative when unsupported
+	Processes  []Process `json:"processes"`
+	Notes      []string  `json:"notes,omitempty"` // what the hardware did not report, in words
+}
+
+// Sample is one reading of every device.
+type Sample struct {
+	Time      time.Time      `json:"time"`
+	Backend   string         `json:"backend"`
+	Simulated bool           `json:"simulated"`
+	Devices   []DeviceSample `json:"devices"`
+}
+
+// Backend is a source of GPU readings.
+type Backend interface {
+	// Name is "nvml" or "simulated".
+	Name() string
+	Simulated() bool
+	Devices() ([]Device, error)
+	Sample() (Sample, error)
+	Close() error
+}
