@@ -1,0 +1,172 @@
+// Package core is Chronos's domain: partitions and their admission, expiry,
+// the monitor and its enforcement policy, and the Go API. It reads and
+// writes the shared ledger through storage and GPUs through gpu.
+package core
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Errors callers can tell apart; each is wrapped with a message that says
+// the particulars.
+var (
+	ErrOverbooked   = errors.New("not enough free share on that GPU")
+	ErrNotOwner     = errors.New("not your booking")
+	ErrNotRoot      = errors.New("only root may do that")
+	ErrNotLive      = errors.New("booking has ended")
+	ErrNoPartition  = errors.New("no such booking")
+	ErrNoDevice     = errors.New("no such GPU")
+	ErrTooLong      = errors.New("longer than the policy allows")
+	ErrUnknownUser  = errors.New("no such user")
+	errNeedDevices  = errors.New("no device inventory cached")
+)
+
+// Identity is an OS user: who asks, or who owns a booking. It comes from the
+// process's real uid, never from $USER.
+type Identity struct {
+	UID  int
+	User string
+}
+
+// Root reports whether the identity is the superuser.
+func (id Identity) Root() bool { return id.UID == 0 }
+
+// CurrentIdentity is the user running this process.
+func CurrentIdentity() Identity {
+	uid := os.Getuid()
+	return Identity{UID: uid, User: UserName(uid)}
+}
+
+// UserName returns the login name of uid, or the number when it has none.
+func UserName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
+}
+
+// LookupUser resolves a login name (or a numeric uid) to an identity.
+func LookupUser(name string) (Identity, error) {
+	if u, err := user.Lookup(name); err == nil {
+		uid, _ := strconv.Atoi(u.Uid)
+		return Identity{UID: uid, User: u.Username}, nil
+	}
+	if uid, err := strconv.Atoi(name); err == nil && uid >= 0 {
+		return Identity{UID: uid, User: UserName(uid)}, nil
+	}
+	return Identity{}, fmt.Errorf("%w: %q", ErrUnknownUser, name)
+}
+
+// DeviceSource lists the GPUs when the ledger has no inventory cached yet,
+// typically by opening a gpu.Backend. Its answer is cached in the ledger.
+type DeviceSource func() (backend string, devices []gpu.Device, err error)
+
+// Options configure a Client. Only Ledger is required.
+type Options struct {
+	Ledger *storage.Ledger
+	// Devices is asked for the inventory when the ledger has none cached.
+	Devices DeviceSource
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// As is who acts; the zero value means the current process's user.
+	As *Identity
+}
+
+// Client is the Go API: every call opens the ledger, runs one transaction
+// and closes it, so a Client holds no lock between calls and any number of
+// processes can use the same ledger.
+type Client struct {
+	ledger  *storage.Ledger
+	devices DeviceSource
+	now     func() time.Time
+	me      Identity
+}
+
+// NewClient returns a client for the ledger in opts.
+func NewClient(opts Options) *Client {
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if opts.As != nil {
+		c.me = *opts.As
+	} else {
+		c.me = CurrentIdentity()
+	}
+	return c
+}
+
+// Ledger is the ledger this client uses.
+func (c *Client) Ledger() *storage.Ledger { return c.ledger }
+
+// Me is who this client acts as.
+func (c *Client) Me() Identity { return c.me }
+
+// Now is the client's clock.
+func (c *Client) Now() time.Time { return c.now() }
+
+// Partition is a booking, with the calls that act on it.
+type Partition struct {
+	storage.Partition
+	client *Client
+}
+
+// TimeRemaining is how long the booking has left (zero once it has ended).
+func (p *Partition) TimeRemaining() time.Duration {
+	if p.State != storage.Live {
+		return 0
+	}
+	return max(0, p.Expires.Sub(p.client.now()))
+}
+
+// Release ends the booking now.
+func (p *Partition) Release() error {
+	got, err := p.client.Release(p.ID)
+	if err == nil {
+		p.Partition = got.Partition
+	}
+	return err
+}
+
+// Extend adds d to the booking's deadline.
+func (p *Partition) Extend(d time.Duration) error {
+	got, err := p.client.Extend(p.ID, d)
+	if err == nil {
+		p.Partition = got.Partition
+	}
+	return err
+}
+
+// Status is what a person sees: live, ending soon, expired or released.
+func Status(p storage.Partition, now time.Time, warnLead time.Duration) string {
+	switch {
+	case p.State == storage.Released:
+		return "released"
+	case p.State == storage.Expired || !now.Before(p.Expires):
+		return "expired"
+	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
+		return "ending soon"
+	default:
+		return "live"
+	}
+}
+
+// WarnLead is how long before its end a partition counts as ending soon: the
+// policy's lead, or a tenth of a booking too short for it.
+func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
+	return min(lead, p.Expires.Sub(p.Created)/10)
+}
+
+func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
+
+func (c *Client) event(tx *storage.Tx, kind string, p storage.Partition, detail string) error {
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: detail})
+}

@@ -1,0 +1,381 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Request asks for a booking.
+type Request struct {
+	Device   int
+	Memory   Memory
+	Duration time.Duration
+	// Compute is an optional cap on the share of SMs, in percent (0: none).
+	// It is applied through MPS where an MPS daemon runs.
+	Compute int
+	// For books on behalf of another user; root only. Empty: yourself.
+	For string
+}
+
+// Create books a share of a device. Admission — never more than 100% of a
+// device booked — is decided inside the transaction that writes the booking,
+// so no interleaving of processes can overbook.
+func (c *Client) Create(req Request) (*Partition, error) {
+	owner := c.me
+	if req.For != "" {
+		if !c.me.Root() {
+			return nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
+		}
+		var err error
+		if owner, err = LookupUser(req.For); err != nil {
+			return nil, err
+		}
+	}
+	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
+		return nil, inputErr("no memory share given")
+	}
+	if req.Memory.Bytes == 0 {
+		if _, err := checkFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
+			return nil, err
+		}
+	}
+	if req.Duration < time.Second {
+		return nil, inputErr("duration %s must be at least a second", req.Duration)
+	}
+	if req.Compute < 0 || req.Compute > 100 {
+		return nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+	}
+
+	var out storage.Partition
+	create := func(fetched *storage.Inventory) error {
+		return c.ledger.Update(func(tx *storage.Tx) error {
+			inv, ok, err := tx.Inventory()
+			if err != nil {
+				return err
+			}
+			if fetched != nil {
+				inv, ok = *fetched, true
+				if err := tx.PutInventory(inv); err != nil {
+					return err
+				}
+			}
+			if !ok {
+				return errNeedDevices
+			}
+			pol, err := policyIn(tx)
+			if err != nil {
+				return err
+			}
+			if req.Duration > pol.MaxLength {
+				return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(req.Duration), FormatDuration(pol.MaxLength))
+			}
+			dev, err := findDevice(inv, req.Device)
+			if err != nil {
+				return err
+			}
+			share, bytes, err := shareOf(req.Memory, dev)
+			if err != nil {
+				return err
+			}
+			now := c.now()
+			parts, err := tx.Partitions()
+			if err != nil {
+				return err
+			}
+			used := bookedPPM(parts, req.Device, now)
+			if used+share > ppm {
+				free := max(0, ppm-used)
+				return fmt.Errorf("%w: GPU %d has %s (%s) free, %s asked", ErrOverbooked, req.Device,
+					FormatPercent(free), FormatBytes(bytesOf(free, dev.MemoryTotal)), FormatPercent(share))
+			}
+			out = storage.Partition{
+				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
+				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
+				Created: now, Expires: now.Add(req.Duration), State: storage.Live,
+			}
+			if err := tx.PutPartition(&out); err != nil {
+				return err
+			}
+			detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(share), FormatBytes(bytes), dev.Index, FormatDuration(req.Duration))
+			if owner != c.me {
+				detail += " for " + owner.User
+			}
+			return c.event(tx, "created", out, detail)
+		})
+	}
+	err := create(nil)
+	if errors.Is(err, errNeedDevices) {
+		inv, ierr := c.fetchInventory()
+		if ierr != nil {
+			return nil, ierr
+		}
+		err = create(&inv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := c.wrap(out)
+	return &p, nil
+}
+
+func (c *Client) fetchInventory() (storage.Inventory, error) {
+	if c.devices == nil {
+		return storage.Inventory{}, fmt.Errorf("no GPU inventory: run `chronos stats` once on this machine so chronos can list its GPUs")
+	}
+	backend, devs, err := c.devices()
+	if err != nil {
+		return storage.Inventory{}, fmt.Errorf("list GPUs: %w", err)
+	}
+	inv := storage.Inventory{Backend: backend, Updated: c.now()}
+	for _, d := range devs {
+		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
+	}
+	return inv, nil
+}
+
+func findDevice(inv storage.Inventory, index int) (storage.Device, error) {
+	for _, d := range inv.Devices {
+		if d.Index == index {
+			return d, nil
+		}
+	}
+	if len(inv.Devices) == 0 {
+		return storage.Device{}, fmt.Errorf("%w: GPU %d (this machine has no GPUs)", ErrNoDevice, index)
+	}
+	return storage.Device{}, fmt.Errorf("%w: GPU %d (this machine has GPUs 0–%d)", ErrNoDevice, index, len(inv.Devices)-1)
+}
+
+// shareOf turns a requested amount into parts per million of the device
+// and the bytes they stand for. Sizes round up, so a booking never holds less
+// than was asked.
+func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
+	if m.Bytes > 0 {
+		if dev.MemoryTotal == 0 {
+			return 0, 0, inputErr("GPU %d's memory size is unknown; book a fraction (0.5) instead", dev.Index)
+		}
+		if m.Bytes > dev.MemoryTotal {
+			return 0, 0, inputErr("%s is more than GPU %d has (%s)", FormatBytes(m.Bytes), dev.Index, FormatBytes(dev.MemoryTotal))
+		}
+		share := int64(math.Ceil(float64(m.Bytes) * ppm / float64(dev.MemoryTotal)))
+		return share, m.Bytes, nil
+	}
+	share := int64(math.Round(m.Fraction * ppm))
+	return share, bytesOf(share, dev.MemoryTotal), nil
+}
+
+func bytesOf(share int64, total uint64) uint64 {
+	return uint64(float64(total) * float64(share) / ppm)
+}
+
+func bookedPPM(parts []storage.Partition, device int, now time.Time) int64 {
+	var sum int64
+	for _, p := range parts {
+		if p.Device == device && p.LiveAt(now) {
+			sum += p.SharePPM
+		}
+	}
+	return sum
+}
+
+// List returns bookings, oldest first: the live ones, or with all, every
+// booking ever made that the ledger still holds.
+func (c *Client) List(all bool) ([]Partition, error) {
+	var out []Partition
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		if err != nil {
+			return err
+		}
+		now := c.now()
+		for _, p := range parts {
+			if all || p.LiveAt(now) {
+				out = append(out, c.wrap(p))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Get returns one booking, live or not.
+func (c *Client) Get(id uint64) (*Partition, error) {
+	var p storage.Partition
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		p, err = getPartition(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := c.wrap(p)
+	return &w, nil
+}
+
+func getPartition(tx *storage.Tx, id uint64) (storage.Partition, error) {
+	p, err := tx.Partition(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return p, fmt.Errorf("%w: %d", ErrNoPartition, id)
+	}
+	return p, err
+}
+
+// mine fetches a live partition the client may change: its owner's, or any
+// for root.
+func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition, error) {
+	p, err := getPartition(tx, id)
+	if err != nil {
+		return p, err
+	}
+	if p.UID != c.me.UID && !c.me.Root() {
+		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", ErrNotOwner, id, p.User, verb)
+	}
+	if now := c.now(); !p.LiveAt(now) {
+		state := p.State
+		if state == storage.Live {
+			state = storage.Expired
+		}
+		return p, fmt.Errorf("%w: %d is %s", ErrNotLive, id, state)
+	}
+	return p, nil
+}
+
+// Release ends a live booking now. Its owner or root may.
+func (c *Client) Release(id uint64) (Partition, error) {
+	var p storage.Partition
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		var err error
+		if p, err = c.mine(tx, id, "release"); err != nil {
+			return err
+		}
+		p.State, p.Ended = storage.Released, c.now()
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		return c.event(tx, "released", p, "")
+	})
+	return c.wrap(p), err
+}
+
+// Extend moves a live booking's deadline later by d. Its owner or root may;
+// the time left afterwards may not exceed the policy's maximum length.
+func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
+	if d < time.Second {
+		return Partition{}, inputErr("extension %s must be at least a second", d)
+	}
+	var p storage.Partition
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		var err error
+		if p, err = c.mine(tx, id, "extend"); err != nil {
+			return err
+		}
+		pol, err := policyIn(tx)
+		if err != nil {
+			return err
+		}
+		expires := p.Expires.Add(d)
+		if left := expires.Sub(c.now()); left > pol.MaxLength {
+			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(pol.MaxLength))
+		}
+		p.Expires, p.Warned = expires, false
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		return c.event(tx, "extended", p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+	})
+	return c.wrap(p), err
+}
+
+// Availability is how much of a device is free to book now.
+type Availability struct {
+	Device    storage.Device
+	FreePPM   int64
+	FreeBytes uint64
+	Bookings  int
+}
+
+func (a Availability) String() string {
+	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+}
+
+// Available says how much of every device (device < 0) or one device is free.
+func (c *Client) Available(device int) ([]Availability, error) {
+	inv, err := c.Inventory()
+	if err != nil {
+		return nil, err
+	}
+	var out []Availability
+	err = c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		if err != nil {
+			return err
+		}
+		now := c.now()
+		for _, d := range inv.Devices {
+			if device >= 0 && d.Index != device {
+				continue
+			}
+			free := max(0, ppm-bookedPPM(parts, d.Index, now))
+			n := 0
+			for _, p := range parts {
+				if p.Device == d.Index && p.LiveAt(now) {
+					n++
+				}
+			}
+			out = append(out, Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+		}
+		return nil
+	})
+	if err == nil && device >= 0 && len(out) == 0 {
+		_, err = findDevice(inv, device)
+	}
+	return out, err
+}
+
+// Inventory returns the cached device list, asking the device source (and
+// caching its answer) when the ledger has none.
+func (c *Client) Inventory() (storage.Inventory, error) {
+	var inv storage.Inventory
+	var ok bool
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		inv, ok, err = tx.Inventory()
+		return err
+	})
+	if err != nil || ok {
+		return inv, err
+	}
+	if inv, err = c.fetchInventory(); err != nil {
+		return inv, err
+	}
+	return inv, c.SaveInventory(inv)
+}
+
+// SaveInventory caches the device list when it differs from the one stored,
+// so watchers are not woken by a write that changes nothing.
+func (c *Client) SaveInventory(inv storage.Inventory) error {
+	return c.ledger.Update(func(tx *storage.Tx) error {
+		old, ok, err := tx.Inventory()
+		if err == nil && ok && old.Backend == inv.Backend && slices.Equal(old.Devices, inv.Devices) {
+			return nil
+		}
+		return tx.PutInventory(inv)
+	})
+}
+
+// Events returns audit events numbered after seq (0: from the start), at most
+// limit (0: all).
+func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
+	var out []storage.Event
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		out, err = tx.Events(after, limit)
+		return err
+	})
+	return out, err
+}

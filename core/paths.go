@@ -1,0 +1,83 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+)
+
+// SharedDir is where a machine's shared ledger lives once an admin ran
+// `sudo chronos init --shared`.
+const SharedDir = "/var/lib/chronos"
+
+const ledgerName = "chronos.db"
+
+// LedgerPath finds the ledger file: the flag's value, else $CHRONOS_DB, else
+// the shared system ledger when its directory exists, else a per-user one
+// under $XDG_STATE_HOME (~/.local/state). The per-user directory is created
+// (0700) when missing.
+func LedgerPath(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv("CHRONOS_DB"); env != "" {
+		return env, nil
+	}
+	if st, err := os.Stat(SharedDir); err == nil && st.IsDir() {
+		return filepath.Join(SharedDir, ledgerName), nil
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the ledger: no --db, no CHRONOS_DB, no %s and no home directory", SharedDir)
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	dir := filepath.Join(state, "chronos")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create ledger directory: %w", err)
+	}
+	return filepath.Join(dir, ledgerName), nil
+}
+
+// InitShared prepares the shared ledger directory for the members of group:
+// owned by root and the group, setgid so new files keep the group, writable
+// by the group and closed to everyone else. Root only.
+func InitShared(dir, group string) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", ErrNotRoot)
+	}
+	gid := 0
+	if group != "" {
+		g, err := user.LookupGroup(group)
+		if err != nil {
+			return "", fmt.Errorf("%w: group %q", ErrUnknownUser, group)
+		}
+		gid, _ = strconv.Atoi(g.Gid)
+	}
+	if err := os.MkdirAll(dir, 0o770); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	// MkdirAll's mode passes through the umask and cannot set setgid.
+	if err := os.Chown(dir, 0, gid); err != nil {
+		return "", fmt.Errorf("chown %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o770|fs.ModeSetgid); err != nil {
+		return "", fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, ledgerName)
+	if _, err := os.Stat(path); err == nil {
+		if err := os.Chown(path, 0, gid); err != nil {
+			return "", err
+		}
+		return path, os.Chmod(path, 0o660)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return path, nil
+}

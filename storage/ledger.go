@@ -1,0 +1,225 @@
+// Package storage is the shared ledger: one bbolt file that every chronos
+// process (each TUI, the headless monitor, one-shot commands) reads and
+// writes. No process keeps it open: each operation opens the file, runs one
+// transaction and closes it, because bbolt holds an exclusive flock for as
+// long as a read-write handle is open.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout this binary writes. An older binary refuses a
+// file with a newer version rather than guess at it.
+const SchemaVersion = 1
+
+// DefaultTimeout is how long an operation waits for another process's lock.
+const DefaultTimeout = 3 * time.Second
+
+var (
+	// ErrBusy means another process held the ledger's lock past the timeout.
+	ErrBusy = errors.New("the ledger is busy")
+	// ErrDamaged means the file at the ledger path is not a readable ledger.
+	ErrDamaged = errors.New("the ledger file is damaged or is not a chronos ledger")
+	// ErrNewerSchema means a newer chronos wrote the file.
+	ErrNewerSchema = errors.New("the ledger was written by a newer chronos")
+)
+
+var (
+	bucketMeta       = []byte("meta")
+	bucketPartitions = []byte("partitions")
+	bucketEvents     = []byte("events")
+
+	keySchema    = []byte("schema")
+	keyInventory = []byte("inventory")
+	keyPolicy    = []byte("policy")
+)
+
+// Ledger is the path of a ledger file and how to open it. It holds no open
+// handle, so a Ledger value is cheap and safe to share between goroutines.
+type Ledger struct {
+	Path    string
+	Timeout time.Duration
+	// Mode is the permission a newly created file gets (umask aside, which
+	// Ledger undoes by chmod-ing after creation). Zero means 0600.
+	Mode fs.FileMode
+}
+
+// New returns a ledger at path with the default timeout and a mode that suits
+// its directory: 0660 in a setgid (shared, group-owned) directory, else 0600.
+func New(path string) *Ledger {
+	mode := fs.FileMode(0o600)
+	if st, err := os.Stat(filepath.Dir(path)); err == nil && st.Mode()&fs.ModeSetgid != 0 {
+		mode = 0o660
+	}
+	return &Ledger{Path: path, Timeout: DefaultTimeout, Mode: mode}
+}
+
+// Update runs fn in one read-write transaction, creating the file if needed.
+// fn's error rolls the transaction back and is returned as it is.
+func (l *Ledger) Update(fn func(*Tx) error) error {
+	return l.run(false, fn)
+}
+
+// View runs fn in one read-only transaction. A ledger that does not exist yet
+// reads as empty; View never creates the file.
+func (l *Ledger) View(fn func(*Tx) error) error {
+	if _, err := os.Stat(l.Path); errors.Is(err, fs.ErrNotExist) {
+		return fn(&Tx{})
+	}
+	return l.run(true, fn)
+}
+
+func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
+	// bbolt panics on some kinds of damage (a page pointing outside the
+	// file, say). A damaged file must give an error, never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
+		}
+	}()
+	created := false
+	if !readOnly {
+		if _, statErr := os.Stat(l.Path); errors.Is(statErr, fs.ErrNotExist) {
+			created = true
+		}
+	}
+	db, err := l.open(readOnly)
+	if err != nil {
+		return err
+	}
+	if created {
+		if err := os.Chmod(l.Path, l.mode()); err != nil {
+			db.Close()
+			return fmt.Errorf("set mode of new ledger %s: %w", l.Path, err)
+		}
+	}
+	var txErr error
+	if readOnly {
+		txErr = db.View(func(btx *bolt.Tx) error { return runTx(btx, fn) })
+	} else {
+		txErr = db.Update(func(btx *bolt.Tx) error {
+			if err := prepare(btx); err != nil {
+				return err
+			}
+			return runTx(btx, fn)
+		})
+	}
+	closeErr := db.Close()
+	if txErr != nil {
+		return txErr
+	}
+	if closeErr != nil {
+		return fmt.Errorf("close ledger %s: %w", l.Path, closeErr)
+	}
+	return nil
+}
+
+func (l *Ledger) mode() fs.FileMode {
+	if l.Mode == 0 {
+		return 0o600
+	}
+	return l.Mode
+}
+
+func (l *Ledger) open(readOnly bool) (*bolt.DB, error) {
+	timeout := l.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if st, err := os.Stat(l.Path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
+	}
+	db, err := bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("open ledger %s: permission denied (is it a shared ledger of a group you are not in?)", l.Path)
+	default:
+		// bbolt reports short or foreign files with plain errors ("file size
+		// too small", "invalid argument" from mmap).
+		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
+			return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+		}
+		return nil, fmt.Errorf("open ledger %s: %w", l.Path, err)
+	}
+}
+
+// prepare creates the buckets of a new file and refuses a newer schema.
+func prepare(btx *bolt.Tx) error {
+	if btx.Bucket(bucketMeta) == nil && len(bucketNames(btx)) > 0 {
+		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
+	}
+	meta, err := btx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return fmt.Errorf("create meta bucket: %w", err)
+	}
+	if v := meta.Get(keySchema); v == nil {
+		if err := meta.Put(keySchema, []byte{SchemaVersion}); err != nil {
+			return err
+		}
+	}
+	for _, name := range [][]byte{bucketPartitions, bucketEvents} {
+		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func runTx(btx *bolt.Tx, fn func(*Tx) error) error {
+	if meta := btx.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keySchema); len(v) == 1 && v[0] > SchemaVersion {
+			return fmt.Errorf("%w (schema %d; this chronos reads up to %d): upgrade chronos", ErrNewerSchema, v[0], SchemaVersion)
+		} else if len(v) != 1 {
+			return fmt.Errorf("%w: missing or malformed schema version", ErrDamaged)
+		}
+	} else if len(bucketNames(btx)) > 0 {
+		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
+	}
+	return fn(&Tx{btx: btx})
+}
+
+func bucketNames(btx *bolt.Tx) []string {
+	var names []string
+	_ = btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, string(name))
+		return nil
+	})
+	return names
+}
+
+// Check runs bbolt's consistency check over the whole file and returns every
+// problem it finds.
+func (l *Ledger) Check() (problems []error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
+		}
+	}()
+	db, err := l.open(true)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	err = db.View(func(btx *bolt.Tx) error {
+		for e := range btx.Check() {
+			problems = append(problems, e)
+		}
+		return nil
+	})
+	return problems, err
+}

@@ -1,0 +1,277 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNotFound means no record has that id.
+var ErrNotFound = errors.New("not found")
+
+// State is where a partition is in its life. A partition stored as Live whose
+// deadline has passed is not live: time is the truth, and Partition.LiveAt
+// says so whether or not a monitor has flipped the state yet.
+type State string
+
+const (
+	Live     State = "live"
+	Released State = "released"
+	Expired  State = "expired"
+)
+
+// Partition is one booking of a share of one device for a bounded time.
+type Partition struct {
+	V          int    `json:"v"`
+	ID         uint64 `json:"id"`
+	Device     int    `json:"device"`
+	DeviceUUID string `json:"device_uuid,omitempty"`
+	// SharePPM is the booked share of the device's memory in parts per
+	// million, so that admission adds integers and never rounds its way past
+	// 100%.
+	SharePPM   int64     `json:"share_ppm"`
+	Bytes      uint64    `json:"bytes"`
+	ComputePct int       `json:"compute_percent,omitempty"`
+	UID        int       `json:"uid"`
+	User       string    `json:"user"`
+	Created    time.Time `json:"created"`
+	Expires    time.Time `json:"expires"`
+	State      State     `json:"state"`
+	Ended      time.Time `json:"ended,omitzero"`
+	Warned     bool      `json:"warned,omitempty"`
+}
+
+// LiveAt reports whether the partition holds its share at instant now.
+func (p Partition) LiveAt(now time.Time) bool {
+	return p.State == Live && now.Before(p.Expires)
+}
+
+// Event is one line of the audit trail.
+type Event struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`
+	Partition uint64    `json:"partition,omitempty"`
+	UID       int       `json:"uid"`
+	User      string    `json:"user"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Device is one GPU of the cached inventory.
+type Device struct {
+	Index       int    `json:"index"`
+	UUID        string `json:"uuid"`
+	Name        string `json:"name"`
+	MemoryTotal uint64 `json:"memory_total_bytes"`
+}
+
+// Inventory is the device list last seen by a process that opened a GPU
+// backend, kept so that `create` can validate a device without paying for
+// NVML's start.
+type Inventory struct {
+	Backend string    `json:"backend"`
+	Updated time.Time `json:"updated"`
+	Devices []Device  `json:"devices"`
+}
+
+// Policy is what the admin chose the monitor should do.
+type Policy struct {
+	Expiry     string        `json:"expiry"`      // "terminate" or "notify"
+	OverBudget string        `json:"over_budget"` // "off", "warn" or "terminate"
+	Unbooked   string        `json:"unbooked"`    // "off", "warn" or "terminate"
+	Grace      time.Duration `json:"grace"`
+	WarnLead   time.Duration `json:"warn_lead"`
+	MaxLength  time.Duration `json:"max_length"`
+}
+
+// Tx is one open transaction on the ledger. A Tx from View over a ledger
+// file that does not exist yet reads as empty.
+type Tx struct {
+	btx *bolt.Tx
+}
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket {
+	if tx.btx == nil {
+		return nil
+	}
+	return tx.btx.Bucket(name)
+}
+
+// TxID is bbolt's id of the last committed transaction: it changes whenever
+// any process writes.
+func (tx *Tx) TxID() int {
+	if tx.btx == nil {
+		return 0
+	}
+	return tx.btx.ID()
+}
+
+func key(id uint64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, id)
+	return k
+}
+
+// Partitions returns every partition, oldest first.
+func (tx *Tx) Partitions() ([]Partition, error) {
+	b := tx.bucket(bucketPartitions)
+	if b == nil {
+		return nil, nil
+	}
+	var out []Partition
+	err := b.ForEach(func(k, v []byte) error {
+		var p Partition
+		if err := decode(v, &p); err != nil {
+			return fmt.Errorf("partition %x: %w", k, err)
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// Partition returns the partition with that id, or ErrNotFound.
+func (tx *Tx) Partition(id uint64) (Partition, error) {
+	var p Partition
+	b := tx.bucket(bucketPartitions)
+	if b == nil {
+		return p, ErrNotFound
+	}
+	v := b.Get(key(id))
+	if v == nil {
+		return p, ErrNotFound
+	}
+	if err := decode(v, &p); err != nil {
+		return p, fmt.Errorf("partition %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// PutPartition stores p, giving it the next id when it has none yet. Ids are
+// never reused.
+func (tx *Tx) PutPartition(p *Partition) error {
+	b := tx.bucket(bucketPartitions)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("put partition: read-only transaction")
+	}
+	if p.ID == 0 {
+		id, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		p.ID = id
+	}
+	p.V = SchemaVersion
+	return put(b, key(p.ID), p)
+}
+
+// AddEvent appends e to the audit trail, numbering it.
+func (tx *Tx) AddEvent(e Event) error {
+	b := tx.bucket(bucketEvents)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("add event: read-only transaction")
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	return put(b, key(seq), e)
+}
+
+// Events returns the events numbered after seq, oldest first, at most limit
+// of them (0: all).
+func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
+	b := tx.bucket(bucketEvents)
+	if b == nil {
+		return nil, nil
+	}
+	var out []Event
+	c := b.Cursor()
+	for k, v := c.Seek(key(after + 1)); k != nil; k, v = c.Next() {
+		var e Event
+		if err := decode(v, &e); err != nil {
+			return out, fmt.Errorf("event %x: %w", k, err)
+		}
+		out = append(out, e)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// LastEvent returns the sequence number of the newest event (0: none).
+func (tx *Tx) LastEvent() uint64 {
+	b := tx.bucket(bucketEvents)
+	if b == nil {
+		return 0
+	}
+	k, _ := b.Cursor().Last()
+	if len(k) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k)
+}
+
+// Inventory returns the cached device inventory; ok is false when none was
+// stored yet.
+func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) {
+	ok, err = tx.getMeta(keyInventory, &inv)
+	return inv, ok, err
+}
+
+// PutInventory caches the device inventory.
+func (tx *Tx) PutInventory(inv Inventory) error { return tx.putMeta(keyInventory, inv) }
+
+// Policy returns the stored policy; ok is false when the admin set none.
+func (tx *Tx) Policy() (p Policy, ok bool, err error) {
+	ok, err = tx.getMeta(keyPolicy, &p)
+	return p, ok, err
+}
+
+// PutPolicy stores the policy.
+func (tx *Tx) PutPolicy(p Policy) error { return tx.putMeta(keyPolicy, p) }
+
+func (tx *Tx) getMeta(k []byte, into any) (bool, error) {
+	b := tx.bucket(bucketMeta)
+	if b == nil {
+		return false, nil
+	}
+	v := b.Get(k)
+	if v == nil {
+		return false, nil
+	}
+	if err := decode(v, into); err != nil {
+		return false, fmt.Errorf("%s: %w", k, err)
+	}
+	return true, nil
+}
+
+func (tx *Tx) putMeta(k []byte, v any) error {
+	b := tx.bucket(bucketMeta)
+	if b == nil || !tx.btx.Writable() {
+		return fmt.Errorf("put %s: read-only transaction", k)
+	}
+	return put(b, k, v)
+}
+
+func put(b *bolt.Bucket, k []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, data)
+}
+
+// decode reads one stored record; a record that doesn't decode is damage.
+func decode(data []byte, into any) error {
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	return nil
+}
