@@ -18,15 +18,15 @@ import (
 // Errors callers can tell apart; each is wrapped with a message that says
 // the particulars.
 var (
-	ErrOverbooked   = errors.New("not enough free share on that GPU")
-	ErrNotOwner     = errors.New("not your booking")
-	ErrNotRoot      = errors.New("only root may do that")
-	ErrNotLive      = errors.New("booking has ended")
-	ErrNoPartition  = errors.New("no such booking")
-	ErrNoDevice     = errors.New("no such GPU")
-	ErrTooLong      = errors.New("longer than the policy allows")
-	ErrUnknownUser  = errors.New("no such user")
-	errNeedDevices  = errors.New("no device inventory cached")
+	ErrOverbooked  = errors.New("not enough free share on that GPU")
+	ErrNotOwner    = errors.New("not your booking")
+	ErrNotRoot     = errors.New("only root may do that")
+	ErrNotLive     = errors.New("booking has ended")
+	ErrNoPartition = errors.New("no such booking")
+	ErrNoDevice    = errors.New("no such GPU")
+	ErrTooLong     = errors.New("longer than the policy allows")
+	ErrUnknownUser = errors.New("no such user")
+	errNeedDevices = errors.New("no device inventory cached")
 )
 
 // Identity is an OS user: who asks, or who owns a booking. It comes from the
