@@ -1,0 +1,87 @@
+package core
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Verdict is what a GPU process is, measured against the bookings.
+type Verdict string
+
+const (
+	// Booked: the process counts against a live booking within its memory.
+	Booked Verdict = "booked"
+	// Unbooked: no live booking of its owner, or named by it, on its GPU.
+	Unbooked Verdict = "unbooked"
+	// OverBudget: its booking's processes together use more memory than
+	// the booking holds.
+	OverBudget Verdict = "over budget"
+	// Ended: it was started inside a booking that has since ended.
+	Ended Verdict = "ended"
+)
+
+// Attribution is one GPU process and the booking it counts against.
+type Attribution struct {
+	gpu.Process
+	Device    int     `json:"device"`
+	Partition uint64  `json:"partition,omitempty"`
+	Verdict   Verdict `json:"verdict"`
+}
+
+// Attribute matches every process in the sample to a booking: the one named
+// by CHRONOS_PARTITION_ID in its environment (set by `chronos run`, inherited
+// by children), else its owner's live booking on that GPU. Processes of one
+// booking share its memory budget.
+func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribution {
+	byID := make(map[uint64]storage.Partition, len(parts))
+	for _, p := range parts {
+		byID[p.ID] = p
+	}
+	var out []Attribution
+	used := map[uint64]uint64{}
+	for _, d := range s.Devices {
+		for _, proc := range d.Processes {
+			a := Attribution{Process: proc, Device: d.Index, Verdict: Unbooked}
+			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
+				if p, ok := byID[id]; ok && p.Device == d.Index {
+					a.Partition = id
+					if !p.LiveAt(now) {
+						a.Verdict = Ended
+					}
+				}
+			}
+			if a.Partition == 0 && proc.UID != gpu.NA {
+				if p, ok := ownersBooking(parts, proc.UID, d.Index, now); ok {
+					a.Partition = p.ID
+				}
+			}
+			if a.Partition != 0 && a.Verdict != Ended {
+				a.Verdict = Booked
+				used[a.Partition] += proc.MemoryUsed
+			}
+			out = append(out, a)
+		}
+	}
+	for i, a := range out {
+		if a.Verdict == Booked && used[a.Partition] > byID[a.Partition].Bytes {
+			out[i].Verdict = OverBudget
+		}
+	}
+	return out
+}
+
+// ownersBooking is uid's live booking on device: the one ending last, as the
+// one most likely to cover a process that has just started.
+func ownersBooking(parts []storage.Partition, uid, device int, now time.Time) (storage.Partition, bool) {
+	var best storage.Partition
+	found := false
+	for _, p := range parts {
+		if p.UID == uid && p.Device == device && p.LiveAt(now) && (!found || p.Expires.After(best.Expires)) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
