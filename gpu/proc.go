@@ -51,7 +51,9 @@ func ReadProc(pid int) (ProcInfo, error) {
 }
 
 // ReadProc reads process pid. An exited process gives an error that
-// matches ErrProcessGone.
+// matches ErrProcessGone. In the microseconds after exec the kernel has not
+// yet filled in the new command line and environment; a read then sees an
+// empty command line and no partition.
 func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	if pid <= 0 {
 		return ProcInfo{}, fmt.Errorf("read process %d: not a valid pid", pid)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -23,6 +24,13 @@ func startSleep(t testing.TB, env ...string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// Start returns once exec has begun, a moment before the kernel fills in
+	// the new command line and environment; wait for them.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(cmdline)
+		return err == nil && strings.HasPrefix(string(b), "sleep\x00")
+	}, 5*time.Second, time.Millisecond)
 	return cmd
 }
 
