@@ -1,18 +1,21 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -70,6 +73,26 @@ func playRole(role, db, arg string) int {
 					return roleFailed
 				}
 			}
+		}
+	case "monitor":
+		// Run a monitor for a while (arg), with real processes named in
+		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU.
+		d, _ := time.ParseDuration(arg)
+		sim := gpu.NewSim(gpu.SimOptions{})
+		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
+			pid, _ := strconv.Atoi(f)
+			sim.Attach(idleGPU, pid, 1<<30)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: func(a Act) {
+			if a.Kind == "error" {
+				fmt.Fprintln(os.Stderr, a)
+			}
+		}})
+		if err := m.Run(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
 		}
 	default:
 		return roleFailed

@@ -37,6 +37,7 @@ var (
 	bucketMeta       = []byte("meta")
 	bucketPartitions = []byte("partitions")
 	bucketEvents     = []byte("events")
+	bucketClaims     = []byte("claims")
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
@@ -172,7 +173,7 @@ func prepare(btx *bolt.Tx) error {
 			return err
 		}
 	}
-	for _, name := range [][]byte{bucketPartitions, bucketEvents} {
+	for _, name := range [][]byte{bucketPartitions, bucketEvents, bucketClaims} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

@@ -88,6 +88,16 @@ type Policy struct {
 	MaxLength  time.Duration `json:"max_length"`
 }
 
+// Claim records that one monitor took on one act (signalling a process,
+// say), so that however many monitors run, each act is done once. A claim
+// whose holder lacked permission is marked NeedsRoot: it waits for a monitor
+// running as root to take it over.
+type Claim struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	NeedsRoot bool      `json:"needs_root,omitempty"`
+}
+
 // Tx is one open transaction on the ledger. A Tx from View over a ledger
 // file that does not exist yet reads as empty.
 type Tx struct {
@@ -274,4 +284,54 @@ func decode(data []byte, into any) error {
 		return fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
 	return nil
+}
+
+// Claims returns every claim by key.
+func (tx *Tx) Claims() (map[string]Claim, error) {
+	out := map[string]Claim{}
+	b := tx.bucket(bucketClaims)
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		var c Claim
+		if err := decode(v, &c); err != nil {
+			return fmt.Errorf("claim %q: %w", k, err)
+		}
+		out[string(k)] = c
+		return nil
+	})
+	return out, err
+}
+
+// PutClaim stores (or replaces) the claim on key.
+func (tx *Tx) PutClaim(key string, c Claim) error {
+	b := tx.bucket(bucketClaims)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("put claim: read-only transaction")
+	}
+	return put(b, []byte(key), c)
+}
+
+// DropClaims deletes claims made before cutoff: the acts they guarded are
+// long done, and the processes they named long gone.
+func (tx *Tx) DropClaims(cutoff time.Time) error {
+	b := tx.bucket(bucketClaims)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("drop claims: read-only transaction")
+	}
+	var old [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var c Claim
+		if decode(v, &c) != nil || c.At.Before(cutoff) {
+			old = append(old, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range old {
+		if err == nil {
+			err = b.Delete(k)
+		}
+	}
+	return err
 }
