@@ -4,10 +4,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +37,14 @@ type usageError struct{ error }
 type globals struct {
 	db      string
 	backend string
+}
+
+// monitorFlags are the flags of headless `chronos --monitor`.
+type monitorFlags struct {
+	on          bool
+	policy      string
+	logFormat   string
+	sampleEvery time.Duration
 }
 
 func main() {
@@ -70,6 +84,7 @@ type exitStatus struct {
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func newRoot(g *globals) *cobra.Command {
+	var mon monitorFlags
 	root := &cobra.Command{
 		Use:   "chronos",
 		Short: "Fair time-sharing of a machine's GPUs",
@@ -81,6 +96,9 @@ Run it with no command for the terminal app.`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if mon.on {
+				return runMonitor(g, mon)
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -88,11 +106,16 @@ Run it with no command for the terminal app.`,
 			return listBookings(c, false, false)
 		},
 	}
+	root.Flags().BoolVar(&mon.on, "monitor", false, "run the expiry monitor headless (for tmux or systemd): no terminal needed, logs to stderr")
+	root.Flags().StringVar(&mon.policy, "policy", "", `with --monitor: override the stored policy, e.g. "overbudget=terminate grace=10s"`)
+	root.Flags().StringVar(&mon.logFormat, "log-format", "text", "with --monitor: text or json")
+	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
+		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(),
 	)
 	return root
@@ -474,4 +497,275 @@ func versionCmd() *cobra.Command {
 			fmt.Printf("chronos %s (ledger schema %d)\n", version, storage.SchemaVersion)
 		},
 	}
+}
+
+func runCmd(g *globals) *cobra.Command {
+	var partition, compute, warnSignal string
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
+		Short: "Run a command inside a booking, ended at the booking's deadline",
+		Long: `Book a share (or join your live booking with --partition), run the command
+with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
+CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
+and compute limits), and release the booking when the command ends.
+
+Before the end the command's process group gets --warn-signal (SIGUSR1 by
+default: handle it to checkpoint, or say --warn-signal none; Python's default
+action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
+SIGKILL after the grace period. chronos exits with the command's status, or
+124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 || dash == len(a) {
+				return usageError{errors.New("run: no command after -- (chronos run 0 0.5 1h -- python train.py)")}
+			}
+			spec, command := a[:dash], a[dash:]
+			opts := core.RunOptions{Command: command, Grace: grace, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+				Say: func(f string, v ...any) { fmt.Fprintf(os.Stderr, "chronos: "+f+"\n", v...) }}
+			var err error
+			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+				return err
+			}
+			switch {
+			case partition != "" && len(spec) == 0:
+				if opts.Partition, err = core.ParseID(partition); err != nil {
+					return err
+				}
+			case partition == "" && len(spec) == 3:
+				if opts.Request, err = parseRequest(spec, compute); err != nil {
+					return err
+				}
+			default:
+				return usageError{errors.New("run: give DEVICE MEMORY DURATION, or --partition ID, before --")}
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			opts.MPS = gpu.DetectMPS("")
+			res, err := c.Run(context.Background(), opts)
+			if err != nil {
+				return err
+			}
+			if res.Expired {
+				return exitStatus{code: core.ExitExpired, msg: fmt.Sprintf("booking %d ended; the command was stopped (exit %d)", res.Partition, core.ExitExpired)}
+			}
+			return exitStatus{code: res.ExitCode}
+		},
+	}
+	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
+	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
+	return cmd
+}
+
+func parseRequest(a []string, compute string) (core.Request, error) {
+	var r core.Request
+	var err error
+	if r.Device, err = core.ParseDevice(a[0]); err != nil {
+		return r, err
+	}
+	if r.Memory, err = core.ParseMemory(a[1]); err != nil {
+		return r, err
+	}
+	if r.Duration, err = core.ParseDuration(a[2]); err != nil {
+		return r, err
+	}
+	r.Compute, err = core.ParseCompute(compute)
+	return r, err
+}
+
+func statsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Each GPU's memory, load and processes, with the booking each counts against",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			b, notice, err := gpu.Open(g.backendKind())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if notice != "" && !asJSON {
+				fmt.Fprintln(os.Stderr, "chronos:", notice)
+			}
+			st, err := c.Stats(b, gpu.DetectMPS(""))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(st)
+			}
+			return tui.WriteStats(os.Stdout, st)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// backendReport answers what the original called check_concurrent_support().
+type backendReport struct {
+	NVMLAvailable      bool   `json:"nvml_available"`
+	NVMLDetail         string `json:"nvml_detail"`
+	Driver             string `json:"driver,omitempty"`
+	GPUs               int    `json:"gpus"`
+	MPSRunning         bool   `json:"mps_running"`
+	MPSMultiUser       bool   `json:"mps_multi_user"`
+	MPSPipeDir         string `json:"mps_pipe_dir"`
+	MPSDetail          string `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool   `json:"concurrent_possible"`
+	Recommended        string `json:"recommended"`
+	ActiveBackend      string `json:"active_backend"`
+	Mode               string `json:"mode"`
+}
+
+func backendsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "backends",
+		Short: "What this machine supports: NVML, MPS, concurrent or time-sliced sharing",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var r backendReport
+			if n, err := gpu.OpenNVML(); err != nil {
+				r.NVMLDetail = err.Error()
+			} else {
+				devs, _ := n.Devices()
+				r.NVMLAvailable, r.Driver, r.GPUs = true, n.DriverVersion(), len(devs)
+				r.NVMLDetail = fmt.Sprintf("driver %s, %d GPU(s)", r.Driver, r.GPUs)
+				n.Close()
+			}
+			mps := gpu.DetectMPS("")
+			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
+			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
+			r.Mode = mps.Mode()
+			if mps.Running && mps.MultiUser {
+				r.Mode += ", multi-user"
+			}
+			switch {
+			case !r.NVMLAvailable:
+				r.Recommended = "simulated: no NVIDIA driver is usable here"
+			case mps.Running && !mps.MultiUser:
+				r.Recommended = "concurrent, but restart MPS with -M so users run side by side instead of queueing"
+			case mps.Running:
+				r.Recommended = "concurrent: bookings' memory and compute limits are applied through MPS"
+			default:
+				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
+			}
+			if b, _, err := gpu.Open(g.backendKind()); err == nil {
+				r.ActiveBackend = b.Name()
+				b.Close()
+			} else {
+				r.ActiveBackend = "none: " + err.Error()
+			}
+			if asJSON {
+				return printJSON(r)
+			}
+			fmt.Printf("NVML:                %s\n", availability(r.NVMLAvailable, r.NVMLDetail))
+			fmt.Printf("MPS daemon:          %s\n", mpsLine(mps))
+			fmt.Printf("concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
+			fmt.Printf("recommended:         %s\n", r.Recommended)
+			fmt.Printf("active backend:      %s\n", r.ActiveBackend)
+			fmt.Printf("mode:                %s\n", r.Mode)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func availability(ok bool, detail string) string {
+	if ok {
+		return "available (" + detail + ")"
+	}
+	return "not available: " + detail
+}
+
+func mpsLine(m gpu.MPS) string {
+	if !m.Running {
+		return "not running (pipe directory " + m.PipeDir + ")"
+	}
+	s := "running"
+	if m.MultiUser {
+		s += ", multi-user (-M)"
+	} else {
+		s += ", single-user: other users' clients queue"
+	}
+	if m.DefaultActiveThreadPercentage != "" {
+		s += ", default active threads " + m.DefaultActiveThreadPercentage + "%"
+	}
+	if m.Detail != "" {
+		s += " (" + m.Detail + ")"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// runMonitor is `chronos --monitor`: the monitor engine with no screen.
+func runMonitor(g *globals, f monitorFlags) error {
+	logger := log.New(os.Stderr, "", 0)
+	logAct := func(a core.Act) {
+		if f.logFormat == "json" {
+			data, _ := json.Marshal(a)
+			logger.Print(string(data))
+			return
+		}
+		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return usageError{fmt.Errorf("--log-format %q: use text or json", f.logFormat)}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	pol, err := c.Policy()
+	if err != nil {
+		return fmt.Errorf("cannot open the ledger %s: %w", c.Ledger().Path, err)
+	}
+	var override *core.Policy
+	if f.policy != "" {
+		p, err := core.ApplyPolicy(pol, strings.Fields(strings.ReplaceAll(f.policy, ",", " ")))
+		if err != nil {
+			return err
+		}
+		override, pol = &p, p
+	}
+	b, notice, err := gpu.Open(g.backendKind())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if devs, err := b.Devices(); err == nil {
+		if err := c.SaveInventory(core.InventoryOf(b.Name(), devs, c.Now())); err != nil {
+			return fmt.Errorf("cannot write the ledger %s: %w", c.Ledger().Path, err)
+		}
+	}
+	mps := gpu.DetectMPS("")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := core.Act{Time: c.Now(), Kind: "started", Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
+		c.Ledger().Path, b.Name(), mps.Mode(), c.Me().User, core.FormatPolicy(pol))}
+	if notice != "" {
+		start.Detail += "; " + notice
+	}
+	logAct(start)
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
+	err = m.Run(ctx)
+	logAct(core.Act{Time: c.Now(), Kind: "stopped", Detail: "signal received"})
+	return err
 }

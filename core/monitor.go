@@ -381,17 +381,17 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
 		a := Act{Time: m.c.now(), Kind: "signalled", Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
-			Detail: fmt.Sprintf("%s to %s: %s", sigName(p.sig), p.proc.Command, p.reason)}
+			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrProcessGone):
 			continue
 		case errors.Is(err, ErrNoPermission):
 			a.Kind = "denied"
-			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", sigName(p.sig), p.proc.Command, p.proc.User, p.reason)
+			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
 			denied = append(denied, p.key)
 		default:
-			a.Kind, a.Detail = "error", fmt.Sprintf("%s to pid %d: %v", sigName(p.sig), p.proc.PID, err)
+			a.Kind, a.Detail = "error", fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
 		}
 		acts = append(acts, a)
 	}
@@ -416,16 +416,6 @@ func (m *Monitor) signal(plans []signalPlan) error {
 		m.report(a)
 	}
 	return err
-}
-
-func sigName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	}
-	return s.String()
 }
 
 // nextWake is the earliest of: the next deadline, the next warning, the

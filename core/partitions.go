@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -131,11 +132,16 @@ func (c *Client) fetchInventory() (storage.Inventory, error) {
 	if err != nil {
 		return storage.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
-	inv := storage.Inventory{Backend: backend, Updated: c.now()}
+	return InventoryOf(backend, devs, c.now()), nil
+}
+
+// InventoryOf is the ledger's form of a backend's device list.
+func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
+	inv := storage.Inventory{Backend: backend, Updated: now}
 	for _, d := range devs {
 		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
-	return inv, nil
+	return inv
 }
 
 func findDevice(inv storage.Inventory, index int) (storage.Device, error) {
