@@ -66,6 +66,10 @@ type MonitorOptions struct {
 	Root *bool
 }
 
+// attributionWindow is how long after its end an expired booking can still
+// claim the processes that ran under it.
+const attributionWindow = 24 * time.Hour
+
 // maxSleep bounds every wait, so that a step of the wall clock (NTP) is
 // noticed within a second: deadlines are wall-clock instants.
 const maxSleep = time.Second
@@ -152,13 +156,14 @@ func (m *Monitor) Tick() (time.Time, error) {
 	pol := DefaultPolicy()
 	err := m.c.ledger.View(func(tx *storage.Tx) error {
 		var err error
-		if parts, err = tx.Partitions(); err != nil {
+		if pol, err = policyIn(tx); err != nil {
 			return err
 		}
-		if claims, err = tx.Claims(); err != nil {
+		// Bookings that ended long ago have no processes left to act on.
+		if parts, err = tx.PartitionsSince(now.Add(-pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		pol, err = policyIn(tx)
+		claims, err = tx.Claims()
 		return err
 	})
 	if err != nil {

@@ -277,3 +277,52 @@ func TestWatchPollsWithoutInotify(t *testing.T) {
 		t.Fatal("poll did not notice a changed stamp")
 	}
 }
+
+func TestLiveIndexAndRecent(t *testing.T) {
+	l := newLedger(t)
+	old := time.Now().Add(-48 * time.Hour)
+	var ids []uint64
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		for i := range 6 {
+			p := Partition{State: Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
+			if i%2 == 1 {
+				p.State = Released
+			}
+			if err := tx.PutPartition(&p); err != nil {
+				return err
+			}
+			ids = append(ids, p.ID)
+		}
+		return nil
+	}))
+	require.NoError(t, l.View(func(tx *Tx) error {
+		live, err := tx.LivePartitions()
+		require.NoError(t, err)
+		require.Len(t, live, 3)
+		for _, p := range live {
+			require.Equal(t, Live, p.State)
+		}
+		// Created within 25 hours: ids 4, 5, 6 (created 10h apart from 48h
+		// ago), plus the older live ones 1 and 3.
+		recent, err := tx.PartitionsSince(time.Now().Add(-25 * time.Hour))
+		require.NoError(t, err)
+		var got []uint64
+		for _, p := range recent {
+			got = append(got, p.ID)
+		}
+		require.Equal(t, []uint64{1, 3, 4, 5, 6}, got)
+		return nil
+	}))
+	// Ending a partition takes it out of the live index.
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		p, err := tx.Partition(ids[0])
+		require.NoError(t, err)
+		p.State = Expired
+		return tx.PutPartition(&p)
+	}))
+	require.NoError(t, l.View(func(tx *Tx) error {
+		live, err := tx.LivePartitions()
+		require.Len(t, live, 2)
+		return err
+	}))
+}

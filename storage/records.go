@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -176,7 +178,73 @@ func (tx *Tx) PutPartition(p *Partition) error {
 		p.ID = id
 	}
 	p.V = SchemaVersion
-	return put(b, key(p.ID), p)
+	if err := put(b, key(p.ID), p); err != nil {
+		return err
+	}
+	live := tx.bucket(bucketLive)
+	if p.State == Live {
+		return live.Put(key(p.ID), nil)
+	}
+	return live.Delete(key(p.ID))
+}
+
+// LivePartitions returns the partitions stored as live, oldest first. Some
+// may be past their deadline: check LiveAt.
+func (tx *Tx) LivePartitions() ([]Partition, error) {
+	live := tx.bucket(bucketLive)
+	if live == nil {
+		return nil, nil
+	}
+	var out []Partition
+	err := live.ForEach(func(k, _ []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: live index key %x", ErrDamaged, k)
+		}
+		p, err := tx.Partition(binary.BigEndian.Uint64(k))
+		if err != nil {
+			return fmt.Errorf("live index: %w", err)
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// PartitionsSince returns the partitions created at or after since, and
+// every partition still stored as live, oldest first.
+func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
+	b := tx.bucket(bucketPartitions)
+	if b == nil {
+		return nil, nil
+	}
+	var recent []Partition
+	c := b.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var p Partition
+		if err := decode(v, &p); err != nil {
+			return nil, fmt.Errorf("partition %x: %w", k, err)
+		}
+		if p.Created.Before(since) {
+			break
+		}
+		recent = append(recent, p)
+	}
+	slices.Reverse(recent)
+	live, err := tx.LivePartitions()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	for _, p := range recent {
+		seen[p.ID] = true
+	}
+	for _, p := range live {
+		if !seen[p.ID] {
+			recent = append(recent, p)
+		}
+	}
+	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
+	return recent, nil
 }
 
 // AddEvent appends e to the audit trail, numbering it.
