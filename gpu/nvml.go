@@ -15,11 +15,11 @@ var ErrClosed = errors.New("GPU backend is closed")
 // NVML reads real NVIDIA GPUs through the driver's NVML library.
 type NVML struct {
 	lib     nvml.Interface
-	procs   ProcReader
+	procs   *procCache
 	driver  string
 	devices []nvmlDevice
 
-	mu     sync.Mutex // guards lastSeen in devices, and closed
+	mu     sync.Mutex // guards lastSeen in devices, procs and closed
 	closed bool
 }
 
@@ -70,7 +70,7 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		return nil, nvmlFailure("init", ret)
 	}
-	n := &NVML{lib: lib, procs: hostProc}
+	n := &NVML{lib: lib, procs: newProcCache(hostProc)}
 	if err := n.enumerate(); err != nil {
 		_ = lib.Shutdown()
 		return nil, err
@@ -160,6 +160,7 @@ func (n *NVML) Sample() (Sample, error) {
 	for i := range n.devices {
 		s.Devices[i] = n.sampleDevice(&n.devices[i])
 	}
+	n.procs.prune()
 	return s, nil
 }
 
@@ -253,7 +254,7 @@ func (n *NVML) processes(d *nvmlDevice, notes []string) ([]Process, []string) {
 		}
 		// A process that exited since NVML listed it stays listed (its
 		// memory is still counted by the driver), owner unknown.
-		if pi, err := n.procs.ReadProc(pid); err == nil {
+		if pi, err := n.procs.lookup(pid); err == nil {
 			p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
 			p.PartitionID, p.StartTime = pi.PartitionID, pi.StartTime
 		}
