@@ -72,3 +72,67 @@ func BenchmarkDetectMPSAbsent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNVMLSampleReal polls the real driver; it is skipped where there
+// is none.
+func BenchmarkNVMLSampleReal(b *testing.B) {
+	n, err := OpenNVML()
+	if err != nil {
+		b.Skip(err)
+	}
+	defer n.Close()
+	for b.Loop() {
+		if _, err := n.Sample(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(n.devices)), "ns/device")
+}
+
+// BenchmarkOpenNVMLReal is nvml.Init plus enumeration: the cost a CLI
+// command pays to read the inventory.
+func BenchmarkOpenNVMLReal(b *testing.B) {
+	for b.Loop() {
+		n, err := OpenNVML()
+		if err != nil {
+			b.Skip(err)
+		}
+		if err := n.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNVMLCallsReal times each NVML call a sample makes, on device 0
+// of the real driver; it is skipped where there is none.
+func BenchmarkNVMLCallsReal(b *testing.B) {
+	n, err := OpenNVML()
+	if err != nil {
+		b.Skip(err)
+	}
+	defer n.Close()
+	if len(n.devices) == 0 {
+		b.Skip("no GPUs")
+	}
+	h := n.devices[0].handle
+	calls := []struct {
+		name string
+		call func() nvml.Return
+	}{
+		{"MemoryInfo_v2", func() nvml.Return { _, r := h.GetMemoryInfo_v2(); return r }},
+		{"UtilizationRates", func() nvml.Return { _, r := h.GetUtilizationRates(); return r }},
+		{"Temperature", func() nvml.Return { _, r := h.GetTemperature(nvml.TEMPERATURE_GPU); return r }},
+		{"PowerUsage", func() nvml.Return { _, r := h.GetPowerUsage(); return r }},
+		{"ComputeRunningProcesses", func() nvml.Return { _, r := h.GetComputeRunningProcesses(); return r }},
+		{"ProcessUtilization", func() nvml.Return { _, r := h.GetProcessUtilization(0); return r }},
+	}
+	for _, c := range calls {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if r := c.call(); r != nvml.SUCCESS && r != nvml.ERROR_NOT_FOUND {
+					b.Skip(r.Error())
+				}
+			}
+		})
+	}
+}
