@@ -10,7 +10,13 @@ import (
 )
 
 // These run only on a GPU machine, by hand, with a workload started beside
-// them; CI skips them. See the commit that added them for the command.
+// them; CI skips them. For example, as root:
+//
+//	CHRONOS_PARTITION_ID=hw1 python3 -c 'import torch; a=torch.randn(8192,8192,device="cuda")
+//	while True: a@a' & sleep 10
+//	CHRONOS_HARDWARE_PID=$! CHRONOS_HARDWARE_PARTITION=hw1 go test -run Hardware ./gpu/
+//	CUDA_MPS_PIPE_DIRECTORY=/tmp/mpsp nvidia-cuda-mps-control -d -M
+//	CHRONOS_HARDWARE_MPS_PIPE=/tmp/mpsp go test -run HardwareMPS ./gpu/
 
 // TestHardwareNVMLWorkload: CHRONOS_HARDWARE_PID is a busy CUDA process
 // started with CHRONOS_PARTITION_ID=$CHRONOS_HARDWARE_PARTITION.
