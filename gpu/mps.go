@@ -16,7 +16,7 @@ import (
 
 // MPS is what is known about the CUDA Multi-Process Service on this machine.
 type MPS struct {
-	Running   bool // a control daemon is alive and its control pipe exists
+	Running   bool // a control daemon is alive and its control endpoint exists
 	MultiUser bool // the daemon was started with -M: users run side by side
 	PipeDir   string
 	// DefaultActiveThreadPercentage is the daemon's default SM cap for
@@ -70,13 +70,15 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 	}
 	m := MPS{PipeDir: pipeDir}
 
+	// The control endpoint is a Unix socket with current drivers (seen with
+	// 580) and a FIFO with older ones.
 	fi, err := os.Stat(filepath.Join(pipeDir, "control"))
-	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		return m // no control pipe: no daemon serves this directory
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return m // no control endpoint: no daemon serves this directory
 	}
 	found, multiUser := findMPSDaemon(p.procRoot)
 	if !found {
-		m.Detail = "MPS control pipe exists but no " + mpsControl + " daemon is running (left over from a stopped daemon?)"
+		m.Detail = "MPS control endpoint exists but no " + mpsControl + " daemon is running (left over from a stopped daemon?)"
 		return m
 	}
 	m.Running, m.MultiUser = true, multiUser

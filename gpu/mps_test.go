@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -20,8 +21,17 @@ func newFakeMPSHost(t *testing.T) *fakeMPSHost {
 	return &fakeMPSHost{pipeDir: t.TempDir(), procRoot: t.TempDir()}
 }
 
+// withControlPipe makes the control endpoint: a FIFO as older drivers do.
 func (h *fakeMPSHost) withControlPipe(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(filepath.Join(h.pipeDir, "control"), 0o600))
+}
+
+// withControlSocket makes the control endpoint a Unix socket, as driver 580
+// does.
+func (h *fakeMPSHost) withControlSocket(t *testing.T) {
+	l, err := net.Listen("unix", filepath.Join(h.pipeDir, "control"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
 }
 
 func (h *fakeMPSHost) withProcess(t *testing.T, pid int, comm string, args ...string) {
@@ -65,7 +75,17 @@ func TestMPSStalePipe(t *testing.T) {
 	require.Contains(t, m.Detail, "no nvidia-cuda-mps-control daemon")
 }
 
-func TestMPSControlIsNotAFIFO(t *testing.T) {
+func TestMPSControlSocket(t *testing.T) {
+	h := newFakeMPSHost(t)
+	h.withControlSocket(t)
+	h.withProcess(t, 753, "nvidia-cuda-mps") // a zombie server: no command line
+	h.withProcess(t, 754, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d", "-M")
+	m := h.detect()
+	require.True(t, m.Running)
+	require.True(t, m.MultiUser)
+}
+
+func TestMPSControlIsAPlainFile(t *testing.T) {
 	h := newFakeMPSHost(t)
 	require.NoError(t, os.WriteFile(filepath.Join(h.pipeDir, "control"), nil, 0o600))
 	h.withProcess(t, 100, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
