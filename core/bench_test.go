@@ -1,0 +1,107 @@
+package core
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// BenchmarkLedgerOps measures create and release through the public API —
+// each opens the ledger, runs one durable transaction and closes it — next
+// to the floor they stand on: a bare bbolt open, one small durable update
+// and close on a file of the same size, measured in the same loop.
+// Reported: medians in ms and each as a ratio to the bare update.
+func BenchmarkLedgerOps(b *testing.B) {
+	dir := b.TempDir()
+	c := clientAt(filepath.Join(dir, "chronos.db"), nil, alice)
+	barePath := filepath.Join(dir, "bare.db")
+	// A few live bookings in the background, as on a busy machine.
+	for range 20 {
+		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	value := make([]byte, 300) // about the size of a stored booking
+	bare := func() {
+		db, err := bolt.Open(barePath, 0o600, &bolt.Options{Timeout: 3 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("b"))
+			if err != nil {
+				return err
+			}
+			seq, _ := bk.NextSequence()
+			k := make([]byte, 8)
+			binary.BigEndian.PutUint64(k, seq)
+			return bk.Put(k, value)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+	}
+	var bareT, createT, releaseT []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		bare()
+		t1 := time.Now()
+		p, err := c.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := p.Release(); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		bareT = append(bareT, t1.Sub(t0))
+		createT = append(createT, t2.Sub(t1))
+		releaseT = append(releaseT, t3.Sub(t2))
+	}
+	b.StopTimer()
+	mb, mc, mr := median(bareT), median(createT), median(releaseT)
+	b.ReportMetric(ms(mb), "bare-ms")
+	b.ReportMetric(ms(mc), "create-ms")
+	b.ReportMetric(ms(mr), "release-ms")
+	b.ReportMetric(float64(mc)/float64(mb), "create/bare")
+	b.ReportMetric(float64(mr)/float64(mb), "release/bare")
+	b.ReportMetric(ms(percentile(createT, 0.99)), "create-p99-ms")
+}
+
+// BenchmarkList reads 1,000 live bookings, as `chronos list` does.
+func BenchmarkList(b *testing.B) {
+	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), nil, alice)
+	for i := range 1000 {
+		if _, err := c.Create(Request{Device: i % 2, Memory: Bytes(1 << 20), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		parts, err := c.List(false)
+		if err != nil || len(parts) != 1000 {
+			b.Fatal(err, len(parts))
+		}
+	}
+}
+
+func median(d []time.Duration) time.Duration { return percentile(d, 0.5) }
+
+func percentile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
