@@ -1,0 +1,318 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// ErrClosed is returned by a backend used after Close.
+var ErrClosed = errors.New("GPU backend is closed")
+
+// NVML reads real NVIDIA GPUs through the driver's NVML library.
+type NVML struct {
+	lib     nvml.Interface
+	procs   ProcReader
+	driver  string
+	devices []nvmlDevice
+
+	mu     sync.Mutex // guards lastSeen in devices, and closed
+	closed bool
+}
+
+// nvmlDevice is one enumerated GPU and the state kept between samples.
+type nvmlDevice struct {
+	Device
+	handle nvml.Device
+	// lastSeen is the newest per-process utilization timestamp seen, so the
+	// next query returns only newer samples.
+	lastSeen uint64
+}
+
+// nvmlError is an NVML failure told in a person's words; errors.Is still
+// matches the nvml.Return underneath.
+type nvmlError struct {
+	msg string
+	ret nvml.Return
+}
+
+func (e *nvmlError) Error() string { return e.msg }
+func (e *nvmlError) Unwrap() error { return e.ret }
+
+// nvmlFailure describes a failed NVML call.
+func nvmlFailure(op string, ret nvml.Return) error {
+	var msg string
+	switch ret {
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		msg = "NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?"
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		msg = "NVML: the NVIDIA kernel driver is not loaded"
+	case nvml.ERROR_NO_PERMISSION:
+		msg = fmt.Sprintf("NVML: %s: no permission to use the GPU device files", op)
+	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
+		msg = "NVML: the NVIDIA library and kernel driver versions differ — reboot or reload the driver"
+	default:
+		msg = fmt.Sprintf("NVML: %s: %s", op, ret.Error())
+	}
+	return &nvmlError{msg: msg, ret: ret}
+}
+
+// OpenNVML loads the system's NVML library and enumerates its GPUs.
+func OpenNVML() (*NVML, error) {
+	return NewNVML(nvml.New())
+}
+
+// NewNVML initialises lib and enumerates its GPUs once. Tests pass a mock.
+func NewNVML(lib nvml.Interface) (*NVML, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, nvmlFailure("init", ret)
+	}
+	n := &NVML{lib: lib, procs: hostProc}
+	if err := n.enumerate(); err != nil {
+		_ = lib.Shutdown()
+		return nil, err
+	}
+	// The driver version is informational; an old driver without it is fine.
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		n.driver = v
+	}
+	return n, nil
+}
+
+func (n *NVML) enumerate() error {
+	count, ret := n.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nvmlFailure("count devices", ret)
+	}
+	for i := range count {
+		h, ret := n.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nvmlFailure(fmt.Sprintf("device %d", i), ret)
+		}
+		uuid, ret := h.GetUUID()
+		if ret != nvml.SUCCESS {
+			return nvmlFailure(fmt.Sprintf("device %d UUID", i), ret)
+		}
+		name, ret := h.GetName()
+		if ret != nvml.SUCCESS {
+			return nvmlFailure(fmt.Sprintf("device %d name", i), ret)
+		}
+		mem, ret := memoryInfo(h)
+		if ret != nvml.SUCCESS {
+			return nvmlFailure(fmt.Sprintf("device %d memory", i), ret)
+		}
+		n.devices = append(n.devices, nvmlDevice{
+			Device: Device{Index: i, UUID: uuid, Name: name, MemoryTotal: mem.Total, MIG: migEnabled(h)},
+			handle: h,
+		})
+	}
+	return nil
+}
+
+// memoryInfo prefers GetMemoryInfo_v2, whose Used leaves out memory the
+// driver reserves; drivers older than 510 lack it.
+func memoryInfo(h nvml.Device) (nvml.Memory_v2, nvml.Return) {
+	mem, ret := h.GetMemoryInfo_v2()
+	if ret != nvml.ERROR_FUNCTION_NOT_FOUND && ret != nvml.ERROR_NOT_SUPPORTED {
+		return mem, ret
+	}
+	old, ret := h.GetMemoryInfo()
+	return nvml.Memory_v2{Total: old.Total, Free: old.Free, Used: old.Used}, ret
+}
+
+// migEnabled reports the current MIG mode; GPUs without MIG answer
+// NOT_SUPPORTED, which means off.
+func migEnabled(h nvml.Device) bool {
+	current, _, ret := h.GetMigMode()
+	return ret == nvml.SUCCESS && current == nvml.DEVICE_MIG_ENABLE
+}
+
+// Name is "nvml".
+func (n *NVML) Name() string { return "nvml" }
+
+// Simulated is false: these are real GPUs.
+func (n *NVML) Simulated() bool { return false }
+
+// DriverVersion is the NVIDIA driver version, "" when NVML did not say.
+func (n *NVML) DriverVersion() string { return n.driver }
+
+// Devices lists the GPUs found when the backend was opened.
+func (n *NVML) Devices() ([]Device, error) {
+	out := make([]Device, len(n.devices))
+	for i, d := range n.devices {
+		out[i] = d.Device
+	}
+	return out, nil
+}
+
+// Sample reads every device. Readings a device does not support become NA
+// with a note; only a closed backend is an error.
+func (n *NVML) Sample() (Sample, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return Sample{}, ErrClosed
+	}
+	s := Sample{Time: time.Now(), Backend: n.Name(), Devices: make([]DeviceSample, len(n.devices))}
+	for i := range n.devices {
+		s.Devices[i] = n.sampleDevice(&n.devices[i])
+	}
+	return s, nil
+}
+
+// notSupported marks the NVML answers that mean "this GPU cannot tell".
+func notSupported(ret nvml.Return) bool {
+	return ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND
+}
+
+// problem words a failed reading for DeviceSample.Notes.
+func problem(what string, ret nvml.Return) string {
+	if notSupported(ret) {
+		return what + ": not supported"
+	}
+	return what + ": " + ret.Error()
+}
+
+func (n *NVML) sampleDevice(d *nvmlDevice) DeviceSample {
+	ds := DeviceSample{Device: d.Device, Util: NA, MemUtil: NA, TempC: NA, PowerW: NA}
+	h := d.handle
+
+	if mem, ret := memoryInfo(h); ret == nvml.SUCCESS {
+		ds.MemoryUsed, ds.MemoryFree = mem.Used, mem.Free
+	} else {
+		ds.Notes = append(ds.Notes, problem("memory", ret))
+	}
+
+	switch u, ret := h.GetUtilizationRates(); {
+	case ret == nvml.SUCCESS:
+		ds.Util, ds.MemUtil = int(u.Gpu), int(u.Memory)
+	case d.MIG && notSupported(ret):
+		ds.Notes = append(ds.Notes, "utilization: not supported with MIG enabled")
+	default:
+		ds.Notes = append(ds.Notes, problem("utilization", ret))
+	}
+
+	if t, ret := h.GetTemperature(nvml.TEMPERATURE_GPU); ret == nvml.SUCCESS {
+		ds.TempC = int(t)
+	} else {
+		ds.Notes = append(ds.Notes, problem("temperature", ret))
+	}
+
+	if mw, ret := h.GetPowerUsage(); ret == nvml.SUCCESS {
+		ds.PowerW = float64(mw) / 1000
+	} else {
+		ds.Notes = append(ds.Notes, problem("power", ret))
+	}
+
+	ds.Processes, ds.Notes = n.processes(d, ds.Notes)
+	return ds
+}
+
+// memoryNotAvailable is NVML_VALUE_NOT_AVAILABLE, which UsedGpuMemory holds
+// when the driver cannot attribute memory (e.g. without permission).
+const memoryNotAvailable = ^uint64(0)
+
+func (n *NVML) processes(d *nvmlDevice, notes []string) ([]Process, []string) {
+	infos, ret := d.handle.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil, append(notes, problem("processes", ret))
+	}
+	if len(infos) == 0 {
+		return nil, notes
+	}
+
+	sm, smNote := d.processSM()
+	if smNote != "" {
+		notes = append(notes, smNote)
+	}
+
+	// A process can be listed more than once (once per MIG instance it
+	// uses); show it once with its memory summed.
+	var procs []Process
+	at := map[int]int{}
+	memoryUnknown := false
+	for _, info := range infos {
+		if info.Pid == 0 {
+			continue
+		}
+		pid := int(info.Pid)
+		used := info.UsedGpuMemory
+		if used == memoryNotAvailable {
+			used, memoryUnknown = 0, true
+		}
+		if i, ok := at[pid]; ok {
+			procs[i].MemoryUsed += used
+			continue
+		}
+		p := Process{PID: pid, UID: NA, MemoryUsed: used, SM: NA}
+		if sm != nil {
+			p.SM = sm[pid] // absent: no new samples, so idle
+		}
+		// A process that exited since NVML listed it stays listed (its
+		// memory is still counted by the driver), owner unknown.
+		if pi, err := n.procs.ReadProc(pid); err == nil {
+			p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
+			p.PartitionID, p.StartTime = pi.PartitionID, pi.StartTime
+		}
+		at[pid] = len(procs)
+		procs = append(procs, p)
+	}
+	if memoryUnknown {
+		notes = append(notes, "process memory: not available")
+	}
+	return procs, notes
+}
+
+// processSM returns SM percent by pid since the last query. A nil map with
+// a note means per-process utilization is not available at all.
+func (d *nvmlDevice) processSM() (map[int]int, string) {
+	samples, ret := d.handle.GetProcessUtilization(d.lastSeen)
+	switch {
+	case ret == nvml.ERROR_NOT_FOUND:
+		// No samples newer than lastSeen: every process was idle.
+		return map[int]int{}, ""
+	case ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0:
+		// go-nvml passes on the sizing call's answer when there are zero
+		// samples; that is idle too.
+		return map[int]int{}, ""
+	case ret != nvml.SUCCESS:
+		if d.MIG && notSupported(ret) {
+			return nil, "per-process utilization: not supported with MIG enabled"
+		}
+		return nil, problem("per-process utilization", ret)
+	}
+	sm := make(map[int]int, len(samples))
+	newest := make(map[int]uint64, len(samples))
+	for _, s := range samples {
+		if s.Pid == 0 {
+			continue
+		}
+		pid := int(s.Pid)
+		if s.TimeStamp > d.lastSeen {
+			d.lastSeen = s.TimeStamp
+		}
+		if ts, ok := newest[pid]; ok && ts > s.TimeStamp {
+			continue
+		}
+		newest[pid] = s.TimeStamp
+		sm[pid] = int(min(s.SmUtil, 100))
+	}
+	return sm, ""
+}
+
+// Close shuts NVML down; later calls do nothing.
+func (n *NVML) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	if ret := n.lib.Shutdown(); ret != nvml.SUCCESS {
+		return nvmlFailure("shutdown", ret)
+	}
+	return nil
+}

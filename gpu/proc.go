@@ -1,0 +1,216 @@
+package gpu
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// ErrProcessGone means the process has exited (or was never there). It wraps
+// os.ErrNotExist so callers may test for either.
+var ErrProcessGone = fmt.Errorf("process has exited: %w", os.ErrNotExist)
+
+// PartitionEnv is the environment variable that ties a process to a
+// partition; `chronos run` sets it and children inherit it.
+const PartitionEnv = "CHRONOS_PARTITION_ID"
+
+// ProcInfo is what /proc says about one process.
+type ProcInfo struct {
+	PID  int
+	UID  int // real uid
+	User string
+	// Command is the command line joined by spaces, or the kernel's name in
+	// brackets ("[kworker/0:1]") when the command line is empty.
+	Command string
+	// PartitionID is CHRONOS_PARTITION_ID from the process environment; ""
+	// when unset or unreadable (other users' environments are private).
+	PartitionID string
+	// StartTime is field 22 of /proc/PID/stat: clock ticks since boot.
+	StartTime uint64
+}
+
+// ProcReader reads processes from a proc file system mounted at Root.
+// Tests point Root at a fake tree.
+type ProcReader struct {
+	Root string
+}
+
+// hostProc reads the real /proc.
+var hostProc = ProcReader{Root: "/proc"}
+
+// ReadProc reads process pid from /proc.
+func ReadProc(pid int) (ProcInfo, error) {
+	return hostProc.ReadProc(pid)
+}
+
+// ReadProc reads process pid. An exited process gives an error that
+// matches ErrProcessGone. In the microseconds after exec the kernel has not
+// yet filled in the new command line and environment; a read then sees an
+// empty command line and no partition.
+func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
+	if pid <= 0 {
+		return ProcInfo{}, fmt.Errorf("read process %d: not a valid pid", pid)
+	}
+	dir := filepath.Join(r.root(), strconv.Itoa(pid))
+	info := ProcInfo{PID: pid}
+
+	// stat first: it names the process (start time) even for a zombie.
+	stat, err := readProcFile(dir, "stat")
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	comm, start, err := parseStat(stat)
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	info.StartTime = start
+
+	status, err := readProcFile(dir, "status")
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	info.UID, err = parseRealUID(status)
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	info.User = userName(info.UID)
+
+	cmdline, err := readProcFile(dir, "cmdline")
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	info.Command = joinCmdline(cmdline)
+	if info.Command == "" {
+		info.Command = "[" + comm + "]"
+	}
+
+	// Unreadable environ (another user's process) is normal, not an error;
+	// a process that vanished right here still counts as gone.
+	environ, err := readProcFile(dir, "environ")
+	switch {
+	case errors.Is(err, ErrProcessGone):
+		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
+	case err == nil:
+		info.PartitionID = envValue(environ, PartitionEnv)
+	}
+	return info, nil
+}
+
+func (r ProcReader) root() string {
+	if r.Root == "" {
+		return "/proc"
+	}
+	return r.Root
+}
+
+// readProcFile reads one file of a process directory and turns "no such
+// process" in its several forms into ErrProcessGone.
+func readProcFile(dir, name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err == nil {
+		return b, nil
+	}
+	// ESRCH: the process died while the file was open.
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return nil, ErrProcessGone
+	}
+	return nil, fmt.Errorf("read %s: %w", name, err)
+}
+
+// parseStat returns comm and the start time (field 22) of a /proc/PID/stat
+// line. comm may hold spaces and parentheses, so fields are counted after
+// the last ')'.
+func parseStat(stat []byte) (comm string, start uint64, err error) {
+	open := bytes.IndexByte(stat, '(')
+	closing := bytes.LastIndexByte(stat, ')')
+	if open < 0 || closing < open {
+		return "", 0, errors.New("malformed stat: no command in parentheses")
+	}
+	comm = string(stat[open+1 : closing])
+	// After ')' come fields 3 (state) onwards, so field 22 is the 20th.
+	fields := strings.Fields(string(stat[closing+1:]))
+	const startField = 22 - 3
+	if len(fields) <= startField {
+		return "", 0, fmt.Errorf("malformed stat: %d fields after command", len(fields))
+	}
+	start, err = strconv.ParseUint(fields[startField], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("malformed stat start time: %w", err)
+	}
+	return comm, start, nil
+}
+
+// parseRealUID reads the first (real) uid of the "Uid:" line.
+func parseRealUID(status []byte) (int, error) {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("Uid:"))
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(string(rest))
+		if len(fields) == 0 {
+			break
+		}
+		uid, err := strconv.Atoi(fields[0])
+		if err != nil || uid < 0 {
+			return 0, fmt.Errorf("malformed status Uid line %q", strings.TrimSpace(string(line)))
+		}
+		return uid, nil
+	}
+	return 0, errors.New("malformed status: no Uid line")
+}
+
+func joinCmdline(cmdline []byte) string {
+	cmdline = bytes.TrimRight(cmdline, "\x00")
+	if len(cmdline) == 0 {
+		return ""
+	}
+	return strings.ReplaceAll(string(cmdline), "\x00", " ")
+}
+
+// envValue finds key in a NUL-separated environment. The first entry wins,
+// as with getenv(3).
+func envValue(environ []byte, key string) string {
+	prefix := []byte(key + "=")
+	for len(environ) > 0 {
+		entry := environ
+		if i := bytes.IndexByte(environ, 0); i >= 0 {
+			entry, environ = environ[:i], environ[i+1:]
+		} else {
+			environ = nil
+		}
+		if v, ok := bytes.CutPrefix(entry, prefix); ok {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// userNames caches uid lookups: NSS (LDAP, sssd) can be slow and a monitor
+// asks about the same few users every second.
+var userNames = struct {
+	sync.Mutex
+	m map[int]string
+}{m: map[int]string{}}
+
+// userName is the login name of uid, or the uid in digits when it has none.
+func userName(uid int) string {
+	userNames.Lock()
+	defer userNames.Unlock()
+	if name, ok := userNames.m[uid]; ok {
+		return name
+	}
+	name := strconv.Itoa(uid)
+	if u, err := user.LookupId(name); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	userNames.m[uid] = name
+	return name
+}

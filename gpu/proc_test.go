@@ -1,0 +1,178 @@
+package gpu
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// startSleep starts `sleep 30` with extra environment and stops it when the
+// test ends.
+func startSleep(t testing.TB, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), env...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// Start returns once exec has begun, a moment before the kernel fills in
+	// the new command line and environment; wait for them.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(cmdline)
+		return err == nil && strings.HasPrefix(string(b), "sleep\x00")
+	}, 5*time.Second, time.Millisecond)
+	return cmd
+}
+
+// exitedPID returns the pid of a child that has exited and been reaped.
+func exitedPID(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+func TestReadProcRealChild(t *testing.T) {
+	cmd := startSleep(t, PartitionEnv+"=p7")
+	pid := cmd.Process.Pid
+
+	first, err := ReadProc(pid)
+	require.NoError(t, err)
+	require.Equal(t, pid, first.PID)
+	require.Equal(t, os.Getuid(), first.UID)
+	require.NotEmpty(t, first.User)
+	require.Equal(t, "p7", first.PartitionID)
+	require.Contains(t, first.Command, "sleep")
+	require.Contains(t, first.Command, "30")
+	require.NotZero(t, first.StartTime)
+
+	second, err := ReadProc(pid)
+	require.NoError(t, err)
+	require.Equal(t, first.StartTime, second.StartTime, "start time names the process; it must not move")
+}
+
+func TestReadProcWithoutPartition(t *testing.T) {
+	cmd := startSleep(t)
+	// The test binary itself may run under chronos; the child must not
+	// inherit a partition for this check to mean anything.
+	if os.Getenv(PartitionEnv) != "" {
+		t.Skip(PartitionEnv + " is set in the test environment")
+	}
+	info, err := ReadProc(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Empty(t, info.PartitionID)
+}
+
+func TestReadProcExited(t *testing.T) {
+	_, err := ReadProc(exitedPID(t))
+	require.Error(t, err)
+	require.ErrorIs(t, err, ErrProcessGone)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestReadProcInvalidPID(t *testing.T) {
+	for _, pid := range []int{0, -1} {
+		_, err := ReadProc(pid)
+		require.Error(t, err)
+		require.False(t, errors.Is(err, ErrProcessGone))
+	}
+}
+
+// writeFakeProc lays out a minimal /proc/PID for a fake proc root.
+func writeFakeProc(t testing.TB, root string, pid int, files map[string]string) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+}
+
+// fakeStat builds a stat line whose field 22 is start.
+func fakeStat(pid int, comm string, start uint64) string {
+	// Fields 3..21 are filler; field 22 is the start time.
+	fields := []string{"S"}
+	for i := 4; i <= 21; i++ {
+		fields = append(fields, strconv.Itoa(i))
+	}
+	fields = append(fields, strconv.FormatUint(start, 10), "123456", "99")
+	return strconv.Itoa(pid) + " (" + comm + ") " + strings.Join(fields, " ") + "\n"
+}
+
+func TestReadProcFakeRoot(t *testing.T) {
+	root := t.TempDir()
+	status := "Name:\tweird\nUmask:\t0022\nUid:\t1234\t0\t0\t0\nGid:\t100\t100\t100\t100\n"
+	writeFakeProc(t, root, 42, map[string]string{
+		"stat":    fakeStat(42, "a) (b c) 7", 987654),
+		"status":  status,
+		"cmdline": "",
+		"environ": "A=1\x00" + PartitionEnv + "=p-first\x00" + PartitionEnv + "=p-second\x00",
+	})
+	writeFakeProc(t, root, 43, map[string]string{
+		"stat":    fakeStat(43, "python", 5),
+		"status":  status,
+		"cmdline": "python\x00train.py\x00--lr\x000.1\x00",
+	})
+	// An environ that cannot be read (here a directory, since root reads
+	// any file) is not an error: other users' environments are private.
+	require.NoError(t, os.Mkdir(filepath.Join(root, "43", "environ"), 0o755))
+	r := ProcReader{Root: root}
+
+	got, err := r.ReadProc(42)
+	require.NoError(t, err)
+	require.Equal(t, ProcInfo{
+		PID: 42, UID: 1234, User: userName(1234),
+		Command: "[a) (b c) 7]", PartitionID: "p-first", StartTime: 987654,
+	}, got)
+
+	got, err = r.ReadProc(43)
+	require.NoError(t, err)
+	require.Equal(t, "python train.py --lr 0.1", got.Command)
+	require.Empty(t, got.PartitionID)
+	require.EqualValues(t, 5, got.StartTime)
+
+	_, err = r.ReadProc(44)
+	require.ErrorIs(t, err, ErrProcessGone)
+}
+
+func TestReadProcMalformed(t *testing.T) {
+	goodStatus := "Uid:\t1\t1\t1\t1\n"
+	tests := []struct {
+		name   string
+		stat   string
+		status string
+	}{
+		{"no parentheses", "42 x S 1 2 3\n", goodStatus},
+		{"too few fields", "42 (x) S 1 2 3\n", goodStatus},
+		{"start not a number", strings.Replace(fakeStat(42, "x", 1), " 1 123456", " z 123456", 1), goodStatus},
+		{"empty stat", "", goodStatus},
+		{"no Uid line", fakeStat(42, "x", 1), "Name:\tx\n"},
+		{"empty Uid line", fakeStat(42, "x", 1), "Uid:\n"},
+		{"bad uid", fakeStat(42, "x", 1), "Uid:\tabc\t1\t1\t1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFakeProc(t, root, 42, map[string]string{"stat": tt.stat, "status": tt.status, "cmdline": "x\x00"})
+			_, err := ProcReader{Root: root}.ReadProc(42)
+			require.Error(t, err)
+			require.NotErrorIs(t, err, ErrProcessGone)
+		})
+	}
+}
+
+func TestUserNameFallsBackToDigits(t *testing.T) {
+	// A uid nobody has; the name is the number.
+	require.Equal(t, "2147480000", userName(2147480000))
+	require.Equal(t, "root", userName(0))
+}
