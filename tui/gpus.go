@@ -116,7 +116,7 @@ func (p gpuPanel) spark(index, width int) string {
 }
 
 func memText(d gpu.DeviceSample) string {
-	return fmt.Sprintf("%.1f/%.1f GiB", float64(d.MemoryUsed)/(1<<30), float64(d.MemoryTotal)/(1<<30))
+	return fmt.Sprintf("%5.1f/%.1f GiB", float64(d.MemoryUsed)/(1<<30), float64(d.MemoryTotal)/(1<<30))
 }
 
 // legend names who booked how much of a device, each in their colour.

@@ -419,8 +419,15 @@ func (m *Model) syncKeys() {
 		live = r.LiveAt(m.c.now())
 	}
 	m.c.keys.setMode(m.mode, m.view, live)
-	if m.mode == releasing {
+	switch {
+	case m.mode == releasing:
 		m.c.keys.Cancel.SetHelp("any other key", "cancel")
+	case m.mode == browsing && m.fullHelp:
+		m.c.keys.Cancel.SetEnabled(true)
+		m.c.keys.Cancel.SetHelp("esc", "close help")
+	case m.mode == browsing && m.filter.Value() != "":
+		m.c.keys.Cancel.SetEnabled(true)
+		m.c.keys.Cancel.SetHelp("esc", "clear filter")
 	}
 }
 
@@ -468,7 +475,7 @@ func (m *Model) derive() {
 		if !p.LiveAt(now) && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
 			continue
 		}
-		r := bookingRow{Partition: p, procs: procs[p.ID], commands: commands[p.ID], mine: p.UID == me}
+		r := bookingRow{Partition: p, procs: procs[p.ID], commands: commands[p.ID], mine: p.UID == me, live: p.LiveAt(now)}
 		if m.mineOnly && !r.mine {
 			continue
 		}
@@ -514,7 +521,18 @@ func sortBookings(rows []bookingRow, by sortKey) {
 		var c int
 		switch by {
 		case byTimeLeft:
-			c = a.Expires.Compare(b.Expires)
+			// Ended bookings sink below the live ones, most recent first.
+			ae, be := !a.live, !b.live
+			switch {
+			case ae != be && ae:
+				c = 1
+			case ae != be:
+				c = -1
+			case ae:
+				c = endedAt(b.Partition.Partition).Compare(endedAt(a.Partition.Partition))
+			default:
+				c = a.Expires.Compare(b.Expires)
+			}
 		case byOwner:
 			c = strings.Compare(a.User, b.User)
 		case byDevice:
@@ -561,9 +579,11 @@ func (m Model) layout() layout {
 		l.header++
 	}
 	rest := m.height - l.header - 1 /* tabs */ - 2 /* status, help */
-	minBody := 6
+	// The tables are what people act on: the GPU panel shrinks to compact
+	// rows before they get less than half the room.
+	minBody := max(6, rest/2)
 	if m.mode == booking {
-		minBody = m.form.height()
+		minBody = max(minBody, m.form.height())
 	}
 	l.gpus, l.fullGPUs = gpuLayout(len(m.sample.Devices), rest-minBody)
 	l.body = max(1, rest-l.gpus)

@@ -98,8 +98,8 @@ func DefaultStyles() Styles {
 
 	s.Form = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(blue).Padding(0, 1)
 	s.FormTitle = lipgloss.NewStyle().Bold(true).Foreground(blue)
-	s.Field = lipgloss.NewStyle().Width(10)
-	s.Focused = lipgloss.NewStyle().Width(10).Bold(true).Foreground(blue)
+	s.Field = lipgloss.NewStyle().Width(12)
+	s.Focused = lipgloss.NewStyle().Width(12).Bold(true).Foreground(blue)
 	s.Chip = lipgloss.NewStyle().Foreground(subtle)
 	s.ChipOn = lipgloss.NewStyle().Bold(true).Foreground(strong)
 	s.Invalid = lipgloss.NewStyle().Foreground(red)

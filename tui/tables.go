@@ -57,6 +57,7 @@ type bookingRow struct {
 	procs    int    // GPU processes counting against it
 	commands string // their commands, for the filter
 	mine     bool
+	live     bool // when the rows were derived
 }
 
 // bookingsTable lists bookings with live countdowns.
@@ -95,6 +96,9 @@ const (
 	bookFixed = colMark + colID + 1 + colOwner + 1 + colGPU + 1 + colShare + 1 + colLeft + 1 + colState + 1 + colProcs
 )
 
+// maxTimeBar caps the time-used bar; past it a longer bar says nothing more.
+const maxTimeBar = 30
+
 // pad cuts or pads plain text to w cells.
 func pad(s string, w int) string { return fit(s, w) }
 
@@ -107,7 +111,7 @@ func padLeft(s string, w int) string {
 
 func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height int) []string {
 	st := &t.c.styles
-	barW := width - bookFixed - 1
+	barW := min(maxTimeBar, width-bookFixed-1)
 	if barW < 5 {
 		barW = 0
 	}
