@@ -57,9 +57,9 @@ func newBookingForm(c *common, avail []core.Availability) bookingForm {
 	f := bookingForm{
 		c:        c,
 		devices:  avail,
-		memory:   newInput(c, "50% or 40GiB", "", 14),
+		memory:   newInput(c, "", "", 14),
 		duration: newInput(c, "1h", "1h", 14),
-		forUser:  newInput(c, "yourself", "", 14),
+		forUser:  newInput(c, "", "", 14),
 		fields:   int(fieldDuration) + 1,
 	}
 	if c.me.Root() {
@@ -239,7 +239,7 @@ func (f bookingForm) View(width int) string {
 		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(fmt.Sprintf("%s · %s (%s) free · %d booking(s)",
 			a.Device.Name, core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), a.Bookings)), inner))
 	}
-	lines = append(lines, cut(label(fieldMemory, "Memory")+fit(f.memory.View(), 15)+st.Faint.Render("50%, 0.5 or 40GiB"), inner))
+	lines = append(lines, cut(label(fieldMemory, "Memory")+fit(f.memory.View(), 15)+st.Faint.Render("a percent, fraction or size: 50%, 0.5, 40GiB"), inner))
 
 	var presets []string
 	for _, p := range durationPresets {
@@ -251,7 +251,7 @@ func (f bookingForm) View(width int) string {
 	}
 	lines = append(lines, cut(label(fieldDuration, "Duration")+fit(f.duration.View(), 15)+strings.Join(presets, "")+st.Faint.Render(" ←/→"), inner))
 	if f.fields > int(fieldFor) {
-		lines = append(lines, cut(label(fieldFor, "For user")+fit(f.forUser.View(), 15)+st.Faint.Render("root: book for someone"), inner))
+		lines = append(lines, cut(label(fieldFor, "For user")+fit(f.forUser.View(), 15)+st.Faint.Render("a user to book for; empty: yourself"), inner))
 	}
 	switch {
 	case f.err != "":
