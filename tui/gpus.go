@@ -95,7 +95,7 @@ func power(d gpu.DeviceSample) string {
 	if d.PowerW < 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.0f W", d.PowerW)
+	return fmt.Sprintf("%3.0f W", d.PowerW)
 }
 
 func utilText(d gpu.DeviceSample) string {
@@ -157,6 +157,9 @@ func (p gpuPanel) compact(d gpu.DeviceSample, segs []segment, width int) string 
 	st := &p.c.styles
 	// index, util bar, percent, sparkline, memory bar, memory, temperature, power
 	tail := fmt.Sprintf(" %s %s %s", memText(d), temp(d), power(d))
+	if d.MIG {
+		tail += " MIG"
+	}
 	fixed := 2 + 10 + 5 + 1 + 1 + ansi.StringWidth(tail)
 	flex := max(0, width-fixed)
 	sparkW := flex * 2 / 5

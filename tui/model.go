@@ -1,3 +1,7 @@
+// Package tui is Chronos's terminal app — every GPU's live load, every
+// booking with its countdown, the GPU processes and whom they count against,
+// and keys to book, release and extend — and the plain renderers the CLI
+// prints with.
 package tui
 
 import (
@@ -243,6 +247,17 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			// Keys typed faster than a read arrive together ("n30%"); each
+			// is its own key, and the first may change what the rest mean.
+			var cmds []tea.Cmd
+			for _, r := range msg.Runes {
+				var cmd tea.Cmd
+				m, cmd = m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+				cmds = append(cmds, cmd)
+			}
+			return m, tea.Batch(cmds...)
+		}
 		return m.key(msg)
 	}
 	return m, nil

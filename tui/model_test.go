@@ -316,6 +316,17 @@ func TestViewKeys(t *testing.T) {
 	})
 }
 
+func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
+	w := newWorld(t, 1)
+	m := w.model(80, 24)
+	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n30%")})
+	m = run(t, next.(Model), cmd)
+	require.Equal(t, booking, m.mode)
+	require.Equal(t, "30%", m.form.memory.Value())
+	m = press(t, m, "enter")
+	require.Len(t, live(t, w.client), 1)
+}
+
 func TestKeysApplyOnlyWhereTheyMeanSomething(t *testing.T) {
 	w := newWorld(t, 1)
 	m := w.model(80, 24)
