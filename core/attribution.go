@@ -33,8 +33,9 @@ type Attribution struct {
 
 // Attribute matches every process in the sample to a booking: the one named
 // by CHRONOS_PARTITION_ID in its environment (set by `chronos run`, inherited
-// by children), else its owner's live booking on that GPU. Processes of one
-// booking share its memory budget.
+// by children), else its owner's live booking on that GPU, else the owner's
+// expired booking on that GPU that the process started under. Processes of
+// one booking share its memory budget.
 func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribution {
 	byID := make(map[uint64]storage.Partition, len(parts))
 	for _, p := range parts {
@@ -56,6 +57,8 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 			if a.Partition == 0 && proc.UID != gpu.NA {
 				if p, ok := ownersBooking(parts, proc.UID, d.Index, now); ok {
 					a.Partition = p.ID
+				} else if p, ok := ownersExpiredBooking(parts, proc, d.Index); ok {
+					a.Partition, a.Verdict = p.ID, Ended
 				}
 			}
 			if a.Partition != 0 && a.Verdict != Ended {
@@ -80,6 +83,30 @@ func ownersBooking(parts []storage.Partition, uid, device int, now time.Time) (s
 	found := false
 	for _, p := range parts {
 		if p.UID == uid && p.Device == device && p.LiveAt(now) && (!found || p.Expires.After(best.Expires)) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// ownersExpiredBooking is the expired booking of proc's owner on device that
+// was live when proc started: the process ran under it and outlived it. A
+// process started after its owner's booking ended is unbooked instead.
+func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device int) (storage.Partition, bool) {
+	started := gpu.StartedAt(proc.StartTime)
+	if started.IsZero() {
+		return storage.Partition{}, false
+	}
+	var best storage.Partition
+	found := false
+	for _, p := range parts {
+		if p.UID != proc.UID || p.Device != device || p.State == storage.Released {
+			continue
+		}
+		if p.State != storage.Expired && p.State != storage.Live {
+			continue
+		}
+		if started.Before(p.Expires) && (!found || p.Expires.After(best.Expires)) {
 			best, found = p, true
 		}
 	}

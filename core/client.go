@@ -104,6 +104,30 @@ func NewClient(opts Options) *Client {
 	return c
 }
 
+// Open is the short way to a client: the ledger path as the rules in
+// LedgerPath find it, the current user, and the GPU backend from
+// CHRONOS_BACKEND for the device inventory.
+func Open() (*Client, error) {
+	path, err := LedgerPath("")
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(Options{Ledger: storage.New(path), Devices: BackendDevices(gpu.KindFromEnv())}), nil
+}
+
+// BackendDevices is a DeviceSource that opens the named GPU backend once.
+func BackendDevices(kind string) DeviceSource {
+	return func() (string, []gpu.Device, error) {
+		b, _, err := gpu.Open(kind)
+		if err != nil {
+			return "", nil, err
+		}
+		defer b.Close()
+		devs, err := b.Devices()
+		return b.Name(), devs, err
+	}
+}
+
 // Ledger is the ledger this client uses.
 func (c *Client) Ledger() *storage.Ledger { return c.ledger }
 

@@ -39,7 +39,8 @@ func ParseDuration(s string) (time.Duration, error) {
 	} else {
 		d, err = parseGoDuration(s)
 		if err != nil {
-			if strings.Contains(err.Error(), "overflow") {
+			// time.ParseDuration calls an overflow "invalid" too.
+			if digits := len(s) - len(strings.TrimLeft(s, "0123456789")); digits > 6 {
 				return 0, inputErr("duration %q is absurdly long (at most %s)", s, formatDuration(maxParsedDuration))
 			}
 			return 0, inputErr("duration %q is not seconds (3600) or a duration (90m, 1h30m, 8h)", s)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -83,7 +84,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 				return err
 			}
 			now := c.now()
-			parts, err := tx.Partitions()
+			parts, err := tx.LivePartitions()
 			if err != nil {
 				return err
 			}
@@ -131,11 +132,16 @@ func (c *Client) fetchInventory() (storage.Inventory, error) {
 	if err != nil {
 		return storage.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
-	inv := storage.Inventory{Backend: backend, Updated: c.now()}
+	return InventoryOf(backend, devs, c.now()), nil
+}
+
+// InventoryOf is the ledger's form of a backend's device list.
+func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
+	inv := storage.Inventory{Backend: backend, Updated: now}
 	for _, d := range devs {
 		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
-	return inv, nil
+	return inv
 }
 
 func findDevice(inv storage.Inventory, index int) (storage.Device, error) {
@@ -187,7 +193,11 @@ func bookedPPM(parts []storage.Partition, device int, now time.Time) int64 {
 func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		parts, err := tx.Partitions()
+		read := tx.LivePartitions
+		if all {
+			read = tx.Partitions
+		}
+		parts, err := read()
 		if err != nil {
 			return err
 		}
@@ -311,7 +321,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 	}
 	var out []Availability
 	err = c.ledger.View(func(tx *storage.Tx) error {
-		parts, err := tx.Partitions()
+		parts, err := tx.LivePartitions()
 		if err != nil {
 			return err
 		}
@@ -375,6 +385,20 @@ func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		var err error
 		out, err = tx.Events(after, limit)
+		return err
+	})
+	return out, err
+}
+
+// Recent returns the live bookings and those made within the window: what
+// attributing GPU processes needs, without reading the whole history.
+func (c *Client) Recent(window time.Duration) ([]Partition, error) {
+	var out []Partition
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.PartitionsSince(c.now().Add(-window))
+		for _, p := range parts {
+			out = append(out, c.wrap(p))
+		}
 		return err
 	})
 	return out, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -102,6 +103,7 @@ func openFake(t *testing.T, gpus ...*fakeGPU) (*NVML, *int) {
 	shutdowns := new(int)
 	n, err := NewNVML(fakeLibrary(gpus, shutdowns))
 	require.NoError(t, err)
+	n.SetProcessSMInterval(0)
 	return n, shutdowns
 }
 
@@ -340,4 +342,34 @@ func TestNVMLMemoryInfoFallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 80*gib, s.Devices[0].MemoryTotal)
 	require.Equal(t, 5*gib, s.Devices[0].MemoryUsed)
+}
+
+func TestNVMLProcessSMInterval(t *testing.T) {
+	pid := uint32(os.Getpid())
+	g := h200(0)
+	g.procs = []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: gib}}
+	g.smRet = nvml.SUCCESS
+	g.smSamples = []nvml.ProcessUtilizationSample{{Pid: pid, TimeStamp: 10, SmUtil: 60}}
+	n, _ := openFake(t, g)
+	now := time.Unix(1_700_000_000, 0)
+	n.now = func() time.Time { return now }
+	n.SetProcessSMInterval(5 * time.Second)
+
+	sm := func() int {
+		s, err := n.Sample()
+		require.NoError(t, err)
+		require.Equal(t, now, s.Time)
+		return s.Devices[0].Processes[0].SM
+	}
+	require.Equal(t, 60, sm())
+	g.smSamples = []nvml.ProcessUtilizationSample{{Pid: pid, TimeStamp: 20, SmUtil: 90}}
+	now = now.Add(4 * time.Second)
+	require.Equal(t, 60, sm(), "within the interval the last figure stands")
+	require.Len(t, g.smTimestamps, 1)
+	now = now.Add(time.Second)
+	require.Equal(t, 90, sm())
+	require.Equal(t, []uint64{0, 10}, g.smTimestamps)
+	now = now.Add(-time.Hour) // the clock stepped back: ask again
+	require.Equal(t, 90, sm())
+	require.Len(t, g.smTimestamps, 3)
 }

@@ -103,6 +103,78 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
+// StartTime reads only the start time of pid (field 22 of /proc/PID/stat):
+// with the pid it names one process, so callers can tell a reused pid.
+func (r ProcReader) StartTime(pid int) (uint64, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("read process %d: not a valid pid", pid)
+	}
+	stat, err := readProcFile(filepath.Join(r.root(), strconv.Itoa(pid)), "stat")
+	if err != nil {
+		return 0, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	_, start, err := parseStat(stat)
+	if err != nil {
+		return 0, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	return start, nil
+}
+
+// ProcStartTime is ProcReader.StartTime on /proc.
+func ProcStartTime(pid int) (uint64, error) {
+	return hostProc.StartTime(pid)
+}
+
+// procCache remembers what /proc said about processes so that a poll costs
+// one read of /proc/PID/stat per known process instead of four files.
+// Owner, command and partition are fixed at exec in practice; the start
+// time tells a reused pid. Not safe for concurrent use.
+type procCache struct {
+	reader ProcReader
+	known  map[int]ProcInfo
+	seen   map[int]bool // pids looked up since the last prune
+}
+
+func newProcCache(r ProcReader) *procCache {
+	return &procCache{reader: r, known: map[int]ProcInfo{}, seen: map[int]bool{}}
+}
+
+func (c *procCache) lookup(pid int) (ProcInfo, error) {
+	info, ok := c.known[pid]
+	if ok && c.seen[pid] {
+		return info, nil // already checked in this round (a process on several GPUs)
+	}
+	c.seen[pid] = true
+	if ok {
+		start, err := c.reader.StartTime(pid)
+		if err != nil {
+			delete(c.known, pid)
+			return ProcInfo{}, err
+		}
+		if start == info.StartTime {
+			return info, nil
+		}
+	}
+	info, err := c.reader.ReadProc(pid)
+	if err != nil {
+		delete(c.known, pid)
+		return ProcInfo{}, err
+	}
+	c.known[pid] = info
+	return info, nil
+}
+
+// prune forgets processes not looked up since the last prune, so the cache
+// holds only what the GPUs run now.
+func (c *procCache) prune() {
+	for pid := range c.known {
+		if !c.seen[pid] {
+			delete(c.known, pid)
+		}
+	}
+	clear(c.seen)
+}
+
 func (r ProcReader) root() string {
 	if r.Root == "" {
 		return "/proc"

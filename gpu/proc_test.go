@@ -176,3 +176,64 @@ func TestUserNameFallsBackToDigits(t *testing.T) {
 	require.Equal(t, "2147480000", userName(2147480000))
 	require.Equal(t, "root", userName(0))
 }
+
+func TestProcStartTime(t *testing.T) {
+	cmd := startSleep(t)
+	info, err := ReadProc(cmd.Process.Pid)
+	require.NoError(t, err)
+	start, err := ProcStartTime(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, info.StartTime, start)
+
+	_, err = ProcStartTime(exitedPID(t))
+	require.ErrorIs(t, err, ErrProcessGone)
+	_, err = ProcStartTime(0)
+	require.Error(t, err)
+}
+
+func TestProcCache(t *testing.T) {
+	root := t.TempDir()
+	status := "Uid:\t1000\t1000\t1000\t1000\n"
+	writeFakeProc(t, root, 42, map[string]string{
+		"stat": fakeStat(42, "python", 100), "status": status,
+		"cmdline": "python\x00a.py\x00", "environ": PartitionEnv + "=p1\x00",
+	})
+	c := newProcCache(ProcReader{Root: root})
+
+	got, err := c.lookup(42)
+	require.NoError(t, err)
+	require.Equal(t, "python a.py", got.Command)
+	require.Equal(t, "p1", got.PartitionID)
+	c.prune()
+
+	// Same start time: the cached process, even if its files changed.
+	writeFakeProc(t, root, 42, map[string]string{"cmdline": "renamed\x00"})
+	got, err = c.lookup(42)
+	require.NoError(t, err)
+	require.Equal(t, "python a.py", got.Command)
+	c.prune()
+
+	// The pid was reused by a new process: read afresh.
+	writeFakeProc(t, root, 42, map[string]string{
+		"stat": fakeStat(42, "bash", 200), "cmdline": "bash\x00", "environ": "",
+	})
+	got, err = c.lookup(42)
+	require.NoError(t, err)
+	require.Equal(t, "bash", got.Command)
+	require.Empty(t, got.PartitionID)
+	require.EqualValues(t, 200, got.StartTime)
+	c.prune()
+
+	// Not looked up in a round: forgotten.
+	c.prune()
+	require.Empty(t, c.known)
+
+	// Gone: an error, and nothing kept.
+	_, err = c.lookup(42)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "42")))
+	c.prune()
+	_, err = c.lookup(42)
+	require.ErrorIs(t, err, ErrProcessGone)
+	require.Empty(t, c.known)
+}

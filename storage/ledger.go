@@ -37,6 +37,10 @@ var (
 	bucketMeta       = []byte("meta")
 	bucketPartitions = []byte("partitions")
 	bucketEvents     = []byte("events")
+	bucketClaims     = []byte("claims")
+	// bucketLive indexes the partitions stored as live, so admission reads
+	// a handful of records however long the history grows.
+	bucketLive = []byte("live")
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
@@ -172,7 +176,7 @@ func prepare(btx *bolt.Tx) error {
 			return err
 		}
 	}
-	for _, name := range [][]byte{bucketPartitions, bucketEvents} {
+	for _, name := range [][]byte{bucketPartitions, bucketEvents, bucketClaims, bucketLive} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -88,6 +90,16 @@ type Policy struct {
 	MaxLength  time.Duration `json:"max_length"`
 }
 
+// Claim records that one monitor took on one act (signalling a process,
+// say), so that however many monitors run, each act is done once. A claim
+// whose holder lacked permission is marked NeedsRoot: it waits for a monitor
+// running as root to take it over.
+type Claim struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	NeedsRoot bool      `json:"needs_root,omitempty"`
+}
+
 // Tx is one open transaction on the ledger. A Tx from View over a ledger
 // file that does not exist yet reads as empty.
 type Tx struct {
@@ -166,7 +178,73 @@ func (tx *Tx) PutPartition(p *Partition) error {
 		p.ID = id
 	}
 	p.V = SchemaVersion
-	return put(b, key(p.ID), p)
+	if err := put(b, key(p.ID), p); err != nil {
+		return err
+	}
+	live := tx.bucket(bucketLive)
+	if p.State == Live {
+		return live.Put(key(p.ID), nil)
+	}
+	return live.Delete(key(p.ID))
+}
+
+// LivePartitions returns the partitions stored as live, oldest first. Some
+// may be past their deadline: check LiveAt.
+func (tx *Tx) LivePartitions() ([]Partition, error) {
+	live := tx.bucket(bucketLive)
+	if live == nil {
+		return nil, nil
+	}
+	var out []Partition
+	err := live.ForEach(func(k, _ []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: live index key %x", ErrDamaged, k)
+		}
+		p, err := tx.Partition(binary.BigEndian.Uint64(k))
+		if err != nil {
+			return fmt.Errorf("live index: %w", err)
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// PartitionsSince returns the partitions created at or after since, and
+// every partition still stored as live, oldest first.
+func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
+	b := tx.bucket(bucketPartitions)
+	if b == nil {
+		return nil, nil
+	}
+	var recent []Partition
+	c := b.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var p Partition
+		if err := decode(v, &p); err != nil {
+			return nil, fmt.Errorf("partition %x: %w", k, err)
+		}
+		if p.Created.Before(since) {
+			break
+		}
+		recent = append(recent, p)
+	}
+	slices.Reverse(recent)
+	live, err := tx.LivePartitions()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	for _, p := range recent {
+		seen[p.ID] = true
+	}
+	for _, p := range live {
+		if !seen[p.ID] {
+			recent = append(recent, p)
+		}
+	}
+	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
+	return recent, nil
 }
 
 // AddEvent appends e to the audit trail, numbering it.
@@ -274,4 +352,54 @@ func decode(data []byte, into any) error {
 		return fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
 	return nil
+}
+
+// Claims returns every claim by key.
+func (tx *Tx) Claims() (map[string]Claim, error) {
+	out := map[string]Claim{}
+	b := tx.bucket(bucketClaims)
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		var c Claim
+		if err := decode(v, &c); err != nil {
+			return fmt.Errorf("claim %q: %w", k, err)
+		}
+		out[string(k)] = c
+		return nil
+	})
+	return out, err
+}
+
+// PutClaim stores (or replaces) the claim on key.
+func (tx *Tx) PutClaim(key string, c Claim) error {
+	b := tx.bucket(bucketClaims)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("put claim: read-only transaction")
+	}
+	return put(b, []byte(key), c)
+}
+
+// DropClaims deletes claims made before cutoff: the acts they guarded are
+// long done, and the processes they named long gone.
+func (tx *Tx) DropClaims(cutoff time.Time) error {
+	b := tx.bucket(bucketClaims)
+	if b == nil || !tx.btx.Writable() {
+		return errors.New("drop claims: read-only transaction")
+	}
+	var old [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var c Claim
+		if decode(v, &c) != nil || c.At.Before(cutoff) {
+			old = append(old, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range old {
+		if err == nil {
+			err = b.Delete(k)
+		}
+	}
+	return err
 }

@@ -42,3 +42,91 @@ func Countdown(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
 }
+
+// WriteStats prints one reading of every GPU and the processes on it, each
+// with the booking it counts against, for `chronos stats`.
+func WriteStats(w io.Writer, st core.Stats) error {
+	label := st.Sample.Backend
+	if st.Sample.Simulated {
+		label = "SIMULATED GPUs (no NVIDIA driver in use)"
+	}
+	fmt.Fprintf(w, "Backend: %s   Mode: %s   %s\n", label, st.Mode, st.Sample.Time.Local().Format("15:04:05"))
+	for _, d := range st.Sample.Devices {
+		booked := st.Booked[d.Index]
+		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, d.Name, migLabel(d.MIG))
+		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s free of %s\n", core.FormatBytes(d.MemoryUsed),
+			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), core.FormatBytes(d.MemoryFree), core.FormatBytes(d.MemoryTotal))
+		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
+		for _, n := range d.Notes {
+			fmt.Fprintf(w, "  note    %s\n", n)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		n := 0
+		for _, a := range st.Processes {
+			if a.Device != d.Index {
+				continue
+			}
+			if n == 0 {
+				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\tCOMMAND")
+			}
+			n++
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.PID, orDash(a.User), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), VerdictLabel(a), a.Command)
+		}
+		if n == 0 {
+			fmt.Fprintln(tw, "  no compute processes")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// VerdictLabel says what a process counts against, in the words the app
+// shows: "#7", "#7 OVER BUDGET", "UNBOOKED" or "#7 ENDED".
+func VerdictLabel(a core.Attribution) string {
+	switch a.Verdict {
+	case core.Unbooked:
+		return "UNBOOKED"
+	case core.OverBudget:
+		return fmt.Sprintf("#%d OVER BUDGET", a.Partition)
+	case core.Ended:
+		return fmt.Sprintf("#%d ENDED", a.Partition)
+	}
+	return fmt.Sprintf("#%d", a.Partition)
+}
+
+func migLabel(mig bool) string {
+	if mig {
+		return "  (MIG enabled)"
+	}
+	return ""
+}
+
+func percentOrNA(v int) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%d%%", v)
+}
+
+func tempOrNA(v int) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%d°C", v)
+}
+
+func powerOrNA(w float64) string {
+	if w < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f W", w)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+# Chronos: `make run` builds and starts the app, `make test` runs every test.
+# Both work on a fresh machine with Go installed; what else they need (a C
+# compiler for NVML's cgo, tmux for the end-to-end tests) they install.
+
+GO       ?= go
+BIN      := bin/chronos
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+# go-nvml's headers use deprecated declarations; keep the first build quiet.
+export CGO_CFLAGS += -Wno-deprecated-declarations
+export CGO_ENABLED = 1
+
+.PHONY: all build run test bench soak fuzz screenshots vet tools clean install
+
+all: build
+
+build: tools-cc
+	@command -v $(GO) >/dev/null || { echo "Go is not installed: see https://go.dev/doc/install"; exit 1; }
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+# ARGS passes arguments: make run ARGS="list"
+run: build
+	./$(BIN) $(ARGS)
+
+install: build
+	install -m 0755 $(BIN) /usr/local/bin/chronos
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+test: tools vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+bench: tools-cc
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
+
+soak: build
+	$(GO) run ./core/soak -bin $(BIN)
+
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./core ./storage | grep ^Fuzz); do \
+	  pkg=./core; $(GO) test -list "^$$t$$" ./storage | grep -q "^$$t$$" && pkg=./storage; \
+	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done
+
+screenshots: build tools
+	./scripts/screenshots.sh $(BIN)
+
+# tools installs what the tests use, when it is missing and we may install.
+tools: tools-cc
+	@command -v tmux >/dev/null || $(call apt,tmux)
+	@command -v flock >/dev/null || $(call apt,util-linux)
+
+tools-cc:
+	@command -v gcc >/dev/null || command -v cc >/dev/null || $(call apt,gcc libc6-dev)
+
+apt = { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+          apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null; \
+        else echo "please install: $(1)"; exit 1; fi; }
+
+clean:
+	rm -rf bin

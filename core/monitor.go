@@ -1,0 +1,455 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Act is one thing a monitor did or saw: a booking expired or was warned, a
+// process was signalled, or a signal was refused for want of permission.
+type Act struct {
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"` // expired, warned, signalled, denied, overbudget, unbooked, error
+	Partition uint64    `json:"partition,omitempty"`
+	User      string    `json:"user,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	Detail    string    `json:"detail"`
+}
+
+func (a Act) String() string {
+	var b strings.Builder
+	b.WriteString(a.Kind)
+	if a.Partition != 0 {
+		fmt.Fprintf(&b, " #%d", a.Partition)
+	}
+	if a.User != "" {
+		fmt.Fprintf(&b, " (%s)", a.User)
+	}
+	if a.PID != 0 {
+		fmt.Fprintf(&b, " pid %d", a.PID)
+	}
+	if a.Detail != "" {
+		b.WriteString(": " + a.Detail)
+	}
+	return b.String()
+}
+
+// MonitorOptions configure a Monitor. All fields are optional.
+type MonitorOptions struct {
+	// Backend samples GPU processes; nil limits the monitor to expiring
+	// bookings (no process is signalled).
+	Backend gpu.Backend
+	// Signaller sends signals; nil means PidfdSignaller.
+	Signaller Signaller
+	// Policy overrides the ledger's policy (flags on `chronos --monitor`).
+	Policy *Policy
+	// SampleEvery is how often GPU processes are checked against the
+	// bookings; 1s when zero.
+	SampleEvery time.Duration
+	// Concurrent is true when an MPS daemon enforces each client's memory
+	// limit; memory over budget is then MPS's to stop, not ours.
+	Concurrent bool
+	// OnAct is called for every act, from the monitor's goroutine.
+	OnAct func(Act)
+	// Name identifies this monitor in claims; "host:pid" when empty.
+	Name string
+	// Root says the monitor may signal any user's process; when nil, it is
+	// whether the process runs as root.
+	Root *bool
+}
+
+// attributionWindow is how long after its end an expired booking can still
+// claim the processes that ran under it.
+const attributionWindow = 24 * time.Hour
+
+// maxSleep bounds every wait, so that a step of the wall clock (NTP) is
+// noticed within a second: deadlines are wall-clock instants.
+const maxSleep = time.Second
+
+// Monitor makes expiry happen: it flips bookings past their deadline to
+// expired, records warnings before the end, and applies the enforcement
+// policy to GPU processes. Any number of monitors may run on one ledger (every
+// open TUI runs one); each act is claimed in a transaction first, so none is
+// done twice, and an act a monitor may not do is left for one running as root.
+type Monitor struct {
+	c          *Client
+	o          MonitorOptions
+	root       bool
+	nextSample time.Time
+}
+
+// NewMonitor returns a monitor acting through c.
+func NewMonitor(c *Client, o MonitorOptions) *Monitor {
+	if o.Signaller == nil {
+		o.Signaller = PidfdSignaller{}
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Second
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0}
+	if o.Root != nil {
+		m.root = *o.Root
+	}
+	return m
+}
+
+// Run acts until ctx ends. It wakes at the next deadline, when the ledger
+// changes, and every SampleEvery when it checks processes. Errors (a busy
+// ledger, say) are reported as acts and retried; Run returns only when ctx
+// ends.
+func (m *Monitor) Run(ctx context.Context) error {
+	changes := storage.Watch(ctx, m.c.ledger.Path, 250*time.Millisecond)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		next, err := m.Tick()
+		if err != nil {
+			m.report(Act{Time: m.c.now(), Kind: "error", Detail: err.Error()})
+			next = m.c.now().Add(maxSleep)
+		}
+		wait := min(max(time.Until(next), 0), maxSleep)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changes:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+func (m *Monitor) report(a Act) {
+	if m.o.OnAct != nil {
+		m.o.OnAct(a)
+	}
+}
+
+// signalPlan is one signal this monitor means to send.
+type signalPlan struct {
+	key    string // claim key
+	sig    syscall.Signal
+	proc   Attribution
+	reason string
+}
+
+// Tick makes one pass: it expires and warns what is due and applies the
+// policy to GPU processes. It returns when it next needs to run.
+func (m *Monitor) Tick() (time.Time, error) {
+	now := m.c.now()
+	var parts []storage.Partition
+	var claims map[string]storage.Claim
+	pol := DefaultPolicy()
+	err := m.c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		if pol, err = policyIn(tx); err != nil {
+			return err
+		}
+		// Bookings that ended long ago have no processes left to act on.
+		if parts, err = tx.PartitionsSince(now.Add(-pol.MaxLength - attributionWindow)); err != nil {
+			return err
+		}
+		claims, err = tx.Claims()
+		return err
+	})
+	if err != nil {
+		return now, err
+	}
+	if m.o.Policy != nil {
+		pol = *m.o.Policy
+	}
+
+	due, warn := dueAt(parts, now, pol.WarnLead)
+	var atts []Attribution
+	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
+		s, err := m.o.Backend.Sample()
+		if err != nil {
+			return now, fmt.Errorf("sample GPUs: %w", err)
+		}
+		m.nextSample = now.Add(m.o.SampleEvery)
+		atts = Attribute(s, parts, now)
+	}
+	plans, notices := m.plan(atts, parts, claims, pol, now)
+
+	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+		var acts []Act
+		var mine []signalPlan
+		err := m.c.ledger.Update(func(tx *storage.Tx) error {
+			acts, mine = nil, nil
+			var err error
+			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
+				return err
+			}
+			fresh, err := tx.Claims()
+			if err != nil {
+				return err
+			}
+			for _, n := range notices {
+				if _, taken := fresh[n.key]; taken {
+					continue
+				}
+				if err := m.claim(tx, n.key, false, now); err != nil {
+					return err
+				}
+				if err := m.record(tx, n.act); err != nil {
+					return err
+				}
+				acts = append(acts, n.act)
+			}
+			for _, p := range plans {
+				if c, exists := fresh[p.key]; !claimable(c, exists, m.root) {
+					continue
+				}
+				if err := m.claim(tx, p.key, false, now); err != nil {
+					return err
+				}
+				mine = append(mine, p)
+			}
+			return tx.DropClaims(now.Add(-24 * time.Hour))
+		})
+		if err != nil {
+			return now, err
+		}
+		for _, a := range acts {
+			m.report(a)
+		}
+		if len(mine) > 0 {
+			if err := m.signal(mine); err != nil {
+				return now, err
+			}
+		}
+	}
+	return m.nextWake(parts, claims, pol, now), nil
+}
+
+// dueAt lists the bookings whose deadline has passed but are still stored
+// as live, and those that have reached their warning lead.
+func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, warn []uint64) {
+	for _, p := range parts {
+		if p.State != storage.Live {
+			continue
+		}
+		if !now.Before(p.Expires) {
+			due = append(due, p.ID)
+		} else if !p.Warned && lead > 0 && !now.Before(p.Expires.Add(-WarnLead(p, lead))) {
+			warn = append(warn, p.ID)
+		}
+	}
+	return due, warn
+}
+
+// expireAndWarn flips due bookings and records warnings, inside tx. Only
+// the monitor whose transaction flips a booking reports it.
+func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time) ([]Act, error) {
+	var acts []Act
+	for _, id := range due {
+		p, err := tx.Partition(id)
+		if err != nil {
+			return nil, err
+		}
+		if p.State != storage.Live || now.Before(p.Expires) {
+			continue // another monitor got there first, or it was extended
+		}
+		p.State, p.Ended = storage.Expired, p.Expires
+		if err := tx.PutPartition(&p); err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, a := range atts {
+			if a.Partition == id {
+				n++
+			}
+		}
+		late := now.Sub(p.Expires)
+		a := Act{Time: now, Kind: "expired", Partition: id, User: p.User,
+			Detail: fmt.Sprintf("GPU %d, %s; %d GPU process(es); %s after the deadline", p.Device, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond))}
+		if err := m.record(tx, a); err != nil {
+			return nil, err
+		}
+		acts = append(acts, a)
+	}
+	for _, id := range warn {
+		p, err := tx.Partition(id)
+		if err != nil {
+			return nil, err
+		}
+		if p.Warned || !p.LiveAt(now) {
+			continue
+		}
+		p.Warned = true
+		if err := tx.PutPartition(&p); err != nil {
+			return nil, err
+		}
+		a := Act{Time: now, Kind: "warned", Partition: id, User: p.User,
+			Detail: fmt.Sprintf("ends in %s (GPU %d)", FormatDuration(p.Expires.Sub(now)), p.Device)}
+		if err := m.record(tx, a); err != nil {
+			return nil, err
+		}
+		acts = append(acts, a)
+	}
+	return acts, nil
+}
+
+type notice struct {
+	key string
+	act Act
+}
+
+// plan decides, from one sample, which processes to signal and which
+// misuse to note, leaving out what another monitor has claimed.
+func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map[string]storage.Claim, pol Policy, now time.Time) ([]signalPlan, []notice) {
+	byID := map[uint64]storage.Partition{}
+	booked := map[int]bool{}
+	for _, p := range parts {
+		byID[p.ID] = p
+		if p.LiveAt(now) {
+			booked[p.Device] = true
+		}
+	}
+	var plans []signalPlan
+	var notes []notice
+	for _, a := range atts {
+		var action, reason string
+		switch {
+		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
+			action, reason = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition)
+		case a.Verdict == OverBudget && !m.o.Concurrent && pol.OverBudget != ActOff:
+			p := byID[a.Partition]
+			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
+			if action == ActWarn {
+				notes = append(notes, notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: "overbudget",
+					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
+			}
+		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
+			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
+			if action == ActWarn {
+				notes = append(notes, notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: "unbooked",
+					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+			}
+		}
+		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
+			continue
+		}
+		term, kill := "term/"+procKey(a), "kill/"+procKey(a)
+		tc, termed := claims[term]
+		kc, killed := claims[kill]
+		switch {
+		case claimable(tc, termed, m.root):
+			plans = append(plans, signalPlan{key: term, sig: syscall.SIGTERM, proc: a, reason: reason})
+		case termed && !tc.NeedsRoot && !now.Before(tc.At.Add(pol.Grace)) && claimable(kc, killed, m.root):
+			plans = append(plans, signalPlan{key: kill, sig: syscall.SIGKILL, proc: a, reason: reason + ", still running " + FormatDuration(pol.Grace) + " after SIGTERM"})
+		}
+	}
+	return plans, notes
+}
+
+// claimable says whether a monitor may take on an act: nobody has, or the
+// one who did lacked permission and this monitor runs as root.
+func claimable(c storage.Claim, exists, root bool) bool {
+	return !exists || (c.NeedsRoot && root)
+}
+
+func procKey(a Attribution) string { return fmt.Sprintf("%d/%d", a.PID, a.StartTime) }
+
+func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Time) error {
+	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
+}
+
+func (m *Monitor) record(tx *storage.Tx, a Act) error {
+	detail := a.Detail
+	if a.PID != 0 {
+		detail = fmt.Sprintf("pid %d: %s", a.PID, detail)
+	}
+	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: detail})
+}
+
+// signal sends the claimed signals, then records what happened. A signal
+// refused for permission goes back to the ledger as a claim that needs root,
+// so a privileged monitor does it; nothing is dropped.
+func (m *Monitor) signal(plans []signalPlan) error {
+	var acts []Act
+	var denied []string
+	for _, p := range plans {
+		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
+		a := Act{Time: m.c.now(), Kind: "signalled", Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrProcessGone):
+			continue
+		case errors.Is(err, ErrNoPermission):
+			a.Kind = "denied"
+			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
+			denied = append(denied, p.key)
+		default:
+			a.Kind, a.Detail = "error", fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+		}
+		acts = append(acts, a)
+	}
+	if len(acts) == 0 {
+		return nil
+	}
+	now := m.c.now()
+	err := m.c.ledger.Update(func(tx *storage.Tx) error {
+		for _, key := range denied {
+			if err := m.claim(tx, key, true, now); err != nil {
+				return err
+			}
+		}
+		for _, a := range acts {
+			if err := m.record(tx, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, a := range acts {
+		m.report(a)
+	}
+	return err
+}
+
+// nextWake is the earliest of: the next deadline, the next warning, the
+// next sample (when processes are watched) and the next SIGKILL due.
+func (m *Monitor) nextWake(parts []storage.Partition, claims map[string]storage.Claim, pol Policy, now time.Time) time.Time {
+	next := now.Add(maxSleep)
+	consider := func(t time.Time) {
+		if t.Before(next) {
+			next = t
+		}
+	}
+	for _, p := range parts {
+		if p.State != storage.Live {
+			continue
+		}
+		consider(p.Expires)
+		if !p.Warned && pol.WarnLead > 0 {
+			consider(p.Expires.Add(-WarnLead(p, pol.WarnLead)))
+		}
+	}
+	if m.o.Backend != nil {
+		consider(m.nextSample)
+	}
+	for key, c := range claims {
+		if strings.HasPrefix(key, "term/") && !c.NeedsRoot {
+			if t := c.At.Add(pol.Grace); t.After(now) {
+				consider(t)
+			}
+		}
+	}
+	return next
+}

@@ -1,0 +1,287 @@
+package core
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// idleGPU is the simulated device with no made-up workload on it.
+const idleGPU = 3
+
+func simClient(t *testing.T, path string, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
+	t.Helper()
+	return NewClient(Options{Ledger: storage.New(path), As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+		devs, err := sim.Devices()
+		return sim.Name(), devs, err
+	}})
+}
+
+type actLog struct {
+	mu   sync.Mutex
+	acts []Act
+}
+
+func (l *actLog) add(a Act) { l.mu.Lock(); l.acts = append(l.acts, a); l.mu.Unlock() }
+
+func (l *actLog) kinds() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, a := range l.acts {
+		out = append(out, a.Kind)
+	}
+	return out
+}
+
+func eventKinds(t *testing.T, c *Client, partition uint64) []string {
+	t.Helper()
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range evs {
+		if e.Partition == partition {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	other := NewMonitor(c, MonitorOptions{})
+
+	next, err := m.Tick()
+	require.NoError(t, err)
+	require.Empty(t, log.kinds())
+	require.Equal(t, clock.Now().Add(time.Second), next, "nothing due: wake within a second to notice clock steps")
+
+	clock.Advance(55*time.Minute + time.Second) // inside the 5-minute lead
+	_, err = m.Tick()
+	require.NoError(t, err)
+	_, err = other.Tick()
+	require.NoError(t, err)
+	require.Equal(t, []string{"warned"}, log.kinds())
+
+	clock.Advance(5 * time.Minute)
+	_, err = other.Tick()
+	require.NoError(t, err)
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, []string{"warned"}, log.kinds(), "the other monitor flipped it, so this one reports nothing")
+	got, err := c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, p.Expires, got.Ended)
+	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
+}
+
+func TestMonitorWakesAtTheDeadline(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second})
+	require.NoError(t, err)
+	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, WarnLead: 0, Grace: time.Second}})
+	clock.Advance(1500 * time.Millisecond)
+	next, err := m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, p.Expires, next)
+}
+
+// startChild starts a real process that names partition id in its
+// environment, as `chronos run` would; script runs under sh.
+func startChild(t *testing.T, partition uint64, script string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10))
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Wait until exec has filled in the environment /proc shows.
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(cmd.Process.Pid)
+		return err == nil && info.PartitionID != ""
+	}, 2*time.Second, 5*time.Millisecond)
+	return cmd
+}
+
+func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitStatus {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		t.Fatalf("process %d still running after %s", cmd.Process.Pid, within)
+	}
+	return cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// At expiry a booking's process gets SIGTERM; one that ignores it gets
+// SIGKILL after the grace period.
+func TestMonitorTerminatesThenKills(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, path, sim, CurrentIdentity(), nil)
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Second})
+	require.NoError(t, err)
+	polite := startChild(t, p.ID, "sleep 60")
+	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
+	sim.Attach(idleGPU, polite.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
+
+	var log actLog
+	pol := DefaultPolicy()
+	pol.Grace = 300 * time.Millisecond
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+
+	ws := waitStatus(t, polite, 3*time.Second)
+	require.True(t, ws.Signaled())
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	ws = waitStatus(t, stubborn, 3*time.Second)
+	require.True(t, ws.Signaled())
+	require.Equal(t, syscall.SIGKILL, ws.Signal())
+
+	require.Eventually(t, func() bool {
+		return strings.Count(strings.Join(eventKinds(t, c, p.ID), " "), "signalled") == 3
+	}, 2*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{"created", "warned", "expired", "signalled", "signalled", "signalled"}, eventKinds(t, c, p.ID))
+}
+
+// A process using more memory than its booking holds is ended when the
+// policy says terminate, and only noted when it says warn.
+func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	me := CurrentIdentity()
+	c := simClient(t, path, sim, me, nil)
+	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour})
+	require.NoError(t, err)
+	hog := startChild(t, p.ID, "sleep 60")
+	sim.Attach(idleGPU, hog.Process.Pid, 3<<30)
+
+	var log actLog
+	warnOnly := Policy{Expiry: ActTerminate, OverBudget: ActWarn, Unbooked: ActWarn, Grace: time.Second, MaxLength: time.Hour}
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &warnOnly, OnAct: log.add})
+	for range 3 {
+		m.nextSample = time.Time{}
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	require.Equal(t, []string{"overbudget"}, log.kinds(), "warned once, not once per sample")
+
+	// In concurrent (MPS) mode the memory limit is MPS's to enforce.
+	terminate := warnOnly
+	terminate.OverBudget = ActTerminate
+	mps := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, Concurrent: true})
+	_, err = mps.Tick()
+	require.NoError(t, err)
+	require.Nil(t, hog.ProcessState)
+
+	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, OnAct: log.add})
+	_, err = strict.Tick()
+	require.NoError(t, err)
+	ws := waitStatus(t, hog, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+}
+
+// Monitors in separate processes, 200 bookings expiring within a second:
+// each expiry is recorded exactly once.
+func TestManyMonitorsExpireEachOnce(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	c := clientAt(db, nil, alice)
+	const n = 200
+	start := time.Now()
+	ids := map[uint64]bool{}
+	for i := range n {
+		p, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.004), Duration: time.Second + time.Duration(i)*5*time.Millisecond})
+		require.NoError(t, err)
+		ids[p.ID] = true
+	}
+	var monitors []*exec.Cmd
+	for range 3 {
+		cmd := roleCmd(t, "monitor", db, "4s")
+		require.NoError(t, cmd.Start())
+		monitors = append(monitors, cmd)
+	}
+	for _, m := range monitors {
+		require.NoError(t, m.Wait())
+	}
+	require.Less(t, time.Since(start), 30*time.Second)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	expired := map[uint64]int{}
+	for _, e := range evs {
+		if e.Kind == "expired" {
+			expired[e.Partition]++
+		}
+	}
+	require.Len(t, expired, n)
+	for id := range ids {
+		require.Equal(t, 1, expired[id], "booking %d", id)
+	}
+}
+
+// An ordinary user's monitor cannot signal root's process: it records that
+// and leaves the act to a monitor running as root, which does it once.
+func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a monitor as another uid")
+	}
+	dir, err := os.MkdirTemp("", "chronos-perm-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	bin := filepath.Join(dir, "role")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+
+	db := filepath.Join(dir, "chronos.db")
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, db, sim, root, nil)
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(db, 0o666))
+	victim := startChild(t, p.ID, "sleep 60")
+
+	// The unprivileged monitor runs until it has expired the booking and
+	// tried to signal.
+	mon := exec.Command(bin, "-test.run=^$")
+	mon.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG=2s",
+		"CHRONOS_TEST_ATTACH="+strconv.Itoa(victim.Process.Pid))
+	mon.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	mon.Stderr = os.Stderr
+	require.NoError(t, mon.Run())
+	require.Nil(t, victim.ProcessState)
+	require.Equal(t, []string{"created", "warned", "expired", "denied"}, eventKinds(t, c, p.ID))
+
+	sim.Attach(idleGPU, victim.Process.Pid, 1<<30)
+	rootMon := NewMonitor(c, MonitorOptions{Backend: sim})
+	_, err = rootMon.Tick()
+	require.NoError(t, err)
+	ws := waitStatus(t, victim, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	_, err = rootMon.Tick()
+	require.NoError(t, err)
+	require.Equal(t, []string{"created", "warned", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
+}

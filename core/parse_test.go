@@ -1,0 +1,131 @@
+package core
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"3600", time.Hour, ""},
+		{"90m", 90 * time.Minute, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"8h", 8 * time.Hour, ""},
+		{" 45 ", 45 * time.Second, ""},
+		{"2d", 48 * time.Hour, ""},
+		{"1d12h", 36 * time.Hour, ""},
+		{"0", 0, "must be positive"},
+		{"-5", 0, "must be positive"},
+		{"-1h", 0, "must be positive"},
+		{"0.2", 0, "shorter than a second"},
+		{"1000000000000", 0, "absurdly long"},
+		{"9999999h", 0, "absurdly long"},
+		{"NaN", 0, "absurdly long"},
+		{"", 0, "empty duration"},
+		{"soon", 0, "not seconds"},
+		{"1x", 0, "not seconds"},
+		{"d", 0, "not seconds"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseDuration(tc.in)
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrInput)
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Memory
+		err  string
+	}{
+		{"0.5", Fraction(0.5), ""},
+		{"1", Fraction(1), ""},
+		{"50%", Fraction(0.5), ""},
+		{"12.5%", Fraction(0.125), ""},
+		{"40GiB", Bytes(40 << 30), ""},
+		{"40gib", Bytes(40 << 30), ""},
+		{"40G", Bytes(40 << 30), ""},
+		{"500MB", Bytes(500e6), ""},
+		{"1.5TiB", Bytes(3 << 39), ""},
+		{"0", Memory{}, "more than 0"},
+		{"1.01", Memory{}, "at most 100%"},
+		{"-0.5", Memory{}, "more than 0"},
+		{"150%", Memory{}, "at most 100%"},
+		{"0%", Memory{}, "more than 0"},
+		{"0.0000001", Memory{}, "too small"},
+		{"10KiB", Memory{}, "too small"},
+		{"9000TiB", Memory{}, "absurdly large"},
+		{"lots", Memory{}, "not a fraction"},
+		{"GiB", Memory{}, "not a number"},
+		{"%", Memory{}, "not a percent"},
+		{"NaN", Memory{}, "not a fraction"},
+		{"", Memory{}, "empty"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseMemory(tc.in)
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrInput)
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.InDelta(t, tc.want.Fraction, got.Fraction, 1e-12)
+			require.Equal(t, tc.want.Bytes, got.Bytes)
+		})
+	}
+}
+
+func TestParseIDDeviceCompute(t *testing.T) {
+	id, err := ParseID("#7")
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), id)
+	for _, bad := range []string{"", "0", "-1", "abc", "7a", "99999999999999999999999"} {
+		_, err := ParseID(bad)
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
+	dev, err := ParseDevice("3")
+	require.NoError(t, err)
+	require.Equal(t, 3, dev)
+	for _, bad := range []string{"", "-1", "gpu0", "1.5"} {
+		_, err := ParseDevice(bad)
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
+	for in, want := range map[string]int{"": 0, "25%": 25, "0.25": 25, "25": 25, "100%": 100} {
+		got, err := ParseCompute(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"0", "0%", "101%", "-3", "half"} {
+		_, err := ParseCompute(bad)
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	require.Equal(t, "50%", FormatPercent(500_000))
+	require.Equal(t, "12.5%", FormatPercent(125_000))
+	require.Equal(t, "40.0 GiB", FormatBytes(40<<30))
+	require.Equal(t, "512 MiB", FormatBytes(512<<20))
+	require.Equal(t, "1h30m", FormatDuration(90*time.Minute))
+	require.Equal(t, "7d", FormatDuration(7*24*time.Hour))
+	require.Equal(t, "0s", FormatDuration(0))
+	// What FormatDuration prints, ParseDuration reads back.
+	for _, d := range []time.Duration{time.Second, 90 * time.Minute, 7 * 24 * time.Hour, 26*time.Hour + 3*time.Second} {
+		got, err := ParseDuration(FormatDuration(d))
+		require.NoError(t, err)
+		require.Equal(t, d, got)
+	}
+}

@@ -1,0 +1,262 @@
+package core
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+func TestCreateListReleaseExtend(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), p.ID)
+	require.Equal(t, "alice", p.User)
+	require.Equal(t, int64(500_000), p.SharePPM)
+	require.Equal(t, uint64(40<<30), p.Bytes)
+	require.Equal(t, "GPU-0", p.DeviceUUID)
+	require.Equal(t, time.Hour, p.TimeRemaining())
+
+	q, err := c.Create(Request{Device: 1, Memory: Bytes(20 << 30), Duration: 30 * time.Minute, Compute: 25})
+	require.NoError(t, err)
+	require.Equal(t, int64(250_000), q.SharePPM)
+	require.Equal(t, 25, q.ComputePct)
+
+	clock.Advance(10 * time.Minute)
+	require.Equal(t, 50*time.Minute, p.TimeRemaining())
+
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 2)
+
+	avail, err := c.Available(0)
+	require.NoError(t, err)
+	require.Len(t, avail, 1)
+	require.Equal(t, int64(500_000), avail[0].FreePPM)
+	require.Equal(t, "50% (40.0 GiB) free on GPU 0", avail[0].String())
+
+	ext, err := c.Extend(p.ID, 30*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, clock.Now().Add(80*time.Minute), ext.Expires)
+
+	require.NoError(t, q.Release())
+	require.Equal(t, storage.Released, q.State)
+	require.Zero(t, q.TimeRemaining())
+
+	parts, err = c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	all, err := c.List(true)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+
+	// Every change is in the audit trail, with its actor.
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+		require.Equal(t, "alice", e.User)
+		require.NotZero(t, e.Partition)
+	}
+	require.Equal(t, []string{"created", "created", "extended", "released"}, kinds)
+}
+
+func TestTimeIsTheTruth(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Minute})
+	require.NoError(t, err)
+
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Minute})
+	require.ErrorIs(t, err, ErrOverbooked)
+
+	// No monitor runs: the deadline alone ends the booking everywhere.
+	clock.Advance(time.Minute)
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Empty(t, parts)
+	avail, err := c.Available(0)
+	require.NoError(t, err)
+	require.Equal(t, int64(ppm), avail[0].FreePPM)
+	require.Zero(t, p.TimeRemaining())
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Minute})
+	require.NoError(t, err)
+	_, err = c.Release(p.ID)
+	require.ErrorIs(t, err, ErrNotLive)
+	_, err = c.Extend(p.ID, time.Hour)
+	require.ErrorIs(t, err, ErrNotLive)
+
+	all, err := c.List(true)
+	require.NoError(t, err)
+	require.Equal(t, "expired", Status(all[0].Partition, clock.Now(), time.Minute))
+}
+
+func TestAdmissionAddsUpExactly(t *testing.T) {
+	c := newTestClient(t, nil, alice)
+	// Ten 10% bookings fill a device exactly, however the floats round.
+	for i := range 10 {
+		_, err := c.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err, "booking %d", i)
+	}
+	_, err := c.Create(Request{Device: 1, Memory: Bytes(1 << 20), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "GPU 1 has 0% (0 MiB) free")
+}
+
+// Every refusal names its reason and leaves the ledger file byte for byte as
+// it was.
+func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	a := clientAt(path, clock, alice)
+	b := clientAt(path, clock, bob)
+	r := clientAt(path, clock, root)
+	mine, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	old, err := a.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Minute})
+	require.NoError(t, err)
+	_, err = a.Release(old.ID)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name string
+		do   func() error
+		want error
+		msg  string
+	}{
+		{"overbooked", func() error {
+			_, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+			return err
+		}, ErrOverbooked, "GPU 0 has 40% (32.0 GiB) free, 50% asked"},
+		{"unknown device", func() error {
+			_, err := a.Create(Request{Device: 7, Memory: Fraction(0.1), Duration: time.Hour})
+			return err
+		}, ErrNoDevice, "GPUs 0–1"},
+		{"zero share", func() error {
+			_, err := a.Create(Request{Device: 0, Duration: time.Hour})
+			return err
+		}, ErrInput, "no memory share"},
+		{"share above one", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Fraction(1.5), Duration: time.Hour})
+			return err
+		}, ErrInput, "at most 100%"},
+		{"more bytes than the GPU", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Bytes(100 << 30), Duration: time.Hour})
+			return err
+		}, ErrInput, "more than GPU 0 has"},
+		{"zero duration", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1)})
+			return err
+		}, ErrInput, "at least a second"},
+		{"longer than policy", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 30 * 24 * time.Hour})
+			return err
+		}, ErrTooLong, "the most is 7d"},
+		{"bad compute", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Compute: 300})
+			return err
+		}, ErrInput, "compute share"},
+		{"for another user, not root", func() error {
+			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, For: "bob"})
+			return err
+		}, ErrNotRoot, "--user bob"},
+		{"for an unknown user", func() error {
+			_, err := r.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, For: "no-such-user-x"})
+			return err
+		}, ErrUnknownUser, "no-such-user-x"},
+		{"release unknown id", func() error { _, err := a.Release(99); return err }, ErrNoPartition, "99"},
+		{"release another's", func() error { _, err := b.Release(mine.ID); return err }, ErrNotOwner, "belongs to alice"},
+		{"extend another's", func() error { _, err := b.Extend(mine.ID, time.Hour); return err }, ErrNotOwner, "only they or root"},
+		{"release ended", func() error { _, err := a.Release(old.ID); return err }, ErrNotLive, "released"},
+		{"extend past the maximum", func() error { _, err := a.Extend(mine.ID, 7*24*time.Hour); return err }, ErrTooLong, "the most is 7d"},
+		{"extend by nothing", func() error { _, err := a.Extend(mine.ID, 0); return err }, ErrInput, "at least a second"},
+		{"policy by non-root", func() error { _, err := a.SetPolicy([]string{"grace=1s"}); return err }, ErrNotRoot, "policy"},
+		{"bad policy", func() error { _, err := r.SetPolicy([]string{"expiry=explode"}); return err }, ErrInput, "terminate, notify"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fileBytes(t, path)
+			err := tc.do()
+			require.ErrorIs(t, err, tc.want)
+			require.ErrorContains(t, err, tc.msg)
+			require.Equal(t, before, fileBytes(t, path), "the ledger changed")
+		})
+	}
+}
+
+func TestRootMayActForOthers(t *testing.T) {
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	a := clientAt(path, clock, alice)
+	r := clientAt(path, clock, root)
+	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = r.Extend(p.ID, time.Hour)
+	require.NoError(t, err)
+	_, err = r.Release(p.ID)
+	require.NoError(t, err)
+
+	q, err := r.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour, For: "0"})
+	require.NoError(t, err)
+	require.Equal(t, 0, q.UID)
+}
+
+func TestPolicy(t *testing.T) {
+	c := newTestClient(t, nil, root)
+	p, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, DefaultPolicy(), p)
+	p, err = c.SetPolicy([]string{"expiry=notify", "overbudget=terminate", "grace=5s", "max=1d"})
+	require.NoError(t, err)
+	require.Equal(t, ActNotify, p.Expiry)
+	require.Equal(t, ActTerminate, p.OverBudget)
+	require.Equal(t, 5*time.Second, p.Grace)
+	require.Equal(t, 24*time.Hour, p.MaxLength)
+	// What FormatPolicy prints, ApplyPolicy reads back.
+	again, err := ApplyPolicy(DefaultPolicy(), splitFields(FormatPolicy(p)))
+	require.NoError(t, err)
+	require.Equal(t, p, again)
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 2 * 24 * time.Hour})
+	require.ErrorIs(t, err, ErrTooLong)
+}
+
+func splitFields(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func TestInventoryIsCachedOnce(t *testing.T) {
+	calls := 0
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := NewClient(Options{Ledger: storage.New(path), As: &alice, Devices: func() (string, []gpu.Device, error) {
+		calls++
+		return testDevices()
+	}})
+	for range 3 {
+		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, calls)
+
+	failing := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "x.db")), As: &alice,
+		Devices: func() (string, []gpu.Device, error) { return "", nil, errors.New("NVML: no driver") }})
+	_, err := failing.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.ErrorContains(t, err, "list GPUs: NVML: no driver")
+}

@@ -1,0 +1,240 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// TestMain lets the test binary play a chronos process: tests start it again
+// with CHRONOS_TEST_ROLE set, so the processes that race are real OS
+// processes with their own locks, as in production.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
+		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
+	}
+	os.Exit(m.Run())
+}
+
+// Exit statuses of a role process.
+const (
+	roleOK         = 0
+	roleFailed     = 1
+	roleOverbooked = 3
+	roleNotOwner   = 4
+)
+
+func playRole(role, db, arg string) int {
+	c := NewClient(Options{Ledger: storage.New(db), Devices: testDevices})
+	switch role {
+	case "book":
+		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+		if errors.Is(err, ErrOverbooked) {
+			return roleOverbooked
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
+	case "release":
+		id, _ := strconv.ParseUint(arg, 10, 64)
+		_, err := c.Release(id)
+		if errors.Is(err, ErrNotOwner) {
+			return roleNotOwner
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
+	case "churn":
+		// Write for ever; the test kills us at a random point.
+		for {
+			p, err := c.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Hour})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return roleFailed
+			}
+			if p.ID%2 == 0 {
+				if _, err := c.Release(p.ID); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return roleFailed
+				}
+			}
+		}
+	case "monitor":
+		// Run a monitor for a while (arg), with real processes named in
+		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU.
+		d, _ := time.ParseDuration(arg)
+		sim := gpu.NewSim(gpu.SimOptions{})
+		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
+			pid, _ := strconv.Atoi(f)
+			sim.Attach(idleGPU, pid, 1<<30)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: func(a Act) {
+			if a.Kind == "error" {
+				fmt.Fprintln(os.Stderr, a)
+			}
+		}})
+		if err := m.Run(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
+	default:
+		return roleFailed
+	}
+	return roleOK
+}
+
+func roleCmd(t *testing.T, role, db, arg string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// Sixteen processes race to book 10% of one GPU each: exactly ten win.
+func TestConcurrentProcessesNeverOverbook(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	const n = 16
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = roleCmd(t, "book", db, "")
+	}
+	// Start them all before waiting on any, so they really overlap.
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Start())
+	}
+	codes := map[int]int{}
+	for _, cmd := range cmds {
+		codes[exitCode(cmd.Wait())]++
+	}
+	require.Equal(t, map[int]int{roleOK: 10, roleOverbooked: 6}, codes)
+
+	c := clientAt(db, nil, alice)
+	parts, err := c.List(true)
+	require.NoError(t, err)
+	require.Len(t, parts, 10)
+	var sum int64
+	for _, p := range parts {
+		sum += p.SharePPM
+	}
+	require.Equal(t, int64(ppm), sum)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 10)
+}
+
+// A writer killed with SIGKILL at random points never leaves a damaged
+// ledger or half a booking.
+func TestKilledWriterLeavesWholeLedger(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	rounds := 30
+	if testing.Short() {
+		rounds = 10
+	}
+	for i := range rounds {
+		cmd := roleCmd(t, "churn", db, "")
+		cmd.Stderr = nil
+		require.NoError(t, cmd.Start())
+		time.Sleep(time.Duration(5+i*3%40) * time.Millisecond)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+
+		if _, err := os.Stat(db); err != nil {
+			continue // killed before its first write
+		}
+		l := storage.New(db)
+		problems, err := l.Check()
+		require.NoError(t, err, "round %d", i)
+		require.Empty(t, problems, "round %d", i)
+		requireWhole(t, db)
+	}
+}
+
+// requireWhole checks that every booking is complete and that every booking
+// has the event of its creation (the two are written in one transaction).
+func requireWhole(t *testing.T, db string) {
+	t.Helper()
+	c := clientAt(db, nil, alice)
+	parts, err := c.List(true)
+	require.NoError(t, err)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	created := map[uint64]bool{}
+	released := map[uint64]bool{}
+	for _, e := range evs {
+		switch e.Kind {
+		case "created":
+			created[e.Partition] = true
+		case "released":
+			released[e.Partition] = true
+		}
+	}
+	for _, p := range parts {
+		require.NotZero(t, p.ID)
+		require.NotZero(t, p.SharePPM)
+		require.False(t, p.Expires.IsZero())
+		require.True(t, created[p.ID], "booking %d has no created event", p.ID)
+		require.Equal(t, p.State == storage.Released, released[p.ID], "booking %d: state %s", p.ID, p.State)
+	}
+	require.Len(t, created, len(parts))
+}
+
+// A booking made by one uid cannot be released by another, even one that
+// can write the file.
+func TestOtherUserCannotRelease(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a second process as another uid")
+	}
+	dir, err := os.MkdirTemp("", "chronos-uid-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	// The test binary must be reachable by the other uid too.
+	bin := filepath.Join(dir, "role")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+
+	db := filepath.Join(dir, "chronos.db")
+	owner := clientAt(db, nil, Identity{UID: 0, User: "root"})
+	p, err := owner.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(db, 0o666))
+
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=release", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+strconv.FormatUint(p.ID, 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	require.Equal(t, roleNotOwner, exitCode(cmd.Run()))
+
+	got, err := owner.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+}

@@ -1,0 +1,269 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// ExitExpired is the status `chronos run` exits with when it stopped the
+// command because its booking ended (as timeout(1) does).
+const ExitExpired = 124
+
+// RunOptions describe one `chronos run`.
+type RunOptions struct {
+	// Partition runs inside an existing live booking of the caller's; zero
+	// books Request instead, and releases it when the command ends.
+	Partition uint64
+	Request   Request
+	Command   []string
+	// WarnSignal goes to the command at the warning lead (0: none).
+	WarnSignal syscall.Signal
+	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
+	Grace time.Duration
+	// MPS is the MPS daemon as detected; when it runs, the booking's limits
+	// are passed to the command's CUDA clients.
+	MPS            gpu.MPS
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Say            func(format string, args ...any) // chronos's own messages
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	Partition uint64
+	// ExitCode is the command's status, 128+N if a signal ended it, or
+	// ExitExpired when chronos stopped it at the booking's end.
+	ExitCode int
+	Expired  bool
+}
+
+// Run books (or joins) a partition, runs the command in it with the
+// partition's environment, warns it before the deadline, stops it at the
+// deadline (SIGTERM, then SIGKILL after the grace period, to its whole
+// process group), and releases the booking it made when the command ends.
+func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
+	if len(o.Command) == 0 {
+		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
+	}
+	path, err := exec.LookPath(o.Command[0])
+	if err != nil {
+		return RunResult{}, inputErr("cannot run %q: %v", o.Command[0], errors.Unwrap(err))
+	}
+	say := o.Say
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	pol, err := c.Policy()
+	if err != nil {
+		return RunResult{}, err
+	}
+	grace := o.Grace
+	if grace < 0 {
+		grace = pol.Grace
+	}
+
+	var p storage.Partition
+	booked := false
+	if o.Partition != 0 {
+		err = c.ledger.View(func(tx *storage.Tx) error {
+			p, err = c.mine(tx, o.Partition, "run in")
+			return err
+		})
+		if err != nil {
+			return RunResult{}, err
+		}
+	} else {
+		got, err := c.Create(o.Request)
+		if err != nil {
+			return RunResult{}, err
+		}
+		p, booked = got.Partition, true
+		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, p.Expires.Local().Format("15:04:05"))
+	}
+	release := func() {
+		if booked {
+			if _, err := c.Release(p.ID); err != nil && !errors.Is(err, ErrNotLive) {
+				say("could not release booking %d: %v", p.ID, err)
+			}
+		}
+	}
+
+	cmd := exec.Command(path, o.Command[1:]...)
+	cmd.Args[0] = o.Command[0]
+	cmd.Env = RunEnv(os.Environ(), p, o.MPS)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	// Its own process group, so that signals reach everything it starts.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		release()
+		return RunResult{}, fmt.Errorf("start %s: %w", o.Command[0], err)
+	}
+	pgid := cmd.Process.Pid
+
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(forward)
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	changes := storage.Watch(watchCtx, c.ledger.Path, time.Second)
+
+	group := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
+	warned := o.WarnSignal == 0
+	var termAt time.Time // when SIGTERM went out
+	expired := false
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var waitErr error
+loop:
+	for {
+		now := c.now()
+		switch {
+		case termAt.IsZero() && !now.Before(p.Expires):
+			expired = true
+			termAt = now
+			say("booking %d ended: sending SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
+			group(syscall.SIGTERM)
+		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
+			say("still running %s after SIGTERM: sending SIGKILL", FormatDuration(grace))
+			group(syscall.SIGKILL)
+			termAt = now.Add(24 * time.Hour) // once
+		case !warned && !now.Before(p.Expires.Add(-WarnLead(p, pol.WarnLead))):
+			warned = true
+			say("booking %d ends in %s: sending %s", p.ID, FormatDuration(p.Expires.Sub(now)), signalName(o.WarnSignal))
+			group(o.WarnSignal)
+		}
+		next := p.Expires
+		if !warned {
+			next = p.Expires.Add(-WarnLead(p, pol.WarnLead))
+		}
+		if !termAt.IsZero() {
+			next = termAt.Add(grace)
+		}
+		timer.Reset(min(max(time.Until(next), 0), maxSleep))
+		select {
+		case waitErr = <-exited:
+			break loop
+		case s := <-forward:
+			group(s.(syscall.Signal))
+		case <-changes:
+			// Extended or released elsewhere: follow the ledger.
+			if got, err := c.Get(p.ID); err == nil {
+				if got.State == storage.Released && termAt.IsZero() {
+					say("booking %d was released: stopping the command", p.ID)
+					p.Expires = c.now()
+				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
+					p.Expires = got.Expires
+					warned = o.WarnSignal == 0 // warn again before the new end
+				}
+			}
+		case <-timer.C:
+		}
+	}
+	release()
+	res := RunResult{Partition: p.ID, ExitCode: exitCodeOf(waitErr), Expired: expired}
+	if expired {
+		res.ExitCode = ExitExpired
+	}
+	return res, nil
+}
+
+func exitCodeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 1
+}
+
+// RunEnv is the command's environment: the caller's, unchanged, except for
+// the variables that tie it to the partition.
+func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
+	set := map[string]string{
+		"CUDA_VISIBLE_DEVICES":  visibleDevice(p),
+		gpu.PartitionEnv:        strconv.FormatUint(p.ID, 10),
+		"CHRONOS_EXPIRES_AT":    p.Expires.UTC().Format(time.RFC3339Nano),
+		"CHRONOS_DEADLINE_UNIX": strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64),
+	}
+	if mps.Running {
+		// The command sees one device, so the limit names device 0.
+		set["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt.Sprintf("0=%dM", p.Bytes>>20)
+		if p.ComputePct > 0 {
+			set["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.Itoa(p.ComputePct)
+		}
+	}
+	out := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := set[k]; !ours {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range []string{"CUDA_VISIBLE_DEVICES", gpu.PartitionEnv, "CHRONOS_EXPIRES_AT", "CHRONOS_DEADLINE_UNIX",
+		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"} {
+		if v, ok := set[k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// visibleDevice names the booked GPU for CUDA: by UUID when NVML gave one
+// (indexes can differ between NVML and CUDA), else by index.
+func visibleDevice(p storage.Partition) string {
+	if strings.HasPrefix(p.DeviceUUID, "GPU-") || strings.HasPrefix(p.DeviceUUID, "MIG-") {
+		return p.DeviceUUID
+	}
+	return strconv.Itoa(p.Device)
+}
+
+// ParseSignal reads a signal name ("SIGUSR1", "usr1", "10") or "none".
+func ParseSignal(s string) (syscall.Signal, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if t == "NONE" || t == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	t = strings.TrimPrefix(t, "SIG")
+	for sig, name := range signalNames {
+		if name == t {
+			return sig, nil
+		}
+	}
+	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
+	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return "SIG" + n
+	}
+	return s.String()
+}

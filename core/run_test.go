@@ -1,0 +1,141 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+func runOpts(cmd ...string) RunOptions {
+	return RunOptions{Command: cmd, Grace: -1, WarnSignal: syscall.SIGUSR1}
+}
+
+// The command gets the warning signal, then SIGTERM at the deadline, then
+// SIGKILL when it ignores SIGTERM; chronos reports the expiry status.
+func TestRunWarnsTerminatesKills(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	log := filepath.Join(t.TempDir(), "signals")
+	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
+	o.Grace = 500 * time.Millisecond
+	t.Setenv("LOG", log)
+	start := time.Now()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.True(t, res.Expired)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Less(t, time.Since(start), 5*time.Second)
+	got, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Equal(t, "USR1\nTERM\n", string(got))
+
+	p, err := c.Get(res.Partition)
+	require.NoError(t, err)
+	require.False(t, p.LiveAt(time.Now()))
+}
+
+// A command that ends by itself passes on its status and its booking is
+// released at once.
+func TestRunReleasesAndPassesStatus(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	var out bytes.Buffer
+	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $KEEP"; exit 3`)
+	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
+	o.Stdout = &out
+	t.Setenv("KEEP", "kept")
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.ExitCode)
+	require.False(t, res.Expired)
+	require.Equal(t, "1 GPU-1 kept\n", out.String()) // by UUID: CUDA and NVML may order GPUs differently
+	p, err := c.Get(res.Partition)
+	require.NoError(t, err)
+	require.Equal(t, storage.Released, p.State)
+
+	// A command killed by a signal reports 128+N.
+	o = runOpts("sh", "-c", `kill -KILL $$`)
+	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
+	res, err = c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.Equal(t, 128+9, res.ExitCode)
+}
+
+func TestRunRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := clientAt(path, nil, Identity{UID: 4243, User: "runner"})
+	other := clientAt(path, nil, Identity{UID: 4242, User: "someone"})
+	theirs, err := other.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+
+	before := fileBytes(t, path)
+	for _, tc := range []struct {
+		name string
+		o    RunOptions
+		want error
+	}{
+		{"no command", RunOptions{Request: Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}}, ErrInput},
+		{"unrunnable", RunOptions{Command: []string{"/no/such/program"}, Request: Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}}, ErrInput},
+		{"someone else's booking", RunOptions{Command: []string{"true"}, Partition: theirs.ID}, ErrNotOwner},
+		{"no such booking", RunOptions{Command: []string{"true"}, Partition: 999}, ErrNoPartition},
+		{"overbooked", RunOptions{Command: []string{"true"}, Request: Request{Device: 0, Memory: Fraction(0.95), Duration: time.Hour}}, ErrOverbooked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Run(context.Background(), tc.o)
+			require.ErrorIs(t, err, tc.want)
+			require.Equal(t, before, fileBytes(t, path), "the ledger changed")
+		})
+	}
+}
+
+// Running inside an existing booking leaves it live afterwards.
+func TestRunInsideExistingBooking(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.3), Duration: time.Hour})
+	require.NoError(t, err)
+	o := runOpts("true")
+	o.Partition = p.ID
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	got, err := c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+}
+
+func TestRunEnv(t *testing.T) {
+	p := storage.Partition{ID: 7, Device: 2, DeviceUUID: "GPU-abc", Bytes: 2 << 30, ComputePct: 25,
+		Expires: time.Date(2026, 11, 29, 12, 0, 0, 500_000_000, time.UTC)}
+	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root"}
+	env := strings.Join(RunEnv(base, p, gpu.MPS{}), "\n")
+	require.Contains(t, env, "PATH=/bin\nHOME=/root\n")
+	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
+	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
+	require.Contains(t, env, "CHRONOS_PARTITION_ID=7\n")
+	require.Contains(t, env, "CHRONOS_EXPIRES_AT=2026-11-29T12:00:00.5Z\n")
+	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
+	require.NotContains(t, env, "CUDA_MPS")
+
+	env = strings.Join(RunEnv(base, p, gpu.MPS{Running: true}), "\n")
+	require.Contains(t, env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M")
+	require.Contains(t, env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25")
+}
+
+func TestParseSignal(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"SIGUSR1": syscall.SIGUSR1, "usr2": syscall.SIGUSR2, "none": 0, "10": syscall.Signal(10)} {
+		got, err := ParseSignal(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseSignal("SIGFOO")
+	require.ErrorIs(t, err, ErrInput)
+}

@@ -1,0 +1,77 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+var (
+	// ErrProcessGone means the process exited, or its PID now names another
+	// process: nothing was signalled.
+	ErrProcessGone = errors.New("process is gone")
+	// ErrNoPermission means this user may not signal that process; a monitor
+	// running as root will.
+	ErrNoPermission = errors.New("no permission to signal")
+)
+
+// Signaller sends a signal to one exact process: the pid, and only while it
+// is still the process that started at start (clock ticks since boot).
+type Signaller interface {
+	Signal(pid int, start uint64, sig syscall.Signal) error
+}
+
+// PidfdSignaller signals through a pidfd: once the pidfd is open it names
+// that process for good, so checking its start time after opening rules out
+// a reused PID. Kernels without pidfds (before 5.3) fall back to kill(2)
+// after the same check, which leaves a window of microseconds.
+type PidfdSignaller struct{}
+
+// Signal implements Signaller.
+func (PidfdSignaller) Signal(pid int, start uint64, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	case errors.Is(err, unix.ENOSYS):
+		fd = -1
+	case err != nil:
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	if fd >= 0 {
+		defer unix.Close(fd)
+	}
+	if err := sameProcess(pid, start); err != nil {
+		return err
+	}
+	if fd >= 0 {
+		err = unix.PidfdSendSignal(fd, sig, nil, 0)
+	} else {
+		err = unix.Kill(pid, sig)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("%w %d", ErrNoPermission, pid)
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	default:
+		return fmt.Errorf("signal %d: %w", pid, err)
+	}
+}
+
+func sameProcess(pid int, start uint64) error {
+	info, err := gpu.ReadProc(pid)
+	if err != nil {
+		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	}
+	if start != 0 && info.StartTime != start {
+		return fmt.Errorf("%w: pid %d now names another process", ErrProcessGone, pid)
+	}
+	return nil
+}

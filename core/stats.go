@@ -1,0 +1,54 @@
+package core
+
+import (
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// DeviceBooking is how much of one device live bookings hold.
+type DeviceBooking struct {
+	PPM   int64  `json:"share_ppm"`
+	Bytes uint64 `json:"bytes"`
+	Count int    `json:"bookings"`
+}
+
+// Stats is one reading of the GPUs set against the bookings: what
+// `chronos stats` prints and the app shows.
+type Stats struct {
+	Sample    gpu.Sample            `json:"sample"`
+	Mode      string                `json:"mode"`
+	Booked    map[int]DeviceBooking `json:"booked"`
+	Processes []Attribution         `json:"processes"`
+}
+
+// Stats samples the backend and attributes every GPU process to a booking.
+// The device inventory it sees is cached in the ledger for `create`.
+func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
+	s, err := b.Sample()
+	if err != nil {
+		return Stats{}, err
+	}
+	if devs, err := b.Devices(); err == nil {
+		_ = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
+	}
+	parts, err := c.Recent(DefaultPolicy().MaxLength + attributionWindow)
+	if err != nil {
+		return Stats{}, err
+	}
+	raw := make([]storage.Partition, len(parts))
+	for i, p := range parts {
+		raw[i] = p.Partition
+	}
+	now := c.now()
+	st := Stats{Sample: s, Mode: mps.Mode(), Booked: map[int]DeviceBooking{}, Processes: Attribute(s, raw, now)}
+	for _, p := range raw {
+		if p.LiveAt(now) {
+			b := st.Booked[p.Device]
+			b.PPM += p.SharePPM
+			b.Bytes += p.Bytes
+			b.Count++
+			st.Booked[p.Device] = b
+		}
+	}
+	return st, nil
+}

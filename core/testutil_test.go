@@ -1,0 +1,73 @@
+package core
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// fakeClock is a settable clock for tests of deadlines.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	f.t = f.t.Add(d)
+	f.mu.Unlock()
+}
+
+const testGPUMemory = 80 << 30
+
+// testDevices is a DeviceSource of two 80 GiB GPUs.
+func testDevices() (string, []gpu.Device, error) {
+	return "simulated", []gpu.Device{
+		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: testGPUMemory},
+		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: testGPUMemory},
+	}, nil
+}
+
+func newTestClient(t *testing.T, clock *fakeClock, who Identity) *Client {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	return clientAt(path, clock, who)
+}
+
+func clientAt(path string, clock *fakeClock, who Identity) *Client {
+	opts := Options{Ledger: storage.New(path), Devices: testDevices, As: &who}
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	return NewClient(opts)
+}
+
+var (
+	alice = Identity{UID: 1001, User: "alice"}
+	bob   = Identity{UID: 1002, User: "bob"}
+	root  = Identity{UID: 0, User: "root"}
+)
+
+func fileBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}

@@ -1,0 +1,175 @@
+package gpu
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeMPSHost is a pipe directory and a proc root that a test fills in.
+type fakeMPSHost struct {
+	pipeDir, procRoot string
+	control           string // path of a fake control program, "" for none
+}
+
+func newFakeMPSHost(t *testing.T) *fakeMPSHost {
+	return &fakeMPSHost{pipeDir: t.TempDir(), procRoot: t.TempDir()}
+}
+
+// withControlPipe makes the control endpoint: a FIFO as older drivers do.
+func (h *fakeMPSHost) withControlPipe(t *testing.T) {
+	require.NoError(t, syscall.Mkfifo(filepath.Join(h.pipeDir, "control"), 0o600))
+}
+
+// withControlSocket makes the control endpoint a Unix socket, as driver 580
+// does.
+func (h *fakeMPSHost) withControlSocket(t *testing.T) {
+	l, err := net.Listen("unix", filepath.Join(h.pipeDir, "control"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+}
+
+func (h *fakeMPSHost) withProcess(t *testing.T, pid int, comm string, args ...string) {
+	cmdline := ""
+	for _, a := range args {
+		cmdline += a + "\x00"
+	}
+	writeFakeProc(t, h.procRoot, pid, map[string]string{"comm": comm + "\n", "cmdline": cmdline})
+}
+
+// withControlProgram installs a shell script standing in for
+// nvidia-cuda-mps-control.
+func (h *fakeMPSHost) withControlProgram(t *testing.T, script string) {
+	h.control = filepath.Join(t.TempDir(), mpsControl)
+	require.NoError(t, os.WriteFile(h.control, []byte("#!/bin/sh\n"+script), 0o755))
+}
+
+func (h *fakeMPSHost) detect() MPS {
+	p := mpsProbe{procRoot: h.procRoot, controlPath: func() string { return h.control }, timeout: 300 * time.Millisecond}
+	return p.detect(h.pipeDir)
+}
+
+func TestMPSNotRunning(t *testing.T) {
+	h := newFakeMPSHost(t)
+	m := h.detect()
+	require.False(t, m.Running)
+	require.Equal(t, "time-sliced", m.Mode())
+	require.Equal(t, h.pipeDir, m.PipeDir)
+	require.Empty(t, m.Detail)
+}
+
+func TestMPSStalePipe(t *testing.T) {
+	h := newFakeMPSHost(t)
+	h.withControlPipe(t)
+	// The per-user server and a one-shot control client are not the daemon.
+	h.withProcess(t, 100, "nvidia-cuda-mps", "nvidia-cuda-mps-server")
+	h.withProcess(t, 101, "nvidia-cuda-mps", "/usr/bin/nvidia-cuda-mps-control")
+	m := h.detect()
+	require.False(t, m.Running)
+	require.Equal(t, "time-sliced", m.Mode())
+	require.Contains(t, m.Detail, "no nvidia-cuda-mps-control daemon")
+}
+
+func TestMPSControlSocket(t *testing.T) {
+	h := newFakeMPSHost(t)
+	h.withControlSocket(t)
+	h.withProcess(t, 753, "nvidia-cuda-mps") // a zombie server: no command line
+	h.withProcess(t, 754, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d", "-M")
+	m := h.detect()
+	require.True(t, m.Running)
+	require.True(t, m.MultiUser)
+}
+
+func TestMPSControlIsAPlainFile(t *testing.T) {
+	h := newFakeMPSHost(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.pipeDir, "control"), nil, 0o600))
+	h.withProcess(t, 100, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
+	require.False(t, h.detect().Running)
+}
+
+func TestMPSDaemon(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		script     string // "" for no control program
+		wantMulti  bool
+		wantPct    string
+		wantLimit  string
+		wantDetail string
+	}{
+		{
+			name: "multi-user, defaults readable",
+			args: []string{"/usr/bin/nvidia-cuda-mps-control", "-d", "-M"},
+			script: `read cmd
+case "$cmd" in
+get_default_active_thread_percentage) echo 100.0 ;;
+"get_default_device_pinned_mem_limit 0") echo 2G ;;
+esac`,
+			wantMulti: true, wantPct: "100.0", wantLimit: "2G",
+		},
+		{
+			name:       "single-user, not the owner",
+			args:       []string{"nvidia-cuda-mps-control", "-d"},
+			script:     "echo 'Insufficient privileges'\nexit 0",
+			wantDetail: "active thread percentage: Insufficient privileges; pinned memory limit: Insufficient privileges",
+		},
+		{
+			name:       "control program not installed",
+			args:       []string{"nvidia-cuda-mps-control", "-d", "-M"},
+			wantMulti:  true,
+			wantDetail: "nvidia-cuda-mps-control not found on PATH; MPS defaults unknown",
+		},
+		{
+			name:       "control program fails",
+			args:       []string{"nvidia-cuda-mps-control", "-f"},
+			script:     "echo 'Cannot find MPS control daemon process' >&2\nexit 1",
+			wantDetail: "active thread percentage: nvidia-cuda-mps-control \"get_default_active_thread_percentage\": exit status 1; pinned memory limit: nvidia-cuda-mps-control \"get_default_device_pinned_mem_limit 0\": exit status 1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newFakeMPSHost(t)
+			h.withControlPipe(t)
+			h.withProcess(t, 1, "systemd", "/sbin/init")
+			h.withProcess(t, 4242, "nvidia-cuda-mps", tt.args...)
+			if tt.script != "" {
+				h.withControlProgram(t, tt.script)
+			}
+			m := h.detect()
+			require.True(t, m.Running)
+			require.Equal(t, "concurrent", m.Mode())
+			require.Equal(t, tt.wantMulti, m.MultiUser)
+			require.Equal(t, tt.wantPct, m.DefaultActiveThreadPercentage)
+			require.Equal(t, tt.wantLimit, m.DefaultPinnedMemLimit)
+			require.Equal(t, tt.wantDetail, m.Detail)
+		})
+	}
+}
+
+func TestMPSControlThatHangs(t *testing.T) {
+	h := newFakeMPSHost(t)
+	h.withControlPipe(t)
+	h.withProcess(t, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
+	// A grandchild holds stdout open too; the whole group must go.
+	h.withControlProgram(t, "sleep 7 &\nsleep 7")
+
+	start := time.Now()
+	m := h.detect()
+	require.Less(t, time.Since(start), 5*time.Second, "must never hang")
+	require.True(t, m.Running)
+	require.Empty(t, m.DefaultActiveThreadPercentage)
+	require.Contains(t, m.Detail, "did not answer")
+}
+
+func TestMPSPipeDirFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", dir)
+	require.Equal(t, dir, DetectMPS("").PipeDir)
+	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", "")
+	require.Equal(t, "/tmp/nvidia-mps", DetectMPS("").PipeDir)
+}

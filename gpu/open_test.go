@@ -1,0 +1,119 @@
+package gpu
+
+import (
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/stretchr/testify/require"
+)
+
+// withNVML makes Open see lib instead of the system's NVML.
+func withNVML(t *testing.T, lib nvml.Interface) {
+	t.Helper()
+	prev := openNVML
+	openNVML = func() (*NVML, error) { return NewNVML(lib) }
+	t.Cleanup(func() { openNVML = prev })
+}
+
+func noDriver() nvml.Interface {
+	return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+}
+
+func TestOpenWithoutDriver(t *testing.T) {
+	withNVML(t, noDriver())
+	t.Setenv("CHRONOS_SIM_GPUS", "")
+	t.Setenv("CHRONOS_SIM_MEMORY", "")
+
+	for _, kind := range []string{"", "auto", " AUTO "} {
+		b, notice, err := Open(kind)
+		require.NoError(t, err, kind)
+		require.True(t, b.Simulated())
+		require.Equal(t, "simulated", b.Name())
+		require.Equal(t, "no NVIDIA GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
+		require.NoError(t, b.Close())
+	}
+
+	_, _, err := Open("nvml")
+	require.ErrorIs(t, err, nvml.ERROR_LIBRARY_NOT_FOUND)
+	require.EqualError(t, err, "nvml backend unavailable: NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?")
+}
+
+func TestOpenSim(t *testing.T) {
+	withNVML(t, noDriver())
+	t.Setenv("CHRONOS_SIM_GPUS", "2")
+	t.Setenv("CHRONOS_SIM_MEMORY", "141GiB")
+	for _, kind := range []string{"sim", "simulated", "Sim"} {
+		b, notice, err := Open(kind)
+		require.NoError(t, err)
+		require.Empty(t, notice, "asked for simulated GPUs: nothing to explain")
+		devs, err := b.Devices()
+		require.NoError(t, err)
+		require.Len(t, devs, 2)
+		require.Equal(t, 141*gib, devs[0].MemoryTotal)
+	}
+
+	t.Setenv("CHRONOS_SIM_GPUS", "100")
+	for _, kind := range []string{"sim", "auto"} {
+		_, _, err := Open(kind)
+		require.ErrorContains(t, err, "CHRONOS_SIM_GPUS", kind)
+	}
+}
+
+func TestOpenPrefersNVML(t *testing.T) {
+	shutdowns := 0
+	withNVML(t, fakeLibrary([]*fakeGPU{h200(0)}, &shutdowns))
+	b, notice, err := Open("auto")
+	require.NoError(t, err)
+	require.Empty(t, notice)
+	require.Equal(t, "nvml", b.Name())
+	require.False(t, b.Simulated())
+	require.NoError(t, b.Close())
+	require.Equal(t, 1, shutdowns)
+}
+
+func TestOpenNVMLWithoutGPUs(t *testing.T) {
+	shutdowns := 0
+	withNVML(t, fakeLibrary(nil, &shutdowns))
+
+	b, notice, err := Open("auto")
+	require.NoError(t, err)
+	require.True(t, b.Simulated())
+	require.Contains(t, notice, "no GPUs")
+	require.Equal(t, 1, shutdowns, "the unused NVML is shut down")
+
+	_, _, err = Open("nvml")
+	require.ErrorContains(t, err, "reports no GPUs")
+}
+
+func TestOpenUnknownKind(t *testing.T) {
+	_, _, err := Open("cuda")
+	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml or sim`)
+}
+
+func TestKindFromEnv(t *testing.T) {
+	t.Setenv(BackendEnv, " sim\n")
+	require.Equal(t, "sim", KindFromEnv())
+	t.Setenv(BackendEnv, "")
+	require.Equal(t, "", KindFromEnv())
+}
+
+// The real library: on a machine without a driver this must fail cleanly
+// (no panic, a person's message); on a GPU machine it must read.
+func TestOpenNVMLReal(t *testing.T) {
+	n, err := OpenNVML()
+	if err != nil {
+		require.ErrorContains(t, err, "NVML: ")
+		t.Logf("no NVML here: %v", err)
+		return
+	}
+	defer func() { require.NoError(t, n.Close()) }()
+	s, err := n.Sample()
+	require.NoError(t, err)
+	require.Len(t, s.Devices, len(n.devices))
+	for _, d := range s.Devices {
+		require.NotEmpty(t, d.UUID)
+		require.NotZero(t, d.MemoryTotal)
+		t.Logf("%d %s %s driver %s: %d%% util, %d processes, notes %v", d.Index, d.UUID, d.Name, n.DriverVersion(), d.Util, len(d.Processes), d.Notes)
+	}
+}
