@@ -1,0 +1,149 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Every read and write of the ledger or the GPUs happens in one of these
+// commands, off the update loop. Each captures the values it needs, never the
+// model, and reports back with a message, errors included.
+
+// sampleMsg is one reading of the GPUs.
+type sampleMsg struct {
+	sample gpu.Sample
+	err    error
+}
+
+// ledgerMsg is one reading of the ledger.
+type ledgerMsg struct {
+	parts  []core.Partition
+	avail  []core.Availability
+	policy core.Policy
+	err    error
+}
+
+// tickMsg re-arms the one refresh loop.
+type tickMsg time.Time
+
+// ledgerChangedMsg says another process wrote the ledger.
+type ledgerChangedMsg struct{}
+
+// watchingMsg hands over the channel that storage.Watch sends on.
+type watchingMsg struct{ changes <-chan struct{} }
+
+// actMsg is one line from the monitor: something it expired, warned or signalled.
+type actMsg string
+
+// createdMsg, releasedMsg and extendedMsg answer the key that asked.
+type createdMsg struct {
+	part *core.Partition
+	err  error
+}
+
+type releasedMsg struct {
+	part core.Partition
+	err  error
+}
+
+type extendedMsg struct {
+	part core.Partition
+	by   time.Duration
+	err  error
+}
+
+// clearStatusMsg clears the status line if nothing newer replaced it.
+type clearStatusMsg struct{ seq int }
+
+func sampleCmd(b gpu.Backend) tea.Cmd {
+	if b == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		s, err := b.Sample()
+		return sampleMsg{sample: s, err: err}
+	}
+}
+
+func loadCmd(c *core.Client) tea.Cmd {
+	return func() tea.Msg {
+		var msg ledgerMsg
+		if msg.parts, msg.err = c.List(true); msg.err != nil {
+			return msg
+		}
+		if msg.avail, msg.err = c.Available(-1); msg.err != nil {
+			return msg
+		}
+		msg.policy, msg.err = c.Policy()
+		return msg
+	}
+}
+
+func tickCmd(every time.Duration) tea.Cmd {
+	return tea.Tick(every, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// watchCmd starts watching the ledger file; ctx ends the watch.
+func watchCmd(ctx context.Context, path string, poll time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		return watchingMsg{changes: storage.Watch(ctx, path, poll)}
+	}
+}
+
+// waitChangeCmd waits for the next change notice; the model re-arms it.
+func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if _, ok := <-ch; !ok {
+			return nil // the watch ended
+		}
+		return ledgerChangedMsg{}
+	}
+}
+
+// waitActCmd waits for the monitor's next act; the model re-arms it.
+func waitActCmd(acts <-chan string) tea.Cmd {
+	if acts == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		line, ok := <-acts
+		if !ok {
+			return nil
+		}
+		return actMsg(line)
+	}
+}
+
+func createCmd(c *core.Client, req core.Request) tea.Cmd {
+	return func() tea.Msg {
+		p, err := c.Create(req)
+		return createdMsg{part: p, err: err}
+	}
+}
+
+func releaseCmd(c *core.Client, id uint64) tea.Cmd {
+	return func() tea.Msg {
+		p, err := c.Release(id)
+		return releasedMsg{part: p, err: err}
+	}
+}
+
+func extendCmd(c *core.Client, id uint64, d time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		p, err := c.Extend(id, d)
+		return extendedMsg{part: p, by: d, err: err}
+	}
+}
+
+func clearStatusCmd(seq int, after time.Duration) tea.Cmd {
+	return tea.Tick(after, func(time.Time) tea.Msg { return clearStatusMsg{seq: seq} })
+}
