@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -52,6 +53,16 @@ func main() {
 }
 
 func execute(args []string) int {
+	// The flag parser would read "-0.5" as flags: name the real problem.
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
+			fmt.Fprintf(os.Stderr, "chronos: %s: negative values are not allowed (shares, durations and ids must be positive)\n", a)
+			return exitUsage
+		}
+	}
 	g := &globals{}
 	root := newRoot(g)
 	root.SetArgs(args)
@@ -85,6 +96,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 func newRoot(g *globals) *cobra.Command {
 	var mon monitorFlags
+	var appLog string
 	root := &cobra.Command{
 		Use:   "chronos",
 		Short: "Fair time-sharing of a machine's GPUs",
@@ -99,13 +111,10 @@ Run it with no command for the terminal app.`,
 			if mon.on {
 				return runMonitor(g, mon)
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			return listBookings(c, false, false)
+			return runApp(g, appLog)
 		},
 	}
+	root.Flags().StringVar(&appLog, "log", "", "append the app's monitor acts and errors to this file (the screen stays clean)")
 	root.Flags().BoolVar(&mon.on, "monitor", false, "run the expiry monitor headless (for tmux or systemd): no terminal needed, logs to stderr")
 	root.Flags().StringVar(&mon.policy, "policy", "", `with --monitor: override the stored policy, e.g. "overbudget=terminate grace=10s"`)
 	root.Flags().StringVar(&mon.logFormat, "log-format", "text", "with --monitor: text or json")
@@ -768,4 +777,60 @@ func runMonitor(g *globals, f monitorFlags) error {
 	err = m.Run(ctx)
 	logAct(core.Act{Time: c.Now(), Kind: "stopped", Detail: "signal received"})
 	return err
+}
+
+// runApp is `chronos`: the terminal app, with the monitor engine running
+// inside it so that bookings are enforced whenever anyone has it open.
+func runApp(g *globals, logPath string) error {
+	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Policy(); err != nil {
+		return err
+	}
+	b, notice, err := gpu.Open(g.backendKind())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if devs, err := b.Devices(); err == nil {
+		_ = c.SaveInventory(core.InventoryOf(b.Name(), devs, c.Now()))
+	}
+	var logFile *os.File
+	if logPath != "" {
+		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+			return fmt.Errorf("open log: %w", err)
+		}
+		defer logFile.Close()
+	}
+	mps := gpu.DetectMPS("")
+	acts := make(chan string, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
+		if logFile != nil {
+			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+		}
+		select {
+		case acts <- a.String():
+		default: // the screen is behind; the ledger has the act anyway
+		}
+	}})
+	go m.Run(ctx)
+	host, _ := os.Hostname()
+	return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: modeLabel(mps), Host: host, Acts: acts})
+}
+
+func modeLabel(m gpu.MPS) string {
+	switch {
+	case m.Running && m.MultiUser:
+		return "concurrent (MPS, multi-user)"
+	case m.Running:
+		return "concurrent (MPS)"
+	}
+	return "time-sliced"
 }

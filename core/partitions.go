@@ -390,11 +390,19 @@ func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
 	return out, err
 }
 
-// Recent returns the live bookings and those made within the window: what
-// attributing GPU processes needs, without reading the whole history.
+// Recent returns the live bookings and those made within the window (zero:
+// long enough that every booking that can still have processes is in it):
+// what attributing GPU processes needs, without reading the whole history.
 func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
+		if window <= 0 {
+			pol, err := policyIn(tx)
+			if err != nil {
+				return err
+			}
+			window = pol.MaxLength + attributionWindow
+		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
 		for _, p := range parts {
 			out = append(out, c.wrap(p))

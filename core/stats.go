@@ -31,7 +31,7 @@ func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	if devs, err := b.Devices(); err == nil {
 		_ = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
 	}
-	parts, err := c.Recent(DefaultPolicy().MaxLength + attributionWindow)
+	parts, err := c.Recent(0)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -74,7 +74,7 @@ func sampleCmd(b gpu.Backend) tea.Cmd {
 func loadCmd(c *core.Client) tea.Cmd {
 	return func() tea.Msg {
 		var msg ledgerMsg
-		if msg.parts, msg.err = c.List(true); msg.err != nil {
+		if msg.parts, msg.err = c.Recent(0); msg.err != nil {
 			return msg
 		}
 		if msg.avail, msg.err = c.Available(-1); msg.err != nil {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// tmuxSession drives the real binary in a real terminal: tmux gives it a
+// pty, send-keys types, capture-pane reads the screen.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func newTmux(t *testing.T, width, height int, env ...string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (make test installs it)")
+	}
+	s := &tmuxSession{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock"), name: "chronos"}
+	args := []string{"new-session", "-d", "-s", s.name, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	args = append(args, "sh")
+	s.run(args...)
+	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
+	return s
+}
+
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	require.NoError(s.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		s.run("send-keys", "-t", s.name, k)
+		time.Sleep(60 * time.Millisecond)
+	}
+}
+
+func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", s.name) }
+
+// waitFor polls the screen until it contains want.
+func (s *tmuxSession) waitFor(want string, within time.Duration) string {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		scr := s.screen()
+		if strings.Contains(scr, want) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAppEndToEnd(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "PS1=$ "}
+	s := newTmux(t, 100, 30, env...)
+	s.keys(chronosBin, "Enter")
+	s.waitFor("SIMULATED GPUs", 10*time.Second)
+	s.waitFor("Bookings (0)", 5*time.Second)
+
+	// Book with the form: n, memory 25%, enter (GPU and duration defaults).
+	s.keys("n")
+	s.waitFor("New booking", 2*time.Second)
+	s.keys("2", "5", "%", "Enter")
+	s.waitFor("Bookings (1)", 3*time.Second)
+	parts := listJSON(t, db)
+	require.Len(t, parts, 1)
+	require.InDelta(t, 0.25, parts[0].Share, 1e-9)
+	require.InDelta(t, 3600, parts[0].RemainingSeconds, 10)
+
+	// A booking made by another process appears within a second.
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.4", "2h").code)
+	start := time.Now()
+	s.waitFor("Bookings (2)", 3*time.Second)
+	require.Less(t, time.Since(start), 1500*time.Millisecond)
+
+	// Release the first row (the one ending first: ours, from the form).
+	s.keys("g", "x")
+	s.waitFor("Release #1", time.Second)
+	s.keys("y")
+	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 1 }, 3*time.Second, 50*time.Millisecond)
+	require.Equal(t, uint64(2), listJSON(t, db)[0].ID)
+
+	// Quit: the app leaves the alternate screen and the shell is back.
+	s.keys("q")
+	require.Eventually(t, func() bool {
+		return strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{alternate_on}")) == "0"
+	}, 3*time.Second, 50*time.Millisecond)
+	scr := s.screen()
+	require.NotContains(t, scr, "Bookings (")
+	require.Contains(t, scr, chronosBin)
+}
+
+// Without a terminal the app refuses clearly instead of drawing garbage.
+func TestAppNeedsATerminal(t *testing.T) {
+	r := chronos(t, filepath.Join(t.TempDir(), "c.db"))
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "needs a terminal")
+}
