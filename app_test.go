@@ -35,7 +35,6 @@ func newTmux(t *testing.T, width, height int, env ...string) *tmuxSession {
 	return s
 }
 
-
 func (s *tmuxSession) run(args ...string) string {
 	s.t.Helper()
 	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
