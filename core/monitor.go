@@ -224,7 +224,10 @@ func (m *Monitor) Tick() (time.Time, error) {
 		if err != nil {
 			return now, err
 		}
+		// Report the moment the flips became true for everyone: the commit.
+		committed := m.c.now()
 		for _, a := range acts {
+			a.Time = committed
 			m.report(a)
 		}
 		if len(mine) > 0 {
@@ -256,6 +259,9 @@ func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, w
 // the monitor whose transaction flips a booking reports it.
 func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time) ([]Act, error) {
 	var acts []Act
+	if len(due) > 0 {
+		now = m.c.now() // sampling may have taken a while since the tick began
+	}
 	for _, id := range due {
 		p, err := tx.Partition(id)
 		if err != nil {

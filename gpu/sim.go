@@ -23,8 +23,12 @@ type SimOptions struct {
 // always gives the same sample. It can also show real local processes as if
 // they ran on a simulated GPU (Attach), which monitor tests rely on.
 type Sim struct {
-	opts  SimOptions
-	procs ProcReader
+	opts SimOptions
+
+	// procs is shared with NVML's way of reading /proc: one stat read per
+	// known process per sample. Guarded by procsMu.
+	procsMu sync.Mutex
+	procs   *procCache
 
 	mu       sync.Mutex
 	attached map[int]attachment // by pid
@@ -70,7 +74,7 @@ func NewSim(opts SimOptions) *Sim {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Sim{opts: opts, procs: hostProc, attached: map[int]attachment{}}
+	return &Sim{opts: opts, procs: newProcCache(hostProc), attached: map[int]attachment{}}
 }
 
 // Name is "simulated".
@@ -141,12 +145,15 @@ func (s *Sim) Sample() (Sample, error) {
 	for i := range out.Devices {
 		out.Devices[i] = s.sampleDevice(i, t)
 	}
+	s.procsMu.Lock()
+	defer s.procsMu.Unlock()
+	defer s.procs.prune()
 	for _, pid := range pids {
 		a := attached[pid]
 		if a.device < 0 || a.device >= len(out.Devices) {
 			continue
 		}
-		info, err := s.procs.ReadProc(pid)
+		info, err := s.procs.lookup(pid)
 		if err != nil {
 			continue // exited (or never was): not on the GPU any more
 		}
