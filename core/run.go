@@ -111,6 +111,22 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		return RunResult{}, fmt.Errorf("start %s: %w", o.Command[0], err)
 	}
 	pgid := cmd.Process.Pid
+	// The start time names this exact process in claims, as monitors name it.
+	childStart, _ := gpu.ProcStartTime(pgid)
+	// signalOnce sends sig to the command's group unless a monitor has
+	// already signalled the command for the same reason: both take the same
+	// claim in the ledger, so the command gets each signal once.
+	signalOnce := func(kind string, sig syscall.Signal, why string) bool {
+		won, err := c.claimSignal(p, kind, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
+		if err != nil {
+			say("could not record the signal in the ledger (%v); sending it anyway", err)
+			won = true
+		}
+		if won {
+			_ = syscall.Kill(-pgid, sig)
+		}
+		return won
+	}
 
 	forward := make(chan os.Signal, 4)
 	signal.Notify(forward, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -123,7 +139,6 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	defer stopWatch()
 	changes := storage.Watch(watchCtx, c.ledger.Path, time.Second)
 
-	group := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 	warned := o.WarnSignal == 0
 	var termAt time.Time // when SIGTERM went out
 	expired := false
@@ -137,16 +152,20 @@ loop:
 		case termAt.IsZero() && !now.Before(p.Expires):
 			expired = true
 			termAt = now
-			say("booking %d ended: sending SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
-			group(syscall.SIGTERM)
+			if signalOnce("term", syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
+				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
+			} else {
+				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
+			}
 		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
-			say("still running %s after SIGTERM: sending SIGKILL", FormatDuration(grace))
-			group(syscall.SIGKILL)
+			if signalOnce("kill", syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
+				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
+			}
 			termAt = now.Add(24 * time.Hour) // once
 		case !warned && !now.Before(p.Expires.Add(-WarnLead(p, pol.WarnLead))):
 			warned = true
 			say("booking %d ends in %s: sending %s", p.ID, FormatDuration(p.Expires.Sub(now)), signalName(o.WarnSignal))
-			group(o.WarnSignal)
+			_ = syscall.Kill(-pgid, o.WarnSignal)
 		}
 		next := p.Expires
 		if !warned {
@@ -160,7 +179,7 @@ loop:
 		case waitErr = <-exited:
 			break loop
 		case s := <-forward:
-			group(s.(syscall.Signal))
+			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-changes:
 			// Extended or released elsewhere: follow the ledger.
 			if got, err := c.Get(p.ID); err == nil {
@@ -181,6 +200,46 @@ loop:
 		res.ExitCode = ExitExpired
 	}
 	return res, nil
+}
+
+// claimSignal takes the claim a monitor would take before signalling the
+// process pid (started at start), and in the same transaction flips the
+// booking to expired when its deadline has passed. It reports whether this
+// caller got the claim.
+func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start uint64, detail string) (bool, error) {
+	key := fmt.Sprintf("%s/%d/%d", kind, pid, start)
+	won := false
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		won = false
+		claims, err := tx.Claims()
+		if err != nil {
+			return err
+		}
+		if _, taken := claims[key]; taken {
+			return nil
+		}
+		now := c.now()
+		if err := tx.PutClaim(key, storage.Claim{By: fmt.Sprintf("chronos run %d", os.Getpid()), At: now}); err != nil {
+			return err
+		}
+		cur, err := tx.Partition(p.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State == storage.Live && !now.Before(cur.Expires) {
+			cur.State, cur.Ended = storage.Expired, cur.Expires
+			if err := tx.PutPartition(&cur); err != nil {
+				return err
+			}
+			late := now.Sub(cur.Expires).Round(time.Microsecond)
+			if err := c.event(tx, "expired", cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
+				return err
+			}
+		}
+		won = true
+		return c.event(tx, "signalled", cur, fmt.Sprintf("pid %d: %s", pid, detail))
+	})
+	return won, err
 }
 
 func exitCodeOf(err error) int {

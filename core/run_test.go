@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,4 +139,45 @@ func TestParseSignal(t *testing.T) {
 	}
 	_, err := ParseSignal("SIGFOO")
 	require.ErrorIs(t, err, ErrInput)
+}
+
+// With a monitor watching the same process, the command still gets each
+// signal once: chronos run and the monitor take the same claims.
+func TestRunAndMonitorSignalOnce(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, path, sim, CurrentIdentity(), nil)
+	dir := t.TempDir()
+	t.Setenv("LOG", filepath.Join(dir, "signals"))
+	t.Setenv("PIDFILE", filepath.Join(dir, "pid"))
+	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
+	o.Grace = 400 * time.Millisecond
+	o.WarnSignal = 0
+
+	pol := DefaultPolicy()
+	pol.Grace = o.Grace
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	go func() {
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(os.Getenv("PIDFILE")); err == nil && len(b) > 1 {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				sim.Attach(idleGPU, pid, 1<<30)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	got, err := os.ReadFile(os.Getenv("LOG"))
+	require.NoError(t, err)
+	require.Equal(t, "TERM\n", string(got))
+	kinds := eventKinds(t, c, res.Partition)
+	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
+	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
 }

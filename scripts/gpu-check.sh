@@ -61,7 +61,7 @@ for p in st["processes"]:
     print(f"  pid {p['pid']} user {p['user']} uid {p['uid']} mem {p['memory_used_bytes']/2**30:.2f} GiB SM {p['sm_percent']}% "
           f"partition {p.get('partition')} verdict {p['verdict']} cmd {p['command'][:60]}")
 PY
-WPID=$(pgrep -f "gpu_workload.py hold" | head -1)
+WPID=$(pgrep -f "^python3 .*gpu_workload.py hold" | head -1)
 
 step "NVML costs on this GPU, with the job running (pid $WPID)"
 CHRONOS_HARDWARE_PID=$WPID CHRONOS_HARDWARE_PARTITION=1 "$BIN_DIR/gpu.test" -test.run 'TestHardwareNVMLWorkload' -test.v 2>&1 | grep -E "device|PASS|FAIL|ok" | head -12
