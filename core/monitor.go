@@ -84,7 +84,23 @@ type Monitor struct {
 	o          MonitorOptions
 	root       bool
 	nextSample time.Time
+	snap       *snapshot // the ledger as last read; nil: read it again
 }
+
+// snapshot is what a tick reads from the ledger. Run keeps it between
+// ticks while the ledger is unchanged, so an idle monitor doesn't decode
+// every booking every second.
+type snapshot struct {
+	parts  []storage.Partition
+	claims map[string]storage.Claim
+	pol    Policy
+	stamp  storage.Stamp
+	read   time.Time
+}
+
+// snapshotMaxAge bounds how long a snapshot is trusted without a change
+// notice, in case a change went unseen (a file time too coarse to tell).
+const snapshotMaxAge = 10 * time.Second
 
 // NewMonitor returns a monitor acting through c.
 func NewMonitor(c *Client, o MonitorOptions) *Monitor {
@@ -113,8 +129,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 	changes := storage.Watch(ctx, m.c.ledger.Path, 250*time.Millisecond)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	changed := true
 	for {
-		next, err := m.Tick()
+		next, err := m.tick(changed)
+		changed = false
 		if err != nil {
 			m.report(Act{Time: m.c.now(), Kind: "error", Detail: err.Error()})
 			next = m.c.now().Add(maxSleep)
@@ -125,6 +143,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
+			changed = true
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -149,29 +168,45 @@ type signalPlan struct {
 
 // Tick makes one pass: it expires and warns what is due and applies the
 // policy to GPU processes. It returns when it next needs to run.
-func (m *Monitor) Tick() (time.Time, error) {
-	now := m.c.now()
-	var parts []storage.Partition
-	var claims map[string]storage.Claim
-	pol := DefaultPolicy()
+func (m *Monitor) Tick() (time.Time, error) { return m.tick(true) }
+
+// read returns the ledger's state, from the snapshot when nothing can have
+// changed since it was taken.
+func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
+	stamp := storage.StampOf(m.c.ledger.Path)
+	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
+		return s, nil
+	}
+	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.ledger.View(func(tx *storage.Tx) error {
 		var err error
-		if pol, err = policyIn(tx); err != nil {
+		if s.pol, err = policyIn(tx); err != nil {
 			return err
 		}
 		// Bookings that ended long ago have no processes left to act on.
-		if parts, err = tx.PartitionsSince(now.Add(-pol.MaxLength - attributionWindow)); err != nil {
+		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		claims, err = tx.Claims()
+		s.claims, err = tx.Claims()
 		return err
 	})
 	if err != nil {
-		return now, err
+		return nil, err
 	}
 	if m.o.Policy != nil {
-		pol = *m.o.Policy
+		s.pol = *m.o.Policy
 	}
+	m.snap = s
+	return s, nil
+}
+
+func (m *Monitor) tick(changed bool) (time.Time, error) {
+	now := m.c.now()
+	snap, err := m.read(changed, now)
+	if err != nil {
+		return now, err
+	}
+	parts, claims, pol := snap.parts, snap.claims, snap.pol
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
@@ -186,6 +221,7 @@ func (m *Monitor) Tick() (time.Time, error) {
 	plans, notices := m.plan(atts, parts, claims, pol, now)
 
 	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
 		err := m.c.ledger.Update(func(tx *storage.Tx) error {
@@ -328,6 +364,11 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 	}
 	var plans []signalPlan
 	var notes []notice
+	note := func(n notice) {
+		if _, done := claims[n.key]; !done {
+			notes = append(notes, n)
+		}
+	}
 	for _, a := range atts {
 		var action, reason string
 		switch {
@@ -337,13 +378,13 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
-				notes = append(notes, notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: "overbudget",
+				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: "overbudget",
 					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
 			if action == ActWarn {
-				notes = append(notes, notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: "unbooked",
+				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: "unbooked",
 					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
 			}
 		}

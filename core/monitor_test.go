@@ -188,6 +188,13 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"overbudget"}, log.kinds(), "warned once, not once per sample")
+	// Once noted, a pass writes nothing: an idle monitor must not wake every
+	// other watcher of the ledger each second.
+	before := fileBytes(t, path)
+	m.nextSample = time.Time{}
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, before, fileBytes(t, path))
 
 	// In concurrent (MPS) mode the memory limit is MPS's to enforce.
 	terminate := warnOnly

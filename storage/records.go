@@ -230,17 +230,29 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 		recent = append(recent, p)
 	}
 	slices.Reverse(recent)
-	live, err := tx.LivePartitions()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[uint64]bool{}
+	seen := make(map[uint64]bool, len(recent))
 	for _, p := range recent {
 		seen[p.ID] = true
 	}
-	for _, p := range live {
-		if !seen[p.ID] {
+	// Older bookings still stored as live: read only those not read above.
+	if live := tx.bucket(bucketLive); live != nil {
+		err := live.ForEach(func(k, _ []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: live index key %x", ErrDamaged, k)
+			}
+			id := binary.BigEndian.Uint64(k)
+			if seen[id] {
+				return nil
+			}
+			p, err := tx.Partition(id)
+			if err != nil {
+				return fmt.Errorf("live index: %w", err)
+			}
 			recent = append(recent, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
