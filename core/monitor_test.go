@@ -292,3 +292,30 @@ func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "warned", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
 }
+
+// Deadlines are wall-clock instants: a step of the clock backwards (NTP)
+// doesn't end a booking early, a step forwards past the deadline ends it at
+// the next pass, and no wait is ever longer than a second.
+func TestMonitorFollowsClockSteps(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
+
+	clock.Advance(-30 * time.Minute)
+	next, err := m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, clock.Now().Add(time.Second), next)
+	got, err := c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+
+	clock.Advance(3 * time.Hour) // a big step forwards, past the deadline
+	_, err = m.Tick()
+	require.NoError(t, err)
+	got, err = c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, p.Expires, got.Ended, "it ended at its deadline, whenever the monitor noticed")
+}
