@@ -62,7 +62,46 @@ func bar(frac float64, width int, filled, empty lipgloss.Style) string {
 	}
 	n := int(frac*float64(width) + 0.5)
 	n = max(0, min(width, n))
-	return filled.Render(strings.Repeat("█", n)) + empty.Render(strings.Repeat("░", width-n))
+	var r runs
+	r.add(filled, strings.Repeat("█", n))
+	r.add(empty, strings.Repeat("░", width-n))
+	return r.String()
+}
+
+// runs joins styled text, leaving out empty runs and merging neighbours
+// that look alike, so that a bar costs one escape sequence per colour
+// rather than one per run: every byte counts when the screen is redrawn
+// over SSH every second.
+type runs struct {
+	b    strings.Builder
+	text strings.Builder
+	open lipgloss.Style
+	look string // open's escapes around nothing: what tells styles apart
+}
+
+func (r *runs) add(style lipgloss.Style, text string) {
+	if text == "" {
+		return
+	}
+	look := style.Render("")
+	if r.text.Len() > 0 && look != r.look {
+		r.flush()
+	}
+	r.open, r.look = style, look
+	r.text.WriteString(text)
+}
+
+func (r *runs) flush() {
+	if r.text.Len() > 0 {
+		r.b.WriteString(r.open.Render(r.text.String()))
+		r.text.Reset()
+	}
+}
+
+// String returns the runs drawn.
+func (r *runs) String() string {
+	r.flush()
+	return r.b.String()
 }
 
 // segment is one owner's booked share of a device's memory.
@@ -84,7 +123,7 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 	if total > 0 {
 		usedCells = int(float64(used)/float64(total)*float64(width) + 0.5)
 	}
-	var b strings.Builder
+	var b runs
 	cell := 0
 	run := func(n int, style lipgloss.Style, usedCh, freeCh string) {
 		n = min(n, width-cell)
@@ -92,12 +131,7 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 			return
 		}
 		solid := max(0, min(n, usedCells-cell))
-		if solid > 0 {
-			b.WriteString(style.Render(strings.Repeat(usedCh, solid)))
-		}
-		if n-solid > 0 {
-			b.WriteString(style.Render(strings.Repeat(freeCh, n-solid)))
-		}
+		b.add(style, strings.Repeat(usedCh, solid)+strings.Repeat(freeCh, n-solid))
 		cell += n
 	}
 	var acc int64

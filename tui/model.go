@@ -742,7 +742,9 @@ func (m Model) headerView(now time.Time) string {
 			parts = append(parts, s)
 		}
 	}
-	clock := now.Format("15:04:05")
+	// To the minute: the countdowns below already tick every second, and a
+	// clock that did too would redraw this line every second for nothing.
+	clock := now.Format("15:04")
 	left := strings.Join(parts, st.Faint.Render(" · "))
 	return fit(left, m.width-len(clock)-1) + " " + clock
 }
