@@ -62,10 +62,16 @@ func bar(frac float64, width int, filled, empty lipgloss.Style) string {
 	}
 	n := int(frac*float64(width) + 0.5)
 	n = max(0, min(width, n))
-	var r runs
-	r.add(filled, strings.Repeat("█", n))
-	r.add(empty, strings.Repeat("░", width-n))
-	return r.String()
+	return paint(filled, strings.Repeat("█", n)) + paint(empty, strings.Repeat("░", width-n))
+}
+
+// paint renders text in style; nothing at all when there is no text, not
+// a pair of escapes around nothing.
+func paint(style lipgloss.Style, text string) string {
+	if text == "" {
+		return ""
+	}
+	return style.Render(text)
 }
 
 // runs joins styled text, leaving out empty runs and merging neighbours

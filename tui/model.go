@@ -62,6 +62,9 @@ const (
 	reloadEvery = 10
 )
 
+// frameRate caps how often the screen is redrawn.
+const frameRate = 30
+
 // How long a status message stays.
 const (
 	statusFor      = 5 * time.Second
@@ -153,7 +156,9 @@ func New(opts Options) Model {
 func Run(opts Options) error {
 	m := New(opts)
 	defer m.stop()
-	_, err := tea.NewProgram(m, tea.WithAltScreen()).Run()
+	// 30 frames a second is still quicker than typing, and half the
+	// renderer's wake-ups of the default 60 while the app sits idle.
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
 	return err
 }
 
