@@ -74,42 +74,6 @@ func paint(style lipgloss.Style, text string) string {
 	return style.Render(text)
 }
 
-// runs joins styled text, leaving out empty runs and merging neighbours
-// that look alike, so that a bar costs one escape sequence per colour
-// rather than one per run: every byte counts when the screen is redrawn
-// over SSH every second.
-type runs struct {
-	b    strings.Builder
-	text strings.Builder
-	open lipgloss.Style
-	look string // open's escapes around nothing: what tells styles apart
-}
-
-func (r *runs) add(style lipgloss.Style, text string) {
-	if text == "" {
-		return
-	}
-	look := style.Render("")
-	if r.text.Len() > 0 && look != r.look {
-		r.flush()
-	}
-	r.open, r.look = style, look
-	r.text.WriteString(text)
-}
-
-func (r *runs) flush() {
-	if r.text.Len() > 0 {
-		r.b.WriteString(r.open.Render(r.text.String()))
-		r.text.Reset()
-	}
-}
-
-// String returns the runs drawn.
-func (r *runs) String() string {
-	r.flush()
-	return r.b.String()
-}
-
 // segment is one owner's booked share of a device's memory.
 type segment struct {
 	user  string
@@ -129,15 +93,16 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 	if total > 0 {
 		usedCells = int(float64(used)/float64(total)*float64(width) + 0.5)
 	}
-	var b runs
+	var b strings.Builder
 	cell := 0
 	run := func(n int, style lipgloss.Style, usedCh, freeCh string) {
 		n = min(n, width-cell)
 		if n <= 0 {
 			return
 		}
+		// One escape sequence for the run, used and unused cells alike.
 		solid := max(0, min(n, usedCells-cell))
-		b.add(style, strings.Repeat(usedCh, solid)+strings.Repeat(freeCh, n-solid))
+		b.WriteString(style.Render(strings.Repeat(usedCh, solid) + strings.Repeat(freeCh, n-solid)))
 		cell += n
 	}
 	var acc int64

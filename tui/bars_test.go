@@ -21,7 +21,7 @@ func TestBarsSpendOneEscapePerColour(t *testing.T) {
 	require.Equal(t, 1, resets(empty), "no escapes around an empty run: %q", empty)
 	require.Equal(t, strings.Repeat("░", 10), ansi.Strip(empty))
 
-	// Booked and used by one person, then free: two colours, two runs.
+	// Booked by one person, partly used, then free: two colours, two runs.
 	segs := []segment{{user: "alice", share: 500_000}}
 	mem := memoryBar(&st, 30, 100, segs, 10)
 	require.Equal(t, "███▒▒░░░░░", ansi.Strip(mem))
