@@ -42,7 +42,8 @@ until sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' "$OUTF" 2>/dev/null | grep -q "Bookings 
 echo "app      first full frame $(( ($(date +%s%N) - start) / 1000000 )) ms after the command was typed (shell start included)"
 APP=$(pgrep -f "^$BIN\$" | head -1)
 sleep 3
-b0=$(stat -c %s "$OUTF")
+# Bytes over the time they took: measure's window is its settle plus SECS.
+b0=$(stat -c %s "$OUTF"); w0=$(date +%s%N)
 measure app "$APP"
-b1=$(stat -c %s "$OUTF")
-echo "app      wrote $(( (b1 - b0) / (SECS + 0) )) bytes/s to the terminal (measured over ~$SECS s, idle)"
+b1=$(stat -c %s "$OUTF"); w1=$(date +%s%N)
+echo "app      wrote $(( (b1 - b0) * 1000000000 / (w1 - w0) )) bytes/s to the terminal (measured over $(( (w1 - w0) / 1000000000 )) s, idle)"

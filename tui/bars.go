@@ -62,7 +62,16 @@ func bar(frac float64, width int, filled, empty lipgloss.Style) string {
 	}
 	n := int(frac*float64(width) + 0.5)
 	n = max(0, min(width, n))
-	return filled.Render(strings.Repeat("█", n)) + empty.Render(strings.Repeat("░", width-n))
+	return paint(filled, strings.Repeat("█", n)) + paint(empty, strings.Repeat("░", width-n))
+}
+
+// paint renders text in style; nothing at all when there is no text, not
+// a pair of escapes around nothing.
+func paint(style lipgloss.Style, text string) string {
+	if text == "" {
+		return ""
+	}
+	return style.Render(text)
 }
 
 // segment is one owner's booked share of a device's memory.
@@ -91,13 +100,9 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 		if n <= 0 {
 			return
 		}
+		// One escape sequence for the run, used and unused cells alike.
 		solid := max(0, min(n, usedCells-cell))
-		if solid > 0 {
-			b.WriteString(style.Render(strings.Repeat(usedCh, solid)))
-		}
-		if n-solid > 0 {
-			b.WriteString(style.Render(strings.Repeat(freeCh, n-solid)))
-		}
+		b.WriteString(style.Render(strings.Repeat(usedCh, solid) + strings.Repeat(freeCh, n-solid)))
 		cell += n
 	}
 	var acc int64

@@ -39,8 +39,9 @@ type Options struct {
 	Acts <-chan string
 	// Now is the clock; nil means the client's.
 	Now func() time.Time
-	// Refresh is how often the GPUs are sampled and the ledger re-read;
-	// zero means a second.
+	// Refresh is how often the screen ticks (countdowns are to the second);
+	// zero means a second. The GPUs are sampled every gpuEvery ticks; the
+	// ledger is re-read when it changes (see reloadEvery).
 	Refresh time.Duration
 }
 
@@ -49,6 +50,20 @@ const (
 	minWidth  = 60
 	minHeight = 16
 )
+
+// Work a tick does only now and then, not every second. The GPU panel is
+// the widest part of the screen and changes with every reading, so reading
+// every other tick halves what it writes to the terminal. The ledger is
+// re-read on the watch's change notices, after the app's own writes and when
+// a booking's deadline passes; reloadEvery re-reads it anyway in case a
+// notice was missed.
+const (
+	gpuEvery    = 2
+	reloadEvery = 10
+)
+
+// frameRate caps how often the screen is redrawn.
+const frameRate = 30
 
 // How long a status message stays.
 const (
@@ -82,6 +97,10 @@ type Model struct {
 	attrs   []core.Attribution
 	segs    map[int][]segment
 	changes <-chan struct{}
+
+	sampledAt  time.Time // when the GPUs were last asked for a reading
+	loadedAt   time.Time // when the ledger was last asked for
+	nextChange time.Time // the next instant a shown booking ends or leaves the table
 
 	gpus     gpuPanel
 	bookings bookingsTable
@@ -137,7 +156,9 @@ func New(opts Options) Model {
 func Run(opts Options) error {
 	m := New(opts)
 	defer m.stop()
-	_, err := tea.NewProgram(m, tea.WithAltScreen()).Run()
+	// 30 frames a second is still quicker than typing, and half the
+	// renderer's wake-ups of the default 60 while the app sits idle.
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
 	return err
 }
 
@@ -170,11 +191,26 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 
 	case tickMsg:
-		return m, tea.Batch(sampleCmd(m.opts.Backend), loadCmd(client), tickCmd(m.opts.Refresh))
+		// Countdowns come from the clock in View; a tick only decides what
+		// needs reading again.
+		now := m.c.now()
+		cmds := []tea.Cmd{tickCmd(m.opts.Refresh)}
+		if m.due(now, m.sampledAt, gpuEvery) {
+			m.sampledAt = now
+			cmds = append(cmds, sampleCmd(m.opts.Backend))
+		}
+		if passed(now, m.nextChange) || m.due(now, m.loadedAt, reloadEvery) {
+			m = m.loading()
+			cmds = append(cmds, loadCmd(client))
+		}
+		return m, tea.Batch(cmds...)
 
 	case sampleMsg:
 		if msg.err != nil {
 			return m.setStatus(fmt.Sprintf("reading the GPUs: %v", msg.err), true)
+		}
+		if m.sampledAt.IsZero() { // Init's reading
+			m.sampledAt = m.c.now()
 		}
 		m.sample = msg.sample
 		m.gpus.record(msg.sample)
@@ -184,6 +220,9 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	case ledgerMsg:
 		if msg.err != nil {
 			return m.setStatus(msg.err.Error(), true)
+		}
+		if m.loadedAt.IsZero() { // Init's reading
+			m = m.loading()
 		}
 		m.parts, m.avail, m.policy = msg.parts, msg.avail, msg.policy
 		if m.mode == booking {
@@ -197,10 +236,12 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, waitChangeCmd(m.changes)
 
 	case ledgerChangedMsg:
+		m = m.loading()
 		return m, tea.Batch(loadCmd(client), waitChangeCmd(m.changes))
 
 	case actMsg:
 		m, cmd := m.setStatus(string(msg), false)
+		m = m.loading()
 		return m, tea.Batch(cmd, waitActCmd(m.opts.Acts), loadCmd(client))
 
 	case createdMsg:
@@ -221,6 +262,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		m.clampCursors()
 		m, cmd := m.setStatus(fmt.Sprintf("Booked #%d: %s (%s) of GPU %d for %s", p.ID, core.FormatPercent(p.SharePPM),
 			core.FormatBytes(p.Bytes), p.Device, core.FormatDuration(p.Expires.Sub(p.Created))), false)
+		m = m.loading()
 		return m, tea.Batch(cmd, loadCmd(client))
 
 	case releasedMsg:
@@ -229,6 +271,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		m.replace(msg.part)
 		m, cmd := m.setStatus(fmt.Sprintf("Released #%d", msg.part.ID), false)
+		m = m.loading()
 		return m, tea.Batch(cmd, loadCmd(client))
 
 	case extendedMsg:
@@ -238,6 +281,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		m.replace(msg.part)
 		m, cmd := m.setStatus(fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, core.FormatDuration(msg.by),
 			Countdown(msg.part.Expires.Sub(m.c.now()))), false)
+		m = m.loading()
 		return m, tea.Batch(cmd, loadCmd(client))
 
 	case clearStatusMsg:
@@ -261,6 +305,23 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m.key(msg)
 	}
 	return m, nil
+}
+
+// due reports whether a read last made at last is due again at now, every
+// so many ticks. Ticks jitter, so it is due half a tick early rather than a
+// whole tick late.
+func (m Model) due(now, last time.Time, ticks int) bool {
+	every := m.opts.Refresh
+	return last.IsZero() || now.Sub(last) >= time.Duration(ticks)*every-every/2
+}
+
+// passed reports whether the instant t (zero: none) has come.
+func passed(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) }
+
+// loading notes that the ledger is being read now.
+func (m Model) loading() Model {
+	m.loadedAt = m.c.now()
+	return m
 }
 
 // replace puts a changed booking in place of its old copy.
@@ -486,7 +547,20 @@ func (m *Model) derive() {
 		selected = r.ID
 	}
 	rows := m.bookings.rows[:0:0]
+	// The next deadline after the ledger was read: when it passes the
+	// ledger is read again, even if a sample re-derives the rows first.
+	m.nextChange = time.Time{}
+	soonest := func(t time.Time) {
+		if t.After(m.loadedAt) && (m.nextChange.IsZero() || t.Before(m.nextChange)) {
+			m.nextChange = t
+		}
+	}
 	for _, p := range m.parts {
+		if p.LiveAt(now) {
+			soonest(p.Expires)
+		} else {
+			soonest(endedAt(p.Partition).Add(shownAfterEnd))
+		}
 		if !p.LiveAt(now) && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
 			continue
 		}
@@ -673,7 +747,9 @@ func (m Model) headerView(now time.Time) string {
 			parts = append(parts, s)
 		}
 	}
-	clock := now.Format("15:04:05")
+	// To the minute: the countdowns below already tick every second, and a
+	// clock that did too would redraw this line every second for nothing.
+	clock := now.Format("15:04")
 	left := strings.Join(parts, st.Faint.Render(" · "))
 	return fit(left, m.width-len(clock)-1) + " " + clock
 }

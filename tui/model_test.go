@@ -425,3 +425,48 @@ func TestCountdownStillFormats(t *testing.T) {
 	require.Equal(t, "1d+2:03:04", Countdown(26*time.Hour+3*time.Minute+4*time.Second))
 	require.Equal(t, "0:00:00", Countdown(-time.Second))
 }
+
+// tickReads is what one tick at the clock's time asks to read.
+func tickReads(t *testing.T, m Model) (Model, []string) {
+	t.Helper()
+	next, cmd := m.Update(tickMsg(t0))
+	m = next.(Model)
+	var reads []string
+	for _, msg := range collect(cmd) {
+		switch msg.(type) {
+		case sampleMsg:
+			reads = append(reads, "gpus")
+		case ledgerMsg:
+			reads = append(reads, "ledger")
+		}
+		next, _ := m.Update(msg)
+		m = next.(Model)
+	}
+	return m, reads
+}
+
+func TestTickReadsOnlyWhatIsDue(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(alice, 0, "50%", 0, 5*time.Second)
+	w.book(alice, 0, "10%", 0, time.Hour)
+	m := w.model(80, 24)
+
+	for _, step := range []struct {
+		at   time.Duration
+		want []string
+	}{
+		{time.Second, nil},
+		{2 * time.Second, []string{"gpus"}},
+		{3 * time.Second, nil},
+		{5 * time.Second, []string{"gpus", "ledger"}}, // the first booking ended
+		{6 * time.Second, nil},
+		{14 * time.Second, []string{"gpus"}},
+		{15 * time.Second, []string{"ledger"}}, // the safety net
+	} {
+		w.clock.Set(t0.Add(step.at))
+		var reads []string
+		m, reads = tickReads(t, m)
+		require.ElementsMatch(t, step.want, reads, "at %s", step.at)
+	}
+	require.Contains(t, m.View(), "expired")
+}
