@@ -35,6 +35,17 @@ type tickMsg time.Time
 // ledgerChangedMsg says another process wrote the ledger.
 type ledgerChangedMsg struct{}
 
+// changeSpacing is the least time between two reads caused by change
+// notices: a change still shows within a quarter of a second.
+const changeSpacing = 250 * time.Millisecond
+
+// changeSpacingMsg ends a changeSpacing.
+type changeSpacingMsg struct{}
+
+func spacingCmd() tea.Cmd {
+	return tea.Tick(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
+}
+
 // watchingMsg hands over the channel that storage.Watch sends on.
 type watchingMsg struct{ changes <-chan struct{} }
 

@@ -101,6 +101,9 @@ type Model struct {
 	sampledAt  time.Time // when the GPUs were last asked for a reading
 	loadedAt   time.Time // when the ledger was last asked for
 	nextChange time.Time // the next instant a shown booking ends or leaves the table
+	// changeHeld: a read for a change notice went out less than
+	// changeSpacing ago; changeAgain: another notice came meanwhile.
+	changeHeld, changeAgain bool
 
 	gpus     gpuPanel
 	bookings bookingsTable
@@ -236,8 +239,25 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, waitChangeCmd(m.changes)
 
 	case ledgerChangedMsg:
+		// Under a stream of writes (a busy lab, a soak) notices come faster
+		// than re-reading helps: read at once, then at most once per
+		// changeSpacing while they keep coming.
+		if m.changeHeld {
+			m.changeAgain = true
+			return m, waitChangeCmd(m.changes)
+		}
+		m.changeHeld = true
 		m = m.loading()
-		return m, tea.Batch(loadCmd(client), waitChangeCmd(m.changes))
+		return m, tea.Batch(loadCmd(client), waitChangeCmd(m.changes), spacingCmd())
+
+	case changeSpacingMsg:
+		m.changeHeld = false
+		if !m.changeAgain {
+			return m, nil
+		}
+		m.changeAgain, m.changeHeld = false, true
+		m = m.loading()
+		return m, tea.Batch(loadCmd(client), spacingCmd())
 
 	case actMsg:
 		m, cmd := m.setStatus(string(msg), false)

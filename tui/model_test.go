@@ -357,6 +357,27 @@ func TestOtherProcessesChangesAppear(t *testing.T) {
 	require.Contains(t, m.View(), "bob")
 }
 
+// A stream of change notices is read at once, then at most once per
+// changeSpacing, and nothing is lost at the end of the stream.
+func TestChangeNoticesAreSpaced(t *testing.T) {
+	w := newWorld(t, 2)
+	m := w.model(80, 24)
+	next, first := m.Update(ledgerChangedMsg{})
+	m = next.(Model)
+	require.NotNil(t, first)
+	w.book(bob, 1, "25%", 0, time.Hour)
+	next, cmd := m.Update(ledgerChangedMsg{})
+	m = next.(Model)
+	m = run(t, m, cmd) // only re-arms the wait: no read yet
+	require.Empty(t, m.bookings.rows)
+	next, cmd = m.Update(changeSpacingMsg{})
+	m = run(t, next.(Model), cmd)
+	require.Len(t, m.bookings.rows, 1, "the held notice is read when the spacing ends")
+	next, cmd = m.Update(changeSpacingMsg{})
+	require.Nil(t, cmd, "no notice came meanwhile: nothing to read")
+	_ = next
+}
+
 func TestTickRefreshesAndCountsDown(t *testing.T) {
 	w := newWorld(t, 1)
 	w.book(alice, 0, "50%", 0, time.Hour)
