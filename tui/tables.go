@@ -223,6 +223,9 @@ const (
 	procFixed  = colMark + colPID + 1 + colPUser + 1 + colGPU + 1 + colMem + 1 + colSM + 1 + colBooking + 1
 )
 
+// verdictText says what a process counts against, in the words both the
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7" or
+// "UNBOOKED".
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:

@@ -70,7 +70,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\tCOMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.PID, orDash(a.User), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), VerdictLabel(a), a.Command)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.PID, orDash(a.User), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a), a.Command)
 		}
 		if n == 0 {
 			fmt.Fprintln(tw, "  no compute processes")
@@ -80,20 +80,6 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 	}
 	return nil
-}
-
-// VerdictLabel says what a process counts against, in the words the app
-// shows: "#7", "#7 OVER BUDGET", "UNBOOKED" or "#7 ENDED".
-func VerdictLabel(a core.Attribution) string {
-	switch a.Verdict {
-	case core.Unbooked:
-		return "UNBOOKED"
-	case core.OverBudget:
-		return fmt.Sprintf("#%d OVER BUDGET", a.Partition)
-	case core.Ended:
-		return fmt.Sprintf("#%d ENDED", a.Partition)
-	}
-	return fmt.Sprintf("#%d", a.Partition)
 }
 
 func migLabel(mig bool) string {
