@@ -24,6 +24,10 @@ const SchemaVersion = 1
 // DefaultTimeout is how long an operation waits for another process's lock.
 const DefaultTimeout = 3 * time.Second
 
+// DefaultBackupEvery is how often, at most, a successful update refreshes
+// the rolling backup (<path>.backup) of the ledger.
+const DefaultBackupEvery = 10 * time.Minute
+
 var (
 	// ErrBusy means another process held the ledger's lock past the timeout.
 	ErrBusy = errors.New("the ledger is busy")
@@ -55,6 +59,10 @@ type Ledger struct {
 	// Mode is the permission a newly created file gets (umask aside, which
 	// Ledger undoes by chmod-ing after creation). Zero means 0600.
 	Mode fs.FileMode
+	// BackupEvery is how old <path>.backup may grow before an update
+	// replaces it with a copy of the ledger it just wrote. Zero means
+	// DefaultBackupEvery; negative turns the backup off.
+	BackupEvery time.Duration
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
@@ -116,6 +124,11 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 			}
 			return runTx(btx, fn)
 		})
+		if txErr == nil {
+			// Still under the exclusive lock, so two writers never copy at
+			// once and the second sees the first's fresh backup.
+			l.maybeBackup(db)
+		}
 	}
 	closeErr := db.Close()
 	if txErr != nil {
@@ -135,30 +148,66 @@ func (l *Ledger) mode() fs.FileMode {
 }
 
 func (l *Ledger) open(readOnly bool) (*bolt.DB, error) {
-	timeout := l.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	timeout := l.timeout()
+	for {
+		db, replaced, err := l.openOnce(readOnly, timeout)
+		if !replaced {
+			return db, err
+		}
+		// A repair renamed a new file over the path while this process
+		// waited for the old file's lock: what it would read or write
+		// there is gone. Open the file now at the path.
+		db.Close()
 	}
+}
+
+func (l *Ledger) timeout() time.Duration {
+	if l.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return l.Timeout
+}
+
+func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, replaced bool, err error) {
 	if st, err := os.Stat(l.Path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
+		return nil, false, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
 	}
-	db, err := bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+	var file *os.File
+	openFile := func(name string, flag int, perm fs.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if file == nil {
+			file = f
+		}
+		return f, err
+	}
+	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
+	if err == nil && file != nil {
+		held, herr := file.Stat()
+		now, nerr := os.Stat(l.Path)
+		if herr == nil && nerr == nil && !os.SameFile(held, now) {
+			return db, true, nil
+		}
+	}
+	return db, false, l.openError(err, timeout)
+}
+
+func (l *Ledger) openError(err error, timeout time.Duration) error {
 	switch {
 	case err == nil:
-		return db, nil
+		return nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
+		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 	case errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("open ledger %s: permission denied (is it a shared ledger of a group you are not in?)", l.Path)
+		return fmt.Errorf("open ledger %s: permission denied (is it a shared ledger of a group you are not in?)", l.Path)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
 		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
-			return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 		}
-		return nil, fmt.Errorf("open ledger %s: %w", l.Path, err)
+		return fmt.Errorf("open ledger %s: %w", l.Path, err)
 	}
 }
 
