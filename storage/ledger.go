@@ -173,12 +173,19 @@ func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, re
 		return nil, false, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
 	}
 	var file *os.File
+	// The file is locked here, before bbolt's own flock on the same open
+	// file (which then succeeds at once): see lockLedger.
 	openFile := func(name string, flag int, perm fs.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, perm)
-		if file == nil {
-			file = f
+		if err != nil || file != nil {
+			return f, err
 		}
-		return f, err
+		if err := lockLedger(f, !readOnly, timeout); err != nil {
+			f.Close()
+			return nil, err
+		}
+		file = f
+		return f, nil
 	}
 	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
 	if err == nil && file != nil {
@@ -195,7 +202,7 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, berrors.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockTimeout):
 		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
