@@ -163,15 +163,15 @@ loop:
 // ProcFigures are one long-lived process's resources at the start and the
 // end of the soak.
 type ProcFigures struct {
-	Name                      string `json:"name"`
-	PID                       int    `json:"pid"`
-	FDs, RSSKiB, Threads      int
-	Goroutines                int `json:"goroutines,omitempty"`
+	Name                          string `json:"name"`
+	PID                           int    `json:"pid"`
+	FDs, RSSKiB, Threads          int
+	Goroutines                    int `json:"goroutines,omitempty"`
 	MidFDs, MidRSSKiB, MidThreads int
-	EndFDs, EndRSSKiB         int
-	EndThreads, EndGoroutines int
-	PeakRSSKiB, PeakThreads   int
-	Gone                      bool `json:"gone,omitempty"` // exited before the end
+	EndFDs, EndRSSKiB             int
+	EndThreads, EndGoroutines     int
+	PeakRSSKiB, PeakThreads       int
+	Gone                          bool `json:"gone,omitempty"` // exited before the end
 }
 
 func selfFigures(name string) ProcFigures {
