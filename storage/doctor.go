@@ -55,6 +55,10 @@ func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 		return d, nil
 	}
 	d.Exists = true
+	if l.unwritten() {
+		d.Healthy = true // created, never written: the next write sets it up
+		return d, nil
+	}
 	db, err := l.open(true)
 	if errors.Is(err, ErrBusy) {
 		return d, err

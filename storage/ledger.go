@@ -84,10 +84,20 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 // View runs fn in one read-only transaction. A ledger that does not exist yet
 // reads as empty; View never creates the file.
 func (l *Ledger) View(fn func(*Tx) error) error {
-	if _, err := os.Stat(l.Path); errors.Is(err, fs.ErrNotExist) {
+	if l.unwritten() {
 		return fn(&Tx{})
 	}
 	return l.run(true, fn)
+}
+
+// unwritten reports whether the ledger has no content yet: no file, or an
+// empty one, which a writer killed between creating the file and writing
+// its first pages leaves behind. bbolt would try to initialise an empty file
+// even when opened read-only, and fail ("write: bad file descriptor"); the
+// next writer initialises it.
+func (l *Ledger) unwritten() bool {
+	st, err := os.Stat(l.Path)
+	return errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().IsRegular() && st.Size() == 0)
 }
 
 func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
@@ -207,7 +217,7 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("open ledger %s: permission denied (is it a shared ledger of a group you are not in?)", l.Path)
+		return fmt.Errorf("open ledger %s: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
@@ -270,6 +280,9 @@ func (l *Ledger) Check() (problems []error, err error) {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
 		}
 	}()
+	if l.unwritten() {
+		return nil, nil
+	}
 	db, err := l.open(true)
 	if err != nil {
 		return nil, err
