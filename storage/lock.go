@@ -48,13 +48,13 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 			return err
 		}
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP):
-		gated = false // no OFD locks here: flock alone is still correct
+		// No OFD locks here: flock alone is still correct.
+		gated, gate.Type = false, 0
 		if err := flock(fd, exclusive, false); err == nil || !held(err) {
 			return err
 		}
 	case held(err):
-		gated = false // not ours yet: the wait below takes it
-		gate.Type = 0
+		gated = false // a writer is in: the wait below queues at the gate
 	default:
 		return err
 	}
