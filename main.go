@@ -854,6 +854,20 @@ was repaired), 1 when problems remain.`,
 		Example: "  chronos doctor\n  sudo chronos doctor --repair",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			printDiagnosis := func(d storage.Diagnosis) {
+				switch {
+				case !d.Exists:
+					fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
+				case d.Healthy:
+					fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
+				default:
+					fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
+					for _, p := range d.Problems {
+						fmt.Println("  -", p)
+					}
+				}
+				fmt.Println("Backup:", d.Backup)
+			}
 			l, err := g.ledger()
 			if err != nil {
 				return err
@@ -908,19 +922,4 @@ was repaired), 1 when problems remain.`,
 	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild a damaged ledger from what can be read (keeps the damaged file)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func printDiagnosis(d storage.Diagnosis) {
-	switch {
-	case !d.Exists:
-		fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
-	case d.Healthy:
-		fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
-	default:
-		fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
-		for _, p := range d.Problems {
-			fmt.Println("  -", p)
-		}
-	}
-	fmt.Println("Backup:", d.Backup)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -76,9 +75,6 @@ func writeAtomically(path string, mode fs.FileMode, write func(*os.File) error) 
 		os.Remove(tmp)
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	syncDir(path)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -180,22 +181,10 @@ func copyFile(from *os.File, to string, mode fs.FileMode) error {
 }
 
 func syncDir(path string) {
-	if d, err := os.Open(dirOf(path)); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			if i == 0 {
-				return "/"
-			}
-			return path[:i]
-		}
-	}
-	return "."
 }
 
 // readTree reads a ledger file through bbolt, record by record, each read
