@@ -125,7 +125,7 @@ Run it with no command for the terminal app.`,
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
-		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(),
+		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
 	)
 	return root
 }
@@ -833,4 +833,93 @@ func modeLabel(m gpu.MPS) string {
 		return "concurrent (MPS)"
 	}
 	return "time-sliced"
+}
+
+func doctorCmd(g *globals) *cobra.Command {
+	var repair, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--repair]",
+		Short: "Check the ledger file for damage; --repair rebuilds it from what can be read",
+		Long: `Check the ledger: that it opens, passes bbolt's consistency check, has a
+schema this chronos reads, that every record decodes, that the index of live
+bookings matches them, that every booking has its "created" event, and that no
+GPU is booked past 100%.
+
+With --repair a damaged ledger is rebuilt: the damaged file is kept as
+<ledger>.damaged-<time>, every record that can still be read is copied into a
+new file (live bookings, history, events, policy, inventory), what the damaged
+file lost is taken from the rolling backup <ledger>.backup when that is good,
+and the new file replaces the old one. Exits 0 when the ledger is healthy (or
+was repaired), 1 when problems remain.`,
+		Example: "  chronos doctor\n  sudo chronos doctor --repair",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			printDiagnosis := func(d storage.Diagnosis) {
+				switch {
+				case !d.Exists:
+					fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
+				case d.Healthy:
+					fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
+				default:
+					fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
+					for _, p := range d.Problems {
+						fmt.Println("  -", p)
+					}
+				}
+				fmt.Println("Backup:", d.Backup)
+			}
+			l, err := g.ledger()
+			if err != nil {
+				return err
+			}
+			var healthy bool
+			var out any
+			if repair {
+				r, err := l.Repair()
+				if err != nil {
+					return err
+				}
+				healthy, out = r.After.Healthy, r
+				if !asJSON {
+					if !r.Done {
+						printDiagnosis(r.Before)
+					} else {
+						fmt.Printf("The damaged ledger is saved as %s.\n", r.SavedAs)
+						for _, s := range r.Sources {
+							fmt.Println("Rebuilt from:", s)
+						}
+						for _, s := range r.Lost {
+							fmt.Println("Lost:", s)
+						}
+						fmt.Printf("Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
+						printDiagnosis(r.After)
+					}
+				}
+			} else {
+				d, err := l.Diagnose()
+				if err != nil {
+					return err
+				}
+				healthy, out = d.Healthy, d
+				if !asJSON {
+					printDiagnosis(d)
+					if !d.Healthy {
+						fmt.Println("Run `chronos doctor --repair` to rebuild it from what can be read (the damaged file is kept).")
+					}
+				}
+			}
+			if asJSON {
+				if err := printJSON(out); err != nil {
+					return err
+				}
+			}
+			if !healthy {
+				return exitStatus{code: exitError}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild a damaged ledger from what can be read (keeps the damaged file)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

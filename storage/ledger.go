@@ -24,6 +24,10 @@ const SchemaVersion = 1
 // DefaultTimeout is how long an operation waits for another process's lock.
 const DefaultTimeout = 3 * time.Second
 
+// DefaultBackupEvery is how often, at most, a successful update refreshes
+// the rolling backup (<path>.backup) of the ledger.
+const DefaultBackupEvery = 10 * time.Minute
+
 var (
 	// ErrBusy means another process held the ledger's lock past the timeout.
 	ErrBusy = errors.New("the ledger is busy")
@@ -55,6 +59,10 @@ type Ledger struct {
 	// Mode is the permission a newly created file gets (umask aside, which
 	// Ledger undoes by chmod-ing after creation). Zero means 0600.
 	Mode fs.FileMode
+	// BackupEvery is how old <path>.backup may grow before an update
+	// replaces it with a copy of the ledger it just wrote. Zero means
+	// DefaultBackupEvery; negative turns the backup off.
+	BackupEvery time.Duration
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
@@ -76,10 +84,20 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 // View runs fn in one read-only transaction. A ledger that does not exist yet
 // reads as empty; View never creates the file.
 func (l *Ledger) View(fn func(*Tx) error) error {
-	if _, err := os.Stat(l.Path); errors.Is(err, fs.ErrNotExist) {
+	if l.unwritten() {
 		return fn(&Tx{})
 	}
 	return l.run(true, fn)
+}
+
+// unwritten reports whether the ledger has no content yet: no file, or an
+// empty one, which a writer killed between creating the file and writing
+// its first pages leaves behind. bbolt would try to initialise an empty file
+// even when opened read-only, and fail ("write: bad file descriptor"); the
+// next writer initialises it.
+func (l *Ledger) unwritten() bool {
+	st, err := os.Stat(l.Path)
+	return errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().IsRegular() && st.Size() == 0)
 }
 
 func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
@@ -116,6 +134,11 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 			}
 			return runTx(btx, fn)
 		})
+		if txErr == nil {
+			// Still under the exclusive lock, so two writers never copy at
+			// once and the second sees the first's fresh backup.
+			l.maybeBackup(db)
+		}
 	}
 	closeErr := db.Close()
 	if txErr != nil {
@@ -135,30 +158,73 @@ func (l *Ledger) mode() fs.FileMode {
 }
 
 func (l *Ledger) open(readOnly bool) (*bolt.DB, error) {
-	timeout := l.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	timeout := l.timeout()
+	for {
+		db, replaced, err := l.openOnce(readOnly, timeout)
+		if !replaced {
+			return db, err
+		}
+		// A repair renamed a new file over the path while this process
+		// waited for the old file's lock: what it would read or write
+		// there is gone. Open the file now at the path.
+		db.Close()
 	}
+}
+
+func (l *Ledger) timeout() time.Duration {
+	if l.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return l.Timeout
+}
+
+func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, replaced bool, err error) {
 	if st, err := os.Stat(l.Path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
+		return nil, false, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
 	}
-	db, err := bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+	var file *os.File
+	// The file is locked here, before bbolt's own flock on the same open
+	// file (which then succeeds at once): see lockLedger.
+	openFile := func(name string, flag int, perm fs.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil || file != nil {
+			return f, err
+		}
+		if err := lockLedger(f, !readOnly, timeout); err != nil {
+			f.Close()
+			return nil, err
+		}
+		file = f
+		return f, nil
+	}
+	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
+	if err == nil && file != nil {
+		held, herr := file.Stat()
+		now, nerr := os.Stat(l.Path)
+		if herr == nil && nerr == nil && !os.SameFile(held, now) {
+			return db, true, nil
+		}
+	}
+	return db, false, l.openError(err, timeout)
+}
+
+func (l *Ledger) openError(err error, timeout time.Duration) error {
 	switch {
 	case err == nil:
-		return db, nil
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
+		return nil
+	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockTimeout):
+		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 	case errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("open ledger %s: permission denied (is it a shared ledger of a group you are not in?)", l.Path)
+		return fmt.Errorf("open ledger %s: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
 		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
-			return nil, fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 		}
-		return nil, fmt.Errorf("open ledger %s: %w", l.Path, err)
+		return fmt.Errorf("open ledger %s: %w", l.Path, err)
 	}
 }
 
@@ -214,6 +280,9 @@ func (l *Ledger) Check() (problems []error, err error) {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
 		}
 	}()
+	if l.unwritten() {
+		return nil, nil
+	}
 	db, err := l.open(true)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+type report struct {
+	cfg                            config
+	start, end                     time.Time
+	mainElapsed, contentionElapsed time.Duration
+	tally                          *Tally
+	checker                        *checker
+	final                          finalCheck
+	procs                          []ProcFigures
+	monitorActs                    map[string]int64
+	checkProblems                  int
+	checkErr, doctor               string
+	ledgerBytes                    int64
+	goroutinesStart, goroutinesEnd int
+	notes                          []string
+}
+
+func isMain(kind string) bool {
+	return strings.HasPrefix(kind, "api.") || strings.HasPrefix(kind, "cli.")
+}
+
+func isContention(kind string) bool { return strings.HasPrefix(kind, "contend.") }
+
+func (r *report) failures() int64 {
+	_, failed := r.tally.Total(func(string) bool { return true })
+	return failed
+}
+
+// leaky says whether a long-lived process grew from the middle of the run
+// to its end: descriptors or threads beyond a little slack, or memory beyond
+// half again plus 32 MiB (a heap that grows with the ledger's history is not
+// a leak; one that doubles is worth a look). Worker processes, which only
+// have start and end figures, are judged on those.
+func leaky(p ProcFigures) bool {
+	if p.Name == "worker" {
+		return p.EndFDs > p.FDs+2 || p.EndGoroutines > p.Goroutines+2
+	}
+	return p.Gone || p.EndFDs > p.MidFDs+2 || p.EndThreads > p.MidThreads+4 || p.EndRSSKiB > p.MidRSSKiB*3/2+32<<10
+}
+
+func (r *report) invariantViolations() int {
+	c := r.checker
+	c.mu.Lock()
+	n := len(c.overbooked) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.errs)
+	c.mu.Unlock()
+	f := r.final
+	n += len(f.missingCreated) + len(f.doubleCreated) + len(f.missingEnd) + len(f.doubleEnd) + len(f.wrongEnd) + f.stillLive
+	if f.err != "" || r.checkErr != "" || r.checkProblems > 0 || !strings.HasPrefix(r.doctor, "healthy") {
+		n++
+	}
+	return n
+}
+
+func (r *report) passed() bool {
+	if r.failures() > 0 || r.invariantViolations() > 0 {
+		return false
+	}
+	for _, p := range r.procs {
+		if leaky(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	cfg := r.cfg
+	host, _ := os.Hostname()
+	mainOps, _ := r.tally.Total(isMain)
+	contOps, _ := r.tally.Total(isContention)
+	verdict := "PASS"
+	if !r.passed() {
+		verdict = "FAIL"
+	}
+	w("## Soak: %s\n\n", verdict)
+	w("`%s`\n\n", strings.Join(os.Args, " "))
+	w("Machine: %s, %d CPUs, %s, Go %s, %s. Simulated backend, %d GPUs. Ledger on %s.\n\n",
+		host, runtime.NumCPU(), memTotal(), runtime.Version(), kernel(), cfg.devices, fsOf(os.TempDir()))
+	w("Processes: %d API workers (core.Client in a loop, %.0f%% reads), %d loop(s) of one-shot `chronos` commands, %d headless monitors, %d terminal app(s) under tmux, and a checker reading the ledger every %s; then %d processes hammering GPU 0 for %s.\n\n",
+		cfg.apiWorkers, cfg.reads*100, cfg.cliLoops, cfg.monitors, cfg.tuis, cfg.checkEvery, cfg.contenders, cfg.contention)
+	w("| | |\n|---|---|\n")
+	w("| operations, main phase | %d in %s (%.0f/s) |\n", mainOps, r.mainElapsed.Round(time.Second), float64(mainOps)/r.mainElapsed.Seconds())
+	if r.contentionElapsed > 0 {
+		w("| operations, contention phase | %d in %s (%.0f/s) |\n", contOps, r.contentionElapsed.Round(time.Second), float64(contOps)/r.contentionElapsed.Seconds())
+	}
+	w("| operations, total | **%d** |\n", mainOps+contOps)
+	w("| checker reads | %d (p50 %s, p99 %s) |\n", r.checker.views.Load(), fmtDur(r.checker.lat.Quantile(0.5)), fmtDur(r.checker.lat.Quantile(0.99)))
+	w("| failures (busy or error) | **%d** |\n", r.failures())
+	w("| invariant violations | **%d** |\n", r.invariantViolations())
+	w("| whole run | %s |\n\n", r.end.Sub(r.start).Round(time.Second))
+
+	w("### Operations\n\nLatency of every attempt, from the caller's side, under contention (CLI: the whole process). Overbooked: refused for want of free share (an answer, not a failure). Ended: extend or release of a booking that had just expired.\n\n")
+	w("| operation | n | ok | overbooked | ended | busy | failed | p50 | p99 | worst |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	var worst time.Duration
+	var worstKind string
+	for _, k := range r.tally.kinds() {
+		o, h := r.tally.Ops[k], r.tally.Lat[k]
+		if d := time.Duration(h.Max) * time.Microsecond; d > worst && k != "monitor" && k != "tui" && k != "worker" {
+			worst, worstKind = d, k
+		}
+		w("| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", k, h.N, o[outOK], o[outOverbooked], o[outEnded], o[outBusy], o[outFailed],
+			fmtDur(h.Quantile(0.5)), fmtDur(h.Quantile(0.99)), fmtDur(time.Duration(h.Max)*time.Microsecond))
+	}
+	w("\nWorst wait of any operation: **%s** (%s); the lock timeout is %s.\n", fmtDur(worst), worstKind, storage.DefaultTimeout)
+	if h := r.tally.Lat["contend.create"]; h != nil {
+		w("Under contention (%d processes on one GPU): worst create %s, worst release %s.\n", cfg.contenders,
+			fmtDur(time.Duration(h.Max)*time.Microsecond), fmtDur(time.Duration(r.tally.Lat["contend.release"].maxOr0())*time.Microsecond))
+	}
+
+	c := r.checker
+	c.mu.Lock()
+	w("\n### Invariants\n\n| check | result |\n|---|---|\n")
+	var devs []int
+	for d := range c.maxPPM {
+		devs = append(devs, d)
+	}
+	slices.Sort(devs)
+	var peaks []string
+	for _, d := range devs {
+		peaks = append(peaks, fmt.Sprintf("GPU %d %.1f%%", d, float64(c.maxPPM[d])/1e4))
+	}
+	w("| most booked at any instant the checker saw | %s |\n", strings.Join(peaks, ", "))
+	w("| instants over 100%% | %d |\n", len(c.overbooked))
+	w("| bookings live more than %s past their deadline | %d |\n", cfg.expiryGrace, len(c.lateMsgs))
+	w("| bookings ended twice (seen live) | %d |\n", len(c.doubleEnds))
+	c.mu.Unlock()
+	f := r.final
+	w("| bookings at the end | %d: %d released, %d expired, %d still live |\n", f.partitions, f.released, f.expired, f.stillLive)
+	w("| without exactly one created event | %d |\n", len(f.missingCreated)+len(f.doubleCreated))
+	w("| without exactly one released/expired event matching its state | %d |\n", len(f.missingEnd)+len(f.doubleEnd)+len(f.wrongEnd))
+	w("| expiry lateness (deadline to expired event) | p50 %s, p99 %s, worst %s (%d expiries) |\n",
+		fmtDur(f.expiryLateness.Quantile(0.5)), fmtDur(f.expiryLateness.Quantile(0.99)), fmtDur(time.Duration(f.expiryLateness.Max)*time.Microsecond), f.expiryLateness.N)
+	check := fmt.Sprintf("%d problems", r.checkProblems)
+	if r.checkErr != "" {
+		check = r.checkErr
+	}
+	w("| bbolt Check | %s |\n", check)
+	w("| chronos doctor | %s |\n", r.doctor)
+	w("| ledger size | %.1f MiB, %d events |\n", float64(r.ledgerBytes)/(1<<20), f.events)
+	var acts []string
+	for k, v := range r.monitorActs {
+		acts = append(acts, fmt.Sprintf("%s %d", k, v))
+	}
+	slices.Sort(acts)
+	w("| monitor acts (all monitors) | %s |\n", strings.Join(acts, ", "))
+
+	w("\n### Long-lived processes\n\nFrom /proc every 5 s: at the start of the main phase → half way through the samples → at the end (after the drain); peak in brackets. Judged flat on the second half.\n\n")
+	w("| process | fds | RSS MiB | threads | goroutines | |\n|---|--:|--:|--:|--:|---|\n")
+	w("| soak driver + checker (in-process) | | | | %d → %d | |\n", r.goroutinesStart, r.goroutinesEnd)
+	procs := slices.Clone(r.procs)
+	var workers []ProcFigures
+	for _, p := range procs {
+		if p.Name == "worker" {
+			workers = append(workers, p)
+			continue
+		}
+		flat := "flat"
+		if leaky(p) {
+			flat = "**grew**"
+		}
+		w("| %s (pid %d) | %d → %d → %d | %.1f → %.1f → %.1f (%.1f) | %d → %d → %d (%d) | | %s |\n", p.Name, p.PID, p.FDs, p.MidFDs, p.EndFDs,
+			float64(p.RSSKiB)/1024, float64(p.MidRSSKiB)/1024, float64(p.EndRSSKiB)/1024, float64(p.PeakRSSKiB)/1024,
+			p.Threads, p.MidThreads, p.EndThreads, p.PeakThreads, flat)
+	}
+	if len(workers) > 0 {
+		var maxFD, maxG, maxRSS int
+		for _, p := range workers {
+			maxFD = max(maxFD, p.EndFDs-p.FDs)
+			maxG = max(maxG, p.EndGoroutines-p.Goroutines)
+			maxRSS = max(maxRSS, p.EndRSSKiB-p.RSSKiB)
+		}
+		w("| %d worker processes (in-process figures) | +%d at most | +%.1f at most | | +%d at most | |\n", len(workers), maxFD, float64(maxRSS)/1024, maxG)
+	}
+
+	var fails []string
+	fails = append(fails, r.tally.Failures...)
+	c.mu.Lock()
+	fails = append(fails, c.overbooked...)
+	fails = append(fails, c.lateMsgs...)
+	fails = append(fails, c.doubleEnds...)
+	fails = append(fails, c.errs...)
+	c.mu.Unlock()
+	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd} {
+		fails = append(fails, l...)
+	}
+	if f.err != "" {
+		fails = append(fails, "final read: "+f.err)
+	}
+	if len(fails) > 0 {
+		w("\n### Failures and violations (first of each)\n\n")
+		for _, s := range fails {
+			w("- %s\n", s)
+		}
+	}
+	if len(r.notes) > 0 {
+		w("\n### Notes\n\n")
+		for _, s := range r.notes {
+			w("- %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+func (h *Hist) maxOr0() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.Max
+}
+
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "? memory"
+	}
+	var kb int64
+	for _, l := range splitLines(string(data)) {
+		if _, err := fmt.Sscanf(l, "MemTotal: %d kB", &kb); err == nil {
+			break
+		}
+	}
+	return fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+}
+
+func kernel() string {
+	data, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "Linux"
+	}
+	return "Linux " + strings.TrimSpace(string(data))
+}
+
+// fsOf names the file system type of dir, from /proc/mounts (longest
+// matching mount point).
+func fsOf(dir string) string {
+	data, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return "?"
+	}
+	best, typ := "", "?"
+	for _, l := range splitLines(string(data)) {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		if strings.HasPrefix(dir, f[1]) && len(f[1]) > len(best) {
+			best, typ = f[1], f[2]
+		}
+	}
+	return fmt.Sprintf("%s (%s)", typ, best)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// asNobody runs the real binary as uid 65534 against db.
+func asNobody(t *testing.T, bin, db string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "HOME=/nonexistent")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// An ordinary user who can write the ledger file still cannot extend,
+// release or run inside another's booking, book for someone else, or change
+// the policy: the ownership checks hold, and a refusal writes nothing.
+func TestOtherUsersAreRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another uid")
+	}
+	dir, err := os.MkdirTemp("/tmp", "chronos-perm-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	bin := filepath.Join(dir, "chronos")
+	data, err := os.ReadFile(chronosBin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	db := filepath.Join(dir, "chronos.db")
+	r := chronos(t, db, "create", "0", "0.2", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Chmod(db, 0o666))
+	before, err := os.ReadFile(db)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"extend", "1", "10m"}, "not your booking: 1 belongs to root"},
+		{[]string{"release", "1"}, "not your booking"},
+		{[]string{"run", "--partition", "1", "--", "true"}, "not your booking"},
+		{[]string{"create", "0", "0.1", "1h", "--user", "root"}, "only root may do that"},
+		{[]string{"policy", "set", "expiry=notify"}, "only root may do that"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := asNobody(t, bin, db, tc.args...)
+			require.Equal(t, 1, r.code, "stdout %q stderr %q", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, tc.msg)
+			after, err := os.ReadFile(db)
+			require.NoError(t, err)
+			require.Equal(t, before, after, "a refusal changed the ledger")
+		})
+	}
+	// Their own booking is theirs to change.
+	r = asNobody(t, bin, db, "create", "1", "0.1", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Booked 2: 10% (8.0 GiB) of GPU 1 for nobody")
+	r = asNobody(t, bin, db, "extend", "2", "10m")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = chronos(t, db, "release", "2") // and root's to end
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// `chronos run` starts the command without a shell: its arguments arrive
+// as they were given, however they look to a shell.
+func TestRunPassesArgumentsLiterally(t *testing.T) {
+	dir := t.TempDir()
+	db, touched := filepath.Join(dir, "chronos.db"), filepath.Join(dir, "touched")
+	arg := "$(touch " + touched + "); echo hi `touch " + touched + "` | cat > " + touched + " *"
+	r := chronos(t, db, "run", "0", "0.1", "1m", "--", "printf", "%s\n", arg)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, arg+"\n", r.stdout)
+	require.NoFileExists(t, touched)
+}
+
+// The command's environment is chronos's own, unchanged, plus the
+// variables that tie it to its booking.
+func TestRunPassesEnvironmentThrough(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	t.Setenv("CHRONOS_TEST_ODD", "a=b;$(x) 'quoted' \"double\"\ttab")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "7") // replaced by the booking's
+	r := chronos(t, db, "run", "1", "0.1", "1m", "--", "env", "-0")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// What chronos was given: the helper's environment, last value winning.
+	parent := map[string]string{}
+	for _, kv := range append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB") {
+		k, v, _ := strings.Cut(kv, "=")
+		parent[k] = v
+	}
+	child := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(r.stdout, "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		child[k] = v
+	}
+	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
+	for k, v := range parent {
+		if !set[k] {
+			require.Equal(t, v, child[k], "variable %s", k)
+		}
+	}
+	for k := range child {
+		_, inherited := parent[k]
+		require.True(t, inherited || set[k], "%s appeared from nowhere", k)
+	}
+	require.Equal(t, "1", child["CUDA_VISIBLE_DEVICES"])
+	require.Equal(t, "1", child["CHRONOS_PARTITION_ID"])
+	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
+	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])
+}

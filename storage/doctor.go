@@ -1,0 +1,306 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Diagnosis is what Diagnose found in a ledger file, in plain words.
+type Diagnosis struct {
+	Path       string   `json:"path"`
+	Exists     bool     `json:"exists"`
+	Healthy    bool     `json:"healthy"`
+	Problems   []string `json:"problems"`
+	Schema     int      `json:"schema"`
+	Partitions int      `json:"partitions"`
+	Live       int      `json:"live"`
+	Events     int      `json:"events"`
+	Claims     int      `json:"claims"`
+	Backup     string   `json:"backup"`
+}
+
+const maxProblems = 50
+
+func (d *Diagnosis) problem(format string, args ...any) {
+	switch {
+	case len(d.Problems) < maxProblems:
+		d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
+	case len(d.Problems) == maxProblems:
+		d.Problems = append(d.Problems, "… and more")
+	}
+}
+
+// Diagnose checks the ledger: that it opens, passes bbolt's consistency
+// check, has a schema this chronos reads, that every record decodes and
+// agrees with its key, that the live index lists exactly the partitions
+// stored as live, that every partition has its "created" event, that the id
+// counters are ahead of every id, and that no device is booked past 100%.
+// It reads only (under a shared lock) and never panics on damage. The error
+// is for when it could not look at all (the ledger is busy); damage is
+// reported in the Diagnosis.
+func (l *Ledger) Diagnose() (d Diagnosis, err error) {
+	d.Path = l.Path
+	d.Problems = []string{}
+	d.Backup = describeBackup(l.Path)
+	if _, err := os.Lstat(l.Path); errors.Is(err, fs.ErrNotExist) {
+		d.Healthy = true // nothing written yet: nothing to be wrong
+		return d, nil
+	}
+	d.Exists = true
+	if l.unwritten() {
+		d.Healthy = true // created, never written: the next write sets it up
+		return d, nil
+	}
+	db, err := l.open(true)
+	if errors.Is(err, ErrBusy) {
+		return d, err
+	}
+	if err != nil {
+		d.problem("%v", err)
+		return d, nil
+	}
+	defer db.Close()
+	guard(func() error {
+		return db.View(func(btx *bolt.Tx) error {
+			inspect(btx, &d, time.Now())
+			return nil
+		})
+	}, func(msg string) { d.problem("reading the file failed: %s", msg) })
+	d.Healthy = len(d.Problems) == 0
+	return d, nil
+}
+
+// guard runs fn so that a panic, or a fault reading a mapped page past the
+// end of a truncated file, becomes a message instead of a crash.
+func guard(fn func() error, onFail func(msg string)) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			onFail(fmt.Sprint(r))
+		}
+	}()
+	if err := fn(); err != nil {
+		onFail(err.Error())
+	}
+}
+
+func describeBackup(path string) string {
+	b := BackupPath(path)
+	st, err := os.Stat(b)
+	if err != nil {
+		return "none"
+	}
+	problems, err := (&Ledger{Path: b, Timeout: time.Second}).Check()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s is not usable: %v", b, err)
+	case len(problems) > 0:
+		return fmt.Sprintf("%s fails bbolt's check: %v", b, problems[0])
+	}
+	return fmt.Sprintf("%s, written %s", b, st.ModTime().Format(time.RFC3339))
+}
+
+func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
+	n := 0
+	for err := range btx.Check() {
+		if n++; n <= 10 {
+			d.problem("bbolt check: %v", err)
+		}
+	}
+	if n > 10 {
+		d.problem("bbolt check: %d more problems", n-10)
+	}
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil {
+		if len(bucketNames(btx)) == 0 {
+			return // an empty file bbolt initialised: nothing written yet
+		}
+		d.problem("no meta bucket: a bbolt file, but not a chronos ledger (buckets: %v)", bucketNames(btx))
+		return
+	}
+	switch v := meta.Get(keySchema); {
+	case len(v) != 1:
+		d.problem("the schema version is missing or malformed (%x)", v)
+	case v[0] > SchemaVersion:
+		d.Schema = int(v[0])
+		d.problem("written by a newer chronos (schema %d; this one reads up to %d): upgrade chronos rather than repair", v[0], SchemaVersion)
+		return
+	default:
+		d.Schema = int(v[0])
+	}
+	for _, name := range [][]byte{bucketPartitions, bucketEvents, bucketClaims, bucketLive} {
+		if btx.Bucket(name) == nil {
+			d.problem("the %s bucket is missing", name)
+		}
+	}
+	for _, name := range bucketNames(btx) {
+		if !slices.Contains([]string{"meta", "partitions", "events", "claims", "live"}, name) {
+			d.problem("unknown bucket %q", name)
+		}
+	}
+	var inv Inventory
+	if v := meta.Get(keyInventory); v != nil && decode(v, &inv) != nil {
+		d.problem("the device inventory does not decode")
+	}
+	var pol Policy
+	if v := meta.Get(keyPolicy); v != nil && decode(v, &pol) != nil {
+		d.problem("the policy does not decode")
+	}
+
+	stored := map[uint64]Partition{}
+	if b := btx.Bucket(bucketPartitions); b != nil {
+		var maxID uint64
+		walk(b, "partitions", d, func(k, v []byte) {
+			var p Partition
+			if len(k) != 8 {
+				d.problem("partition key %x is not an id", k)
+				return
+			}
+			id := binary.BigEndian.Uint64(k)
+			if err := decode(v, &p); err != nil {
+				d.problem("partition %d does not decode: %v", id, err)
+				return
+			}
+			if msg := p.invalid(id); msg != "" {
+				d.problem("partition %d: %s", id, msg)
+			}
+			stored[id] = p
+			maxID = max(maxID, id)
+		})
+		if b.Sequence() < maxID {
+			d.problem("the partition id counter (%d) is behind the highest id (%d): ids would be reused", b.Sequence(), maxID)
+		}
+	}
+	d.Partitions = len(stored)
+	indexed := map[uint64]bool{}
+	if b := btx.Bucket(bucketLive); b != nil {
+		walk(b, "live", d, func(k, v []byte) {
+			if len(k) != 8 {
+				d.problem("live index key %x is not an id", k)
+				return
+			}
+			id := binary.BigEndian.Uint64(k)
+			indexed[id] = true
+			switch p, ok := stored[id]; {
+			case !ok:
+				d.problem("the live index lists partition %d, which does not exist", id)
+			case p.State != Live:
+				d.problem("the live index lists partition %d, which is %s", id, p.State)
+			}
+		})
+	}
+	used := map[int]int64{}
+	for id, p := range stored {
+		if p.State == Live {
+			d.Live++
+			if !indexed[id] {
+				d.problem("partition %d is live but missing from the live index (admission would not count it)", id)
+			}
+			if p.LiveAt(now) {
+				used[p.Device] += p.SharePPM
+			}
+		}
+	}
+	for dev, ppm := range used {
+		if ppm > 1_000_000 {
+			d.problem("GPU %d is booked %.2f%% by its live partitions", dev, float64(ppm)/1e4)
+		}
+	}
+	created := map[uint64]bool{}
+	if b := btx.Bucket(bucketEvents); b != nil {
+		var maxSeq uint64
+		walk(b, "events", d, func(k, v []byte) {
+			if len(k) != 8 {
+				d.problem("event key %x is not a number", k)
+				return
+			}
+			seq := binary.BigEndian.Uint64(k)
+			var e Event
+			if err := decode(v, &e); err != nil {
+				d.problem("event %d does not decode: %v", seq, err)
+				return
+			}
+			if e.Seq != seq {
+				d.problem("event %d says it is event %d", seq, e.Seq)
+			}
+			if e.Kind == "created" {
+				created[e.Partition] = true
+			}
+			maxSeq = max(maxSeq, seq)
+			d.Events++
+		})
+		if b.Sequence() < maxSeq {
+			d.problem("the event counter (%d) is behind the newest event (%d)", b.Sequence(), maxSeq)
+		}
+	}
+	var missing []uint64
+	for id := range stored {
+		if !created[id] {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	for i, id := range missing {
+		if i == 10 {
+			d.problem("%d more partitions have no created event", len(missing)-10)
+			break
+		}
+		d.problem("partition %d has no created event", id)
+	}
+	if b := btx.Bucket(bucketClaims); b != nil {
+		walk(b, "claims", d, func(k, v []byte) {
+			var c Claim
+			if err := decode(v, &c); err != nil {
+				d.problem("claim %q does not decode", k)
+				return
+			}
+			d.Claims++
+		})
+	}
+}
+
+// walk visits a bucket's records; a panic part way (a damaged page) is
+// reported, and what was read before it stands.
+func walk(b *bolt.Bucket, name string, d *Diagnosis, fn func(k, v []byte)) {
+	var last []byte
+	guard(func() error {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			last = k
+			if v == nil && b.Bucket(k) != nil {
+				d.problem("unexpected bucket %q inside %s", k, name)
+				continue
+			}
+			fn(k, v)
+		}
+		return nil
+	}, func(msg string) { d.problem("reading %s failed after key %x: %s", name, last, msg) })
+}
+
+// invalid says what is wrong with a partition stored under id, or "".
+func (p Partition) invalid(id uint64) string {
+	switch {
+	case p.ID != id:
+		return fmt.Sprintf("stored under id %d but says it is %d", id, p.ID)
+	case p.V > SchemaVersion:
+		return fmt.Sprintf("record version %d is newer than this chronos", p.V)
+	case p.State != Live && p.State != Released && p.State != Expired:
+		return fmt.Sprintf("unknown state %q", p.State)
+	case p.SharePPM <= 0 || p.SharePPM > 1_000_000:
+		return fmt.Sprintf("share %d ppm is outside (0, 100%%]", p.SharePPM)
+	case p.Device < 0:
+		return fmt.Sprintf("device %d", p.Device)
+	case !p.Expires.After(p.Created):
+		return "ends before it starts"
+	}
+	return ""
+}

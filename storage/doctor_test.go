@@ -1,0 +1,283 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// ledgerWith makes a ledger of n bookings, every third released, with a
+// policy and an inventory, and returns the bookings as stored.
+func ledgerWith(t *testing.T, n int) (*Ledger, []Partition) {
+	t.Helper()
+	l := newLedger(t)
+	l.BackupEvery = -1 // tests that want a backup make one
+	var parts []Partition
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		if err := tx.PutPolicy(Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
+			return err
+		}
+		return tx.PutInventory(Inventory{Backend: "simulated", Devices: []Device{{Index: 0, MemoryTotal: 1 << 30}}})
+	}))
+	now := time.Now()
+	for i := range n {
+		p := Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: Live,
+			Created: now, Expires: now.Add(time.Hour + time.Duration(i)*time.Second)}
+		require.NoError(t, l.Update(func(tx *Tx) error {
+			if err := tx.PutPartition(&p); err != nil {
+				return err
+			}
+			if err := tx.AddEvent(Event{Kind: "created", Partition: p.ID}); err != nil {
+				return err
+			}
+			if i%3 == 2 {
+				p.State, p.Ended = Released, now
+				if err := tx.PutPartition(&p); err != nil {
+					return err
+				}
+				return tx.AddEvent(Event{Kind: "released", Partition: p.ID})
+			}
+			return nil
+		}))
+		parts = append(parts, p)
+	}
+	return l, parts
+}
+
+func TestDiagnoseHealthyLedger(t *testing.T) {
+	l, parts := ledgerWith(t, 30)
+	d, err := l.Diagnose()
+	require.NoError(t, err)
+	require.True(t, d.Healthy, "%v", d.Problems)
+	require.Equal(t, len(parts), d.Partitions)
+	require.Equal(t, 20, d.Live)
+	require.Equal(t, 40, d.Events)
+	require.Equal(t, SchemaVersion, d.Schema)
+
+	missing := New(filepath.Join(t.TempDir(), "none.db"))
+	d, err = missing.Diagnose()
+	require.NoError(t, err)
+	require.True(t, d.Healthy)
+	require.False(t, d.Exists)
+}
+
+// Damage bbolt cannot see — records that disagree with each other — is
+// named in plain words, and repaired.
+func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
+	l, _ := ledgerWith(t, 10)
+	db, err := bolt.Open(l.Path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		live, parts, events := tx.Bucket(bucketLive), tx.Bucket(bucketPartitions), tx.Bucket(bucketEvents)
+		require.NoError(t, live.Delete(key(1)))            // live, but not indexed
+		require.NoError(t, live.Put(key(3), nil))          // released, but indexed
+		require.NoError(t, parts.Put(key(4), []byte("{"))) // does not decode
+		require.NoError(t, events.Delete(key(7)))          // a created event lost (partition 6's)
+		return parts.SetSequence(2)                        // counter behind the ids
+	}))
+	require.NoError(t, db.Close())
+
+	d, err := l.Diagnose()
+	require.NoError(t, err)
+	require.False(t, d.Healthy)
+	all := strings.Join(d.Problems, "\n")
+	for _, want := range []string{
+		"partition 1 is live but missing from the live index",
+		"the live index lists partition 3, which is released",
+		"partition 4 does not decode",
+		"partition 6 has no created event",
+		"id counter (2) is behind the highest id (10)",
+	} {
+		require.Contains(t, all, want)
+	}
+
+	r, err := l.Repair()
+	require.NoError(t, err)
+	require.True(t, r.Done)
+	require.True(t, r.After.Healthy, "%v", r.After.Problems)
+	require.FileExists(t, r.SavedAs)
+	// Partition 4's record was unreadable where the tree points; an older
+	// copy of it, on a page bbolt had freed, is found by its bytes.
+	require.Equal(t, 10, r.Partitions)
+	require.Contains(t, strings.Join(r.Sources, "\n"), "found in the file's bytes")
+	require.NoError(t, l.View(func(tx *Tx) error {
+		live, err := tx.LivePartitions()
+		require.NoError(t, err)
+		var ids []uint64
+		for _, p := range live {
+			ids = append(ids, p.ID)
+		}
+		require.Equal(t, []uint64{1, 2, 4, 5, 7, 8, 10}, ids)
+		evs, err := tx.Events(0, 0)
+		require.NoError(t, err)
+		require.Equal(t, "repaired", evs[len(evs)-1].Kind)
+		return nil
+	}))
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		p := Partition{State: Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+		require.NoError(t, tx.PutPartition(&p))
+		require.Equal(t, uint64(11), p.ID, "ids are not reused after a repair")
+		return nil
+	}))
+}
+
+// Damaged files: the doctor names the damage and never panics; a repair
+// gives a file that passes bbolt's check and keeps every live booking whose
+// record could still be read.
+func TestRepairDamagedFiles(t *testing.T) {
+	good, parts := ledgerWith(t, 400)
+	goodBytes, err := os.ReadFile(good.Path)
+	require.NoError(t, err)
+	flip := func(b []byte, at, n int) []byte {
+		b = bytes.Clone(b)
+		for i := at; i < at+n && i < len(b); i++ {
+			b[i] ^= 0xa5
+		}
+		return b
+	}
+	page := os.Getpagesize()
+	middle := len(goodBytes) / 2 / page * page
+	for name, content := range map[string][]byte{
+		"flipped bytes in a data page":     flip(goodBytes, middle+600, 300),
+		"flipped page headers":             flip(flip(goodBytes, middle, 16), 3*page, 16),
+		"flipped bytes in many data pages": flip(flip(flip(goodBytes, 2*page+900, 200), middle+100, 100), len(goodBytes)-page+50, 500),
+		"truncated":                        goodBytes[:len(goodBytes)/2],
+		"both meta pages":                  flip(flip(goodBytes, 16, 64), page+16, 64),
+		"garbage":                          bytes.Repeat([]byte("chronos? "), 4000),
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := New(filepath.Join(t.TempDir(), "chronos.db"))
+			require.NoError(t, os.WriteFile(l.Path, content, 0o600))
+			d, err := l.Diagnose()
+			require.NoError(t, err)
+			require.False(t, d.Healthy, "damage not found")
+			require.NotEmpty(t, d.Problems)
+
+			r, err := l.Repair()
+			require.NoError(t, err)
+			require.True(t, r.Done)
+			saved, err := os.ReadFile(r.SavedAs)
+			require.NoError(t, err)
+			require.Equal(t, content, saved, "the damaged file is kept as it was")
+			problems, err := l.Check()
+			require.NoError(t, err)
+			require.Empty(t, problems)
+			require.True(t, r.After.Healthy, "%v", r.After.Problems)
+
+			got := map[uint64]Partition{}
+			require.NoError(t, l.View(func(tx *Tx) error {
+				ps, err := tx.Partitions()
+				for _, p := range ps {
+					got[p.ID] = p
+				}
+				return err
+			}))
+			// Every live booking whose stored record is still whole in the
+			// damaged bytes was kept, as it was.
+			kept := 0
+			for _, p := range parts {
+				if p.State != Live {
+					continue
+				}
+				p.V = SchemaVersion
+				rec, err := json.Marshal(p)
+				require.NoError(t, err)
+				if !bytes.Contains(content, rec) {
+					continue
+				}
+				kept++
+				_, ok := got[p.ID]
+				require.True(t, ok, "readable live booking %d lost", p.ID)
+				require.True(t, got[p.ID].Expires.Equal(p.Expires))
+				require.Equal(t, Live, got[p.ID].State)
+			}
+			for id, p := range got {
+				require.Equal(t, id, p.ID)
+			}
+			t.Logf("%s: kept %d of %d bookings (%d readable live ones); sources %v; lost %v", name, len(got), len(parts), kept, r.Sources, r.Lost)
+		})
+	}
+}
+
+// A file that cannot be opened at all is rebuilt from a good backup, and
+// the repair says so.
+func TestRepairRestoresFromBackup(t *testing.T) {
+	l, parts := ledgerWith(t, 50)
+	l.BackupEvery = time.Nanosecond
+	addOne(t, l) // this update writes the backup
+	require.FileExists(t, BackupPath(l.Path))
+	l.BackupEvery = -1
+	addOne(t, l) // one more after the backup: lost with the file
+	require.NoError(t, os.WriteFile(l.Path, bytes.Repeat([]byte{0xff}, 64<<10), 0o600))
+
+	d, err := l.Diagnose()
+	require.NoError(t, err)
+	require.False(t, d.Healthy)
+	require.Contains(t, d.Backup, BackupPath(l.Path))
+
+	r, err := l.Repair()
+	require.NoError(t, err)
+	require.True(t, r.After.Healthy, "%v", r.After.Problems)
+	require.Contains(t, strings.Join(r.Sources, "\n"), "restored from the backup")
+	require.Equal(t, len(parts)+1, r.Partitions)
+	require.NoError(t, l.View(func(tx *Tx) error {
+		for _, p := range parts {
+			got, err := tx.Partition(p.ID)
+			require.NoError(t, err)
+			require.Equal(t, p.State, got.State)
+		}
+		return nil
+	}))
+}
+
+// A FIFO, a directory or a link to /dev/null at the ledger's path is named
+// as damage at once — opening a FIFO must never block — and a repair moves
+// it aside and starts again from the backup.
+func TestNotARegularFile(t *testing.T) {
+	for name, create := range map[string]func(path string) error{
+		"fifo":      func(p string) error { return mkfifo(p) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"dev null":  func(p string) error { return os.Symlink("/dev/null", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, parts := ledgerWith(t, 5)
+			l.BackupEvery = time.Nanosecond
+			addOne(t, l)
+			require.NoError(t, os.Rename(l.Path, l.Path+".old"))
+			require.NoError(t, create(l.Path))
+			l.Timeout = 200 * time.Millisecond
+
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				require.ErrorIs(t, l.View(func(*Tx) error { return nil }), ErrDamaged)
+				require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrDamaged)
+				d, err := l.Diagnose()
+				require.NoError(t, err)
+				require.False(t, d.Healthy)
+				require.Contains(t, d.Problems[0], "not a regular file")
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("opening it hung")
+			}
+			r, err := l.Repair()
+			require.NoError(t, err)
+			require.True(t, r.After.Healthy, "%v", r.After.Problems)
+			require.Equal(t, len(parts)+1, r.Partitions)
+			_, err = os.Lstat(r.SavedAs)
+			require.NoError(t, err, "moved aside")
+		})
+	}
+}
+
+func mkfifo(path string) error { return unix.Mkfifo(path, 0o600) }

@@ -1,0 +1,634 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Repaired says what Repair did.
+type Repaired struct {
+	Before Diagnosis `json:"before"`
+	After  Diagnosis `json:"after"`
+	// SavedAs is the copy of the damaged file, kept as it was.
+	SavedAs string `json:"saved_as,omitempty"`
+	// Done is false when there was nothing to repair.
+	Done bool `json:"done"`
+	// What the new ledger was rebuilt from, in plain words.
+	Sources []string `json:"sources"`
+	// Partitions, Live and Events are in the new ledger.
+	Partitions int `json:"partitions"`
+	Live       int `json:"live"`
+	Events     int `json:"events"`
+	// Lost says what could not be read back.
+	Lost []string `json:"lost"`
+}
+
+// salvage is what could be read from one file.
+type salvage struct {
+	parts     map[uint64]Partition
+	events    map[uint64]Event
+	claims    map[string]Claim
+	policy    *Policy
+	inventory *Inventory
+	partSeq   uint64
+	eventSeq  uint64
+	failures  []string
+}
+
+func newSalvage() *salvage {
+	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}}
+}
+
+// Repair rebuilds a damaged ledger from what can be read of it. It saves
+// the damaged file as <path>.damaged-<time>, reads every record it can —
+// through bbolt where the file opens, key by key so that one bad page costs
+// only its own records; from the raw pages where bbolt cannot go; and from
+// the rolling backup when that passes bbolt's check, for what neither has —
+// and writes a new ledger beside the old one, checked, then renamed over it.
+// Live bookings, history, events, policy and inventory are kept as found;
+// a booking whose "created" event was lost gets one that says it was
+// restored. The ledger stays locked throughout, so no write is lost.
+func (l *Ledger) Repair() (Repaired, error) {
+	var r Repaired
+	r.Sources, r.Lost = []string{}, []string{}
+	before, err := l.Diagnose()
+	r.Before, r.After = before, before
+	if err != nil {
+		return r, err
+	}
+	if before.Healthy {
+		return r, nil
+	}
+	if before.Schema > SchemaVersion {
+		return r, fmt.Errorf("%w (schema %d): upgrade chronos instead of repairing", ErrNewerSchema, before.Schema)
+	}
+
+	st, statErr := os.Lstat(l.Path)
+	regular := statErr == nil && st.Mode().IsRegular()
+	mode, uid, gid := l.mode(), -1, -1
+	if regular {
+		mode = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(sys.Uid), int(sys.Gid)
+		}
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	r.SavedAs = fmt.Sprintf("%s.damaged-%s", l.Path, stamp)
+
+	found := newSalvage()
+	if regular {
+		// Hold the writers' lock while the file is copied and replaced.
+		f, err := os.OpenFile(l.Path, os.O_RDWR, 0)
+		if err != nil {
+			return r, fmt.Errorf("open %s: %w", l.Path, err)
+		}
+		defer f.Close()
+		if err := lockLedger(f, true, l.timeout()); err != nil {
+			return r, fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, l.timeout())
+		}
+		if err := copyFile(f, r.SavedAs, mode); err != nil {
+			return r, fmt.Errorf("save the damaged file: %w", err)
+		}
+		n := readTree(r.SavedAs, found)
+		if n > 0 || len(found.failures) == 0 {
+			r.Sources = append(r.Sources, fmt.Sprintf("%d bookings and %d events read from the file through bbolt", len(found.parts), len(found.events)))
+		}
+		if data, err := os.ReadFile(r.SavedAs); err == nil {
+			raw := newSalvage()
+			scanPages(data, raw)
+			if added := found.fill(raw); added > 0 {
+				r.Sources = append(r.Sources, fmt.Sprintf("%d records read from the file's pages directly", added))
+			}
+			carved := newSalvage()
+			carve(data, carved)
+			if added := found.fill(carved); added > 0 {
+				r.Sources = append(r.Sources, fmt.Sprintf("%d records found in the file's bytes where no page could be parsed", added))
+			}
+		}
+	} else {
+		// A directory, a FIFO, a link to a device: nothing to read. Move it
+		// aside so the path is free.
+		if err := os.Rename(l.Path, r.SavedAs); err != nil {
+			return r, fmt.Errorf("move %s aside: %w", l.Path, err)
+		}
+		r.Lost = append(r.Lost, fmt.Sprintf("%s was not a regular file; moved aside as %s", l.Path, r.SavedAs))
+	}
+
+	// The rolling backup fills in what the damaged file lost.
+	backup := BackupPath(l.Path)
+	if problems, err := (&Ledger{Path: backup, Timeout: l.Timeout}).Check(); err == nil && len(problems) == 0 {
+		old := newSalvage()
+		readTree(backup, old)
+		bst, _ := os.Stat(backup)
+		if added := found.fill(old); added > 0 {
+			r.Sources = append(r.Sources, fmt.Sprintf("%d records restored from the backup %s (written %s)", added, backup, bst.ModTime().Format(time.RFC3339)))
+		}
+	}
+	for _, f := range found.failures {
+		r.Lost = append(r.Lost, f)
+	}
+	if len(found.parts) == 0 && len(found.events) == 0 {
+		r.Lost = append(r.Lost, "nothing could be read: the new ledger starts empty")
+	}
+
+	tmp := l.Path + ".repair.tmp"
+	os.Remove(tmp)
+	if err := found.write(tmp, mode); err != nil {
+		os.Remove(tmp)
+		return r, fmt.Errorf("write the rebuilt ledger: %w", err)
+	}
+	if uid >= 0 && os.Geteuid() == 0 {
+		_ = os.Chown(tmp, uid, gid)
+	}
+	if problems, err := (&Ledger{Path: tmp, Timeout: l.Timeout}).Check(); err != nil || len(problems) > 0 {
+		os.Remove(tmp)
+		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%v %v); %s is unchanged", err, problems, l.Path)
+	}
+	if err := os.Rename(tmp, l.Path); err != nil {
+		os.Remove(tmp)
+		return r, fmt.Errorf("put the rebuilt ledger in place: %w", err)
+	}
+	syncDir(l.Path)
+	r.Done = true
+	r.Partitions, r.Events = len(found.parts), len(found.events)+1
+	for _, p := range found.parts {
+		if p.State == Live {
+			r.Live++
+		}
+	}
+	r.After, err = l.Diagnose()
+	return r, err
+}
+
+func copyFile(from *os.File, to string, mode fs.FileMode) error {
+	return writeAtomically(to, mode, func(f *os.File) error {
+		_, err := io.Copy(f, io.NewSectionReader(from, 0, 1<<62))
+		return err
+	})
+}
+
+func syncDir(path string) {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// readTree reads a ledger file through bbolt, record by record, each read
+// guarded so that a damaged page loses only what is on it. It returns how
+// many records it read.
+func readTree(path string, into *salvage) int {
+	n := 0
+	guard(func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.View(func(btx *bolt.Tx) error {
+			n += readBucket(btx.Bucket(bucketPartitions), "partitions", into, func(k, v []byte) bool {
+				var p Partition
+				if len(k) != 8 || decode(v, &p) != nil || p.invalid(binary.BigEndian.Uint64(k)) != "" {
+					return false
+				}
+				into.parts[p.ID] = p
+				return true
+			}, &into.partSeq)
+			n += readBucket(btx.Bucket(bucketEvents), "events", into, func(k, v []byte) bool {
+				var e Event
+				if len(k) != 8 || decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
+					return false
+				}
+				into.events[e.Seq] = e
+				return true
+			}, &into.eventSeq)
+			n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
+				var c Claim
+				if decode(v, &c) != nil {
+					return false
+				}
+				into.claims[string(k)] = c
+				return true
+			}, nil)
+			guard(func() error {
+				if meta := btx.Bucket(bucketMeta); meta != nil {
+					into.readMeta(keyPolicy, meta.Get(keyPolicy))
+					into.readMeta(keyInventory, meta.Get(keyInventory))
+				}
+				return nil
+			}, func(msg string) { into.failures = append(into.failures, "policy and inventory: "+msg) })
+			return nil
+		})
+	}, func(msg string) { into.failures = append(into.failures, fmt.Sprintf("%s: %s", path, msg)) })
+	return n
+}
+
+func (s *salvage) readMeta(k, v []byte) {
+	if v == nil {
+		return
+	}
+	switch string(k) {
+	case string(keyPolicy):
+		var p Policy
+		if json.Unmarshal(v, &p) == nil && p.Expiry != "" {
+			s.policy = &p
+		}
+	case string(keyInventory):
+		var inv Inventory
+		if json.Unmarshal(v, &inv) == nil && len(inv.Devices) > 0 {
+			s.inventory = &inv
+		}
+	}
+}
+
+// readBucket walks a bucket with a cursor; when the walk breaks on a damaged
+// page it goes on from the next key it can reach, and for numbered buckets
+// it tries every number up to the bucket's counter, one Get at a time.
+func readBucket(b *bolt.Bucket, name string, into *salvage, keep func(k, v []byte) bool, seq *uint64) int {
+	if b == nil {
+		return 0
+	}
+	n, bad := 0, 0
+	var last []byte
+	broke := false
+	guard(func() error {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			last = append(last[:0], k...)
+			if v == nil {
+				continue
+			}
+			if keep(k, v) {
+				n++
+			} else {
+				bad++
+			}
+		}
+		return nil
+	}, func(string) { broke = true })
+	if seq != nil {
+		guard(func() error { *seq = b.Sequence(); return nil }, func(string) {})
+		if broke {
+			// Numbered keys: ask for each one on its own.
+			top := *seq
+			if len(last) == 8 {
+				top = max(top, binary.BigEndian.Uint64(last)+1000)
+			}
+			top = min(top, 5_000_000)
+			for id := uint64(1); id <= top; id++ {
+				guard(func() error {
+					if v := b.Get(key(id)); v != nil {
+						if keep(key(id), v) {
+							n++
+						}
+					}
+					return nil
+				}, func(string) {})
+			}
+		}
+	}
+	if broke {
+		into.failures = append(into.failures, fmt.Sprintf("the %s bucket has damaged pages: read what could be reached past them", name))
+	}
+	if bad > 0 {
+		into.failures = append(into.failures, fmt.Sprintf("%d %s records did not decode and were left out", bad, name))
+	}
+	return n
+}
+
+// fill adds from other what s lacks, and returns how many records it added.
+func (s *salvage) fill(other *salvage) int {
+	n := 0
+	for id, p := range other.parts {
+		if _, ok := s.parts[id]; !ok {
+			s.parts[id] = p
+			n++
+		}
+	}
+	for seq, e := range other.events {
+		if _, ok := s.events[seq]; !ok {
+			s.events[seq] = e
+			n++
+		}
+	}
+	for k, c := range other.claims {
+		if _, ok := s.claims[k]; !ok {
+			s.claims[k] = c
+			n++
+		}
+	}
+	if s.policy == nil && other.policy != nil {
+		s.policy = other.policy
+		n++
+	}
+	if s.inventory == nil && other.inventory != nil {
+		s.inventory = other.inventory
+		n++
+	}
+	s.partSeq = max(s.partSeq, other.partSeq)
+	s.eventSeq = max(s.eventSeq, other.eventSeq)
+	return n
+}
+
+// write builds a new ledger at path from what was salvaged.
+func (s *salvage) write(path string, mode fs.FileMode) error {
+	db, err := bolt.Open(path, mode, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(btx *bolt.Tx) error {
+		if err := prepare(btx); err != nil {
+			return err
+		}
+		tx := &Tx{btx: btx}
+		created := map[uint64]bool{}
+		var maxSeq uint64
+		events := btx.Bucket(bucketEvents)
+		for _, seq := range sortedKeys(s.events) {
+			e := s.events[seq]
+			if e.Kind == "created" {
+				created[e.Partition] = true
+			}
+			if err := put(events, key(seq), e); err != nil {
+				return err
+			}
+			maxSeq = seq
+		}
+		if err := events.SetSequence(max(maxSeq, s.eventSeq)); err != nil {
+			return err
+		}
+		var maxID uint64
+		now := time.Now()
+		for _, id := range sortedKeys(s.parts) {
+			p := s.parts[id]
+			if err := tx.PutPartition(&p); err != nil {
+				return err
+			}
+			maxID = id
+			if !created[id] {
+				if err := tx.AddEvent(Event{Time: now, Kind: "created", Partition: id, UID: p.UID, User: p.User,
+					Detail: "restored by chronos doctor: the original event was lost (booked " + p.Created.UTC().Format(time.RFC3339) + ")"}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := btx.Bucket(bucketPartitions).SetSequence(max(maxID, s.partSeq)); err != nil {
+			return err
+		}
+		for k, c := range s.claims {
+			if err := tx.PutClaim(k, c); err != nil {
+				return err
+			}
+		}
+		if s.policy != nil {
+			if err := tx.PutPolicy(*s.policy); err != nil {
+				return err
+			}
+		}
+		if s.inventory != nil {
+			if err := tx.PutInventory(*s.inventory); err != nil {
+				return err
+			}
+		}
+		return tx.AddEvent(Event{Time: now, Kind: "repaired", UID: os.Getuid(),
+			Detail: fmt.Sprintf("ledger rebuilt by chronos doctor: %d bookings, %d events", len(s.parts), len(s.events))})
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(path, mode)
+	}
+	return err
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b uint64) int { return cmp.Compare(a, b) })
+	return ks
+}
+
+// Raw pages. bbolt's layout (go.etcd.io/bbolt/internal/common): a page is a
+// 16-byte header (id u64, flags u16, count u16, overflow u32) and elements;
+// a leaf element is 16 bytes (flags, pos, ksize, vsize: u32 each), its key
+// at pos bytes from the element and its value after the key. A bucket's
+// value is a 16-byte header (root page u64, sequence u64) followed, for an
+// inline bucket (root 0), by a page holding its records.
+const (
+	pageHeader      = 16
+	leafElement     = 16
+	leafPageFlag    = 0x02
+	metaPageFlag    = 0x04
+	freelistFlag    = 0x10
+	bucketLeafFlag  = 0x01
+	boltMagic       = 0xED0CDAED
+	metaChecksumEnd = pageHeader + 56
+)
+
+type rawMeta struct {
+	pageSize uint32
+	freelist uint64
+	pgid     uint64
+	txid     uint64
+}
+
+func readRawMeta(page []byte) (rawMeta, bool) {
+	if len(page) < metaChecksumEnd+8 {
+		return rawMeta{}, false
+	}
+	le := binary.LittleEndian
+	m := page[pageHeader:]
+	if le.Uint32(m[0:]) != boltMagic || le.Uint16(page[8:])&metaPageFlag == 0 {
+		return rawMeta{}, false
+	}
+	h := fnv.New64a()
+	h.Write(page[pageHeader:metaChecksumEnd])
+	if h.Sum64() != le.Uint64(page[metaChecksumEnd:]) {
+		return rawMeta{}, false
+	}
+	return rawMeta{pageSize: le.Uint32(m[8:]), freelist: le.Uint64(m[32:]), pgid: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true
+}
+
+// scanPages reads records straight from the file's leaf pages, for when
+// bbolt cannot walk the tree. With a readable meta page, only pages of the
+// committed state are read (below the high-water mark, not on the free
+// list), since freed pages hold older versions of records.
+func scanPages(data []byte, into *salvage) {
+	defer func() { _ = recover() }()
+	le := binary.LittleEndian
+	pageSize := 4096
+	var meta rawMeta
+	ok := false
+	for _, off := range []int{0, 4096, 8192, 16384, 65536} {
+		if off >= len(data) {
+			break
+		}
+		if m, good := readRawMeta(data[off:]); good && (!ok || m.txid > meta.txid) {
+			meta, ok = m, true
+		}
+	}
+	if ok && meta.pageSize >= 512 && meta.pageSize <= 1<<20 {
+		pageSize = int(meta.pageSize)
+		if m2, good := readRawMeta(data[min(len(data), pageSize):]); good && m2.txid > meta.txid {
+			meta = m2
+		}
+	}
+	free := map[uint64]bool{}
+	if ok && meta.freelist > 1 && int(meta.freelist)*pageSize+pageHeader <= len(data) {
+		p := data[int(meta.freelist)*pageSize:]
+		if le.Uint16(p[8:])&freelistFlag != 0 {
+			count, start := int(le.Uint16(p[10:])), pageHeader
+			if count == 0xFFFF {
+				count, start = int(le.Uint64(p[pageHeader:])), pageHeader+8
+			}
+			for i := 0; i < count && start+8*i+8 <= len(p); i++ {
+				free[le.Uint64(p[start+8*i:])] = true
+			}
+		}
+	}
+	pages := len(data) / pageSize
+	if ok && meta.pgid > 0 {
+		pages = min(pages, int(meta.pgid))
+	}
+	for id := 2; id < pages; id++ {
+		if free[uint64(id)] {
+			continue
+		}
+		p := data[id*pageSize:]
+		if le.Uint16(p[8:]) != leafPageFlag {
+			continue
+		}
+		end := min(len(data)-id*pageSize, (int(le.Uint32(p[12:]))+1)*pageSize)
+		scanLeaf(p[:end], into, 0)
+	}
+}
+
+func scanLeaf(p []byte, into *salvage, depth int) {
+	le := binary.LittleEndian
+	if depth > 2 || len(p) < pageHeader || le.Uint16(p[8:]) != leafPageFlag {
+		return
+	}
+	count := int(le.Uint16(p[10:]))
+	for i := range count {
+		el := pageHeader + i*leafElement
+		if el+leafElement > len(p) {
+			return
+		}
+		flags, pos, ks, vs := le.Uint32(p[el:]), int(le.Uint32(p[el+4:])), int(le.Uint32(p[el+8:])), int(le.Uint32(p[el+12:]))
+		k0 := el + pos
+		if pos < 0 || ks < 0 || vs < 0 || k0+ks+vs > len(p) || k0 < 0 {
+			continue
+		}
+		k, v := p[k0:k0+ks], p[k0+ks:k0+ks+vs]
+		if flags&bucketLeafFlag != 0 {
+			if len(v) > pageHeader && le.Uint64(v) == 0 {
+				scanLeaf(v[pageHeader:], into, depth+1) // an inline bucket
+			}
+			continue
+		}
+		into.classify(k, v)
+	}
+}
+
+// classify keeps a raw record that reads as one of the ledger's kinds.
+func (s *salvage) classify(k, v []byte) {
+	if len(v) == 0 || v[0] != '{' {
+		return
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil {
+		return
+	}
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if _, ok := fields[n]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case string(k) == string(keyPolicy) || string(k) == string(keyInventory):
+		s.readMeta(k, v)
+	case len(k) == 8 && has("share_ppm", "expires", "state"):
+		var p Partition
+		if json.Unmarshal(v, &p) == nil && p.invalid(binary.BigEndian.Uint64(k)) == "" {
+			if old, ok := s.parts[p.ID]; !ok || later(p, old) {
+				s.parts[p.ID] = p
+			}
+		}
+	case len(k) == 8 && has("seq", "kind", "time"):
+		var e Event
+		if json.Unmarshal(v, &e) == nil && e.Seq == binary.BigEndian.Uint64(k) {
+			s.events[e.Seq] = e
+		}
+	case has("by", "at"):
+		var c Claim
+		if json.Unmarshal(v, &c) == nil {
+			s.claims[string(k)] = c
+		}
+	}
+}
+
+// later says whether a is a later version of the same partition than b:
+// states only move from live to ended, and deadlines only move later.
+func later(a, b Partition) bool {
+	if (a.State == Live) != (b.State == Live) {
+		return b.State == Live
+	}
+	if !a.Expires.Equal(b.Expires) {
+		return a.Expires.After(b.Expires)
+	}
+	return a.Warned && !b.Warned
+}
+
+// carve finds whole records anywhere in the file's bytes — on a page whose
+// header is damaged, say — by their JSON openings. Without the page it
+// cannot tell the current version of a booking from an older copy on a freed
+// page, so it keeps the latest (see later), and only fills in what the pages
+// did not give.
+func carve(data []byte, into *salvage) {
+	for _, opening := range [][]byte{[]byte(`{"v":`), []byte(`{"seq":`)} {
+		for off := 0; ; {
+			i := bytes.Index(data[off:], opening)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			off = start + 1
+			dec := json.NewDecoder(bytes.NewReader(data[start:min(len(data), start+64<<10)]))
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				continue
+			}
+			var id struct {
+				ID  uint64 `json:"id"`
+				Seq uint64 `json:"seq"`
+			}
+			if json.Unmarshal(raw, &id) != nil {
+				continue
+			}
+			if id.ID != 0 {
+				into.classify(key(id.ID), raw)
+			} else if id.Seq != 0 {
+				into.classify(key(id.Seq), raw)
+			}
+		}
+	}
+}
