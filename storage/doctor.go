@@ -81,8 +81,7 @@ func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 // guard runs fn so that a panic, or a fault reading a mapped page past the
 // end of a truncated file, becomes a message instead of a crash.
 func guard(fn func() error, onFail func(msg string)) {
-	old := debug.SetPanicOnFault(true)
-	defer debug.SetPanicOnFault(old)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			onFail(fmt.Sprint(r))

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -102,7 +103,9 @@ func (l *Ledger) unwritten() bool {
 
 func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
-	// file, say). A damaged file must give an error, never a crash.
+	// file, say), and reading a mapped page past the end of a file cut
+	// short faults. A damaged file must give an error, never a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
@@ -275,6 +278,7 @@ func bucketNames(btx *bolt.Tx) []string {
 // Check runs bbolt's consistency check over the whole file and returns every
 // problem it finds.
 func (l *Ledger) Check() (problems []error, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
