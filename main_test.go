@@ -51,8 +51,19 @@ type result struct {
 // chronos runs the real binary against db on the simulated backend.
 func chronos(t testing.TB, db string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(chronosBin, args...)
+	return runChronos(t, chronosBin, db, nil, args...)
+}
+
+// runChronos runs bin against db on the simulated backend, as another user
+// when cred is set, and returns its output and exit status.
+func runChronos(t testing.TB, bin, db string, cred *syscall.Credential, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	if cred != nil {
+		cmd.Env = append(cmd.Env, "HOME=/nonexistent")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

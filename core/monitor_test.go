@@ -251,17 +251,7 @@ func TestManyMonitorsExpireEachOnce(t *testing.T) {
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
 func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a monitor as another uid")
-	}
-	dir, err := os.MkdirTemp("", "chronos-perm-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "role")
-	data, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	dir, bin := otherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})

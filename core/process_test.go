@@ -233,18 +233,7 @@ func requireWhole(t *testing.T, db string) {
 // A booking made by one uid cannot be released by another, even one that
 // can write the file.
 func TestOtherUserCannotRelease(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a second process as another uid")
-	}
-	dir, err := os.MkdirTemp("", "chronos-uid-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	// The test binary must be reachable by the other uid too.
-	bin := filepath.Join(dir, "role")
-	data, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	dir, bin := otherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
 	owner := clientAt(db, nil, Identity{UID: 0, User: "root"})
@@ -307,4 +296,23 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	evs, err := quick.Events(0, 0)
 	require.NoError(t, err)
 	require.Equal(t, "held", evs[1].Kind, "the stopped process's transaction committed once it ran again")
+}
+
+// otherUserDir skips unless the test runs as root; else it makes a directory
+// every user may write, with a copy of the test binary in it, so that a
+// process started as another uid can reach both.
+func otherUserDir(t *testing.T) (dir, bin string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a second process as another uid")
+	}
+	dir, err := os.MkdirTemp("", "chronos-uid-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	bin = filepath.Join(dir, "role")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	return dir, bin
 }
