@@ -113,15 +113,6 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 	return tx.btx.Bucket(name)
 }
 
-// TxID is bbolt's id of the last committed transaction: it changes whenever
-// any process writes.
-func (tx *Tx) TxID() int {
-	if tx.btx == nil {
-		return 0
-	}
-	return tx.btx.ID()
-}
-
 func key(id uint64) []byte {
 	k := make([]byte, 8)
 	binary.BigEndian.PutUint64(k, id)
