@@ -446,12 +446,13 @@ func eventsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			evs, err := c.Events(0, 0)
+			read := func() ([]storage.Event, error) { return c.Events(0, 0) }
+			if last > 0 {
+				read = func() ([]storage.Event, error) { return c.LastEvents(last) }
+			}
+			evs, err := read()
 			if err != nil {
 				return err
-			}
-			if last > 0 && len(evs) > last {
-				evs = evs[len(evs)-last:]
 			}
 			if asJSON {
 				return printJSON(evs)

@@ -68,6 +68,14 @@ func TestCreateListReleaseExtend(t *testing.T) {
 		require.NotZero(t, e.Partition)
 	}
 	require.Equal(t, []string{"created", "created", "extended", "released"}, kinds)
+
+	last, err := c.LastEvents(2)
+	require.NoError(t, err)
+	require.Len(t, last, 2)
+	require.Equal(t, []string{"extended", "released"}, []string{last[0].Kind, last[1].Kind})
+	every, err := c.LastEvents(100)
+	require.NoError(t, err)
+	require.Len(t, every, 4)
 }
 
 func TestTimeIsTheTruth(t *testing.T) {
