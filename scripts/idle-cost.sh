@@ -2,10 +2,11 @@
 # Measures what an idle headless monitor and an idle app cost, with 8
 # simulated GPUs and 100 bookings: CPU (% of one core), memory (RSS), bytes
 # the app writes to its terminal per second, and the app's time to its first
-# full frame. Usage: scripts/idle-cost.sh [bin/chronos] [seconds]
+# full frame. Usage: scripts/idle-cost.sh [bin/chronos] [seconds] [WIDTHxHEIGHT]
 set -euo pipefail
 BIN=$(realpath "${1:-bin/chronos}")
 SECS=${2:-60}
+SIZE=${3:-120x40}
 WORK=$(mktemp -d)
 SOCK=$WORK/tmux.sock
 trap 'tmux -S "$SOCK" kill-server 2>/dev/null; kill $MON 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -31,7 +32,7 @@ MON=$!
 measure monitor $MON
 kill $MON; wait $MON 2>/dev/null || true
 
-tmux -S "$SOCK" new-session -d -s app -x 120 -y 40 sh
+tmux -S "$SOCK" new-session -d -s app -x "${SIZE%x*}" -y "${SIZE#*x}" sh
 OUTF=$WORK/pane.out
 tmux -S "$SOCK" pipe-pane -t app -o "cat >> $OUTF"
 : > "$OUTF"
