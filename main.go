@@ -612,7 +612,7 @@ func statsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, notice, err := gpu.Open(g.backendKind())
+			b, notice, err := c.OpenGPUs(g.backendKind())
 			if err != nil {
 				return err
 			}
@@ -683,12 +683,7 @@ func backendsCmd(g *globals) *cobra.Command {
 			default:
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
-			if b, _, err := gpu.Open(g.backendKind()); err == nil {
-				r.ActiveBackend = b.Name()
-				b.Close()
-			} else {
-				r.ActiveBackend = "none: " + err.Error()
-			}
+			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
 			if asJSON {
 				return printJSON(r)
 			}
@@ -703,6 +698,26 @@ func backendsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// activeBackend says which backend gpu.Open would pick for kind, from what
+// the NVML probe above found, without starting NVML a second time.
+func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case gpu.KindSim, "simulated":
+		return "simulated"
+	case gpu.KindNVML:
+		if nvmlOK {
+			return "nvml"
+		}
+		return "none: nvml backend unavailable: " + nvmlDetail
+	case "", gpu.KindAuto:
+		if nvmlOK {
+			return "nvml"
+		}
+		return "simulated"
+	}
+	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml or sim", kind)
 }
 
 func availability(ok bool, detail string) string {
@@ -768,16 +783,11 @@ func runMonitor(g *globals, f monitorFlags) error {
 		}
 		override, pol = &p, p
 	}
-	b, notice, err := gpu.Open(g.backendKind())
+	b, notice, err := c.OpenGPUs(g.backendKind())
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if devs, err := b.Devices(); err == nil {
-		if err := c.SaveInventory(core.InventoryOf(b.Name(), devs, c.Now())); err != nil {
-			return fmt.Errorf("cannot write the ledger %s: %w", c.Ledger().Path, err)
-		}
-	}
 	mps := gpu.DetectMPS("")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -806,14 +816,11 @@ func runApp(g *globals, logPath string) error {
 	if _, err := c.Policy(); err != nil {
 		return err
 	}
-	b, notice, err := gpu.Open(g.backendKind())
+	b, notice, err := c.OpenGPUs(g.backendKind())
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if devs, err := b.Devices(); err == nil {
-		_ = c.SaveInventory(core.InventoryOf(b.Name(), devs, c.Now()))
-	}
 	var logFile *os.File
 	if logPath != "" {
 		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {

@@ -128,6 +128,25 @@ func BackendDevices(kind string) DeviceSource {
 	}
 }
 
+// OpenGPUs opens the GPU backend of the given kind (auto, nvml, sim) and
+// caches its device inventory in the ledger, so that later one-shot
+// commands can validate devices without starting NVML. The notice says why
+// auto fell back to simulated GPUs.
+func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error) {
+	if b, notice, err = gpu.Open(kind); err != nil {
+		return nil, "", err
+	}
+	devs, err := b.Devices()
+	if err == nil {
+		err = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
+	}
+	if err != nil {
+		b.Close()
+		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger.Path, err)
+	}
+	return b, notice, nil
+}
+
 // Ledger is the ledger this client uses.
 func (c *Client) Ledger() *storage.Ledger { return c.ledger }
 

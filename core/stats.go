@@ -22,14 +22,10 @@ type Stats struct {
 }
 
 // Stats samples the backend and attributes every GPU process to a booking.
-// The device inventory it sees is cached in the ledger for `create`.
 func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	s, err := b.Sample()
 	if err != nil {
 		return Stats{}, err
-	}
-	if devs, err := b.Devices(); err == nil {
-		_ = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
 	}
 	parts, err := c.Recent(0)
 	if err != nil {
