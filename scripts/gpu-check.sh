@@ -70,7 +70,7 @@ CHRONOS_HARDWARE_PID=$WPID CHRONOS_HARDWARE_PARTITION=1 "$BIN_DIR/gpu.test" -tes
 step "whole-process wall time: chronos stats vs chronos version (20 runs each)"
 for i in $(seq 20); do s=$(ms_now); "$CHRONOS" version >/dev/null; echo $(( $(ms_now) - s )); done | median_ms | xargs printf 'version median %s ms\n'
 for i in $(seq 20); do s=$(ms_now); "$CHRONOS" stats >/dev/null; echo $(( $(ms_now) - s )); done | median_ms | xargs printf 'stats   median %s ms\n'
-for i in $(seq 20); do s=$(ms_now); "$CHRONOS" backends >/dev/null; echo $(( $(ms_now) - s )); done | median_ms | xargs printf 'backends median %s ms (two NVML inits)\n'
+for i in $(seq 20); do s=$(ms_now); "$CHRONOS" backends >/dev/null; echo $(( $(ms_now) - s )); done | median_ms | xargs printf 'backends median %s ms (one NVML init)\n'
 kill -INT $RUN1 2>/dev/null; wait $RUN1; echo "chronos run after SIGINT exited $?"
 
 step "MPS: start a multi-user daemon (private pipe dir), backends (expect concurrent, multi-user)"
