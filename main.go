@@ -773,7 +773,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	}
 	pol, err := c.Policy()
 	if err != nil {
-		return fmt.Errorf("cannot open the ledger %s: %w", c.Ledger().Path, err)
+		return fmt.Errorf("cannot open the ledger %s: %w", c.Ledger(), err)
 	}
 	var override *core.Policy
 	if f.policy != "" {
@@ -792,7 +792,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := core.Act{Time: c.Now(), Kind: "started", Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
-		c.Ledger().Path, b.Name(), mps.Mode(), c.Me().User, core.FormatPolicy(pol))}
+		c.Ledger(), b.Name(), mps.Mode(), c.Me().User, core.FormatPolicy(pol))}
 	if notice != "" {
 		start.Detail += "; " + notice
 	}

@@ -71,7 +71,9 @@ type DeviceSource func() (backend string, devices []gpu.Device, err error)
 
 // Options configure a Client. Only Ledger is required.
 type Options struct {
-	Ledger *storage.Ledger
+	// Ledger is where the bookings live: a bbolt file (storage.New) or any
+	// other storage.Store.
+	Ledger storage.Store
 	// Devices is asked for the inventory when the ledger has none cached.
 	Devices DeviceSource
 	// Now is the clock; nil means time.Now.
@@ -84,7 +86,7 @@ type Options struct {
 // and closes it, so a Client holds no lock between calls and any number of
 // processes can use the same ledger.
 type Client struct {
-	ledger  *storage.Ledger
+	ledger  storage.Store
 	devices DeviceSource
 	now     func() time.Time
 	me      Identity
@@ -142,13 +144,13 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	}
 	if err != nil {
 		b.Close()
-		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger.Path, err)
+		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}
 	return b, notice, nil
 }
 
 // Ledger is the ledger this client uses.
-func (c *Client) Ledger() *storage.Ledger { return c.ledger }
+func (c *Client) Ledger() storage.Store { return c.ledger }
 
 // Me is who this client acts as.
 func (c *Client) Me() Identity { return c.me }

@@ -94,7 +94,7 @@ type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
 	pol    Policy
-	stamp  storage.Stamp
+	stamp  string // the ledger version it was read at
 	read   time.Time
 }
 
@@ -126,7 +126,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 // ledger, say) are reported as acts and retried; Run returns only when ctx
 // ends.
 func (m *Monitor) Run(ctx context.Context) error {
-	changes := storage.Watch(ctx, m.c.ledger.Path, 250*time.Millisecond)
+	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
@@ -173,7 +173,7 @@ func (m *Monitor) Tick() (time.Time, error) { return m.tick(true) }
 // read returns the ledger's state, from the snapshot when nothing can have
 // changed since it was taken.
 func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
-	stamp := storage.StampOf(m.c.ledger.Path)
+	stamp := m.c.ledger.Version()
 	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
 		return s, nil
 	}

@@ -137,7 +137,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	changes := storage.Watch(watchCtx, c.ledger.Path, time.Second)
+	changes := c.ledger.Changes(watchCtx, time.Second)
 
 	warned := o.WarnSignal == 0
 	var termAt time.Time // when SIGTERM went out

@@ -136,13 +136,13 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 	default:
 		d.Schema = int(v[0])
 	}
-	for _, name := range [][]byte{bucketPartitions, bucketEvents, bucketClaims, bucketLive} {
+	for _, name := range knownBuckets {
 		if btx.Bucket(name) == nil {
 			d.problem("the %s bucket is missing", name)
 		}
 	}
 	for _, name := range bucketNames(btx) {
-		if !slices.Contains([]string{"meta", "partitions", "events", "claims", "live"}, name) {
+		if !slices.ContainsFunc(knownBuckets, func(b []byte) bool { return string(b) == name }) {
 			d.problem("unknown bucket %q", name)
 		}
 	}

@@ -6,6 +6,8 @@
 package storage
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,6 +48,9 @@ var (
 	// bucketLive indexes the partitions stored as live, so admission reads
 	// a handful of records however long the history grows.
 	bucketLive = []byte("live")
+
+	// knownBuckets is the layout: every bucket a ledger may hold.
+	knownBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
@@ -90,6 +95,20 @@ func (l *Ledger) View(fn func(*Tx) error) error {
 	}
 	return l.run(true, fn)
 }
+
+// Changes notices other processes' writes to the file: see Watch.
+func (l *Ledger) Changes(ctx context.Context, poll time.Duration) <-chan struct{} {
+	return Watch(ctx, l.Path, poll)
+}
+
+// Version is the file's stamp, in a comparable form.
+func (l *Ledger) Version() string {
+	s := StampOf(l.Path)
+	return fmt.Sprintf("%d/%d/%d", s.ModTime.UnixNano(), s.Size, s.Inode)
+}
+
+// String is the file's path.
+func (l *Ledger) String() string { return l.Path }
 
 // unwritten reports whether the ledger has no content yet: no file, or an
 // empty one, which a writer killed between creating the file and writing
@@ -231,21 +250,13 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	}
 }
 
-// prepare creates the buckets of a new file and refuses a newer schema.
+// prepare creates the buckets of a new file, so that doctor finds every
+// bucket of the layout in any ledger written once.
 func prepare(btx *bolt.Tx) error {
 	if btx.Bucket(bucketMeta) == nil && len(bucketNames(btx)) > 0 {
 		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
 	}
-	meta, err := btx.CreateBucketIfNotExists(bucketMeta)
-	if err != nil {
-		return fmt.Errorf("create meta bucket: %w", err)
-	}
-	if v := meta.Get(keySchema); v == nil {
-		if err := meta.Put(keySchema, []byte{SchemaVersion}); err != nil {
-			return err
-		}
-	}
-	for _, name := range [][]byte{bucketPartitions, bucketEvents, bucketClaims, bucketLive} {
+	for _, name := range knownBuckets {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -253,18 +264,106 @@ func prepare(btx *bolt.Tx) error {
 	return nil
 }
 
+// runTx runs fn over one bbolt transaction, refusing a bbolt file that
+// holds buckets but no chronos meta bucket: somebody else's database.
 func runTx(btx *bolt.Tx, fn func(*Tx) error) error {
-	if meta := btx.Bucket(bucketMeta); meta != nil {
-		if v := meta.Get(keySchema); len(v) == 1 && v[0] > SchemaVersion {
-			return fmt.Errorf("%w (schema %d; this chronos reads up to %d): upgrade chronos", ErrNewerSchema, v[0], SchemaVersion)
-		} else if len(v) != 1 {
-			return fmt.Errorf("%w: missing or malformed schema version", ErrDamaged)
-		}
-	} else if len(bucketNames(btx)) > 0 {
+	if btx.Bucket(bucketMeta) == nil && len(bucketNames(btx)) > 0 {
 		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
 	}
-	return fn(&Tx{btx: btx})
+	tx, err := NewTx(boltTx{btx})
+	if err != nil {
+		return err
+	}
+	return fn(tx)
 }
+
+// boltTx is bbolt's transaction as a RawTx: a bucket per name, created on
+// first write.
+type boltTx struct{ btx *bolt.Tx }
+
+func (t boltTx) Get(bucket, k []byte) ([]byte, error) {
+	if b := t.btx.Bucket(bucket); b != nil {
+		return b.Get(k), nil
+	}
+	return nil, nil
+}
+
+func (t boltTx) writeBucket(name []byte) (*bolt.Bucket, error) {
+	if b := t.btx.Bucket(name); b != nil {
+		return b, nil
+	}
+	b, err := t.btx.CreateBucket(name)
+	if err != nil {
+		return nil, fmt.Errorf("create bucket %s: %w", name, err)
+	}
+	return b, nil
+}
+
+func (t boltTx) Put(bucket, k, v []byte) error {
+	b, err := t.writeBucket(bucket)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, v)
+}
+
+func (t boltTx) Delete(bucket, k []byte) error {
+	if b := t.btx.Bucket(bucket); b != nil {
+		return b.Delete(k)
+	}
+	return nil
+}
+
+func (t boltTx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	b := t.btx.Bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	var k, v []byte
+	switch {
+	case !reverse && from == nil:
+		k, v = c.First()
+	case !reverse:
+		k, v = c.Seek(from)
+	case from == nil:
+		k, v = c.Last()
+	default:
+		// The last key <= from: Seek finds the first key >= from.
+		if k, v = c.Seek(from); k == nil {
+			k, v = c.Last()
+		} else if !bytes.Equal(k, from) {
+			k, v = c.Prev()
+		}
+	}
+	for ; k != nil; k, v = step(c, reverse) {
+		if v == nil && b.Bucket(k) != nil {
+			continue // a nested bucket is no record
+		}
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+	if reverse {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+func (t boltTx) NextSequence(bucket []byte) (uint64, error) {
+	b, err := t.writeBucket(bucket)
+	if err != nil {
+		return 0, err
+	}
+	return b.NextSequence()
+}
+
+func (t boltTx) Writable() bool { return t.btx.Writable() }
 
 func bucketNames(btx *bolt.Tx) []string {
 	var names []string

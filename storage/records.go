@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrNotFound means no record has that id.
@@ -100,17 +99,10 @@ type Claim struct {
 	NeedsRoot bool      `json:"needs_root,omitempty"`
 }
 
-// Tx is one open transaction on the ledger. A Tx from View over a ledger
-// file that does not exist yet reads as empty.
+// Tx is one open transaction on the ledger, over any engine. A Tx from
+// View over a ledger that does not exist yet reads as empty.
 type Tx struct {
-	btx *bolt.Tx
-}
-
-func (tx *Tx) bucket(name []byte) *bolt.Bucket {
-	if tx.btx == nil {
-		return nil
-	}
-	return tx.btx.Bucket(name)
+	raw RawTx
 }
 
 func key(id uint64) []byte {
@@ -119,18 +111,44 @@ func key(id uint64) []byte {
 	return k
 }
 
-// Partitions returns every partition, oldest first.
-func (tx *Tx) Partitions() ([]Partition, error) {
-	b := tx.bucket(bucketPartitions)
-	if b == nil {
+// scan visits a bucket; an empty ledger has nothing to visit.
+func (tx *Tx) scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if tx.raw == nil {
+		return nil
+	}
+	return tx.raw.Scan(bucket, from, reverse, fn)
+}
+
+func (tx *Tx) get(bucket, k []byte) ([]byte, error) {
+	if tx.raw == nil {
 		return nil, nil
 	}
-	var out []Partition
-	err := b.ForEach(func(k, v []byte) error {
-		var p Partition
-		if err := decode(v, &p); err != nil {
-			return fmt.Errorf("partition %x: %w", k, err)
+	return tx.raw.Get(bucket, k)
+}
+
+// writable returns the engine's transaction when it may write.
+func (tx *Tx) writable(what string) (RawTx, error) {
+	if tx.raw == nil || !tx.raw.Writable() {
+		return nil, fmt.Errorf("%s: read-only transaction", what)
+	}
+	return tx.raw, nil
+}
+
+// each decodes every record of a bucket in key order.
+func each[T any](tx *Tx, bucket []byte, fn func(k []byte, rec T) error) error {
+	return tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+		var rec T
+		if err := decode(v, &rec); err != nil {
+			return false, fmt.Errorf("%s %x: %w", bucket, k, err)
 		}
+		return true, fn(k, rec)
+	})
+}
+
+// Partitions returns every partition, oldest first.
+func (tx *Tx) Partitions() ([]Partition, error) {
+	var out []Partition
+	err := each(tx, bucketPartitions, func(_ []byte, p Partition) error {
 		out = append(out, p)
 		return nil
 	})
@@ -140,11 +158,10 @@ func (tx *Tx) Partitions() ([]Partition, error) {
 // Partition returns the partition with that id, or ErrNotFound.
 func (tx *Tx) Partition(id uint64) (Partition, error) {
 	var p Partition
-	b := tx.bucket(bucketPartitions)
-	if b == nil {
-		return p, ErrNotFound
+	v, err := tx.get(bucketPartitions, key(id))
+	if err != nil {
+		return p, err
 	}
-	v := b.Get(key(id))
 	if v == nil {
 		return p, ErrNotFound
 	}
@@ -157,68 +174,75 @@ func (tx *Tx) Partition(id uint64) (Partition, error) {
 // PutPartition stores p, giving it the next id when it has none yet. Ids are
 // never reused.
 func (tx *Tx) PutPartition(p *Partition) error {
-	b := tx.bucket(bucketPartitions)
-	if b == nil || !tx.btx.Writable() {
-		return errors.New("put partition: read-only transaction")
+	raw, err := tx.writable("put partition")
+	if err != nil {
+		return err
 	}
 	if p.ID == 0 {
-		id, err := b.NextSequence()
+		id, err := raw.NextSequence(bucketPartitions)
 		if err != nil {
 			return err
 		}
 		p.ID = id
 	}
 	p.V = SchemaVersion
-	if err := put(b, key(p.ID), p); err != nil {
+	if err := put(raw, bucketPartitions, key(p.ID), p); err != nil {
 		return err
 	}
-	live := tx.bucket(bucketLive)
 	if p.State == Live {
-		return live.Put(key(p.ID), nil)
+		return raw.Put(bucketLive, key(p.ID), []byte{})
 	}
-	return live.Delete(key(p.ID))
+	return raw.Delete(bucketLive, key(p.ID))
+}
+
+// liveIDs lists the ids in the live index.
+func (tx *Tx) liveIDs() ([]uint64, error) {
+	var ids []uint64
+	err := tx.scan(bucketLive, nil, false, func(k, _ []byte) (bool, error) {
+		if len(k) != 8 {
+			return false, fmt.Errorf("%w: live index key %x", ErrDamaged, k)
+		}
+		ids = append(ids, binary.BigEndian.Uint64(k))
+		return true, nil
+	})
+	return ids, err
 }
 
 // LivePartitions returns the partitions stored as live, oldest first. Some
 // may be past their deadline: check LiveAt.
 func (tx *Tx) LivePartitions() ([]Partition, error) {
-	live := tx.bucket(bucketLive)
-	if live == nil {
-		return nil, nil
+	ids, err := tx.liveIDs()
+	if err != nil {
+		return nil, err
 	}
-	var out []Partition
-	err := live.ForEach(func(k, _ []byte) error {
-		if len(k) != 8 {
-			return fmt.Errorf("%w: live index key %x", ErrDamaged, k)
-		}
-		p, err := tx.Partition(binary.BigEndian.Uint64(k))
+	out := make([]Partition, 0, len(ids))
+	for _, id := range ids {
+		p, err := tx.Partition(id)
 		if err != nil {
-			return fmt.Errorf("live index: %w", err)
+			return nil, fmt.Errorf("live index: %w", err)
 		}
 		out = append(out, p)
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // PartitionsSince returns the partitions created at or after since, and
 // every partition still stored as live, oldest first.
 func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
-	b := tx.bucket(bucketPartitions)
-	if b == nil {
-		return nil, nil
-	}
 	var recent []Partition
-	c := b.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+	err := tx.scan(bucketPartitions, nil, true, func(k, v []byte) (bool, error) {
 		var p Partition
 		if err := decode(v, &p); err != nil {
-			return nil, fmt.Errorf("partition %x: %w", k, err)
+			return false, fmt.Errorf("partition %x: %w", k, err)
 		}
 		if p.Created.Before(since) {
-			break
+			return false, nil
 		}
 		recent = append(recent, p)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Reverse(recent)
 	seen := make(map[uint64]bool, len(recent))
@@ -226,25 +250,19 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 		seen[p.ID] = true
 	}
 	// Older bookings still stored as live: read only those not read above.
-	if live := tx.bucket(bucketLive); live != nil {
-		err := live.ForEach(func(k, _ []byte) error {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: live index key %x", ErrDamaged, k)
-			}
-			id := binary.BigEndian.Uint64(k)
-			if seen[id] {
-				return nil
-			}
-			p, err := tx.Partition(id)
-			if err != nil {
-				return fmt.Errorf("live index: %w", err)
-			}
-			recent = append(recent, p)
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	ids, err := tx.liveIDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if seen[id] {
+			continue
 		}
+		p, err := tx.Partition(id)
+		if err != nil {
+			return nil, fmt.Errorf("live index: %w", err)
+		}
+		recent = append(recent, p)
 	}
 	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
 	return recent, nil
@@ -252,51 +270,43 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 
 // AddEvent appends e to the audit trail, numbering it.
 func (tx *Tx) AddEvent(e Event) error {
-	b := tx.bucket(bucketEvents)
-	if b == nil || !tx.btx.Writable() {
-		return errors.New("add event: read-only transaction")
+	raw, err := tx.writable("add event")
+	if err != nil {
+		return err
 	}
-	seq, err := b.NextSequence()
+	seq, err := raw.NextSequence(bucketEvents)
 	if err != nil {
 		return err
 	}
 	e.Seq = seq
-	return put(b, key(seq), e)
+	return put(raw, bucketEvents, key(seq), e)
 }
 
 // Events returns the events numbered after seq, oldest first, at most limit
 // of them (0: all).
 func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
-	b := tx.bucket(bucketEvents)
-	if b == nil {
-		return nil, nil
-	}
 	var out []Event
-	c := b.Cursor()
-	for k, v := c.Seek(key(after + 1)); k != nil; k, v = c.Next() {
+	err := tx.scan(bucketEvents, key(after+1), false, func(k, v []byte) (bool, error) {
 		var e Event
 		if err := decode(v, &e); err != nil {
-			return out, fmt.Errorf("event %x: %w", k, err)
+			return false, fmt.Errorf("event %x: %w", k, err)
 		}
 		out = append(out, e)
-		if limit > 0 && len(out) == limit {
-			break
-		}
-	}
-	return out, nil
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
 }
 
 // LastEvent returns the sequence number of the newest event (0: none).
 func (tx *Tx) LastEvent() uint64 {
-	b := tx.bucket(bucketEvents)
-	if b == nil {
-		return 0
-	}
-	k, _ := b.Cursor().Last()
-	if len(k) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(k)
+	var last uint64
+	_ = tx.scan(bucketEvents, nil, true, func(k, _ []byte) (bool, error) {
+		if len(k) == 8 {
+			last = binary.BigEndian.Uint64(k)
+		}
+		return false, nil
+	})
+	return last
 }
 
 // Inventory returns the cached device inventory; ok is false when none was
@@ -319,13 +329,9 @@ func (tx *Tx) Policy() (p Policy, ok bool, err error) {
 func (tx *Tx) PutPolicy(p Policy) error { return tx.putMeta(keyPolicy, p) }
 
 func (tx *Tx) getMeta(k []byte, into any) (bool, error) {
-	b := tx.bucket(bucketMeta)
-	if b == nil {
-		return false, nil
-	}
-	v := b.Get(k)
-	if v == nil {
-		return false, nil
+	v, err := tx.get(bucketMeta, k)
+	if err != nil || v == nil {
+		return false, err
 	}
 	if err := decode(v, into); err != nil {
 		return false, fmt.Errorf("%s: %w", k, err)
@@ -334,19 +340,19 @@ func (tx *Tx) getMeta(k []byte, into any) (bool, error) {
 }
 
 func (tx *Tx) putMeta(k []byte, v any) error {
-	b := tx.bucket(bucketMeta)
-	if b == nil || !tx.btx.Writable() {
-		return fmt.Errorf("put %s: read-only transaction", k)
+	raw, err := tx.writable("put " + string(k))
+	if err != nil {
+		return err
 	}
-	return put(b, k, v)
+	return put(raw, bucketMeta, k, v)
 }
 
-func put(b *bolt.Bucket, k []byte, v any) error {
+func put(raw RawTx, bucket, k []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return b.Put(k, data)
+	return raw.Put(bucket, k, data)
 }
 
 // decode reads one stored record; a record that doesn't decode is damage.
@@ -360,48 +366,44 @@ func decode(data []byte, into any) error {
 // Claims returns every claim by key.
 func (tx *Tx) Claims() (map[string]Claim, error) {
 	out := map[string]Claim{}
-	b := tx.bucket(bucketClaims)
-	if b == nil {
-		return out, nil
-	}
-	err := b.ForEach(func(k, v []byte) error {
+	err := tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
 		var c Claim
 		if err := decode(v, &c); err != nil {
-			return fmt.Errorf("claim %q: %w", k, err)
+			return false, fmt.Errorf("claim %q: %w", k, err)
 		}
 		out[string(k)] = c
-		return nil
+		return true, nil
 	})
 	return out, err
 }
 
 // PutClaim stores (or replaces) the claim on key.
 func (tx *Tx) PutClaim(key string, c Claim) error {
-	b := tx.bucket(bucketClaims)
-	if b == nil || !tx.btx.Writable() {
-		return errors.New("put claim: read-only transaction")
+	raw, err := tx.writable("put claim")
+	if err != nil {
+		return err
 	}
-	return put(b, []byte(key), c)
+	return put(raw, bucketClaims, []byte(key), c)
 }
 
 // DropClaims deletes claims made before cutoff: the acts they guarded are
 // long done, and the processes they named long gone.
 func (tx *Tx) DropClaims(cutoff time.Time) error {
-	b := tx.bucket(bucketClaims)
-	if b == nil || !tx.btx.Writable() {
-		return errors.New("drop claims: read-only transaction")
+	raw, err := tx.writable("drop claims")
+	if err != nil {
+		return err
 	}
 	var old [][]byte
-	err := b.ForEach(func(k, v []byte) error {
+	err = tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
 		var c Claim
 		if decode(v, &c) != nil || c.At.Before(cutoff) {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return nil
+		return true, nil
 	})
 	for _, k := range old {
 		if err == nil {
-			err = b.Delete(k)
+			err = raw.Delete(bucketClaims, k)
 		}
 	}
 	return err

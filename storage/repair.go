@@ -353,21 +353,24 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 		if err := prepare(btx); err != nil {
 			return err
 		}
-		tx := &Tx{btx: btx}
+		raw := boltTx{btx}
+		tx, err := NewTx(raw)
+		if err != nil {
+			return err
+		}
 		created := map[uint64]bool{}
 		var maxSeq uint64
-		events := btx.Bucket(bucketEvents)
 		for _, seq := range sortedKeys(s.events) {
 			e := s.events[seq]
 			if e.Kind == "created" {
 				created[e.Partition] = true
 			}
-			if err := put(events, key(seq), e); err != nil {
+			if err := put(raw, bucketEvents, key(seq), e); err != nil {
 				return err
 			}
 			maxSeq = seq
 		}
-		if err := events.SetSequence(max(maxSeq, s.eventSeq)); err != nil {
+		if err := btx.Bucket(bucketEvents).SetSequence(max(maxSeq, s.eventSeq)); err != nil {
 			return err
 		}
 		var maxID uint64

@@ -46,7 +46,7 @@ func spacingCmd() tea.Cmd {
 	return tea.Tick(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
 }
 
-// watchingMsg hands over the channel that storage.Watch sends on.
+// watchingMsg hands over the channel the ledger sends change notices on.
 type watchingMsg struct{ changes <-chan struct{} }
 
 // actMsg is one line from the monitor: something it expired, warned or signalled.
@@ -100,10 +100,10 @@ func tickCmd(every time.Duration) tea.Cmd {
 	return tea.Tick(every, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-// watchCmd starts watching the ledger file; ctx ends the watch.
-func watchCmd(ctx context.Context, path string, poll time.Duration) tea.Cmd {
+// watchCmd starts watching the ledger; ctx ends the watch.
+func watchCmd(ctx context.Context, ledger storage.Store, poll time.Duration) tea.Cmd {
 	return func() tea.Msg {
-		return watchingMsg{changes: storage.Watch(ctx, path, poll)}
+		return watchingMsg{changes: ledger.Changes(ctx, poll)}
 	}
 }
 

@@ -172,7 +172,7 @@ func (m Model) Init() tea.Cmd {
 		sampleCmd(m.opts.Backend),
 		loadCmd(m.opts.Client),
 		tickCmd(m.opts.Refresh),
-		watchCmd(m.ctx, m.opts.Client.Ledger().Path, m.opts.Refresh),
+		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
 		waitActCmd(m.opts.Acts),
 	)
 }

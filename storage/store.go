@@ -1,0 +1,78 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Store is the ledger as the rest of chronos sees it: serializable
+// transactions over typed records, and notice when another process may have
+// changed them. One bbolt file (Ledger) and an etcd cluster (storage/etcd)
+// implement it; every rule in core — admission, the line, quotas, claims —
+// is written once above it.
+type Store interface {
+	// Update runs fn in one read-write transaction. Either every write fn
+	// made is committed or none is; fn's error rolls back and is returned.
+	Update(fn func(*Tx) error) error
+	// View runs fn in one read-only transaction.
+	View(fn func(*Tx) error) error
+	// Changes sends whenever another process may have written the ledger,
+	// checking at least every poll; the channel closes when ctx ends. Sends
+	// never block: a pending notice already says "look again".
+	Changes(ctx context.Context, poll time.Duration) <-chan struct{}
+	// Version identifies the ledger's contents cheaply (a file's stamp, a
+	// store's revision): equal versions mean nothing was written between.
+	Version() string
+	// String says where the ledger is, for messages.
+	String() string
+}
+
+// RawTx is one transaction of a storage engine: named buckets of ordered
+// byte keys. Engines implement it; Tx builds every record on it, so the
+// records' layout is written once for all engines.
+type RawTx interface {
+	// Get returns the value at key, nil when there is none. The slice is
+	// valid until the transaction ends.
+	Get(bucket, key []byte) ([]byte, error)
+	// Put stores value at key, creating the bucket when needed.
+	Put(bucket, key, value []byte) error
+	// Delete removes key; a missing key is no error.
+	Delete(bucket, key []byte) error
+	// Scan visits the bucket's keys in order until fn says stop: ascending
+	// from the first key >= from (nil: the first), or with reverse,
+	// descending from the last key <= from (nil: the last). Reads see this
+	// transaction's own writes.
+	Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (more bool, err error)) error
+	// NextSequence returns the bucket's next number, starting at 1. Numbers
+	// are never handed out twice, even when the keys they named are gone.
+	NextSequence(bucket []byte) (uint64, error)
+	// Writable reports whether this is a read-write transaction.
+	Writable() bool
+}
+
+// NewTx wraps an engine's transaction, checking (and on a new ledger,
+// writing) the schema version. A nil raw reads as an empty ledger.
+func NewTx(raw RawTx) (*Tx, error) {
+	tx := &Tx{raw: raw}
+	if raw == nil {
+		return tx, nil
+	}
+	v, err := raw.Get(bucketMeta, keySchema)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case v == nil && raw.Writable():
+		if err := raw.Put(bucketMeta, keySchema, []byte{SchemaVersion}); err != nil {
+			return nil, err
+		}
+	case v == nil:
+		// A ledger nobody has written yet reads as empty.
+	case len(v) != 1:
+		return nil, fmt.Errorf("%w: missing or malformed schema version", ErrDamaged)
+	case v[0] > SchemaVersion:
+		return nil, fmt.Errorf("%w (schema %d; this chronos reads up to %d): upgrade chronos", ErrNewerSchema, v[0], SchemaVersion)
+	}
+	return tx, nil
+}
