@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
 )
 
 // ErrNotFound means no record has that id.
