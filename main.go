@@ -791,7 +791,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	mps := gpu.DetectMPS("")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	start := core.Act{Time: c.Now(), Kind: "started", Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
+	start := core.Act{Time: c.Now(), Kind: storage.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
 		c.Ledger(), b.Name(), mps.Mode(), c.Me().User, core.FormatPolicy(pol))}
 	if notice != "" {
 		start.Detail += "; " + notice
@@ -799,7 +799,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	logAct(start)
 	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
 	err = m.Run(ctx)
-	logAct(core.Act{Time: c.Now(), Kind: "stopped", Detail: "signal received"})
+	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
 }
 

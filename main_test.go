@@ -270,7 +270,7 @@ func TestHeadlessMonitor(t *testing.T) {
 			select {
 			case a, ok := <-lines:
 				require.True(t, ok, "monitor exited early")
-				if a.Kind == kind {
+				if string(a.Kind) == kind {
 					return a
 				}
 			case <-time.After(10 * time.Second):

@@ -190,17 +190,31 @@ func (p *Partition) Extend(d time.Duration) error {
 	return err
 }
 
+// BookingStatus is what a person sees of a booking.
+type BookingStatus string
+
+// The statuses, as list, --json and the app print them.
+const (
+	StatusLive       BookingStatus = "live"
+	StatusEndingSoon BookingStatus = "ending soon"
+	StatusExpired    BookingStatus = "expired"
+	StatusReleased   BookingStatus = "released"
+)
+
+// Ended reports whether the booking no longer holds its share.
+func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
+
 // Status is what a person sees: live, ending soon, expired or released.
-func Status(p storage.Partition, now time.Time, warnLead time.Duration) string {
+func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
 	switch {
 	case p.State == storage.Released:
-		return "released"
+		return StatusReleased
 	case p.State == storage.Expired || !now.Before(p.Expires):
-		return "expired"
+		return StatusExpired
 	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
-		return "ending soon"
+		return StatusEndingSoon
 	default:
-		return "live"
+		return StatusLive
 	}
 }
 
@@ -212,6 +226,6 @@ func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
 
-func (c *Client) event(tx *storage.Tx, kind string, p storage.Partition, detail string) error {
+func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
 	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: detail})
 }

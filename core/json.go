@@ -9,18 +9,18 @@ import (
 // PartitionJSON is a booking as `chronos list --json` prints it. The field
 // names are a stable interface for scripts: add fields, never rename them.
 type PartitionJSON struct {
-	ID               uint64    `json:"id"`
-	Device           int       `json:"device"`
-	DeviceUUID       string    `json:"device_uuid,omitempty"`
-	Owner            string    `json:"owner"`
-	UID              int       `json:"uid"`
-	Share            float64   `json:"share"` // fraction of the device's memory, 0..1
-	Bytes            uint64    `json:"bytes"`
-	ComputePercent   int       `json:"compute_percent,omitempty"`
-	Created          time.Time `json:"created"`
-	Expires          time.Time `json:"expires"`
-	RemainingSeconds float64   `json:"remaining_seconds"`
-	State            string    `json:"state"` // live, ending soon, expired, released
+	ID               uint64        `json:"id"`
+	Device           int           `json:"device"`
+	DeviceUUID       string        `json:"device_uuid,omitempty"`
+	Owner            string        `json:"owner"`
+	UID              int           `json:"uid"`
+	Share            float64       `json:"share"` // fraction of the device's memory, 0..1
+	Bytes            uint64        `json:"bytes"`
+	ComputePercent   int           `json:"compute_percent,omitempty"`
+	Created          time.Time     `json:"created"`
+	Expires          time.Time     `json:"expires"`
+	RemainingSeconds float64       `json:"remaining_seconds"`
+	State            BookingStatus `json:"state"`
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.

@@ -16,17 +16,17 @@ import (
 // Act is one thing a monitor did or saw: a booking expired or was warned, a
 // process was signalled, or a signal was refused for want of permission.
 type Act struct {
-	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"` // expired, warned, signalled, denied, overbudget, unbooked, error
-	Partition uint64    `json:"partition,omitempty"`
-	User      string    `json:"user,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Detail    string    `json:"detail"`
+	Time      time.Time         `json:"time"`
+	Kind      storage.EventKind `json:"kind"`
+	Partition uint64            `json:"partition,omitempty"`
+	User      string            `json:"user,omitempty"`
+	PID       int               `json:"pid,omitempty"`
+	Detail    string            `json:"detail"`
 }
 
 func (a Act) String() string {
 	var b strings.Builder
-	b.WriteString(a.Kind)
+	b.WriteString(string(a.Kind))
 	if a.Partition != 0 {
 		fmt.Fprintf(&b, " #%d", a.Partition)
 	}
@@ -134,7 +134,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		next, err := m.tick(changed)
 		changed = false
 		if err != nil {
-			m.report(Act{Time: m.c.now(), Kind: "error", Detail: err.Error()})
+			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
 			next = m.c.now().Add(maxSleep)
 		}
 		wait := min(max(time.Until(next), 0), maxSleep)
@@ -317,7 +317,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			}
 		}
 		late := now.Sub(p.Expires)
-		a := Act{Time: now, Kind: "expired", Partition: id, User: p.User,
+		a := Act{Time: now, Kind: storage.EventExpired, Partition: id, User: p.User,
 			Detail: fmt.Sprintf("GPU %d, %s; %d GPU process(es); %s after the deadline", p.Device, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond))}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
@@ -336,7 +336,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		if err := tx.PutPartition(&p); err != nil {
 			return nil, err
 		}
-		a := Act{Time: now, Kind: "warned", Partition: id, User: p.User,
+		a := Act{Time: now, Kind: storage.EventWarned, Partition: id, User: p.User,
 			Detail: fmt.Sprintf("ends in %s (GPU %d)", FormatDuration(p.Expires.Sub(now)), p.Device)}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
@@ -378,13 +378,13 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
-				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: "overbudget",
+				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: storage.EventOverBudget,
 					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
 			if action == ActWarn {
-				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: "unbooked",
+				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
 					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
 			}
 		}
@@ -432,18 +432,18 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	var denied []string
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: "signalled", Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
 			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrProcessGone):
 			continue
 		case errors.Is(err, ErrNoPermission):
-			a.Kind = "denied"
+			a.Kind = storage.EventDenied
 			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
 			denied = append(denied, p.key)
 		default:
-			a.Kind, a.Detail = "error", fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
 		}
 		acts = append(acts, a)
 	}

@@ -41,7 +41,7 @@ func (l *actLog) kinds() []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, a := range l.acts {
-		out = append(out, a.Kind)
+		out = append(out, string(a.Kind))
 	}
 	return out
 }
@@ -53,7 +53,7 @@ func eventKinds(t *testing.T, c *Client, partition uint64) []string {
 	var out []string
 	for _, e := range evs {
 		if e.Partition == partition {
-			out = append(out, e.Kind)
+			out = append(out, string(e.Kind))
 		}
 	}
 	return out

@@ -106,7 +106,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if owner != c.me {
 				detail += " for " + owner.User
 			}
-			return c.event(tx, "created", out, detail)
+			return c.event(tx, storage.EventCreated, out, detail)
 		})
 	}
 	err := create(nil)
@@ -267,7 +267,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, "released", p, "")
+		return c.event(tx, storage.EventReleased, p, "")
 	})
 	return c.wrap(p), err
 }
@@ -296,7 +296,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, "extended", p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, storage.EventExtended, p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }

@@ -63,7 +63,7 @@ func TestCreateListReleaseExtend(t *testing.T) {
 	require.NoError(t, err)
 	var kinds []string
 	for _, e := range evs {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 		require.Equal(t, "alice", e.User)
 		require.NotZero(t, e.Partition)
 	}
@@ -72,7 +72,7 @@ func TestCreateListReleaseExtend(t *testing.T) {
 	last, err := c.LastEvents(2)
 	require.NoError(t, err)
 	require.Len(t, last, 2)
-	require.Equal(t, []string{"extended", "released"}, []string{last[0].Kind, last[1].Kind})
+	require.Equal(t, []storage.EventKind{storage.EventExtended, storage.EventReleased}, []storage.EventKind{last[0].Kind, last[1].Kind})
 	every, err := c.LastEvents(100)
 	require.NoError(t, err)
 	require.Len(t, every, 4)

@@ -68,7 +68,7 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		if err := tx.PutPolicy(p); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Time: c.now(), Kind: "policy", UID: c.me.UID, User: c.me.User, Detail: FormatPolicy(p)})
+		return tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventPolicy, UID: c.me.UID, User: c.me.User, Detail: FormatPolicy(p)})
 	})
 	return p, err
 }

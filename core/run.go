@@ -232,12 +232,12 @@ func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start ui
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
-			if err := c.event(tx, "expired", cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
+			if err := c.event(tx, storage.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
 				return err
 			}
 		}
 		won = true
-		return c.event(tx, "signalled", cur, fmt.Sprintf("pid %d: %s", pid, detail))
+		return c.event(tx, storage.EventSignalled, cur, fmt.Sprintf("pid %d: %s", pid, detail))
 	})
 	return won, err
 }

@@ -231,7 +231,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 			if e.Seq != seq {
 				d.problem("event %d says it is event %d", seq, e.Seq)
 			}
-			if e.Kind == "created" {
+			if e.Kind == EventCreated {
 				created[e.Partition] = true
 			}
 			maxSeq = max(maxSeq, seq)

@@ -50,11 +50,34 @@ func (p Partition) LiveAt(now time.Time) bool {
 	return p.State == Live && now.Before(p.Expires)
 }
 
+// EventKind says what an audit event records. The words are stored and
+// printed as they are, so they never change.
+type EventKind string
+
+// The audit trail's kinds, and the monitor's acts (which become events).
+const (
+	EventCreated    EventKind = "created"
+	EventReleased   EventKind = "released"
+	EventExtended   EventKind = "extended"
+	EventExpired    EventKind = "expired"
+	EventWarned     EventKind = "warned"
+	EventSignalled  EventKind = "signalled"
+	EventDenied     EventKind = "denied"
+	EventOverBudget EventKind = "overbudget"
+	EventUnbooked   EventKind = "unbooked"
+	EventPolicy     EventKind = "policy"
+	EventRepaired   EventKind = "repaired"
+	// Acts a monitor reports that are not stored as events.
+	EventError   EventKind = "error"
+	EventStarted EventKind = "started"
+	EventStopped EventKind = "stopped"
+)
+
 // Event is one line of the audit trail.
 type Event struct {
 	Seq       uint64    `json:"seq"`
 	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"`
+	Kind      EventKind `json:"kind"`
 	Partition uint64    `json:"partition,omitempty"`
 	UID       int       `json:"uid"`
 	User      string    `json:"user"`

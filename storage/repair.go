@@ -362,7 +362,7 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 		var maxSeq uint64
 		for _, seq := range sortedKeys(s.events) {
 			e := s.events[seq]
-			if e.Kind == "created" {
+			if e.Kind == EventCreated {
 				created[e.Partition] = true
 			}
 			if err := put(raw, bucketEvents, key(seq), e); err != nil {
@@ -382,7 +382,7 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 			}
 			maxID = id
 			if !created[id] {
-				if err := tx.AddEvent(Event{Time: now, Kind: "created", Partition: id, UID: p.UID, User: p.User,
+				if err := tx.AddEvent(Event{Time: now, Kind: EventCreated, Partition: id, UID: p.UID, User: p.User,
 					Detail: "restored by chronos doctor: the original event was lost (booked " + p.Created.UTC().Format(time.RFC3339) + ")"}); err != nil {
 					return err
 				}
@@ -406,7 +406,7 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 				return err
 			}
 		}
-		return tx.AddEvent(Event{Time: now, Kind: "repaired", UID: os.Getuid(),
+		return tx.AddEvent(Event{Time: now, Kind: EventRepaired, UID: os.Getuid(),
 			Detail: fmt.Sprintf("ledger rebuilt by chronos doctor: %d bookings, %d events", len(s.parts), len(s.events))})
 	})
 	if cerr := db.Close(); err == nil {

@@ -154,7 +154,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 	dev := pad(strconv.Itoa(r.Device), colGPU)
 	share := pad(core.FormatPercent(r.SharePPM)+" "+core.FormatBytes(r.Bytes), colShare)
 	leftCol := pad(left, colLeft)
-	state := pad(status, colState)
+	state := pad(string(status), colState)
 	procs := padLeft(strconv.Itoa(r.procs), colProcs)
 
 	frac := 1.0
@@ -169,8 +169,8 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 		}
 		return st.Selected.Render(fit(line+state+" "+procs, width))
 	}
-	ended := status == "expired" || status == "released"
-	soon := status == "ending soon"
+	ended := status.Ended()
+	soon := status == core.StatusEndingSoon
 	switch {
 	case ended:
 		line := mark + id + " " + owner + " " + dev + " " + share + " " + leftCol + " "

@@ -533,7 +533,7 @@ func (d *driver) startMonitor(i int) (*monitorProc, error) {
 				continue
 			}
 			m.mu.Lock()
-			m.counts[a.Kind]++
+			m.counts[string(a.Kind)]++
 			if a.Kind == "error" && len(m.errs) < keepFailures {
 				m.errs = append(m.errs, a.Detail)
 			}
