@@ -283,7 +283,7 @@ func TestHeadlessMonitor(t *testing.T) {
 	a := next("expired")
 	require.Equal(t, uint64(1), a.Partition)
 	parts := listJSON(t, db, "--all")
-	require.Equal(t, "expired", parts[0].State)
+	require.Equal(t, core.StatusExpired, parts[0].State)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	next("stopped")

@@ -105,7 +105,7 @@ func TestTimeIsTheTruth(t *testing.T) {
 
 	all, err := c.List(true)
 	require.NoError(t, err)
-	require.Equal(t, "expired", Status(all[0].Partition, clock.Now(), time.Minute))
+	require.Equal(t, StatusExpired, Status(all[0].Partition, clock.Now(), time.Minute))
 }
 
 func TestAdmissionAddsUpExactly(t *testing.T) {

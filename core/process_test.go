@@ -295,7 +295,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	require.NoError(t, err)
 	evs, err := quick.Events(0, 0)
 	require.NoError(t, err)
-	require.Equal(t, "held", evs[1].Kind, "the stopped process's transaction committed once it ran again")
+	require.Equal(t, storage.EventKind("held"), evs[1].Kind, "the stopped process's transaction committed once it ran again")
 }
 
 // otherUserDir skips unless the test runs as root; else it makes a directory

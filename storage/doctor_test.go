@@ -118,7 +118,7 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 		require.Equal(t, []uint64{1, 2, 4, 5, 7, 8, 10}, ids)
 		evs, err := tx.Events(0, 0)
 		require.NoError(t, err)
-		require.Equal(t, "repaired", evs[len(evs)-1].Kind)
+		require.Equal(t, EventRepaired, evs[len(evs)-1].Kind)
 		return nil
 	}))
 	require.NoError(t, l.Update(func(tx *Tx) error {
