@@ -104,7 +104,7 @@ func TestCommandLine(t *testing.T) {
 	require.Equal(t, uint64(40<<30), parts[1].Bytes)
 	require.InDelta(t, 9000, parts[1].RemainingSeconds, 5)
 	require.Equal(t, 25, parts[2].ComputePercent)
-	require.Equal(t, "live", parts[0].State)
+	require.Equal(t, core.StatusLive, parts[0].State)
 
 	r = chronos(t, db, "list")
 	require.Equal(t, 0, r.code)
