@@ -48,13 +48,21 @@ var (
 	// bucketLive indexes the partitions stored as live, so admission reads
 	// a handful of records however long the history grows.
 	bucketLive = []byte("live")
+	// bucketRequests holds the waiting line's requests, and bucketWaiting
+	// indexes those still waiting, as bucketLive does for bookings.
+	bucketRequests = []byte("requests")
+	bucketWaiting  = []byte("waiting")
 
-	// knownBuckets is the layout: every bucket a ledger may hold.
-	knownBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	// knownBuckets is the layout: every bucket a ledger may hold. Every
+	// write creates them all; requiredBuckets are those a ledger written
+	// by any chronos of this schema has (the line came later).
+	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting}
+	requiredBuckets = knownBuckets[:5]
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
 	keyPolicy    = []byte("policy")
+	keyUsage     = []byte("usage")
 )
 
 // Ledger is the path of a ledger file and how to open it. It holds no open

@@ -39,15 +39,45 @@ type Partition struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	Created    time.Time `json:"created"`
-	Expires    time.Time `json:"expires"`
-	State      State     `json:"state"`
-	Ended      time.Time `json:"ended,omitzero"`
-	Warned     bool      `json:"warned,omitempty"`
+	// Start is when the booking begins to hold its share: Created for a
+	// booking made for now, later for one made ahead (--at). A record
+	// written before bookings had a start reads Start = Created.
+	Start   time.Time `json:"start,omitzero"`
+	Expires time.Time `json:"expires"`
+	State   State     `json:"state"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Warned  bool      `json:"warned,omitempty"`
 }
 
-// LiveAt reports whether the partition holds its share at instant now.
+// LiveAt reports whether the partition holds its share at instant now:
+// stored as live, started, and not past its deadline.
 func (p Partition) LiveAt(now time.Time) bool {
-	return p.State == Live && now.Before(p.Expires)
+	return p.State == Live && !now.Before(p.Start) && now.Before(p.Expires)
+}
+
+// Upcoming reports whether the partition is booked ahead and has not
+// started at instant now.
+func (p Partition) Upcoming(now time.Time) bool {
+	return p.State == Live && now.Before(p.Start)
+}
+
+// EndedAt reports whether the partition no longer holds, nor will hold,
+// its share at instant now: released, expired, or past its deadline.
+func (p Partition) EndedAt(now time.Time) bool {
+	return p.State != Live || !now.Before(p.Expires)
+}
+
+// UnmarshalJSON reads a stored partition; one stored before bookings had a
+// start starts when it was made.
+func (p *Partition) UnmarshalJSON(data []byte) error {
+	type stored Partition // the same fields, without this method
+	if err := json.Unmarshal(data, (*stored)(p)); err != nil {
+		return err
+	}
+	if p.Start.IsZero() {
+		p.Start = p.Created
+	}
+	return nil
 }
 
 // EventKind says what an audit event records. The words are stored and
@@ -67,6 +97,11 @@ const (
 	EventUnbooked   EventKind = "unbooked"
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
+	// The waiting line: a request joined it, or left it without a booking
+	// (cancelled, timed out, its process gone, or it can never fit). A
+	// request granted leaves with the booking's "created" event.
+	EventQueued EventKind = "queued"
+	EventLeft   EventKind = "left"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
@@ -101,7 +136,8 @@ type Inventory struct {
 	Devices []Device  `json:"devices"`
 }
 
-// Policy is what the admin chose the monitor should do.
+// Policy is what the admin chose the monitor should do, and the rules of
+// fair sharing: quotas and the waiting line's order.
 type Policy struct {
 	Expiry     string        `json:"expiry"`      // "terminate" or "notify"
 	OverBudget string        `json:"over_budget"` // "off", "warn" or "terminate"
@@ -109,6 +145,27 @@ type Policy struct {
 	Grace      time.Duration `json:"grace"`
 	WarnLead   time.Duration `json:"warn_lead"`
 	MaxLength  time.Duration `json:"max_length"`
+
+	// Quotas; zero means no limit.
+	UserGPUs    float64       `json:"user_gpus,omitempty"`    // GPU-equivalents a user holds at once
+	UserHours   float64       `json:"user_hours,omitempty"`   // share-weighted GPU-hours in any HoursWindow
+	HoursWindow time.Duration `json:"hours_window,omitempty"` // the rolling window of UserHours
+	Ahead       time.Duration `json:"ahead"`                  // how far ahead a booking may start
+	// The line's order. A policy stored before these existed has a zero
+	// HalfLife, and reads with the defaults.
+	HalfLife  time.Duration `json:"half_life"`
+	AgeWeight float64       `json:"age_weight"`
+	MaxAge    time.Duration `json:"max_age"`
+	// Overrides are per-user ("alice") or per-group ("@students")
+	// settings, in the form `chronos policy set` reads them.
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override is the settings that apply to one user or group instead of
+// the policy's own: key to value, as typed ("user-gpus" -> "4").
+type Override struct {
+	For      string            `json:"for"`
+	Settings map[string]string `json:"settings"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
