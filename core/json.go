@@ -18,6 +18,7 @@ type PartitionJSON struct {
 	Bytes            uint64        `json:"bytes"`
 	ComputePercent   int           `json:"compute_percent,omitempty"`
 	Created          time.Time     `json:"created"`
+	Start            time.Time     `json:"start"`
 	Expires          time.Time     `json:"expires"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
@@ -25,14 +26,46 @@ type PartitionJSON struct {
 
 // JSON returns the booking in its script-facing form, as seen at now.
 func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
-	remaining := 0.0
-	if p.LiveAt(now) {
-		remaining = p.Expires.Sub(now).Seconds()
-	}
 	return PartitionJSON{
 		ID: p.ID, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
 		Share: float64(p.SharePPM) / ppm, Bytes: p.Bytes, ComputePercent: p.ComputePct,
-		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
+		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
 		State: Status(p, now, warnLead),
 	}
+}
+
+// QueueJSON is a waiting request as `chronos queue --json` prints it: a
+// stable interface for scripts, like PartitionJSON.
+type QueueJSON struct {
+	ID              uint64    `json:"id"`
+	Position        int       `json:"position"` // 1 is next; 0: leaving or starting at the next placement
+	Owner           string    `json:"owner"`
+	UID             int       `json:"uid"`
+	Device          *int      `json:"device"` // null: any GPU
+	Share           float64   `json:"share,omitempty"`
+	Bytes           uint64    `json:"bytes,omitempty"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	ComputePercent  int       `json:"compute_percent,omitempty"`
+	Created         time.Time `json:"created"`
+	NotBefore       time.Time `json:"not_before,omitzero"`
+	Deadline        time.Time `json:"deadline,omitzero"`
+	WaitedSeconds   float64   `json:"waited_seconds"`
+	FairShare       float64   `json:"fair_share"`
+	Priority        float64   `json:"priority"`
+	ETA             time.Time `json:"eta,omitzero"`
+	ETADevice       int       `json:"eta_device"`
+	Reason          string    `json:"reason"`
+}
+
+// QueueEntryJSON returns a waiting request in its script-facing form.
+func QueueEntryJSON(e QueueEntry, now time.Time) QueueJSON {
+	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Share: float64(e.SharePPM) / ppm, Bytes: e.Bytes,
+		DurationSeconds: e.Duration.Seconds(), ComputePercent: e.ComputePct, Created: e.Created.UTC(), NotBefore: e.NotBefore.UTC(),
+		Deadline: e.Deadline.UTC(), WaitedSeconds: now.Sub(e.Created).Seconds(), FairShare: e.Factor, Priority: e.Priority,
+		ETA: e.ETA.UTC(), ETADevice: e.ETADevice, Reason: e.Reason}
+	if e.Device != AnyDevice {
+		d := e.Device
+		out.Device = &d
+	}
+	return out
 }

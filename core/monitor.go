@@ -84,6 +84,7 @@ type Monitor struct {
 	o          MonitorOptions
 	root       bool
 	nextSample time.Time
+	nextLine   time.Time // when the waiting line next needs a look
 	snap       *snapshot // the ledger as last read; nil: read it again
 }
 
@@ -91,9 +92,10 @@ type Monitor struct {
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
 // every booking every second.
 type snapshot struct {
-	parts  []storage.Partition
-	claims map[string]storage.Claim
-	pol    Policy
+	parts   []storage.Partition
+	claims  map[string]storage.Claim
+	waiting bool // someone waits in line
+	pol     Policy
 	stamp  string // the ledger version it was read at
 	read   time.Time
 }
@@ -187,6 +189,11 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
+		line, err := tx.WaitingRequests()
+		if err != nil {
+			return err
+		}
+		s.waiting = len(line) > 0
 		s.claims, err = tx.Claims()
 		return err
 	})
@@ -272,7 +279,18 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 		}
 	}
-	return m.nextWake(parts, claims, pol, now), nil
+	next := m.nextWake(parts, claims, pol, now)
+	if snap.waiting || !m.nextLine.IsZero() && !now.Before(m.nextLine) {
+		// Time alone can make a placement due: an ETA reached, a quota's
+		// window slid on, a timeout, a waiting process gone.
+		if m.nextLine, err = m.c.TendLine(); err != nil {
+			return now, err
+		}
+		if !m.nextLine.IsZero() && m.nextLine.Before(next) {
+			next = m.nextLine
+		}
+	}
+	return next, nil
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored
@@ -306,8 +324,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		if p.State != storage.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		p.State, p.Ended = storage.Expired, p.Expires
-		if err := tx.PutPartition(&p); err != nil {
+		if err := endBooking(tx, &p, storage.Expired, p.Expires); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -323,6 +340,12 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			return nil, err
 		}
 		acts = append(acts, a)
+	}
+	if len(acts) > 0 {
+		// The room the expired bookings held goes to the line at once.
+		if err := m.c.placeLine(tx); err != nil {
+			return nil, err
+		}
 	}
 	for _, id := range warn {
 		p, err := tx.Partition(id)

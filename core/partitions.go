@@ -1,9 +1,11 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 // Request asks for a booking.
 type Request struct {
+	// Device is the GPU's index, or AnyDevice for whichever has room.
 	Device   int
 	Memory   Memory
 	Duration time.Duration
@@ -21,40 +24,68 @@ type Request struct {
 	Compute int
 	// For books on behalf of another user; root only. Empty: yourself.
 	For string
+	// Start books ahead: the booking holds its share from Start (zero:
+	// now) until Start + Duration.
+	Start time.Time
 }
 
-// Create books a share of a device. Admission — never more than 100% of a
-// device booked — is decided inside the transaction that writes the booking,
-// so no interleaving of processes can overbook.
+// Create books a share of a device, now or ahead of time. Admission — at
+// no instant of the booking more than 100% of the device booked, the
+// owner's quotas kept, no request waiting ahead in line delayed — is
+// decided inside the transaction that writes the booking, so no
+// interleaving of processes can overbook.
 func (c *Client) Create(req Request) (*Partition, error) {
+	p, _, err := c.submit(req, nil)
+	return p, err
+}
+
+// submit books req, or with wait set, puts it in the waiting line when it
+// cannot start yet.
+func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry, error) {
 	owner := c.me
 	if req.For != "" {
 		if !c.me.Root() {
-			return nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
+			return nil, nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
 		}
 		var err error
 		if owner, err = LookupUser(req.For); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
-		return nil, inputErr("no memory share given")
+		return nil, nil, inputErr("no memory share given")
 	}
 	if req.Memory.Bytes == 0 {
 		if _, err := checkFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if req.Duration < time.Second {
-		return nil, inputErr("duration %s must be at least a second", req.Duration)
+		return nil, nil, inputErr("duration %s must be at least a second", req.Duration)
 	}
 	if req.Compute < 0 || req.Compute > 100 {
-		return nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+		return nil, nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+	}
+	if req.Device < AnyDevice {
+		return nil, nil, inputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
+	}
+	ask := storage.Request{Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
+		UID: owner.UID, User: owner.User}
+	if req.Memory.Bytes == 0 {
+		ask.SharePPM = int64(math.Round(req.Memory.Fraction * ppm))
+	}
+	var waiter storage.Request
+	if wait != nil {
+		waiter.PID = cmp.Or(wait.PID, os.Getpid())
+		waiter.Host = thisHost()
+		waiter.PIDStart, _ = gpu.ProcStartTime(waiter.PID)
 	}
 
-	var out storage.Partition
+	var out *storage.Partition
+	var entry *QueueEntry
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
+			out, entry = nil, nil
 			inv, ok, err := tx.Inventory()
 			if err != nil {
 				return err
@@ -68,61 +99,77 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if !ok {
 				return errNeedDevices
 			}
-			pol, err := policyIn(tx)
-			if err != nil {
-				return err
-			}
-			if req.Duration > pol.MaxLength {
-				return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(req.Duration), FormatDuration(pol.MaxLength))
-			}
-			dev, err := findDevice(inv, req.Device)
-			if err != nil {
-				return err
-			}
-			share, bytes, err := shareOf(req.Memory, dev)
-			if err != nil {
-				return err
-			}
 			now := c.now()
-			parts, err := tx.LivePartitions()
+			r := ask
+			r.Created = now
+			start := now
+			if !req.Start.IsZero() {
+				if req.Start.Before(now.Add(-startSlack)) {
+					return inputErr("the start %s has passed", FormatWhen(req.Start, now))
+				}
+				start = later(req.Start, now)
+				r.NotBefore = start
+			}
+			b, err := readBooks(tx, inv, now)
 			if err != nil {
 				return err
 			}
-			used := bookedPPM(parts, req.Device, now)
-			if used+share > ppm {
-				free := max(0, ppm-used)
-				return fmt.Errorf("%w: GPU %d has %s (%s) free, %s asked", ErrOverbooked, req.Device,
-					FormatPercent(free), FormatBytes(bytesOf(free, dev.MemoryTotal)), FormatPercent(share))
-			}
-			out = storage.Partition{
-				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
-				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
-				Created: now, Expires: now.Add(req.Duration), State: storage.Live,
-			}
-			if err := tx.PutPartition(&out); err != nil {
+			if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
 				return err
 			}
-			detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(share), FormatBytes(bytes), dev.Index, FormatDuration(req.Duration))
-			if owner != c.me {
-				detail += " for " + owner.User
+			plan, err := b.plan(&r)
+			if err != nil {
+				return err
 			}
-			return c.event(tx, storage.EventCreated, out, detail)
+			switch {
+			case plan.candPart != nil:
+				out = plan.candPart
+				if err := c.book(tx, out, owner, ""); err != nil {
+					return err
+				}
+			case wait == nil:
+				return refusal(plan.candBlk, plan.candFit, now)
+			default:
+				r.PID, r.Host, r.PIDStart = waiter.PID, waiter.Host, waiter.PIDStart
+				if wait.Timeout > 0 {
+					r.Deadline = now.Add(wait.Timeout)
+				}
+				r.State = storage.Waiting
+				if err := tx.PutRequest(&r); err != nil {
+					return err
+				}
+				e := *plan.cand
+				e.Request = r
+				entry = &e
+				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, FormatWhen(e.ETA, now), e.Reason)
+				if err := c.lineEvent(tx, storage.EventQueued, r, why); err != nil {
+					return err
+				}
+			}
+			return c.applyLine(tx, b, plan)
 		})
 	}
 	err := create(nil)
 	if errors.Is(err, errNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
-			return nil, ierr
+			return nil, nil, ierr
 		}
 		err = create(&inv)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p := c.wrap(out)
-	return &p, nil
+	if out == nil {
+		return nil, entry, nil
+	}
+	p := c.wrap(*out)
+	return &p, nil, nil
 }
+
+// startSlack is how far in the past a start may be and still mean now: the
+// minute a person typed.
+const startSlack = time.Minute
 
 func (c *Client) fetchInventory() (storage.Inventory, error) {
 	if c.devices == nil {
@@ -178,18 +225,8 @@ func bytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / ppm)
 }
 
-func bookedPPM(parts []storage.Partition, device int, now time.Time) int64 {
-	var sum int64
-	for _, p := range parts {
-		if p.Device == device && p.LiveAt(now) {
-			sum += p.SharePPM
-		}
-	}
-	return sum
-}
-
-// List returns bookings, oldest first: the live ones, or with all, every
-// booking ever made that the ledger still holds.
+// List returns bookings, oldest first: the live and upcoming ones, or with
+// all, every booking ever made that the ledger still holds.
 func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
@@ -203,7 +240,7 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		}
 		now := c.now()
 		for _, p := range parts {
-			if all || p.LiveAt(now) {
+			if all || !p.EndedAt(now) {
 				out = append(out, c.wrap(p))
 			}
 		}
@@ -235,8 +272,8 @@ func getPartition(tx *storage.Tx, id uint64) (storage.Partition, error) {
 	return p, err
 }
 
-// mine fetches a live partition the client may change: its owner's, or any
-// for root.
+// mine fetches a live or upcoming partition the client may change: its
+// owner's, or any for root.
 func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition, error) {
 	p, err := getPartition(tx, id)
 	if err != nil {
@@ -245,7 +282,7 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 	if p.UID != c.me.UID && !c.me.Root() {
 		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", ErrNotOwner, id, p.User, verb)
 	}
-	if now := c.now(); !p.LiveAt(now) {
+	if now := c.now(); p.EndedAt(now) {
 		state := p.State
 		if state == storage.Live {
 			state = storage.Expired
@@ -255,7 +292,9 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 	return p, nil
 }
 
-// Release ends a live booking now. Its owner or root may.
+// Release ends a live booking now (or cancels an upcoming one), and in the
+// same transaction gives the room to the waiting line. Its owner or root
+// may.
 func (c *Client) Release(id uint64) (Partition, error) {
 	var p storage.Partition
 	err := c.ledger.Update(func(tx *storage.Tx) error {
@@ -263,17 +302,34 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
 		}
-		p.State, p.Ended = storage.Released, c.now()
-		if err := tx.PutPartition(&p); err != nil {
+		if err := endBooking(tx, &p, storage.Released, c.now()); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventReleased, p, "")
+		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
+			return err
+		}
+		return c.placeLine(tx)
 	})
 	return c.wrap(p), err
 }
 
-// Extend moves a live booking's deadline later by d. Its owner or root may;
-// the time left afterwards may not exceed the policy's maximum length.
+// endBooking ends p (released or expired) at ended and charges its owner's
+// fair-share usage for the time it held, in the transaction that ends it.
+func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time) error {
+	pol, err := policyIn(tx)
+	if err != nil {
+		return err
+	}
+	p.State, p.Ended = state, ended
+	if err := tx.PutPartition(p); err != nil {
+		return err
+	}
+	return charge(tx, *p, ended, pol.HalfLife)
+}
+
+// Extend moves a live or upcoming booking's deadline later by d. Its owner
+// or root may; the time left afterwards may not exceed the policy's
+// maximum length, and the added time is admitted like a new booking.
 func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	if d < time.Second {
 		return Partition{}, inputErr("extension %s must be at least a second", d)
@@ -284,13 +340,31 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if p, err = c.mine(tx, id, "extend"); err != nil {
 			return err
 		}
-		pol, err := policyIn(tx)
+		now := c.now()
+		inv, _, err := tx.Inventory()
 		if err != nil {
 			return err
 		}
+		b, err := readBooks(tx, inv, now)
+		if err != nil {
+			return err
+		}
+		lim := b.limitsFor(p.UID, p.User)
 		expires := p.Expires.Add(d)
-		if left := expires.Sub(c.now()); left > pol.MaxLength {
-			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(pol.MaxLength))
+		if left := expires.Sub(later(now, p.Start)); left > lim.MaxLength && !lim.Exempt {
+			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(lim.MaxLength))
+		}
+		// The added time is a new interval on the calendar: it must fit
+		// beside the bookings (some may start ahead), the owner's quotas,
+		// and the places kept for requests waiting in line.
+		plan, err := b.plan(nil)
+		if err != nil {
+			return err
+		}
+		dev, _ := findDevice(inv, p.Device)
+		more := ask{device: p.Device, uid: p.UID, share: p.SharePPM, length: d, limits: lim}
+		if blk := plan.cal.check(more, p.Expires); blk != nil {
+			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), refusal(blk, fit{dev: dev, ask: more}, now))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {
@@ -301,16 +375,30 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	return c.wrap(p), err
 }
 
-// Availability is how much of a device is free to book now.
+// Availability is how much of a device is free to book now, and, when
+// bookings made ahead take some of it later, how much is free from then.
 type Availability struct {
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
+	// Ahead is when bookings made ahead leave the least free (zero: they
+	// never leave less than now), and FreeAheadPPM how much.
+	Ahead        time.Time
+	FreeAheadPPM int64
+	// Waiting counts the requests in line for this GPU (or any).
+	Waiting int
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+	s := fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+	if !a.Ahead.IsZero() {
+		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercent(a.FreeAheadPPM), FormatWhen(a.Ahead, time.Now()))
+	}
+	if a.Waiting > 0 {
+		s += fmt.Sprintf("; %d waiting in line", a.Waiting)
+	}
+	return s
 }
 
 // Available says how much of every device (device < 0) or one device is free.
@@ -325,19 +413,36 @@ func (c *Client) Available(device int) ([]Availability, error) {
 		if err != nil {
 			return err
 		}
+		line, err := tx.WaitingRequests()
+		if err != nil {
+			return err
+		}
 		now := c.now()
+		cal := calendarOf(parts)
 		for _, d := range inv.Devices {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-bookedPPM(parts, d.Index, now))
-			n := 0
+			free := max(0, ppm-cal.bookedAt(d.Index, now))
+			a := Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal)}
 			for _, p := range parts {
-				if p.Device == d.Index && p.LiveAt(now) {
-					n++
+				switch {
+				case p.Device != d.Index:
+				case p.LiveAt(now):
+					a.Bookings++
+				case p.Upcoming(now):
+					// The least free at any start ahead, when less than now.
+					if then := max(0, ppm-cal.bookedAt(d.Index, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
+						a.Ahead, a.FreeAheadPPM = p.Start, then
+					}
 				}
 			}
-			out = append(out, Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+			for _, r := range line {
+				if r.Device == d.Index || r.Device == AnyDevice {
+					a.Waiting++
+				}
+			}
+			out = append(out, a)
 		}
 		return nil
 	})

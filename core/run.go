@@ -32,6 +32,10 @@ type RunOptions struct {
 	WarnSignal syscall.Signal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
+	// Wait, when set, joins the waiting line if the request cannot start
+	// now; OnQueue hears its place in line as it changes.
+	Wait    *WaitOptions
+	OnQueue func(QueueEntry)
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
 	// are passed to the command's CUDA clients.
 	MPS            gpu.MPS
@@ -85,7 +89,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 			return RunResult{}, err
 		}
 	} else {
-		got, err := c.Create(o.Request)
+		got, err := c.bookForRun(ctx, o, say)
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -98,6 +102,10 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 				say("could not release booking %d: %v", p.ID, err)
 			}
 		}
+	}
+	if err := c.awaitStart(ctx, p, say); err != nil {
+		release()
+		return RunResult{Partition: p.ID}, err
 	}
 
 	cmd := exec.Command(path, o.Command[1:]...)
@@ -202,6 +210,50 @@ loop:
 	return res, nil
 }
 
+// bookForRun books o's request, waiting in line when o says so.
+func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, ...any)) (*Partition, error) {
+	if o.Wait == nil {
+		return c.Create(o.Request)
+	}
+	got, entry, err := c.Enqueue(o.Request, *o.Wait)
+	if err != nil || got != nil {
+		return got, err
+	}
+	say("waiting in line: request %d", entry.ID)
+	onChange := o.OnQueue
+	if onChange == nil {
+		onChange = func(QueueEntry) {}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return c.Wait(ctx, entry.ID, onChange)
+}
+
+// awaitStart waits for a booking made ahead to start. Ctrl-C or SIGTERM
+// ends the wait; the caller releases what it booked.
+func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(string, ...any)) error {
+	wait := p.Start.Sub(c.now())
+	if wait <= 0 {
+		return nil
+	}
+	say("booking %d starts at %s: waiting %s", p.ID, FormatWhen(p.Start, c.now()), FormatDuration(wait))
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	for {
+		// Wall-clock deadlines: look again each second, so a step of the
+		// clock (NTP) does not move the start.
+		left := p.Start.Sub(c.now())
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, ctx.Err())
+		case <-time.After(min(left, maxSleep)):
+		}
+	}
+}
+
 // claimSignal takes the claim a monitor would take before signalling the
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
@@ -227,12 +279,14 @@ func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start ui
 			return err
 		}
 		if cur.State == storage.Live && !now.Before(cur.Expires) {
-			cur.State, cur.Ended = storage.Expired, cur.Expires
-			if err := tx.PutPartition(&cur); err != nil {
+			if err := endBooking(tx, &cur, storage.Expired, cur.Expires); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
 			if err := c.event(tx, storage.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
+				return err
+			}
+			if err := c.placeLine(tx); err != nil {
 				return err
 			}
 		}

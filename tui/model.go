@@ -512,7 +512,7 @@ func (m *Model) clampCursors() {
 func (m *Model) syncKeys() {
 	live := false
 	if r, ok := m.bookings.selected(); ok {
-		live = r.LiveAt(m.c.now())
+		live = !r.EndedAt(m.c.now()) // upcoming bookings too: they can be released or extended
 	}
 	m.c.keys.setMode(m.mode, m.view, live)
 	switch {
@@ -576,15 +576,19 @@ func (m *Model) derive() {
 		}
 	}
 	for _, p := range m.parts {
-		if p.LiveAt(now) {
+		ended := p.EndedAt(now)
+		switch {
+		case p.Upcoming(now):
+			soonest(p.Start)
+		case !ended:
 			soonest(p.Expires)
-		} else {
+		default:
 			soonest(endedAt(p.Partition).Add(shownAfterEnd))
 		}
-		if !p.LiveAt(now) && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
+		if ended && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
 			continue
 		}
-		r := bookingRow{Partition: p, procs: procs[p.ID], commands: commands[p.ID], mine: p.UID == me, live: p.LiveAt(now)}
+		r := bookingRow{Partition: p, procs: procs[p.ID], commands: commands[p.ID], mine: p.UID == me, live: !ended}
 		if m.mineOnly && !r.mine {
 			continue
 		}

@@ -136,10 +136,7 @@ func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height
 func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead time.Duration, barW, width int) string {
 	st := &t.c.styles
 	status := core.Status(r.Partition.Partition, now, warnLead)
-	left := "-"
-	if r.LiveAt(now) {
-		left = Countdown(r.Expires.Sub(now))
-	}
+	left := timeLeft(r.Partition.Partition, now)
 	mark := "  "
 	switch {
 	case selected && r.mine:
@@ -158,8 +155,10 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 	procs := padLeft(strconv.Itoa(r.procs), colProcs)
 
 	frac := 1.0
-	if total := r.Expires.Sub(r.Created); total > 0 && r.LiveAt(now) {
-		frac = float64(now.Sub(r.Created)) / float64(total)
+	if total := r.Expires.Sub(r.Start); total > 0 && r.LiveAt(now) {
+		frac = float64(now.Sub(r.Start)) / float64(total)
+	} else if r.Upcoming(now) {
+		frac = 0
 	}
 	if selected {
 		// One style over the whole line, so the highlight is unbroken.

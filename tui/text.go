@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // WriteBookings prints bookings as a plain table for `chronos list`: no
@@ -17,17 +18,25 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE")
+	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tSTARTS\tEXPIRES\tSTATE")
 	for _, p := range parts {
-		left := "-"
-		if p.LiveAt(now) {
-			left = Countdown(p.Expires.Sub(now))
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
-			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
+			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), timeLeft(p.Partition, now),
+			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead))
 	}
 	return tw.Flush()
+}
+
+// timeLeft is a booking's countdown: the time it has left, its whole
+// length while it has not started, "-" once it has ended.
+func timeLeft(p storage.Partition, now time.Time) string {
+	switch {
+	case p.Upcoming(now):
+		return Countdown(p.Expires.Sub(p.Start))
+	case p.LiveAt(now):
+		return Countdown(p.Expires.Sub(now))
+	}
+	return "-"
 }
 
 // Countdown prints time left as h:mm:ss (d+h:mm:ss past a day).

@@ -1,0 +1,285 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// slot is one interval of the calendar: a share of a device held by a user
+// over [start, end). Every booking is a slot, ended ones over the time they
+// were held (the hours quota looks back); so is the place the line keeps
+// for a request ahead that cannot start yet.
+type slot struct {
+	device     int
+	uid        int
+	share      int64 // parts per million of the device
+	start, end time.Time
+	request    uint64 // a place kept for this waiting request; 0: a booking
+}
+
+// slotOf is the interval a booking holds (or held) its share.
+func slotOf(p storage.Partition) slot {
+	end := p.Expires
+	if p.State == storage.Released && p.Ended.Before(end) {
+		end = p.Ended
+	}
+	return slot{device: p.Device, uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
+}
+
+// calendar is the slots that admission weighs a request against.
+type calendar []slot
+
+// calendarOf is the calendar of a set of bookings.
+func calendarOf(parts []storage.Partition) calendar {
+	cal := make(calendar, 0, len(parts))
+	for _, p := range parts {
+		if s := slotOf(p); s.end.After(s.start) {
+			cal = append(cal, s)
+		}
+	}
+	return cal
+}
+
+// peak is the most the matching slots hold at any instant of [from, to),
+// in parts per million. The sum is piecewise constant and rises only where
+// a slot starts, so a sweep over the starts and ends inside the interval
+// finds it.
+func (c calendar) peak(match func(slot) bool, from, to time.Time) int64 {
+	type step struct {
+		at    time.Time
+		delta int64
+	}
+	var sum int64
+	var steps []step
+	for _, s := range c {
+		if !match(s) || !s.start.Before(to) || !s.end.After(from) {
+			continue
+		}
+		if s.start.After(from) {
+			steps = append(steps, step{s.start, s.share})
+		} else {
+			sum += s.share
+		}
+		if s.end.Before(to) {
+			steps = append(steps, step{s.end, -s.share})
+		}
+	}
+	// At one instant, ends come before starts: intervals are half-open.
+	slices.SortFunc(steps, func(a, b step) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.delta, b.delta))
+	})
+	most := sum
+	for _, st := range steps {
+		sum += st.delta
+		most = max(most, sum)
+	}
+	return most
+}
+
+// bookedAt is the share of device booked at instant t.
+func (c calendar) bookedAt(device int, t time.Time) int64 {
+	return c.peak(onDevice(device), t, t.Add(time.Nanosecond))
+}
+
+func onDevice(device int) func(slot) bool {
+	return func(s slot) bool { return s.device == device && s.request == 0 }
+}
+
+func onDeviceOrKept(device int) func(slot) bool {
+	return func(s slot) bool { return s.device == device }
+}
+
+func ofUser(uid int) func(slot) bool {
+	return func(s slot) bool { return s.uid == uid }
+}
+
+// gpuSeconds is the share-weighted time the user's slots hold within
+// [from, to): a 50% booking held an hour is 1,800.
+func (c calendar) gpuSeconds(uid int, from, to time.Time) float64 {
+	var sum float64
+	for _, s := range c {
+		if s.uid != uid {
+			continue
+		}
+		a, b := later(s.start, from), earlier(s.end, to)
+		if b.After(a) {
+			sum += float64(s.share) / ppm * b.Sub(a).Seconds()
+		}
+	}
+	return sum
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// ask is one request weighed against the calendar on one device.
+type ask struct {
+	device int
+	uid    int
+	share  int64
+	length time.Duration
+	limits Limits
+}
+
+func (a ask) slot(start time.Time, request uint64) slot {
+	return slot{device: a.device, uid: a.uid, share: a.share, start: start, end: start.Add(a.length), request: request}
+}
+
+// Why a request cannot start at an instant.
+const (
+	blockedDevice   = "device"    // the GPU is booked
+	blockedReserved = "reserved"  // the room is kept for requests ahead in line
+	blockedGPUs     = "user-gpus" // the user's quota of GPUs held at once
+	blockedHours    = "user-hours"
+)
+
+// blocker is why a request cannot start at an instant, with the figure
+// that stands in the way: the share booked (parts per million) or held
+// (GPU-equivalents), or the GPU-hours used.
+type blocker struct {
+	kind   string
+	device int
+	figure float64
+}
+
+// check says what stops a starting at start; nil: nothing.
+func (c calendar) check(a ask, start time.Time) *blocker {
+	end := start.Add(a.length)
+	if used := c.peak(onDevice(a.device), start, end); used+a.share > ppm {
+		return &blocker{kind: blockedDevice, device: a.device, figure: float64(used)}
+	}
+	if used := c.peak(onDeviceOrKept(a.device), start, end); used+a.share > ppm {
+		return &blocker{kind: blockedReserved, device: a.device, figure: float64(used)}
+	}
+	if a.limits.Exempt {
+		return nil
+	}
+	if lim := a.limits.UserGPUs; lim > 0 {
+		if held := c.peak(ofUser(a.uid), start, end); float64(held+a.share) > lim*ppm+0.5 {
+			return &blocker{kind: blockedGPUs, device: a.device, figure: float64(held) / ppm}
+		}
+	}
+	if lim := a.limits.UserHours; lim > 0 {
+		if used, over := c.hoursPeak(a, start); over {
+			return &blocker{kind: blockedHours, device: a.device, figure: used}
+		}
+	}
+	return nil
+}
+
+// hoursPeak checks every rolling window that holds part of the new slot:
+// the GPU-hours in it, with the new slot, may not pass the limit. The sum
+// over a window is piecewise linear in where the window ends, so its most
+// is at a window ending where some slot starts or ends, or a window's
+// length after. It returns the GPU-hours the user has in the fullest
+// window without the new slot, and whether that window goes over.
+func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
+	w := a.limits.HoursWindow
+	limit := a.limits.UserHours * 3600
+	fresh := a.slot(start, 0)
+	fresh.uid = -1 // counted on its own below
+	with := append(calendar{fresh}, c...)
+	var ends []time.Time
+	for _, s := range with {
+		if s.uid == a.uid || s.uid == -1 {
+			ends = append(ends, s.start, s.end, s.start.Add(w), s.end.Add(w))
+		}
+	}
+	worst, over := 0.0, false
+	for _, t := range ends {
+		if !t.After(fresh.start) || t.After(fresh.end.Add(w)) {
+			continue // this window holds none of the new slot
+		}
+		old := c.gpuSeconds(a.uid, t.Add(-w), t)
+		mine := with[:1].gpuSeconds(-1, t.Add(-w), t)
+		if old+mine > limit+1e-6 && old >= worst {
+			worst, over = old, true
+		}
+	}
+	return worst / 3600, over
+}
+
+// never says why a could not start whatever the calendar held: it asks
+// more than a quota allows by itself.
+func (a ask) never() *blocker {
+	switch {
+	case a.limits.Exempt:
+		return nil
+	case a.limits.UserGPUs > 0 && float64(a.share) > a.limits.UserGPUs*ppm+0.5:
+		return &blocker{kind: blockedGPUs, device: a.device}
+	case a.limits.UserHours > 0 && float64(a.share)/ppm*a.length.Hours() > a.limits.UserHours+1e-9:
+		return &blocker{kind: blockedHours, device: a.device}
+	}
+	return nil
+}
+
+// earliest is the first instant at or after from when a fits, and what
+// stops it at from (nil when it starts at from). The calendar's slots all
+// end, so a request that is not refused by never() always fits somewhere:
+// at the latest once every slot it meets has ended, and for the hours
+// quota, a window after that.
+func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
+	first := c.check(a, from)
+	if first == nil {
+		return from, nil
+	}
+	// Room can only appear where a slot ends, and the hours quota frees as
+	// old slots slide out of the window: where they leave the window
+	// ending when a would end.
+	var at []time.Time
+	w := a.limits.HoursWindow
+	for _, s := range c {
+		if s.device == a.device || s.uid == a.uid {
+			at = append(at, s.end)
+		}
+		if s.uid == a.uid && a.limits.UserHours > 0 {
+			at = append(at, s.start.Add(w-a.length), s.end.Add(w-a.length), s.start.Add(w), s.end.Add(w))
+		}
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	prev := from
+	for _, t := range slices.Compact(at) {
+		if !t.After(from) {
+			continue
+		}
+		if c.check(a, t) != nil {
+			prev = t
+			continue
+		}
+		if a.limits.UserHours > 0 && !a.limits.Exempt {
+			t = c.refine(a, prev, t)
+		}
+		return t, first
+	}
+	// Not reached for a request never() allows; fail safe, not forever.
+	return time.Time{}, first
+}
+
+// refine moves a start that fits earlier, towards one that does not, while
+// it still fits: the hours quota frees continuously as old use slides out
+// of the window, not only where slots begin or end.
+func (c calendar) refine(a ask, bad, good time.Time) time.Time {
+	for good.Sub(bad) > time.Second {
+		mid := bad.Add(good.Sub(bad) / 2)
+		if c.check(a, mid) == nil {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good
+}

@@ -1,0 +1,655 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// AnyDevice asks for whichever GPU has room first.
+const AnyDevice = storage.AnyDevice
+
+// books is what admission and the waiting line read in one transaction.
+type books struct {
+	now   time.Time
+	inv   storage.Inventory
+	pol   Policy
+	parts []storage.Partition // stored live; with the recent history when an hours quota looks back
+	line  []storage.Request   // waiting, oldest first
+	usage []storage.Usage     // read when someone waits: it orders the line
+	// limits caches each user's limits for this transaction.
+	limits map[int]Limits
+	// alive says whether a request's waiting process still runs.
+	alive func(storage.Request) bool
+}
+
+func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, error) {
+	b := &books{now: now, inv: inv, limits: map[int]Limits{}, alive: waiterAlive}
+	var err error
+	if b.pol, err = policyIn(tx); err != nil {
+		return nil, err
+	}
+	if back := b.lookBack(); back > 0 {
+		b.parts, err = tx.PartitionsSince(now.Add(-back))
+	} else {
+		b.parts, err = tx.LivePartitions()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b.line, err = tx.WaitingRequests(); err != nil {
+		return nil, err
+	}
+	if len(b.line) > 0 {
+		b.usage, err = tx.Usage()
+	}
+	return b, err
+}
+
+// lookBack is how far back bookings can matter to an hours quota: the
+// longest window, and the longest booking that can reach into it.
+func (b *books) lookBack() time.Duration {
+	l := limitsOf(b.pol)
+	window, longest := time.Duration(0), l.MaxLength
+	if l.UserHours > 0 {
+		window = l.HoursWindow
+	}
+	for _, o := range b.pol.Overrides {
+		var s Limits
+		_ = applyLimits(&s, o.Settings)
+		if s.UserHours > 0 {
+			window = max(window, s.HoursWindow)
+		}
+		longest = max(longest, s.MaxLength)
+	}
+	if window == 0 {
+		return 0
+	}
+	return window + longest
+}
+
+func (b *books) limitsFor(uid int, name string) Limits {
+	l, ok := b.limits[uid]
+	if !ok {
+		l = LimitsFor(b.pol, Identity{UID: uid, User: name})
+		b.limits[uid] = l
+	}
+	return l
+}
+
+// devicesFor resolves a request's GPU: the one named, or every GPU for any.
+// It is the one place a device is looked up for booking.
+func devicesFor(inv storage.Inventory, index int) ([]storage.Device, error) {
+	if index == AnyDevice && len(inv.Devices) > 0 {
+		return inv.Devices, nil
+	}
+	d, err := findDevice(inv, index)
+	if err != nil {
+		return nil, err
+	}
+	return []storage.Device{d}, nil
+}
+
+// askOn is r weighed on device d.
+func (b *books) askOn(r storage.Request, d storage.Device) (ask, error) {
+	share := r.SharePPM
+	if r.Bytes > 0 {
+		var err error
+		if share, _, err = shareOf(Bytes(r.Bytes), d); err != nil {
+			return ask{}, err
+		}
+	}
+	return ask{device: d.Index, uid: r.UID, share: share, length: r.Duration, limits: b.limitsFor(r.UID, r.User)}, nil
+}
+
+// fit is where and when a request can start.
+type fit struct {
+	dev   storage.Device
+	ask   ask
+	start time.Time
+}
+
+// possible says why r could never be granted, whatever the calendar held:
+// no such GPU, more than a GPU has, longer than allowed, more than a quota
+// allows by itself. Nil: it can, some time.
+func (b *books) possible(r storage.Request) error {
+	devs, err := devicesFor(b.inv, r.Device)
+	if err != nil {
+		return err
+	}
+	lim := b.limitsFor(r.UID, r.User)
+	if !lim.Exempt && r.Duration > lim.MaxLength {
+		return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(r.Duration), FormatDuration(lim.MaxLength))
+	}
+	var first error
+	for _, d := range devs {
+		a, err := b.askOn(r, d)
+		if err == nil {
+			if blk := a.never(); blk == nil {
+				return nil
+			} else {
+				err = neverRefusal(blk, a)
+			}
+		}
+		first = cmp.Or(first, err)
+	}
+	return first
+}
+
+// earliest is where and when r can first start at or after from, and what
+// stops it at from (nil: it starts at from). Among GPUs that fit as soon,
+// the first listed wins.
+func (b *books) earliest(cal calendar, r storage.Request, from time.Time) (fit, *blocker) {
+	devs, _ := devicesFor(b.inv, r.Device)
+	var best fit
+	var why *blocker
+	for _, d := range devs {
+		a, err := b.askOn(r, d)
+		if err != nil || a.never() != nil {
+			continue
+		}
+		t, blk := cal.earliest(a, from)
+		if !t.IsZero() && (best.start.IsZero() || t.Before(best.start)) {
+			best, why = fit{dev: d, ask: a, start: t}, blk
+		}
+	}
+	return best, why
+}
+
+// booking is the booking r gets at f.
+func (b *books) booking(r storage.Request, f fit) storage.Partition {
+	bytes := r.Bytes
+	if bytes == 0 {
+		bytes = bytesOf(f.ask.share, f.dev.MemoryTotal)
+	}
+	return storage.Partition{Device: f.dev.Index, DeviceUUID: f.dev.UUID, SharePPM: f.ask.share, Bytes: bytes,
+		ComputePct: r.ComputePct, UID: r.UID, User: r.User, Created: b.now, Start: f.start,
+		Expires: f.start.Add(r.Duration), State: storage.Live}
+}
+
+// QueueEntry is one request in the waiting line as it stands now.
+type QueueEntry struct {
+	storage.Request
+	Position int     `json:"position"` // 1 is next
+	Factor   float64 `json:"fair_share"`
+	Priority float64 `json:"priority"`
+	// ETA is when it should start, given the bookings and the requests
+	// ahead of it; ETADevice the GPU it would start on.
+	ETA       time.Time `json:"eta"`
+	ETADevice int       `json:"eta_device"`
+	Reason    string    `json:"reason"` // why it cannot start now
+}
+
+type grant struct {
+	req  storage.Request
+	part storage.Partition
+}
+
+// linePlan is what one pass over the line decides.
+type linePlan struct {
+	order  []QueueEntry      // still waiting, in order
+	grants []grant           // start now (or at their --at)
+	leaves []storage.Request // leave unbooked, with why
+	// cal is the calendar with every grant and the places kept for the
+	// requests still waiting.
+	cal calendar
+	// The request being made, when there is one: booked, or its entry and
+	// what stops it now.
+	candPart *storage.Partition
+	cand     *QueueEntry
+	candFit  fit
+	candBlk  *blocker
+}
+
+func (p linePlan) pending() bool { return len(p.grants)+len(p.leaves) > 0 }
+
+// keptForCandidate marks the place kept for a request not yet stored.
+const keptForCandidate = math.MaxUint64
+
+// plan orders the line and places it on the calendar: requests whose time
+// ran out or whose process is gone leave; the rest go in priority order,
+// each starting now if it fits beside the bookings and the places kept for
+// those ahead, else keeping its own place at its ETA (conservative
+// backfill: nobody behind can delay it). cand is a request being made now,
+// weighed like the others; an error says it could never be granted.
+func (b *books) plan(cand *storage.Request) (linePlan, error) {
+	var p linePlan
+	var entries []QueueEntry
+	for _, r := range b.line {
+		if state, why := b.leaving(r); why != "" {
+			r.State, r.Reason, r.Ended = state, why, b.now
+			p.leaves = append(p.leaves, r)
+			continue
+		}
+		entries = append(entries, QueueEntry{Request: r})
+	}
+	if cand != nil {
+		if err := b.possible(*cand); err != nil {
+			return p, err
+		}
+		entries = append(entries, QueueEntry{Request: *cand})
+	}
+	if len(b.line) > 0 {
+		b.prioritise(entries)
+	}
+	p.cal = calendarOf(b.parts)
+	for _, e := range entries {
+		from := later(b.now, e.NotBefore)
+		f, blk := b.earliest(p.cal, e.Request, from)
+		isCand := cand != nil && e.ID == 0
+		if f.start.IsZero() {
+			continue // possible() said it can; keep no place rather than a wrong one
+		}
+		if blk == nil {
+			part := b.booking(e.Request, f)
+			p.cal = append(p.cal, slotOf(part))
+			if isCand {
+				p.candPart = &part
+			} else {
+				p.grants = append(p.grants, grant{req: e.Request, part: part})
+			}
+			continue
+		}
+		e.Position, e.ETA, e.ETADevice, e.Reason = len(p.order)+1, f.start, f.dev.Index, blk.reason(f.ask)
+		keep := e.ID
+		if isCand {
+			keep = keptForCandidate
+		}
+		p.cal = append(p.cal, f.ask.slot(f.start, keep))
+		p.order = append(p.order, e)
+		if isCand {
+			p.cand, p.candFit, p.candBlk = &e, f, blk
+		}
+	}
+	return p, nil
+}
+
+// leaving says why a waiting request leaves the line unbooked, if it does.
+func (b *books) leaving(r storage.Request) (storage.RequestState, string) {
+	switch {
+	case !r.Deadline.IsZero() && !b.now.Before(r.Deadline):
+		return storage.TimedOut, fmt.Sprintf("waited %s (--timeout)", FormatDuration(r.Deadline.Sub(r.Created)))
+	case !b.alive(r):
+		return storage.Cancelled, fmt.Sprintf("its waiting process (pid %d on %s) is gone", r.PID, r.Host)
+	}
+	if err := b.possible(r); err != nil {
+		return storage.Cancelled, "it can never be granted: " + err.Error()
+	}
+	return "", ""
+}
+
+// prioritise computes each entry's fair-share factor and priority, and
+// sorts them: highest priority first, then the oldest.
+func (b *books) prioritise(entries []QueueEntry) {
+	used := usageAt(b.usage, b.parts, b.now, b.pol.HalfLife)
+	for i := range entries {
+		e := &entries[i]
+		e.Factor = fairShare(used[e.UID], len(b.inv.Devices), b.pol.HalfLife, b.limitsFor(e.UID, e.User).Share)
+		e.Priority = priority(e.Factor, b.now.Sub(e.Created), b.pol)
+	}
+	slices.SortStableFunc(entries, func(x, y QueueEntry) int {
+		return cmp.Or(cmp.Compare(y.Priority, x.Priority), x.Created.Compare(y.Created), cmp.Compare(x.ID, y.ID))
+	})
+}
+
+// waiterAlive says whether a request's waiting process still runs. A
+// process on another host is taken to run.
+func waiterAlive(r storage.Request) bool {
+	if r.PID <= 0 || r.Host != thisHost() {
+		return true
+	}
+	start, err := gpu.ProcStartTime(r.PID)
+	return err == nil && (r.PIDStart == 0 || start == r.PIDStart)
+}
+
+func thisHost() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// applyLine writes what a plan decided.
+func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) error {
+	for _, r := range p.leaves {
+		if err := tx.PutRequest(&r); err != nil {
+			return err
+		}
+		if err := c.lineEvent(tx, storage.EventLeft, r, r.Reason); err != nil {
+			return err
+		}
+	}
+	for _, g := range p.grants {
+		owner := Identity{UID: g.req.UID, User: g.req.User}
+		note := fmt.Sprintf("request %d, after %s in line", g.req.ID, FormatDuration(b.now.Sub(g.req.Created)))
+		if err := c.book(tx, &g.part, owner, note); err != nil {
+			return err
+		}
+		g.req.State, g.req.Partition, g.req.Ended = storage.Granted, g.part.ID, b.now
+		if err := tx.PutRequest(&g.req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeLine places the waiting line, inside a transaction that may have
+// freed room or changed the rules: every release, expiry, cancellation and
+// policy change runs it.
+func (c *Client) placeLine(tx *storage.Tx) error {
+	line, err := tx.WaitingRequests()
+	if err != nil || len(line) == 0 {
+		return err
+	}
+	inv, _, err := tx.Inventory()
+	if err != nil {
+		return err
+	}
+	b, err := readBooks(tx, inv, c.now())
+	if err != nil {
+		return err
+	}
+	p, err := b.plan(nil)
+	if err != nil {
+		return err
+	}
+	return c.applyLine(tx, b, p)
+}
+
+// book writes a new booking and its "created" event.
+func (c *Client) book(tx *storage.Tx, p *storage.Partition, owner Identity, note string) error {
+	if err := tx.PutPartition(p); err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatDuration(p.Expires.Sub(p.Start)))
+	if p.Start.After(p.Created) {
+		detail += ", from " + p.Start.UTC().Format(time.RFC3339)
+	}
+	if owner != c.me {
+		detail += " for " + owner.User
+	}
+	if note != "" {
+		detail += " (" + note + ")"
+	}
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventCreated, Partition: p.ID, UID: owner.UID, User: owner.User, Detail: detail})
+}
+
+func (c *Client) lineEvent(tx *storage.Tx, kind storage.EventKind, r storage.Request, why string) error {
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, UID: c.me.UID, User: c.me.User,
+		Detail: fmt.Sprintf("request %d (%s): %s", r.ID, DescribeRequest(r), why)})
+}
+
+// DescribeRequest says what a request asks: "50% of GPU 0 for 2h".
+func DescribeRequest(r storage.Request) string {
+	what := FormatPercent(r.SharePPM)
+	if r.Bytes > 0 {
+		what = FormatBytes(r.Bytes)
+	}
+	gpuName := fmt.Sprintf("GPU %d", r.Device)
+	if r.Device == AnyDevice {
+		gpuName = "any GPU"
+	}
+	s := fmt.Sprintf("%s of %s for %s", what, gpuName, FormatDuration(r.Duration))
+	if !r.NotBefore.IsZero() {
+		s += ", from " + r.NotBefore.UTC().Format(time.RFC3339)
+	}
+	if r.User != "" {
+		s += ", " + r.User
+	}
+	return s
+}
+
+// Queue returns the waiting line in order, each request with its position,
+// priority, ETA and why it waits.
+func (c *Client) Queue() ([]QueueEntry, error) {
+	var out []QueueEntry
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		b, err := readBooks(tx, inv, c.now())
+		if err != nil {
+			return err
+		}
+		p, err := b.plan(nil)
+		// Requests the next placement will book or let go are shown so.
+		for _, g := range p.grants {
+			out = append(out, QueueEntry{Request: g.req, ETA: g.part.Start, ETADevice: g.part.Device, Reason: "room now: booked at the next placement"})
+		}
+		for _, r := range p.leaves {
+			out = append(out, QueueEntry{Request: r, Reason: "leaving: " + r.Reason})
+		}
+		out = append(out, p.order...)
+		return err
+	})
+	return out, err
+}
+
+// WaitOptions say how a request waits in line.
+type WaitOptions struct {
+	// Timeout is how long it waits before it leaves the line (0: for ever).
+	Timeout time.Duration
+	// PID is the waiting process (0: this one); when it is gone, the
+	// request leaves the line.
+	PID int
+}
+
+// Enqueue makes a booking as Create does; when it cannot start now (the
+// GPU full, the user at a quota, room kept for those ahead) it joins the
+// waiting line instead and returns its entry. A request that could never
+// be granted is refused at once.
+func (c *Client) Enqueue(req Request, o WaitOptions) (*Partition, *QueueEntry, error) {
+	return c.submit(req, &o)
+}
+
+// Cancel takes a waiting request out of the line. Its owner or root may.
+func (c *Client) Cancel(id uint64) error {
+	return c.ledger.Update(func(tx *storage.Tx) error {
+		_, err := c.cancel(tx, id, storage.Cancelled, "cancelled by "+c.me.User)
+		return err
+	})
+}
+
+// errGranted says the request left the line with a booking.
+var errGranted = errors.New("already granted")
+
+func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, why string) (storage.Request, error) {
+	r, err := tx.Request(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return r, fmt.Errorf("%w: %d", ErrNoRequest, id)
+	}
+	if err != nil {
+		return r, err
+	}
+	if r.UID != c.me.UID && !c.me.Root() {
+		return r, fmt.Errorf("%w: request %d belongs to %s; only they or root may cancel it", ErrNotOwner, id, r.User)
+	}
+	switch r.State {
+	case storage.Waiting:
+	case storage.Granted:
+		return r, fmt.Errorf("request %d: %w as booking %d", id, errGranted, r.Partition)
+	default:
+		return r, fmt.Errorf("%w: request %d is %s (%s)", ErrLeftLine, id, r.State, r.Reason)
+	}
+	r.State, r.Reason, r.Ended = state, why, c.now()
+	if err := tx.PutRequest(&r); err != nil {
+		return r, err
+	}
+	if err := c.lineEvent(tx, storage.EventLeft, r, why); err != nil {
+		return r, err
+	}
+	return r, c.placeLine(tx)
+}
+
+// lineStatus reads a request and, while it waits, its place in line, and
+// whether a placement is due (someone can start, or must leave) that
+// nobody has made yet.
+func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due bool, err error) {
+	err = c.ledger.View(func(tx *storage.Tx) error {
+		if r, err = tx.Request(id); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("%w: %d", ErrNoRequest, id)
+			}
+			return err
+		}
+		if r.State != storage.Waiting {
+			return nil
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		b, err := readBooks(tx, inv, c.now())
+		if err != nil {
+			return err
+		}
+		p, err := b.plan(nil)
+		if err != nil {
+			return err
+		}
+		due = p.pending()
+		if i := slices.IndexFunc(p.order, func(q QueueEntry) bool { return q.ID == id }); i >= 0 {
+			e = p.order[i]
+		}
+		return nil
+	})
+	return r, e, due, err
+}
+
+// TendLine makes the placements that time alone has made due — an ETA
+// reached, a quota's window slid on, a timeout, a waiting process gone —
+// and returns when the line next needs a look (zero: nobody waits).
+// Monitors and waiters call it, so the line moves with no monitor running.
+func (c *Client) TendLine() (time.Time, error) {
+	var next time.Time
+	due := false
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		line, err := tx.WaitingRequests()
+		if err != nil || len(line) == 0 {
+			return err
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		b, err := readBooks(tx, inv, c.now())
+		if err != nil {
+			return err
+		}
+		p, err := b.plan(nil)
+		if err != nil {
+			return err
+		}
+		due = p.pending()
+		for _, e := range p.order {
+			next = soonest(next, e.ETA)
+			next = soonest(next, e.Deadline)
+		}
+		return nil
+	})
+	if err != nil || !due {
+		return next, err
+	}
+	if err := c.ledger.Update(c.placeLine); err != nil {
+		return next, err
+	}
+	return c.now(), nil // look again: what it placed may move others
+}
+
+// soonest is the earlier of two instants, a zero one not counting.
+func soonest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// Wait waits for a request in line to be granted and returns its booking.
+// It wakes when the ledger changes and at the request's ETA and timeout —
+// no polling — and calls onChange with its entry whenever its position,
+// ETA or reason changes. When ctx ends it takes the request out of the
+// line (releasing a booking granted at that moment) and returns ctx's
+// error.
+func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry)) (*Partition, error) {
+	watch, stop := context.WithCancel(ctx)
+	defer stop()
+	changes := c.ledger.Changes(watch, 250*time.Millisecond)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var last QueueEntry
+	acted := false
+	for {
+		r, e, due, err := c.lineStatus(id)
+		if err != nil && !errors.Is(err, storage.ErrBusy) {
+			return nil, err
+		}
+		wake := c.now().Add(time.Second) // a busy ledger: try again soon
+		if err == nil {
+			switch r.State {
+			case storage.Granted:
+				return c.Get(r.Partition)
+			case storage.Cancelled, storage.TimedOut:
+				return nil, fmt.Errorf("%w: request %d %s: %s", ErrLeftLine, id, r.State, r.Reason)
+			}
+			if due && !acted {
+				// Someone can start (perhaps this request) or must leave,
+				// and no other process has placed them yet.
+				acted = true
+				if err := c.ledger.Update(c.placeLine); err != nil && !errors.Is(err, storage.ErrBusy) {
+					return nil, err
+				}
+				continue
+			}
+			if e.Position != last.Position || !e.ETA.Equal(last.ETA) || e.Reason != last.Reason {
+				last = e
+				if onChange != nil && e.Position > 0 {
+					onChange(e)
+				}
+			}
+			wake = soonest(e.ETA, r.Deadline)
+			if wake.IsZero() {
+				wake = c.now().Add(time.Hour)
+			}
+		}
+		timer.Reset(max(time.Until(wake), 0))
+		select {
+		case <-ctx.Done():
+			return nil, c.leave(id, ctx.Err())
+		case <-changes:
+			acted = false
+		case <-timer.C:
+			acted = false
+		}
+	}
+}
+
+// leave takes this waiter's request out of the line; a booking granted
+// just now is released, since nobody waits for it any more.
+func (c *Client) leave(id uint64, why error) error {
+	var granted uint64
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		r, err := c.cancel(tx, id, storage.Cancelled, "its waiter stopped waiting")
+		if errors.Is(err, errGranted) {
+			granted = r.Partition
+			return nil
+		}
+		if errors.Is(err, ErrLeftLine) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && granted != 0 {
+		_, err = c.Release(granted)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: request %d: stopped waiting (%w), and leaving the line failed: %v", ErrLeftLine, id, why, err)
+	}
+	return fmt.Errorf("%w: request %d: stopped waiting (%w)", ErrLeftLine, id, why)
+}

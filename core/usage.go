@@ -1,0 +1,110 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// UserUsage is one user's use of the GPUs and what their quotas leave, as
+// `chronos usage` shows it. GPU-hours are share-weighted: a 50% booking
+// held an hour is half a GPU-hour.
+type UserUsage struct {
+	UID  int    `json:"uid"`
+	User string `json:"user"`
+	// GPU-hours held in the last 7 and 30 days (bookings released early
+	// count the time they were held).
+	Hours7d  float64 `json:"gpu_hours_7d"`
+	Hours30d float64 `json:"gpu_hours_30d"`
+	// GPUs is the GPU-equivalents held now; Ahead, those booked to start
+	// later.
+	GPUs  float64 `json:"gpus_now"`
+	Ahead float64 `json:"gpus_booked_ahead"`
+	// What the quotas leave now; nil where there is no limit (or the user
+	// is exempt).
+	GPUsLeft  *float64 `json:"user_gpus_left"`
+	HoursLeft *float64 `json:"user_hours_left"`
+	// Usage is the decayed usage that orders the line, in GPU-hours, and
+	// Factor the fair-share factor from it (1: no use; 0.5: at one's share).
+	Usage   float64 `json:"usage_gpu_hours"`
+	Factor  float64 `json:"fair_share"`
+	Waiting int     `json:"waiting"`
+}
+
+const usageMonth = 30 * 24 * time.Hour
+
+// Usage reports, for everyone who booked in the last 30 days, waits in
+// line or has usage on record, what they used and what is left them.
+func (c *Client) Usage() ([]UserUsage, error) {
+	var out []UserUsage
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		now := c.now()
+		pol, err := policyIn(tx)
+		if err != nil {
+			return err
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		parts, err := tx.PartitionsSince(now.Add(-usageMonth - pol.MaxLength))
+		if err != nil {
+			return err
+		}
+		line, err := tx.WaitingRequests()
+		if err != nil {
+			return err
+		}
+		stored, err := tx.Usage()
+		if err != nil {
+			return err
+		}
+		b := &books{now: now, inv: inv, pol: pol, parts: parts, limits: map[int]Limits{}}
+		cal := calendarOf(parts)
+		used := usageAt(stored, parts, now, pol.HalfLife)
+		users := map[int]string{}
+		for _, p := range parts {
+			users[p.UID] = p.User
+		}
+		for _, u := range stored {
+			users[u.UID] = cmp.Or(users[u.UID], u.User)
+		}
+		for _, r := range line {
+			users[r.UID] = r.User
+		}
+		for uid, name := range users {
+			l := b.limitsFor(uid, name)
+			u := UserUsage{UID: uid, User: name,
+				Hours7d:  cal.gpuSeconds(uid, now.Add(-7*24*time.Hour), now) / 3600,
+				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
+				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
+				Usage:    used[uid] / 3600,
+				Factor:   fairShare(used[uid], len(inv.Devices), pol.HalfLife, l.Share),
+			}
+			for _, p := range parts {
+				if p.UID == uid && p.Upcoming(now) {
+					u.Ahead += float64(p.SharePPM) / ppm
+				}
+			}
+			for _, r := range line {
+				if r.UID == uid {
+					u.Waiting++
+				}
+			}
+			if !l.Exempt && l.UserGPUs > 0 {
+				left := max(0, l.UserGPUs-u.GPUs)
+				u.GPUsLeft = &left
+			}
+			if !l.Exempt && l.UserHours > 0 {
+				left := max(0, l.UserHours-cal.gpuSeconds(uid, now.Add(-l.HoursWindow), now)/3600)
+				u.HoursLeft = &left
+			}
+			out = append(out, u)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b UserUsage) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.User, b.User)) })
+	return out, err
+}
