@@ -128,6 +128,7 @@ Run it with no command for the terminal app.`,
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
+		queueCmd(g), usageCmd(g),
 	)
 	return root
 }
@@ -188,14 +189,18 @@ func printJSON(v any) error {
 func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
 	var asJSON bool
+	var line lineFlags
 	cmd := &cobra.Command{
 		Use:   "create DEVICE MEMORY DURATION",
 		Short: "Book a share of a GPU's memory for a while",
 		Long: `Book a share of one GPU's memory for a bounded time.
 
+DEVICE is a GPU's index, or any for whichever has room.
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
-DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
-		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice",
+DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).
+--at books ahead; --wait joins the waiting line when it cannot start now.`,
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice\n" +
+			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00",
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dev, err := core.ParseDevice(a[0])
@@ -214,22 +219,26 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			if err != nil {
 				return err
 			}
+			req := core.Request{Device: dev, Memory: mem, Duration: dur, Compute: pct, For: forUser}
+			if err := line.apply(&req); err != nil {
+				return err
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			p, err := c.Create(core.Request{Device: dev, Memory: mem, Duration: dur, Compute: pct, For: forUser})
+			p, err := bookOrWait(cmd, c, req, line)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return printJSON(core.JSON(p.Partition, c.Now(), 0))
 			}
-			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(p, c.Now()))
 			return nil
 		},
 	}
+	line.add(cmd)
 	cmd.Flags().StringVar(&forUser, "user", "", "book for another user (root only)")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS where it runs)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the booking as JSON")
@@ -402,8 +411,7 @@ func policyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Println(core.FormatPolicy(p))
-			return nil
+			return writePolicy(cmd.OutOrStdout(), p)
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -415,8 +423,18 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
-		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
+  max=7d                         longest booking (and most time left after an extension)
+  user-gpus=1.5|none             GPU-equivalents one user may hold at once (50% of a GPU is 0.5)
+  user-hours=200/7d|none         share-weighted GPU-hours one user may book in any rolling window
+  ahead=14d                      how far ahead a booking may start (--at)
+  halflife=7d                    half-life of the usage that orders the waiting line
+  age-weight=1  max-age=1d       priority for time waited: the full weight after max-age
+With for=NAME or for=@GROUP the settings apply to that user or group only
+(user-gpus, user-hours, ahead, max, and share=N, their fair-share weight, and
+exempt=yes, no quotas: root is not exempt unless set). VALUE default undoes one.`,
+		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s\n" +
+			"  sudo chronos policy set user-gpus=1.5 user-hours=200/7d ahead=14d max=2d\n" +
+			"  sudo chronos policy set user-gpus=4 for=alice\n  sudo chronos policy set share=2 for=@students",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
@@ -427,8 +445,7 @@ func policyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Println(core.FormatPolicy(p))
-			return nil
+			return writePolicy(cmd.OutOrStdout(), p)
 		},
 	})
 	return cmd
@@ -525,6 +542,7 @@ func versionCmd() *cobra.Command {
 func runCmd(g *globals) *cobra.Command {
 	var partition, compute, warnSignal string
 	var grace time.Duration
+	var line lineFlags
 	cmd := &cobra.Command{
 		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
@@ -537,8 +555,12 @@ Before the end the command's process group gets --warn-signal (SIGUSR1 by
 default: handle it to checkpoint, or say --warn-signal none; Python's default
 action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
 SIGKILL after the grace period. chronos exits with the command's status, or
-124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+124 when it stopped the command because the booking ended.
+
+With --wait a request that cannot start now waits in line (Ctrl-C leaves
+it); with --at the booking is made ahead and the command starts at its start.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py\n" +
+			"  chronos run 0 50% 2h --wait -- python train.py\n  chronos run 0 50% 2h --at 14:00 -- python train.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -560,6 +582,13 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 				if opts.Request, err = parseRequest(spec, compute); err != nil {
 					return err
 				}
+				if err := line.apply(&opts.Request); err != nil {
+					return err
+				}
+				opts.Wait = line.waitOptions()
+				opts.OnQueue = func(e core.QueueEntry) {
+					opts.Say("request %d waits at position %d; should start at %s on GPU %d (%s)", e.ID, e.Position, core.FormatWhen(e.ETA, time.Now()), e.ETADevice, e.Reason)
+				}
 			default:
 				return usageError{errors.New("run: give DEVICE MEMORY DURATION, or --partition ID, before --")}
 			}
@@ -578,6 +607,7 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 			return exitStatus{code: res.ExitCode}
 		},
 	}
+	line.add(cmd)
 	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
 	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
