@@ -201,7 +201,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).
 --at books ahead; --wait joins the waiting line when it cannot start now.`,
 		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice\n" +
 			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00",
-		Args:    args(cobra.ExactArgs(3)),
+		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dev, err := core.ParseDevice(a[0])
 			if err != nil {
@@ -435,7 +435,7 @@ exempt=yes, no quotas: root is not exempt unless set). VALUE default undoes one.
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s\n" +
 			"  sudo chronos policy set user-gpus=1.5 user-hours=200/7d ahead=14d max=2d\n" +
 			"  sudo chronos policy set user-gpus=4 for=alice\n  sudo chronos policy set share=2 for=@students",
-		Args:    args(cobra.MinimumNArgs(1)),
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {

@@ -96,8 +96,8 @@ type snapshot struct {
 	claims  map[string]storage.Claim
 	waiting bool // someone waits in line
 	pol     Policy
-	stamp  string // the ledger version it was read at
-	read   time.Time
+	stamp   string // the ledger version it was read at
+	read    time.Time
 }
 
 // snapshotMaxAge bounds how long a snapshot is trusted without a change

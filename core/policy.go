@@ -201,7 +201,10 @@ type knob struct {
 var knobs = []knob{
 	{key: "expiry", meaning: "at a booking's end: terminate its processes, or notify only",
 		show: func(p Policy) string { return p.Expiry },
-		set:  func(p *Policy, v string) (err error) { p.Expiry, err = oneOf("expiry", v, ActTerminate, ActNotify); return }},
+		set: func(p *Policy, v string) (err error) {
+			p.Expiry, err = oneOf("expiry", v, ActTerminate, ActNotify)
+			return
+		}},
 	{key: "overbudget", aliases: []string{"over-budget", "over_budget"}, meaning: "processes using more memory than booked: off, warn or terminate",
 		show: func(p Policy) string { return p.OverBudget },
 		set: func(p *Policy, v string) (err error) {
@@ -210,7 +213,10 @@ var knobs = []knob{
 		}},
 	{key: "unbooked", meaning: "GPU processes with no booking, on a GPU that has bookings: off, warn or terminate",
 		show: func(p Policy) string { return p.Unbooked },
-		set:  func(p *Policy, v string) (err error) { p.Unbooked, err = oneOf("unbooked", v, ActOff, ActWarn, ActTerminate); return }},
+		set: func(p *Policy, v string) (err error) {
+			p.Unbooked, err = oneOf("unbooked", v, ActOff, ActWarn, ActTerminate)
+			return
+		}},
 	{key: "grace", meaning: "time between SIGTERM and SIGKILL",
 		show: func(p Policy) string { return FormatDuration(p.Grace) },
 		set:  func(p *Policy, v string) (err error) { p.Grace, err = policyDuration("grace", v, 0); return }},
@@ -218,8 +224,11 @@ var knobs = []knob{
 		show: func(p Policy) string { return FormatDuration(p.WarnLead) },
 		set:  func(p *Policy, v string) (err error) { p.WarnLead, err = policyDuration("warn", v, 0); return }},
 	{key: "max", aliases: []string{"max-length", "max_length"}, meaning: "longest booking (and most time left after an extension)",
-		show:     func(p Policy) string { return FormatDuration(p.MaxLength) },
-		setLimit: func(l *Limits, v string) (err error) { l.MaxLength, err = policyDuration("max", v, time.Minute); return }},
+		show: func(p Policy) string { return FormatDuration(p.MaxLength) },
+		setLimit: func(l *Limits, v string) (err error) {
+			l.MaxLength, err = policyDuration("max", v, time.Minute)
+			return
+		}},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking",
 		show:     func(p Policy) string { return formatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
@@ -234,13 +243,19 @@ var knobs = []knob{
 		setLimit: func(l *Limits, v string) (err error) { l.Ahead, err = policyDuration("ahead", v, 0); return }},
 	{key: "halflife", aliases: []string{"half-life", "half_life"}, meaning: "half-life of the usage that orders the line",
 		show: func(p Policy) string { return FormatDuration(p.HalfLife) },
-		set:  func(p *Policy, v string) (err error) { p.HalfLife, err = policyDuration("halflife", v, time.Minute); return }},
+		set: func(p *Policy, v string) (err error) {
+			p.HalfLife, err = policyDuration("halflife", v, time.Minute)
+			return
+		}},
 	{key: "age-weight", aliases: []string{"age_weight"}, meaning: "weight of time waited in the line's order (0: none)",
 		show: func(p Policy) string { return formatNumber(p.AgeWeight) },
 		set:  func(p *Policy, v string) (err error) { p.AgeWeight, err = parseNumber("age-weight", v, 0, 100); return }},
 	{key: "max-age", aliases: []string{"max_age"}, meaning: "waiting this long gives the full age weight",
 		show: func(p Policy) string { return FormatDuration(p.MaxAge) },
-		set:  func(p *Policy, v string) (err error) { p.MaxAge, err = policyDuration("max-age", v, time.Second); return }},
+		set: func(p *Policy, v string) (err error) {
+			p.MaxAge, err = policyDuration("max-age", v, time.Second)
+			return
+		}},
 	{key: "share", meaning: "a user's or group's weight in fair share (for=NAME or for=@GROUP; 1 by default)",
 		setLimit: func(l *Limits, v string) (err error) { l.Share, err = parseNumber("share", v, 0.001, 1000); return }},
 	{key: "exempt", meaning: "quotas do not apply (for=NAME or for=@GROUP; root is not exempt unless set)",
