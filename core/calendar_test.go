@@ -1,0 +1,92 @@
+package core
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+// The booked share is piecewise constant over half-open intervals: a
+// booking ending at 10 and one starting at 10 never overlap.
+func TestCalendarPeakIsHalfOpen(t *testing.T) {
+	cal := calendar{
+		{device: 0, uid: 1, share: 600_000, start: at(0), end: at(10)},
+		{device: 0, uid: 2, share: 400_000, start: at(10), end: at(20)},
+		{device: 0, uid: 2, share: 300_000, start: at(15), end: at(30)},
+		{device: 1, uid: 1, share: 900_000, start: at(0), end: at(30)},
+	}
+	require.Equal(t, int64(600_000), cal.bookedAt(0, at(9)))
+	require.Equal(t, int64(400_000), cal.bookedAt(0, at(10)))
+	require.Equal(t, int64(700_000), cal.bookedAt(0, at(15)))
+	require.Equal(t, int64(300_000), cal.bookedAt(0, at(20)))
+	require.Equal(t, int64(0), cal.bookedAt(0, at(30)))
+	require.Equal(t, int64(600_000), cal.peak(onDevice(0), at(0), at(15)), "the start at 15 is outside [0, 15)")
+	require.Equal(t, int64(700_000), cal.peak(onDevice(0), at(0), at(16)))
+	require.Equal(t, int64(1_500_000), cal.peak(ofUser(1), at(5), at(6)), "a user's share across GPUs")
+}
+
+// earliest gives the first instant a request fits, checked against every
+// whole second before it on random calendars: no earlier second fits, and
+// the one it names does.
+func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 2000 {
+		var cal calendar
+		for range rng.IntN(8) {
+			start := rng.IntN(60)
+			s := slot{device: rng.IntN(2), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+				start: at(start), end: at(start + 1 + rng.IntN(40))}
+			if rng.IntN(4) == 0 {
+				s.request = uint64(1 + rng.IntN(5)) // a place kept for a request ahead
+			}
+			cal = append(cal, s)
+		}
+		a := ask{device: rng.IntN(2), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+			length: time.Duration(1+rng.IntN(20)) * time.Second, limits: Limits{Share: 1}}
+		if rng.IntN(2) == 0 {
+			a.limits.UserGPUs = float64(1+rng.IntN(15)) / 10
+		}
+		if a.never() != nil {
+			continue
+		}
+		from := at(rng.IntN(30))
+		got, why := cal.earliest(a, from)
+		require.False(t, got.IsZero(), "round %d: no fit found", round)
+		require.Nil(t, cal.check(a, got), "round %d: %v does not fit", round, got)
+		require.Equal(t, got.Equal(from), why == nil, "round %d", round)
+		for s := from; s.Before(got); s = s.Add(time.Second) {
+			require.NotNil(t, cal.check(a, s), "round %d: %v fits, earlier than %v", round, s, got)
+		}
+	}
+}
+
+// The hours quota frees as old use slides out of the window: the ETA is
+// the second it does, not the next time a booking starts or ends.
+func TestHoursQuotaFreesContinuously(t *testing.T) {
+	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
+	cal := calendar{{device: 0, uid: 1, share: ppm, start: at(0), end: at(3600)}}
+	a := ask{device: 1, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: 1.5, HoursWindow: 24 * time.Hour, Share: 1}}
+	got, why := cal.earliest(a, at(3600))
+	require.NotNil(t, why)
+	require.Equal(t, blockedHours, why.kind)
+	require.InDelta(t, 1.0, why.figure, 1e-9)
+	// The window ending when it ends (got + 1h) may hold half an hour of
+	// the old booking: the window starts at 1800, so got = 1800 + 24h - 1h.
+	want := at(1800 + 24*3600 - 3600)
+	require.WithinDuration(t, want, got, time.Second)
+	require.NotNil(t, cal.check(a, got.Add(-2*time.Second)))
+}
+
+// Asking more than a quota allows by itself can never be granted.
+func TestNeverFits(t *testing.T) {
+	require.NotNil(t, ask{share: 600_000, length: time.Hour, limits: Limits{UserGPUs: 0.5}}.never())
+	require.NotNil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, HoursWindow: time.Hour}}.never())
+	require.Nil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, Exempt: true}}.never())
+	require.Nil(t, ask{share: 500_000, length: time.Hour, limits: Limits{UserGPUs: 0.5}}.never())
+}
