@@ -114,6 +114,8 @@ func playRole(role, db, arg string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return roleFailed
 		}
+	case "wait":
+		return playWaiter(c, arg)
 	default:
 		return roleFailed
 	}
