@@ -148,8 +148,8 @@ const (
 )
 
 // blocker is why a request cannot start at an instant, with the figure
-// that stands in the way: the share booked (parts per million) or held
-// (GPU-equivalents), or the GPU-hours used.
+// that stands in the way: the share booked or held (parts per million of
+// a GPU), or the GPU-hours used.
 type blocker struct {
 	kind   string
 	device int
@@ -170,7 +170,7 @@ func (c calendar) check(a ask, start time.Time) *blocker {
 	}
 	if lim := a.limits.UserGPUs; lim > 0 {
 		if held := c.peak(ofUser(a.uid), start, end); float64(held+a.share) > lim*ppm+0.5 {
-			return &blocker{kind: blockedGPUs, device: a.device, figure: float64(held) / ppm}
+			return &blocker{kind: blockedGPUs, device: a.device, figure: float64(held)}
 		}
 	}
 	if lim := a.limits.UserHours; lim > 0 {

@@ -48,7 +48,7 @@ func (b *blocker) reason(a ask) string {
 	case blockedReserved:
 		return fmt.Sprintf("GPU %d's free share is kept for requests ahead", b.device)
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(b.figure), formatGPUs(float64(a.share)/ppm))
+		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(int64(b.figure)), formatGPUs(a.share))
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.limits.UserHours, a.limits.HoursWindow),
 			formatGPUHours(b.figure), formatGPUHours(a.gpuHours()))
@@ -58,7 +58,9 @@ func (b *blocker) reason(a ask) string {
 
 func (a ask) gpuHours() float64 { return float64(a.share) / ppm * a.length.Hours() }
 
-func formatGPUs(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+// formatGPUs prints a share in parts per million of a GPU as
+// GPU-equivalents: 600000 is 0.6.
+func formatGPUs(sharePPM int64) string { return strconv.FormatFloat(float64(sharePPM)/ppm, 'f', -1, 64) }
 
 func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
 
@@ -92,7 +94,7 @@ func refusal(blk *blocker, f fit, now time.Time) error {
 		return fmt.Errorf("%w: GPU %d's free share is kept for requests waiting ahead of you%s", ErrOverbooked, blk.device, when)
 	case blockedGPUs:
 		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)%s", ErrQuota,
-			formatNumber(lim.UserGPUs), formatGPUs(blk.figure+float64(f.ask.share)/ppm), formatGPUs(blk.figure), formatGPUs(float64(f.ask.share)/ppm), when)
+			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share), when)
 	case blockedHours:
 		asked := f.ask.gpuHours()
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked%s", ErrQuota,
@@ -106,7 +108,7 @@ func neverRefusal(blk *blocker, a ask) error {
 	lim := a.limits
 	switch blk.kind {
 	case blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", ErrQuota, formatNumber(lim.UserGPUs), formatGPUs(float64(a.share)/ppm))
+		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", ErrQuota, formatNumber(lim.UserGPUs), formatGPUs(a.share))
 	case blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", ErrQuota,
 			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(a.gpuHours()))
