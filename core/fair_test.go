@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -478,11 +477,3 @@ func TestParseStart(t *testing.T) {
 	}
 }
 
-// A booking stored before bookings had a start starts when it was made.
-func TestOldBookingStartsWhenMade(t *testing.T) {
-	var p storage.Partition
-	err := errors.Join(p.UnmarshalJSON([]byte(`{"v":1,"id":1,"device":0,"share_ppm":500000,"created":"2026-11-29T12:00:00Z","expires":"2026-11-29T13:00:00Z","state":"live"}`)))
-	require.NoError(t, err)
-	require.Equal(t, p.Created, p.Start)
-	require.True(t, p.LiveAt(p.Created))
-}

@@ -116,13 +116,15 @@ func playRole(role, db, arg string) int {
 		}
 	case "wait":
 		return playWaiter(c, arg)
+	case "pingwait":
+		return playPingWaiter(c)
 	default:
 		return roleFailed
 	}
 	return roleOK
 }
 
-func roleCmd(t *testing.T, role, db, arg string) *exec.Cmd {
+func roleCmd(t testing.TB, role, db, arg string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)

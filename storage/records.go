@@ -67,17 +67,12 @@ func (p Partition) EndedAt(now time.Time) bool {
 	return p.State != Live || !now.Before(p.Expires)
 }
 
-// UnmarshalJSON reads a stored partition; one stored before bookings had a
-// start starts when it was made.
-func (p *Partition) UnmarshalJSON(data []byte) error {
-	type stored Partition // the same fields, without this method
-	if err := json.Unmarshal(data, (*stored)(p)); err != nil {
-		return err
-	}
+// fillDefaults fills in what a partition stored before bookings had a
+// start lacks: it started when it was made.
+func (p *Partition) fillDefaults() {
 	if p.Start.IsZero() {
 		p.Start = p.Created
 	}
-	return nil
 }
 
 // EventKind says what an audit event records. The words are stored and
@@ -435,9 +430,13 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 }
 
 // decode reads one stored record; a record that doesn't decode is damage.
+// A record stored by an older chronos gets the fields it lacks.
 func decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
 		return fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	if d, ok := into.(interface{ fillDefaults() }); ok {
+		d.fillDefaults()
 	}
 	return nil
 }
