@@ -185,32 +185,83 @@ func (c calendar) check(a ask, start time.Time) *blocker {
 // the GPU-hours in it, with the new slot, may not pass the limit. The sum
 // over a window is piecewise linear in where the window ends, so its most
 // is at a window ending where some slot starts or ends, or a window's
-// length after. It returns the GPU-hours the user has in the fullest
-// window without the new slot, and whether that window goes over.
+// length after, or just after the new slot starts. It returns the
+// GPU-hours the user has, before the new
+// slot, in the window that the new slot fills fullest, and whether that
+// window goes over.
 func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
 	w := a.limits.HoursWindow
 	limit := a.limits.UserHours * 3600
-	fresh := a.slot(start, 0)
-	fresh.uid = -1 // counted on its own below
-	with := append(calendar{fresh}, c...)
-	var ends []time.Time
-	for _, s := range with {
-		if s.uid == a.uid || s.uid == -1 {
-			ends = append(ends, s.start, s.end, s.start.Add(w), s.end.Add(w))
+	fresh := calendar{a.slot(start, 0)}
+	var mine calendar
+	for _, s := range c {
+		if s.uid == a.uid && s.end.After(start.Add(-w)) {
+			mine = append(mine, s)
 		}
 	}
-	worst, over := 0.0, false
-	for _, t := range ends {
-		if !t.After(fresh.start) || t.After(fresh.end.Add(w)) {
-			continue // this window holds none of the new slot
-		}
-		old := c.gpuSeconds(a.uid, t.Add(-w), t)
-		mine := with[:1].gpuSeconds(-1, t.Add(-w), t)
-		if old+mine > limit+1e-6 && old >= worst {
-			worst, over = old, true
+	held := mine.cumulative()
+	last := fresh[0].end.Add(w)
+	fullest, before := -1.0, 0.0
+	for _, s := range append(mine, fresh[0]) {
+		for _, t := range [5]time.Time{start, s.start, s.end, s.start.Add(w), s.end.Add(w)} {
+			// Windows ending in (start, last] hold some of the new slot;
+			// the one ending at start stands for those ending just after.
+			if t.Before(start) || t.After(last) {
+				continue
+			}
+			old := held.by(t) - held.by(t.Add(-w))
+			if total := old + fresh.gpuSeconds(a.uid, t.Add(-w), t); total > fullest {
+				fullest, before = total, old
+			}
 		}
 	}
-	return worst / 3600, over
+	return before / 3600, fullest > limit+1e-6
+}
+
+// cumulative is the share-weighted time a set of slots has held by each
+// instant: a piecewise linear function, kept as its breakpoints.
+type cumulative struct {
+	at   []time.Time
+	sum  []float64 // GPU-seconds held by at[i]
+	rate []float64 // GPUs held from at[i] to the next breakpoint
+}
+
+func (c calendar) cumulative() cumulative {
+	type step struct {
+		at    time.Time
+		delta float64
+	}
+	steps := make([]step, 0, 2*len(c))
+	for _, s := range c {
+		steps = append(steps, step{s.start, float64(s.share) / ppm}, step{s.end, -float64(s.share) / ppm})
+	}
+	slices.SortFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
+	var f cumulative
+	sum, rate := 0.0, 0.0
+	for i, st := range steps {
+		if i > 0 {
+			sum += rate * st.at.Sub(steps[i-1].at).Seconds()
+		}
+		rate += st.delta
+		if n := len(f.at); n > 0 && f.at[n-1].Equal(st.at) {
+			f.rate[n-1] = rate
+			continue
+		}
+		f.at, f.sum, f.rate = append(f.at, st.at), append(f.sum, sum), append(f.rate, rate)
+	}
+	return f
+}
+
+// by is the GPU-seconds held by instant t.
+func (f cumulative) by(t time.Time) float64 {
+	i, found := slices.BinarySearchFunc(f.at, t, time.Time.Compare)
+	switch {
+	case found:
+		return f.sum[i]
+	case i == 0:
+		return 0
+	}
+	return f.sum[i-1] + f.rate[i-1]*t.Sub(f.at[i-1]).Seconds()
 }
 
 // never says why a could not start whatever the calendar held: it asks
@@ -241,21 +292,26 @@ func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
 	// old slots slide out of the window: where they leave the window
 	// ending when a would end.
 	var at []time.Time
+	consider := func(t time.Time) {
+		if t.After(from) {
+			at = append(at, t)
+		}
+	}
 	w := a.limits.HoursWindow
 	for _, s := range c {
 		if s.device == a.device || s.uid == a.uid {
-			at = append(at, s.end)
+			consider(s.end)
 		}
 		if s.uid == a.uid && a.limits.UserHours > 0 {
-			at = append(at, s.start.Add(w-a.length), s.end.Add(w-a.length), s.start.Add(w), s.end.Add(w))
+			consider(s.start.Add(w - a.length))
+			consider(s.end.Add(w - a.length))
+			consider(s.start.Add(w))
+			consider(s.end.Add(w))
 		}
 	}
 	slices.SortFunc(at, time.Time.Compare)
 	prev := from
 	for _, t := range slices.Compact(at) {
-		if !t.After(from) {
-			continue
-		}
 		if c.check(a, t) != nil {
 			prev = t
 			continue

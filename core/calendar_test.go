@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -89,4 +90,40 @@ func TestNeverFits(t *testing.T) {
 	require.NotNil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, HoursWindow: time.Hour}}.never())
 	require.Nil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, Exempt: true}}.never())
 	require.Nil(t, ask{share: 500_000, length: time.Hour, limits: Limits{UserGPUs: 0.5}}.never())
+}
+
+// The hours check, a sweep over cumulative sums, agrees with summing every
+// window by hand on random calendars.
+func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 3000 {
+		var cal calendar
+		for range rng.IntN(10) {
+			start := rng.IntN(100)
+			cal = append(cal, slot{device: rng.IntN(2), uid: rng.IntN(2), share: int64(1+rng.IntN(10)) * 100_000,
+				start: at(start), end: at(start + 1 + rng.IntN(30))})
+		}
+		w := time.Duration(5+rng.IntN(40)) * time.Second
+		a := ask{device: 0, uid: 0, share: int64(1+rng.IntN(10)) * 100_000, length: time.Duration(1+rng.IntN(10)) * time.Second,
+			limits: Limits{UserHours: float64(1+rng.IntN(40)) / 3600, HoursWindow: w, Share: 1}}
+		start := at(rng.IntN(120))
+		fresh := a.slot(start, 0)
+		fullest := -1.0
+		olds := map[float64]bool{} // what the user had in each fullest window
+		// The window ending at start stands for those ending a moment after,
+		// which hold a sliver of the new slot.
+		for s := start; !s.After(fresh.end.Add(w)); s = s.Add(time.Second) {
+			old := cal.gpuSeconds(0, s.Add(-w), s)
+			total := old + (calendar{fresh}).gpuSeconds(0, s.Add(-w), s)
+			if total > fullest+1e-9 {
+				fullest, olds = total, map[float64]bool{}
+			}
+			if total > fullest-1e-9 {
+				olds[math.Round(old*1e6)/1e6] = true
+			}
+		}
+		got, over := cal.hoursPeak(a, start)
+		require.Equal(t, fullest > a.limits.UserHours*3600+1e-6, over, "round %d", round)
+		require.True(t, olds[math.Round(got*3600*1e6)/1e6], "round %d: %v GPU-hours before, not one of %v", round, got*3600, olds)
+	}
 }

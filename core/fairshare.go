@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -35,8 +36,9 @@ func heldSeconds(p storage.Partition, end time.Time) float64 {
 }
 
 // charge adds what a booking held until end to its owner's usage, in the
-// transaction that ends it.
-func charge(tx *storage.Tx, p storage.Partition, end time.Time, halfLife time.Duration) error {
+// transaction that ends it, and keeps the interval it held for hours
+// quotas and usage reports (those older than keep are let go).
+func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) error {
 	held := heldSeconds(p, end)
 	if held == 0 {
 		return nil
@@ -45,19 +47,53 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, halfLife time.Du
 	if err != nil {
 		return err
 	}
-	i := 0
-	for i < len(all) && all[i].UID != p.UID {
-		i++
+	u := storage.Usage{UID: p.UID, User: p.User, At: end}
+	if i := slices.IndexFunc(all, func(u storage.Usage) bool { return u.UID == p.UID }); i >= 0 {
+		u = all[i]
 	}
-	if i == len(all) {
-		all = append(all, storage.Usage{UID: p.UID, User: p.User, At: end})
-	}
-	u := &all[i]
 	at := later(u.At, end)
-	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, halfLife) + held
+	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held
 	u.At, u.User = at, p.User
-	return tx.PutUsage(all)
+	keep := end.Add(-max(usageMonth, longestWindow(pol)))
+	u.Held = slices.DeleteFunc(u.Held, func(h storage.Held) bool { return h.End.Before(keep) })
+	u.Held = append(u.Held, storage.Held{Start: p.Start, End: earlier(end, p.Expires), SharePPM: p.SharePPM})
+	return tx.PutUsage(u)
 }
+
+// longestWindow is the longest window any hours quota of the policy
+// looks back over (0: none is set).
+func longestWindow(pol Policy) time.Duration {
+	var window time.Duration
+	if pol.UserHours > 0 {
+		window = pol.HoursWindow
+	}
+	for _, o := range pol.Overrides {
+		var l Limits
+		_ = applyLimits(&l, o.Settings)
+		if l.UserHours > 0 {
+			window = max(window, l.HoursWindow)
+		}
+	}
+	return window
+}
+
+// heldSlots is the calendar of the intervals users' ended bookings held
+// that end after since: only hours quotas look at them (they hold no GPU
+// any more, so they name none).
+func heldSlots(usage []storage.Usage, since time.Time) calendar {
+	var cal calendar
+	for _, u := range usage {
+		for _, h := range u.Held {
+			if h.End.After(since) {
+				cal = append(cal, slot{device: noDevice, uid: u.UID, share: h.SharePPM, start: h.Start, end: h.End})
+			}
+		}
+	}
+	return cal
+}
+
+// noDevice marks a slot that holds no GPU.
+const noDevice = -1
 
 // usageAt is each user's usage at now in GPU-seconds: the stored figure
 // decayed to now, plus what their started bookings have held so far (they

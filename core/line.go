@@ -22,9 +22,11 @@ type books struct {
 	now   time.Time
 	inv   storage.Inventory
 	pol   Policy
-	parts []storage.Partition // stored live; with the recent history when an hours quota looks back
+	parts []storage.Partition // stored live: started, ahead, or past their deadline and not yet flipped
 	line  []storage.Request   // waiting, oldest first
-	usage []storage.Usage     // read when someone waits: it orders the line
+	// usage is read when someone waits (it orders the line) or an hours
+	// quota looks back (it holds what ended bookings held).
+	usage []storage.Usage
 	// limits caches each user's limits for this transaction.
 	limits map[int]Limits
 	// alive says whether a request's waiting process still runs.
@@ -37,43 +39,26 @@ func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, er
 	if b.pol, err = policyIn(tx); err != nil {
 		return nil, err
 	}
-	if back := b.lookBack(); back > 0 {
-		b.parts, err = tx.PartitionsSince(now.Add(-back))
-	} else {
-		b.parts, err = tx.LivePartitions()
-	}
-	if err != nil {
+	if b.parts, err = tx.LivePartitions(); err != nil {
 		return nil, err
 	}
 	if b.line, err = tx.WaitingRequests(); err != nil {
 		return nil, err
 	}
-	if len(b.line) > 0 {
+	if len(b.line) > 0 || longestWindow(b.pol) > 0 {
 		b.usage, err = tx.Usage()
 	}
 	return b, err
 }
 
-// lookBack is how far back bookings can matter to an hours quota: the
-// longest window, and the longest booking that can reach into it.
-func (b *books) lookBack() time.Duration {
-	l := limitsOf(b.pol)
-	window, longest := time.Duration(0), l.MaxLength
-	if l.UserHours > 0 {
-		window = l.HoursWindow
+// calendar is every booking's interval, and the intervals ended bookings
+// held within the longest hours window.
+func (b *books) calendar() calendar {
+	cal := calendarOf(b.parts)
+	if w := longestWindow(b.pol); w > 0 {
+		cal = append(cal, heldSlots(b.usage, b.now.Add(-w))...)
 	}
-	for _, o := range b.pol.Overrides {
-		var s Limits
-		_ = applyLimits(&s, o.Settings)
-		if s.UserHours > 0 {
-			window = max(window, s.HoursWindow)
-		}
-		longest = max(longest, s.MaxLength)
-	}
-	if window == 0 {
-		return 0
-	}
-	return window + longest
+	return cal
 }
 
 func (b *books) limitsFor(uid int, name string) Limits {
@@ -240,7 +225,7 @@ func (b *books) plan(cand *storage.Request) (linePlan, error) {
 	if len(b.line) > 0 {
 		b.prioritise(entries)
 	}
-	p.cal = calendarOf(b.parts)
+	p.cal = b.calendar()
 	for _, e := range entries {
 		from := later(b.now, e.NotBefore)
 		f, blk := b.earliest(p.cal, e.Request, from)
@@ -328,6 +313,7 @@ func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) error {
 	for _, g := range p.grants {
 		owner := Identity{UID: g.req.UID, User: g.req.User}
 		note := fmt.Sprintf("request %d, after %s in line", g.req.ID, FormatDuration(b.now.Sub(g.req.Created)))
+		g.part.Request = g.req.ID
 		if err := c.book(tx, &g.part, owner, note); err != nil {
 			return err
 		}
@@ -577,6 +563,10 @@ func soonest(a, b time.Time) time.Time {
 // ETA or reason changes. When ctx ends it takes the request out of the
 // line (releasing a booking granted at that moment) and returns ctx's
 // error.
+//
+// A change costs one read of the request; the line is laid out again at
+// most once a second, since hundreds of waiters may watch one ledger and
+// readers hold writers off.
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry)) (*Partition, error) {
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
@@ -584,20 +574,26 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var last QueueEntry
-	acted := false
+	var planned, wake time.Time // when the line was last laid out; when to look next
+	acted, look := false, true
 	for {
-		r, e, due, err := c.lineStatus(id)
+		r, err := c.request(id)
 		if err != nil && !errors.Is(err, storage.ErrBusy) {
 			return nil, err
 		}
-		wake := c.now().Add(time.Second) // a busy ledger: try again soon
-		if err == nil {
-			switch r.State {
-			case storage.Granted:
-				return c.Get(r.Partition)
-			case storage.Cancelled, storage.TimedOut:
-				return nil, fmt.Errorf("%w: request %d %s: %s", ErrLeftLine, id, r.State, r.Reason)
+		switch {
+		case err != nil:
+			wake = c.now().Add(time.Second) // a busy ledger: try again soon
+		case r.State == storage.Granted:
+			return c.Get(r.Partition)
+		case r.State == storage.Cancelled || r.State == storage.TimedOut:
+			return nil, fmt.Errorf("%w: request %d %s: %s", ErrLeftLine, id, r.State, r.Reason)
+		case look || !c.now().Before(planned.Add(time.Second)):
+			_, e, due, err := c.lineStatus(id)
+			if err != nil && !errors.Is(err, storage.ErrBusy) {
+				return nil, err
 			}
+			planned, look = c.now(), false
 			if due && !acted {
 				// Someone can start (perhaps this request) or must leave,
 				// and no other process has placed them yet.
@@ -607,9 +603,9 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 				}
 				continue
 			}
-			if e.Position != last.Position || !e.ETA.Equal(last.ETA) || e.Reason != last.Reason {
+			if e.Position > 0 && (e.Position != last.Position || !e.ETA.Equal(last.ETA) || e.Reason != last.Reason) {
 				last = e
-				if onChange != nil && e.Position > 0 {
+				if onChange != nil {
 					onChange(e)
 				}
 			}
@@ -617,6 +613,10 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			if wake.IsZero() {
 				wake = c.now().Add(time.Hour)
 			}
+		default:
+			// Changed since the line was laid out: lay it out again once
+			// the second is up, unless the ETA comes first.
+			wake = soonest(wake, planned.Add(time.Second))
 		}
 		timer.Reset(max(time.Until(wake), 0))
 		select {
@@ -625,9 +625,22 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 		case <-changes:
 			acted = false
 		case <-timer.C:
-			acted = false
+			acted, look = false, true
 		}
 	}
+}
+
+// request reads one request.
+func (c *Client) request(id uint64) (storage.Request, error) {
+	var r storage.Request
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		if r, err = tx.Request(id); errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("%w: %d", ErrNoRequest, id)
+		}
+		return err
+	})
+	return r, err
 }
 
 // leave takes this waiter's request out of the line; a booking granted

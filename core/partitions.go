@@ -324,7 +324,7 @@ func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended
 	if err := tx.PutPartition(p); err != nil {
 		return err
 	}
-	return charge(tx, *p, ended, pol.HalfLife)
+	return charge(tx, *p, ended, pol)
 }
 
 // Extend moves a live or upcoming booking's deadline later by d. Its owner

@@ -60,7 +60,9 @@ func (a ask) gpuHours() float64 { return float64(a.share) / ppm * a.length.Hours
 
 // formatGPUs prints a share in parts per million of a GPU as
 // GPU-equivalents: 600000 is 0.6.
-func formatGPUs(sharePPM int64) string { return strconv.FormatFloat(float64(sharePPM)/ppm, 'f', -1, 64) }
+func formatGPUs(sharePPM int64) string {
+	return strconv.FormatFloat(float64(sharePPM)/ppm, 'f', -1, 64)
+}
 
 func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
 

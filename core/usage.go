@@ -41,37 +41,30 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	var out []UserUsage
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		now := c.now()
-		pol, err := policyIn(tx)
-		if err != nil {
-			return err
-		}
 		inv, _, err := tx.Inventory()
 		if err != nil {
 			return err
 		}
-		parts, err := tx.PartitionsSince(now.Add(-usageMonth - pol.MaxLength))
+		b, err := readBooks(tx, inv, now)
 		if err != nil {
 			return err
 		}
-		line, err := tx.WaitingRequests()
-		if err != nil {
-			return err
+		if b.usage == nil {
+			if b.usage, err = tx.Usage(); err != nil {
+				return err
+			}
 		}
-		stored, err := tx.Usage()
-		if err != nil {
-			return err
-		}
-		b := &books{now: now, inv: inv, pol: pol, parts: parts, limits: map[int]Limits{}}
-		cal := calendarOf(parts)
-		used := usageAt(stored, parts, now, pol.HalfLife)
+		// What ended bookings held, and what live ones have held so far.
+		cal := append(heldSlots(b.usage, now.Add(-usageMonth)), calendarOf(b.parts)...)
+		used := usageAt(b.usage, b.parts, now, b.pol.HalfLife)
 		users := map[int]string{}
-		for _, p := range parts {
+		for _, u := range b.usage {
+			users[u.UID] = u.User
+		}
+		for _, p := range b.parts {
 			users[p.UID] = p.User
 		}
-		for _, u := range stored {
-			users[u.UID] = cmp.Or(users[u.UID], u.User)
-		}
-		for _, r := range line {
+		for _, r := range b.line {
 			users[r.UID] = r.User
 		}
 		for uid, name := range users {
@@ -81,14 +74,18 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
 				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
 				Usage:    used[uid] / 3600,
-				Factor:   fairShare(used[uid], len(inv.Devices), pol.HalfLife, l.Share),
+				Factor:   fairShare(used[uid], len(inv.Devices), b.pol.HalfLife, l.Share),
 			}
-			for _, p := range parts {
+			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
+				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
+				continue // nothing in the last 30 days
+			}
+			for _, p := range b.parts {
 				if p.UID == uid && p.Upcoming(now) {
 					u.Ahead += float64(p.SharePPM) / ppm
 				}
 			}
-			for _, r := range line {
+			for _, r := range b.line {
 				if r.UID == uid {
 					u.Waiting++
 				}

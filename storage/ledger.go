@@ -52,17 +52,19 @@ var (
 	// indexes those still waiting, as bucketLive does for bookings.
 	bucketRequests = []byte("requests")
 	bucketWaiting  = []byte("waiting")
+	// bucketUsage holds each user's usage, by uid: what fair share and
+	// hours quotas read.
+	bucketUsage = []byte("usage")
 
 	// knownBuckets is the layout: every bucket a ledger may hold. Every
 	// write creates them all; requiredBuckets are those a ledger written
 	// by any chronos of this schema has (the line came later).
-	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting}
+	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting, bucketUsage}
 	requiredBuckets = knownBuckets[:5]
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
 	keyPolicy    = []byte("policy")
-	keyUsage     = []byte("usage")
 )
 
 // Ledger is the path of a ledger file and how to open it. It holds no open

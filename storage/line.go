@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -68,6 +66,17 @@ func (tx *Tx) Request(id uint64) (Request, error) {
 	return r, nil
 }
 
+// Requests returns every request the ledger holds, oldest first: the
+// line's history.
+func (tx *Tx) Requests() ([]Request, error) {
+	var out []Request
+	err := each(tx, bucketRequests, func(_ []byte, r Request) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
 // WaitingRequests returns the requests in the line, oldest first.
 func (tx *Tx) WaitingRequests() ([]Request, error) {
 	var out []Request
@@ -107,24 +116,44 @@ func (tx *Tx) PutRequest(r *Request) error {
 	return raw.Delete(bucketWaiting, key(r.ID))
 }
 
-// Usage is one user's use of the GPUs, decayed: GPU-seconds (a 50% booking
-// held an hour is 1,800) as of At. Fair-share order reads it.
+// Usage is one user's use of the GPUs: decayed GPU-seconds (a 50% booking
+// held an hour is 1,800) as of At, which orders the line, and the
+// intervals their bookings held that ended recently, which hours quotas
+// and usage reports look back on without reading the history.
 type Usage struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	GPUSeconds float64   `json:"gpu_seconds"`
 	At         time.Time `json:"at"`
+	Held       []Held    `json:"held,omitempty"` // oldest first
 }
 
-// Usage returns every user's stored usage.
+// Held is one interval a booking held its share, in parts per million of
+// its GPU.
+type Held struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	SharePPM int64     `json:"share_ppm"`
+}
+
+// Usage returns every user's usage record, by uid.
 func (tx *Tx) Usage() ([]Usage, error) {
 	var out []Usage
-	_, err := tx.getMeta(keyUsage, &out)
+	err := each(tx, bucketUsage, func(_ []byte, u Usage) error {
+		out = append(out, u)
+		return nil
+	})
 	return out, err
 }
 
-// PutUsage stores every user's usage, ordered by uid.
-func (tx *Tx) PutUsage(u []Usage) error {
-	slices.SortFunc(u, func(a, b Usage) int { return cmp.Compare(a.UID, b.UID) })
-	return tx.putMeta(keyUsage, u)
+// PutUsage stores one user's usage record.
+func (tx *Tx) PutUsage(u Usage) error {
+	raw, err := tx.writable("put usage")
+	if err != nil {
+		return err
+	}
+	if u.UID < 0 {
+		return fmt.Errorf("put usage: uid %d", u.UID)
+	}
+	return put(raw, bucketUsage, key(uint64(u.UID)), u)
 }

@@ -47,6 +47,9 @@ type Partition struct {
 	State   State     `json:"state"`
 	Ended   time.Time `json:"ended,omitzero"`
 	Warned  bool      `json:"warned,omitempty"`
+	// Request is the waiting request this booking was granted for (0: it
+	// was booked directly).
+	Request uint64 `json:"request,omitempty"`
 }
 
 // LiveAt reports whether the partition holds its share at instant now:
