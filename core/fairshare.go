@@ -37,7 +37,8 @@ func heldSeconds(p storage.Partition, end time.Time) float64 {
 
 // charge adds what a booking held until end to its owner's usage, in the
 // transaction that ends it, and keeps the interval it held for hours
-// quotas and usage reports (those older than keep are let go).
+// quotas and usage reports (letting go of those no window or report
+// reaches any more).
 func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) error {
 	held := heldSeconds(p, end)
 	if held == 0 {
@@ -54,10 +55,13 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) erro
 	at := later(u.At, end)
 	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held
 	u.At, u.User = at, p.User
-	keep := end.Add(-max(usageMonth, longestWindow(pol)))
-	u.Held = slices.DeleteFunc(u.Held, func(h storage.Held) bool { return h.End.Before(keep) })
-	u.Held = append(u.Held, storage.Held{Start: p.Start, End: earlier(end, p.Expires), SharePPM: p.SharePPM})
-	return tx.PutUsage(u)
+	if err := tx.PutUsage(u); err != nil {
+		return err
+	}
+	if err := tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: earlier(end, p.Expires), SharePPM: p.SharePPM}); err != nil {
+		return err
+	}
+	return tx.DropHeld(p.UID, end.Add(-max(usageMonth, longestWindow(pol))))
 }
 
 // longestWindow is the longest window any hours quota of the policy
@@ -77,19 +81,16 @@ func longestWindow(pol Policy) time.Duration {
 	return window
 }
 
-// heldSlots is the calendar of the intervals users' ended bookings held
-// that end after since: only hours quotas look at them (they hold no GPU
-// any more, so they name none).
-func heldSlots(usage []storage.Usage, since time.Time) calendar {
-	var cal calendar
-	for _, u := range usage {
-		for _, h := range u.Held {
-			if h.End.After(since) {
-				cal = append(cal, slot{device: noDevice, uid: u.UID, share: h.SharePPM, start: h.Start, end: h.End})
-			}
-		}
+// heldSlots is the calendar of the intervals uid's ended bookings held that
+// end at or after since: only hours quotas and reports look at them (they
+// hold no GPU any more, so they name none).
+func heldSlots(tx *storage.Tx, uid int, since time.Time) (calendar, error) {
+	held, err := tx.HeldSince(uid, since)
+	cal := make(calendar, 0, len(held))
+	for _, h := range held {
+		cal = append(cal, slot{device: noDevice, uid: uid, share: h.SharePPM, start: h.Start, end: h.End})
 	}
-	return cal
+	return cal, err
 }
 
 // noDevice marks a slot that holds no GPU.

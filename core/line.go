@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -19,14 +20,13 @@ const AnyDevice = storage.AnyDevice
 
 // books is what admission and the waiting line read in one transaction.
 type books struct {
+	tx    *storage.Tx
 	now   time.Time
 	inv   storage.Inventory
 	pol   Policy
 	parts []storage.Partition // stored live: started, ahead, or past their deadline and not yet flipped
 	line  []storage.Request   // waiting, oldest first
-	// usage is read when someone waits (it orders the line) or an hours
-	// quota looks back (it holds what ended bookings held).
-	usage []storage.Usage
+	usage []storage.Usage     // read when someone waits: it orders the line
 	// limits caches each user's limits for this transaction.
 	limits map[int]Limits
 	// alive says whether a request's waiting process still runs.
@@ -34,7 +34,7 @@ type books struct {
 }
 
 func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, error) {
-	b := &books{now: now, inv: inv, limits: map[int]Limits{}, alive: waiterAlive}
+	b := &books{tx: tx, now: now, inv: inv, limits: map[int]Limits{}, alive: waiterAlive}
 	var err error
 	if b.pol, err = policyIn(tx); err != nil {
 		return nil, err
@@ -45,20 +45,31 @@ func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, er
 	if b.line, err = tx.WaitingRequests(); err != nil {
 		return nil, err
 	}
-	if len(b.line) > 0 || longestWindow(b.pol) > 0 {
+	if len(b.line) > 0 {
 		b.usage, err = tx.Usage()
 	}
 	return b, err
 }
 
-// calendar is every booking's interval, and the intervals ended bookings
-// held within the longest hours window.
-func (b *books) calendar() calendar {
-	cal := calendarOf(b.parts)
-	if w := longestWindow(b.pol); w > 0 {
-		cal = append(cal, heldSlots(b.usage, b.now.Add(-w))...)
+// held is, for the users given who have an hours quota (their limits
+// looked up already), what their ended bookings held within its window.
+func (b *books) held(uids ...int) (calendar, error) {
+	var cal calendar
+	done := map[int]bool{}
+	for _, uid := range uids {
+		if done[uid] {
+			continue
+		}
+		done[uid] = true
+		if l := b.limits[uid]; l.UserHours > 0 && !l.Exempt {
+			held, err := heldSlots(b.tx, uid, b.now.Add(-l.HoursWindow))
+			if err != nil {
+				return nil, err
+			}
+			cal = append(cal, held...)
+		}
 	}
-	return cal
+	return cal, nil
 }
 
 func (b *books) limitsFor(uid int, name string) Limits {
@@ -184,8 +195,10 @@ type linePlan struct {
 	grants []grant           // start now (or at their --at)
 	leaves []storage.Request // leave unbooked, with why
 	// cal is the calendar with every grant and the places kept for the
-	// requests still waiting.
-	cal calendar
+	// requests still waiting, and what the ended bookings of heldOf's
+	// users held (for their hours quotas).
+	cal    calendar
+	heldOf map[int]bool
 	// The request being made, when there is one: booked, or its entry and
 	// what stops it now.
 	candPart *storage.Partition
@@ -225,7 +238,17 @@ func (b *books) plan(cand *storage.Request) (linePlan, error) {
 	if len(b.line) > 0 {
 		b.prioritise(entries)
 	}
-	p.cal = b.calendar()
+	p.cal = calendarOf(b.parts)
+	p.heldOf = map[int]bool{}
+	for _, e := range entries {
+		b.limitsFor(e.UID, e.User)
+		p.heldOf[e.UID] = true
+	}
+	held, err := b.held(slices.Collect(maps.Keys(p.heldOf))...)
+	if err != nil {
+		return p, err
+	}
+	p.cal = append(p.cal, held...)
 	for _, e := range entries {
 		from := later(b.now, e.NotBefore)
 		f, blk := b.earliest(p.cal, e.Request, from)

@@ -361,9 +361,17 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err != nil {
 			return err
 		}
+		cal := plan.cal
+		if !plan.heldOf[p.UID] {
+			held, err := b.held(p.UID)
+			if err != nil {
+				return err
+			}
+			cal = append(cal, held...)
+		}
 		dev, _ := findDevice(inv, p.Device)
 		more := ask{device: p.Device, uid: p.UID, share: p.SharePPM, length: d, limits: lim}
-		if blk := plan.cal.check(more, p.Expires); blk != nil {
+		if blk := cal.check(more, p.Expires); blk != nil {
 			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), refusal(blk, fit{dev: dev, ask: more}, now))
 		}
 		p.Expires, p.Warned = expires, false

@@ -54,8 +54,15 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				return err
 			}
 		}
-		// What ended bookings held, and what live ones have held so far.
-		cal := append(heldSlots(b.usage, now.Add(-usageMonth)), calendarOf(b.parts)...)
+		// What live bookings have held so far, and ended ones held.
+		cal := calendarOf(b.parts)
+		for _, u := range b.usage {
+			held, err := heldSlots(tx, u.UID, now.Add(-usageMonth))
+			if err != nil {
+				return err
+			}
+			cal = append(cal, held...)
+		}
 		used := usageAt(b.usage, b.parts, now, b.pol.HalfLife)
 		users := map[int]string{}
 		for _, u := range b.usage {

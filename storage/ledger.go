@@ -52,14 +52,16 @@ var (
 	// indexes those still waiting, as bucketLive does for bookings.
 	bucketRequests = []byte("requests")
 	bucketWaiting  = []byte("waiting")
-	// bucketUsage holds each user's usage, by uid: what fair share and
-	// hours quotas read.
+	// bucketUsage holds each user's decayed usage, by uid (fair share);
+	// bucketHeld what their ended bookings held, by uid and end (hours
+	// quotas and usage reports).
 	bucketUsage = []byte("usage")
+	bucketHeld  = []byte("held")
 
 	// knownBuckets is the layout: every bucket a ledger may hold. Every
 	// write creates them all; requiredBuckets are those a ledger written
 	// by any chronos of this schema has (the line came later).
-	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting, bucketUsage}
+	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting, bucketUsage, bucketHeld}
 	requiredBuckets = knownBuckets[:5]
 
 	keySchema    = []byte("schema")

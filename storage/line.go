@@ -116,24 +116,13 @@ func (tx *Tx) PutRequest(r *Request) error {
 	return raw.Delete(bucketWaiting, key(r.ID))
 }
 
-// Usage is one user's use of the GPUs: decayed GPU-seconds (a 50% booking
-// held an hour is 1,800) as of At, which orders the line, and the
-// intervals their bookings held that ended recently, which hours quotas
-// and usage reports look back on without reading the history.
+// Usage is one user's use of the GPUs, decayed: GPU-seconds (a 50%
+// booking held an hour is 1,800) as of At. Fair-share order reads it.
 type Usage struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	GPUSeconds float64   `json:"gpu_seconds"`
 	At         time.Time `json:"at"`
-	Held       []Held    `json:"held,omitempty"` // oldest first
-}
-
-// Held is one interval a booking held its share, in parts per million of
-// its GPU.
-type Held struct {
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	SharePPM int64     `json:"share_ppm"`
 }
 
 // Usage returns every user's usage record, by uid.
@@ -156,4 +145,77 @@ func (tx *Tx) PutUsage(u Usage) error {
 		return fmt.Errorf("put usage: uid %d", u.UID)
 	}
 	return put(raw, bucketUsage, key(uint64(u.UID)), u)
+}
+
+// Held is one interval an ended booking held its share, in parts per
+// million of its GPU: what hours quotas and usage reports look back on.
+// They are kept by user and end, so a look back reads only its window.
+type Held struct {
+	Partition uint64    `json:"partition"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	SharePPM  int64     `json:"share_ppm"`
+}
+
+// heldKey orders held intervals by user, then end.
+func heldKey(uid int, end time.Time, partition uint64) []byte {
+	k := make([]byte, 24)
+	binary.BigEndian.PutUint64(k, uint64(uid))
+	binary.BigEndian.PutUint64(k[8:], uint64(max(end.UnixNano(), 0)))
+	binary.BigEndian.PutUint64(k[16:], partition)
+	return k
+}
+
+// AddHeld keeps the interval a user's booking held.
+func (tx *Tx) AddHeld(uid int, h Held) error {
+	raw, err := tx.writable("add held")
+	if err != nil {
+		return err
+	}
+	if uid < 0 {
+		return fmt.Errorf("add held: uid %d", uid)
+	}
+	return put(raw, bucketHeld, heldKey(uid, h.End, h.Partition), h)
+}
+
+// HeldSince returns the intervals uid's bookings held that end at or
+// after since, by end.
+func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
+	var out []Held
+	prefix := heldKey(uid, time.Unix(0, 0), 0)[:8]
+	err := tx.scan(bucketHeld, heldKey(uid, since, 0), false, func(k, v []byte) (bool, error) {
+		if len(k) != 24 || string(k[:8]) != string(prefix) {
+			return false, nil
+		}
+		var h Held
+		if err := decode(v, &h); err != nil {
+			return false, fmt.Errorf("held %x: %w", k, err)
+		}
+		out = append(out, h)
+		return true, nil
+	})
+	return out, err
+}
+
+// DropHeld lets go of uid's intervals that ended before cutoff.
+func (tx *Tx) DropHeld(uid int, cutoff time.Time) error {
+	raw, err := tx.writable("drop held")
+	if err != nil {
+		return err
+	}
+	prefix, end := heldKey(uid, time.Unix(0, 0), 0), heldKey(uid, cutoff, 0)
+	var old [][]byte
+	err = tx.scan(bucketHeld, prefix, false, func(k, _ []byte) (bool, error) {
+		if len(k) != 24 || string(k) >= string(end) {
+			return false, nil
+		}
+		old = append(old, append([]byte(nil), k...))
+		return true, nil
+	})
+	for _, k := range old {
+		if err == nil {
+			err = raw.Delete(bucketHeld, k)
+		}
+	}
+	return err
 }

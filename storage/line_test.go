@@ -67,3 +67,33 @@ func TestWaitingIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
 }
+
+// Held intervals are read by user from an instant on, and let go before
+// one, without touching another user's.
+func TestHeldByUserAndEnd(t *testing.T) {
+	l := New(filepath.Join(t.TempDir(), "chronos.db"))
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		for i, uid := range []int{7, 8, 7, 7, 8} {
+			if err := tx.AddHeld(uid, Held{Partition: uint64(i + 1), Start: at(i), End: at(i + 1), SharePPM: 1}); err != nil {
+				return err
+			}
+		}
+		return tx.DropHeld(7, at(2))
+	}))
+	require.NoError(t, l.View(func(tx *Tx) error {
+		held, err := tx.HeldSince(7, at(0))
+		require.NoError(t, err)
+		var ids []uint64
+		for _, h := range held {
+			ids = append(ids, h.Partition)
+		}
+		require.Equal(t, []uint64{3, 4}, ids, "uid 7's from the one ending at 2 on; the one ending at 1 let go")
+		held, err = tx.HeldSince(8, at(3))
+		require.NoError(t, err)
+		require.Len(t, held, 1)
+		require.Equal(t, uint64(5), held[0].Partition)
+		return nil
+	}))
+}
