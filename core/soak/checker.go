@@ -45,6 +45,7 @@ type checker struct {
 	prevLine time.Time
 	checked  map[uint64]bool // grants already checked for order
 	waited   int64           // line looks with someone waiting
+	pairs    int64           // grants weighed against a request ahead of them
 }
 
 // orderMargin is how far apart two requests' priorities must be for the
@@ -195,6 +196,7 @@ func (c *checker) checkOrder() {
 			if !ok || q.Priority <= g.Priority+orderMargin {
 				continue
 			}
+			c.pairs++
 			if q.ETA.After(told.Add(time.Second)) && !g.Without[q.ID].After(told.Add(time.Second)) {
 				note(&c.misordered, fmt.Sprintf("request %d (priority %.3f) was told %s, now waits until %s: booking %d granted to request %d (priority %.3f) is in its way",
 					q.ID, q.Priority, told.Format(time.RFC3339Nano), q.ETA.Format(time.RFC3339Nano), g.Booking, g.Request, g.Priority))

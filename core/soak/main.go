@@ -96,8 +96,8 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (ledger, logs) afterwards")
 	flag.Float64Var(&cfg.ahead, "ahead", 0.2, "share of API creates booked ahead of time (--at)")
 	flag.Float64Var(&cfg.waits, "waits", 0.1, "share of API creates that wait in line when they do not fit")
-	flag.StringVar(&cfg.policy, "policy", "user-gpus=1.5 user-hours=0.1/1m max=1m ahead=10s halflife=1m max-age=30s age-weight=0.5",
-		"policy set before the run: quotas, and a line whose order moves within the run")
+	flag.StringVar(&cfg.policy, "policy", "user-gpus=1.5 user-hours=0.1/1m max=1m ahead=10s halflife=1m max-age=30s age-weight=0.5; share=5 for=nobody; share=0.2 for=daemon",
+		"policy set before the run (settings; more for=USER settings after semicolons): quotas, and a line whose order moves within the run")
 	flag.BoolVar(&cfg.users, "users", true, "as root, run API workers as root, nobody and daemon in turn (quotas and fair share per user)")
 	flag.Parse()
 	code, err := soak(cfg)
@@ -400,8 +400,10 @@ func (d *driver) run() (int, error) {
 // can run.
 func (d *driver) setUp() error {
 	admin := core.NewClient(core.Options{Ledger: d.ledger, As: &core.Identity{UID: 0, User: "root"}})
-	if _, err := admin.SetPolicy(strings.Fields(d.cfg.policy)); err != nil {
-		return fmt.Errorf("soak policy %q: %w", d.cfg.policy, err)
+	for _, set := range strings.Split(d.cfg.policy, ";") {
+		if _, err := admin.SetPolicy(strings.Fields(set)); err != nil {
+			return fmt.Errorf("soak policy %q: %w", set, err)
+		}
 	}
 	d.uids = []int{os.Getuid()}
 	if !d.cfg.users || os.Geteuid() != 0 {

@@ -137,7 +137,7 @@ func (r *report) markdown() string {
 	w("| instants over 100%% (now or at any start ahead) | %d |\n", len(c.overbooked))
 	w("| instants or windows over a quota (%s) | %d |\n", r.cfg.policy, len(c.overQuota))
 	w("| requests granted twice (seen live) | %d |\n", len(c.twice))
-	w("| grants out of the line's order (looks with someone waiting: %d) | %d |\n", c.waited, len(c.misordered))
+	w("| grants out of the line's order (looks with someone waiting: %d; grants weighed against a request ahead: %d) | %d |\n", c.waited, c.pairs, len(c.misordered))
 	w("| bookings live more than %s past their deadline | %d |\n", cfg.expiryGrace, len(c.lateMsgs))
 	w("| bookings ended twice (seen live) | %d |\n", len(c.doubleEnds))
 	c.mu.Unlock()
