@@ -10,10 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -91,6 +93,9 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 // reads as empty; View never creates the file.
 func (l *Ledger) View(fn func(*Tx) error) error {
 	if l.unwritten() {
+		if err := l.notLost(); err != nil {
+			return err
+		}
 		return fn(&Tx{})
 	}
 	return l.run(true, fn)
@@ -116,8 +121,19 @@ func (l *Ledger) String() string { return l.Path }
 // even when opened read-only, and fail ("write: bad file descriptor"); the
 // next writer initialises it.
 func (l *Ledger) unwritten() bool {
-	st, err := os.Stat(l.Path)
+	st, err := os.Lstat(l.Path)
 	return errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().IsRegular() && st.Size() == 0)
+}
+
+// notLost checks, for a ledger that is missing or empty, that its rolling
+// backup is too: a backup that holds a ledger means the ledger lost its
+// contents, and starting it afresh would hand out its ids again.
+func (l *Ledger) notLost() error {
+	if st, err := os.Lstat(BackupPath(l.Path)); err == nil && st.Size() > 0 {
+		return fmt.Errorf("%w: %s is missing or empty, but its backup %s holds a ledger: "+
+			"run `chronos doctor --repair` to restore it (or remove the backup to start afresh)", ErrDamaged, l.Path, BackupPath(l.Path))
+	}
+	return nil
 }
 
 func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
@@ -130,21 +146,9 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
 		}
 	}()
-	created := false
-	if !readOnly {
-		if _, statErr := os.Stat(l.Path); errors.Is(statErr, fs.ErrNotExist) {
-			created = true
-		}
-	}
-	db, err := l.open(readOnly)
+	db, file, err := l.open(readOnly)
 	if err != nil {
 		return err
-	}
-	if created {
-		if err := os.Chmod(l.Path, l.mode()); err != nil {
-			db.Close()
-			return fmt.Errorf("set mode of new ledger %s: %w", l.Path, err)
-		}
 	}
 	var txErr error
 	if readOnly {
@@ -159,7 +163,7 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 		if txErr == nil {
 			// Still under the exclusive lock, so two writers never copy at
 			// once and the second sees the first's fresh backup.
-			l.maybeBackup(db)
+			l.maybeBackup(db, file)
 		}
 	}
 	closeErr := db.Close()
@@ -179,19 +183,29 @@ func (l *Ledger) mode() fs.FileMode {
 	return l.Mode
 }
 
-func (l *Ledger) open(readOnly bool) (*bolt.DB, error) {
+// open opens the ledger with bbolt, and returns with it the file it holds
+// open (closed with the database).
+func (l *Ledger) open(readOnly bool) (*bolt.DB, *os.File, error) {
 	timeout := l.timeout()
-	for {
-		db, replaced, err := l.openOnce(readOnly, timeout)
+	for tries := 1; ; tries++ {
+		db, file, replaced, err := l.openOnce(readOnly, timeout)
 		if !replaced {
-			return db, err
+			return db, file, err
 		}
 		// A repair renamed a new file over the path while this process
 		// waited for the old file's lock: what it would read or write
 		// there is gone. Open the file now at the path.
 		db.Close()
+		if tries == maxOpenTries {
+			return nil, nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", ErrBusy, l.Path)
+		}
 	}
 }
+
+// maxOpenTries bounds how often an open starts again because the file at
+// the path changed under it: a repair does that once; only someone swapping
+// files in a loop does it again and again.
+const maxOpenTries = 10
 
 func (l *Ledger) timeout() time.Duration {
 	if l.Timeout <= 0 {
@@ -200,21 +214,25 @@ func (l *Ledger) timeout() time.Duration {
 	return l.Timeout
 }
 
-func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, replaced bool, err error) {
-	if st, err := os.Stat(l.Path); err == nil && !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
-	}
-	var file *os.File
-	// The file is locked here, before bbolt's own flock on the same open
-	// file (which then succeeds at once): see lockLedger.
-	openFile := func(name string, flag int, perm fs.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil || file != nil {
-			return f, err
+func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, file *os.File, replaced bool, err error) {
+	// The file is opened without following a link or blocking on a FIFO,
+	// and locked here, before bbolt's own flock on the same open file (which
+	// then succeeds at once): see lockLedger. A writer checks what it opened
+	// before bbolt writes a byte.
+	openFile := func(string, int, fs.FileMode) (*os.File, error) {
+		f, err := l.openFile(readOnly)
+		if err != nil {
+			return nil, err
 		}
 		if err := lockLedger(f, !readOnly, timeout); err != nil {
 			f.Close()
 			return nil, err
+		}
+		if !readOnly {
+			if err := l.checkForWrite(f); err != nil {
+				f.Close()
+				return nil, err
+			}
 		}
 		file = f
 		return f, nil
@@ -222,12 +240,59 @@ func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, re
 	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
 	if err == nil && file != nil {
 		held, herr := file.Stat()
-		now, nerr := os.Stat(l.Path)
+		now, nerr := os.Lstat(l.Path)
 		if herr == nil && nerr == nil && !os.SameFile(held, now) {
-			return db, true, nil
+			return db, file, true, nil
 		}
 	}
-	return db, false, l.openError(err, timeout)
+	return db, file, false, l.openError(err, timeout)
+}
+
+// openFile opens the ledger file, creating it (exclusively, with the
+// ledger's mode) when a writer finds none.
+func (l *Ledger) openFile(readOnly bool) (*os.File, error) {
+	if readOnly {
+		return openRegular(l.Path, os.O_RDONLY)
+	}
+	for tries := 1; ; tries++ {
+		f, err := openRegular(l.Path, os.O_RDWR)
+		if !errors.Is(err, fs.ErrNotExist) || tries == maxOpenTries {
+			return f, err
+		}
+		if err := l.notLost(); err != nil {
+			return nil, err
+		}
+		f, err = createNew(l.Path, l.mode())
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+		// Another process created it first: open that one.
+	}
+}
+
+// checkForWrite refuses to write a file this process should not (see
+// checkWritable), an empty one whose backup says it lost its contents, and
+// one whose newest meta page is damaged: bbolt would carry on from the
+// commit before, handing out again the ids that commit gave.
+func (l *Ledger) checkForWrite(f *os.File) error {
+	if err := checkWritable(f, l.Path); err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return l.notLost()
+	}
+	head := make([]byte, min(st.Size(), int64(max(16<<10, 2*os.Getpagesize()))))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read ledger %s: %w", l.Path, err)
+	}
+	if msg := headDamage(head); msg != "" {
+		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", ErrDamaged, l.Path, msg)
+	}
+	return nil
 }
 
 func (l *Ledger) openError(err error, timeout time.Duration) error {
@@ -238,12 +303,14 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("open ledger %s: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, err)
+	case errors.Is(err, ErrDamaged), errors.Is(err, ErrUnsafeFile):
+		return err
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("open ledger %s: %w: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, ErrReadOnly, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
-		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
+		if st, statErr := os.Lstat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
 			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 		}
 		return fmt.Errorf("open ledger %s: %w", l.Path, err)
@@ -375,27 +442,51 @@ func bucketNames(btx *bolt.Tx) []string {
 }
 
 // Check runs bbolt's consistency check over the whole file and returns every
-// problem it finds.
+// problem it finds. It checks a private copy of the file, read under the
+// readers' lock, once its pages are found to hold together: nothing another
+// process does to the file meanwhile, and no damage, can make it crash.
 func (l *Ledger) Check() (problems []error, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
-		}
-	}()
 	if l.unwritten() {
 		return nil, nil
 	}
-	db, err := l.open(true)
+	data, _, err := l.readLocked(nil)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	err = db.View(func(btx *bolt.Tx) error {
+	return checkImage(data)
+}
+
+// checkImage is bbolt's check of a ledger file's bytes.
+func checkImage(data []byte) (problems []error, err error) {
+	if msgs, safe := checkPages(data); !safe {
+		for _, m := range msgs {
+			problems = append(problems, errors.New(m))
+		}
+		return problems, nil
+	}
+	err = viewImage(data, func(btx *bolt.Tx) error {
 		for e := range btx.Check() {
 			problems = append(problems, e)
 		}
 		return nil
 	})
 	return problems, err
+}
+
+// readLocked reads the whole ledger file under the readers' lock, and runs
+// also (when not nil) before it lets go.
+func (l *Ledger) readLocked(also func()) ([]byte, fs.FileInfo, error) {
+	f, err := openRegular(l.Path, os.O_RDONLY)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if err := lockLedger(f, false, l.timeout()); err != nil {
+		return nil, nil, l.openError(err, l.timeout())
+	}
+	data, st, err := readAll(f)
+	if also != nil {
+		also()
+	}
+	return data, st, err
 }
