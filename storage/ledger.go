@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -141,9 +140,17 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var db *bolt.DB
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
+			// Let go of the file, its mapping and its locks (the mapping
+			// keeps the file, and so its lock, alive): a process that goes
+			// on, a monitor, must not keep others out. bbolt's transaction
+			// rolled back as the panic passed, so closing is safe.
+			if db != nil {
+				db.Close()
+			}
 		}
 	}()
 	db, file, err := l.open(readOnly)
@@ -215,6 +222,18 @@ func (l *Ledger) timeout() time.Duration {
 }
 
 func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, file *os.File, replaced bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// bbolt panicked opening it. A writer checked beforehand what
+			// bbolt reads as it opens (see checkForWrite) and a reader's
+			// open reads only checked meta pages, so this is not expected;
+			// let go of the locks at least.
+			if file != nil {
+				file.Close()
+			}
+			panic(r)
+		}
+	}()
 	// The file is opened without following a link or blocking on a FIFO,
 	// and locked here, before bbolt's own flock on the same open file (which
 	// then succeeds at once): see lockLedger. A writer checks what it opened
@@ -272,8 +291,9 @@ func (l *Ledger) openFile(readOnly bool) (*os.File, error) {
 
 // checkForWrite refuses to write a file this process should not (see
 // checkWritable), an empty one whose backup says it lost its contents, and
-// one whose newest meta page is damaged: bbolt would carry on from the
-// commit before, handing out again the ids that commit gave.
+// one bbolt should not open for writing (see writerDamage): with its newest
+// meta page damaged, bbolt would carry on from the commit before, handing
+// out again the ids that commit gave.
 func (l *Ledger) checkForWrite(f *os.File) error {
 	if err := checkWritable(f, l.Path); err != nil {
 		return err
@@ -285,11 +305,11 @@ func (l *Ledger) checkForWrite(f *os.File) error {
 	if st.Size() == 0 {
 		return l.notLost()
 	}
-	head := make([]byte, min(st.Size(), int64(max(16<<10, 2*os.Getpagesize()))))
-	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+	msg, err := writerDamage(f, st.Size())
+	if err != nil {
 		return fmt.Errorf("read ledger %s: %w", l.Path, err)
 	}
-	if msg := headDamage(head); msg != "" {
+	if msg != "" {
 		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", ErrDamaged, l.Path, msg)
 	}
 	return nil

@@ -133,25 +133,7 @@ func metaDamage(head []byte) string {
 	return ""
 }
 
-// headDamage is what a writer must not carry on from: a damaged meta page,
-// or one that says the free page list is not stored (bbolt would then
-// rebuild it in a goroutine that crashes the process on damage).
-func headDamage(head []byte) string {
-	if msg := metaDamage(head); msg != "" {
-		return msg
-	}
-	if cur, ok := current(metasOf(head)); ok && cur.freelist == noFreelist {
-		return errNoFreelist
-	}
-	return ""
-}
-
 const errNoFreelist = "the meta page says the free page list is not stored, which chronos never does"
-
-func metasOf(data []byte) ([2]rawMeta, [2]bool) {
-	_, m, valid := metas(data)
-	return m, valid
-}
 
 // checkPages walks a ledger file's bytes the way bbolt will read them —
 // meta pages, the free page list, every page of every bucket's tree, every
@@ -235,6 +217,12 @@ func (w *pageWalk) freelist(id uint64) string {
 	if msg != "" {
 		return "free page list: " + msg
 	}
+	return checkFreelist(p, id, w.hwm)
+}
+
+// checkFreelist checks the free page list on page id (p holds it and its
+// overflow pages) of a file of hwm pages.
+func checkFreelist(p []byte, id, hwm uint64) string {
 	if le.Uint16(p[8:]) != freelistFlag {
 		return fmt.Sprintf("page %d should hold the free page list but does not", id)
 	}
@@ -246,11 +234,54 @@ func (w *pageWalk) freelist(id uint64) string {
 		return fmt.Sprintf("the free page list says it holds %d pages, more than its page can", count)
 	}
 	for i := range count {
-		if free := le.Uint64(p[start+8*i:]); free < 2 || free >= w.hwm {
+		if free := le.Uint64(p[start+8*i:]); free < 2 || free >= hwm {
 			return fmt.Sprintf("the free page list names page %d, outside the file", free)
 		}
 	}
 	return ""
+}
+
+// writerDamage is what a writer must not carry on from, read from the open
+// ledger file f of size bytes: a damaged meta page (see metaDamage), or
+// pages bbolt reads as it opens for writing — the free page list — that lie
+// outside the file or do not hold together, which would make it fault or
+// rebuild the list in a goroutine that crashes the process on damage.
+func writerDamage(f io.ReaderAt, size int64) (string, error) {
+	head := make([]byte, min(size, int64(max(16<<10, 2*os.Getpagesize()))))
+	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
+		return "", err
+	}
+	if msg := metaDamage(head); msg != "" {
+		return msg, nil
+	}
+	pageSize, m, valid := metas(head)
+	meta, ok := current(m, valid)
+	if !ok || pageSize < 512 || pageSize > 1<<24 {
+		return "", nil // bbolt refuses it itself, reading nothing more
+	}
+	ps := uint64(pageSize)
+	switch {
+	case meta.pgid < 2 || meta.pgid > uint64(size)/ps:
+		return fmt.Sprintf("the file is cut short: its meta page counts %d pages of %d bytes, the file holds %d", meta.pgid, ps, uint64(size)/ps), nil
+	case meta.freelist == noFreelist:
+		return errNoFreelist, nil
+	case meta.freelist < 2 || meta.freelist >= meta.pgid:
+		return fmt.Sprintf("the free page list is said to be on page %d, outside the file", meta.freelist), nil
+	}
+	page := make([]byte, ps)
+	if _, err := f.ReadAt(page, int64(meta.freelist*ps)); err != nil {
+		return "", err
+	}
+	if overflow := uint64(le.Uint32(page[12:])); overflow > 0 {
+		if overflow >= meta.pgid-meta.freelist {
+			return fmt.Sprintf("the free page list runs %d pages past the end of the file", overflow), nil
+		}
+		page = make([]byte, (overflow+1)*ps)
+		if _, err := f.ReadAt(page, int64(meta.freelist*ps)); err != nil {
+			return "", err
+		}
+	}
+	return checkFreelist(page, meta.freelist, meta.pgid), nil
 }
 
 // tree checks the page tree rooted at id.
