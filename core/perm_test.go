@@ -45,8 +45,9 @@ func TestPerUserLedgerModes(t *testing.T) {
 	}
 }
 
-// `chronos init --shared` makes a setgid 2770 directory owned by root and
-// the group, and the ledger in it (and its backup) 0660 in that group.
+// `chronos init --shared` makes a setgid, sticky 3770 directory owned by
+// root and the group, and the ledger in it (and its backup) 0660 in that
+// group.
 func TestInitSharedModes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the shared directory is owned by root")
@@ -73,7 +74,7 @@ func TestInitSharedModes(t *testing.T) {
 	require.NoError(t, err)
 
 	for p, want := range map[string]fs.FileMode{
-		dir:                      fs.ModeDir | fs.ModeSetgid | 0o770,
+		dir:                      SharedDirMode,
 		path:                     0o660,
 		storage.BackupPath(path): 0o660,
 	} {
