@@ -797,7 +797,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 		start.Detail += "; " + notice
 	}
 	logAct(start)
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
 	err = m.Run(ctx)
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
@@ -832,7 +832,7 @@ func runApp(g *globals, logPath string) error {
 	acts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: func(a core.Act) {
 		if logFile != nil {
 			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
 		}

@@ -2,29 +2,23 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// asMember runs a shell script as nobody (in nogroup) in dir.
-func asMember(t *testing.T, dir, script string, env ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
 
 // within fails the test when fn has not returned after d: a hang.
 func within(t *testing.T, d time.Duration, what string, fn func()) {
@@ -60,7 +54,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	require.Equal(t, SharedDirMode, st.Mode())
 
 	for _, name := range []string{filepath.Base(path), filepath.Base(storage.BackupPath(path))} {
-		out, err := asMember(t, dir, "ln -s "+victim+" "+name)
+		out, err := asOther(t, nobodyUID, dir, "ln -s "+victim+" "+name)
 		require.NoError(t, err, out)
 		_, err = InitShared(dir, "nogroup")
 		require.ErrorContains(t, err, "symbolic link")
@@ -75,9 +69,9 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	c := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
 	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
-	out, err := asMember(t, dir, "cp chronos.db mine && mv -f mine chronos.db")
+	out, err := asOther(t, nobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
 	require.Error(t, err, out)
-	out, err = asMember(t, dir, "rm -f chronos.db")
+	out, err = asOther(t, nobodyUID, dir, "rm -f chronos.db")
 	require.Error(t, err, out)
 	require.FileExists(t, path)
 }
@@ -129,4 +123,145 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 		within(t, 10*time.Second, "doctor", func() { _, _ = quick.Ledger().(*storage.Ledger).Diagnose() })
 	}
 	within(t, 10*time.Second, "doctor --repair", func() { _, _ = quick.Ledger().(*storage.Ledger).Repair() })
+}
+
+// startAs starts bin (a copy of this test binary) as uid, sleeping in the
+// "sleep" role with args and env, and waits until /proc shows its
+// environment.
+func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	booked := slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, gpu.PartitionEnv+"=") || strings.HasPrefix(kv, gpu.BookingEnv+"=")
+	})
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(cmd.Process.Pid)
+		return err == nil && info.UID == uid && strings.Contains(info.Command, filepath.Base(bin)) && (!booked || info.PartitionID != "")
+	}, 5*time.Second, 5*time.Millisecond)
+	return cmd
+}
+
+const daemonUID, nobodyUID = 1, 65534
+
+// Anyone can put CHRONOS_PARTITION_ID (or CHRONOS_BOOKING_ID) in their
+// environment. A process of nobody's naming daemon's booking used to count
+// against it: the root monitor stopped daemon's job as over budget, and the
+// forged process escaped unbooked=terminate. Now the claim of a process
+// that is not the booking owner's is ignored and named.
+func TestForgedBookingIDIsUnbooked(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, filepath.Join(dir, "chronos.db"), sim, root, nil)
+	daemon := Identity{UID: daemonUID, User: UserName(daemonUID)}
+	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
+	require.NoError(t, err)
+	id := strconv.FormatUint(p.ID, 10)
+
+	job := startAs(t, bin, daemonUID, nil, gpu.PartitionEnv+"="+id)
+	forged := startAs(t, bin, nobodyUID, nil, gpu.BookingEnv+"="+id)
+	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, forged.Process.Pid, 20<<30)
+
+	s, err := sim.Sample()
+	require.NoError(t, err)
+	atts := map[int]Attribution{}
+	for _, a := range Attribute(s, []storage.Partition{p.Partition}, time.Now()) {
+		atts[a.PID] = a
+	}
+	require.Equal(t, Booked, atts[job.Process.Pid].Verdict)
+	require.Equal(t, Unbooked, atts[forged.Process.Pid].Verdict)
+	require.Equal(t, p.ID, atts[forged.Process.Pid].Claimed)
+	require.Zero(t, atts[forged.Process.Pid].Partition)
+
+	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
+	var log actLog
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
+	require.NoError(t, err)
+	ws := waitStatus(t, forged, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	time.Sleep(100 * time.Millisecond)
+	require.True(t, alive(job), "daemon's job was stopped for a process that only claimed its booking")
+	require.Len(t, log.acts, 1)
+	require.Equal(t, storage.EventSignalled, log.acts[0].Kind)
+	require.Contains(t, log.acts[0].Detail, fmt.Sprintf("its environment names booking #%d, which is daemon's", p.ID))
+}
+
+// A FIFO named control and a process named like the MPS control daemon,
+// both nobody's, used to make a root monitor believe MPS held every
+// booking to its memory, and skip overbudget=terminate. Now only a daemon
+// of root's (multi-user) or of the booking's owner is trusted, and only for
+// processes `chronos run` started with its limits.
+func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fake, data, 0o755))
+
+	for _, tc := range []struct {
+		name     string
+		owner    int
+		enforced bool
+	}{
+		{"a member's daemon", nobodyUID, false},
+		{"the booking owner's daemon", daemonUID, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pipeDir := filepath.Join(dir, "mps-"+strconv.Itoa(tc.owner))
+			require.NoError(t, os.Mkdir(pipeDir, 0o755))
+			require.NoError(t, os.Chown(pipeDir, tc.owner, tc.owner))
+			out, err := asOther(t, tc.owner, pipeDir, "mkfifo control")
+			require.NoError(t, err, out)
+			startAs(t, fake, tc.owner, []string{"-d", "-M"})
+			mps := gpu.DetectMPS(pipeDir)
+			require.True(t, mps.Running, mps.Detail)
+			require.Equal(t, tc.owner, mps.Owner)
+
+			sim := gpu.NewSim(gpu.SimOptions{})
+			c := simClient(t, filepath.Join(dir, "chronos-"+strconv.Itoa(tc.owner)+".db"), sim, root, nil)
+			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+			require.NoError(t, err)
+			// As `chronos run` starts it, in a user's environment that
+			// names the daemon's pipe directory.
+			job := startAs(t, bin, daemonUID, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
+			sim.Attach(idleGPU, job.Process.Pid, 3<<30)
+
+			strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+			_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, MPS: mps}).Tick()
+			require.NoError(t, err)
+			if tc.enforced {
+				time.Sleep(100 * time.Millisecond)
+				require.True(t, alive(job), "MPS holds this job to its booking: it was not ours to stop")
+				return
+			}
+			ws := waitStatus(t, job, 2*time.Second)
+			require.Equal(t, syscall.SIGTERM, ws.Signal())
+		})
+	}
+}
+
+// asOther runs a shell script as uid in dir.
+func asOther(t *testing.T, uid int, dir, script string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// alive says whether the process runs (a process that ended is a zombie
+// until waited for).
+func alive(cmd *exec.Cmd) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

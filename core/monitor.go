@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,9 +55,9 @@ type MonitorOptions struct {
 	// SampleEvery is how often GPU processes are checked against the
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
-	// Concurrent is true when an MPS daemon enforces each client's memory
-	// limit; memory over budget is then MPS's to stop, not ours.
-	Concurrent bool
+	// MPS is the MPS daemon as detected: a process it holds to its
+	// booking's memory (see limitedByMPS) is MPS's to stop, not ours.
+	MPS gpu.MPS
 	// OnAct is called for every act, from the monitor's goroutine.
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
@@ -374,7 +375,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		switch {
 		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
 			action, reason = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition)
-		case a.Verdict == OverBudget && !m.o.Concurrent && pol.OverBudget != ActOff:
+		case a.Verdict == OverBudget && !limitedByMPS(m.o.MPS, a, byID[a.Partition]) && pol.OverBudget != ActOff:
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
@@ -383,9 +384,12 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
+			if c, ok := byID[a.Claimed]; ok {
+				reason += fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
+			}
 			if action == ActWarn {
 				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d: %s", a.Command, FormatBytes(a.MemoryUsed), a.Device, reason)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
@@ -402,6 +406,18 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		}
 	}
 	return plans, notes
+}
+
+// limitedByMPS says whether MPS holds the process to its booking's memory,
+// so that using more is MPS's to stop: a daemon the booking can trust serves
+// it (root's and multi-user, or the booking owner's), and `chronos run`
+// started it in the booking with a memory limit no larger than the booking
+// on the booked GPU. A process that merely runs while a daemon does, or
+// whose environment names another daemon or a larger limit, is checked.
+func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
+	limit, ok := a.CUDA.MPSMemLimitBytes()
+	return ok && limit <= p.Bytes && mps.Enforces(p.UID) && a.CUDA.ServedBy(mps) &&
+		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.VisibleDevices == visibleDevice(p)
 }
 
 // claimable says whether a monitor may take on an act: nobody has, or the

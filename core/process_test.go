@@ -115,6 +115,11 @@ func playRole(role, db, arg string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return roleFailed
 		}
+	case "sleep":
+		// Stand in for a GPU job (or a daemon: the binary may be copied
+		// under another name) until killed or arg passes.
+		d, _ := time.ParseDuration(arg)
+		time.Sleep(d)
 	case "swap":
 		// Swap a FIFO with the file at arg, as fast as possible, until
 		// killed: renameat2(RENAME_EXCHANGE), so that the path is a FIFO

@@ -31,6 +31,9 @@ type Process struct {
 	// StartTime is the process start in clock ticks since boot (/proc/PID/stat
 	// field 22); with the PID it names one process even when PIDs are reused.
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
+	// CUDA is what its environment asks of CUDA; private to its owner and
+	// root, so never printed.
+	CUDA CUDAEnv `json:"-"`
 }
 
 // DeviceSample is one reading of one device.

@@ -21,6 +21,19 @@ var ErrProcessGone = fmt.Errorf("process has exited: %w", os.ErrNotExist)
 // partition; `chronos run` sets it and children inherit it.
 const PartitionEnv = "CHRONOS_PARTITION_ID"
 
+// BookingEnv is the same, by the name people read ("booking"); a process
+// may carry either, and BookingEnv wins.
+const BookingEnv = "CHRONOS_BOOKING_ID"
+
+// CUDAEnv is what a process's environment asks of CUDA: the devices it may
+// see and, under MPS, the daemon that serves it and the device memory limit
+// it sets. `chronos run` sets them.
+type CUDAEnv struct {
+	VisibleDevices string // CUDA_VISIBLE_DEVICES
+	MPSPipeDir     string // CUDA_MPS_PIPE_DIRECTORY; "" means the default
+	MPSMemLimit    string // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+}
+
 // ProcInfo is what /proc says about one process.
 type ProcInfo struct {
 	PID  int
@@ -29,9 +42,12 @@ type ProcInfo struct {
 	// Command is the command line joined by spaces, or the kernel's name in
 	// brackets ("[kworker/0:1]") when the command line is empty.
 	Command string
-	// PartitionID is CHRONOS_PARTITION_ID from the process environment; ""
-	// when unset or unreadable (other users' environments are private).
+	// PartitionID is CHRONOS_BOOKING_ID, else CHRONOS_PARTITION_ID, from
+	// the process environment; "" when unset or unreadable (other users'
+	// environments are private, except to root).
 	PartitionID string
+	// CUDA is what the environment asks of CUDA (empty when unreadable).
+	CUDA CUDAEnv
 	// StartTime is field 22 of /proc/PID/stat: clock ticks since boot.
 	StartTime uint64
 }
@@ -98,9 +114,22 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	case errors.Is(err, ErrProcessGone):
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	case err == nil:
-		info.PartitionID = envValue(environ, PartitionEnv)
+		if info.PartitionID = envValue(environ, BookingEnv); info.PartitionID == "" {
+			info.PartitionID = envValue(environ, PartitionEnv)
+		}
+		info.CUDA = CUDAEnv{
+			VisibleDevices: envValue(environ, "CUDA_VISIBLE_DEVICES"),
+			MPSPipeDir:     envValue(environ, "CUDA_MPS_PIPE_DIRECTORY"),
+			MPSMemLimit:    envValue(environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+		}
 	}
 	return info, nil
+}
+
+// describe fills in what /proc says of the process p.
+func (p *Process) describe(info ProcInfo) {
+	p.UID, p.User, p.Command = info.UID, info.User, info.Command
+	p.PartitionID, p.StartTime, p.CUDA = info.PartitionID, info.StartTime, info.CUDA
 }
 
 // StartTime reads only the start time of pid (field 22 of /proc/PID/stat):

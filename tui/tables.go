@@ -224,11 +224,15 @@ const (
 )
 
 // verdictText says what a process counts against, in the words both the
-// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7" or
-// "UNBOOKED".
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
+// "UNBOOKED", or "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking.
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:
+		if a.Claimed != 0 {
+			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
+		}
 		return "UNBOOKED"
 	case core.OverBudget:
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
