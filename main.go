@@ -75,11 +75,11 @@ func execute(args []string) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(os.Stderr, "chronos:", exit.msg)
+			fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(exit.msg))
 		}
 		return exit.code
 	}
-	fmt.Fprintln(os.Stderr, "chronos:", err)
+	fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage
@@ -298,7 +298,7 @@ func releaseCmd(g *globals) *cobra.Command {
 			status := 0
 			for _, id := range ids {
 				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(os.Stderr, "chronos:", err)
+					fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 					status = exitError
 					continue
 				}
@@ -462,7 +462,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				if e.Partition != 0 {
 					id = fmt.Sprintf(" #%d", e.Partition)
 				}
-				fmt.Printf("%s  %-9s%s by %s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Kind, id, e.User, e.Detail)
+				fmt.Printf("%s  %-9s%s by %s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Kind, id, tui.Printable(e.User), tui.Printable(e.Detail))
 			}
 			return nil
 		},
@@ -762,7 +762,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 			logger.Print(string(data))
 			return
 		}
-		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return usageError{fmt.Errorf("--log-format %q: use text or json", f.logFormat)}
@@ -834,7 +834,7 @@ func runApp(g *globals, logPath string) error {
 	defer cancel()
 	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: func(a core.Act) {
 		if logFile != nil {
-			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 		}
 		select {
 		case acts <- a.String():
@@ -877,14 +877,14 @@ was repaired), 1 when problems remain.`,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			printDiagnosis := func(d storage.Diagnosis) {
 				switch {
-				case !d.Exists:
+				case !d.Exists && d.Healthy:
 					fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
 				case d.Healthy:
 					fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
 				default:
 					fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
 					for _, p := range d.Problems {
-						fmt.Println("  -", p)
+						fmt.Println("  -", tui.Printable(p))
 					}
 				}
 				fmt.Println("Backup:", d.Backup)
@@ -910,7 +910,7 @@ was repaired), 1 when problems remain.`,
 							fmt.Println("Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Println("Lost:", s)
+							fmt.Println("Lost:", tui.Printable(s))
 						}
 						fmt.Printf("Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -264,4 +265,38 @@ func alive(cmd *exec.Cmd) bool {
 	}
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// A process's command line reaches the audit trail exactly as it is (JSON
+// and `events --json` stay exact; terminals get it escaped) but bounded:
+// one event used to hold a 220 KB command line.
+func TestEventsHoldABoundedCommandLine(t *testing.T) {
+	dir, _ := otherUserDir(t)
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, filepath.Join(dir, "chronos.db"), sim, root, nil)
+	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each
+	proc := exec.Command("sh", "-c", "sleep 60; :", long, long)
+	proc.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	require.NoError(t, proc.Start())
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(proc.Process.Pid)
+		return err == nil && len(info.Command) > 200_000
+	}, 5*time.Second, 5*time.Millisecond)
+	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+
+	var log actLog
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add}).Tick()
+	require.NoError(t, err)
+	evs, err := c.LastEvents(1)
+	require.NoError(t, err)
+	require.Equal(t, storage.EventUnbooked, evs[0].Kind)
+	require.LessOrEqual(t, len(evs[0].Detail), maxDetail+40)
+	require.Contains(t, evs[0].Detail, "sh -c sleep 60; : \x1b]2;pwned\x07üü")
+	require.Contains(t, evs[0].Detail, "more bytes)")
+	require.True(t, utf8.ValidString(evs[0].Detail), "cut inside a character")
+	require.Len(t, log.acts, 1)
+	require.LessOrEqual(t, len(log.acts[0].Detail), maxDetail+40)
 }

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -227,5 +228,23 @@ func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
 
 func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: detail})
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
+}
+
+// maxDetail bounds what an event or a monitor's act says: a command line
+// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
+// and a screen need only its start.
+const maxDetail = 1024
+
+// boundDetail cuts detail to maxDetail bytes, at a character's start, and
+// says how much was left out.
+func boundDetail(detail string) string {
+	if len(detail) <= maxDetail {
+		return detail
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(detail[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
 }

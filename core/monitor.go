@@ -154,6 +154,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 func (m *Monitor) report(a Act) {
+	a.Detail = boundDetail(a.Detail)
 	if m.o.OnAct != nil {
 		m.o.OnAct(a)
 	}
@@ -437,7 +438,7 @@ func (m *Monitor) record(tx *storage.Tx, a Act) error {
 	if a.PID != 0 {
 		detail = fmt.Sprintf("pid %d: %s", a.PID, detail)
 	}
-	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: detail})
+	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(detail)})
 }
 
 // signal sends the claimed signals, then records what happened. A signal

@@ -150,7 +150,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 		mark = " •"
 	}
 	id := pad("#"+strconv.FormatUint(r.ID, 10), colID)
-	owner := pad(r.User, colOwner)
+	owner := pad(Printable(r.User), colOwner)
 	dev := pad(strconv.Itoa(r.Device), colGPU)
 	share := pad(core.FormatPercent(r.SharePPM)+" "+core.FormatBytes(r.Bytes), colShare)
 	leftCol := pad(left, colLeft)
@@ -263,14 +263,14 @@ func (t processesTable) View(width, height int) []string {
 		if r.SM >= 0 {
 			sm = strconv.Itoa(r.SM) + "%"
 		}
-		user := r.User
+		user := Printable(r.User)
 		if user == "" {
 			user = "?"
 		}
 		booking := pad(verdictText(r.Attribution), colBooking)
 		line := mark + padLeft(strconv.Itoa(r.PID), colPID) + " " + pad(user, colPUser) + " " + pad(strconv.Itoa(r.Device), colGPU) + " " +
 			padLeft(core.FormatBytes(r.MemoryUsed), colMem) + " " + padLeft(sm, colSM) + " "
-		cmd := cut(r.Command, cmdW)
+		cmd := cut(Printable(r.Command), cmdW)
 		if i == t.cur.at {
 			out = append(out, st.Selected.Render(fit(line+booking+" "+cmd, width)))
 			continue
