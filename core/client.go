@@ -143,10 +143,11 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	if err == nil {
 		err = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
 	}
-	if err != nil {
+	if err != nil && !cannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}
+	// A ledger this process may only read is shown as it is, uncached.
 	return b, notice, nil
 }
 
@@ -162,7 +163,11 @@ func (c *Client) Now() time.Time { return c.now() }
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
 	storage.Partition
-	client *Client
+	// GPUGone says its GPU is no longer in the machine's inventory (a card
+	// removed, the driver's view changed): the booking stands, and is
+	// shown as such.
+	GPUGone bool
+	client  *Client
 }
 
 // TimeRemaining is how long the booking has left (zero once it has ended).
@@ -200,10 +205,22 @@ const (
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
 	StatusReleased   BookingStatus = "released"
+	// StatusGPUGone: live, on a GPU the machine no longer has.
+	StatusGPUGone BookingStatus = "GPU gone"
 )
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
+
+// Status is what a person sees of the booking: Status, or StatusGPUGone
+// while it is live on a GPU that is gone.
+func (p Partition) Status(now time.Time, warnLead time.Duration) BookingStatus {
+	s := Status(p.Partition, now, warnLead)
+	if p.GPUGone && !s.Ended() {
+		return StatusGPUGone
+	}
+	return s
+}
 
 // Status is what a person sees: live, ending soon, expired or released.
 func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
@@ -226,6 +243,13 @@ func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
 }
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
+
+// wrapSeen wraps p read beside the inventory (inv, when ok).
+func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) Partition {
+	w := c.wrap(p)
+	w.GPUGone = gpuGone(inv, ok, p)
+	return w
+}
 
 func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
 	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})

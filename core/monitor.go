@@ -71,6 +71,9 @@ type MonitorOptions struct {
 // claim the processes that ran under it.
 const attributionWindow = 24 * time.Hour
 
+// errorRepeat is how often a monitor reports an error that persists.
+const errorRepeat = time.Minute
+
 // maxSleep bounds every wait, so that a step of the wall clock (NTP) is
 // noticed within a second: deadlines are wall-clock instants.
 const maxSleep = time.Second
@@ -81,11 +84,12 @@ const maxSleep = time.Second
 // open TUI runs one); each act is claimed in a transaction first, so none is
 // done twice, and an act a monitor may not do is left for one running as root.
 type Monitor struct {
-	c          *Client
-	o          MonitorOptions
-	root       bool
-	nextSample time.Time
-	snap       *snapshot // the ledger as last read; nil: read it again
+	c             *Client
+	o             MonitorOptions
+	root          bool
+	nextSample    time.Time
+	nextInventory time.Time
+	snap          *snapshot // the ledger as last read; nil: read it again
 }
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -131,12 +135,20 @@ func (m *Monitor) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
+	var lastErr string
+	var lastErrAt time.Time
 	for {
 		next, err := m.tick(changed)
 		changed = false
 		if err != nil {
-			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
-			next = m.c.now().Add(maxSleep)
+			// The same error every second (a ledger it may only read, say)
+			// is said again once a minute, not each time.
+			now := m.c.now()
+			if msg := err.Error(); msg != lastErr || now.Sub(lastErrAt) >= errorRepeat || now.Before(lastErrAt) {
+				m.report(Act{Time: now, Kind: storage.EventError, Detail: msg})
+				lastErr, lastErrAt = msg, now
+			}
+			next = now.Add(maxSleep)
 		}
 		wait := min(max(time.Until(next), 0), maxSleep)
 		timer.Reset(wait)
@@ -209,6 +221,12 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		return now, err
 	}
 	parts, claims, pol := snap.parts, snap.claims, snap.pol
+	if m.o.Backend != nil && !now.Before(m.nextInventory) {
+		m.nextInventory = now.Add(inventoryEvery)
+		if err := m.refreshInventory(); err != nil {
+			return now, err
+		}
+	}
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
@@ -275,6 +293,20 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 	return m.nextWake(parts, claims, pol, now), nil
+}
+
+// refreshInventory puts the backend's GPUs in the ledger when they differ
+// from the inventory there (see cacheInventory). A ledger this monitor may
+// only read keeps its inventory.
+func (m *Monitor) refreshInventory() error {
+	devs, err := m.o.Backend.Devices()
+	if err != nil {
+		return fmt.Errorf("list GPUs: %w", err)
+	}
+	if err := m.c.SaveInventory(InventoryOf(m.o.Backend.Name(), devs, m.c.now())); err != nil && !cannotWrite(err) {
+		return fmt.Errorf("update the GPU inventory: %w", err)
+	}
+	return nil
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored

@@ -69,6 +69,9 @@ func TestInitSharedModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "chronos")
 	path, err := InitShared(dir, group.Name)
 	require.NoError(t, err)
+	// Root writes first, as `init` does (and records the simulated GPUs,
+	// which a member may not in a shared ledger); then a member books.
+	require.NoError(t, NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root}).SaveInventory(simInventory(2, testGPUMemory, time.Now())))
 	c := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &alice})
 	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)

@@ -114,6 +114,18 @@ func (l *Ledger) Version() string {
 // String is the file's path.
 func (l *Ledger) String() string { return l.Path }
 
+// Private reports whether the ledger is this user's alone: the file is
+// theirs and nobody else may write it (before it exists: the mode it will
+// be created with says so). A shared ledger is not.
+func (l *Ledger) Private() bool {
+	st, err := os.Lstat(l.Path)
+	if err != nil {
+		return l.mode()&0o022 == 0
+	}
+	uid, _, _ := ownerOf(st)
+	return uid == os.Geteuid() && st.Mode().Perm()&0o022 == 0
+}
+
 // unwritten reports whether the ledger has no content yet: no file, or an
 // empty one, which a writer killed between creating the file and writing
 // its first pages leaves behind. bbolt would try to initialise an empty file

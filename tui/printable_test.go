@@ -95,3 +95,22 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 	noTerminalControl(t, stats.String())
 	require.Contains(t, stats.String(), `\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J`)
 }
+
+// A booking on a GPU the machine no longer has is shown, in stats and in
+// the app's bookings, never dropped.
+func TestBookingsOnGoneGPUsAreShown(t *testing.T) {
+	w := newWorld(t, 4)
+	w.book(bob, 3, "30%", time.Minute, time.Hour)
+	devs, err := gpu.NewSim(gpu.SimOptions{Count: 2}).Devices()
+	require.NoError(t, err)
+	require.NoError(t, w.client.SaveInventory(core.InventoryOf(gpu.SimName, devs, t0)))
+	w.sim = gpu.NewSim(gpu.SimOptions{Count: 2, Now: w.clock.Now})
+
+	m := w.model(120, 30)
+	require.Contains(t, m.View(), "GPU gone")
+	st, err := w.client.Stats(w.sim, gpu.MPS{})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, WriteStats(&out, st))
+	require.Contains(t, out.String(), "GPU 3  gone: not on this machine now, yet 1 live booking(s) hold 30% (24.0 GiB) of it")
+}

@@ -135,7 +135,7 @@ func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height
 
 func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead time.Duration, barW, width int) string {
 	st := &t.c.styles
-	status := core.Status(r.Partition.Partition, now, warnLead)
+	status := r.Partition.Status(now, warnLead)
 	left := "-"
 	if r.LiveAt(now) {
 		left = Countdown(r.Expires.Sub(now))

@@ -3,12 +3,15 @@ package tui
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // Printable returns s with every character that could act on a terminal
@@ -75,7 +78,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, Printable(p.User), p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead))
+			p.Expires.Local().Format("Jan 2 15:04:05"), p.Status(now, warnLead))
 	}
 	return tw.Flush()
 }
@@ -126,6 +129,18 @@ func WriteStats(w io.Writer, st core.Stats) error {
 			fmt.Fprintln(tw, "  no compute processes")
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	// Bookings on a GPU the backend no longer shows stand: say so.
+	booked := slices.Sorted(maps.Keys(st.Booked))
+	for _, dev := range booked {
+		if slices.ContainsFunc(st.Sample.Devices, func(d gpu.DeviceSample) bool { return d.Index == dev }) {
+			continue
+		}
+		b := st.Booked[dev]
+		if _, err := fmt.Fprintf(w, "\nGPU %d  gone: not on this machine now, yet %d live booking(s) hold %s (%s) of it\n",
+			dev, b.Count, core.FormatPercent(b.PPM), core.FormatBytes(b.Bytes)); err != nil {
 			return err
 		}
 	}
