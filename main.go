@@ -823,7 +823,7 @@ func runApp(g *globals, logPath string) error {
 	defer b.Close()
 	var logFile *os.File
 	if logPath != "" {
-		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600); err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
 		defer logFile.Close()
