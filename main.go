@@ -533,12 +533,13 @@ with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
 CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
 and compute limits), and release the booking when the command ends.
 
-Before the end the command's process group gets --warn-signal (SIGUSR1 by
-default: handle it to checkpoint, or say --warn-signal none; Python's default
-action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
-SIGKILL after the grace period. chronos exits with the command's status, or
-124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+No signal comes before the end unless you ask: the deadline is in
+CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
+group five minutes before the end (as Slurm's --signal; handle it, since
+SIGUSR1's default action ends a program). At the deadline the group gets
+SIGTERM, then SIGKILL after the grace period. chronos exits with the command's
+status, or 124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --partition 7 -- python eval.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -548,7 +549,10 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 			opts := core.RunOptions{Command: command, Grace: grace, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 				Say: func(f string, v ...any) { fmt.Fprintf(os.Stderr, "chronos: "+f+"\n", v...) }}
 			var err error
-			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
+				return usageError{errors.New("run: --warn-signal is the old name of --signal: give one")}
+			}
+			if opts.WarnSignal, err = core.ParseWarnSignal(warnSignal); err != nil {
 				return err
 			}
 			switch {
@@ -580,7 +584,8 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 	}
 	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
-	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m); none by default")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "none", "the old name of --signal")
 	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
 	return cmd
 }

@@ -338,3 +338,63 @@ func medianMS(d []time.Duration) float64 {
 	slices.Sort(s)
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
 }
+
+// By default `chronos run` sends no warning signal: a command with no
+// SIGUSR1 handler, and a script that traps only TERM, both run to the
+// booking's deadline and get SIGTERM there, not an early death.
+func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	logf := filepath.Join(t.TempDir(), "log")
+	// A short booking: its warning lead (a tenth, 0.3 s) falls well inside it.
+	r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", "--", "sleep", "30")
+	require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
+	require.NotContains(t, r.stderr, "SIGUSR1")
+
+	r = chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", "--", "sh", "-c",
+		`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
+	require.Equal(t, core.ExitExpired, r.code, r.stderr)
+	var got string
+	var at, deadline float64
+	_, err := fmt.Sscan(readFile(t, logf), &got, &at, &deadline)
+	require.NoError(t, err)
+	require.Equal(t, "TERM", got)
+	require.GreaterOrEqual(t, at, deadline, "SIGTERM came before the deadline")
+}
+
+// A warning signal is opt-in, Slurm-style: --signal USR1@1s sends SIGUSR1
+// a second before the end (never earlier), then SIGTERM at the end.
+// --warn-signal is the same flag under its old name.
+func TestRunSignalOptIn(t *testing.T) {
+	for _, flag := range []string{"--signal", "--warn-signal"} {
+		t.Run(flag, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "chronos.db")
+			logf := filepath.Join(t.TempDir(), "log")
+			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", flag, "USR1@1s", "--", "sh", "-c",
+				`trap 'echo "USR1 $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"' USR1; trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
+			require.Equal(t, core.ExitExpired, r.code, r.stderr)
+			lines := strings.Split(strings.TrimSpace(readFile(t, logf)), "\n")
+			require.Len(t, lines, 2, lines)
+			var kind string
+			var at, deadline float64
+			_, err := fmt.Sscan(lines[0], &kind, &at, &deadline)
+			require.NoError(t, err)
+			require.Equal(t, "USR1", kind)
+			require.GreaterOrEqual(t, at, deadline-1, "the warning came earlier than asked")
+			require.Less(t, at, deadline)
+			require.True(t, strings.HasPrefix(lines[1], "TERM "), lines)
+		})
+	}
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	for _, bad := range [][]string{{"--signal", "USR1@"}, {"--signal", "FOO@5m"}, {"--signal", "USR1@5m", "--warn-signal", "USR2"}, {"--signal", "USR1@1h"}} {
+		r := chronos(t, db, append(append([]string{"run", "0", "0.2", "10m"}, bad...), "--", "true")...)
+		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)
+	}
+	require.NoFileExists(t, db, "a refused run books nothing")
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -146,6 +146,29 @@ func FuzzParseSignal(f *testing.F) {
 	})
 }
 
+// FuzzParseWarnSignal reads `chronos run --signal`: an accepted value names
+// a real signal (or none), has a lead of at least a second, and prints in a
+// form that reads back to itself.
+func FuzzParseWarnSignal(f *testing.F) {
+	for _, s := range []string{"USR1@5m", "SIGUSR2@300", "10@90s", "usr1", "none", "", "USR1@", "@5m", "none@1h", "USR1@0", "USR1@1e9", "64@1d", "USR1@@5m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := ParseWarnSignal(s)
+		if err != nil {
+			requireInputErr(t, s, err)
+			return
+		}
+		if w.Signal < 0 || w.Signal > 64 || (w.Signal == 0 && w.Lead != 0) || (w.Lead != 0 && w.Lead < time.Second) {
+			t.Fatalf("%q gave %+v", s, w)
+		}
+		back, err := ParseWarnSignal(w.String())
+		if err != nil || back.Signal != w.Signal || back.Lead != w.Lead.Round(time.Second) {
+			t.Fatalf("%q: %+v prints as %q, which reads back as %+v (%v)", s, w, w, back, err)
+		}
+	})
+}
+
 // FuzzApplyPolicy reads policy settings as `chronos policy set` and
 // `--monitor --policy` take them. An accepted policy is valid and prints in a
 // form that reads back to itself (to the second: durations print rounded).

@@ -28,8 +28,9 @@ type RunOptions struct {
 	Partition uint64
 	Request   Request
 	Command   []string
-	// WarnSignal goes to the command at the warning lead (0: none).
-	WarnSignal syscall.Signal
+	// WarnSignal, when set, goes to the command's group at its lead before
+	// the end. None by default: the deadline is in the environment.
+	WarnSignal WarnSignal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
@@ -61,6 +62,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, inputErr("cannot run %q: %v", o.Command[0], errors.Unwrap(err))
 	}
+	if lead := o.WarnSignal.Lead; o.Partition == 0 && lead > 0 && lead >= o.Request.Duration {
+		return RunResult{}, inputErr("--signal %s: the lead %s is not shorter than the booking (%s)", o.WarnSignal, FormatDuration(lead), FormatDuration(o.Request.Duration))
+	}
 	say := o.Say
 	if say == nil {
 		say = func(string, ...any) {}
@@ -90,7 +94,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 			return RunResult{}, err
 		}
 		p, booked = got.Partition, true
-		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, p.Expires.Local().Format("15:04:05"))
+		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatTime(p.Expires, c.now()))
 	}
 	release := func() {
 		if booked {
@@ -139,7 +143,18 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	defer stopWatch()
 	changes := c.ledger.Changes(watchCtx, time.Second)
 
-	warned := o.WarnSignal == 0
+	// warnAt is when the warning signal is due; zero: none is.
+	warnAt := func() time.Time {
+		switch {
+		case o.WarnSignal.Signal == 0:
+			return time.Time{}
+		case o.WarnSignal.Lead > 0:
+			return p.Expires.Add(-o.WarnSignal.Lead)
+		default:
+			return p.Expires.Add(-WarnLead(p, pol.WarnLead))
+		}
+	}
+	warned := o.WarnSignal.Signal == 0
 	var termAt time.Time // when SIGTERM went out
 	expired := false
 	timer := time.NewTimer(0)
@@ -150,7 +165,7 @@ loop:
 		now := c.now()
 		switch {
 		case termAt.IsZero() && !now.Before(p.Expires):
-			expired = true
+			expired, warned = true, true
 			termAt = now
 			if signalOnce("term", syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
 				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
@@ -162,14 +177,14 @@ loop:
 				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
-		case !warned && !now.Before(p.Expires.Add(-WarnLead(p, pol.WarnLead))):
+		case !warned && !now.Before(warnAt()):
 			warned = true
-			say("booking %d ends in %s: sending %s", p.ID, FormatDuration(p.Expires.Sub(now)), signalName(o.WarnSignal))
-			_ = syscall.Kill(-pgid, o.WarnSignal)
+			say("booking %d %s: sending %s", p.ID, endsIn(p.Expires.Sub(now)), signalName(o.WarnSignal.Signal))
+			_ = syscall.Kill(-pgid, o.WarnSignal.Signal)
 		}
 		next := p.Expires
 		if !warned {
-			next = p.Expires.Add(-WarnLead(p, pol.WarnLead))
+			next = warnAt()
 		}
 		if !termAt.IsZero() {
 			next = termAt.Add(grace)
@@ -188,7 +203,7 @@ loop:
 					p.Expires = c.now()
 				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
 					p.Expires = got.Expires
-					warned = o.WarnSignal == 0 // warn again before the new end
+					warned = o.WarnSignal.Signal == 0 // warn again before the new end
 				}
 			}
 		case <-timer.C:
@@ -295,34 +310,4 @@ func visibleDevice(p storage.Partition) string {
 		return p.DeviceUUID
 	}
 	return strconv.Itoa(p.Device)
-}
-
-// ParseSignal reads a signal name ("SIGUSR1", "usr1", "10") or "none".
-func ParseSignal(s string) (syscall.Signal, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	if t == "NONE" || t == "" {
-		return 0, nil
-	}
-	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
-		return syscall.Signal(n), nil
-	}
-	t = strings.TrimPrefix(t, "SIG")
-	for sig, name := range signalNames {
-		if name == t {
-			return sig, nil
-		}
-	}
-	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
-	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
-}
-
-func signalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return "SIG" + n
-	}
-	return s.String()
 }

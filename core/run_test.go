@@ -18,17 +18,19 @@ import (
 )
 
 func runOpts(cmd ...string) RunOptions {
-	return RunOptions{Command: cmd, Grace: -1, WarnSignal: syscall.SIGUSR1}
+	return RunOptions{Command: cmd, Grace: -1}
 }
 
-// The command gets the warning signal, then SIGTERM at the deadline, then
-// SIGKILL when it ignores SIGTERM; chronos reports the expiry status.
+// The command gets the warning signal it asked for, then SIGTERM at the
+// deadline, then SIGKILL when it ignores SIGTERM; chronos reports the expiry
+// status.
 func TestRunWarnsTerminatesKills(t *testing.T) {
 	c := newTestClient(t, nil, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
 	o.Grace = 500 * time.Millisecond
+	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
 	t.Setenv("LOG", log)
 	start := time.Now()
 	res, err := c.Run(context.Background(), o)
@@ -131,16 +133,6 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25")
 }
 
-func TestParseSignal(t *testing.T) {
-	for in, want := range map[string]syscall.Signal{"SIGUSR1": syscall.SIGUSR1, "usr2": syscall.SIGUSR2, "none": 0, "10": syscall.Signal(10)} {
-		got, err := ParseSignal(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	_, err := ParseSignal("SIGFOO")
-	require.ErrorIs(t, err, ErrInput)
-}
-
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
 func TestRunAndMonitorSignalOnce(t *testing.T) {
@@ -153,7 +145,6 @@ func TestRunAndMonitorSignalOnce(t *testing.T) {
 	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 400 * time.Millisecond
-	o.WarnSignal = 0
 
 	pol := DefaultPolicy()
 	pol.Grace = o.Grace

@@ -94,8 +94,13 @@ sleep 1
 s=$(ms_now)
 "$CHRONOS" run 0 0.02 5m --warn-signal none -- $LOAD hold --gib 6 --seconds 120; echo "exit $? after $(( ($(ms_now) - s) / 1000000 )) ms (143 = SIGTERM)"
 
-step "expiry: a 20 s booking whose job would run 120 s (expect warning, SIGTERM at the deadline, exit 124)"
-"$CHRONOS" run 0 0.05 20s --grace 5s -- $LOAD hold --gib 1 --seconds 120; echo "exit $?"
+step "expiry: a 20 s booking whose job would run 120 s, --signal USR1@5s (expect warning 5 s before, SIGTERM at the deadline, exit 124)"
+"$CHRONOS" run 0 0.05 20s --grace 5s --signal USR1@5s -- $LOAD hold --gib 1 --seconds 120; echo "exit $?"
+
+step "defaults: a plain PyTorch job with no SIGUSR1 handler, 20 s booking (expect it alive to the deadline: exit 124 after ~20 s, not 138 at 18 s)"
+s=$(ms_now)
+"$CHRONOS" run 0 0.05 20s --grace 5s -- python3 -c 'import time, torch; x = torch.ones(1 << 28, device="cuda"); time.sleep(120)'
+echo "exit $? after $(( ($(ms_now) - s) / 1000000 )) ms"
 sleep 1
 kill -TERM $MON; wait $MON
 echo "--- monitor log"
