@@ -33,6 +33,9 @@ type RunOptions struct {
 	WarnSignal WarnSignal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
+	// ReleaseWithin bounds how long a release that meets a busy ledger is
+	// retried; zero means a minute.
+	ReleaseWithin time.Duration
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
 	// are passed to the command's CUDA clients.
 	MPS            gpu.MPS
@@ -96,12 +99,11 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		p, booked = got.Partition, true
 		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatTime(p.Expires, c.now()))
 	}
-	release := func() {
-		if booked {
-			if _, err := c.Release(p.ID); err != nil && !errors.Is(err, ErrNotLive) {
-				say("could not release booking %d: %v", p.ID, err)
-			}
+	release := func() error {
+		if !booked {
+			return nil
 		}
+		return c.releaseRetrying(p, o.ReleaseWithin, say)
 	}
 
 	cmd := exec.Command(path, o.Command[1:]...)
@@ -111,8 +113,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	// Its own process group, so that signals reach everything it starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		release()
-		return RunResult{}, fmt.Errorf("start %s: %w", o.Command[0], err)
+		return RunResult{}, errors.Join(fmt.Errorf("start %s: %w", o.Command[0], err), release())
 	}
 	pgid := cmd.Process.Pid
 	// The start time names this exact process in claims, as monitors name it.
@@ -209,12 +210,46 @@ loop:
 		case <-timer.C:
 		}
 	}
-	release()
 	res := RunResult{Partition: p.ID, ExitCode: exitCodeOf(waitErr), Expired: expired}
 	if expired {
 		res.ExitCode = ExitExpired
 	}
+	if err := release(); err != nil {
+		return res, fmt.Errorf("the command ended (status %d), but %w", res.ExitCode, err)
+	}
 	return res, nil
+}
+
+// releaseRetrying releases the booking a run made. A ledger held busy by
+// another process is tried again, backing off, for up to within (a minute
+// when zero): a release given up on would leave the GPU booked for hours
+// with nothing running in it.
+func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say func(string, ...any)) error {
+	if within <= 0 {
+		within = time.Minute
+	}
+	giveUp := time.Now().Add(within)
+	wait := 50 * time.Millisecond
+	for tries := 1; ; tries++ {
+		_, err := c.Release(p.ID)
+		switch {
+		case err == nil || errors.Is(err, ErrNotLive):
+			if tries > 1 {
+				say("released booking %d at try %d: the ledger was busy", p.ID, tries)
+			}
+			return nil
+		case !errors.Is(err, storage.ErrBusy):
+			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
+		case time.Now().Add(wait).After(giveUp):
+			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",
+				p.ID, FormatDuration(within), FormatTime(p.Expires, c.now()), p.ID, err)
+		}
+		if tries == 1 {
+			say("could not release booking %d (%v); trying again", p.ID, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // claimSignal takes the claim a monitor would take before signalling the

@@ -3,7 +3,9 @@ package core
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -171,4 +173,48 @@ func TestRunAndMonitorSignalOnce(t *testing.T) {
 	kinds := eventKinds(t, c, res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
+}
+
+// A release that meets a busy ledger is retried until it lands: here a
+// process the command left behind holds the ledger's lock for a second
+// after the command exits.
+func TestRunReleaseRetriesBusyLedger(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("flock(1) not installed")
+	}
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	me := CurrentIdentity()
+	c := NewClient(Options{Ledger: &storage.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
+	t.Setenv("DB", path)
+	pidFile := filepath.Join(t.TempDir(), "holder")
+	t.Setenv("HOLDER", pidFile)
+	var said bytes.Buffer
+	o := runOpts("sh", "-c", `flock -x -o "$DB" sleep 1 & echo $! > "$HOLDER"; sleep 0.3`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Say = func(f string, a ...any) { fmt.Fprintf(&said, f+"\n", a...) }
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err, said.String())
+	require.Equal(t, 0, res.ExitCode)
+	p, err := c.Get(res.Partition)
+	require.NoError(t, err)
+	require.Equal(t, storage.Released, p.State, said.String())
+	require.Contains(t, said.String(), "busy")
+
+	// A lock held for longer than the retries last: the run fails, saying
+	// the booking is still held and how to release it.
+	o = runOpts("sh", "-c", `flock -x -o "$DB" sleep 5 & echo $! > "$HOLDER"; sleep 0.3`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.ReleaseWithin = 600 * time.Millisecond
+	res, err = c.Run(context.Background(), o)
+	holder, _ := os.ReadFile(pidFile)
+	if pid, perr := strconv.Atoi(strings.TrimSpace(string(holder))); perr == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	require.ErrorIs(t, err, storage.ErrBusy)
+	require.ErrorContains(t, err, fmt.Sprintf("chronos release %d", res.Partition))
+	require.Eventually(t, func() bool {
+		p, err = c.Get(res.Partition)
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond)
+	require.Equal(t, storage.Live, p.State)
 }
