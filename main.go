@@ -226,7 +226,12 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 				return printJSON(core.JSON(p.Partition, c.Now(), 0))
 			}
 			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(os.Stderr, "chronos: note:", note)
+				}
+			}
 			return nil
 		},
 	}
@@ -336,7 +341,7 @@ func extendCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				p.Expires.Local().Format("Mon Jan 2 15:04:05"), core.FormatDuration(p.Expires.Sub(c.Now())))
+				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
 			return nil
 		},
 	}

@@ -398,3 +398,31 @@ func readFile(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A refusal says who holds the GPU, until when, and where there is room;
+// free figures are rounded as they are compared; far dates carry a year;
+// a compute cap with no MPS daemon to apply it says so.
+func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", t.TempDir()) // no MPS daemon serves it
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
+	r := chronos(t, db, "create", "0", "0.5", "1h")
+	require.Equal(t, 1, r.code)
+	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until \d\d:\d\d:\d\d\)\. GPU 1 has 100% free\n$`, r.stderr)
+
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.000001", "1h").code)
+	r = chronos(t, db, "create", "1", "100%", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "GPU 1 has 99.9% (79.9 GiB) free, 100% asked")
+	require.Equal(t, "99.9% (79.9 GiB) free on GPU 1\n", chronos(t, db, "available", "1").stdout)
+
+	r = chronos(t, db, "create", "1", "0.1", "1h", "--compute", "25%")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the 25% compute cap is recorded but not applied: no MPS daemon runs")
+
+	require.Equal(t, 0, chronos(t, db, "policy", "set", "max=200d").code)
+	r = chronos(t, db, "create", "1", "0.1", "150d")
+	require.Equal(t, 0, r.code, r.stderr)
+	year := time.Now().Add(150 * 24 * time.Hour).Local().Format("2006")
+	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n$`, r.stdout)
+}

@@ -215,6 +215,29 @@ func FormatPercent(sharePPM int64) string {
 	return fmt.Sprintf("%.1f%%", pct)
 }
 
+// FormatPercentDown prints a share rounded down to a tenth of a percent:
+// what is free, so that a share shown as free can be booked.
+func FormatPercentDown(sharePPM int64) string { return tenthsPercent(max(0, sharePPM) / 1000) }
+
+// FormatPercentUp prints a share rounded up to a tenth of a percent: what is
+// asked, so that it never looks smaller than what is free when it is not.
+func FormatPercentUp(sharePPM int64) string { return tenthsPercent((max(0, sharePPM) + 999) / 1000) }
+
+func tenthsPercent(tenths int64) string {
+	if tenths%10 == 0 {
+		return fmt.Sprintf("%d%%", tenths/10)
+	}
+	return fmt.Sprintf("%d.%d%%", tenths/10, tenths%10)
+}
+
+// formatBytesDown is FormatBytes rounded down, for memory that is free.
+func formatBytesDown(n uint64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n*10>>30)/10)
+}
+
 // FormatBytes prints a byte count in GiB (MiB below one GiB).
 func FormatBytes(n uint64) string {
 	if n < 1<<30 {

@@ -106,6 +106,10 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		return c.releaseRetrying(p, o.ReleaseWithin, say)
 	}
 
+	if note := ComputeCapNote(p.ComputePct, o.MPS); note != "" {
+		say("%s", note)
+	}
+
 	cmd := exec.Command(path, o.Command[1:]...)
 	cmd.Args[0] = o.Command[0]
 	cmd.Env = RunEnv(os.Environ(), p, o.MPS)
@@ -336,6 +340,17 @@ func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
 		}
 	}
 	return out
+}
+
+// ComputeCapNote says when a booking's compute cap is not applied: only an
+// MPS daemon applies it, through RunEnv, to commands started while it runs.
+// It is empty when there is no cap or MPS runs.
+func ComputeCapNote(computePct int, mps gpu.MPS) string {
+	if computePct == 0 || mps.Running {
+		return ""
+	}
+	return fmt.Sprintf("the %d%% compute cap is recorded but not applied: no MPS daemon runs (%s). "+
+		"`chronos run` applies it to commands it starts once one does (as root: nvidia-cuda-mps-control -d -M)", computePct, mps.PipeDir)
 }
 
 // visibleDevice names the booked GPU for CUDA: by UUID when NVML gave one
