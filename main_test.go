@@ -426,3 +426,30 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 	year := time.Now().Add(150 * 24 * time.Hour).Local().Format("2006")
 	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n$`, r.stdout)
 }
+
+// An unbooked process is recorded as its owner's, not as the monitor's: the
+// simulated GPU 0 runs "alice"'s python with no booking, and a booking on
+// GPU 0 makes the monitor note it.
+func TestEventsNameTheProcessOwner(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
+	mon := exec.Command(chronosBin, "--monitor")
+	mon.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+	var evs []storage.Event
+	require.Eventually(t, func() bool {
+		r := chronos(t, db, "events", "--json")
+		evs = nil
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &evs) == nil && slices.ContainsFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+	}, 10*time.Second, 100*time.Millisecond)
+	i := slices.IndexFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+	require.NotNil(t, evs[i].Process)
+	require.Equal(t, "alice", evs[i].Process.User)
+	require.Equal(t, 2001, evs[i].Process.UID)
+	require.Equal(t, 4_200_000, evs[i].Process.PID)
+
+	r := chronos(t, db, "events")
+	require.Regexp(t, `unbooked\s+alice's pid 4200000: python train.py .* with no booking \(recorded by \S+\)\n`, r.stdout)
+	require.NotRegexp(t, `unbooked\s+by `, r.stdout)
+}

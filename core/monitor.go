@@ -19,9 +19,12 @@ type Act struct {
 	Time      time.Time         `json:"time"`
 	Kind      storage.EventKind `json:"kind"`
 	Partition uint64            `json:"partition,omitempty"`
-	User      string            `json:"user,omitempty"`
-	PID       int               `json:"pid,omitempty"`
-	Detail    string            `json:"detail"`
+	// User is whose booking or process the act is about; UID goes with it
+	// for a process.
+	User   string `json:"user,omitempty"`
+	UID    int    `json:"uid,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (a Act) String() string {
@@ -337,7 +340,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			return nil, err
 		}
 		a := Act{Time: now, Kind: storage.EventWarned, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("ends in %s (GPU %d)", FormatDuration(p.Expires.Sub(now)), p.Device)}
+			Detail: fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(now)), p.Device)}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -379,13 +382,13 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
 				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: storage.EventOverBudget,
-					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
+					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
 			if action == ActWarn {
 				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
@@ -416,12 +419,14 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
 }
 
+// record adds an act to the audit trail: the monitor's user acted; a
+// process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	detail := a.Detail
+	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: a.Detail}
 	if a.PID != 0 {
-		detail = fmt.Sprintf("pid %d: %s", a.PID, detail)
+		e.Process = &storage.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
-	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: detail})
+	return tx.AddEvent(e)
 }
 
 // signal sends the claimed signals, then records what happened. A signal
@@ -432,7 +437,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	var denied []string
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
 			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:

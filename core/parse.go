@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // ErrInput marks input a person typed that is not valid; match it with
@@ -378,4 +380,28 @@ func endsIn(d time.Duration) string {
 		return "ends in under a second"
 	}
 	return "ends in " + FormatDuration(d)
+}
+
+// FormatEvent prints an audit event for people, after its time: the kind,
+// the booking, the process it was about with its owner ("carol's pid 4242"),
+// and who recorded it, so that a monitor's user never reads as the culprit.
+func FormatEvent(e storage.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s", e.Kind)
+	if e.Partition != 0 {
+		fmt.Fprintf(&b, " #%d", e.Partition)
+	}
+	if e.Process == nil {
+		fmt.Fprintf(&b, " by %s", e.User)
+		if e.Detail != "" {
+			b.WriteString(": " + e.Detail)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, " %s's pid %d", e.Process.User, e.Process.PID)
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	fmt.Fprintf(&b, " (recorded by %s)", e.User)
+	return b.String()
 }

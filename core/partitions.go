@@ -338,7 +338,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventExtended, p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, storage.EventExtended, p, FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }

@@ -291,7 +291,8 @@ func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start ui
 			}
 		}
 		won = true
-		return c.event(tx, storage.EventSignalled, cur, fmt.Sprintf("pid %d: %s", pid, detail))
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
+			Process: &storage.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
 	})
 	return won, err
 }

@@ -73,15 +73,25 @@ const (
 	EventStopped EventKind = "stopped"
 )
 
-// Event is one line of the audit trail.
+// Event is one line of the audit trail. UID and User are who acted (a
+// monitor's user, for its acts); Process is the process an act was about.
 type Event struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Kind      EventKind `json:"kind"`
-	Partition uint64    `json:"partition,omitempty"`
-	UID       int       `json:"uid"`
-	User      string    `json:"user"`
-	Detail    string    `json:"detail,omitempty"`
+	Seq       uint64        `json:"seq"`
+	Time      time.Time     `json:"time"`
+	Kind      EventKind     `json:"kind"`
+	Partition uint64        `json:"partition,omitempty"`
+	UID       int           `json:"uid"`
+	User      string        `json:"user"`
+	Process   *EventProcess `json:"process,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
+}
+
+// EventProcess is the process an event is about, and its owner: for an
+// unbooked or over-budget process, the one whose process it is.
+type EventProcess struct {
+	PID  int    `json:"pid"`
+	UID  int    `json:"uid"`
+	User string `json:"user"`
 }
 
 // Device is one GPU of the cached inventory.
