@@ -227,6 +227,10 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			}
 			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
 				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Printf("GPU %d had %s.\n", p.Device, p.Room.Room())
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(os.Stderr, "chronos: warning:", w)
+			}
 			if p.ComputePct > 0 {
 				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
 					fmt.Fprintln(os.Stderr, "chronos: note:", note)
@@ -420,7 +424,9 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
+  max=7d                         longest booking (and most time left after an extension)
+  admit=booked|physical          admit on booked shares only (memory in use is a warning),
+                                 or also refuse what is not physically free`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {

@@ -346,11 +346,11 @@ func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	logf := filepath.Join(t.TempDir(), "log")
 	// A short booking: its warning lead (a tenth, 0.3 s) falls well inside it.
-	r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", "--", "sleep", "30")
+	r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sleep", "30")
 	require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
 	require.NotContains(t, r.stderr, "SIGUSR1")
 
-	r = chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", "--", "sh", "-c",
+	r = chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sh", "-c",
 		`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
 	require.Equal(t, core.ExitExpired, r.code, r.stderr)
 	var got string
@@ -369,7 +369,7 @@ func TestRunSignalOptIn(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			logf := filepath.Join(t.TempDir(), "log")
-			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "1s", flag, "USR1@1s", "--", "sh", "-c",
+			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", flag, "USR1@1s", "--", "sh", "-c",
 				`trap 'echo "USR1 $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"' USR1; trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
 			require.Equal(t, core.ExitExpired, r.code, r.stderr)
 			lines := strings.Split(strings.TrimSpace(readFile(t, logf)), "\n")
@@ -424,7 +424,7 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 	r = chronos(t, db, "create", "1", "0.1", "150d")
 	require.Equal(t, 0, r.code, r.stderr)
 	year := time.Now().Add(150 * 24 * time.Hour).Local().Format("2006")
-	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n$`, r.stdout)
+	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n`, r.stdout)
 }
 
 // An unbooked process is recorded as its owner's, not as the monitor's: the
@@ -452,4 +452,33 @@ func TestEventsNameTheProcessOwner(t *testing.T) {
 	r := chronos(t, db, "events")
 	require.Regexp(t, `unbooked\s+alice's pid 4200000: python train.py .* with no booking \(recorded by \S+\)\n`, r.stdout)
 	require.NotRegexp(t, `unbooked\s+by `, r.stdout)
+}
+
+// create shows the memory physically free next to the bookable share and
+// warns when a booking promises memory in use: the simulated GPU 0 runs
+// "alice"'s unbooked python, which `chronos stats` reads and stores. With
+// admit=physical the warning is a refusal.
+func TestCreateWarnsOfMemoryInUse(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "GPU 0 had 100% (80.0 GiB) bookable, physically free memory unknown")
+	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+
+	require.Equal(t, 0, chronos(t, db, "stats").code)
+	r = chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `GPU 0 had 100% \(80.0 GiB\) bookable, \d+\.\d GiB physically free \(read [^)]+\)\.\n`, r.stdout)
+	require.Regexp(t, `chronos: warning: 80.0 GiB booked, but only \d+\.\d GiB of GPU 0 is physically free \(read [^)]+\): alice uses \d+\.\d GiB with no booking \(pid 4200000\)\n`, r.stderr)
+	require.Equal(t, 0, chronos(t, db, "release", "2").code)
+
+	r = chronos(t, db, "policy", "set", "admit=physical")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "admit=physical")
+	before := readFile(t, db)
+	r = chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "not enough memory physically free on that GPU (the policy admits only what is physically free): 80.0 GiB booked, but only")
+	require.Equal(t, before, readFile(t, db), "a refusal changes nothing")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "10GiB", "1h").code)
 }

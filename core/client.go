@@ -26,6 +26,7 @@ var (
 	ErrNoDevice    = errors.New("no such GPU")
 	ErrTooLong     = errors.New("longer than the policy allows")
 	ErrUnknownUser = errors.New("no such user")
+	ErrMemoryInUse = errors.New("not enough memory physically free on that GPU")
 	errNeedDevices = errors.New("no device inventory cached")
 )
 
@@ -161,6 +162,9 @@ func (c *Client) Now() time.Time { return c.now() }
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
 	storage.Partition
+	// Room is what the GPU had room for when Create made the booking:
+	// the bookable share and the memory physically free before it.
+	Room   Availability
 	client *Client
 }
 

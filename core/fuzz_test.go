@@ -174,7 +174,7 @@ func FuzzParseWarnSignal(f *testing.F) {
 // form that reads back to itself (to the second: durations print rounded).
 func FuzzApplyPolicy(f *testing.F) {
 	for _, s := range []string{"expiry=terminate grace=30s", "overbudget=warn unbooked=off", "max=7d warn=5m", "expiry=explode",
-		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s"} {
+		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s", "admit=physical", "admit=both"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -199,7 +199,10 @@ func FuzzApplyPolicy(f *testing.F) {
 			t.Fatalf("%q: %q does not read back: %v", s, FormatPolicy(p), err)
 		}
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Second }
-		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked ||
+		if p.Admit != AdmitBooked && p.Admit != AdmitPhysical {
+			t.Fatalf("%q: admit %q", s, p.Admit)
+		}
+		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked || back.Admit != p.Admit ||
 			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) {
 			t.Fatalf("%q: %+v reads back as %+v", s, p, back)
 		}

@@ -97,8 +97,13 @@ type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
 	pol    Policy
-	stamp  string // the ledger version it was read at
-	read   time.Time
+	// reading is the stored GPU reading (hasReading: there is one), and
+	// inventoryBackend the backend that wrote the inventory.
+	reading          storage.Reading
+	hasReading       bool
+	inventoryBackend string
+	stamp            string // the ledger version it was read at
+	read             time.Time
 }
 
 // snapshotMaxAge bounds how long a snapshot is trusted without a change
@@ -190,8 +195,18 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		s.claims, err = tx.Claims()
-		return err
+		if s.claims, err = tx.Claims(); err != nil {
+			return err
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		s.inventoryBackend = inv.Backend
+		// A reading that doesn't decode is replaced, not a reason to stop.
+		s.reading, s.hasReading, err = tx.Reading()
+		s.hasReading = s.hasReading && err == nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -213,6 +228,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
+	var reading *storage.Reading // a reading to store
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -220,10 +236,15 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
 		atts = Attribute(s, parts, now)
+		// Only readings of the GPUs the inventory lists: a simulated
+		// backend never speaks for a ledger of real GPUs.
+		if r := readingOf(s, atts, now); snap.inventoryBackend == r.Backend && readingDue(snap.reading, snap.hasReading, r) {
+			reading = &r
+		}
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
 
-	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+	if len(due)+len(warn)+len(plans)+len(notices) > 0 || reading != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -257,6 +278,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 					return err
 				}
 				mine = append(mine, p)
+			}
+			if reading != nil {
+				if err := putReadingIfDue(tx, *reading); err != nil {
+					return err
+				}
 			}
 			return tx.DropClaims(now.Add(-24 * time.Hour))
 		})

@@ -55,6 +55,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 	}
 
 	var out storage.Partition
+	var room Availability
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
 			inv, ok, err := tx.Inventory()
@@ -93,6 +94,10 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if used := bookedPPM(parts, req.Device, now); used+share > ppm {
 				return overbooked(inv, parts, dev, share, now)
 			}
+			room = availabilityOf(tx, inv, parts, dev, now)
+			if err := admitPhysical(pol, room, bytes); err != nil {
+				return err
+			}
 			out = storage.Partition{
 				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
 				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
@@ -120,7 +125,21 @@ func (c *Client) Create(req Request) (*Partition, error) {
 		return nil, err
 	}
 	p := c.wrap(out)
+	p.Room = room
 	return &p, nil
+}
+
+// admitPhysical refuses, when the policy says admit=physical, a booking
+// of more memory than is physically free. With no fresh reading nothing is
+// known and the booking is admitted on booked shares.
+func admitPhysical(pol Policy, room Availability, bytes uint64) error {
+	if pol.Admit != AdmitPhysical {
+		return nil
+	}
+	if w := room.Warning(bytes); w != "" {
+		return fmt.Errorf("%w (the policy admits only what is physically free): %s", ErrMemoryInUse, w)
+	}
+	return nil
 }
 
 func (c *Client) fetchInventory() (storage.Inventory, error) {
@@ -343,12 +362,25 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	return c.wrap(p), err
 }
 
-// Availability is how much of a device is free to book now.
+// Availability is how much of a device is free to book now, and next to
+// it what its memory physically holds.
 type Availability struct {
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
+	Physical  PhysicalMemory
+}
+
+func availabilityOf(tx *storage.Tx, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
+	free := max(0, ppm-bookedPPM(parts, d.Index, now))
+	n := 0
+	for _, p := range parts {
+		if p.Device == d.Index && p.LiveAt(now) {
+			n++
+		}
+	}
+	return Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n, Physical: physicalIn(tx, inv, d, now)}
 }
 
 func (a Availability) String() string {
@@ -372,14 +404,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-bookedPPM(parts, d.Index, now))
-			n := 0
-			for _, p := range parts {
-				if p.Device == d.Index && p.LiveAt(now) {
-					n++
-				}
-			}
-			out = append(out, Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+			out = append(out, availabilityOf(tx, inv, parts, d, now))
 		}
 		return nil
 	})

@@ -98,6 +98,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		}
 		p, booked = got.Partition, true
 		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatTime(p.Expires, c.now()))
+		if w := got.Room.Warning(p.Bytes); w != "" {
+			say("warning: %s", w)
+		}
 	}
 	release := func() error {
 		if !booked {

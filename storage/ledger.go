@@ -55,6 +55,7 @@ var (
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
 	keyPolicy    = []byte("policy")
+	keyReading   = []byte("reading")
 )
 
 // Ledger is the path of a ledger file and how to open it. It holds no open

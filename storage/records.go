@@ -111,6 +111,36 @@ type Inventory struct {
 	Devices []Device  `json:"devices"`
 }
 
+// Reading is the latest compact reading of the GPUs' memory, stored by the
+// processes that sample the GPUs anyway (monitors, the app, stats), so that
+// `create` can say what is physically free without starting NVML.
+type Reading struct {
+	Time    time.Time       `json:"time"`
+	Backend string          `json:"backend"`
+	Devices []DeviceReading `json:"devices"`
+}
+
+// DeviceReading is one GPU's memory in a Reading.
+type DeviceReading struct {
+	Index       int    `json:"index"`
+	UUID        string `json:"uuid"`
+	MemoryTotal uint64 `json:"memory_total_bytes"`
+	MemoryUsed  uint64 `json:"memory_used_bytes"`
+	// Holders are the largest users of the memory, largest first.
+	Holders []Holder `json:"holders,omitempty"`
+}
+
+// Holder is the memory one user's processes use on a GPU under one live
+// booking (Partition 0: under none).
+type Holder struct {
+	User      string `json:"user"`
+	UID       int    `json:"uid"`
+	Partition uint64 `json:"partition,omitempty"`
+	Bytes     uint64 `json:"bytes"`
+	// PIDs are the largest of the processes, largest first.
+	PIDs []int `json:"pids"`
+}
+
 // Policy is what the admin chose the monitor should do.
 type Policy struct {
 	Expiry     string        `json:"expiry"`      // "terminate" or "notify"
@@ -119,6 +149,9 @@ type Policy struct {
 	Grace      time.Duration `json:"grace"`
 	WarnLead   time.Duration `json:"warn_lead"`
 	MaxLength  time.Duration `json:"max_length"`
+	// Admit is what admission counts: "booked" shares only, or also the
+	// memory "physical"ly in use ("" reads as booked).
+	Admit string `json:"admit,omitempty"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
@@ -350,6 +383,16 @@ func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) {
 
 // PutInventory caches the device inventory.
 func (tx *Tx) PutInventory(inv Inventory) error { return tx.putMeta(keyInventory, inv) }
+
+// Reading returns the latest stored GPU reading; ok is false when none was
+// stored yet.
+func (tx *Tx) Reading() (r Reading, ok bool, err error) {
+	ok, err = tx.getMeta(keyReading, &r)
+	return r, ok, err
+}
+
+// PutReading stores the latest GPU reading.
+func (tx *Tx) PutReading(r Reading) error { return tx.putMeta(keyReading, r) }
 
 // Policy returns the stored policy; ok is false when the admin set none.
 func (tx *Tx) Policy() (p Policy, ok bool, err error) {
