@@ -232,4 +232,6 @@ func (a Availability) Room() string {
 
 // Warning says when a booking of bytes is more than the GPU physically
 // has free, and who holds the rest; empty when it fits or nothing is known.
-func (a Availability) Warning(bytes uint64) string { return a.Physical.Shortfall(a.Device.Index, bytes) }
+func (a Availability) Warning(bytes uint64) string {
+	return a.Physical.Shortfall(a.Device.Index, bytes)
+}
