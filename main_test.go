@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -481,4 +482,47 @@ func TestCreateWarnsOfMemoryInUse(t *testing.T) {
 	require.Contains(t, r.stderr, "not enough memory physically free on that GPU (the policy admits only what is physically free): 80.0 GiB booked, but only")
 	require.Equal(t, before, readFile(t, db), "a refusal changes nothing")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "10GiB", "1h").code)
+}
+
+// A `chronos run` killed with SIGKILL no longer keeps its booking until the
+// deadline. While its command still runs, list shows the booking orphaned;
+// once nothing of it runs, the monitor releases it and says why.
+func TestDeadWrapperReleasesItsBooking(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	mark := filepath.Join(t.TempDir(), "started")
+	run := exec.Command(chronosBin, "run", "0", "0.3", "1h", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 600`, mark)
+	run.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	require.NoError(t, run.Start())
+	t.Cleanup(func() { run.Process.Kill(); run.Wait() })
+	var child int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(mark)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && child > 0
+	}, 10*time.Second, 20*time.Millisecond)
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+
+	mon := exec.Command(chronosBin, "--monitor", "--sample-every", "100ms")
+	mon.Env = run.Env
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+
+	// The wrapper alive: the booking is just live, whatever the monitor sees.
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, core.StatusLive, listJSON(t, db)[0].State)
+
+	require.NoError(t, run.Process.Signal(syscall.SIGKILL))
+	require.Error(t, run.Wait())
+	require.Eventually(t, func() bool {
+		parts := listJSON(t, db)
+		return len(parts) == 1 && parts[0].State == core.StatusOrphaned
+	}, 10*time.Second, 50*time.Millisecond, "its command still runs: orphaned, not released")
+	require.Regexp(t, `(?m)^1\s.*\sorphaned$`, chronos(t, db, "list").stdout)
+
+	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 0 }, 10*time.Second, 50*time.Millisecond)
+	parts := listJSON(t, db, "--all")
+	require.Equal(t, core.StatusReleased, parts[0].State)
+	r := chronos(t, db, "events")
+	require.Regexp(t, `released\s+#1 by \S+: its chronos run \(pid \d+ on \S+\) is gone and nothing of its command runs any more`, r.stdout)
 }

@@ -203,18 +203,24 @@ const (
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
 	StatusReleased   BookingStatus = "released"
+	// StatusOrphaned: live, but the `chronos run` that made it is gone
+	// while its command runs on; a monitor releases it when nothing does.
+	StatusOrphaned BookingStatus = "orphaned"
 )
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
 
-// Status is what a person sees: live, ending soon, expired or released.
+// Status is what a person sees: live, ending soon, orphaned, expired or
+// released.
 func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
 	switch {
 	case p.State == storage.Released:
 		return StatusReleased
 	case p.State == storage.Expired || !now.Before(p.Expires):
 		return StatusExpired
+	case !p.Orphaned.IsZero():
+		return StatusOrphaned
 	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
 		return StatusEndingSoon
 	default:

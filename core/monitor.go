@@ -229,6 +229,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
 	var reading *storage.Reading // a reading to store
+	var release, orphaned []uint64 // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -241,10 +242,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if r := readingOf(s, atts, now); snap.inventoryBackend == r.Backend && readingDue(snap.reading, snap.hasReading, r) {
 			reading = &r
 		}
+		release, orphaned = orphans(parts, atts, now)
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
 
-	if len(due)+len(warn)+len(plans)+len(notices) > 0 || reading != nil {
+	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned) > 0 || reading != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -254,6 +256,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
 				return err
 			}
+			settled, err := m.settleOrphans(tx, release, orphaned, now)
+			if err != nil {
+				return err
+			}
+			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
 				return err

@@ -125,6 +125,16 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	pgid := cmd.Process.Pid
 	// The start time names this exact process in claims, as monitors name it.
 	childStart, _ := gpu.ProcStartTime(pgid)
+	if booked {
+		// Should this process die without releasing, a monitor will.
+		w, err := thisWrapper(pgid)
+		if err == nil {
+			err = c.recordWrapper(p.ID, w)
+		}
+		if err != nil {
+			say("could not record this chronos run in booking %d (%v): if it is killed, the booking stays until its end", p.ID, err)
+		}
+	}
 	// signalOnce sends sig to the command's group unless a monitor has
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.

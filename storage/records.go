@@ -43,6 +43,29 @@ type Partition struct {
 	State      State     `json:"state"`
 	Ended      time.Time `json:"ended,omitzero"`
 	Warned     bool      `json:"warned,omitempty"`
+	// Wrapper is the `chronos run` that made the booking and releases it
+	// when its command ends; nil for a booking made otherwise.
+	Wrapper *Wrapper `json:"wrapper,omitempty"`
+	// Orphaned is when a monitor found the wrapper gone while its command
+	// still ran; the booking is released once nothing of it runs.
+	Orphaned time.Time `json:"orphaned,omitzero"`
+}
+
+// Wrapper names one `chronos run` process, and the process group of the
+// command it started, so that a monitor on the same machine can tell when
+// the wrapper died without releasing its booking.
+type Wrapper struct {
+	Host string `json:"host"`
+	// Boot and PIDNamespace say which boot of the host, and which pid
+	// namespace, the pids belong to.
+	Boot         string `json:"boot"`
+	PIDNamespace string `json:"pid_namespace"`
+	PID          int    `json:"pid"`
+	// Start is the wrapper's start time (clock ticks since boot): with the
+	// pid, it names one process even when pids are reused.
+	Start uint64 `json:"start_ticks"`
+	// Group is the command's process group; 0 until it started.
+	Group int `json:"group,omitempty"`
 }
 
 // LiveAt reports whether the partition holds its share at instant now.
@@ -67,6 +90,7 @@ const (
 	EventUnbooked   EventKind = "unbooked"
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
+	EventOrphaned   EventKind = "orphaned"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
