@@ -228,7 +228,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
-	var reading *storage.Reading // a reading to store
+	var reading *storage.Reading   // a reading to store
 	var release, orphaned []uint64 // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
