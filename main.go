@@ -222,12 +222,6 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(core.JSON(p.Partition, c.Now(), 0))
-			}
-			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
-			fmt.Printf("GPU %d had %s.\n", p.Device, p.Room.Room())
 			if w := p.Room.Warning(p.Bytes); w != "" {
 				fmt.Fprintln(os.Stderr, "chronos: warning:", w)
 			}
@@ -236,6 +230,12 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 					fmt.Fprintln(os.Stderr, "chronos: note:", note)
 				}
 			}
+			if asJSON {
+				return printJSON(core.JSON(p.Partition, c.Now(), 0))
+			}
+			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
+				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Printf("GPU %d had %s.\n", p.Device, p.Room.Room())
 			return nil
 		},
 	}
