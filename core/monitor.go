@@ -97,10 +97,9 @@ type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
 	pol    Policy
-	// reading is the stored GPU reading (hasReading: there is one), and
-	// inventoryBackend the backend that wrote the inventory.
-	reading          storage.Reading
-	hasReading       bool
+	// readings are the stored GPU readings, and inventoryBackend the
+	// backend that wrote the inventory.
+	readings         []storage.DeviceReading
 	inventoryBackend string
 	stamp            string // the ledger version it was read at
 	read             time.Time
@@ -203,9 +202,8 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 			return err
 		}
 		s.inventoryBackend = inv.Backend
-		// A reading that doesn't decode is replaced, not a reason to stop.
-		s.reading, s.hasReading, err = tx.Reading()
-		s.hasReading = s.hasReading && err == nil
+		// Readings that don't decode are replaced, not a reason to stop.
+		s.readings, _ = tx.DeviceReadings()
 		return nil
 	})
 	if err != nil {
@@ -228,8 +226,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
-	var reading *storage.Reading   // a reading to store
-	var release, orphaned []uint64 // bookings whose chronos run died
+	var readings []storage.DeviceReading // readings to store
+	var release, orphaned []uint64       // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -239,14 +237,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		atts = Attribute(s, parts, now)
 		// Only readings of the GPUs the inventory lists: a simulated
 		// backend never speaks for a ledger of real GPUs.
-		if r := readingOf(s, atts, now); snap.inventoryBackend == r.Backend && readingDue(snap.reading, snap.hasReading, r) {
-			reading = &r
+		if rs := readingOf(s, atts, now); snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
+			readings = rs
 		}
 		release, orphaned = orphans(parts, atts, now)
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
 
-	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned) > 0 || reading != nil {
+	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned)+len(readings) > 0 {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -286,8 +284,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 				}
 				mine = append(mine, p)
 			}
-			if reading != nil {
-				if err := putReadingIfDue(tx, *reading); err != nil {
+			if len(readings) > 0 {
+				if err := putReadingIfDue(tx, readings); err != nil {
 					return err
 				}
 			}

@@ -51,10 +51,10 @@ type PhysicalMemory struct {
 
 // readingOf is the compact form of a sample that the ledger keeps: per GPU,
 // the memory used and who uses the most of it.
-func readingOf(s gpu.Sample, atts []Attribution, now time.Time) storage.Reading {
-	r := storage.Reading{Time: now, Backend: s.Backend}
+func readingOf(s gpu.Sample, atts []Attribution, now time.Time) []storage.DeviceReading {
+	var out []storage.DeviceReading
 	for _, d := range s.Devices {
-		dr := storage.DeviceReading{Index: d.Index, UUID: d.UUID, MemoryTotal: d.MemoryTotal, MemoryUsed: d.MemoryUsed}
+		r := storage.DeviceReading{Time: now, Backend: s.Backend, Index: d.Index, UUID: d.UUID, MemoryTotal: d.MemoryTotal, MemoryUsed: d.MemoryUsed}
 		type key struct {
 			uid       int
 			user      string
@@ -84,33 +84,39 @@ func readingOf(s gpu.Sample, atts []Attribution, now time.Time) storage.Reading 
 			}
 		}
 		for _, h := range held {
-			dr.Holders = append(dr.Holders, *h)
+			r.Holders = append(r.Holders, *h)
 		}
-		slices.SortFunc(dr.Holders, func(a, b storage.Holder) int {
+		slices.SortFunc(r.Holders, func(a, b storage.Holder) int {
 			return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.User, b.User), cmp.Compare(a.Partition, b.Partition))
 		})
-		dr.Holders = dr.Holders[:min(len(dr.Holders), readingHolders)]
-		r.Devices = append(r.Devices, dr)
+		r.Holders = r.Holders[:min(len(r.Holders), readingHolders)]
+		out = append(out, r)
 	}
-	return r
+	return out
 }
 
-// readingDue says whether fresh should replace the stored reading: there is
-// none, it is from another backend, it is due for renewal, or the memory or
-// its holders changed materially (2% of a GPU's memory) and the last write
-// is not too recent.
-func readingDue(stored storage.Reading, ok bool, fresh storage.Reading) bool {
-	age := fresh.Time.Sub(stored.Time)
+// readingDue says whether fresh readings should replace the stored ones:
+// there are none, they are from another backend, they are due for renewal,
+// or a GPU's memory or its holders changed materially (2% of its memory)
+// and the last write is not too recent.
+func readingDue(stored, fresh []storage.DeviceReading) bool {
+	if len(fresh) == 0 {
+		return false
+	}
+	if len(stored) == 0 {
+		return true
+	}
+	age := fresh[0].Time.Sub(stored[0].Time)
 	switch {
-	case !ok || stored.Backend != fresh.Backend || age >= readingHeartbeat || age < 0:
+	case stored[0].Backend != fresh[0].Backend || age >= readingHeartbeat || age < 0:
 		return true
 	case age < readingMinGap:
 		return false
-	case len(stored.Devices) != len(fresh.Devices):
+	case len(stored) != len(fresh):
 		return true
 	}
-	for i, f := range fresh.Devices {
-		s := stored.Devices[i]
+	for i, f := range fresh {
+		s := stored[i]
 		step := max(f.MemoryTotal/50, 1<<20)
 		diff := max(s.MemoryUsed, f.MemoryUsed) - min(s.MemoryUsed, f.MemoryUsed)
 		if s.Index != f.Index || s.UUID != f.UUID || diff >= step || !sameHolders(s.Holders, f.Holders) {
@@ -126,53 +132,52 @@ func sameHolders(a, b []storage.Holder) bool {
 	})
 }
 
-// physicalIn reads what dev physically holds from the stored reading, when
+// physicalIn reads what dev physically holds from its stored reading, when
 // it is fresh and was taken by the backend the inventory came from. A
 // missing or damaged reading is only unknown: it is a hint, never a reason
 // to refuse.
 func physicalIn(tx *storage.Tx, inv storage.Inventory, dev storage.Device, now time.Time) PhysicalMemory {
-	r, ok, err := tx.Reading()
+	r, ok, err := tx.DeviceReading(dev.Index)
 	age := now.Sub(r.Time)
-	if err != nil || !ok || r.Backend != inv.Backend || age > ReadingFreshFor || age < -ReadingFreshFor {
+	if err != nil || !ok || r.Backend != inv.Backend || r.UUID != dev.UUID || r.MemoryUsed > r.MemoryTotal ||
+		age > ReadingFreshFor || age < -ReadingFreshFor {
 		return PhysicalMemory{}
 	}
-	for _, d := range r.Devices {
-		if d.Index == dev.Index && d.UUID == dev.UUID && d.MemoryTotal >= d.MemoryUsed {
-			return PhysicalMemory{Known: true, Age: max(age, 0), Total: d.MemoryTotal, Used: d.MemoryUsed,
-				Free: d.MemoryTotal - d.MemoryUsed, Holders: d.Holders}
-		}
-	}
-	return PhysicalMemory{}
+	return PhysicalMemory{Known: true, Age: max(age, 0), Total: r.MemoryTotal, Used: r.MemoryUsed,
+		Free: r.MemoryTotal - r.MemoryUsed, Holders: r.Holders}
 }
 
-// saveReading stores a fresh reading of the GPUs the inventory lists when
-// readingDue says so; the stored one is read first, so that an unchanged
+// saveReading stores fresh readings of the GPUs the inventory lists when
+// readingDue says so; the stored ones are read first, so that an unchanged
 // reading costs no write (which would wake every watcher of the ledger).
-func (c *Client) saveReading(r storage.Reading) error {
+func (c *Client) saveReading(rs []storage.DeviceReading) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	due := false
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		inv, _, err := tx.Inventory()
-		if err != nil || inv.Backend != r.Backend {
+		if err != nil || inv.Backend != rs[0].Backend {
 			return err
 		}
-		stored, ok, err := tx.Reading()
-		due = err != nil || readingDue(stored, ok, r)
+		stored, err := tx.DeviceReadings()
+		due = err != nil || readingDue(stored, rs)
 		return nil
 	})
 	if err != nil || !due {
 		return err
 	}
-	return c.ledger.Update(func(tx *storage.Tx) error { return putReadingIfDue(tx, r) })
+	return c.ledger.Update(func(tx *storage.Tx) error { return putReadingIfDue(tx, rs) })
 }
 
-// putReadingIfDue stores r inside a write transaction, checking again what
-// is stored: another process may have stored a reading just now.
-func putReadingIfDue(tx *storage.Tx, r storage.Reading) error {
-	stored, ok, err := tx.Reading()
-	if err == nil && !readingDue(stored, ok, r) {
+// putReadingIfDue stores rs inside a write transaction, checking again
+// what is stored: another process may have stored readings just now.
+func putReadingIfDue(tx *storage.Tx, rs []storage.DeviceReading) error {
+	stored, err := tx.DeviceReadings()
+	if err == nil && !readingDue(stored, rs) {
 		return nil
 	}
-	return tx.PutReading(r)
+	return tx.PutDeviceReadings(rs)
 }
 
 // String says what is physically free, and how old the reading is.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -80,14 +81,14 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
-	stored := func() storage.Reading {
-		var r storage.Reading
+	stored := func() []storage.DeviceReading {
+		var rs []storage.DeviceReading
 		require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
 			var err error
-			r, _, err = tx.Reading()
+			rs, err = tx.DeviceReadings()
 			return err
 		}))
-		return r
+		return rs
 	}
 	tick := func(d time.Duration) {
 		clock.Advance(d)
@@ -97,7 +98,8 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	}
 	tick(0)
 	first := stored()
-	require.Equal(t, clock.Now(), first.Time)
+	require.Len(t, first, 4)
+	require.Equal(t, clock.Now(), first[0].Time)
 
 	unchanged := fileBytes(t, path)
 	tick(time.Second)
@@ -108,13 +110,38 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
 	sim.Attach(idleGPU, hog.Process.Pid, 10<<30)
 	tick(time.Second)
-	require.Equal(t, first.Time, stored().Time, "a change within seconds of the last write waits")
+	require.Equal(t, first[0].Time, stored()[0].Time, "a change within seconds of the last write waits")
 	tick(readingMinGap)
-	require.Equal(t, uint64(10<<30), stored().Devices[idleGPU].MemoryUsed)
+	require.Equal(t, uint64(10<<30), stored()[idleGPU].MemoryUsed)
 
-	renewed := stored().Time
+	renewed := stored()[0].Time
 	tick(readingHeartbeat - time.Second)
-	require.Equal(t, renewed, stored().Time)
+	require.Equal(t, renewed, stored()[0].Time)
 	tick(2 * time.Second)
-	require.Equal(t, clock.Now(), stored().Time, "renewed though unchanged")
+	require.Equal(t, clock.Now(), stored()[0].Time, "renewed though unchanged")
+}
+
+// A reading that does not decode is only "unknown": it never stops a
+// booking, and the next monitor pass replaces it.
+func TestDamagedReadingIsUnknown(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, path, sim, root, nil)
+	_, err := c.Inventory()
+	require.NoError(t, err)
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("reading/3"), []byte("not json"))
+	}))
+	require.NoError(t, db.Close())
+
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.False(t, p.Room.Physical.Known)
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
+	require.NoError(t, err)
+	avail, err := c.Available(idleGPU)
+	require.NoError(t, err)
+	require.True(t, avail[0].Physical.Known)
 }

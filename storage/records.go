@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -135,21 +136,17 @@ type Inventory struct {
 	Devices []Device  `json:"devices"`
 }
 
-// Reading is the latest compact reading of the GPUs' memory, stored by the
-// processes that sample the GPUs anyway (monitors, the app, stats), so that
-// `create` can say what is physically free without starting NVML.
-type Reading struct {
-	Time    time.Time       `json:"time"`
-	Backend string          `json:"backend"`
-	Devices []DeviceReading `json:"devices"`
-}
-
-// DeviceReading is one GPU's memory in a Reading.
+// DeviceReading is the latest compact reading of one GPU's memory, stored
+// by the processes that sample the GPUs anyway (monitors, the app, stats),
+// so that `create` can say what is physically free without starting NVML.
+// Each GPU's is a record of its own: create decodes only the one it books.
 type DeviceReading struct {
-	Index       int    `json:"index"`
-	UUID        string `json:"uuid"`
-	MemoryTotal uint64 `json:"memory_total_bytes"`
-	MemoryUsed  uint64 `json:"memory_used_bytes"`
+	Time        time.Time `json:"time"`
+	Backend     string    `json:"backend"`
+	Index       int       `json:"index"`
+	UUID        string    `json:"uuid"`
+	MemoryTotal uint64    `json:"memory_total_bytes"`
+	MemoryUsed  uint64    `json:"memory_used_bytes"`
 	// Holders are the largest users of the memory, largest first.
 	Holders []Holder `json:"holders,omitempty"`
 }
@@ -408,15 +405,62 @@ func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) {
 // PutInventory caches the device inventory.
 func (tx *Tx) PutInventory(inv Inventory) error { return tx.putMeta(keyInventory, inv) }
 
-// Reading returns the latest stored GPU reading; ok is false when none was
-// stored yet.
-func (tx *Tx) Reading() (r Reading, ok bool, err error) {
-	ok, err = tx.getMeta(keyReading, &r)
+func readingKey(index int) []byte { return fmt.Appendf(nil, "%s%d", keyReadingPrefix, index) }
+
+// DeviceReading returns the stored reading of GPU index; ok is false when
+// there is none.
+func (tx *Tx) DeviceReading(index int) (r DeviceReading, ok bool, err error) {
+	ok, err = tx.getMeta(readingKey(index), &r)
 	return r, ok, err
 }
 
-// PutReading stores the latest GPU reading.
-func (tx *Tx) PutReading(r Reading) error { return tx.putMeta(keyReading, r) }
+// DeviceReadings returns every stored GPU reading.
+func (tx *Tx) DeviceReadings() ([]DeviceReading, error) {
+	var out []DeviceReading
+	err := tx.scan(bucketMeta, keyReadingPrefix, false, func(k, v []byte) (bool, error) {
+		if !bytes.HasPrefix(k, keyReadingPrefix) {
+			return false, nil
+		}
+		var r DeviceReading
+		if err := decode(v, &r); err != nil {
+			return false, fmt.Errorf("%s: %w", k, err)
+		}
+		out = append(out, r)
+		return true, nil
+	})
+	slices.SortFunc(out, func(a, b DeviceReading) int { return cmp.Compare(a.Index, b.Index) })
+	return out, err
+}
+
+// PutDeviceReadings replaces the stored GPU readings with rs.
+func (tx *Tx) PutDeviceReadings(rs []DeviceReading) error {
+	raw, err := tx.writable("put readings")
+	if err != nil {
+		return err
+	}
+	var old [][]byte
+	err = tx.scan(bucketMeta, keyReadingPrefix, false, func(k, _ []byte) (bool, error) {
+		if !bytes.HasPrefix(k, keyReadingPrefix) {
+			return false, nil
+		}
+		old = append(old, append([]byte(nil), k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := raw.Delete(bucketMeta, k); err != nil {
+			return err
+		}
+	}
+	for _, r := range rs {
+		if err := put(raw, bucketMeta, readingKey(r.Index), r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Policy returns the stored policy; ok is false when the admin set none.
 func (tx *Tx) Policy() (p Policy, ok bool, err error) {
