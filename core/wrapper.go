@@ -81,8 +81,11 @@ func fateOf(p storage.Partition) wrapperFate {
 	case w.PIDNamespace != m.pidNS:
 		return wrapperUnknown
 	}
-	if start, err := gpu.ProcStartTime(w.PID); err == nil && start == w.Start {
+	switch start, err := gpu.ProcStartTime(w.PID); {
+	case err == nil && start == w.Start:
 		return wrapperAlive
+	case err != nil && !errors.Is(err, gpu.ErrProcessGone):
+		return wrapperUnknown // /proc could not say: never release on a guess
 	}
 	// Signal 0 tests for the group: ESRCH means no process is left in it;
 	// EPERM means one is, of another user.
