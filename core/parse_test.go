@@ -8,6 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// accepted checks a parser's answer in a table: with wantErr, a refusal
+// (ErrInput) that says it; else no error. It reports whether the value is
+// left to check.
+func accepted(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		require.ErrorIs(t, err, ErrInput)
+		require.ErrorContains(t, err, wantErr)
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
 func TestParseDuration(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -35,13 +49,9 @@ func TestParseDuration(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseDuration(tc.in)
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInput)
-				require.ErrorContains(t, err, tc.err)
-				return
+			if accepted(t, err, tc.err) {
+				require.Equal(t, tc.want, got)
 			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -77,14 +87,10 @@ func TestParseMemory(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseMemory(tc.in)
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInput)
-				require.ErrorContains(t, err, tc.err)
-				return
+			if accepted(t, err, tc.err) {
+				require.InDelta(t, tc.want.Fraction, got.Fraction, 1e-12)
+				require.Equal(t, tc.want.Bytes, got.Bytes)
 			}
-			require.NoError(t, err)
-			require.InDelta(t, tc.want.Fraction, got.Fraction, 1e-12)
-			require.Equal(t, tc.want.Bytes, got.Bytes)
 		})
 	}
 }
@@ -161,13 +167,9 @@ func TestParseWarnSignal(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseWarnSignal(tc.in)
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInput)
-				require.ErrorContains(t, err, tc.err)
-				return
+			if accepted(t, err, tc.err) {
+				require.Equal(t, tc.want, got)
 			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
 		})
 	}
 	require.Equal(t, "USR1@5m", WarnSignal{syscall.SIGUSR1, 5 * time.Minute}.String())

@@ -134,43 +134,41 @@ func wrapperText(w *storage.Wrapper) string {
 // each booking again: another monitor may have got there first.
 func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time.Time) ([]Act, error) {
 	var acts []Act
-	for _, id := range release {
+	settle := func(id uint64, kind storage.EventKind, why string, change func(*storage.Partition) bool) error {
 		p, err := tx.Partition(id)
+		if err != nil {
+			return err
+		}
+		if !p.LiveAt(now) || p.Wrapper == nil || !change(&p) {
+			return nil
+		}
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		a := Act{Time: now, Kind: kind, Partition: id, User: p.User, Detail: wrapperText(p.Wrapper) + why}
+		acts = append(acts, a)
+		return m.record(tx, a)
+	}
+	for _, id := range release {
+		err := settle(id, storage.EventReleased, " is gone and nothing of its command runs any more", func(p *storage.Partition) bool {
+			p.State, p.Ended = storage.Released, now
+			return true
+		})
 		if err != nil {
 			return nil, err
 		}
-		if !p.LiveAt(now) || p.Wrapper == nil {
-			continue
-		}
-		p.State, p.Ended = storage.Released, now
-		if err := tx.PutPartition(&p); err != nil {
-			return nil, err
-		}
-		a := Act{Time: now, Kind: storage.EventReleased, Partition: id, User: p.User,
-			Detail: wrapperText(p.Wrapper) + " is gone and nothing of its command runs any more"}
-		if err := m.record(tx, a); err != nil {
-			return nil, err
-		}
-		acts = append(acts, a)
 	}
 	for _, id := range mark {
-		p, err := tx.Partition(id)
+		err := settle(id, storage.EventOrphaned, " is gone but its command still runs; the booking is released when nothing of it does", func(p *storage.Partition) bool {
+			if !p.Orphaned.IsZero() {
+				return false
+			}
+			p.Orphaned = now
+			return true
+		})
 		if err != nil {
 			return nil, err
 		}
-		if !p.LiveAt(now) || p.Wrapper == nil || !p.Orphaned.IsZero() {
-			continue
-		}
-		p.Orphaned = now
-		if err := tx.PutPartition(&p); err != nil {
-			return nil, err
-		}
-		a := Act{Time: now, Kind: storage.EventOrphaned, Partition: id, User: p.User,
-			Detail: wrapperText(p.Wrapper) + " is gone but its command still runs; the booking is released when nothing of it does"}
-		if err := m.record(tx, a); err != nil {
-			return nil, err
-		}
-		acts = append(acts, a)
 	}
 	return acts, nil
 }
