@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -72,68 +68,17 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 	}
 }
 
-// otherUserCopy copies the binary into a directory any user may use, and
-// returns it and a ledger path there.
-func otherUserCopy(t *testing.T) (bin, db string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "chronos-other-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	bin = filepath.Join(dir, "chronos")
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	return bin, filepath.Join(dir, "chronos.db")
-}
-
-// runAs runs bin against db as cred (nil: this process's user), on the
-// simulated backend the other tests use, with env on top, and stops it with
-// SIGTERM after stopAfter when that is not zero (for --monitor).
-func runAs(t *testing.T, bin, db string, cred *syscall.Credential, env []string, stopAfter time.Duration, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "HOME=/nonexistent"), env...)
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Start())
-	if stopAfter > 0 {
-		time.AfterFunc(stopAfter, func() { cmd.Process.Signal(syscall.SIGTERM) })
-	}
-	err := cmd.Wait()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
-}
-
-var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
-
 // A member's CHRONOS_BACKEND=sim CHRONOS_SIM_GPUS=1 CHRONOS_SIM_MEMORY=8TiB
 // used to rewrite the shared inventory, so that everyone saw one 8 TiB GPU
 // and 120 GiB could be booked on an 80 GiB card. Now their stats show them
 // their simulation, and the ledger keeps its GPUs.
 func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another uid")
-	}
-	bin, db := otherUserCopy(t)
-	r := chronos(t, db, "create", "0", "0.1", "1h")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, os.Chmod(db, 0o666)) // shared with everyone
-
+	bin, db := rootsLedgerForAll(t, "0.1")
 	eight := []string{"CHRONOS_SIM_GPUS=1", "CHRONOS_SIM_MEMORY=8TiB"}
-	r = runAs(t, bin, db, nobody, eight, 0, "stats")
+	r := runWith(t, bin, db, nobody, eight, 0, "stats")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "free of 8192.0 GiB")
-	r = runAs(t, bin, db, nobody, eight, 0, "create", "0", "120GiB", "1h")
+	r = runWith(t, bin, db, nobody, eight, 0, "create", "0", "120GiB", "1h")
 	require.Equal(t, 2, r.code, r.stdout)
 	require.Contains(t, r.stderr, "is more than GPU 0 has (80.0 GiB)")
 
@@ -144,24 +89,21 @@ func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
 // stats and --monitor on a ledger this user may only read show everything
 // and run; they used to fail writing the GPU inventory's cache.
 func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another uid (root ignores file modes)")
-	}
-	bin, db := otherUserCopy(t)
-	r := runAs(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
+	bin, db := otherUserCopy(t) // as another uid: root ignores file modes
+	r := runWith(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o400))
 	before, err := os.ReadFile(db)
 	require.NoError(t, err)
 
 	three := []string{"CHRONOS_SIM_GPUS=3"} // not the GPUs cached: a write would be due
-	r = runAs(t, bin, db, nobody, three, 0, "stats")
+	r = runWith(t, bin, db, nobody, three, 0, "stats")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "GPU 2")
 	require.Contains(t, r.stdout, "8.0 GiB booked (10%)")
 	// The monitor runs; what it would record (the simulated GPUs' unbooked
 	// processes) it cannot, and says so once, not every second.
-	r = runAs(t, bin, db, nobody, three, 2500*time.Millisecond, "--monitor")
+	r = runWith(t, bin, db, nobody, three, 2500*time.Millisecond, "--monitor")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "started")
 	require.Equal(t, 1, strings.Count(r.stderr, "error: "), r.stderr)
