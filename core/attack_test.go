@@ -300,3 +300,35 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	require.Len(t, log.acts, 1)
 	require.LessOrEqual(t, len(log.acts[0].Detail), maxDetail+40)
 }
+
+// In the sticky shared directory a member may not replace root's backup:
+// their writes refresh it in place instead, so the backup keeps up with
+// members' bookings and stays root's.
+func TestMembersWritesRefreshRootsBackup(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
+	require.NoError(t, err)
+	admin := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
+	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, time.Now())))
+	backup := storage.BackupPath(path)
+	require.FileExists(t, backup)
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(backup, old, old)) // a refresh is due
+
+	book := exec.Command(bin, "-test.run=^$")
+	book.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
+	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	book.Stderr = os.Stderr
+	require.NoError(t, book.Run())
+
+	st, err := os.Stat(backup)
+	require.NoError(t, err)
+	require.True(t, st.ModTime().After(old.Add(time.Minute)), "the member's write did not refresh the backup")
+	require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid, "the backup is still root's")
+	require.Equal(t, fs.FileMode(0o660), st.Mode())
+	copyOf := NewClient(Options{Ledger: &storage.Ledger{Path: backup}, As: &root})
+	parts, err := copyOf.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	require.Equal(t, "nobody", parts[0].User)
+}
