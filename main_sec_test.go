@@ -112,3 +112,24 @@ func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+// When the machine's GPUs change, the next backend to open records them
+// (an event says how), available lists only the GPUs there are, and a
+// booking on a GPU that is gone is shown as such, not dropped.
+func TestStaleInventory(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.3", "1h").code)
+	one := []string{"CHRONOS_SIM_GPUS=1"}
+	r := runWith(t, chronosBin, db, nil, one, 0, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "GPU 1  gone: not on this machine now, yet 1 live booking(s) hold 30% (24.0 GiB) of it")
+
+	r = runWith(t, chronosBin, db, nil, one, 0, "available")
+	require.Equal(t, "100% (80.0 GiB) free on GPU 0\n", r.stdout)
+	r = chronos(t, db, "list")
+	require.Regexp(t, `(?m)^1\s.*\sGPU gone$`, r.stdout)
+	parts := listJSON(t, db)
+	require.True(t, parts[0].GPUGone)
+	r = chronos(t, db, "events")
+	require.Contains(t, r.stdout, "is gone")
+}
