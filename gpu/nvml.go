@@ -281,8 +281,7 @@ func (n *NVML) processes(d *nvmlDevice, now time.Time, notes []string) ([]Proces
 		// A process that exited since NVML listed it stays listed (its
 		// memory is still counted by the driver), owner unknown.
 		if pi, err := n.procs.lookup(pid); err == nil {
-			p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
-			p.PartitionID, p.StartTime = pi.PartitionID, pi.StartTime
+			p.withInfo(pi)
 		}
 		at[pid] = len(procs)
 		procs = append(procs, p)
