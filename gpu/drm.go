@@ -1,0 +1,459 @@
+package gpu
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+)
+
+// DRMRootEnv points the DRM backend, and what `chronos run` reads of the
+// GPUs, at another file system tree holding sys/ and proc/: a copy of a
+// machine's, or a test's fixture. Unset means /.
+const DRMRootEnv = "CHRONOS_DRM_ROOT"
+
+// ErrNoDRMGPUs means the kernel shows no AMD or Intel GPU.
+var ErrNoDRMGPUs = errors.New("DRM: no AMD or Intel GPU (amdgpu, i915 or xe driver) in /sys/class/drm")
+
+// Vendors whose kernel drivers the DRM backend reads, by driver name.
+const (
+	vendorAMD   = "AMD"
+	vendorIntel = "Intel"
+)
+
+var drmDrivers = map[string]string{"amdgpu": vendorAMD, "i915": vendorIntel, "xe": vendorIntel}
+
+// DRM reads AMD and Intel GPUs through the kernel, with no vendor library:
+// devices from /sys/class/drm/card*/device (amdgpu's VRAM and busy files,
+// hwmon's temperature and power), processes from the DRM client stats in
+// /proc/PID/fdinfo. Other users' processes are only visible to root.
+type DRM struct {
+	root    string
+	procs   *procCache
+	devices []drmDevice
+	now     func() time.Time
+
+	mu     sync.Mutex // guards procs, last and closed
+	last   map[string]clientReading
+	closed bool
+}
+
+// drmDevice is one enumerated GPU and where its sysfs files are.
+type drmDevice struct {
+	Device
+	driver string
+	slot   string // PCI slot, as drm-pdev names it
+	dir    string // sysfs device directory
+	hwmon  string // its hwmon directory, "" when it has none
+	// totalErr says why MemoryTotal is 0: Intel's drivers do not report
+	// their memory in sysfs.
+	totalErr error
+}
+
+// clientReading is one client's engine counters at one sample.
+type clientReading struct {
+	at      time.Time
+	engines []engineUse
+}
+
+// DRMOptions shape a DRM backend; zero fields take the defaults.
+type DRMOptions struct {
+	Root string // the tree holding sys/ and proc/; "" means $CHRONOS_DRM_ROOT, else /
+	Now  func() time.Time
+}
+
+// OpenDRM enumerates the AMD and Intel GPUs the kernel shows. A machine
+// with none (a plain VM's virtio or bochs display is not a GPU) is
+// ErrNoDRMGPUs.
+func OpenDRM(opts DRMOptions) (*DRM, error) {
+	root := opts.Root
+	if root == "" {
+		root = drmRoot()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	devs, err := enumerateDRM(root)
+	if err != nil {
+		return nil, err
+	}
+	reader := ProcReader{Root: filepath.Join(root, "proc"), HostRoot: root}
+	return &DRM{root: root, procs: newProcCache(reader), devices: devs, now: opts.Now, last: map[string]clientReading{}}, nil
+}
+
+func drmRoot() string {
+	if r := strings.TrimSpace(os.Getenv(DRMRootEnv)); r != "" {
+		return r
+	}
+	return "/"
+}
+
+// enumerateDRM lists the GPUs of supported drivers in PCI slot order, which
+// does not change from boot to boot as card numbers may.
+func enumerateDRM(root string) ([]drmDevice, error) {
+	class := filepath.Join(root, "sys/class/drm")
+	names, err := readDirNames(class)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, ErrNoDRMGPUs
+		}
+		return nil, fmt.Errorf("DRM: %w", err)
+	}
+	var devs []drmDevice
+	seen := map[string]bool{}
+	for _, name := range names {
+		n, ok := strings.CutPrefix(name, "card")
+		if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+			continue // connectors (card0-DP-1), render nodes, version
+		}
+		dir := filepath.Join(class, name, "device")
+		ue := readUevent(dir)
+		vendor, supported := drmDrivers[ue["DRIVER"]]
+		slot := ue["PCI_SLOT_NAME"]
+		if !supported || slot == "" || seen[slot] {
+			continue
+		}
+		seen[slot] = true
+		d := drmDevice{driver: ue["DRIVER"], slot: slot, dir: dir, hwmon: firstHwmon(dir)}
+		d.UUID = d.driver + "-" + slot
+		d.Name = printable(readSysfs(dir, "product_name"))
+		if d.Name == "" {
+			d.Name = vendor + " GPU " + printable(ue["PCI_ID"])
+		}
+		d.MemoryTotal, d.totalErr = readSysfsUint(dir, "mem_info_vram_total")
+		devs = append(devs, d)
+	}
+	if len(devs) == 0 {
+		return nil, ErrNoDRMGPUs
+	}
+	slices.SortFunc(devs, func(a, b drmDevice) int { return strings.Compare(a.slot, b.slot) })
+	for i := range devs {
+		devs[i].Index = i
+	}
+	return devs, nil
+}
+
+// readUevent reads a device's uevent file (KEY=value lines).
+func readUevent(dir string) map[string]string {
+	b, _ := os.ReadFile(filepath.Join(dir, "uevent"))
+	m := map[string]string{}
+	for line := range bytes.Lines(b) {
+		k, v, ok := strings.Cut(strings.TrimSpace(string(line)), "=")
+		if ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func firstHwmon(dir string) string {
+	names, err := readDirNames(filepath.Join(dir, "hwmon"))
+	if err != nil {
+		return ""
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, "hwmon") {
+			return filepath.Join(dir, "hwmon", n)
+		}
+	}
+	return ""
+}
+
+// readDirNames lists a directory without sorting or stat-ing its entries.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+func readSysfs(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// errNotReported means the driver has no such file.
+var errNotReported = errors.New("not reported")
+
+// readSysfsUint reads a file holding one unsigned number.
+func readSysfsUint(dir, name string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, errNotReported
+	}
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(b))
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("malformed %s %q", name, cut(s, 20))
+	}
+	return v, nil
+}
+
+// readSysfsPercent reads a file holding a percentage.
+func readSysfsPercent(dir, name string) (int, error) {
+	v, err := readSysfsUint(dir, name)
+	if err == nil && v > 100 {
+		err = fmt.Errorf("malformed %s %d%%", name, v)
+	}
+	return int(v), err
+}
+
+// addBytes adds without wrapping round: a damaged figure must not turn a
+// huge number into a small one.
+func addBytes(a, b uint64) uint64 {
+	if a > ^uint64(0)-b {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+// printable is s without control characters or surrounding space: a name
+// read from a card's firmware is not to be trusted with a terminal.
+func printable(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return -1
+		}
+		return r
+	}, s))
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// Name is "drm".
+func (d *DRM) Name() string { return "drm" }
+
+// Simulated is false: these are real GPUs.
+func (d *DRM) Simulated() bool { return false }
+
+// Close forgets the backend; it holds no kernel resources.
+func (d *DRM) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	return nil
+}
+
+// Devices lists the GPUs found when the backend was opened.
+func (d *DRM) Devices() ([]Device, error) {
+	out := make([]Device, len(d.devices))
+	for i, dev := range d.devices {
+		out[i] = dev.Device
+	}
+	return out, nil
+}
+
+// Sample reads every device and every DRM client. A process's busy share
+// needs two readings, so a client seen for the first time shows NA.
+func (d *DRM) Sample() (Sample, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return Sample{}, ErrClosed
+	}
+	now := d.now()
+	s := Sample{Time: now, Backend: d.Name(), Devices: make([]DeviceSample, len(d.devices))}
+	bySlot := make(map[string]int, len(d.devices))
+	for i := range d.devices {
+		s.Devices[i] = d.devices[i].sample()
+		bySlot[d.devices[i].slot] = i
+	}
+
+	clients, hidden := d.scanClients()
+	// One entry per process per device; a process may hold several clients.
+	type use struct {
+		memory uint64
+		busy   float64
+		known  bool
+	}
+	uses := make([]map[int]*use, len(d.devices))
+	order := make([][]int, len(d.devices))
+	next := make(map[string]clientReading, len(clients))
+	for _, c := range clients {
+		i, ok := bySlot[c.pdev]
+		if !ok {
+			continue
+		}
+		key := c.pdev + "/" + c.id
+		if c.id == "" {
+			key = c.pdev + "/" + strconv.Itoa(c.pid) + "/" + c.fd
+		}
+		if _, dup := next[key]; dup {
+			continue // a shared or duplicated file: counted once, for its first holder
+		}
+		engines := c.engines
+		u := uses[i][c.pid]
+		if u == nil {
+			if uses[i] == nil {
+				uses[i] = map[int]*use{}
+			}
+			u = &use{}
+			uses[i][c.pid] = u
+			order[i] = append(order[i], c.pid)
+		}
+		u.memory = addBytes(u.memory, c.memory)
+		if prev, seen := d.last[key]; seen {
+			if pct, ok := busyPercent(prev.engines, c.engines, now.Sub(prev.at)); ok {
+				u.busy = min(100, u.busy+pct)
+				u.known = true
+			}
+			engines = keepLarger(prev.engines, c.engines)
+		}
+		next[key] = clientReading{at: now, engines: engines}
+	}
+	d.last = next
+
+	for i := range s.Devices {
+		ds := &s.Devices[i]
+		var sum uint64
+		for _, pid := range order[i] {
+			u := uses[i][pid]
+			p := Process{PID: pid, UID: NA, MemoryUsed: u.memory, SM: NA}
+			if u.known {
+				p.SM = int(u.busy + 0.5)
+			}
+			if pi, err := d.procs.lookup(pid); err == nil {
+				p.withInfo(pi)
+			}
+			ds.Processes = append(ds.Processes, p)
+			sum = addBytes(sum, u.memory)
+		}
+		if dev := &d.devices[i]; dev.MemoryTotal == 0 {
+			// No sysfs figure (Intel): what the processes seen hold.
+			ds.MemoryUsed = sum
+			why := "not reported by " + dev.driver
+			if !errors.Is(dev.totalErr, errNotReported) && dev.totalErr != nil {
+				why = dev.totalErr.Error()
+			}
+			ds.Notes = append(ds.Notes, "memory: "+why+"; used is the sum of the processes shown")
+		}
+		if hidden > 0 {
+			ds.Notes = append(ds.Notes, fmt.Sprintf("processes: %d of other users not readable (root sees them)", hidden))
+		}
+	}
+	d.procs.prune()
+	return s, nil
+}
+
+// sample reads one device's sysfs files. What the driver lacks becomes NA
+// with a note.
+func (dev *drmDevice) sample() DeviceSample {
+	ds := DeviceSample{Device: dev.Device, Util: NA, MemUtil: NA, TempC: NA, PowerW: NA}
+	note := func(what string, err error) {
+		if errors.Is(err, errNotReported) {
+			ds.Notes = append(ds.Notes, what+": not reported by "+dev.driver)
+			return
+		}
+		ds.Notes = append(ds.Notes, what+": "+err.Error())
+	}
+	if dev.MemoryTotal > 0 {
+		if used, err := readSysfsUint(dev.dir, "mem_info_vram_used"); err == nil {
+			ds.MemoryUsed = min(used, dev.MemoryTotal)
+			ds.MemoryFree = dev.MemoryTotal - ds.MemoryUsed
+		} else {
+			note("memory", err)
+		}
+	}
+	if v, err := readSysfsPercent(dev.dir, "gpu_busy_percent"); err == nil {
+		ds.Util = v
+	} else {
+		note("utilization", err)
+	}
+	if v, err := readSysfsPercent(dev.dir, "mem_busy_percent"); err == nil {
+		ds.MemUtil = v
+	}
+	if dev.hwmon == "" {
+		note("temperature", errNotReported)
+		note("power", errNotReported)
+		return ds
+	}
+	if v, err := readSysfsUint(dev.hwmon, "temp1_input"); err == nil {
+		ds.TempC = int(v / 1000) // millidegrees
+	} else {
+		note("temperature", err)
+	}
+	// Microwatts: an average over the last second on older amdgpu, the
+	// current draw on newer ones.
+	v, err := readSysfsUint(dev.hwmon, "power1_average")
+	if errors.Is(err, errNotReported) {
+		v, err = readSysfsUint(dev.hwmon, "power1_input")
+	}
+	if err == nil {
+		ds.PowerW = float64(v) / 1e6
+	} else {
+		note("power", err)
+	}
+	return ds
+}
+
+// openClient is a DRM client found in one process's open files.
+type openClient struct {
+	drmClient
+	pid int
+	fd  string
+}
+
+// scanClients reads every process's open DRM files; hidden counts the
+// processes whose files this user may not read (other users', unless root).
+// Processes come in ascending pid order, so a file shared after fork
+// counts for the parent.
+func (d *DRM) scanClients() (clients []openClient, hidden int) {
+	proc := filepath.Join(d.root, "proc")
+	names, err := readDirNames(proc)
+	if err != nil {
+		return nil, 0
+	}
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	for _, pid := range pids {
+		dir := filepath.Join(proc, strconv.Itoa(pid))
+		fds, err := readDirNames(filepath.Join(dir, "fd"))
+		if errors.Is(err, os.ErrPermission) {
+			hidden++
+			continue
+		}
+		if err != nil {
+			continue // exited, or a kernel thread
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(dir, "fd", fd))
+			if err != nil || !strings.HasPrefix(target, "/dev/dri/") {
+				continue
+			}
+			info, err := os.ReadFile(filepath.Join(dir, "fdinfo", fd))
+			if err != nil {
+				continue
+			}
+			if c, ok := parseFDInfo(info); ok {
+				clients = append(clients, openClient{drmClient: c, pid: pid, fd: fd})
+			}
+		}
+	}
+	return clients, hidden
+}

@@ -1,0 +1,336 @@
+package gpu
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The fixture trees under testdata/drm are written by make-fixtures.py from
+// the kernel's documented formats: multi (two AMD GPUs, an Intel iGPU on
+// i915, an Intel discrete GPU on xe, a BMC's display, and processes on the
+// host, in Docker, in rootless Podman and in a Kubernetes pod), missing
+// (files a driver or a vanishing process may lack), malformed (damage) and
+// vm (a plain VM's display: no GPU).
+
+const (
+	mi210   = "0000:03:00.0"
+	w7900   = "0000:83:00.0"
+	igpu    = "0000:00:02.0"
+	arc     = "0000:0a:00.0"
+	dockerC = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
+	podmanC = "c97a9ac744b57c11308d04624fc62b087c3031d9ffe95085f68e28ec234f735a"
+	k8sC    = "8d1e2f3a4b5c6d7e8f9012a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7"
+)
+
+func fixture(name string) string { return filepath.Join("testdata", "drm", name) }
+
+func openFixture(t testing.TB, root string, now func() time.Time) *DRM {
+	t.Helper()
+	d, err := OpenDRM(DRMOptions{Root: root, Now: now})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// copyTree copies a fixture, symlinks included, so a test may change it.
+func copyTree(t testing.TB, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	err := filepath.WalkDir(from, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, dst)
+		case e.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		default:
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, b, 0o644)
+		}
+	})
+	require.NoError(t, err)
+	return to
+}
+
+func processOn(t testing.TB, d DeviceSample, pid int) Process {
+	t.Helper()
+	for _, p := range d.Processes {
+		if p.PID == pid {
+			return p
+		}
+	}
+	require.Failf(t, "process not listed", "pid %d on GPU %d: %+v", pid, d.Index, d.Processes)
+	return Process{}
+}
+
+func pids(d DeviceSample) []int {
+	var out []int
+	for _, p := range d.Processes {
+		out = append(out, p.PID)
+	}
+	return out
+}
+
+func TestDRMInventory(t *testing.T) {
+	d := openFixture(t, fixture("multi"), nil)
+	require.Equal(t, "drm", d.Name())
+	require.False(t, d.Simulated())
+	devs, err := d.Devices()
+	require.NoError(t, err)
+	// PCI slot order, not card numbers (card0 is the MI210); the BMC's ast
+	// display, connectors and render nodes are not GPUs.
+	require.Equal(t, []Device{
+		{Index: 0, UUID: "i915-" + igpu, Name: "Intel GPU 8086:A780"},
+		{Index: 1, UUID: "amdgpu-" + mi210, Name: "AMD Instinct MI210", MemoryTotal: 64 * gib},
+		{Index: 2, UUID: "xe-" + arc, Name: "Intel GPU 8086:E20B"},
+		{Index: 3, UUID: "amdgpu-" + w7900, Name: "AMD GPU 1002:7448", MemoryTotal: 48 * gib},
+	}, devs)
+}
+
+func TestDRMSample(t *testing.T) {
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	d := openFixture(t, fixture("multi"), fixedClock(at))
+	s, err := d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, at, s.Time)
+	require.Equal(t, "drm", s.Backend)
+	require.False(t, s.Simulated)
+	require.Len(t, s.Devices, 4)
+
+	intel, mi, xe, w := s.Devices[0], s.Devices[1], s.Devices[2], s.Devices[3]
+
+	// amdgpu: VRAM, busy, memory busy, hwmon temperature and power.
+	require.Equal(t, 12*gib, mi.MemoryUsed)
+	require.Equal(t, 52*gib, mi.MemoryFree)
+	require.Equal(t, 87, mi.Util)
+	require.Equal(t, 31, mi.MemUtil)
+	require.Equal(t, 45, mi.TempC)
+	require.InDelta(t, 251.0, mi.PowerW, 1e-9)
+	require.Empty(t, mi.Notes)
+	// A newer amdgpu reports power1_input instead of power1_average.
+	require.InDelta(t, 31.0, w.PowerW, 1e-9)
+	require.Equal(t, 38, w.TempC)
+
+	// Intel: no busy or memory files; used is what the processes hold.
+	require.Equal(t, NA, intel.Util)
+	require.Equal(t, NA, intel.TempC)
+	require.Equal(t, uint64(6044<<10), intel.MemoryUsed)
+	require.Contains(t, intel.Notes, "utilization: not reported by i915")
+	require.Contains(t, intel.Notes, "memory: not reported by i915; used is the sum of the processes shown")
+	require.Contains(t, xe.Notes, "temperature: not reported by xe", "xe's hwmon has no temp1_input")
+
+	// The worker that inherited its parent's client is not counted twice.
+	require.Equal(t, []int{100, 200}, pids(mi))
+	train := processOn(t, mi, 100)
+	require.Equal(t, 8*gib, train.MemoryUsed, "drm-resident-vram, not also the legacy drm-memory-vram")
+	require.Equal(t, NA, train.SM, "one reading: no busy share yet")
+	require.Equal(t, 1000, train.UID)
+	require.Equal(t, userName(1000), train.User)
+	require.Equal(t, "python train.py --epochs 90", train.Command)
+	require.Equal(t, "7", train.PartitionID)
+	require.EqualValues(t, 1100, train.StartTime)
+	require.False(t, train.Container.InContainer())
+
+	// ROCm opens every AMD GPU: the job shows on the W7900 with what it
+	// holds there.
+	require.Equal(t, []int{100, 700}, pids(w))
+	require.Equal(t, uint64(4096<<10), processOn(t, w, 100).MemoryUsed)
+
+	// Docker: host pid, container id and name, booking passed in with -e.
+	served := processOn(t, mi, 200)
+	require.Equal(t, 2*gib, served.MemoryUsed, "old amdgpu: drm-memory-vram alone")
+	require.Equal(t, "9", served.PartitionID)
+	require.Equal(t, 0, served.UID)
+	require.Equal(t, Container{ID: dockerC, Runtime: RuntimeDocker, Name: "llm-server", PID: 1, namespace: "moby"}, served.Container)
+	require.Equal(t, "llm-server", served.Container.Label())
+
+	// Rootless Podman: the person is the user whose namespace it is, not
+	// the subordinate uid the process runs as.
+	job := processOn(t, xe, 600)
+	require.Equal(t, 1000, job.UID)
+	require.Equal(t, Container{ID: podmanC, Runtime: RuntimePodman, Name: "rl-job", Rootless: true, PID: 5}, job.Container)
+	require.Equal(t, uint64(23992<<10), job.MemoryUsed, "vram0 only: not the gtt or system regions")
+
+	// Kubernetes on containerd: name and pod from the OCI bundle's annotations.
+	vllm := processOn(t, w, 700)
+	require.Equal(t, "vllm", vllm.Container.Name)
+	require.Equal(t, "inference/vllm-7d9f8-abcde", vllm.Container.Pod)
+	require.Equal(t, RuntimeContainerd, vllm.Container.Runtime)
+	require.Equal(t, k8sC[:12], vllm.Container.ShortID())
+
+	require.Equal(t, []int{400}, pids(intel), "Xorg holds a client on the integrated GPU")
+	require.Equal(t, []int{600}, pids(xe))
+}
+
+// Busy shares come from the engine counters' growth between two samples:
+// nanoseconds against the clock (amdgpu, i915), or busy against total GPU
+// cycles (xe), each divided by the engine group's capacity.
+func TestDRMBusyBetweenSamples(t *testing.T) {
+	root := copyTree(t, fixture("multi"))
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	now := at
+	d := openFixture(t, root, func() time.Time { return now })
+	_, err := d.Sample()
+	require.NoError(t, err)
+
+	rewrite := func(rel, old, new string) {
+		path := filepath.Join(root, rel)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Contains(t, string(b), old)
+		require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+	}
+	// 2 s later: alice's compute engine ran 1.5 s of them; the Docker
+	// process's gfx counter went backwards (allowed: it must be held);
+	// the xe job's ccs group (4 engines) ran 2 of every 8 cycles.
+	now = at.Add(2 * time.Second)
+	rewrite("proc/100/fdinfo/4", "drm-engine-compute:\t1200000000 ns", "drm-engine-compute:\t2700000000 ns")
+	rewrite("proc/200/fdinfo/4", "drm-engine-gfx:\t300000000 ns", "drm-engine-gfx:\t100000000 ns")
+	rewrite("proc/600/fdinfo/5", "drm-cycles-ccs:\t1000000\n", "drm-cycles-ccs:\t201000000\n")
+	rewrite("proc/600/fdinfo/5", "drm-total-cycles-ccs:\t7655183225", "drm-total-cycles-ccs:\t8055183225")
+
+	s, err := d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, 75, processOn(t, s.Devices[1], 100).SM)
+	require.Equal(t, 0, processOn(t, s.Devices[1], 200).SM)
+	require.Equal(t, 13, processOn(t, s.Devices[2], 600).SM, "200M of 400M cycles over 4 engines: 12.5%")
+	require.Equal(t, 0, processOn(t, s.Devices[3], 700).SM, "unchanged counters: idle")
+
+	// The backwards counter is held at its larger value: growing back to
+	// it is not counted as work.
+	now = at.Add(3 * time.Second)
+	rewrite("proc/200/fdinfo/4", "drm-engine-gfx:\t100000000 ns", "drm-engine-gfx:\t300000000 ns")
+	s, err = d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, 0, processOn(t, s.Devices[1], 200).SM)
+}
+
+func TestDRMMissingFiles(t *testing.T) {
+	d := openFixture(t, fixture("missing"), nil)
+	s, err := d.Sample()
+	require.NoError(t, err)
+	require.Len(t, s.Devices, 1, "a card without a PCI slot is not counted")
+	dev := s.Devices[0]
+	require.Equal(t, "AMD GPU 1002:740F", dev.Name, "no product_name: vendor and PCI id")
+	require.Equal(t, NA, dev.Util)
+	require.Equal(t, NA, dev.TempC)
+	require.Less(t, dev.PowerW, 0.0)
+	require.Equal(t, []string{
+		"memory: not reported by amdgpu", "utilization: not reported by amdgpu",
+		"temperature: not reported by amdgpu", "power: not reported by amdgpu",
+	}, dev.Notes)
+	// fd 4 has no fdinfo (closed while read): fd 5 still counts. A process
+	// gone before its owner was read stays listed, owner unknown, as NVML's
+	// exited processes do.
+	require.Equal(t, []int{100, 101}, pids(dev))
+	require.Equal(t, gib, processOn(t, dev, 100).MemoryUsed)
+	gone := processOn(t, dev, 101)
+	require.Equal(t, NA, gone.UID)
+	require.Empty(t, gone.User)
+}
+
+// Damaged files never crash a sample: each bad reading is NA with a note
+// that says what was wrong, and a bad fdinfo value counts as nothing.
+func TestDRMMalformed(t *testing.T) {
+	d := openFixture(t, fixture("malformed"), nil)
+	devs, err := d.Devices()
+	require.NoError(t, err)
+	require.Len(t, devs, 1, "only card0 is a card with a driver and a slot")
+	require.Equal(t, "AMD [31mInstinct[0m", devs[0].Name, "no control characters reach a terminal")
+	s, err := d.Sample()
+	require.NoError(t, err)
+	dev := s.Devices[0]
+	require.Equal(t, NA, dev.Util)
+	require.Equal(t, NA, dev.MemUtil)
+	require.Equal(t, NA, dev.TempC)
+	require.Equal(t, []string{
+		`utilization: malformed gpu_busy_percent 250%`,
+		`temperature: malformed temp1_input "hot"`,
+		`power: malformed power1_average "99999999999999999999…"`,
+		`memory: malformed mem_info_vram_total "-5"; used is the sum of the processes shown`,
+	}, dev.Notes)
+	require.Equal(t, []int{100}, pids(dev))
+	p := dev.Processes[0]
+	require.Zero(t, p.MemoryUsed, "unknown units and overflowing values count as nothing")
+	require.Equal(t, NA, p.UID, "its stat is damaged")
+}
+
+// A plain VM's virtual display (virtio, bochs) is not a GPU: the DRM backend
+// finds none, and auto falls back to simulated GPUs as before.
+func TestDRMVirtualDisplayIsNoGPU(t *testing.T) {
+	_, err := OpenDRM(DRMOptions{Root: fixture("vm")})
+	require.ErrorIs(t, err, ErrNoDRMGPUs)
+	_, err = OpenDRM(DRMOptions{Root: t.TempDir()})
+	require.ErrorIs(t, err, ErrNoDRMGPUs, "no /sys/class/drm at all")
+}
+
+func TestDRMClosed(t *testing.T) {
+	d := openFixture(t, fixture("multi"), nil)
+	require.NoError(t, d.Close())
+	_, err := d.Sample()
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestOpenAutoPicksDRM(t *testing.T) {
+	withNVML(t, noDriver())
+	t.Setenv(DRMRootEnv, fixture("multi"))
+	for _, kind := range []string{"", "auto", "drm", " DRM "} {
+		b, notice, err := Open(kind)
+		require.NoError(t, err, kind)
+		require.Empty(t, notice)
+		require.Equal(t, "drm", b.Name())
+		require.False(t, b.Simulated())
+		require.NoError(t, b.Close())
+	}
+
+	t.Setenv(DRMRootEnv, fixture("vm"))
+	b, notice, err := Open("auto")
+	require.NoError(t, err)
+	require.True(t, b.Simulated(), "a VM without a GPU still gets simulated GPUs")
+	require.Equal(t, "no NVIDIA, AMD or Intel GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
+	_, _, err = Open("drm")
+	require.ErrorIs(t, err, ErrNoDRMGPUs)
+	require.EqualError(t, err, "drm backend unavailable: DRM: no AMD or Intel GPU (amdgpu, i915 or xe driver) in /sys/class/drm")
+}
+
+func TestVisibleEnv(t *testing.T) {
+	t.Setenv(DRMRootEnv, fixture("multi"))
+	for _, c := range []struct {
+		uuid  string
+		index int
+		want  []string
+	}{
+		{"GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", 3, []string{"CUDA_VISIBLE_DEVICES=GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"}},
+		{"MIG-8932f937-d72c-4106-c12f-20bd9faed9f6", 0, []string{"CUDA_VISIBLE_DEVICES=MIG-8932f937-d72c-4106-c12f-20bd9faed9f6"}},
+		{"SIM-00000000-0000-0000-0000-000000000002", 2, []string{"CUDA_VISIBLE_DEVICES=2"}},
+		{"", 1, []string{"CUDA_VISIBLE_DEVICES=1"}},
+		// The MI210 has a unique id: ROCm's own name for it.
+		{"amdgpu-" + mi210, 1, []string{"ROCR_VISIBLE_DEVICES=GPU-5a3c1b2f6d4e7a89", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0"}},
+		// The W7900 has none: the second AMD GPU in PCI order, whatever
+		// chronos's own index (3) says.
+		{"amdgpu-" + w7900, 3, []string{"ROCR_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0"}},
+		{"i915-" + igpu, 0, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=0"}},
+		{"xe-" + arc, 2, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=1"}},
+		// Booked, then the card went away: nothing is visible.
+		{"amdgpu-0000:99:00.0", 4, []string{"ROCR_VISIBLE_DEVICES=-1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0"}},
+	} {
+		require.Equal(t, c.want, VisibleEnv(c.uuid, c.index), c.uuid)
+	}
+}
