@@ -55,8 +55,12 @@ func WriteStats(w io.Writer, st core.Stats) error {
 	for _, d := range st.Sample.Devices {
 		booked := st.Booked[d.Index]
 		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, d.Name, migLabel(d.MIG))
-		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s free of %s\n", core.FormatBytes(d.MemoryUsed),
-			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), core.FormatBytes(d.MemoryFree), core.FormatBytes(d.MemoryTotal))
+		free := core.FormatBytes(d.MemoryFree) + " free of " + core.FormatBytes(d.MemoryTotal)
+		if d.MemoryTotal == 0 {
+			free = "size not reported"
+		}
+		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
+			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
 		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", n)
