@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"golang.org/x/sys/unix"
 )
 
 // DRMRootEnv points the DRM backend, and what `chronos run` reads of the
@@ -40,8 +42,10 @@ type DRM struct {
 	devices []drmDevice
 	now     func() time.Time
 
-	mu     sync.Mutex // guards procs, last and closed
+	mu     sync.Mutex // guards procs, last, fds, scan and closed
 	last   map[string]clientReading
+	fds    map[int]*processFDs
+	scan   fdScan
 	closed bool
 }
 
@@ -57,9 +61,11 @@ type drmDevice struct {
 	totalErr error
 }
 
-// clientReading is one client's engine counters at one sample.
+// clientReading is one client's engine counters at one sample, and the
+// process that held it.
 type clientReading struct {
 	at      time.Time
+	pid     int
 	engines []engineUse
 }
 
@@ -85,7 +91,8 @@ func OpenDRM(opts DRMOptions) (*DRM, error) {
 		return nil, err
 	}
 	reader := ProcReader{Root: filepath.Join(root, "proc"), HostRoot: root}
-	return &DRM{root: root, procs: newProcCache(reader), devices: devs, now: opts.Now, last: map[string]clientReading{}}, nil
+	return &DRM{root: root, procs: newProcCache(reader), devices: devs, now: opts.Now,
+		last: map[string]clientReading{}, fds: map[int]*processFDs{}}, nil
 }
 
 func drmRoot() string {
@@ -280,12 +287,15 @@ func (d *DRM) Sample() (Sample, error) {
 		bySlot[d.devices[i].slot] = i
 	}
 
-	clients, hidden := d.scanClients()
+	clients, hidden := d.scanClients(now)
 	// One entry per process per device; a process may hold several clients.
 	type use struct {
 		memory uint64
 		busy   float64
 		known  bool
+		// same: it held each of these clients at the last sample too, so
+		// its pid still names the process whose owner was read then.
+		same bool
 	}
 	uses := make([]map[int]*use, len(d.devices))
 	order := make([][]int, len(d.devices))
@@ -308,19 +318,21 @@ func (d *DRM) Sample() (Sample, error) {
 			if uses[i] == nil {
 				uses[i] = map[int]*use{}
 			}
-			u = &use{}
+			u = &use{same: true}
 			uses[i][c.pid] = u
 			order[i] = append(order[i], c.pid)
 		}
 		u.memory = addBytes(u.memory, c.memory)
-		if prev, seen := d.last[key]; seen {
+		prev, seen := d.last[key]
+		u.same = u.same && seen && prev.pid == c.pid
+		if seen {
 			if pct, ok := busyPercent(prev.engines, c.engines, now.Sub(prev.at)); ok {
 				u.busy = min(100, u.busy+pct)
 				u.known = true
 			}
 			engines = keepLarger(prev.engines, c.engines)
 		}
-		next[key] = clientReading{at: now, engines: engines}
+		next[key] = clientReading{at: now, pid: c.pid, engines: engines}
 	}
 	d.last = next
 
@@ -333,7 +345,16 @@ func (d *DRM) Sample() (Sample, error) {
 			if u.known {
 				p.SM = int(u.busy + 0.5)
 			}
-			if pi, err := d.procs.lookup(pid); err == nil {
+			pi, ok := ProcInfo{}, false
+			if u.same {
+				pi, ok = d.procs.cached(pid)
+			}
+			if !ok {
+				var err error
+				pi, err = d.procs.lookup(pid)
+				ok = err == nil
+			}
+			if ok {
 				p.withInfo(pi)
 			}
 			ds.Processes = append(ds.Processes, p)
@@ -414,13 +435,34 @@ type openClient struct {
 	fd  string
 }
 
+// fdRescan is how often every fd of a process is looked at again. Between
+// times only fds with numbers not seen before are, so a number closed and
+// opened again as a GPU file is noticed within this time; a process's new
+// numbers, and new processes, are noticed at once.
+const fdRescan = 10 * time.Second
+
+// processFDs remembers which of one process's fds are DRM files.
+type processFDs struct {
+	drm  map[string]bool // by fd number
+	full time.Time       // when every link was last read
+	scan uint64          // the last scan that saw the process
+}
+
 // scanClients reads every process's open DRM files; hidden counts the
 // processes whose files this user may not read (other users', unless root).
 // Processes come in ascending pid order, so a file shared after fork
-// counts for the parent.
-func (d *DRM) scanClients() (clients []openClient, hidden int) {
-	proc := filepath.Join(d.root, "proc")
-	names, err := readDirNames(proc)
+// counts for the parent. Paths are resolved from open directories, and
+// links read only as fdRescan says: a machine's worth of processes costs
+// few system calls each.
+func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
+	proc, err := unix.Open(filepath.Join(d.root, "proc"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0
+	}
+	defer unix.Close(proc)
+	sc := &d.scan
+	sc.count++
+	names, err := sc.names(proc, nil)
 	if err != nil {
 		return nil, 0
 	}
@@ -431,29 +473,103 @@ func (d *DRM) scanClients() (clients []openClient, hidden int) {
 		}
 	}
 	slices.Sort(pids)
+	var fds []string
 	for _, pid := range pids {
-		dir := filepath.Join(proc, strconv.Itoa(pid))
-		fds, err := readDirNames(filepath.Join(dir, "fd"))
-		if errors.Is(err, os.ErrPermission) {
+		p := strconv.Itoa(pid)
+		dir, err := unix.Openat(proc, p+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EACCES) {
 			hidden++
 			continue
 		}
 		if err != nil {
-			continue // exited, or a kernel thread
+			continue // exited
 		}
+		fds, _ = sc.names(dir, fds)
+		pf := d.fds[pid]
+		if pf == nil || now.Sub(pf.full) >= fdRescan || now.Before(pf.full) {
+			// Spread the rescans of processes seen at once over the interval.
+			pf = &processFDs{drm: make(map[string]bool, len(fds)), full: now.Add(-time.Duration(pid%10) * fdRescan / 10)}
+			d.fds[pid] = pf
+		} else if len(pf.drm) > 2*len(fds)+8 {
+			clear(pf.drm) // many closed: forget them, keep the map small
+		}
+		pf.scan = sc.count
 		for _, fd := range fds {
-			target, err := os.Readlink(filepath.Join(dir, "fd", fd))
-			if err != nil || !strings.HasPrefix(target, "/dev/dri/") {
+			isDRM, known := pf.drm[fd]
+			if !known {
+				n, err := unix.Readlinkat(dir, fd, sc.link)
+				isDRM = err == nil && bytes.HasPrefix(sc.link[:n], []byte("/dev/dri/"))
+				pf.drm[fd] = isDRM
+			}
+			if !isDRM {
 				continue
 			}
-			info, err := os.ReadFile(filepath.Join(dir, "fdinfo", fd))
+			info, err := sc.read(proc, p+"/fdinfo/"+fd)
 			if err != nil {
+				delete(pf.drm, fd)
 				continue
 			}
-			if c, ok := parseFDInfo(info); ok {
-				clients = append(clients, openClient{drmClient: c, pid: pid, fd: fd})
+			c, ok := parseFDInfo(info)
+			if !ok {
+				delete(pf.drm, fd) // closed and opened again as something else
+				continue
 			}
+			clients = append(clients, openClient{drmClient: c, pid: pid, fd: fd})
+		}
+		unix.Close(dir)
+	}
+	for pid, pf := range d.fds {
+		if pf.scan != sc.count {
+			delete(d.fds, pid)
 		}
 	}
 	return clients, hidden
+}
+
+// fdScan holds the buffers a scan reuses from one process to the next.
+type fdScan struct {
+	dirents, link, info []byte
+	count               uint64 // scans so far
+}
+
+// names lists the directory open at fd, reusing into's storage.
+func (sc *fdScan) names(fd int, into []string) ([]string, error) {
+	if sc.dirents == nil {
+		sc.dirents, sc.link, sc.info = make([]byte, 16<<10), make([]byte, 256), make([]byte, 8<<10)
+	}
+	into = into[:0]
+	for {
+		n, err := unix.Getdents(fd, sc.dirents)
+		if err != nil {
+			return into, err
+		}
+		if n <= 0 {
+			return into, nil
+		}
+		_, _, into = unix.ParseDirent(sc.dirents[:n], -1, into)
+	}
+}
+
+// read reads a small file at path under the directory open at dir; the
+// result is valid until the next read.
+func (sc *fdScan) read(dir int, path string) ([]byte, error) {
+	fd, err := unix.Openat(dir, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		m, err := unix.Read(fd, sc.info[n:])
+		if err != nil {
+			return nil, err
+		}
+		n += m
+		// /proc answers a read with all it has when there is room for
+		// it, so a read that leaves room is the last.
+		if m <= 0 || n < len(sc.info) {
+			return sc.info[:n], nil
+		}
+		sc.info = append(sc.info, make([]byte, len(sc.info))...)
+	}
 }

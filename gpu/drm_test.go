@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -333,4 +335,86 @@ func TestVisibleEnv(t *testing.T) {
 	} {
 		require.Equal(t, c.want, VisibleEnv(c.uuid, c.index), c.uuid)
 	}
+}
+
+// A sample reads the links of fds it has not seen; the rest it remembers,
+// rereading every link of a process every fdRescan. So a process's new
+// GPU file shows at once, a closed one goes at once, and a number closed
+// and opened again as a GPU file shows within fdRescan.
+func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
+	root := copyTree(t, fixture("multi"))
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	now := at
+	d := openFixture(t, root, func() time.Time { return now })
+	s, err := d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, []int{400}, pids(s.Devices[0]))
+
+	fd := func(pid int, n string) string { return filepath.Join(root, "proc", strconv.Itoa(pid), "fd", n) }
+	info := func(pid int, n string) string { return filepath.Join(root, "proc", strconv.Itoa(pid), "fdinfo", n) }
+	gpuFile := i915FDInfo(t, 77)
+
+	// bash (pid 90) opens the integrated GPU on a new number, 9.
+	require.NoError(t, os.Symlink("/dev/dri/renderD130", fd(90, "9")))
+	require.NoError(t, os.WriteFile(info(90, "9"), gpuFile, 0o644))
+	now = now.Add(time.Second)
+	s, err = d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, []int{90, 400}, pids(s.Devices[0]), "a new number is looked at at once")
+
+	// Xorg closes its GPU file.
+	require.NoError(t, os.Remove(fd(400, "14")))
+	now = now.Add(time.Second)
+	s, err = d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, []int{90}, pids(s.Devices[0]), "a closed file goes at once")
+
+	// The Docker process (pid 200) closes its terminal, fd 1, and gets the
+	// same number for the integrated GPU.
+	require.NoError(t, os.Remove(fd(200, "1")))
+	require.NoError(t, os.Symlink("/dev/dri/renderD130", fd(200, "1")))
+	require.NoError(t, os.WriteFile(info(200, "1"), i915FDInfo(t, 78), 0o644))
+	seen := false
+	for range 11 {
+		now = now.Add(time.Second)
+		s, err = d.Sample()
+		require.NoError(t, err)
+		if slices.Contains(pids(s.Devices[0]), 200) {
+			seen = true
+			break
+		}
+	}
+	require.True(t, seen, "a reused number is looked at again within %s", fdRescan)
+}
+
+// The owner read for a pid is trusted while the pid holds the same GPU
+// clients; a pid that comes back with new clients is another process, read
+// again.
+func TestDRMReusedPIDIsReadAgain(t *testing.T) {
+	root := copyTree(t, fixture("multi"))
+	d := openFixture(t, root, nil)
+	s, err := d.Sample()
+	require.NoError(t, err)
+	require.Equal(t, 0, processOn(t, s.Devices[0], 400).UID)
+
+	// pid 400 is now daemon's (uid 1) Xorg, with a client of its own.
+	dir := filepath.Join(root, "proc", "400")
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(strings.ReplaceAll(string(status), "Uid:\t0\t0\t0\t0", "Uid:\t1\t1\t1\t1")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(fakeStat(400, "Xorg", 99999)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fdinfo", "14"), i915FDInfo(t, 79), 0o644))
+	s, err = d.Sample()
+	require.NoError(t, err)
+	p := processOn(t, s.Devices[0], 400)
+	require.Equal(t, 1, p.UID)
+	require.EqualValues(t, 99999, p.StartTime)
+}
+
+// i915FDInfo is an integrated-GPU client with the given id.
+func i915FDInfo(t *testing.T, id int) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixture("multi"), "proc", "400", "fdinfo", "14"))
+	require.NoError(t, err)
+	return []byte(strings.Replace(string(b), "drm-client-id:\t5", "drm-client-id:\t"+strconv.Itoa(id), 1))
 }

@@ -226,6 +226,17 @@ func (c *procCache) lookup(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
+// cached is what lookup last found for pid, without asking /proc again,
+// for a caller that knows by other means that pid still names the same
+// process.
+func (c *procCache) cached(pid int) (ProcInfo, bool) {
+	info, ok := c.known[pid]
+	if ok {
+		c.seen[pid] = true
+	}
+	return info, ok
+}
+
 // prune forgets processes not looked up since the last prune, so the cache
 // holds only what the GPUs run now.
 func (c *procCache) prune() {
