@@ -529,9 +529,11 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
 		Long: `Book a share (or join your live booking with --partition), run the command
-with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
-CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
-and compute limits), and release the booking when the command ends.
+with only the booked GPU visible (CUDA_VISIBLE_DEVICES; on AMD ROCR_ and
+HIP_VISIBLE_DEVICES; on Intel ZE_AFFINITY_MASK), CHRONOS_BOOKING_ID,
+CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and CHRONOS_DEADLINE_UNIX set (and,
+while an MPS daemon runs, the booking's memory and compute limits), and
+release the booking when the command ends.
 
 Before the end the command's process group gets --warn-signal (SIGUSR1 by
 default: handle it to checkpoint, or say --warn-signal none; Python's default

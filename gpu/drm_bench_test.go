@@ -132,3 +132,21 @@ func medianOf(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkDRMSampleReal samples this machine's AMD or Intel GPUs; it is
+// skipped where there are none.
+func BenchmarkDRMSampleReal(b *testing.B) {
+	d, err := OpenDRM(DRMOptions{Root: "/"})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer d.Close()
+	if _, err := d.Sample(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := d.Sample(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -71,3 +71,50 @@ func TestHardwareMPS(t *testing.T) {
 	require.Equal(t, "concurrent", m.Mode())
 	require.True(t, m.DefaultActiveThreadPercentage != "" || m.Detail != "")
 }
+
+// TestHardwareDRMWorkload: CHRONOS_HARDWARE_PID is a busy process on an AMD
+// or Intel GPU (scripts/drm-check.sh starts one), started with
+// CHRONOS_BOOKING_ID=$CHRONOS_HARDWARE_PARTITION. Run as root, or as the
+// process's owner.
+func TestHardwareDRMWorkload(t *testing.T) {
+	pidText := os.Getenv("CHRONOS_HARDWARE_PID")
+	if pidText == "" {
+		t.Skip("set CHRONOS_HARDWARE_PID to a running process on an AMD or Intel GPU")
+	}
+	pid, err := strconv.Atoi(pidText)
+	require.NoError(t, err)
+	d, err := OpenDRM(DRMOptions{})
+	require.NoError(t, err)
+	defer d.Close()
+	devs, _ := d.Devices()
+	for _, dev := range devs {
+		t.Logf("GPU %d %s %s, %d MiB; visible as %v", dev.Index, dev.UUID, dev.Name, dev.MemoryTotal>>20, VisibleEnv(dev.UUID, dev.Index))
+	}
+
+	maxBusy := NA
+	for range 10 {
+		s, err := d.Sample()
+		require.NoError(t, err)
+		found := false
+		for _, dev := range s.Devices {
+			for _, p := range dev.Processes {
+				if p.PID != pid {
+					continue
+				}
+				found = true
+				require.Equal(t, os.Getenv("CHRONOS_HARDWARE_PARTITION"), p.PartitionID)
+				require.NotZero(t, p.StartTime)
+				maxBusy = max(maxBusy, p.SM)
+				t.Logf("GPU %d: util %d%%, %d/%d MiB, %d C, %.1f W, notes %v; pid %d %q busy %d%% mem %d MiB",
+					dev.Index, dev.Util, dev.MemoryUsed>>20, dev.MemoryTotal>>20, dev.TempC, dev.PowerW, dev.Notes,
+					p.PID, p.Command, p.SM, p.MemoryUsed>>20)
+			}
+		}
+		require.True(t, found, "pid %d holds no DRM client", pid)
+		time.Sleep(time.Second)
+	}
+	// ROCm's compute goes through /dev/kfd queues, which the DRM engine
+	// counters may not see: a busy share of 0 here is a finding to write
+	// down, not a failure.
+	t.Logf("largest busy share seen: %d%%", maxBusy)
+}
