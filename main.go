@@ -222,11 +222,20 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			if err != nil {
 				return err
 			}
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(os.Stderr, "chronos: warning:", w)
+			}
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(os.Stderr, "chronos: note:", note)
+				}
+			}
 			if asJSON {
 				return printJSON(core.JSON(p.Partition, c.Now(), 0))
 			}
 			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Printf("GPU %d had %s.\n", p.Device, p.Room.Room())
 			return nil
 		},
 	}
@@ -336,7 +345,7 @@ func extendCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				p.Expires.Local().Format("Mon Jan 2 15:04:05"), core.FormatDuration(p.Expires.Sub(c.Now())))
+				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
 			return nil
 		},
 	}
@@ -415,7 +424,9 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
+  max=7d                         longest booking (and most time left after an extension)
+  admit=booked|physical          admit on booked shares only (memory in use is a warning),
+                                 or also refuse what is not physically free`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -458,11 +469,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return printJSON(evs)
 			}
 			for _, e := range evs {
-				id := ""
-				if e.Partition != 0 {
-					id = fmt.Sprintf(" #%d", e.Partition)
-				}
-				fmt.Printf("%s  %-9s%s by %s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Kind, id, e.User, e.Detail)
+				fmt.Printf("%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), core.FormatEvent(e))
 			}
 			return nil
 		},
@@ -535,12 +542,13 @@ CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and CHRONOS_DEADLINE_UNIX set (and,
 while an MPS daemon runs, the booking's memory and compute limits), and
 release the booking when the command ends.
 
-Before the end the command's process group gets --warn-signal (SIGUSR1 by
-default: handle it to checkpoint, or say --warn-signal none; Python's default
-action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
-SIGKILL after the grace period. chronos exits with the command's status, or
-124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+No signal comes before the end unless you ask: the deadline is in
+CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
+group five minutes before the end (as Slurm's --signal; handle it, since
+SIGUSR1's default action ends a program). At the deadline the group gets
+SIGTERM, then SIGKILL after the grace period. chronos exits with the command's
+status, or 124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --partition 7 -- python eval.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -550,7 +558,10 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 			opts := core.RunOptions{Command: command, Grace: grace, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 				Say: func(f string, v ...any) { fmt.Fprintf(os.Stderr, "chronos: "+f+"\n", v...) }}
 			var err error
-			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
+				return usageError{errors.New("run: --warn-signal is the old name of --signal: give one")}
+			}
+			if opts.WarnSignal, err = core.ParseWarnSignal(warnSignal); err != nil {
 				return err
 			}
 			switch {
@@ -582,7 +593,8 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 	}
 	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
-	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m); none by default")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "none", "the old name of --signal")
 	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
 	return cmd
 }
