@@ -436,14 +436,18 @@ type openClient struct {
 }
 
 // fdRescan is how often every fd of a process is looked at again. Between
-// times only fds with numbers not seen before are, so a number closed and
-// opened again as a GPU file is noticed within this time; a process's new
-// numbers, and new processes, are noticed at once.
+// times a process known to hold GPU files has only those read, and any
+// other process only its fd numbers not seen before. So a new process's
+// GPU files show at once, a process's new numbers too unless it already
+// holds GPU files, and a closed GPU file goes at once; a second GPU opened
+// by a GPU process, or a number closed and opened again as a GPU file,
+// shows within this time.
 const fdRescan = 10 * time.Second
 
 // processFDs remembers which of one process's fds are DRM files.
 type processFDs struct {
 	drm  map[string]bool // by fd number
+	gpu  []string        // the DRM ones, in the order listed
 	full time.Time       // when every link was last read
 	scan uint64          // the last scan that saw the process
 }
@@ -452,8 +456,8 @@ type processFDs struct {
 // processes whose files this user may not read (other users', unless root).
 // Processes come in ascending pid order, so a file shared after fork
 // counts for the parent. Paths are resolved from open directories, and
-// links read only as fdRescan says: a machine's worth of processes costs
-// few system calls each.
+// fds looked at only as fdRescan says: a machine's worth of processes
+// costs few system calls each.
 func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 	proc, err := unix.Open(filepath.Join(d.root, "proc"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -476,6 +480,16 @@ func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 	var fds []string
 	for _, pid := range pids {
 		p := strconv.Itoa(pid)
+		pf := d.fds[pid]
+		due := pf == nil || now.Sub(pf.full) >= fdRescan || now.Before(pf.full)
+		if !due && len(pf.gpu) > 0 {
+			before := len(clients)
+			if clients = d.readClients(clients, proc, pid, pf); len(clients) > before {
+				pf.scan = sc.count
+				continue
+			}
+			// It closed them all: look at everything it holds now.
+		}
 		dir, err := unix.Openat(proc, p+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.EACCES) {
 			hidden++
@@ -485,8 +499,7 @@ func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 			continue // exited
 		}
 		fds, _ = sc.names(dir, fds)
-		pf := d.fds[pid]
-		if pf == nil || now.Sub(pf.full) >= fdRescan || now.Before(pf.full) {
+		if due {
 			// Spread the rescans of processes seen at once over the interval.
 			pf = &processFDs{drm: make(map[string]bool, len(fds)), full: now.Add(-time.Duration(pid%10) * fdRescan / 10)}
 			d.fds[pid] = pf
@@ -494,6 +507,7 @@ func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 			clear(pf.drm) // many closed: forget them, keep the map small
 		}
 		pf.scan = sc.count
+		pf.gpu = pf.gpu[:0]
 		for _, fd := range fds {
 			isDRM, known := pf.drm[fd]
 			if !known {
@@ -501,22 +515,12 @@ func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 				isDRM = err == nil && bytes.HasPrefix(sc.link[:n], []byte("/dev/dri/"))
 				pf.drm[fd] = isDRM
 			}
-			if !isDRM {
-				continue
+			if isDRM {
+				pf.gpu = append(pf.gpu, fd)
 			}
-			info, err := sc.read(proc, p+"/fdinfo/"+fd)
-			if err != nil {
-				delete(pf.drm, fd)
-				continue
-			}
-			c, ok := parseFDInfo(info)
-			if !ok {
-				delete(pf.drm, fd) // closed and opened again as something else
-				continue
-			}
-			clients = append(clients, openClient{drmClient: c, pid: pid, fd: fd})
 		}
 		unix.Close(dir)
+		clients = d.readClients(clients, proc, pid, pf)
 	}
 	for pid, pf := range d.fds {
 		if pf.scan != sc.count {
@@ -524,6 +528,28 @@ func (d *DRM) scanClients(now time.Time) (clients []openClient, hidden int) {
 		}
 	}
 	return clients, hidden
+}
+
+// readClients reads the fdinfo of each of pf's GPU files, forgetting those
+// that are closed or no longer GPU files.
+func (d *DRM) readClients(clients []openClient, proc, pid int, pf *processFDs) []openClient {
+	dir := strconv.Itoa(pid) + "/fdinfo/"
+	kept := pf.gpu[:0]
+	for _, fd := range pf.gpu {
+		info, err := d.scan.read(proc, dir+fd)
+		c, ok := drmClient{}, false
+		if err == nil {
+			c, ok = parseFDInfo(info)
+		}
+		if !ok {
+			delete(pf.drm, fd) // closed, or opened again as something else
+			continue
+		}
+		kept = append(kept, fd)
+		clients = append(clients, openClient{drmClient: c, pid: pid, fd: fd})
+	}
+	pf.gpu = kept
+	return clients
 }
 
 // fdScan holds the buffers a scan reuses from one process to the next.

@@ -150,3 +150,16 @@ func BenchmarkDRMSampleReal(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDRMScanHostProc is the process half of a sample on this
+// machine's real /proc, whatever its GPUs: every process's fd directory
+// listed, links read for fds not seen before.
+func BenchmarkDRMScanHostProc(b *testing.B) {
+	d := &DRM{root: "/", fds: map[int]*processFDs{}, last: map[string]clientReading{}}
+	d.scanClients(time.Now())
+	procs := len(d.fds)
+	for b.Loop() {
+		d.scanClients(time.Now())
+	}
+	b.ReportMetric(float64(procs), "processes")
+}

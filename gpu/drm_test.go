@@ -337,10 +337,11 @@ func TestVisibleEnv(t *testing.T) {
 	}
 }
 
-// A sample reads the links of fds it has not seen; the rest it remembers,
-// rereading every link of a process every fdRescan. So a process's new
-// GPU file shows at once, a closed one goes at once, and a number closed
-// and opened again as a GPU file shows within fdRescan.
+// A sample reads the links of fds it has not seen, and of a process known
+// to hold GPU files only those; it looks at everything again every
+// fdRescan. So a process's first GPU file shows at once, a closed one goes
+// at once, and a GPU process's further GPU file, here on a number it had
+// closed, within fdRescan.
 func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 	root := copyTree(t, fixture("multi"))
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -362,15 +363,16 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int{90, 400}, pids(s.Devices[0]), "a new number is looked at at once")
 
-	// Xorg closes its GPU file.
+	// Xorg closes its GPU file (the kernel removes both entries).
 	require.NoError(t, os.Remove(fd(400, "14")))
+	require.NoError(t, os.Remove(info(400, "14")))
 	now = now.Add(time.Second)
 	s, err = d.Sample()
 	require.NoError(t, err)
 	require.Equal(t, []int{90}, pids(s.Devices[0]), "a closed file goes at once")
 
-	// The Docker process (pid 200) closes its terminal, fd 1, and gets the
-	// same number for the integrated GPU.
+	// The Docker process (pid 200), on the MI210 already, closes its
+	// terminal, fd 1, and gets the same number for the integrated GPU.
 	require.NoError(t, os.Remove(fd(200, "1")))
 	require.NoError(t, os.Symlink("/dev/dri/renderD130", fd(200, "1")))
 	require.NoError(t, os.WriteFile(info(200, "1"), i915FDInfo(t, 78), 0o644))
