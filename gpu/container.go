@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,15 +67,36 @@ func (c Container) Label() string {
 	return c.ShortID()
 }
 
-var (
-	// A systemd scope or a cgroupfs directory named for the container.
-	scopeRE = regexp.MustCompile(`^(docker|libpod|cri-containerd|crio|nerdctl)-([0-9a-f]{64})(?:\.scope)?$`)
-	hexIDRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
-
+// scopeRuntimes are the prefixes of the systemd scopes and cgroupfs
+// directories runtimes name for their containers: PREFIX-ID(.scope).
 var scopeRuntimes = map[string]Runtime{
 	"docker": RuntimeDocker, "libpod": RuntimePodman, "cri-containerd": RuntimeContainerd,
 	"crio": RuntimeCRIO, "nerdctl": RuntimeContainerd,
+}
+
+// isContainerID reports whether s is a full container id: 64 lowercase hex
+// digits. (Read for every process, so no regular expression.)
+func isContainerID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// scopeOf reads PREFIX-ID or PREFIX-ID.scope.
+func scopeOf(part string) (prefix, id string, ok bool) {
+	part = strings.TrimSuffix(part, ".scope")
+	if len(part) < 66 || part[len(part)-65] != '-' {
+		return "", "", false
+	}
+	prefix, id = part[:len(part)-65], part[len(part)-64:]
+	_, known := scopeRuntimes[prefix]
+	return prefix, id, known && isContainerID(id)
 }
 
 // containerFromCgroup finds the container in /proc/PID/cgroup (v1 or v2):
@@ -109,8 +129,8 @@ func containerFromPath(path string) (Container, bool) {
 	// The innermost match wins: Docker in Docker is the inner container.
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := parts[i]
-		if m := scopeRE.FindStringSubmatch(p); m != nil {
-			c := Container{ID: m[2], Runtime: scopeRuntimes[m[1]]}
+		if prefix, id, ok := scopeOf(p); ok {
+			c := Container{ID: id, Runtime: scopeRuntimes[prefix]}
 			switch {
 			case c.Runtime == RuntimeDocker:
 				c.namespace = "moby"
@@ -122,7 +142,7 @@ func containerFromPath(path string) (Container, bool) {
 			}
 			return c, true
 		}
-		if hexIDRE.MatchString(p) {
+		if isContainerID(p) {
 			parent := ""
 			if i > 0 {
 				parent = parts[i-1]
@@ -197,7 +217,7 @@ func containerFromMonitor(cmdline []byte) (Container, bool) {
 	switch {
 	case prog == "conmon":
 		id := flag("-c", "--cid")
-		if !hexIDRE.MatchString(id) {
+		if !isContainerID(id) {
 			return Container{}, false
 		}
 		c := Container{ID: id, Runtime: RuntimePodman, Name: flag("-n", "--name")}
@@ -207,7 +227,7 @@ func containerFromMonitor(cmdline []byte) (Container, bool) {
 		return c, true
 	case strings.HasPrefix(prog, "containerd-shim"):
 		id, ns := flag("-id"), flag("-namespace")
-		if !hexIDRE.MatchString(id) {
+		if !isContainerID(id) {
 			return Container{}, false
 		}
 		c := Container{ID: id, Runtime: RuntimeContainerd, namespace: ns}

@@ -104,7 +104,7 @@ func FuzzContainerFromCgroup(f *testing.F) {
 		if c.ID == "" || !strings.Contains(string(b), c.ID) || c.Runtime == "" {
 			t.Fatalf("%q gave %+v", b, c)
 		}
-		if c.Runtime != RuntimeLXC && !hexIDRE.MatchString(c.ID) {
+		if c.Runtime != RuntimeLXC && !isContainerID(c.ID) {
 			t.Fatalf("%q gave a container id that is not one: %q", b, c.ID)
 		}
 		if len(c.ShortID()) > len(c.ID) || c.Label() == "" {
@@ -118,7 +118,7 @@ func FuzzContainerFromMonitor(f *testing.F) {
 	f.Add([]byte("containerd-shim-runc-v2\x00-namespace\x00moby\x00-id\x00" + strings.Repeat("3f", 32) + "\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, ok := containerFromMonitor(b)
-		if ok && !hexIDRE.MatchString(c.ID) {
+		if ok && !isContainerID(c.ID) {
 			t.Fatalf("%q gave %+v", b, c)
 		}
 	})
