@@ -1,12 +1,15 @@
 package gpu
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -419,4 +422,44 @@ func i915FDInfo(t *testing.T, id int) []byte {
 	b, err := os.ReadFile(filepath.Join(fixture("multi"), "proc", "400", "fdinfo", "14"))
 	require.NoError(t, err)
 	return []byte(strings.Replace(string(b), "drm-client-id:\t5", "drm-client-id:\t"+strconv.Itoa(id), 1))
+}
+
+// An ordinary user cannot read other users' open files: their GPU
+// processes are missing from the sample, and a note says how many
+// processes could not be read. Run as nobody on a copy of the fixture in
+// which one process's fd directory is root's alone.
+func TestDRMOtherUsersProcessesNeedRoot(t *testing.T) {
+	if root := os.Getenv("CHRONOS_TEST_DRM_ROOT"); root != "" {
+		d, err := OpenDRM(DRMOptions{Root: root})
+		require.NoError(t, err)
+		s, err := d.Sample()
+		require.NoError(t, err)
+		for _, dev := range s.Devices {
+			fmt.Printf("GPU %d pids %v notes %q\n", dev.Index, pids(dev), dev.Notes)
+		}
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to run a sample as nobody")
+	}
+	dir, err := os.MkdirTemp("", "chronos-drm-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	root := filepath.Join(dir, "tree")
+	require.NoError(t, os.Rename(copyTree(t, fixture("multi")), root))
+	require.NoError(t, os.Chmod(filepath.Join(root, "proc", "200", "fd"), 0o700))
+
+	// The test binary itself, where nobody may run it.
+	bin := filepath.Join(dir, "gpu.test")
+	self, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run", "^TestDRMOtherUsersProcessesNeedRoot$")
+	cmd.Env = append(os.Environ(), "CHRONOS_TEST_DRM_ROOT="+root)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), `GPU 1 pids [100] notes ["processes: 1 of other users not readable (root sees them)"]`)
+	require.Contains(t, string(out), "GPU 3 pids [100 700]", "the other processes are still read")
 }
