@@ -264,11 +264,7 @@ func (d *DRM) Close() error {
 
 // Devices lists the GPUs found when the backend was opened.
 func (d *DRM) Devices() ([]Device, error) {
-	out := make([]Device, len(d.devices))
-	for i, dev := range d.devices {
-		out[i] = dev.Device
-	}
-	return out, nil
+	return inventory(d.devices), nil
 }
 
 // Sample reads every device and every DRM client. A process's busy share

@@ -85,6 +85,16 @@ func processOn(t testing.TB, d DeviceSample, pid int) Process {
 	return Process{}
 }
 
+// changingFixture copies the multi fixture for a test to change and opens
+// it on a clock the test moves with tick.
+func changingFixture(t *testing.T) (root string, d *DRM, tick func(time.Duration)) {
+	t.Helper()
+	root = copyTree(t, fixture("multi"))
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	d = openFixture(t, root, func() time.Time { return now })
+	return root, d, func(dt time.Duration) { now = now.Add(dt) }
+}
+
 func pids(d DeviceSample) []int {
 	var out []int
 	for _, p := range d.Processes {
@@ -188,10 +198,7 @@ func TestDRMSample(t *testing.T) {
 // nanoseconds against the clock (amdgpu, i915), or busy against total GPU
 // cycles (xe), each divided by the engine group's capacity.
 func TestDRMBusyBetweenSamples(t *testing.T) {
-	root := copyTree(t, fixture("multi"))
-	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	now := at
-	d := openFixture(t, root, func() time.Time { return now })
+	root, d, tick := changingFixture(t)
 	_, err := d.Sample()
 	require.NoError(t, err)
 
@@ -205,7 +212,7 @@ func TestDRMBusyBetweenSamples(t *testing.T) {
 	// 2 s later: alice's compute engine ran 1.5 s of them; the Docker
 	// process's gfx counter went backwards (allowed: it must be held);
 	// the xe job's ccs group (4 engines) ran 2 of every 8 cycles.
-	now = at.Add(2 * time.Second)
+	tick(2 * time.Second)
 	rewrite("proc/100/fdinfo/4", "drm-engine-compute:\t1200000000 ns", "drm-engine-compute:\t2700000000 ns")
 	rewrite("proc/200/fdinfo/4", "drm-engine-gfx:\t300000000 ns", "drm-engine-gfx:\t100000000 ns")
 	rewrite("proc/600/fdinfo/5", "drm-cycles-ccs:\t1000000\n", "drm-cycles-ccs:\t201000000\n")
@@ -220,7 +227,7 @@ func TestDRMBusyBetweenSamples(t *testing.T) {
 
 	// The backwards counter is held at its larger value: growing back to
 	// it is not counted as work.
-	now = at.Add(3 * time.Second)
+	tick(time.Second)
 	rewrite("proc/200/fdinfo/4", "drm-engine-gfx:\t100000000 ns", "drm-engine-gfx:\t300000000 ns")
 	s, err = d.Sample()
 	require.NoError(t, err)
@@ -346,10 +353,7 @@ func TestVisibleEnv(t *testing.T) {
 // at once, and a GPU process's further GPU file, here on a number it had
 // closed, within fdRescan.
 func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
-	root := copyTree(t, fixture("multi"))
-	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	now := at
-	d := openFixture(t, root, func() time.Time { return now })
+	root, d, tick := changingFixture(t)
 	s, err := d.Sample()
 	require.NoError(t, err)
 	require.Equal(t, []int{400}, pids(s.Devices[0]))
@@ -361,7 +365,7 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 	// bash (pid 90) opens the integrated GPU on a new number, 9.
 	require.NoError(t, os.Symlink("/dev/dri/renderD130", fd(90, "9")))
 	require.NoError(t, os.WriteFile(info(90, "9"), gpuFile, 0o644))
-	now = now.Add(time.Second)
+	tick(time.Second)
 	s, err = d.Sample()
 	require.NoError(t, err)
 	require.Equal(t, []int{90, 400}, pids(s.Devices[0]), "a new number is looked at at once")
@@ -369,7 +373,7 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 	// Xorg closes its GPU file (the kernel removes both entries).
 	require.NoError(t, os.Remove(fd(400, "14")))
 	require.NoError(t, os.Remove(info(400, "14")))
-	now = now.Add(time.Second)
+	tick(time.Second)
 	s, err = d.Sample()
 	require.NoError(t, err)
 	require.Equal(t, []int{90}, pids(s.Devices[0]), "a closed file goes at once")
@@ -381,7 +385,7 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(info(200, "1"), i915FDInfo(t, 78), 0o644))
 	seen := false
 	for range 11 {
-		now = now.Add(time.Second)
+		tick(time.Second)
 		s, err = d.Sample()
 		require.NoError(t, err)
 		if slices.Contains(pids(s.Devices[0]), 200) {
@@ -396,8 +400,7 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 // clients; a pid that comes back with new clients is another process, read
 // again.
 func TestDRMReusedPIDIsReadAgain(t *testing.T) {
-	root := copyTree(t, fixture("multi"))
-	d := openFixture(t, root, nil)
+	root, d, _ := changingFixture(t)
 	s, err := d.Sample()
 	require.NoError(t, err)
 	require.Equal(t, 0, processOn(t, s.Devices[0], 400).UID)

@@ -20,6 +20,18 @@ type Device struct {
 	MIG         bool   `json:"mig"`
 }
 
+// inventory lists the Device part of a backend's per-device state, which
+// embeds it.
+func inventory[T interface{ device() Device }](devs []T) []Device {
+	out := make([]Device, len(devs))
+	for i, d := range devs {
+		out[i] = d.device()
+	}
+	return out
+}
+
+func (d Device) device() Device { return d }
+
 // Process is one compute process on a device. PID is the host's pid, also
 // for a process inside a container.
 type Process struct {

@@ -154,11 +154,7 @@ func (n *NVML) DriverVersion() string { return n.driver }
 
 // Devices lists the GPUs found when the backend was opened.
 func (n *NVML) Devices() ([]Device, error) {
-	out := make([]Device, len(n.devices))
-	for i, d := range n.devices {
-		out[i] = d.Device
-	}
-	return out, nil
+	return inventory(n.devices), nil
 }
 
 // Sample reads every device. Readings a device does not support become NA
