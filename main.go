@@ -123,7 +123,7 @@ Run it with no command for the terminal app.`,
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
-	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml or sim (default: $CHRONOS_BACKEND, else auto)")
+	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml, drm or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
@@ -536,9 +536,11 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
 		Long: `Book a share (or join your live booking with --partition), run the command
-with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
-CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
-and compute limits), and release the booking when the command ends.
+with only the booked GPU visible (CUDA_VISIBLE_DEVICES; on AMD ROCR_ and
+HIP_VISIBLE_DEVICES; on Intel ZE_AFFINITY_MASK), CHRONOS_BOOKING_ID,
+CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and CHRONOS_DEADLINE_UNIX set (and,
+while an MPS daemon runs, the booking's memory and compute limits), and
+release the booking when the command ends.
 
 No signal comes before the end unless you ask: the deadline is in
 CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
@@ -652,6 +654,8 @@ type backendReport struct {
 	NVMLDetail         string `json:"nvml_detail"`
 	Driver             string `json:"driver,omitempty"`
 	GPUs               int    `json:"gpus"`
+	DRMAvailable       bool   `json:"drm_available"`
+	DRMDetail          string `json:"drm_detail"`
 	MPSRunning         bool   `json:"mps_running"`
 	MPSMultiUser       bool   `json:"mps_multi_user"`
 	MPSPipeDir         string `json:"mps_pipe_dir"`
@@ -678,6 +682,12 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.NVMLDetail = fmt.Sprintf("driver %s, %d GPU(s)", r.Driver, r.GPUs)
 				n.Close()
 			}
+			if d, err := gpu.OpenDRM(gpu.DRMOptions{}); err != nil {
+				r.DRMDetail = err.Error()
+			} else {
+				devs, _ := d.Devices()
+				r.DRMAvailable, r.DRMDetail = true, fmt.Sprintf("%d AMD or Intel GPU(s), read through the kernel", len(devs))
+			}
 			mps := gpu.DetectMPS("")
 			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
 			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
@@ -686,6 +696,8 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.Mode += ", multi-user"
 			}
 			switch {
+			case !r.NVMLAvailable && r.DRMAvailable:
+				r.Recommended = "time-sliced: AMD and Intel GPUs have no MPS; the monitor watches each booking's memory, nothing caps it, and --compute is only recorded"
 			case !r.NVMLAvailable:
 				r.Recommended = "simulated: no NVIDIA driver is usable here"
 			case mps.Running && !mps.MultiUser:
@@ -695,11 +707,12 @@ func backendsCmd(g *globals) *cobra.Command {
 			default:
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
-			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
+			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail, r.DRMAvailable, r.DRMDetail)
 			if asJSON {
 				return printJSON(r)
 			}
 			fmt.Printf("NVML:                %s\n", availability(r.NVMLAvailable, r.NVMLDetail))
+			fmt.Printf("DRM:                 %s\n", availability(r.DRMAvailable, r.DRMDetail))
 			fmt.Printf("MPS daemon:          %s\n", mpsLine(mps))
 			fmt.Printf("concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
 			fmt.Printf("recommended:         %s\n", r.Recommended)
@@ -714,7 +727,7 @@ func backendsCmd(g *globals) *cobra.Command {
 
 // activeBackend says which backend gpu.Open would pick for kind, from what
 // the NVML probe above found, without starting NVML a second time.
-func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
+func activeBackend(kind string, nvmlOK bool, nvmlDetail string, drmOK bool, drmDetail string) string {
 	switch strings.ToLower(strings.TrimSpace(kind)) {
 	case gpu.KindSim, "simulated":
 		return "simulated"
@@ -723,13 +736,21 @@ func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
 			return "nvml"
 		}
 		return "none: nvml backend unavailable: " + nvmlDetail
+	case gpu.KindDRM:
+		if drmOK {
+			return "drm"
+		}
+		return "none: drm backend unavailable: " + drmDetail
 	case "", gpu.KindAuto:
 		if nvmlOK {
 			return "nvml"
 		}
+		if drmOK {
+			return "drm"
+		}
 		return "simulated"
 	}
-	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml or sim", kind)
+	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml, drm or sim", kind)
 }
 
 func availability(ok bool, detail string) string {

@@ -118,7 +118,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		child[k] = v
 	}
-	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
+	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_BOOKING_ID": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
 	for k, v := range parent {
 		if !set[k] {
 			require.Equal(t, v, child[k], "variable %s", k)
@@ -130,6 +130,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 	}
 	require.Equal(t, "1", child["CUDA_VISIBLE_DEVICES"])
 	require.Equal(t, "1", child["CHRONOS_PARTITION_ID"])
+	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
 	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])
 }

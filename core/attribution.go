@@ -78,7 +78,9 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 		}
 	}
 	for i, a := range out {
-		if a.Verdict == Booked && used[a.Partition] > byID[a.Partition].Bytes {
+		// A booking of no bytes is on a GPU whose size the driver does not
+		// report (Intel): it has no budget to be over.
+		if b := byID[a.Partition].Bytes; a.Verdict == Booked && b > 0 && used[a.Partition] > b {
 			out[i].Verdict = OverBudget
 		}
 	}

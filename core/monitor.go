@@ -485,7 +485,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
 	limit, ok := a.CUDA.MPSMemLimitBytes()
 	return ok && limit <= p.Bytes && mps.Enforces(p.UID) && a.CUDA.ServedBy(mps) &&
-		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.VisibleDevices == visibleDevice(p)
+		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.Sees(p.DeviceUUID, p.Device)
 }
 
 // claimable says whether a monitor may take on an act: nobody has, or the

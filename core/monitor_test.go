@@ -203,8 +203,8 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 	terminate := warnOnly
 	terminate.OverBudget = ActTerminate
 	pipeDir := t.TempDir()
-	limited := startChild(t, p.ID, "sleep 60", "CUDA_VISIBLE_DEVICES="+visibleDevice(p.Partition),
-		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))
+	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
 	sim.Attach(idleGPU, limited.Process.Pid, 3<<30)
 	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
 	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps, OnAct: log.add})

@@ -57,6 +57,12 @@ func (e CUDAEnv) ServedBy(m MPS) bool {
 	return m.Running && filepath.Clean(dir) == filepath.Clean(m.PipeDir)
 }
 
+// Sees says whether the environment shows CUDA exactly the NVIDIA GPU of
+// uuid and index, as `chronos run` sets it (see VisibleEnv).
+func (e CUDAEnv) Sees(uuid string, index int) bool {
+	return e.VisibleDevices == cudaDevice(uuid, index)
+}
+
 // MPSMemLimitBytes is the device memory limit the environment sets for the
 // first device the process sees (the one `chronos run` lets it see), in
 // bytes; ok is false when none is set or it cannot be read.

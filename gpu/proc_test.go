@@ -61,6 +61,24 @@ func TestReadProcRealChild(t *testing.T) {
 	require.Equal(t, first.StartTime, second.StartTime, "start time names the process; it must not move")
 }
 
+// CHRONOS_BOOKING_ID is the new name and wins; the old one still counts,
+// as either may be all that is passed into a container.
+func TestReadProcBookingEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{BookingEnv + "=9"}, "9"},
+		{[]string{PartitionEnv + "=8"}, "8"},
+		{[]string{PartitionEnv + "=8", BookingEnv + "=9"}, "9"},
+	} {
+		cmd := startSleep(t, append([]string{BookingEnv + "=", PartitionEnv + "="}, c.env...)...)
+		info, err := ReadProc(cmd.Process.Pid)
+		require.NoError(t, err)
+		require.Equal(t, c.want, info.PartitionID, c.env)
+	}
+}
+
 func TestReadProcWithoutPartition(t *testing.T) {
 	cmd := startSleep(t)
 	// The test binary itself may run under chronos; the child must not

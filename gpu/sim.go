@@ -161,9 +161,9 @@ func (s *Sim) Sample() (Sample, error) {
 			continue // exited (or never was): not on the GPU any more
 		}
 		d := &out.Devices[a.device]
-		proc := Process{PID: pid, MemoryUsed: a.memory, SM: 0}
-		proc.describe(info)
-		d.Processes = append(d.Processes, proc)
+		p := Process{PID: pid, MemoryUsed: a.memory, SM: 0}
+		p.withInfo(info)
+		d.Processes = append(d.Processes, p)
 		d.MemoryUsed = min(d.MemoryUsed+a.memory, d.MemoryTotal)
 		d.MemoryFree = d.MemoryTotal - d.MemoryUsed
 	}

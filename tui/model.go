@@ -753,7 +753,10 @@ func (m Model) View() string {
 
 func (m Model) headerView(now time.Time) string {
 	st := &m.c.styles
-	backend := st.NVML.Render("NVML")
+	backend := ""
+	if m.opts.Backend != nil {
+		backend = st.NVML.Render(strings.ToUpper(m.opts.Backend.Name())) // NVML or DRM
+	}
 	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.sample.Simulated {
 		backend = st.Simulated.Render(" SIMULATED GPUs ")
 	}

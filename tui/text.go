@@ -104,11 +104,16 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		label = "SIMULATED GPUs (no NVIDIA driver in use)"
 	}
 	fmt.Fprintf(w, "Backend: %s   Mode: %s   %s\n", label, st.Mode, st.Sample.Time.Local().Format("15:04:05"))
+	containers := anyInContainer(st.Processes)
 	for _, d := range st.Sample.Devices {
 		booked := st.Booked[d.Index]
 		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, Printable(d.Name), migLabel(d.MIG))
-		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s free of %s\n", core.FormatBytes(d.MemoryUsed),
-			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), core.FormatBytes(d.MemoryFree), core.FormatBytes(d.MemoryTotal))
+		free := core.FormatBytes(d.MemoryFree) + " free of " + core.FormatBytes(d.MemoryTotal)
+		if d.MemoryTotal == 0 {
+			free = "size not reported"
+		}
+		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
+			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
 		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
@@ -120,10 +125,11 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				continue
 			}
 			if n == 0 {
-				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\tCOMMAND")
+				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a), Printable(a.Command))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a),
+				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
 		if n == 0 {
 			fmt.Fprintln(tw, "  no compute processes")
@@ -145,6 +151,25 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 	}
 	return nil
+}
+
+// anyInContainer reports whether a process runs in a container: only then
+// do tables spend a column on containers.
+func anyInContainer(procs []core.Attribution) bool {
+	for _, a := range procs {
+		if a.Container.InContainer() {
+			return true
+		}
+	}
+	return false
+}
+
+// containerCell is a tab-ended CONTAINER cell when the column is shown.
+func containerCell(shown bool, s string) string {
+	if !shown {
+		return ""
+	}
+	return s + "\t"
 }
 
 func migLabel(mig bool) string {
