@@ -75,11 +75,11 @@ func execute(args []string) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(os.Stderr, "chronos:", exit.msg)
+			fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(exit.msg))
 		}
 		return exit.code
 	}
-	fmt.Fprintln(os.Stderr, "chronos:", err)
+	fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage
@@ -223,7 +223,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 				return err
 			}
 			if w := p.Room.Warning(p.Bytes); w != "" {
-				fmt.Fprintln(os.Stderr, "chronos: warning:", w)
+				fmt.Fprintln(os.Stderr, "chronos: warning:", tui.Printable(w))
 			}
 			if p.ComputePct > 0 {
 				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
@@ -277,7 +277,7 @@ func listBookings(c *core.Client, all, asJSON bool) error {
 	if asJSON {
 		out := make([]core.PartitionJSON, 0, len(parts))
 		for _, p := range parts {
-			out = append(out, core.JSON(p.Partition, now, pol.WarnLead))
+			out = append(out, p.JSON(now, pol.WarnLead))
 		}
 		return printJSON(out)
 	}
@@ -307,7 +307,7 @@ func releaseCmd(g *globals) *cobra.Command {
 			status := 0
 			for _, id := range ids {
 				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(os.Stderr, "chronos:", err)
+					fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 					status = exitError
 					continue
 				}
@@ -469,7 +469,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return printJSON(evs)
 			}
 			for _, e := range evs {
-				fmt.Printf("%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), core.FormatEvent(e))
+				fmt.Printf("%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), tui.Printable(core.FormatEvent(e)))
 			}
 			return nil
 		},
@@ -486,7 +486,7 @@ func initCmd() *cobra.Command {
 		Use:   "init --shared [--group NAME]",
 		Short: "Create the machine's shared ledger (root)",
 		Long: `Create ` + core.SharedDir + ` for a group of users: owned by root and the group,
-setgid, mode 2770; the ledger inside gets mode 0660. Every user in the group
+setgid and sticky, mode 3770; the ledger inside gets mode 0660. Every user in the group
 then shares one ledger; everyone else cannot read or change it.`,
 		Example: "  sudo chronos init --shared --group gpu",
 		Args:    args(cobra.NoArgs),
@@ -795,7 +795,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 			logger.Print(string(data))
 			return
 		}
-		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return usageError{fmt.Errorf("--log-format %q: use text or json", f.logFormat)}
@@ -830,7 +830,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 		start.Detail += "; " + notice
 	}
 	logAct(start)
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
 	err = m.Run(ctx)
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
@@ -856,7 +856,7 @@ func runApp(g *globals, logPath string) error {
 	defer b.Close()
 	var logFile *os.File
 	if logPath != "" {
-		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600); err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
 		defer logFile.Close()
@@ -865,9 +865,9 @@ func runApp(g *globals, logPath string) error {
 	acts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: func(a core.Act) {
 		if logFile != nil {
-			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 		}
 		select {
 		case acts <- a.String():
@@ -910,14 +910,14 @@ was repaired), 1 when problems remain.`,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			printDiagnosis := func(d storage.Diagnosis) {
 				switch {
-				case !d.Exists:
+				case !d.Exists && d.Healthy:
 					fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
 				case d.Healthy:
 					fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
 				default:
 					fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
 					for _, p := range d.Problems {
-						fmt.Println("  -", p)
+						fmt.Println("  -", tui.Printable(p))
 					}
 				}
 				fmt.Println("Backup:", d.Backup)
@@ -943,7 +943,7 @@ was repaired), 1 when problems remain.`,
 							fmt.Println("Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Println("Lost:", s)
+							fmt.Println("Lost:", tui.Printable(s))
 						}
 						fmt.Printf("Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)

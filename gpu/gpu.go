@@ -52,12 +52,15 @@ type Process struct {
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
 	// Container is the container it runs in; zero outside one.
 	Container Container `json:"container,omitzero"`
+	// CUDA is what its environment asks of CUDA; private to its owner and
+	// root, so never printed.
+	CUDA CUDAEnv `json:"-"`
 }
 
 // withInfo fills in what /proc says about the process.
 func (p *Process) withInfo(pi ProcInfo) {
 	p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
-	p.PartitionID, p.StartTime, p.Container = pi.PartitionID, pi.StartTime, pi.Container
+	p.PartitionID, p.StartTime, p.Container, p.CUDA = pi.PartitionID, pi.StartTime, pi.Container, pi.CUDA
 }
 
 // DeviceSample is one reading of one device.

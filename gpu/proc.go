@@ -26,6 +26,15 @@ const (
 	PartitionEnv = "CHRONOS_PARTITION_ID"
 )
 
+// CUDAEnv is what a process's environment asks of CUDA: the devices it may
+// see and, under MPS, the daemon that serves it and the device memory limit
+// it sets. `chronos run` sets them.
+type CUDAEnv struct {
+	VisibleDevices string // CUDA_VISIBLE_DEVICES
+	MPSPipeDir     string // CUDA_MPS_PIPE_DIRECTORY; "" means the default
+	MPSMemLimit    string // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+}
+
 // ProcInfo is what /proc says about one process.
 type ProcInfo struct {
 	PID int
@@ -38,8 +47,10 @@ type ProcInfo struct {
 	Command string
 	// PartitionID is CHRONOS_BOOKING_ID (or CHRONOS_PARTITION_ID) from the
 	// process environment; "" when unset or unreadable (other users'
-	// environments are private).
+	// environments are private, except to root).
 	PartitionID string
+	// CUDA is what the environment asks of CUDA (empty when unreadable).
+	CUDA CUDAEnv
 	// StartTime is field 22 of /proc/PID/stat: clock ticks since boot.
 	StartTime uint64
 	// Container is the container the process runs in; zero when none.
@@ -113,6 +124,11 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 		info.PartitionID = envValue(environ, BookingEnv)
 		if info.PartitionID == "" {
 			info.PartitionID = envValue(environ, PartitionEnv)
+		}
+		info.CUDA = CUDAEnv{
+			VisibleDevices: envValue(environ, "CUDA_VISIBLE_DEVICES"),
+			MPSPipeDir:     envValue(environ, "CUDA_MPS_PIPE_DIRECTORY"),
+			MPSMemLimit:    envValue(environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
 		}
 	}
 

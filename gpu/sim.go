@@ -77,8 +77,11 @@ func NewSim(opts SimOptions) *Sim {
 	return &Sim{opts: opts, procs: newProcCache(hostProc), attached: map[int]attachment{}}
 }
 
+// SimName is the simulated backend's name, as inventories record it.
+const SimName = "simulated"
+
 // Name is "simulated".
-func (s *Sim) Name() string { return "simulated" }
+func (s *Sim) Name() string { return SimName }
 
 // Simulated is true.
 func (s *Sim) Simulated() bool { return true }

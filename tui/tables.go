@@ -135,7 +135,7 @@ func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height
 
 func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead time.Duration, barW, width int) string {
 	st := &t.c.styles
-	status := core.Status(r.Partition.Partition, now, warnLead)
+	status := r.Partition.Status(now, warnLead)
 	left := "-"
 	if r.LiveAt(now) {
 		left = Countdown(r.Expires.Sub(now))
@@ -150,7 +150,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 		mark = " •"
 	}
 	id := pad("#"+strconv.FormatUint(r.ID, 10), colID)
-	owner := pad(r.User, colOwner)
+	owner := pad(Printable(r.User), colOwner)
 	dev := pad(strconv.Itoa(r.Device), colGPU)
 	share := pad(core.FormatPercent(r.SharePPM)+" "+core.FormatBytes(r.Bytes), colShare)
 	leftCol := pad(left, colLeft)
@@ -225,11 +225,15 @@ const (
 )
 
 // verdictText says what a process counts against, in the words both the
-// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7" or
-// "UNBOOKED".
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
+// "UNBOOKED", or "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking.
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:
+		if a.Claimed != 0 {
+			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
+		}
 		return "UNBOOKED"
 	case core.OverBudget:
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
@@ -271,18 +275,18 @@ func (t processesTable) View(width, height int) []string {
 		if r.SM >= 0 {
 			sm = strconv.Itoa(r.SM) + "%"
 		}
-		user := r.User
+		user := Printable(r.User)
 		if user == "" {
 			user = "?"
 		}
 		booking := pad(verdictText(r.Attribution), colBooking)
 		line := mark + padLeft(strconv.Itoa(r.PID), colPID) + " " + pad(user, colPUser) + " " + pad(strconv.Itoa(r.Device), colGPU) + " " +
 			padLeft(core.FormatBytes(r.MemoryUsed), colMem) + " " + padLeft(sm, colSM) + " "
-		label := r.Container.Label()
+		label := Printable(r.Container.Label())
 		if label == "" {
 			label = "-"
 		}
-		cmd := container(label) + cut(r.Command, cmdW)
+		cmd := container(label) + cut(Printable(r.Command), cmdW)
 		if i == t.cur.at {
 			out = append(out, st.Selected.Render(fit(line+booking+" "+cmd, width)))
 			continue
