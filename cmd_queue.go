@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 // queueCmd is `chronos queue`: the waiting line, in order, with each
@@ -107,7 +108,7 @@ func writeQueue(w io.Writer, line []core.QueueEntry, now time.Time) error {
 			pos = strconv.Itoa(e.Position)
 		}
 		if !e.ETA.IsZero() {
-			eta = core.FormatWhen(e.ETA, now) + " (GPU " + strconv.Itoa(e.ETADevice) + ")"
+			eta = core.FormatTime(e.ETA, now) + " (GPU " + strconv.Itoa(e.ETADevice) + ")"
 		}
 		gpu := "any"
 		if e.Device != core.AnyDevice {
@@ -117,8 +118,8 @@ func writeQueue(w io.Writer, line []core.QueueEntry, now time.Time) error {
 		if e.Bytes > 0 {
 			share = core.FormatBytes(e.Bytes)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, e.User, gpu, share,
-			core.FormatDuration(e.Duration), core.FormatDuration(now.Sub(e.Created)), e.Priority, eta, e.Reason)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, tui.Printable(e.User), gpu, share,
+			core.FormatDuration(e.Duration), core.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
 	}
 	return tw.Flush()
 }
@@ -171,7 +172,7 @@ func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlag
 	}
 	say := func(e core.QueueEntry) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "chronos: request %d waits at position %d; should start at %s on GPU %d (%s)\n",
-			e.ID, e.Position, core.FormatWhen(e.ETA, c.Now()), e.ETADevice, e.Reason)
+			e.ID, e.Position, core.FormatTime(e.ETA, c.Now()), e.ETADevice, e.Reason)
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -187,9 +188,9 @@ func cmdContext(cmd *cobra.Command) context.Context {
 
 // bookedLine is what create prints for a booking.
 func bookedLine(p *core.Partition, now time.Time) string {
-	when := "until " + p.Expires.Local().Format("Mon Jan 2 15:04:05")
+	when := "until " + core.FormatTime(p.Expires, now)
 	if p.Start.After(now) {
-		when = "from " + p.Start.Local().Format("Mon Jan 2 15:04:05") + " " + when
+		when = "from " + core.FormatTime(p.Start, now) + " " + when
 	}
 	return fmt.Sprintf("Booked %d: %s (%s) of GPU %d for %s, %s.", p.ID, core.FormatPercent(p.SharePPM),
 		core.FormatBytes(p.Bytes), p.Device, p.User, when)

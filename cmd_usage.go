@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 // usageCmd is `chronos usage`: per user, the GPU-hours held, what is held
@@ -56,7 +57,7 @@ func writeUsage(w io.Writer, users []core.UserUsage) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "USER\tGPU-H 7D\tGPU-H 30D\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", u.User, u.Hours7d, u.Hours30d,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User), u.Hours7d, u.Hours30d,
 			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft), left(u.HoursLeft), u.Usage, u.Factor, u.Waiting)
 	}
 	return tw.Flush()
@@ -85,7 +86,7 @@ func writePolicy(w io.Writer, p core.Policy) error {
 		return err
 	}
 	for _, o := range overrides {
-		if _, err := fmt.Fprintln(w, "set: "+o); err != nil {
+		if _, err := fmt.Fprintln(w, "set: "+tui.Printable(o)); err != nil {
 			return err
 		}
 	}

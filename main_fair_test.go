@@ -86,11 +86,12 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 
 	r = chronos(t, db, "create", "1", "50%", "3h")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "GPU 1 has 40% (32.0 GiB) free, 50% asked; it would fit at ")
+	require.Contains(t, r.stderr, "GPU 1 has 40% (32.0 GiB) free, 50% asked: held by root (60%, #1, from ")
+	require.Contains(t, r.stderr, "GPU 0 has 100% free. It would fit at ")
 	r = chronos(t, db, "create", "1", "50%", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = chronos(t, db, "available", "1")
-	require.Regexp(t, `^50% \(40.0 GiB\) free on GPU 1; 40% from \S+ \(booked ahead\)\n$`, r.stdout)
+	require.Regexp(t, `^50% \(40.0 GiB\) free on GPU 1; 40% from .+ \(booked ahead\)\n$`, r.stdout)
 }
 
 // `run --at` waits for the booking's start, then runs the command in it.
@@ -119,6 +120,7 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(bin, data, 0o755))
 	db := filepath.Join(dir, "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "stats").code, "root records the simulated GPUs")
 	r := chronos(t, db, "policy", "set", "user-gpus=1", "user-hours=none")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = chronos(t, db, "policy", "set", "user-gpus=0.5", "for=nobody")
@@ -130,7 +132,7 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = asNobody(t, bin, db, "create", "1", "20%", "1h")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "over your quota: user-gpus=0.5: you would hold 0.6 GPUs at once (0.4 already, 0.2 asked); it would fit at ")
+	require.Contains(t, r.stderr, "over your quota: user-gpus=0.5: you would hold 0.6 GPUs at once (0.4 already, 0.2 asked). It would fit at ")
 	r = asNobody(t, bin, db, "create", "1", "60%", "1h", "--wait")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "0.6 GPUs asked at once can never be granted")

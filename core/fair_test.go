@@ -51,8 +51,9 @@ func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
 
 	_, err = b.Create(half(0, 3*time.Hour))
 	require.ErrorIs(t, err, ErrOverbooked)
-	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked; it would fit at")
-	require.ErrorContains(t, err, FormatWhen(now.Add(5*time.Hour), now), "after the booking ahead ends")
+	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by alice (60%, #1, from "+
+		FormatTime(ahead.Start, now)+" until "+FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
+	require.ErrorContains(t, err, FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
 
 	_, err = b.Create(half(0, 2*time.Hour))
 	require.NoError(t, err, "ends as the booking ahead starts")
@@ -109,8 +110,8 @@ func TestQuotaRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = a.Create(half(1, time.Hour))
 	require.ErrorIs(t, err, ErrQuota)
-	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.1 GPUs at once (0.6 already, 0.5 asked); it would fit at "+
-		FormatWhen(first.Expires, l.clock.Now()))
+	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.1 GPUs at once (0.6 already, 0.5 asked). It would fit at "+
+		FormatTime(first.Expires, l.clock.Now()))
 	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.4), Duration: time.Hour})
 	require.NoError(t, err, "exactly at the limit")
 

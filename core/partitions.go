@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-gpu/chronos/gpu"
@@ -83,6 +84,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 
 	var out *storage.Partition
 	var entry *QueueEntry
+	var room Availability
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
 			out, entry = nil, nil
@@ -92,7 +94,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			}
 			if fetched != nil {
 				inv, ok = *fetched, true
-				if err := tx.PutInventory(inv); err != nil {
+				if err := c.cacheInventory(tx, inv); err != nil {
 					return err
 				}
 			}
@@ -105,7 +107,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			start := now
 			if !req.Start.IsZero() {
 				if req.Start.Before(now.Add(-startSlack)) {
-					return inputErr("the start %s has passed", FormatWhen(req.Start, now))
+					return inputErr("the start %s has passed", FormatTime(req.Start, now))
 				}
 				start = later(req.Start, now)
 				r.NotBefore = start
@@ -124,11 +126,20 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			switch {
 			case plan.candPart != nil:
 				out = plan.candPart
+				if !out.Start.After(now) {
+					// What the GPU physically holds matters to a booking
+					// that starts now.
+					dev, _ := findDevice(inv, out.Device)
+					room = availabilityOf(tx, inv, calendarOf(b.parts), b.parts, b.line, dev, now)
+					if err := admitPhysical(b.pol, room, out.Bytes); err != nil {
+						return err
+					}
+				}
 				if err := c.book(tx, out, owner, ""); err != nil {
 					return err
 				}
 			case wait == nil:
-				return refusal(plan.candBlk, plan.candFit, now)
+				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start)
 			default:
 				r.PID, r.Host, r.PIDStart = waiter.PID, waiter.Host, waiter.PIDStart
 				if wait.Timeout > 0 {
@@ -141,7 +152,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 				e := *plan.cand
 				e.Request = r
 				entry = &e
-				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, FormatWhen(e.ETA, now), e.Reason)
+				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, FormatTime(e.ETA, now), e.Reason)
 				if err := c.lineEvent(tx, storage.EventQueued, r, why); err != nil {
 					return err
 				}
@@ -155,6 +166,10 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 		if ierr != nil {
 			return nil, nil, ierr
 		}
+		if !c.mayCache(storage.Inventory{}, false, inv) {
+			return nil, nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
+				"run `chronos stats` on this machine once (as root, for simulated GPUs)", ErrNoDevice, c.ledger)
+		}
 		err = create(&inv)
 	}
 	if err != nil {
@@ -164,12 +179,26 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 		return nil, entry, nil
 	}
 	p := c.wrap(*out)
+	p.Room = room
 	return &p, nil, nil
 }
 
 // startSlack is how far in the past a start may be and still mean now: the
 // minute a person typed.
 const startSlack = time.Minute
+
+// admitPhysical refuses, when the policy says admit=physical, a booking
+// of more memory than is physically free. With no fresh reading nothing is
+// known and the booking is admitted on booked shares.
+func admitPhysical(pol Policy, room Availability, bytes uint64) error {
+	if pol.Admit != AdmitPhysical {
+		return nil
+	}
+	if w := room.Warning(bytes); w != "" {
+		return fmt.Errorf("%w (the policy admits only what is physically free): %s", ErrMemoryInUse, w)
+	}
+	return nil
+}
 
 func (c *Client) fetchInventory() (storage.Inventory, error) {
 	if c.devices == nil {
@@ -182,9 +211,10 @@ func (c *Client) fetchInventory() (storage.Inventory, error) {
 	return InventoryOf(backend, devs, c.now()), nil
 }
 
-// InventoryOf is the ledger's form of a backend's device list.
+// InventoryOf is the ledger's form of a backend's device list, as seen on
+// this host.
 func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
-	inv := storage.Inventory{Backend: backend, Updated: now}
+	inv := storage.Inventory{Backend: backend, Host: hostname(), Updated: now}
 	for _, d := range devs {
 		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
@@ -221,6 +251,59 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 	return share, bytesOf(share, dev.MemoryTotal), nil
 }
 
+// overbooked says why f's GPU cannot take it from start: what is free
+// over the time asked and what was asked (rounded so that the free figure
+// never looks enough), who holds the rest and over when, and which GPUs
+// have room for the request over that time.
+func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
+	dev, share, end := f.dev, f.ask.share, start.Add(f.ask.length)
+	free := max(0, ppm-cal.peak(onDevice(dev.Index), start, end))
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "GPU %d has %s (%s) free", dev.Index, FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)))
+	if start.After(b.now) {
+		fmt.Fprintf(&sb, " from %s to %s", FormatTime(start, b.now), FormatTime(end, b.now))
+	}
+	fmt.Fprintf(&sb, ", %s asked", FormatPercentUp(share))
+	var holders []storage.Partition
+	for _, p := range b.parts {
+		if p.Device == dev.Index && p.State == storage.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.now) {
+			holders = append(holders, p)
+		}
+	}
+	// The largest holders first; the ones ending soonest among equals.
+	slices.SortFunc(holders, func(a, b storage.Partition) int {
+		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
+	})
+	const shown = 3
+	for i, p := range holders[:min(len(holders), shown)] {
+		sep := ", "
+		if i == 0 {
+			sep = ": held by "
+		}
+		from := ""
+		if p.Upcoming(b.now) {
+			from = "from " + FormatTime(p.Start, b.now) + " "
+		}
+		fmt.Fprintf(&sb, "%s%s (%s, #%d, %suntil %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, from, FormatTime(p.Expires, b.now))
+	}
+	if len(holders) > shown {
+		fmt.Fprintf(&sb, " and %d more", len(holders)-shown)
+	}
+	var room []string
+	for _, d := range b.inv.Devices {
+		if f := ppm - cal.peak(onDevice(d.Index), start, end); d.Index != dev.Index && f >= share {
+			room = append(room, fmt.Sprintf("GPU %d has %s free", d.Index, FormatPercentDown(f)))
+		}
+	}
+	switch {
+	case len(room) > 0:
+		sb.WriteString(". " + strings.Join(room, ", "))
+	case len(b.inv.Devices) > 1:
+		fmt.Fprintf(&sb, ". No other GPU has %s free", FormatPercentUp(share))
+	}
+	return sb.String()
+}
+
 func bytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / ppm)
 }
@@ -238,10 +321,11 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		if err != nil {
 			return err
 		}
+		inv, ok, _ := tx.Inventory()
 		now := c.now()
 		for _, p := range parts {
 			if all || !p.EndedAt(now) {
-				out = append(out, c.wrap(p))
+				out = append(out, c.wrapSeen(p, inv, ok))
 			}
 		}
 		return nil
@@ -251,16 +335,16 @@ func (c *Client) List(all bool) ([]Partition, error) {
 
 // Get returns one booking, live or not.
 func (c *Client) Get(id uint64) (*Partition, error) {
-	var p storage.Partition
+	var w Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		var err error
-		p, err = getPartition(tx, id)
+		p, err := getPartition(tx, id)
+		inv, ok, _ := tx.Inventory()
+		w = c.wrapSeen(p, inv, ok)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	w := c.wrap(p)
 	return &w, nil
 }
 
@@ -372,24 +456,26 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		dev, _ := findDevice(inv, p.Device)
 		more := ask{device: p.Device, uid: p.UID, share: p.SharePPM, length: d, limits: lim}
 		if blk := cal.check(more, p.Expires); blk != nil {
-			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), refusal(blk, fit{dev: dev, ask: more}, now))
+			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventExtended, p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, storage.EventExtended, p, FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }
 
-// Availability is how much of a device is free to book now, and, when
-// bookings made ahead take some of it later, how much is free from then.
+// Availability is how much of a device is free to book now, and next to
+// it what its memory physically holds; and, when bookings made ahead take
+// some of it later, how much is free from then.
 type Availability struct {
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
+	Physical  PhysicalMemory
 	// Ahead is when bookings made ahead leave the least free (zero: they
 	// never leave less than now), and FreeAheadPPM how much.
 	Ahead        time.Time
@@ -398,10 +484,35 @@ type Availability struct {
 	Waiting int
 }
 
+// availabilityOf is what is free on d at now, on the calendar of the
+// stored live bookings, with the requests waiting in line.
+func availabilityOf(tx *storage.Tx, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
+	free := max(0, ppm-cal.bookedAt(d.Index, now))
+	a := Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Physical: physicalIn(tx, inv, d, now)}
+	for _, p := range parts {
+		switch {
+		case p.Device != d.Index:
+		case p.LiveAt(now):
+			a.Bookings++
+		case p.Upcoming(now):
+			// The least free at any start ahead, when less than now.
+			if then := max(0, ppm-cal.bookedAt(d.Index, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
+				a.Ahead, a.FreeAheadPPM = p.Start, then
+			}
+		}
+	}
+	for _, r := range line {
+		if r.Device == d.Index || r.Device == AnyDevice {
+			a.Waiting++
+		}
+	}
+	return a
+}
+
 func (a Availability) String() string {
-	s := fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+	s := fmt.Sprintf("%s (%s) free on GPU %d", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), a.Device.Index)
 	if !a.Ahead.IsZero() {
-		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercent(a.FreeAheadPPM), FormatWhen(a.Ahead, time.Now()))
+		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, time.Now()))
 	}
 	if a.Waiting > 0 {
 		s += fmt.Sprintf("; %d waiting in line", a.Waiting)
@@ -431,26 +542,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-cal.bookedAt(d.Index, now))
-			a := Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal)}
-			for _, p := range parts {
-				switch {
-				case p.Device != d.Index:
-				case p.LiveAt(now):
-					a.Bookings++
-				case p.Upcoming(now):
-					// The least free at any start ahead, when less than now.
-					if then := max(0, ppm-cal.bookedAt(d.Index, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
-						a.Ahead, a.FreeAheadPPM = p.Start, then
-					}
-				}
-			}
-			for _, r := range line {
-				if r.Device == d.Index || r.Device == AnyDevice {
-					a.Waiting++
-				}
-			}
-			out = append(out, a)
+			out = append(out, availabilityOf(tx, inv, cal, parts, line, d, now))
 		}
 		return nil
 	})
@@ -476,19 +568,26 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	return inv, c.SaveInventory(inv)
+	if err := c.SaveInventory(inv); err != nil && !cannotWrite(err) {
+		return inv, err
+	}
+	return inv, nil
 }
 
-// SaveInventory caches the device list when it differs from the one stored,
-// so watchers are not woken by a write that changes nothing.
+// SaveInventory caches the device list (see cacheInventory) when it differs
+// from the one stored, looking first without writing, so that watchers are
+// not woken by a write that changes nothing.
 func (c *Client) SaveInventory(inv storage.Inventory) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
+	same := false
+	err := c.ledger.View(func(tx *storage.Tx) error {
 		old, ok, err := tx.Inventory()
-		if err == nil && ok && old.Backend == inv.Backend && slices.Equal(old.Devices, inv.Devices) {
-			return nil
-		}
-		return tx.PutInventory(inv)
+		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
+		return nil
 	})
+	if err != nil || same {
+		return err
+	}
+	return c.ledger.Update(func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
 }
 
 // Events returns audit events numbered after seq (0: from the start), at most
@@ -534,8 +633,9 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 			window = pol.MaxLength + attributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
+		inv, ok, _ := tx.Inventory()
 		for _, p := range parts {
-			out = append(out, c.wrap(p))
+			out = append(out, c.wrapSeen(p, inv, ok))
 		}
 		return err
 	})

@@ -34,6 +34,7 @@ func DefaultPolicy() Policy {
 		Grace:      30 * time.Second,
 		WarnLead:   5 * time.Minute,
 		MaxLength:  7 * 24 * time.Hour,
+		Admit:      AdmitBooked,
 		Ahead:      14 * 24 * time.Hour,
 		HalfLife:   7 * 24 * time.Hour,
 		AgeWeight:  1,
@@ -42,8 +43,12 @@ func DefaultPolicy() Policy {
 }
 
 // withDefaults fills in the knobs a policy stored by an older chronos
-// lacks: it has no half-life, which this chronos never stores as zero.
+// lacks: no admit, or no half-life, which this chronos never stores as
+// zero.
 func withDefaults(p Policy) Policy {
+	if p.Admit == "" {
+		p.Admit = AdmitBooked // stored before admission could be physical
+	}
 	if p.HalfLife == 0 {
 		d := DefaultPolicy()
 		p.Ahead, p.HalfLife, p.AgeWeight, p.MaxAge = d.Ahead, d.HalfLife, d.AgeWeight, d.MaxAge
@@ -227,6 +232,12 @@ var knobs = []knob{
 		show: func(p Policy) string { return FormatDuration(p.MaxLength) },
 		setLimit: func(l *Limits, v string) (err error) {
 			l.MaxLength, err = policyDuration("max", v, time.Minute)
+			return
+		}},
+	{key: "admit", meaning: "what admission counts: booked shares only, or also the memory physically in use",
+		show: func(p Policy) string { return p.Admit },
+		set: func(p *Policy, v string) (err error) {
+			p.Admit, err = oneOf("admit", v, AdmitBooked, AdmitPhysical)
 			return
 		}},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking",

@@ -66,41 +66,26 @@ func formatGPUs(sharePPM int64) string {
 
 func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
 
-// FormatWhen prints an instant near now as people read one: 15:04 today,
-// Tue 15:04 within a week, else Jan 2 15:04.
-func FormatWhen(t, now time.Time) string {
-	t, now = t.Local(), now.Local()
-	switch {
-	case t.YearDay() == now.YearDay() && t.Year() == now.Year():
-		return t.Format("15:04:05")
-	case t.Sub(now) < 6*24*time.Hour && t.After(now):
-		return t.Format("Mon 15:04")
-	}
-	return t.Format("Jan 2 15:04")
-}
-
-// refusal is the error for a request that cannot start when asked: which
-// limit, the figure, and when it would fit.
-func refusal(blk *blocker, f fit, now time.Time) error {
+// refusal is the error for a request that cannot start when asked
+// (start): which limit, the figure, and when it would fit (f.start; zero
+// when unknown).
+func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) error {
 	lim := f.ask.limits
 	when := ""
 	if !f.start.IsZero() {
-		when = "; it would fit at " + FormatWhen(f.start, now) + " (--wait joins the line)"
+		when = ". It would fit at " + FormatTime(f.start, b.now) + " (--wait joins the line)"
 	}
 	switch blk.kind {
 	case blockedDevice:
-		free := max(0, ppm-int64(blk.figure))
-		return fmt.Errorf("%w: GPU %d has %s (%s) free, %s asked%s", ErrOverbooked, blk.device,
-			FormatPercent(free), FormatBytes(bytesOf(free, f.dev.MemoryTotal)), FormatPercent(f.ask.share), when)
+		return fmt.Errorf("%w: %s%s", ErrOverbooked, b.overbooked(cal, f, start), when)
 	case blockedReserved:
 		return fmt.Errorf("%w: GPU %d's free share is kept for requests waiting ahead of you%s", ErrOverbooked, blk.device, when)
 	case blockedGPUs:
 		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)%s", ErrQuota,
 			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share), when)
 	case blockedHours:
-		asked := f.ask.gpuHours()
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked%s", ErrQuota,
-			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(asked), when)
+			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()), when)
 	}
 	return fmt.Errorf("%w: %s", ErrOverbooked, blk.kind)
 }
