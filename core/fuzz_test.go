@@ -112,7 +112,7 @@ func FuzzParseID(f *testing.F) {
 }
 
 func FuzzParseDevice(f *testing.F) {
-	for _, s := range []string{"0", "1", " 3", "-1", "gpu0", "99999999999999999999", ""} {
+	for _, s := range []string{"0", "1", " 3", "-1", "gpu0", "99999999999999999999", "", "any", " ANY "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -121,7 +121,7 @@ func FuzzParseDevice(f *testing.F) {
 			requireInputErr(t, s, err)
 			return
 		}
-		if i < 0 {
+		if i == AnyDevice && !strings.EqualFold(strings.TrimSpace(s), "any") || i < AnyDevice {
 			t.Fatalf("%q gave device %d", s, i)
 		}
 	})
@@ -266,3 +266,28 @@ func FuzzStoredPartition(f *testing.F) {
 type noSignals struct{}
 
 func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
+
+// FuzzParseStart reads --at as a person types it. An accepted start is no
+// more than the typing minute in the past, not absurdly far ahead, and its
+// RFC 3339 form reads back to the same instant.
+func FuzzParseStart(f *testing.F) {
+	for _, s := range []string{"14:00", "14:00:30", "tomorrow 09:00", "today 13:00", "2026-12-01 09:00", "2026-12-01T09:00:00Z",
+		"+2h", "+90m", "now", "", "25:00", "+-1h", "+400d", "tomorrow", "yesterday", "2026-12-01T09:00:00+01:00", "9:5"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 29, 12, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseStart(s, now)
+		if err != nil {
+			requireInputErr(t, s, err)
+			return
+		}
+		if got.Before(now.Add(-startSlack)) || got.After(now.Add(maxParsedDuration)) {
+			t.Fatalf("%q parsed to %v, outside [now-1m, now+366d]", s, got)
+		}
+		back, err := ParseStart(got.Format(time.RFC3339Nano), now)
+		if err != nil || !back.Equal(got) {
+			t.Fatalf("%q: %v prints as %q, which reads back as %v (%v)", s, got, got.Format(time.RFC3339Nano), back, err)
+		}
+	})
+}
