@@ -1,12 +1,16 @@
 // Command demoledger fills a ledger with bookings by the simulated GPUs'
 // users (alice, bob, carol, …), so that screenshots and demos show the app
 // as a busy lab sees it. It acts as those users through core's Go API; the
-// real command line always books as the OS user who runs it.
+// real command line always books as the OS user who runs it. With -week
+// it first gives them a week of past bookings, each released at its end,
+// so that `chronos usage` has use to show.
 //
 //	go run ./scripts/demoledger /tmp/demo.db
+//	go run ./scripts/demoledger -week /tmp/demo.db
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -17,14 +21,20 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: demoledger LEDGER")
+	week := flag.Bool("week", false, "first give the users a week of past bookings")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: demoledger [-week] LEDGER")
 		os.Exit(2)
 	}
+	ledger := storage.New(flag.Arg(0))
 	sim := gpu.NewSim(gpu.SimOptions{})
 	devices := func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
+	}
+	if *week {
+		pastWeek(ledger, devices)
 	}
 	for _, b := range []struct {
 		uid    int
@@ -40,10 +50,50 @@ func main() {
 		{2005, "erin", 3, 0.50, 47 * time.Minute},
 		{2006, "frank", 3, 0.25, 25 * time.Minute},
 	} {
-		c := core.NewClient(core.Options{Ledger: storage.New(os.Args[1]), Devices: devices, As: &core.Identity{UID: b.uid, User: b.user}})
+		c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, As: &core.Identity{UID: b.uid, User: b.user}})
 		if _, err := c.Create(core.Request{Device: b.device, Memory: core.Fraction(b.share), Duration: b.length}); err != nil {
 			fmt.Fprintln(os.Stderr, "demoledger:", err)
 			os.Exit(1)
 		}
+	}
+}
+
+// pastWeek books, on a clock set back a week, each user's habits day by
+// day, and releases each booking just before its end: the ledger's own accounting
+// (fair-share usage, held intervals) is what `chronos usage` then reports.
+func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
+	at := time.Now().Add(-7 * 24 * time.Hour)
+	clock := func() time.Time { return at }
+	for day := range 7 {
+		for _, h := range []struct {
+			uid    int
+			user   string
+			device int
+			share  float64
+			length time.Duration
+			every  int // days
+		}{
+			{2001, "alice", 0, 1.0, 10 * time.Hour, 1},
+			{2002, "bob", 1, 0.5, 6 * time.Hour, 1},
+			{2003, "carol", 2, 0.25, 3 * time.Hour, 2},
+			{2004, "dave", 3, 0.5, 2 * time.Hour, 3},
+		} {
+			if day%h.every != 0 {
+				continue
+			}
+			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &core.Identity{UID: h.uid, User: h.user}})
+			p, err := c.Create(core.Request{Device: h.device, Memory: core.Fraction(h.share), Duration: h.length})
+			if err == nil {
+				held := h.length - time.Minute // released just before its end
+				at = at.Add(held)
+				_, err = c.Release(p.ID)
+				at = at.Add(-held)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "demoledger:", err)
+				os.Exit(1)
+			}
+		}
+		at = at.Add(24 * time.Hour)
 	}
 }
