@@ -2,7 +2,6 @@ package core
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -44,13 +43,12 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) erro
 	if held == 0 {
 		return nil
 	}
-	all, err := tx.Usage()
+	u, ok, err := tx.UsageOf(p.UID)
 	if err != nil {
 		return err
 	}
-	u := storage.Usage{UID: p.UID, User: p.User, At: end}
-	if i := slices.IndexFunc(all, func(u storage.Usage) bool { return u.UID == p.UID }); i >= 0 {
-		u = all[i]
+	if !ok {
+		u = storage.Usage{UID: p.UID, User: p.User, At: end}
 	}
 	at := later(u.At, end)
 	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held

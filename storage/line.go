@@ -135,6 +135,21 @@ func (tx *Tx) Usage() ([]Usage, error) {
 	return out, err
 }
 
+// UsageOf returns uid's usage record; ok is false when they have none.
+func (tx *Tx) UsageOf(uid int) (u Usage, ok bool, err error) {
+	if uid < 0 {
+		return u, false, nil
+	}
+	v, err := tx.get(bucketUsage, key(uint64(uid)))
+	if err != nil || v == nil {
+		return u, false, err
+	}
+	if err := decode(v, &u); err != nil {
+		return u, false, fmt.Errorf("usage of uid %d: %w", uid, err)
+	}
+	return u, true, nil
+}
+
 // PutUsage stores one user's usage record.
 func (tx *Tx) PutUsage(u Usage) error {
 	raw, err := tx.writable("put usage")
