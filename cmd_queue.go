@@ -59,34 +59,44 @@ only where it cannot delay anyone ahead (backfill).`,
 		Example: "  chronos queue cancel 3",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			ids := make([]uint64, 0, len(a))
-			for _, s := range a {
-				id, err := core.ParseID(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			status := 0
-			for _, id := range ids {
-				if err := c.Cancel(id); err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", err)
-					status = exitError
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Request %d left the line.\n", id)
-			}
-			if status != 0 {
-				return exitStatus{code: status}
-			}
-			return nil
+			return eachID(cmd, g, a, func(c *core.Client, id uint64) (string, error) {
+				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
+			})
 		},
 	})
 	return cmd
+}
+
+// eachID reads every id first (a bad one changes nothing), then does each
+// in turn, saying what it did or why not: one refusal does not stop the
+// others, and makes the exit status 1.
+func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, id uint64) (string, error)) error {
+	ids := make([]uint64, 0, len(a))
+	for _, s := range a {
+		id, err := core.ParseID(s)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	status := 0
+	for _, id := range ids {
+		done, err := do(c, id)
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
+			status = exitError
+			continue
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), done)
+	}
+	if status != 0 {
+		return exitStatus{code: status}
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

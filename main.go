@@ -180,11 +180,7 @@ func writeBuffered(write func(io.Writer) error) error {
 	return out.Flush()
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func printJSON(v any) error { return writeJSON(os.Stdout, v) }
 
 func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
@@ -302,32 +298,11 @@ func releaseCmd(g *globals) *cobra.Command {
 		Example: "  chronos release 7",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			ids := make([]uint64, 0, len(a))
-			for _, s := range a {
-				id, err := core.ParseID(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
 			// Release what can be released; report each refusal on its own.
-			status := 0
-			for _, id := range ids {
-				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
-					status = exitError
-					continue
-				}
-				fmt.Printf("Released %d.\n", id)
-			}
-			if status != 0 {
-				return exitStatus{code: status}
-			}
-			return nil
+			return eachID(cmd, g, a, func(c *core.Client, id uint64) (string, error) {
+				_, err := c.Release(id)
+				return fmt.Sprintf("Released %d.", id), err
+			})
 		},
 	}
 }

@@ -147,44 +147,6 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	require.Nil(t, users[0].HoursLeft)
 }
 
-// Bad input for the line and bookings ahead names its problem, exits
-// non-zero and changes nothing.
-func TestBadLineInputChangesNothing(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
-	before, err := os.ReadFile(db)
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		args []string
-		code int
-		msg  string
-	}{
-		{[]string{"create", "0", "0.1", "1h", "--at", "00:00:01"}, 2, "has passed"},
-		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
-		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
-		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
-		{[]string{"create", "0", "0.5", "1h", "--wait", "--timeout", "-5m"}, 2, "negative values"},
-		{[]string{"create", "3", "0.5", "1h", "--wait"}, 1, "no such GPU: GPU 3"},
-		{[]string{"create", "0", "100GiB", "1h", "--wait"}, 2, "more than GPU 0 has"},
-		{[]string{"create", "0", "0.5", "8d", "--wait"}, 1, "the most is 7d"},
-		{[]string{"queue", "cancel", "7"}, 1, "no such waiting request: 7"},
-		{[]string{"policy", "set", "user-gpus=lots"}, 2, "user-gpus=lots"},
-		{[]string{"policy", "set", "share=2"}, 2, "add for=NAME"},
-		{[]string{"policy", "set", "user-gpus=1", "for=no-such-user-x"}, 1, "no such user"},
-		{[]string{"policy", "set", "user-gpus=1", "for=@no-such-group-x"}, 1, "no such group"},
-	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r := chronos(t, db, tc.args...)
-			require.Equal(t, tc.code, r.code, "stdout %q stderr %q", r.stdout, r.stderr)
-			require.Contains(t, r.stderr, tc.msg)
-			require.NotContains(t, r.stderr, "panic")
-			after, err := os.ReadFile(db)
-			require.NoError(t, err)
-			require.Equal(t, before, after, "the ledger changed")
-		})
-	}
-}
-
 // `run --wait` waits in line, then runs; SIGTERM while it waits leaves the
 // line and runs nothing.
 func TestRunWait(t *testing.T) {

@@ -185,6 +185,20 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"--monitor", "--log-format", "xml"}, 2, "use text or json"},
 		{[]string{"frobnicate"}, 1, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
+		// The line, bookings ahead and quotas.
+		{[]string{"create", "0", "0.1", "1h", "--at", "00:00:01"}, 2, "has passed"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
+		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
+		{[]string{"create", "0", "0.5", "1h", "--wait", "--timeout", "-5m"}, 2, "negative values"},
+		{[]string{"create", "3", "0.5", "1h", "--wait"}, 1, "no such GPU: GPU 3"},
+		{[]string{"create", "0", "100GiB", "1h", "--wait"}, 2, "more than GPU 0 has"},
+		{[]string{"create", "0", "0.5", "8d", "--wait"}, 1, "the most is 7d"},
+		{[]string{"queue", "cancel", "7"}, 1, "no such waiting request: 7"},
+		{[]string{"policy", "set", "user-gpus=lots"}, 2, "user-gpus=lots"},
+		{[]string{"policy", "set", "share=2"}, 2, "add for=NAME"},
+		{[]string{"policy", "set", "user-gpus=1", "for=no-such-user-x"}, 1, "no such user"},
+		{[]string{"policy", "set", "user-gpus=1", "for=@no-such-group-x"}, 1, "no such group"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := chronos(t, db, tc.args...)

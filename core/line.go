@@ -356,19 +356,29 @@ func (c *Client) placeLine(tx *storage.Tx) error {
 	if err != nil || len(line) == 0 {
 		return err
 	}
-	inv, _, err := tx.Inventory()
-	if err != nil {
-		return err
-	}
-	b, err := readBooks(tx, inv, c.now())
-	if err != nil {
-		return err
-	}
-	p, err := b.plan(nil)
+	b, p, err := c.lineIn(tx, nil)
 	if err != nil {
 		return err
 	}
 	return c.applyLine(tx, b, p)
+}
+
+// lineIn reads the books in tx and lays the waiting line out on them.
+// alive, when not nil, stands in for the check of waiting processes.
+func (c *Client) lineIn(tx *storage.Tx, alive func(storage.Request) bool) (*books, linePlan, error) {
+	inv, _, err := tx.Inventory()
+	if err != nil {
+		return nil, linePlan{}, err
+	}
+	b, err := readBooks(tx, inv, c.now())
+	if err != nil {
+		return nil, linePlan{}, err
+	}
+	if alive != nil {
+		b.alive = alive
+	}
+	p, err := b.plan(nil)
+	return b, p, err
 }
 
 // book writes a new booking and its "created" event.
@@ -419,15 +429,7 @@ func DescribeRequest(r storage.Request) string {
 func (c *Client) Queue() ([]QueueEntry, error) {
 	var out []QueueEntry
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, c.now())
-		if err != nil {
-			return err
-		}
-		p, err := b.plan(nil)
+		_, p, err := c.lineIn(tx, nil)
 		// Requests the next placement will book or let go are shown so.
 		for _, g := range p.grants {
 			out = append(out, QueueEntry{Request: g.req, ETA: g.part.Start, ETADevice: g.part.Device, Reason: "room now: booked at the next placement"})
@@ -511,15 +513,7 @@ func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due boo
 		if r.State != storage.Waiting {
 			return nil
 		}
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, c.now())
-		if err != nil {
-			return err
-		}
-		p, err := b.plan(nil)
+		_, p, err := c.lineIn(tx, nil)
 		if err != nil {
 			return err
 		}
@@ -544,15 +538,7 @@ func (c *Client) TendLine() (time.Time, error) {
 		if err != nil || len(line) == 0 {
 			return err
 		}
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, c.now())
-		if err != nil {
-			return err
-		}
-		p, err := b.plan(nil)
+		_, p, err := c.lineIn(tx, nil)
 		if err != nil {
 			return err
 		}

@@ -34,16 +34,7 @@ type GrantCheck struct {
 func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 	var out LineCheck
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, c.now())
-		if err != nil {
-			return err
-		}
-		b.alive = func(storage.Request) bool { return true } // the line as stored
-		plan, err := b.plan(nil)
+		b, plan, err := c.lineIn(tx, func(storage.Request) bool { return true }) // the line as stored
 		if err != nil {
 			return err
 		}
@@ -62,7 +53,7 @@ func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 				return err
 			}
 			g := GrantCheck{Booking: p.ID, Request: r.ID, Without: map[uint64]time.Time{},
-				Priority: priority(fairShare(used[r.UID], len(inv.Devices), b.pol.HalfLife, b.limitsFor(r.UID, r.User).Share), b.now.Sub(r.Created), b.pol)}
+				Priority: priority(fairShare(used[r.UID], len(b.inv.Devices), b.pol.HalfLife, b.limitsFor(r.UID, r.User).Share), b.now.Sub(r.Created), b.pol)}
 			b.parts = slices.Delete(slices.Clone(all), i, i+1)
 			without, err := b.plan(nil)
 			b.parts = all
