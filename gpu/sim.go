@@ -37,6 +37,7 @@ type Sim struct {
 type attachment struct {
 	device int
 	memory uint64
+	sm     int // percent
 }
 
 // simPIDBase keeps fake pids above the kernel's pid_max (4194304 at most),
@@ -114,6 +115,18 @@ func (s *Sim) Attach(device int, pid int, memory uint64) {
 	s.attached[pid] = attachment{device: device, memory: memory}
 }
 
+// SetSM makes an attached process show sm percent of SM activity (0, idle,
+// until set); the device's utilization rises with it. Tests make bookings
+// busy or idle with it.
+func (s *Sim) SetSM(pid, sm int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.attached[pid]; ok {
+		a.sm = min(max(sm, 0), 100)
+		s.attached[pid] = a
+	}
+}
+
 // Detach stops showing pid.
 func (s *Sim) Detach(pid int) {
 	s.mu.Lock()
@@ -160,8 +173,9 @@ func (s *Sim) Sample() (Sample, error) {
 		d := &out.Devices[a.device]
 		d.Processes = append(d.Processes, Process{
 			PID: pid, UID: info.UID, User: info.User, Command: info.Command,
-			MemoryUsed: a.memory, SM: 0, PartitionID: info.PartitionID, StartTime: info.StartTime,
+			MemoryUsed: a.memory, SM: a.sm, PartitionID: info.PartitionID, StartTime: info.StartTime,
 		})
+		d.Util = min(d.Util+a.sm, 100)
 		d.MemoryUsed = min(d.MemoryUsed+a.memory, d.MemoryTotal)
 		d.MemoryFree = d.MemoryTotal - d.MemoryUsed
 	}

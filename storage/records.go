@@ -67,10 +67,17 @@ const (
 	EventUnbooked   EventKind = "unbooked"
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
+	// The idle ladder: a warning to the owner of an idle booking, the
+	// booking released for being idle, and a hold that exempts it.
+	EventIdle      EventKind = "idle"
+	EventReclaimed EventKind = "reclaimed"
+	EventHeld      EventKind = "held"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
 	EventStopped EventKind = "stopped"
+	// A notice delivered to its owner's terminals or the webhook.
+	EventNotified EventKind = "notified"
 )
 
 // Event is one line of the audit trail.
@@ -109,6 +116,16 @@ type Policy struct {
 	Grace      time.Duration `json:"grace"`
 	WarnLead   time.Duration `json:"warn_lead"`
 	MaxLength  time.Duration `json:"max_length"`
+	// The idle ladder. Idle is zero in a policy stored before it existed;
+	// the ladder's defaults then apply.
+	Reclaim   string          `json:"reclaim,omitempty"` // "off", "when-waiting" or "always"
+	Idle      time.Duration   `json:"idle,omitempty"`
+	IdleWarn  []time.Duration `json:"idle_warn,omitempty"`
+	IdleSM    int             `json:"idle_sm,omitempty"` // percent
+	IdleStart time.Duration   `json:"idle_start,omitempty"`
+	HoldMax   time.Duration   `json:"hold_max,omitempty"`
+	// NotifyURL receives every notice as a Slack-compatible JSON POST.
+	NotifyURL string `json:"notify_url,omitempty"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
