@@ -777,7 +777,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	}
 	var override *core.Policy
 	if f.policy != "" {
-		p, err := core.ApplyPolicy(pol, strings.Fields(strings.ReplaceAll(f.policy, ",", " ")))
+		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
 		if err != nil {
 			return err
 		}

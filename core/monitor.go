@@ -64,6 +64,12 @@ type MonitorOptions struct {
 	// Root says the monitor may signal any user's process; when nil, it is
 	// whether the process runs as root.
 	Root *bool
+	// OnNotice is called with every notice to this monitor's user (an idle
+	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
+	// app shows them.
+	OnNotice func(Notice)
+	// Notify says how notices reach owners' terminals and the webhook.
+	Notify NotifyOptions
 }
 
 // attributionWindow is how long after its end an expired booking can still
@@ -85,6 +91,8 @@ type Monitor struct {
 	root       bool
 	nextSample time.Time
 	snap       *snapshot // the ledger as last read; nil: read it again
+	acct       accountant
+	notes      notifier
 }
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -93,6 +101,7 @@ type Monitor struct {
 type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
+	events []storage.Event // new since the last snapshot
 	pol    Policy
 	stamp  string // the ledger version it was read at
 	read   time.Time
@@ -114,7 +123,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -187,7 +196,10 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		s.claims, err = tx.Claims()
+		if s.claims, err = tx.Claims(); err != nil {
+			return err
+		}
+		s.events, err = m.notes.events(tx, now)
 		return err
 	})
 	if err != nil {
@@ -201,6 +213,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 }
 
 func (m *Monitor) tick(changed bool) (time.Time, error) {
+	m.notes.drain(m.report)
 	now := m.c.now()
 	snap, err := m.read(changed, now)
 	if err != nil {
@@ -217,10 +230,15 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
 		atts = Attribute(s, parts, now)
+		m.acct.observe(s, atts, parts, now)
+		if err := m.acct.skipTaken(m.c.ledger); err != nil {
+			return now, err
+		}
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
+	m.notes.prepare(snap, m.c.me, m.root)
 
-	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+	if len(due)+len(warn)+len(plans)+len(notices)+len(m.notes.want) > 0 || m.acct.done != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -232,6 +250,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 			fresh, err := tx.Claims()
 			if err != nil {
+				return err
+			}
+			more, err := m.account(tx, pol, now)
+			if err != nil {
+				return err
+			}
+			acts = append(acts, more...)
+			if err := m.notes.claim(tx, fresh, m, now); err != nil {
 				return err
 			}
 			for _, n := range notices {
@@ -260,6 +286,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if err != nil {
 			return now, err
 		}
+		m.acct.accounted()
+		m.notes.done(pol.NotifyURL, m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
 		for _, a := range acts {
@@ -272,6 +300,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 		}
 	}
+	m.notes.done(pol.NotifyURL, m.o.OnNotice)
 	return m.nextWake(parts, claims, pol, now), nil
 }
 

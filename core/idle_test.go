@@ -1,0 +1,368 @@
+package core
+
+import (
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// ladderPolicy is the idle ladder with durations short enough for tests:
+// warned after 2 and 4 idle minutes, reclaimed after 6.
+func ladderPolicy(reclaim string) Policy {
+	p := DefaultPolicy()
+	p.Reclaim, p.Idle, p.IdleWarn, p.IdleStart = reclaim, 6*time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute}, 3*time.Minute
+	return p
+}
+
+// idleRig is a ledger, a simulated GPU set and a fake clock they share.
+type idleRig struct {
+	t     *testing.T
+	clock *fakeClock
+	sim   *gpu.Sim
+	path  string
+	c     *Client // the booking owner's
+}
+
+func newIdleRig(t *testing.T, owner Identity) *idleRig {
+	t.Helper()
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, path, sim, owner, clock.Now)}
+}
+
+// book makes a booking on the simulated GPU with no made-up load and, with
+// a process, shows a real process of it there holding 2 GiB.
+func (r *idleRig) book(withProcess bool) (uint64, int) {
+	r.t.Helper()
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour})
+	require.NoError(r.t, err)
+	if !withProcess {
+		return p.ID, 0
+	}
+	cmd := startChild(r.t, p.ID, "sleep 600")
+	r.sim.Attach(idleGPU, cmd.Process.Pid, 2<<30)
+	return p.ID, cmd.Process.Pid
+}
+
+func (r *idleRig) monitor(pol Policy, opts MonitorOptions) *Monitor {
+	opts.Backend, opts.Policy = r.sim, &pol
+	if opts.Signaller == nil {
+		opts.Signaller = noSignals{}
+	}
+	return NewMonitor(r.c, opts)
+}
+
+// run advances the clock by d in steps, each monitor ticking in turn
+// after each step.
+func (r *idleRig) run(d, step time.Duration, ms ...*Monitor) {
+	r.t.Helper()
+	for end := r.clock.Now().Add(d); r.clock.Now().Before(end); {
+		r.clock.Advance(step)
+		for _, m := range ms {
+			_, err := m.Tick()
+			require.NoError(r.t, err)
+		}
+	}
+}
+
+func (r *idleRig) usage(id uint64) storage.Usage {
+	r.t.Helper()
+	u, err := r.c.Usage(id)
+	require.NoError(r.t, err)
+	return u
+}
+
+func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	var log actLog
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{OnAct: log.add})
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned once idle for 2 minutes")
+	require.Equal(t, 2*time.Minute, r.usage(id).IdleFor)
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, r.clock.Now(), got.Ended)
+	u := r.usage(id)
+	require.Equal(t, 6*time.Minute, u.Idle)
+	require.Equal(t, r.clock.Now(), u.Reclaimed)
+	require.Equal(t, uint64(2<<30), u.MemoryPeak)
+	require.Contains(t, log.kinds(), "reclaimed")
+}
+
+// A booking whose process works is never warned nor reclaimed, and its
+// usage says how much GPU time it used.
+func TestBusyBookingIsNeverReclaimed(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	r.sim.SetSM(pid, 50)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+	u := r.usage(id)
+	require.Zero(t, u.Idle)
+	require.Zero(t, u.IdleFor)
+	// The process alone on the GPU: the device's utilization (50% plus
+	// the simulation's 0–4% of noise) counts, so a little over 5 minutes.
+	require.InDelta(t, (5 * time.Minute).Seconds(), u.GPUTime.Seconds(), 15)
+	require.Equal(t, r.clock.Now().Truncate(time.Minute), u.LastActive)
+}
+
+// A process that wakes once a minute for a moment of work is idle: the
+// threshold is on mean SM over the minute, not on any sample above zero.
+func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	for range 3 {
+		r.sim.SetSM(pid, 100)
+		r.run(time.Second, time.Second, m)
+		r.sim.SetSM(pid, 0)
+		r.run(59*time.Second, time.Second, m)
+	}
+	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned at 2 idle minutes")
+
+	// Work for a third of a minute is work.
+	r.sim.SetSM(pid, 100)
+	r.run(20*time.Second, time.Second, m)
+	r.sim.SetSM(pid, 0)
+	r.run(40*time.Second, time.Second, m)
+	u := r.usage(id)
+	require.Zero(t, u.IdleFor)
+	require.Zero(t, u.Warnings, "working resets the ladder")
+	require.Equal(t, 3*time.Minute, u.Idle)
+}
+
+// Without a waiting line nobody waits: reclaim=when-waiting only warns.
+func TestWithoutAWaiterOnlyWarned(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	r.run(15*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, 15*time.Minute, r.usage(id).IdleFor)
+}
+
+// With reclaim=off (the default) idle time is counted and nothing else.
+func TestLadderOffOnlyCounts(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	require.Equal(t, 10*time.Minute, r.usage(id).Idle)
+}
+
+// A booking with no process at all is idle only after idle-start: booking
+// first and starting the job a few minutes later is fine.
+func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(false)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(3*time.Minute, 10*time.Second, m)
+	u := r.usage(id)
+	require.Zero(t, u.Idle, "within idle-start (3m)")
+	require.Equal(t, r.clock.Now(), u.Through)
+
+	r.run(5*time.Minute, 10*time.Second, m)
+	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+}
+
+// A hold stops the ladder until it ends; then it starts over, from the
+// first warning, with the spacing it promises.
+func TestHoldPreventsReclaim(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+
+	_, err := r.c.Hold(id, 10*time.Minute, "  ")
+	require.ErrorIs(t, err, ErrInput)
+	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
+	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
+	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Now: r.clock.Now}).Hold(id, time.Hour, "mine now")
+	require.ErrorIs(t, err, ErrNotOwner)
+	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
+	require.NoError(t, err)
+	require.Equal(t, r.clock.Now().Add(10*time.Minute), u.HeldUntil)
+
+	r.run(10*time.Minute-10*time.Second, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held"}, eventKinds(t, r.c, id), "nothing happens while held")
+	u = r.usage(id)
+	require.Equal(t, 11*time.Minute, u.IdleFor, "idle time still counts")
+	require.Equal(t, 1, u.Holds)
+	require.Equal(t, "preprocessing on CPU", u.HoldReason)
+
+	// The hold is over: warned again at once, again 2 minutes later, and
+	// reclaimed 2 minutes after that.
+	r.run(10*time.Second, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// A monitor that stops mid-ladder and another that starts later neither
+// repeat a warning nor skip one: the ladder lives in the ledger.
+func TestMonitorRestartMidLadder(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	first := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+
+	// The new monitor sees too little of the minute it starts in to judge
+	// it; from the next one on it counts.
+	second := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(90*time.Second, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "the first warning is not repeated")
+	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
+	r.run(time.Minute, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id), "nor the second skipped")
+	r.run(2*time.Minute, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// Turning the ladder on over a booking long idle warns first and keeps the
+// promised spacing: no warning and reclaim in the same breath.
+func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{}))
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// countingStore counts write transactions.
+type countingStore struct {
+	storage.Store
+	updates atomic.Int64
+}
+
+func (s *countingStore) Update(fn func(*storage.Tx) error) error {
+	s.updates.Add(1)
+	return s.Store.Update(fn)
+}
+
+// Three monitors on one ledger: each minute is accounted once, each step
+// of the ladder taken once, and the ledger written once a minute.
+func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	other, _ := r.book(false)
+	store := &countingStore{Store: storage.New(r.path)}
+	var ms []*Monitor
+	for range 3 {
+		c := NewClient(Options{Ledger: store, As: &alice, Now: r.clock.Now})
+		pol := ladderPolicy(ReclaimAlways)
+		ms = append(ms, NewMonitor(c, MonitorOptions{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
+	}
+	r.run(5*time.Minute, 10*time.Second, ms...)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
+	require.Equal(t, 2*time.Minute, r.usage(other).Idle, "idle after its 3 minutes' allowance")
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, other))
+	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
+
+	var minutes []storage.GPUMinute
+	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+		var err error
+		minutes, err = tx.GPUMinutes(time.Time{}, r.clock.Now(), "")
+		return err
+	}))
+	require.Len(t, minutes, 5*4, "one sample per GPU per minute")
+}
+
+// reclaim=when-waiting needs the waiting line, which this chronos lacks:
+// setting it is refused in words, not accepted and ignored.
+func TestWhenWaitingNeedsTheLine(t *testing.T) {
+	_, err := ApplyPolicy(DefaultPolicy(), []string{"reclaim=when-waiting"})
+	require.ErrorIs(t, err, ErrInput)
+	require.ErrorContains(t, err, "needs the waiting line (issue 12)")
+}
+
+func TestLadderPolicy(t *testing.T) {
+	c := newTestClient(t, nil, root)
+	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
+		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
+	require.NoError(t, err)
+	require.Equal(t, ReclaimAlways, p.Reclaim)
+	require.Equal(t, 90*time.Minute, p.Idle)
+	require.Equal(t, []time.Duration{30 * time.Minute, time.Hour}, p.IdleWarn)
+	require.Equal(t, 10, p.IdleSM)
+	require.Equal(t, "https://hooks.slack.com/services/T0/B0/XyZ", p.NotifyURL, "the URL keeps its case")
+	require.Contains(t, FormatPolicy(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
+	stored, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, p, stored)
+
+	for _, bad := range [][]string{{"idle-warn=2h"}, {"idle-warn=1h,30m"}, {"idle=30s"}, {"idle-sm=0"}, {"reclaim=sometimes"},
+		{"notify-url=ftp://example.com"}, {"notify-url=hooks.slack.com"}, {"hold-max=0"}} {
+		_, err := c.SetPolicy(bad)
+		require.ErrorIs(t, err, ErrInput, "%v", bad)
+	}
+	again, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, p, again, "refused settings change nothing")
+
+	p, err = c.SetPolicy([]string{"idle-warn=none", "notify-url=off"})
+	require.NoError(t, err)
+	require.Empty(t, p.IdleWarn)
+	require.Empty(t, p.NotifyURL)
+	require.Contains(t, FormatPolicy(p), "idle-warn=none")
+
+	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"reclaim=always"})
+	require.ErrorIs(t, err, ErrNotRoot)
+}
+
+// A policy stored before the ladder existed reads with the ladder's
+// defaults, off.
+func TestPolicyFromBeforeTheLadder(t *testing.T) {
+	c := newTestClient(t, nil, root)
+	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
+	require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
+	p, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, ActNotify, p.Expiry)
+	require.Equal(t, ReclaimOff, p.Reclaim)
+	require.Equal(t, DefaultPolicy().IdleWarn, p.IdleWarn)
+	require.Equal(t, 4*time.Hour, p.HoldMax)
+}
+
+func TestSplitPolicy(t *testing.T) {
+	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
+	require.Empty(t, SplitPolicy("  "))
+}
