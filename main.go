@@ -128,6 +128,7 @@ Run it with no command for the terminal app.`,
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
+		holdCmd(g),
 	)
 	return root
 }
@@ -268,7 +269,7 @@ func listBookings(c *core.Client, all, asJSON bool) error {
 	if asJSON {
 		out := make([]core.PartitionJSON, 0, len(parts))
 		for _, p := range parts {
-			out = append(out, core.JSON(p.Partition, now, pol.WarnLead))
+			out = append(out, p.JSON(now, pol.WarnLead))
 		}
 		return printJSON(out)
 	}
@@ -415,7 +416,15 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
+  max=7d                         longest booking (and most time left after an extension)
+  reclaim=off|always             release bookings idle for idle= (off until root turns it on;
+                                 when-waiting, only when someone waits, needs the waiting line)
+  idle=2h                        idle time after which a booking is reclaimed
+  idle-warn=1h,1h45m             when its owner is warned first (none: never)
+  idle-sm=5%                     mean SM activity under which a minute counts as idle
+  idle-start=15m                 a booking with no GPU process yet is not idle before this
+  hold-max=4h                    longest 'chronos hold'
+  notify-url=https://…|off       Slack-compatible webhook that gets every notice`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -832,7 +841,12 @@ func runApp(g *globals, logPath string) error {
 	acts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnNotice: func(n core.Notice) {
+		select {
+		case acts <- "notice: " + n.String():
+		default:
+		}
+	}, OnAct: func(a core.Act) {
 		if logFile != nil {
 			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
 		}

@@ -161,6 +161,9 @@ func (c *Client) Now() time.Time { return c.now() }
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
 	storage.Partition
+	// Usage is what monitors measured of it (List fills it in): idle and
+	// GPU time, its place on the idle ladder, its holds.
+	Usage  storage.Usage
 	client *Client
 }
 

@@ -94,6 +94,9 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Usage,
 	if reason == "" {
 		return storage.Usage{}, fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
 	}
+	if oneLine(reason) != reason {
+		return storage.Usage{}, inputErr("the reason %q holds control characters; say it in plain words", reason)
+	}
 	if d < time.Second {
 		return storage.Usage{}, inputErr("hold %s must be at least a second", d)
 	}

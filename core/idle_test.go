@@ -2,6 +2,7 @@ package core
 
 import (
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -365,4 +366,46 @@ func TestPolicyFromBeforeTheLadder(t *testing.T) {
 func TestSplitPolicy(t *testing.T) {
 	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
 	require.Empty(t, SplitPolicy("  "))
+}
+
+// list shows how long a booking has been idle, and --json says so, while
+// monitors watch it; a hold shows too.
+func TestListShowsIdle(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	busy, busyPID := r.book(true)
+	r.sim.SetSM(busyPID, 90)
+	r.sim.SetSM(pid, 0)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(5*time.Minute, 10*time.Second, m)
+	// The busy one is not alone on the GPU: its own 90% is what counts.
+	parts, err := r.c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 2)
+	now := r.clock.Now()
+	require.Equal(t, "5m", FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "-", FormatIdle(parts[1].Partition, parts[1].Usage, now))
+	j := parts[0].JSON(now, time.Minute)
+	require.True(t, j.Idle)
+	require.Equal(t, 300.0, j.IdleSeconds)
+	require.Equal(t, 300.0, j.Usage.IdleSeconds)
+	require.Equal(t, now, j.Usage.AccountedUntil)
+	j = parts[1].JSON(now, time.Minute)
+	require.False(t, j.Idle)
+	require.InDelta(t, 270, j.Usage.GPUSeconds, 1)
+	require.Equal(t, busy, j.ID)
+
+	_, err = r.c.Hold(id, time.Hour, "waiting for data")
+	require.NoError(t, err)
+	parts, err = r.c.List(false)
+	require.NoError(t, err)
+	require.Equal(t, "5m (held 1h)", FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "waiting for data", parts[0].JSON(now, 0).Usage.HoldReason)
+
+	// With no monitor watching, the figure grows stale and is not shown.
+	r.clock.Advance(10 * time.Minute)
+	parts, err = r.c.List(false)
+	require.NoError(t, err)
+	require.False(t, parts[0].JSON(r.clock.Now(), 0).Idle)
+	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
 }

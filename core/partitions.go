@@ -204,7 +204,11 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		now := c.now()
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
-				out = append(out, c.wrap(p))
+				w := c.wrap(p)
+				if w.Usage, _, err = tx.Usage(p.ID); err != nil {
+					return err
+				}
+				out = append(out, w)
 			}
 		}
 		return nil

@@ -17,15 +17,15 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE")
+	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE\tIDLE")
 	for _, p := range parts {
 		left := "-"
 		if p.LiveAt(now) {
 			left = Countdown(p.Expires.Sub(now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead))
+			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead), core.FormatIdle(p.Partition, p.Usage, now))
 	}
 	return tw.Flush()
 }
