@@ -409,3 +409,52 @@ func TestListShowsIdle(t *testing.T) {
 	require.False(t, parts[0].JSON(r.clock.Now(), 0).Idle)
 	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
 }
+
+// A GPU's last hour: a sample per minute, each booking's span, and its idle
+// stretches, ready for the app to draw.
+func TestGPUHistory(t *testing.T) {
+	r := newIdleRig(t, alice)
+	r.clock.Advance(-30 * time.Second) // book mid-minute
+	first, pid := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
+	r.sim.SetSM(pid, 80)
+	r.run(2*time.Minute, 10*time.Second, m) // 12:03–12:05 busy, and 12:05's first sample
+	r.sim.SetSM(pid, 0)
+	second, _ := r.book(false)
+	r.run(5*time.Minute, 10*time.Second, m) // 12:05–12:10 idle
+	_, err := r.c.Release(second)
+	require.NoError(t, err)
+
+	h, err := r.c.History(idleGPU, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, "SIM-00000000-0000-0000-0000-000000000003", h.UUID)
+	require.Len(t, h.Minutes, 10)
+	at := func(hh, mm int) time.Time { return time.Date(2026, 11, 29, hh, mm, 0, 0, time.UTC) }
+	require.Equal(t, at(12, 0), h.Minutes[0].Minute.UTC())
+	require.Equal(t, uint64(2<<30), h.Minutes[0].MemoryUsed)
+	require.Equal(t, []uint64{first}, h.Minutes[3].Active)
+	require.Greater(t, h.Minutes[3].Util, 60, "five of its six samples at 80%")
+	require.Equal(t, []uint64{first}, h.Minutes[6].Idle, "the second is within its idle-start")
+	require.Equal(t, []uint64{first, second}, h.Minutes[9].Idle)
+
+	require.Len(t, h.Bookings, 2)
+	b := h.Bookings[0]
+	require.Equal(t, first, b.ID)
+	require.Equal(t, "alice", b.Owner)
+	require.Equal(t, at(11, 59).Add(30*time.Second), b.Start.UTC())
+	require.Equal(t, r.clock.Now(), b.End)
+	require.Equal(t, []Span{{at(12, 0), at(12, 3)}, {at(12, 6), at(12, 10)}}, utcSpans(b.Idle))
+	require.Equal(t, r.clock.Now(), h.Bookings[1].End, "released now")
+	require.Equal(t, []Span{{at(12, 8), at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
+
+	_, err = r.c.History(9, time.Hour)
+	require.ErrorIs(t, err, ErrNoDevice)
+}
+
+func utcSpans(spans []Span) []Span {
+	for i := range spans {
+		spans[i].From, spans[i].To = spans[i].From.UTC(), spans[i].To.UTC()
+	}
+	return spans
+}
