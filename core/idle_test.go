@@ -1,6 +1,8 @@
 package core
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -457,4 +459,31 @@ func utcSpans(spans []Span) []Span {
 		spans[i].From, spans[i].To = spans[i].From.UTC(), spans[i].To.UTC()
 	}
 	return spans
+}
+
+// GPU time used with no booking is counted per user and day.
+func TestUnbookedUseIsAccounted(t *testing.T) {
+	r := newIdleRig(t, alice)
+	stray := exec.Command("sleep", "600")
+	require.NoError(t, stray.Start())
+	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
+	r.sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+	r.sim.SetSM(stray.Process.Pid, 50)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(3*time.Minute, 10*time.Second, m)
+
+	var got []storage.UnbookedUse
+	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+		var err error
+		got, err = tx.Unbooked(r.clock.Now())
+		return err
+	}))
+	byUID := map[int]time.Duration{}
+	for _, u := range got {
+		byUID[u.UID] += u.GPUTime
+	}
+	require.Equal(t, 90*time.Second, byUID[os.Getuid()], "50% of a GPU for 3 minutes")
+	// The simulation's own made-up users on GPUs 0–2.
+	require.InDelta(t, (3 * time.Minute / 2).Seconds(), byUID[2001].Seconds(), 60)
+	require.Contains(t, byUID, 2003)
 }
