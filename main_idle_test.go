@@ -48,7 +48,7 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 	// What a monitor would have recorded: idle for 50 minutes, just now.
 	now := time.Now()
 	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
-		return tx.PutUsage(storage.Usage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
+		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
 	}))
 	r := chronos(t, db, "list")
 	require.Equal(t, 0, r.code, r.stderr)

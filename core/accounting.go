@@ -238,7 +238,7 @@ func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w 
 	if err != nil {
 		return nil, verdictUnknown, err
 	}
-	u, _, err := tx.Usage(id)
+	u, _, err := tx.BookingUsage(id)
 	if err != nil {
 		return nil, verdictUnknown, err
 	}
@@ -289,7 +289,7 @@ func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w 
 			return nil, verdict, err
 		}
 	}
-	return acts, verdict, tx.PutUsage(u)
+	return acts, verdict, tx.PutBookingUsage(u)
 }
 
 func later(a, b time.Time) time.Time {
@@ -341,16 +341,16 @@ func (a *accountant) skipTaken(l storage.Store) error {
 	return err
 }
 
-// Usage returns what monitors recorded of a booking: idle and GPU time,
+// BookingUsage returns what monitors recorded of a booking: idle and GPU time,
 // memory peak, its place on the idle ladder and its holds.
-func (c *Client) Usage(id uint64) (storage.Usage, error) {
-	var u storage.Usage
+func (c *Client) BookingUsage(id uint64) (storage.BookingUsage, error) {
+	var u storage.BookingUsage
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		if _, err := getPartition(tx, id); err != nil {
 			return err
 		}
 		var err error
-		u, _, err = tx.Usage(id)
+		u, _, err = tx.BookingUsage(id)
 		return err
 	})
 	return u, err
@@ -362,7 +362,7 @@ const usageStale = 3 * accountEvery
 
 // IdleFor is how long a booking has been idle as of now: zero while it
 // works, when it has ended, or when no monitor has watched it lately.
-func IdleFor(p storage.Partition, u storage.Usage, now time.Time) time.Duration {
+func IdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) time.Duration {
 	if !p.LiveAt(now) || now.Sub(u.Through) > usageStale {
 		return 0
 	}
@@ -371,7 +371,7 @@ func IdleFor(p storage.Partition, u storage.Usage, now time.Time) time.Duration 
 
 // FormatIdle is a booking's IDLE cell: "-" while it works, else how long
 // it has been idle, and "held" while a hold exempts it.
-func FormatIdle(p storage.Partition, u storage.Usage, now time.Time) string {
+func FormatIdle(p storage.Partition, u storage.BookingUsage, now time.Time) string {
 	s := "-"
 	if d := IdleFor(p, u, now); d > 0 {
 		s = FormatDuration(d.Truncate(time.Minute))

@@ -163,7 +163,7 @@ type Partition struct {
 	storage.Partition
 	// Usage is what monitors measured of it (List fills it in): idle and
 	// GPU time, its place on the idle ladder, its holds.
-	Usage  storage.Usage
+	Usage  storage.BookingUsage
 	client *Client
 }
 

@@ -17,7 +17,7 @@ var ErrNoReason = fmt.Errorf("%w: a hold needs a reason", ErrInput)
 // most, each at least as long after the last as the policy spaces them:
 // the owner always gets the warning and the time it promised, even when
 // root turns the ladder on over a booking long idle, or after a hold.
-func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Usage, pol Policy, now time.Time) ([]Act, error) {
+func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.BookingUsage, pol Policy, now time.Time) ([]Act, error) {
 	if pol.Reclaim == ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return nil, nil
 	}
@@ -89,18 +89,18 @@ var errNoLine = fmt.Errorf("%w: reclaim=when-waiting needs the waiting line (iss
 // policy's hold-max), saying why. Its owner or root may; the hold goes in
 // the audit trail and the booking's usage, and the ladder starts over when
 // it ends.
-func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Usage, error) {
+func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.BookingUsage, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
-		return storage.Usage{}, fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
+		return storage.BookingUsage{}, fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
 	}
 	if oneLine(reason) != reason {
-		return storage.Usage{}, inputErr("the reason %q holds control characters; say it in plain words", reason)
+		return storage.BookingUsage{}, inputErr("the reason %q holds control characters; say it in plain words", reason)
 	}
 	if d < time.Second {
-		return storage.Usage{}, inputErr("hold %s must be at least a second", d)
+		return storage.BookingUsage{}, inputErr("hold %s must be at least a second", d)
 	}
-	var u storage.Usage
+	var u storage.BookingUsage
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		p, err := c.mine(tx, id, "hold")
 		if err != nil {
@@ -113,13 +113,13 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Usage,
 		if d > pol.HoldMax {
 			return fmt.Errorf("%w: a hold of %s asked, the most is %s (policy hold-max)", ErrTooLong, FormatDuration(d), FormatDuration(pol.HoldMax))
 		}
-		if u, _, err = tx.Usage(id); err != nil {
+		if u, _, err = tx.BookingUsage(id); err != nil {
 			return err
 		}
 		now := c.now()
 		u.HeldUntil, u.HoldReason, u.Holds = now.Add(d), reason, u.Holds+1
 		u.Warnings, u.WarnedAt = 0, time.Time{}
-		if err := tx.PutUsage(u); err != nil {
+		if err := tx.PutBookingUsage(u); err != nil {
 			return err
 		}
 		return c.event(tx, storage.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))

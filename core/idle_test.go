@@ -75,9 +75,9 @@ func (r *idleRig) run(d, step time.Duration, ms ...*Monitor) {
 	}
 }
 
-func (r *idleRig) usage(id uint64) storage.Usage {
+func (r *idleRig) usage(id uint64) storage.BookingUsage {
 	r.t.Helper()
-	u, err := r.c.Usage(id)
+	u, err := r.c.BookingUsage(id)
 	require.NoError(r.t, err)
 	return u
 }

@@ -205,7 +205,7 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
 				w := c.wrap(p)
-				if w.Usage, _, err = tx.Usage(p.ID); err != nil {
+				if w.Usage, _, err = tx.BookingUsage(p.ID); err != nil {
 					return err
 				}
 				out = append(out, w)

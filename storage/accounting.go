@@ -9,14 +9,14 @@ import (
 // The monitors' accounting: per booking aggregates, one compact sample per
 // GPU per minute (kept a day), and per user GPU time used with no booking.
 var (
-	bucketUsage    = []byte("usage")    // Usage by booking id
-	bucketSamples  = []byte("samples")  // GPUMinute by minute, then device UUID
-	bucketUnbooked = []byte("unbooked") // UnbookedUse by day, then uid
+	bucketBookingUsage = []byte("booking-usage") // BookingUsage by booking id
+	bucketSamples      = []byte("samples")       // GPUMinute by minute, then device UUID
+	bucketUnbooked     = []byte("unbooked")      // UnbookedUse by day, then uid
 )
 
-// Usage is what monitors measured of one booking, and where it stands on
+// BookingUsage is what monitors measured of one booking, and where it stands on
 // the idle reclaim ladder. Monitors write it at most once a minute.
-type Usage struct {
+type BookingUsage struct {
 	Partition uint64 `json:"partition"`
 	// Through is the end of the last minute accounted: a minute is
 	// accounted once, however many monitors watched it.
@@ -64,11 +64,12 @@ type UnbookedUse struct {
 	GPUTime time.Duration `json:"gpu_time"`
 }
 
-// Usage returns the booking's usage; ok is false when none was recorded.
-func (tx *Tx) Usage(id uint64) (u Usage, ok bool, err error) {
-	v, err := tx.get(bucketUsage, key(id))
+// BookingUsage returns the booking's usage; ok is false when none was
+// recorded.
+func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
+	v, err := tx.get(bucketBookingUsage, key(id))
 	if err != nil || v == nil {
-		return Usage{Partition: id}, false, err
+		return BookingUsage{Partition: id}, false, err
 	}
 	if err := decode(v, &u); err != nil {
 		return u, false, fmt.Errorf("usage of %d: %w", id, err)
@@ -76,19 +77,19 @@ func (tx *Tx) Usage(id uint64) (u Usage, ok bool, err error) {
 	return u, true, nil
 }
 
-// PutUsage stores a booking's usage.
-func (tx *Tx) PutUsage(u Usage) error {
+// PutBookingUsage stores a booking's usage.
+func (tx *Tx) PutBookingUsage(u BookingUsage) error {
 	raw, err := tx.writable("put usage")
 	if err != nil {
 		return err
 	}
-	return put(raw, bucketUsage, key(u.Partition), u)
+	return put(raw, bucketBookingUsage, key(u.Partition), u)
 }
 
-// Usages returns every booking's usage by id.
-func (tx *Tx) Usages() (map[uint64]Usage, error) {
-	out := map[uint64]Usage{}
-	err := each(tx, bucketUsage, func(_ []byte, u Usage) error {
+// BookingUsages returns every booking's usage by id.
+func (tx *Tx) BookingUsages() (map[uint64]BookingUsage, error) {
+	out := map[uint64]BookingUsage{}
+	err := each(tx, bucketBookingUsage, func(_ []byte, u BookingUsage) error {
 		out[u.Partition] = u
 		return nil
 	})

@@ -17,7 +17,7 @@ func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 	db, err := bolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(btx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketUsage, bucketSamples, bucketUnbooked} {
+		for _, b := range [][]byte{bucketBookingUsage, bucketSamples, bucketUnbooked} {
 			if err := btx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -29,7 +29,7 @@ func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
 
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutUsage(Usage{Partition: 1, Idle: time.Minute}) }))
+	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(BookingUsage{Partition: 1, Idle: time.Minute}) }))
 	d, err = l.Diagnose()
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
@@ -39,21 +39,21 @@ func TestUsageRoundTrip(t *testing.T) {
 	l := newLedger(t)
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, l.View(func(tx *Tx) error {
-		u, ok, err := tx.Usage(7)
+		u, ok, err := tx.BookingUsage(7)
 		require.False(t, ok)
-		require.Equal(t, Usage{Partition: 7}, u)
+		require.Equal(t, BookingUsage{Partition: 7}, u)
 		return err
 	}))
-	want := Usage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
+	want := BookingUsage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
 		IdleFor: 50 * time.Minute, Warnings: 1, WarnedAt: at, HeldUntil: at.Add(time.Hour), HoldReason: "tokenizing", Holds: 1}
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutUsage(want) }))
+	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(want) }))
 	require.NoError(t, l.View(func(tx *Tx) error {
-		got, ok, err := tx.Usage(7)
+		got, ok, err := tx.BookingUsage(7)
 		require.True(t, ok)
 		require.Equal(t, want, got)
-		all, err2 := tx.Usages()
+		all, err2 := tx.BookingUsages()
 		require.NoError(t, err2)
-		require.Equal(t, map[uint64]Usage{7: want}, all)
+		require.Equal(t, map[uint64]BookingUsage{7: want}, all)
 		return err
 	}))
 }
@@ -130,8 +130,8 @@ func TestUnbookedUse(t *testing.T) {
 // Repair keeps what monitors measured of each booking, holds included.
 func TestRepairKeepsUsage(t *testing.T) {
 	l, _ := ledgerWith(t, 5)
-	want := Usage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutUsage(want) }))
+	want := BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
+	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(want) }))
 	for name, damage := range map[string]func([]byte){
 		// bbolt cannot open the file: every record is read from its pages.
 		"both meta pages": func(b []byte) {
@@ -153,7 +153,7 @@ func TestRepairKeepsUsage(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, r.After.Healthy, "%v", r.After.Problems)
 			require.NoError(t, broken.View(func(tx *Tx) error {
-				got, ok, err := tx.Usage(2)
+				got, ok, err := tx.BookingUsage(2)
 				require.True(t, ok)
 				require.Equal(t, want.HoldReason, got.HoldReason)
 				require.Equal(t, want.Idle, got.Idle)

@@ -55,7 +55,7 @@ var (
 	// came later, and a ledger last written before them lacks them until
 	// its next write.
 	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
-	knownBuckets    = append(slices.Clone(requiredBuckets), bucketUsage, bucketSamples, bucketUnbooked)
+	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked)
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")

@@ -41,7 +41,7 @@ type salvage struct {
 	parts     map[uint64]Partition
 	events    map[uint64]Event
 	claims    map[string]Claim
-	usage     map[uint64]Usage
+	usage     map[uint64]BookingUsage
 	policy    *Policy
 	inventory *Inventory
 	partSeq   uint64
@@ -50,7 +50,7 @@ type salvage struct {
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]Usage{}}
+	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{}}
 }
 
 // Repair rebuilds a damaged ledger from what can be read of it. It saves
@@ -216,8 +216,8 @@ func readTree(path string, into *salvage) int {
 				into.events[e.Seq] = e
 				return true
 			}, &into.eventSeq)
-			n += readBucket(btx.Bucket(bucketUsage), "usage", into, func(k, v []byte) bool {
-				var u Usage
+			n += readBucket(btx.Bucket(bucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
+				var u BookingUsage
 				if len(k) != 8 || decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
 					return false
 				}
@@ -412,7 +412,7 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 			}
 		}
 		for _, u := range s.usage {
-			if err := tx.PutUsage(u); err != nil {
+			if err := tx.PutBookingUsage(u); err != nil {
 				return err
 			}
 		}
@@ -602,7 +602,7 @@ func (s *salvage) classify(k, v []byte) {
 			s.events[e.Seq] = e
 		}
 	case len(k) == 8 && has("partition", "through"):
-		var u Usage
+		var u BookingUsage
 		if json.Unmarshal(v, &u) == nil && u.Partition == binary.BigEndian.Uint64(k) {
 			if old, ok := s.usage[u.Partition]; !ok || u.Through.After(old.Through) {
 				s.usage[u.Partition] = u
