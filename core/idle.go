@@ -50,8 +50,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 			return nil, err
 		}
 	}
-	p.State, p.Ended, p.Expires = storage.Expired, now, now
-	if err := tx.PutPartition(p); err != nil {
+	if err := reclaim(tx, p, now); err != nil {
 		return nil, err
 	}
 	u.Reclaimed = now
@@ -63,6 +62,14 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		Detail: fmt.Sprintf("released after %s idle on GPU %d (%s); its processes are handled as at expiry (%s)",
 			FormatDuration(u.IdleFor.Truncate(time.Minute)), p.Device, why, pol.Expiry)}
 	return []Act{a}, m.record(tx, a)
+}
+
+// reclaim ends a booking early, as if its deadline were now: its
+// processes are then handled as at expiry, and one started after now is
+// no longer its.
+func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
+	p.State, p.Ended, p.Expires = storage.Expired, now, now
+	return tx.PutPartition(p)
 }
 
 // reclaimWhen says what happens at the end of the ladder, in left.

@@ -45,6 +45,32 @@ func TestRunWarnsTerminatesKills(t *testing.T) {
 	require.False(t, p.LiveAt(time.Now()))
 }
 
+// A booking reclaimed for sitting idle ends its command as its deadline
+// would: SIGTERM now, and the expiry status.
+func TestRunStopsWhenReclaimed(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	o := runOpts("sleep", "60")
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.WarnSignal = 0
+	go func() {
+		for {
+			time.Sleep(100 * time.Millisecond)
+			parts, err := c.List(false)
+			if err != nil || len(parts) == 0 {
+				continue
+			}
+			_ = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+			return
+		}
+	}()
+	start := time.Now()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.True(t, res.Expired)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
 // A command that ends by itself passes on its status and its booking is
 // released at once.
 func TestRunReleasesAndPassesStatus(t *testing.T) {
