@@ -92,9 +92,9 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 		}
 		g.memPeak = max(g.memPeak, d.MemoryUsed)
 	}
+	work := activity(s, atts)
 	for _, p := range parts {
-		g := w.gpus[p.Device]
-		if g == nil || !p.LiveAt(now) {
+		if w.gpus[p.Device] == nil || !p.LiveAt(now) {
 			continue
 		}
 		b := w.books[p.ID]
@@ -103,10 +103,12 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 			w.books[p.ID] = b
 		}
 		b.samples++
-		r := activity(p.ID, p.Device, s, atts)
-		if r.procs > 0 {
-			b.withProcs++
+		r, ok := work[p.ID]
+		if !ok {
+			b.known++ // no process: no work, for certain
+			continue
 		}
+		b.withProcs++
 		b.memPeak = max(b.memPeak, r.memory)
 		if r.known {
 			b.activitySum += r.sm
@@ -131,22 +133,27 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 
 // reading is one booking's GPU work in one sample.
 type reading struct {
+	device int
 	procs  int
 	sm     int // percent of the GPU, 0..100
 	known  bool
 	memory uint64
 }
 
-// activity is the SM activity of a booking's processes in one sample: NVML's
-// per-process utilization summed, and the device's utilization too where
-// the booking's processes are the GPU's only ones (as when it holds the
-// whole GPU). Not known when a process's figure is missing and the device's
-// cannot stand in for it.
-func activity(id uint64, device int, s gpu.Sample, atts []Attribution) reading {
-	r := reading{known: true}
+// activity is the SM activity of each booking with processes in one
+// sample: NVML's per-process utilization summed, and the device's
+// utilization too where the booking's processes are the GPU's only ones (as
+// when it holds the whole GPU). Not known when a process's figure is
+// missing and the device's cannot stand in for it.
+func activity(s gpu.Sample, atts []Attribution) map[uint64]reading {
+	out := map[uint64]reading{}
 	for _, a := range atts {
-		if a.Partition != id || (a.Verdict != Booked && a.Verdict != OverBudget) {
+		if a.Verdict != Booked && a.Verdict != OverBudget {
 			continue
+		}
+		r, ok := out[a.Partition]
+		if !ok {
+			r = reading{device: a.Device, known: true}
 		}
 		r.procs++
 		r.memory += a.MemoryUsed
@@ -155,14 +162,18 @@ func activity(id uint64, device int, s gpu.Sample, atts []Attribution) reading {
 		} else {
 			r.sm += a.SM
 		}
+		out[a.Partition] = r
 	}
-	for _, d := range s.Devices {
-		if d.Index == device && r.procs > 0 && r.procs == len(d.Processes) && d.Util != gpu.NA {
-			r.sm, r.known = max(r.sm, d.Util), true
+	for id, r := range out {
+		for _, d := range s.Devices {
+			if d.Index == r.device && r.procs == len(d.Processes) && d.Util != gpu.NA {
+				r.sm, r.known = max(r.sm, d.Util), true
+			}
 		}
+		r.sm = min(r.sm, 100)
+		out[id] = r
 	}
-	r.sm = min(r.sm, 100)
-	return r
+	return out
 }
 
 // minuteVerdict is what a window says of one booking.

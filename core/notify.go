@@ -131,6 +131,9 @@ func (n *notifier) events(tx *storage.Tx, now time.Time) ([]storage.Event, error
 // it may make that no monitor has claimed.
 func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 	n.mine, n.want, n.upto = nil, nil, n.seen
+	if len(s.events) == 0 || s.events[len(s.events)-1].Seq <= n.seen {
+		return // nothing new: the common tick
+	}
 	owners := map[uint64]storage.Partition{}
 	for _, p := range s.parts {
 		owners[p.ID] = p
