@@ -34,16 +34,15 @@ type window struct {
 }
 
 type gpuWindow struct {
-	dev             gpu.Device
-	samples         int
-	utilSum, utilN  int
-	memPeak         uint64
-	hasUnbookedWork bool
+	dev            gpu.Device
+	samples        int
+	utilSum, utilN int
+	memPeak        uint64
 }
 
 // bookingWindow is one booking's samples: how many were taken while it was
-// live, how many saw its processes, and the sum of its SM activity over
-// the samples where that was known.
+// live, how many saw its processes, the sum of its SM activity over the
+// samples where that was known, and how many could not tell (dark).
 type bookingWindow struct {
 	device                   int
 	samples, withProcs       int
@@ -94,7 +93,10 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 	}
 	work := activity(s, atts)
 	for _, p := range parts {
-		if w.gpus[p.Device] == nil || !p.LiveAt(now) {
+		// Only bookings of the GPUs this monitor samples: on a ledger many
+		// hosts share, GPU 0 of another host is another GPU.
+		g := w.gpus[p.Device]
+		if g == nil || (p.DeviceUUID != "" && p.DeviceUUID != g.dev.UUID) || !p.LiveAt(now) {
 			continue
 		}
 		b := w.books[p.ID]

@@ -487,3 +487,22 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 	require.InDelta(t, (3 * time.Minute / 2).Seconds(), byUID[2001].Seconds(), 60)
 	require.Contains(t, byUID, 2003)
 }
+
+// On a ledger several hosts share, a booking of another host's GPU 3 is
+// not this monitor's to judge, however idle this host's GPU 3 is.
+func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(false)
+	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+		p, err := tx.Partition(id)
+		if err != nil {
+			return err
+		}
+		p.DeviceUUID = "GPU-of-another-host"
+		return tx.PutPartition(&p)
+	}))
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, storage.BookingUsage{Partition: id}, r.usage(id))
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+}
