@@ -101,7 +101,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Bookin
 	if reason == "" {
 		return storage.BookingUsage{}, fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
 	}
-	if oneLine(reason) != reason {
+	if Printable(reason) != reason {
 		return storage.BookingUsage{}, inputErr("the reason %q holds control characters; say it in plain words", reason)
 	}
 	if d < time.Second {

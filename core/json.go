@@ -21,6 +21,8 @@ type PartitionJSON struct {
 	Expires          time.Time     `json:"expires"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
+	// GPUGone: the booking's GPU is no longer in the machine's inventory.
+	GPUGone bool `json:"gpu_gone,omitempty"`
 	// Idle says monitors see the booking doing no GPU work now, for
 	// IdleSeconds; Usage is what they measured of it all along.
 	Idle        bool       `json:"idle"`
@@ -56,10 +58,11 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 	}
 }
 
-// JSON is the booking in its script-facing form with what monitors
-// measured of it, as seen at now.
+// JSON is the booking in its script-facing form with what is known of it
+// beside its record (its GPU gone, what monitors measured), as seen at now.
 func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
 	j := JSON(p.Partition, now, warnLead)
+	j.GPUGone = p.GPUGone
 	idle := IdleFor(p.Partition, p.Usage, now)
 	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
 	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -303,17 +302,4 @@ func postOnce(client *http.Client, url string, body []byte) error {
 		return &refusal{status: resp.StatusCode}
 	}
 	return nil
-}
-
-// oneLine makes text safe to write to a terminal: control characters
-// (escape sequences, carriage returns, bells) and invisible formatting
-// become '?', so a booking's reason or a user name cannot drive the
-// terminal it lands on.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x200b && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -37,6 +38,7 @@ func DefaultPolicy() Policy {
 		Grace:      30 * time.Second,
 		WarnLead:   5 * time.Minute,
 		MaxLength:  7 * 24 * time.Hour,
+		Admit:      AdmitBooked,
 		// The ladder is off until root turns it on, with these ready.
 		Reclaim:   ReclaimOff,
 		Idle:      2 * time.Hour,
@@ -51,6 +53,9 @@ func policyIn(tx *storage.Tx) (Policy, error) {
 	p, ok, err := tx.Policy()
 	if err != nil || !ok {
 		return DefaultPolicy(), err
+	}
+	if p.Admit == "" {
+		p.Admit = AdmitBooked // stored before admission could be physical
 	}
 	return withLadder(p), nil
 }
@@ -101,9 +106,10 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 
 // ApplyPolicy returns p with each "key=value" setting applied. Keys: expiry
 // (terminate|notify), overbudget and unbooked (off|warn|terminate), grace,
-// warn (the lead before the end), max (the longest booking), and the idle
-// ladder: reclaim (off|when-waiting|always), idle, idle-warn (a list),
-// idle-sm, idle-start, hold-max and notify-url (a URL, or off).
+// warn (the lead before the end), max (the longest booking), admit
+// (booked|physical), and the idle ladder: reclaim (off|when-waiting|always),
+// idle, idle-warn (a list), idle-sm, idle-start, hold-max and notify-url (a
+// URL, or off).
 func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 	if len(settings) == 0 {
 		return p, inputErr("no settings given (e.g. expiry=terminate overbudget=warn grace=30s)")
@@ -131,6 +137,8 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 			p.WarnLead, err = policyDuration(k, v, 0)
 		case "max", "max-length", "max_length":
 			p.MaxLength, err = policyDuration(k, v, time.Minute)
+		case "admit":
+			p.Admit, err = oneOf(k, v, AdmitBooked, AdmitPhysical)
 		case "reclaim":
 			p.Reclaim, err = oneOf(k, v, ReclaimOff, ReclaimWhenWaiting, ReclaimAlways)
 			if p.Reclaim == ReclaimWhenWaiting {
@@ -149,7 +157,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		case "notify-url", "notify_url":
 			p.NotifyURL, err = notifyURL(raw)
 		default:
-			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max, reclaim, idle, idle-warn, idle-sm, idle-start, hold-max, notify-url)", k)
+			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max, admit, reclaim, idle, idle-warn, idle-sm, idle-start, hold-max, notify-url)", k)
 		}
 		if err != nil {
 			return p, err
@@ -250,9 +258,9 @@ func FormatPolicy(p Policy) string {
 		}
 		warn = strings.Join(steps, ",")
 	}
-	s := fmt.Sprintf("expiry=%s overbudget=%s unbooked=%s grace=%s warn=%s max=%s reclaim=%s idle=%s idle-warn=%s idle-sm=%d%% idle-start=%s hold-max=%s",
+	s := fmt.Sprintf("expiry=%s overbudget=%s unbooked=%s grace=%s warn=%s max=%s admit=%s reclaim=%s idle=%s idle-warn=%s idle-sm=%d%% idle-start=%s hold-max=%s",
 		p.Expiry, p.OverBudget, p.Unbooked, FormatDuration(p.Grace), FormatDuration(p.WarnLead), FormatDuration(p.MaxLength),
-		p.Reclaim, FormatDuration(p.Idle), warn, p.IdleSM, FormatDuration(p.IdleStart), FormatDuration(p.HoldMax))
+		cmp.Or(p.Admit, AdmitBooked), p.Reclaim, FormatDuration(p.Idle), warn, p.IdleSM, FormatDuration(p.IdleStart), FormatDuration(p.HoldMax))
 	if p.NotifyURL != "" {
 		s += " notify-url=" + p.NotifyURL
 	}

@@ -82,7 +82,7 @@ func tellTerminals(utmp string, uid int, user, text string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read logins: %w", err)
 	}
-	msg := []byte("\r\n\a" + oneLine(text) + "\r\n")
+	msg := []byte("\r\n\a" + Printable(text) + "\r\n")
 	told := 0
 	seen := map[string]bool{}
 	for _, l := range logins {

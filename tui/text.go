@@ -3,11 +3,18 @@ package tui
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
 )
+
+// Printable is core.Printable: every string another user controls passes
+// through it before it reaches a terminal.
+func Printable(s string) string { return core.Printable(s) }
 
 // WriteBookings prints bookings as a plain table for `chronos list`: no
 // colour, one line each, columns aligned, so it reads well and greps well.
@@ -17,15 +24,15 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE\tIDLE")
+	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tIDLE\tSTATE")
 	for _, p := range parts {
 		left := "-"
 		if p.LiveAt(now) {
 			left = Countdown(p.Expires.Sub(now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, Printable(p.User), p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead), core.FormatIdle(p.Partition, p.Usage, now))
+			p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), p.Status(now, warnLead))
 	}
 	return tw.Flush()
 }
@@ -51,14 +58,19 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		label = "SIMULATED GPUs (no NVIDIA driver in use)"
 	}
 	fmt.Fprintf(w, "Backend: %s   Mode: %s   %s\n", label, st.Mode, st.Sample.Time.Local().Format("15:04:05"))
+	containers := anyInContainer(st.Processes)
 	for _, d := range st.Sample.Devices {
 		booked := st.Booked[d.Index]
-		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, d.Name, migLabel(d.MIG))
-		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s free of %s\n", core.FormatBytes(d.MemoryUsed),
-			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), core.FormatBytes(d.MemoryFree), core.FormatBytes(d.MemoryTotal))
+		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, Printable(d.Name), migLabel(d.MIG))
+		free := core.FormatBytes(d.MemoryFree) + " free of " + core.FormatBytes(d.MemoryTotal)
+		if d.MemoryTotal == 0 {
+			free = "size not reported"
+		}
+		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
+			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
 		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
 		for _, n := range d.Notes {
-			fmt.Fprintf(w, "  note    %s\n", n)
+			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		n := 0
@@ -67,10 +79,11 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				continue
 			}
 			if n == 0 {
-				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\tCOMMAND")
+				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.PID, orDash(a.User), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a), a.Command)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a),
+				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
 		if n == 0 {
 			fmt.Fprintln(tw, "  no compute processes")
@@ -79,7 +92,38 @@ func WriteStats(w io.Writer, st core.Stats) error {
 			return err
 		}
 	}
+	// Bookings on a GPU the backend no longer shows stand: say so.
+	booked := slices.Sorted(maps.Keys(st.Booked))
+	for _, dev := range booked {
+		if slices.ContainsFunc(st.Sample.Devices, func(d gpu.DeviceSample) bool { return d.Index == dev }) {
+			continue
+		}
+		b := st.Booked[dev]
+		if _, err := fmt.Fprintf(w, "\nGPU %d  gone: not on this machine now, yet %d live booking(s) hold %s (%s) of it\n",
+			dev, b.Count, core.FormatPercent(b.PPM), core.FormatBytes(b.Bytes)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// anyInContainer reports whether a process runs in a container: only then
+// do tables spend a column on containers.
+func anyInContainer(procs []core.Attribution) bool {
+	for _, a := range procs {
+		if a.Container.InContainer() {
+			return true
+		}
+	}
+	return false
+}
+
+// containerCell is a tab-ended CONTAINER cell when the column is shown.
+func containerCell(shown bool, s string) string {
+	if !shown {
+		return ""
+	}
+	return s + "\t"
 }
 
 func migLabel(mig bool) string {
