@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,11 +23,7 @@ warnings start over from the first.`,
 		Example: `  chronos hold 7 2h --reason "preprocessing on CPU"`,
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			id, err := core.ParseID(a[0])
-			if err != nil {
-				return err
-			}
-			d, err := core.ParseDuration(a[1])
+			id, d, err := idAndDuration(a)
 			if err != nil {
 				return err
 			}
@@ -39,10 +36,20 @@ warnings start over from the first.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Held %d until %s: it will not be reclaimed for being idle before then.\n",
-				id, u.HeldUntil.Local().Format("Mon Jan 2 15:04:05"))
+				id, core.FormatTime(u.HeldUntil, c.Now()))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the booking sits idle (required; it goes in the audit trail)")
 	return cmd
+}
+
+// idAndDuration reads the ID DURATION arguments of extend and hold.
+func idAndDuration(a []string) (uint64, time.Duration, error) {
+	id, err := core.ParseID(a[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := core.ParseDuration(a[1])
+	return id, d, err
 }

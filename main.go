@@ -329,11 +329,7 @@ func extendCmd(g *globals) *cobra.Command {
 		Example: "  chronos extend 7 30m",
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			id, err := core.ParseID(a[0])
-			if err != nil {
-				return err
-			}
-			d, err := core.ParseDuration(a[1])
+			id, d, err := idAndDuration(a)
 			if err != nil {
 				return err
 			}

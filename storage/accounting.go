@@ -149,21 +149,11 @@ func (tx *Tx) DropGPUMinutes(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	var old [][]byte
 	end := unixSeconds(cutoff)
-	err = tx.scan(bucketSamples, nil, false, func(k, _ []byte) (bool, error) {
-		if len(k) >= 8 && binary.BigEndian.Uint64(k) >= end {
-			return false, nil
-		}
-		old = append(old, append([]byte(nil), k...))
-		return true, nil
+	return deleteWhere(tx, raw, bucketSamples, func(k, _ []byte) (bool, bool) {
+		old := len(k) < 8 || binary.BigEndian.Uint64(k) < end
+		return old, old
 	})
-	for _, k := range old {
-		if err == nil {
-			err = raw.Delete(bucketSamples, k)
-		}
-	}
-	return err
 }
 
 func dayKey(day time.Time, uid int) []byte {

@@ -555,17 +555,27 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	var old [][]byte
-	err = tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+	return deleteWhere(tx, raw, bucketClaims, func(_, v []byte) (bool, bool) {
 		var c Claim
-		if decode(v, &c) != nil || c.At.Before(cutoff) {
+		return decode(v, &c) != nil || c.At.Before(cutoff), true
+	})
+}
+
+// deleteWhere deletes the keys of bucket that drop picks, scanning in key
+// order until it says no more; keys are collected first, since a scan may
+// not delete as it goes.
+func deleteWhere(tx *Tx, raw RawTx, bucket []byte, drop func(k, v []byte) (del, more bool)) error {
+	var old [][]byte
+	err := tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+		del, more := drop(k, v)
+		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return true, nil
+		return more, nil
 	})
 	for _, k := range old {
 		if err == nil {
-			err = raw.Delete(bucketClaims, k)
+			err = raw.Delete(bucket, k)
 		}
 	}
 	return err
