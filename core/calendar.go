@@ -112,20 +112,6 @@ func (c calendar) gpuSeconds(uid int, from, to time.Time) float64 {
 	return sum
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
 // ask is one request weighed against the calendar on one device.
 type ask struct {
 	device int

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +25,13 @@ const (
 	ActTerminate = "terminate"
 )
 
+// When idle bookings are reclaimed (Policy.Reclaim).
+const (
+	ReclaimOff         = "off"
+	ReclaimWhenWaiting = "when-waiting"
+	ReclaimAlways      = "always"
+)
+
 // DefaultPolicy applies until root stores one with `chronos policy set`.
 // Quotas are off by default: turning one on is the admin's choice, never a
 // surprise refusal after an upgrade.
@@ -35,10 +44,17 @@ func DefaultPolicy() Policy {
 		WarnLead:   5 * time.Minute,
 		MaxLength:  7 * 24 * time.Hour,
 		Admit:      AdmitBooked,
-		Ahead:      14 * 24 * time.Hour,
-		HalfLife:   7 * 24 * time.Hour,
-		AgeWeight:  1,
-		MaxAge:     24 * time.Hour,
+		// The ladder is off until root turns it on, with these ready.
+		Reclaim:   ReclaimOff,
+		Idle:      2 * time.Hour,
+		IdleWarn:  []time.Duration{time.Hour, time.Hour + 45*time.Minute},
+		IdleSM:    5,
+		IdleStart: 15 * time.Minute,
+		HoldMax:   4 * time.Hour,
+		Ahead:     14 * 24 * time.Hour,
+		HalfLife:  7 * 24 * time.Hour,
+		AgeWeight: 1,
+		MaxAge:    24 * time.Hour,
 	}
 }
 
@@ -52,6 +68,16 @@ func withDefaults(p Policy) Policy {
 	if p.HalfLife == 0 {
 		d := DefaultPolicy()
 		p.Ahead, p.HalfLife, p.AgeWeight, p.MaxAge = d.Ahead, d.HalfLife, d.AgeWeight, d.MaxAge
+	}
+	return withLadder(p)
+}
+
+// withLadder gives a policy stored before the idle ladder existed the
+// ladder's defaults.
+func withLadder(p Policy) Policy {
+	if p.Idle == 0 {
+		d := DefaultPolicy()
+		p.Reclaim, p.Idle, p.IdleWarn, p.IdleSM, p.IdleStart, p.HoldMax = d.Reclaim, d.Idle, d.IdleWarn, d.IdleSM, d.IdleStart, d.HoldMax
 	}
 	return p
 }
@@ -181,15 +207,6 @@ func applyLimits(l *Limits, settings map[string]string) error {
 	return nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // knob is one setting of the policy: its name as typed, what it means,
 // and how it is read and printed. setLimit is set for the knobs that may
 // differ per user or group (for=NAME, for=@GROUP).
@@ -198,6 +215,7 @@ type knob struct {
 	aliases  []string
 	meaning  string
 	show     func(p Policy) string
+	raw      bool                            // the value keeps its case (a URL)
 	set      func(p *Policy, v string) error // nil: only for=
 	setLimit func(l *Limits, v string) error // nil: only for everyone
 }
@@ -240,6 +258,33 @@ var knobs = []knob{
 			p.Admit, err = oneOf("admit", v, AdmitBooked, AdmitPhysical)
 			return
 		}},
+	{key: "reclaim", meaning: "release bookings idle for idle=: off, when-waiting (only when someone waits for the GPU) or always",
+		show: func(p Policy) string { return p.Reclaim },
+		set: func(p *Policy, v string) (err error) {
+			p.Reclaim, err = oneOf("reclaim", v, ReclaimOff, ReclaimWhenWaiting, ReclaimAlways)
+			return
+		}},
+	{key: "idle", meaning: "idle time after which a booking is reclaimed",
+		show: func(p Policy) string { return FormatDuration(p.Idle) },
+		set:  func(p *Policy, v string) (err error) { p.Idle, err = policyDuration("idle", v, time.Minute); return }},
+	{key: "idle-warn", aliases: []string{"idle_warn"}, meaning: "when an idle booking's owner is warned first (a list; none: never)",
+		show: func(p Policy) string { return formatDurations(p.IdleWarn) },
+		set:  func(p *Policy, v string) (err error) { p.IdleWarn, err = policyDurations("idle-warn", v); return }},
+	{key: "idle-sm", aliases: []string{"idle_sm"}, meaning: "mean SM activity under which a minute counts as idle",
+		show: func(p Policy) string { return fmt.Sprintf("%d%%", p.IdleSM) },
+		set:  func(p *Policy, v string) (err error) { p.IdleSM, err = ParseCompute(v); return }},
+	{key: "idle-start", aliases: []string{"idle_start"}, meaning: "a booking with no GPU process yet is not idle before this",
+		show: func(p Policy) string { return FormatDuration(p.IdleStart) },
+		set:  func(p *Policy, v string) (err error) { p.IdleStart, err = policyDuration("idle-start", v, 0); return }},
+	{key: "hold-max", aliases: []string{"hold_max"}, meaning: "longest 'chronos hold'",
+		show: func(p Policy) string { return FormatDuration(p.HoldMax) },
+		set: func(p *Policy, v string) (err error) {
+			p.HoldMax, err = policyDuration("hold-max", v, time.Minute)
+			return
+		}},
+	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook that gets every notice (off: none)",
+		show: func(p Policy) string { return cmp.Or(p.NotifyURL, ActOff) },
+		set:  func(p *Policy, v string) (err error) { p.NotifyURL, err = notifyURL(v); return }},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking",
 		show:     func(p Policy) string { return formatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
@@ -323,10 +368,14 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		if !ok {
 			return p, inputErr("unknown policy key %q (%s)", k, knobKeys(func(knob) bool { return true }))
 		}
-		list = append(list, setting{kn.key, strings.ToLower(v)})
+		if !kn.raw {
+			v = strings.ToLower(v)
+		}
+		list = append(list, setting{kn.key, v})
 	}
 	p = withDefaults(p)
 	p.Overrides = slices.Clone(p.Overrides)
+	p.IdleWarn = slices.Clone(p.IdleWarn)
 	if target != "" {
 		i := slices.IndexFunc(p.Overrides, func(o storage.Override) bool { return o.For == target })
 		if i < 0 {
@@ -378,7 +427,74 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		}
 		p.UserGPUs, p.UserHours, p.HoursWindow, p.Ahead, p.MaxLength = l.UserGPUs, l.UserHours, l.HoursWindow, l.Ahead, l.MaxLength
 	}
+	for i, w := range p.IdleWarn {
+		if w >= p.Idle {
+			return p, inputErr("idle-warn=%s: every warning must come before idle=%s", FormatDuration(w), FormatDuration(p.Idle))
+		}
+		if i > 0 && w <= p.IdleWarn[i-1] {
+			return p, inputErr("idle-warn: the warnings must come in order (%s after %s)", FormatDuration(w), FormatDuration(p.IdleWarn[i-1]))
+		}
+	}
 	return p, nil
+}
+
+// policyDurations reads a list like "1h,1h45m"; "none" is no warnings.
+func policyDurations(key, v string) ([]time.Duration, error) {
+	if v == "none" || v == ActOff {
+		return nil, nil
+	}
+	var out []time.Duration
+	for _, s := range strings.Split(v, ",") {
+		d, err := policyDuration(key, strings.TrimSpace(s), time.Second)
+		if err != nil {
+			return nil, err
+		}
+		// Whole seconds, as FormatPolicy prints them, so that the order
+		// checked here is the order read back.
+		out = append(out, d.Round(time.Second))
+	}
+	return out, nil
+}
+
+func formatDurations(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	steps := make([]string, len(ds))
+	for i, d := range ds {
+		steps[i] = FormatDuration(d)
+	}
+	return strings.Join(steps, ",")
+}
+
+// notifyURL checks a webhook address; "off" or "none" clears it.
+func notifyURL(v string) (string, error) {
+	if l := strings.ToLower(v); l == ActOff || l == "none" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(v, " \t\n") {
+		return "", inputErr("notify-url=%s: expected an http(s) address like https://hooks.slack.com/services/…, or off", v)
+	}
+	return v, nil
+}
+
+// SplitPolicy splits settings typed as one string ("expiry=notify,grace=5s"
+// or "idle-warn=1h,1h45m idle=2h") at spaces, and at commas that begin
+// another key=value.
+func SplitPolicy(s string) []string {
+	var out []string
+	for _, field := range strings.Fields(s) {
+		parts := strings.Split(field, ",")
+		for i, part := range parts {
+			if i > 0 && !strings.Contains(part, "=") && len(out) > 0 {
+				out[len(out)-1] += "," + part
+				continue
+			}
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 func clone(m map[string]string) map[string]string {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -59,11 +60,13 @@ var (
 	bucketUsage = []byte("usage")
 	bucketHeld  = []byte("held")
 
-	// knownBuckets is the layout: every bucket a ledger may hold. Every
-	// write creates them all; requiredBuckets are those a ledger written
-	// by any chronos of this schema has (the line came later).
-	knownBuckets    = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketRequests, bucketWaiting, bucketUsage, bucketHeld}
-	requiredBuckets = knownBuckets[:5]
+	// requiredBuckets are in every ledger written once; knownBuckets is
+	// the layout: every bucket a ledger may hold. Every write creates them
+	// all; the accounting and the waiting line's came later, and a ledger
+	// last written before them lacks them until its next write.
+	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked,
+		bucketRequests, bucketWaiting, bucketUsage, bucketHeld)
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")

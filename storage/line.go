@@ -227,19 +227,9 @@ func (tx *Tx) DropHeld(uid int, cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	prefix, end := heldKey(uid, time.Unix(0, 0), 0), heldKey(uid, cutoff, 0)
-	var old [][]byte
-	err = tx.scan(bucketHeld, prefix, false, func(k, _ []byte) (bool, error) {
-		if len(k) != 24 || string(k) >= string(end) {
-			return false, nil
-		}
-		old = append(old, append([]byte(nil), k...))
-		return true, nil
+	end := heldKey(uid, cutoff, 0)
+	return deleteWhere(tx, raw, bucketHeld, heldKey(uid, time.Unix(0, 0), 0), func(k, _ []byte) (bool, bool) {
+		old := len(k) == 24 && string(k) < string(end)
+		return old, old
 	})
-	for _, k := range old {
-		if err == nil {
-			err = raw.Delete(bucketHeld, k)
-		}
-	}
-	return err
 }
