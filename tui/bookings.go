@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -107,12 +108,9 @@ func sortBookings(rows []bookingRow, by sortKey) {
 		case byOwner:
 			c = strings.Compare(a.User, b.User)
 		case byDevice:
-			c = a.Device - b.Device
+			c = cmp.Compare(a.Device, b.Device)
 		}
-		if c == 0 {
-			c = int(a.ID) - int(b.ID)
-		}
-		return c
+		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
 	})
 }
 

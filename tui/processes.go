@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -44,17 +45,11 @@ func sortProcesses(rows []processRow, by sortKey) {
 		case byOwner:
 			c = strings.Compare(a.User, b.User)
 		case byID:
-			c = a.PID - b.PID
+			c = cmp.Compare(a.PID, b.PID)
 		case byTimeLeft:
-			c = int(a.Partition) - int(b.Partition)
+			c = cmp.Compare(a.Partition, b.Partition)
 		}
-		if c == 0 {
-			c = a.Device - b.Device
-		}
-		if c == 0 {
-			c = a.PID - b.PID
-		}
-		return c
+		return cmp.Or(c, cmp.Compare(a.Device, b.Device), cmp.Compare(a.PID, b.PID))
 	})
 }
 

@@ -120,7 +120,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		if m.mode == booking {
 			m.mode, m.form = browsing, nil
 		}
-		m.active = 0
+		m.show(m.bookings)
 		m.derive()
 		m.bookings.table.selectID(p.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %d for %s", p.ID, core.FormatPercent(p.SharePPM),
