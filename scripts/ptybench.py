@@ -176,7 +176,7 @@ def measure(name, argv, rows, cols, warmup, seconds, ready):
         break
     os.close(fd)
     if exited or ticks0 is None:
-        return {"name": name, "error": "exited before the measurement ended"}
+        return {"name": name, "error": "exited before the measurement ended (run it by hand to see why)"}
     return {
         "name": name,
         "cpu": (ticks1 - ticks0) / HZ / elapsed * 100,
