@@ -70,12 +70,10 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 		if !live && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
 			continue
 		}
-		row := bookingRow{Partition: p, mine: p.UID == me, live: live,
-			bookedText: core.FormatPercent(p.SharePPM) + " " + core.FormatBytes(p.Bytes), inUseText: "-"}
+		row := bookingRow{Partition: p, mine: p.UID == me, live: live}
 		var commands []string
 		if u := uses[p.ID]; u != nil {
 			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
-			row.inUseText = core.FormatBytes(u.bytes)
 		}
 		if f.mineOnly && !row.mine {
 			continue
@@ -189,8 +187,14 @@ func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() 
 func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
-	c := bookingCells{id: r.ID, user: r.User, device: r.Device, procs: r.procs, mine: r.mine, booked: r.bookedText,
-		inUse: r.inUseText, over: r.inUse > r.Bytes, status: core.Status(r.Partition.Partition, now, t.warnLead), left: "-"}
+	// Only the rows on screen are formatted, each frame: a few dozen, of
+	// maybe thousands.
+	c := bookingCells{id: r.ID, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
+		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
+		status: core.Status(r.Partition.Partition, now, t.warnLead), left: "-"}
+	if r.procs > 0 {
+		c.inUse = core.FormatBytes(r.inUse)
+	}
 	frac := 1.0
 	if r.LiveAt(now) {
 		c.left = timeLeft(r.Expires.Sub(now))

@@ -171,11 +171,7 @@ var namedKeys = map[string]tea.KeyType{
 func press(t testing.TB, m *Model, keys ...string) *Model {
 	t.Helper()
 	for _, k := range keys {
-		msg := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
-		if typ, ok := namedKeys[k]; ok {
-			msg = tea.KeyMsg{Type: typ}
-		}
-		update(t, m, msg)
+		update(t, m, keyMsg(k))
 	}
 	return m
 }
@@ -214,4 +210,12 @@ func collect(cmd tea.Cmd) []tea.Msg {
 		return nil
 	}
 	return []tea.Msg{msg}
+}
+
+// keyMsg is one key as the terminal sends it: by name, or typed text.
+func keyMsg(k string) tea.KeyMsg {
+	if typ, ok := namedKeys[k]; ok {
+		return tea.KeyMsg{Type: typ}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 }

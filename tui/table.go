@@ -150,6 +150,7 @@ type table[R any, C comparable] struct {
 	empty string // what an empty table says
 
 	cur    selection
+	chosen bool // the selection was moved to a row, by a key or the app
 	width  int
 	height int // lines, the header's included
 	cols   columns
@@ -180,12 +181,12 @@ func (t *table[R, C]) setSize(width, height int) {
 	t.cur.clamp(len(t.rows), t.height-1)
 }
 
-// setRows shows new rows, keeping the selection on the same row (by id)
-// when it is still there.
+// setRows shows new rows. A selection moved to a row stays on that row
+// (by id) while it is there; one never moved stays on the first row.
 func (t *table[R, C]) setRows(rows []R) {
 	sel, had := t.selected()
 	t.rows = rows
-	if had {
+	if had && t.chosen {
 		t.selectID(t.id(sel))
 	}
 	t.cur.clamp(len(t.rows), t.height-1)
@@ -203,7 +204,7 @@ func (t *table[R, C]) selected() (R, bool) {
 func (t *table[R, C]) selectID(id uint64) {
 	for i, r := range t.rows {
 		if t.id(r) == id {
-			t.cur.at = i
+			t.cur.at, t.chosen = i, true
 		}
 	}
 	t.cur.clamp(len(t.rows), t.height-1)
@@ -229,6 +230,7 @@ func (t *table[R, C]) update(msg tea.KeyMsg) bool {
 		return false
 	}
 	t.cur.clamp(len(t.rows), t.height-1)
+	t.chosen = true
 	return true
 }
 
