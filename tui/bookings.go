@@ -191,7 +191,7 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	// maybe thousands.
 	c := bookingCells{id: r.ID, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
-		status: core.Status(r.Partition.Partition, now, t.warnLead), left: "-"}
+		status: r.Partition.Status(now, t.warnLead), left: "-"}
 	if r.procs > 0 {
 		c.inUse = core.FormatBytes(r.inUse)
 	}
@@ -217,7 +217,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		mark[1] = '•'
 	}
 	cell := func(i int, text string) string { return cols.cell(i, text) }
-	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, c.user),
+	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
 		cell(bkLeft, c.left), cell(bkState, string(c.status)), cell(bkInUse, c.inUse)
 	barW := cols.widths[bkElapsed]
 	if selected || c.status.Ended() {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // field is one line of the booking form.
@@ -34,9 +32,9 @@ type formKeys struct {
 
 // bookingForm asks for a new booking. It checks what it can before asking
 // the ledger (each mistake explained next to the form, which stays open);
-// the ledger's own refusals come back the same way. Next to each GPU's
-// bookable share it shows the memory physically free there, from the last
-// reading, and warns when a booking asks for more than that.
+// the ledger's own refusals come back the same way. Next to the chosen
+// GPU's bookable share it shows the memory physically free there, and
+// warns when a booking asks for more than that.
 type bookingForm struct {
 	sh      *shared
 	keys    formKeys
@@ -44,8 +42,6 @@ type bookingForm struct {
 	device  int // index into devices
 	focus   field
 	fields  int // fieldFor+1 for root, who may book for others
-	sample  gpu.Sample
-	attrs   []core.Attribution
 
 	memory, duration, forUser textinput.Model
 
@@ -89,7 +85,7 @@ func (f *bookingForm) setReadings(r *readings) {
 	if f.device < len(f.devices) {
 		idx = f.devices[f.device].Device.Index
 	}
-	f.devices, f.device, f.sample, f.attrs = r.avail, 0, r.sample, r.attrs
+	f.devices, f.device = r.avail, 0
 	for i, a := range f.devices {
 		if a.Device.Index == idx {
 			f.device = i
@@ -222,67 +218,28 @@ func (f *bookingForm) failed(err error) {
 	f.busy, f.err = false, err.Error()
 }
 
-// physical is what the last reading says of a GPU's memory: free, and
-// who holds what is in use. ok is false before a reading of that GPU.
-func (f *bookingForm) physical(index int) (free uint64, holders string, ok bool) {
-	i := slices.IndexFunc(f.sample.Devices, func(d gpu.DeviceSample) bool { return d.Index == index })
-	if i < 0 {
-		return 0, "", false
-	}
-	type holder struct {
-		user   string
-		bytes  uint64
-		booked bool
-	}
-	var hs []holder
-	for _, a := range f.attrs {
-		if a.Device != index {
-			continue
-		}
-		booked := a.Verdict != core.Unbooked
-		j := slices.IndexFunc(hs, func(h holder) bool { return h.user == a.User && h.booked == booked })
-		if j < 0 {
-			hs, j = append(hs, holder{user: orDash(a.User), booked: booked}), len(hs)
-		}
-		hs[j].bytes += a.MemoryUsed
-	}
-	slices.SortStableFunc(hs, func(a, b holder) int { return cmp.Compare(b.bytes, a.bytes) })
-	var names []string
-	for _, h := range hs {
-		s := h.user + " " + core.FormatBytes(h.bytes)
-		if !h.booked {
-			s += " unbooked"
-		}
-		names = append(names, s)
-	}
-	return f.sample.Devices[i].MemoryFree, strings.Join(names, ", "), true
-}
-
-// warning says when the memory asked for is more than is physically free:
-// the ledger admits by booked shares, so it would book it, and the person
-// should know who holds the rest.
+// warning says when the memory asked for is more than is physically free
+// on the chosen GPU, and who holds the rest, in the words `chronos create`
+// uses: the ledger admits by booked shares and would book it. What is
+// physically free comes from the last reading a monitor (this app's among
+// them) stored in the ledger.
 func (f *bookingForm) warning() string {
 	if len(f.devices) == 0 {
 		return ""
 	}
 	a := f.devices[f.device]
 	mem, err := core.ParseMemory(f.memory.Value())
-	free, holders, ok := f.physical(a.Device.Index)
-	if err != nil || !ok {
+	if err != nil {
 		return ""
 	}
-	want := mem.Bytes
-	if want == 0 {
-		want = uint64(float64(asked(mem, a)) / 1e6 * float64(a.Device.MemoryTotal))
+	bytes := mem.Bytes
+	if bytes == 0 {
+		bytes = uint64(float64(asked(mem, a)) / 1e6 * float64(a.Device.MemoryTotal))
 	}
-	if want <= free {
-		return ""
+	if w := a.Warning(bytes); w != "" {
+		return "⚠ " + Printable(w)
 	}
-	msg := fmt.Sprintf("⚠ only %s of GPU %d is physically free", core.FormatBytes(free), a.Device.Index)
-	if holders != "" {
-		msg += "; in use: " + holders
-	}
-	return msg
+	return ""
 }
 
 func (f *bookingForm) ShortHelp() []key.Binding {
@@ -321,11 +278,7 @@ func (f *bookingForm) view(width int) string {
 	if len(f.devices) > 0 {
 		a := f.devices[f.device]
 		// Most telling first: a narrow form cuts the end.
-		detail := fmt.Sprintf("%s (%s) bookable", core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes))
-		if free, _, ok := f.physical(a.Device.Index); ok {
-			detail += fmt.Sprintf(" · %s physically free", core.FormatBytes(free))
-		}
-		detail += fmt.Sprintf(" · %d booking(s) · %s", a.Bookings, a.Device.Name)
+		detail := fmt.Sprintf("%s · %d booking(s) · %s", a.Room(), a.Bookings, Printable(a.Device.Name))
 		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(detail), inner))
 	}
 	lines = append(lines, cut(label(fieldMemory, "Memory")+input(&f.memory)+st.Faint.Render("a percent, fraction or size"), inner))

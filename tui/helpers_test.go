@@ -76,6 +76,13 @@ func (s *countingStore) View(fn func(*storage.Tx) error) error {
 	return s.Store.View(fn)
 }
 
+// Private is the ledger's own answer: core keeps simulated GPUs' inventory
+// only in a ledger private to its user.
+func (s *countingStore) Private() bool {
+	p, ok := s.Store.(interface{ Private() bool })
+	return ok && p.Private()
+}
+
 func newWorld(t testing.TB, gpus int) *world {
 	w := &world{t: t, clock: &clock{t: t0}}
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: gpus, Now: w.clock.Now})

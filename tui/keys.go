@@ -126,14 +126,14 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 		verb = "release"
 	}
 	if r.UID != m.sh.me.UID && !m.sh.me.Root() {
-		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", core.ErrNotOwner, r.ID, r.User, verb)
+		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", core.ErrNotOwner, r.ID, Printable(r.User), verb)
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.target = r
 	if release {
 		m.mode = releasing
 		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %d)? y releases, any other key keeps it ",
-			r.ID, r.User, core.FormatPercent(r.SharePPM), r.Device))
+			r.ID, Printable(r.User), core.FormatPercent(r.SharePPM), r.Device))
 		return nil
 	}
 	m.mode = extending

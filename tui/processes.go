@@ -54,11 +54,15 @@ func sortProcesses(rows []processRow, by sortKey) {
 }
 
 // verdictText says what a process counts against, in the words both the
-// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7" or
-// "UNBOOKED".
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
+// "UNBOOKED", or "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking.
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:
+		if a.Claimed != 0 {
+			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
+		}
 		return "UNBOOKED"
 	case core.OverBudget:
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
@@ -69,6 +73,7 @@ func verdictText(a core.Attribution) string {
 }
 
 // The processes table's columns; the command takes what is left.
+// CONTAINER shows only while a process runs in a container.
 const (
 	prMark = iota
 	prPID
@@ -77,30 +82,40 @@ const (
 	prMemory
 	prSM
 	prBooking
+	prContainer
 	prCommand
 )
 
 var processColumns = []column{
-	prMark:    {width: markWidth},
-	prPID:     {title: "PID", width: 8, right: true},
-	prUser:    {title: "USER", width: 10},
-	prGPU:     {title: "GPU", width: 3},
-	prMemory:  {title: "MEMORY", width: 10, right: true},
-	prSM:      {title: "SM", width: 4, right: true},
-	prBooking: {title: "BOOKING", width: 15},
-	prCommand: {title: "COMMAND", flex: true},
+	prMark:      {width: markWidth},
+	prPID:       {title: "PID", width: 8, right: true},
+	prUser:      {title: "USER", width: 10},
+	prGPU:       {title: "GPU", width: 3},
+	prMemory:    {title: "MEMORY", width: 10, right: true},
+	prSM:        {title: "SM", width: 4, right: true},
+	prBooking:   {title: "BOOKING", width: 15},
+	prContainer: {title: "CONTAINER", width: 12},
+	prCommand:   {title: "COMMAND", flex: true},
 }
+
+// processColumnsBare are the columns while no process runs in a container.
+var processColumnsBare = func() []column {
+	c := slices.Clone(processColumns)
+	c[prContainer].width = 0
+	return c
+}()
 
 // processCells is everything a processes row shows.
 type processCells struct {
-	pid     int
-	user    string
-	device  int
-	memory  uint64
-	sm      int
-	verdict core.Verdict
-	booking string
-	command string
+	pid       int
+	user      string
+	device    int
+	memory    uint64
+	sm        int
+	verdict   core.Verdict
+	booking   string
+	container string
+	command   string
 }
 
 // processesTab lists every GPU process and what it counts against.
@@ -113,8 +128,9 @@ func newProcessesTab(sh *shared) *processesTab {
 	t.table.init(sh, processColumns, "  No GPU processes to show.")
 	t.table.id = func(r processRow) uint64 { return uint64(r.PID) }
 	t.table.cells = func(r processRow, _ time.Time, _ columns) processCells {
-		return processCells{pid: r.PID, user: orDash(r.User), device: r.Device, memory: r.MemoryUsed, sm: r.SM,
-			verdict: r.Verdict, booking: verdictText(r.Attribution), command: r.Command}
+		return processCells{pid: r.PID, user: orDash(Printable(r.User)), device: r.Device, memory: r.MemoryUsed, sm: r.SM,
+			verdict: r.Verdict, booking: verdictText(r.Attribution), container: orDash(Printable(r.Container.Label())),
+			command: Printable(r.Command)}
 	}
 	t.table.draw = t.draw
 	return t
@@ -123,7 +139,13 @@ func newProcessesTab(sh *shared) *processesTab {
 func (t *processesTab) title() string             { return fmt.Sprintf("Processes (%d)", len(t.table.rows)) }
 func (t *processesTab) setSize(width, height int) { t.table.setSize(width, height) }
 func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
-	t.table.setRows(processRows(r, f, t.table.sh.me.UID))
+	rows := processRows(r, f, t.table.sh.me.UID)
+	specs := processColumnsBare
+	if slices.ContainsFunc(rows, func(r processRow) bool { return r.Container.InContainer() }) {
+		specs = processColumns
+	}
+	t.table.setColumns(specs)
+	t.table.setRows(rows)
 }
 func (t *processesTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
 func (t *processesTab) enable(on bool)              { t.table.enable(on) }
@@ -149,7 +171,8 @@ func (t *processesTab) draw(c processCells, selected bool, cols columns) string 
 		}
 	}
 	line := cols.join(mark, cols.cell(prPID, strconv.Itoa(c.pid)), cols.cell(prUser, c.user), cols.cell(prGPU, strconv.Itoa(c.device)),
-		cols.cell(prMemory, core.FormatBytes(c.memory)), cols.cell(prSM, reading(c.sm, "%d%%")), booking, cols.cell(prCommand, c.command))
+		cols.cell(prMemory, core.FormatBytes(c.memory)), cols.cell(prSM, reading(c.sm, "%d%%")), booking,
+		cols.cell(prContainer, c.container), cols.cell(prCommand, c.command))
 	if selected {
 		return st.Selected.Render(fit(line, t.table.width))
 	}

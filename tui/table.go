@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func layoutColumns(specs []column, width int) columns {
 		}
 		c.widths[i] = s.width
 		fixed += s.width
-		if i > 1 {
+		if i > 1 && s.width > 0 {
 			fixed++ // the space before it
 		}
 	}
@@ -173,12 +174,27 @@ func (t *table[R, C]) init(sh *shared, specs []column, empty string) {
 
 func (t *table[R, C]) setSize(width, height int) {
 	if width != t.width {
-		t.cols = layoutColumns(t.specs, width)
-		t.head = t.sh.styles.TableHeader.Render(cut(t.cols.header(), width))
-		clear(t.drawn)
+		t.width = width
+		t.layout()
 	}
-	t.width, t.height = width, height
+	t.height = height
 	t.cur.clamp(len(t.rows), t.height-1)
+}
+
+// setColumns changes the columns, say to show one only while it has
+// something to say.
+func (t *table[R, C]) setColumns(specs []column) {
+	if !slices.Equal(specs, t.specs) {
+		t.specs = specs
+		t.layout()
+	}
+}
+
+// layout sizes the columns to the width; lines drawn for other widths go.
+func (t *table[R, C]) layout() {
+	t.cols = layoutColumns(t.specs, t.width)
+	t.head = t.sh.styles.TableHeader.Render(cut(t.cols.header(), t.width))
+	clear(t.drawn)
 }
 
 // setRows shows new rows. A selection moved to a row stays on that row

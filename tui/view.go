@@ -48,7 +48,7 @@ func (m *Model) View() string {
 	lines := make([]string, 0, m.height)
 	lines = append(lines, m.headerView(now))
 	if m.opts.Notice != "" {
-		lines = append(lines, cut(st.Notice.Render(m.opts.Notice), m.width))
+		lines = append(lines, cut(st.Notice.Render(Printable(m.opts.Notice)), m.width))
 	}
 	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
 	lines = append(lines, m.tabsView())
@@ -96,7 +96,10 @@ func (m *Model) headerView(now time.Time) string {
 
 func (m *Model) drawHeader(clock string) string {
 	st := &m.sh.styles
-	backend := st.NVML.Render("NVML")
+	backend := ""
+	if m.opts.Backend != nil {
+		backend = st.NVML.Render(strings.ToUpper(m.opts.Backend.Name())) // NVML or DRM
+	}
 	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.data.sample.Simulated {
 		backend = st.Simulated.Render(" SIMULATED GPUs ")
 	}
@@ -162,9 +165,9 @@ func (m *Model) statusView() string {
 	case m.status.text == "":
 		return ""
 	case m.status.isErr:
-		return st.StatusErr.Render("✗ " + m.status.text)
+		return st.StatusErr.Render("✗ " + Printable(m.status.text))
 	default:
-		return st.StatusOK.Render(m.status.text)
+		return st.StatusOK.Render(Printable(m.status.text))
 	}
 }
 
