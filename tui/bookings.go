@@ -75,13 +75,9 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 		if u := uses[p.ID]; u != nil {
 			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
 		}
-		if f.mineOnly && !row.mine {
-			continue
+		if f.keeps(row.mine, append(commands, p.User, "#"+strconv.FormatUint(p.ID, 10))...) {
+			rows = append(rows, row)
 		}
-		if !f.match(append(commands, p.User, "#"+strconv.FormatUint(p.ID, 10))...) {
-			continue
-		}
-		rows = append(rows, row)
 	}
 	sortBookings(rows, f.sortBy)
 	return rows

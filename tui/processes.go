@@ -26,13 +26,9 @@ func processRows(r *readings, f rowFilter, me int) []processRow {
 	var rows []processRow
 	for _, a := range r.attrs {
 		row := processRow{Attribution: a, mine: a.UID == me}
-		if f.mineOnly && !row.mine {
-			continue
+		if f.keeps(row.mine, a.User, a.Command, strconv.Itoa(a.PID), "#"+strconv.FormatUint(a.Partition, 10)) {
+			rows = append(rows, row)
 		}
-		if !f.match(a.User, a.Command, strconv.Itoa(a.PID), "#"+strconv.FormatUint(a.Partition, 10)) {
-			continue
-		}
-		rows = append(rows, row)
 	}
 	sortProcesses(rows, f.sortBy)
 	return rows

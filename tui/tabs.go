@@ -38,6 +38,12 @@ type rowFilter struct {
 	sortBy   sortKey
 }
 
+// keeps reports whether a row passes: the person's own (mine) when only
+// theirs are wanted, and showing the filter's text in one of texts.
+func (f rowFilter) keeps(mine bool, texts ...string) bool {
+	return (mine || !f.mineOnly) && f.match(texts...)
+}
+
 // match reports whether any of the texts contains the filter's text.
 func (f rowFilter) match(texts ...string) bool {
 	want := strings.ToLower(strings.TrimSpace(f.text))
