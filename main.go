@@ -128,6 +128,7 @@ Run it with no command for the terminal app.`,
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
+		holdCmd(g),
 	)
 	return root
 }
@@ -328,11 +329,7 @@ func extendCmd(g *globals) *cobra.Command {
 		Example: "  chronos extend 7 30m",
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			id, err := core.ParseID(a[0])
-			if err != nil {
-				return err
-			}
-			d, err := core.ParseDuration(a[1])
+			id, d, err := idAndDuration(a)
 			if err != nil {
 				return err
 			}
@@ -426,7 +423,15 @@ func policyCmd(g *globals) *cobra.Command {
   warn=5m                        warning lead before a booking ends
   max=7d                         longest booking (and most time left after an extension)
   admit=booked|physical          admit on booked shares only (memory in use is a warning),
-                                 or also refuse what is not physically free`,
+                                 or also refuse what is not physically free
+  reclaim=off|always             release bookings idle for idle= (off until root turns it on;
+                                 when-waiting, only when someone waits, needs the waiting line)
+  idle=2h                        idle time after which a booking is reclaimed
+  idle-warn=1h,1h45m             when its owner is warned first (none: never)
+  idle-sm=5%                     mean SM activity under which a minute counts as idle
+  idle-start=15m                 a booking with no GPU process yet is not idle before this
+  hold-max=4h                    longest 'chronos hold'
+  notify-url=https://…|off       Slack-compatible webhook that gets every notice`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -810,7 +815,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 	}
 	var override *core.Policy
 	if f.policy != "" {
-		p, err := core.ApplyPolicy(pol, strings.Fields(strings.ReplaceAll(f.policy, ",", " ")))
+		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
 		if err != nil {
 			return err
 		}
@@ -865,7 +870,12 @@ func runApp(g *globals, logPath string) error {
 	acts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: func(a core.Act) {
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnNotice: func(n core.Notice) {
+		select {
+		case acts <- "notice: " + n.String():
+		default:
+		}
+	}, OnAct: func(a core.Act) {
 		if logFile != nil {
 			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 		}

@@ -185,6 +185,16 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"--monitor", "--log-format", "xml"}, 2, "use text or json"},
 		{[]string{"frobnicate"}, 1, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
+		{[]string{"hold", "1", "2h"}, 2, "a hold needs a reason"},
+		{[]string{"hold", "1", "2h", "--reason", " "}, 2, "a hold needs a reason"},
+		{[]string{"hold", "1", "5h", "--reason", "x"}, 1, "the most is 4h"},
+		{[]string{"hold", "1", "1h", "--reason", "a\x1b[2Jb"}, 2, "holds control characters"},
+		{[]string{"hold", "7", "1h", "--reason", "x"}, 1, "no such booking: 7"},
+		{[]string{"hold", "1", "--reason", "x"}, 2, "accepts 2 arg(s)"},
+		{[]string{"hold", "1", "-1h", "--reason", "x"}, 2, "negative values are not allowed"},
+		{[]string{"policy", "set", "reclaim=when-waiting"}, 2, "needs the waiting line (issue 12)"},
+		{[]string{"policy", "set", "idle=1h", "idle-warn=2h"}, 2, "every warning must come before idle=1h"},
+		{[]string{"policy", "set", "notify-url=file:///etc/passwd"}, 2, "expected an http(s) address"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := chronos(t, db, tc.args...)

@@ -49,6 +49,38 @@ func TestRunWarnsTerminatesKills(t *testing.T) {
 	require.False(t, p.LiveAt(time.Now()))
 }
 
+// A booking reclaimed for sitting idle ends its command as its deadline
+// would: SIGTERM now, and the expiry status.
+func TestRunStopsWhenReclaimed(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	started := filepath.Join(t.TempDir(), "started")
+	o := runOpts("sh", "-c", `: > "$STARTED"; exec sleep 60`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	t.Setenv("STARTED", started)
+	go func() {
+		// Once the command runs, chronos run follows the ledger.
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+		}
+		parts, err := c.List(false)
+		if err == nil && len(parts) == 1 {
+			err = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.True(t, res.Expired)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
 // A command that ends by itself passes on its status and its booking is
 // released at once.
 func TestRunReleasesAndPassesStatus(t *testing.T) {
