@@ -28,20 +28,20 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tSTARTS\tEXPIRES\tIDLE\tSTATE")
 	for _, p := range parts {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, Printable(p.User), p.Device,
-			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), timeLeft(p.Partition, now),
+			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
 			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), p.Status(now, warnLead))
 	}
 	return tw.Flush()
 }
 
-// timeLeft is a booking's countdown: the time it has left, its whole
-// length while it has not started, "-" once it has ended.
-func timeLeft(p storage.Partition, now time.Time) string {
+// bookingLeft is a booking's countdown in the given form: the time it has
+// left, its whole length while it has not started, "-" once it has ended.
+func bookingLeft(p storage.Partition, now time.Time, form func(time.Duration) string) string {
 	switch {
 	case p.Upcoming(now):
-		return Countdown(p.Expires.Sub(p.Start))
+		return form(p.Expires.Sub(p.Start))
 	case p.LiveAt(now):
-		return Countdown(p.Expires.Sub(now))
+		return form(p.Expires.Sub(now))
 	}
 	return "-"
 }
@@ -57,6 +57,32 @@ func Countdown(d time.Duration) string {
 		return fmt.Sprintf("%dd+%d:%02d:%02d", days, h, m, sec)
 	}
 	return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
+}
+
+// secondsWithin is how near its end a booking's countdown in the app shows
+// seconds. Further out it shows minutes: a row then changes once a minute,
+// not every second, and the terminal is sent that much less.
+const secondsWithin = 10 * time.Minute
+
+// timeLeft is the app's countdown: "2h05m" or "3d04h10m" to the minute
+// (rounded up), and "9m59s" or "42s" in a booking's last secondsWithin.
+func timeLeft(d time.Duration) string {
+	s := int64((max(d, 0) + time.Second - 1) / time.Second)
+	if s <= int64(secondsWithin/time.Second) {
+		if s < 60 {
+			return fmt.Sprintf("%ds", s)
+		}
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	m := (s + 59) / 60
+	days, h, m := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd%02dh%02dm", days, h, m)
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	}
+	return fmt.Sprintf("%dm", m)
 }
 
 // WriteStats prints one reading of every GPU and the processes on it, each
@@ -77,7 +103,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
 			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
-		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
+		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", reading(d.Util, "%d%%"), reading(d.MemUtil, "%d%%"), reading(d.TempC, "%d°C"), reading(d.PowerW, "%.0f W"))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
@@ -91,7 +117,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a),
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
 				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
 		if n == 0 {
@@ -140,32 +166,4 @@ func migLabel(mig bool) string {
 		return "  (MIG enabled)"
 	}
 	return ""
-}
-
-func percentOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d%%", v)
-}
-
-func tempOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d°C", v)
-}
-
-func powerOrNA(w float64) string {
-	if w < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f W", w)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
