@@ -53,6 +53,8 @@ type RunResult struct {
 // partition's environment, warns it before the deadline, stops it at the
 // deadline (SIGTERM, then SIGKILL after the grace period, to its whole
 // process group), and releases the booking it made when the command ends.
+// The end of ctx only stops Run following the ledger (extensions and
+// releases made elsewhere); the command still runs to its deadline.
 func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if len(o.Command) == 0 {
 		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
@@ -180,7 +182,11 @@ loop:
 			break loop
 		case s := <-forward:
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
-		case <-changes:
+		case _, open := <-changes:
+			if !open { // ctx ended: stop watching; the command still decides when Run ends
+				changes = nil
+				break
+			}
 			// Extended or released elsewhere: follow the ledger.
 			if got, err := c.Get(p.ID); err == nil {
 				if got.State == storage.Released && termAt.IsZero() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -180,4 +181,31 @@ func TestRunAndMonitorSignalOnce(t *testing.T) {
 	kinds := eventKinds(t, c, res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
+}
+
+// countingStore counts the read transactions run on a real ledger.
+type countingStore struct {
+	storage.Store
+	views atomic.Int64
+}
+
+func (s *countingStore) View(fn func(*storage.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(fn)
+}
+
+// A context that ends while the command runs stops Run watching the ledger,
+// not the command; it must not leave Run spinning on the closed watch,
+// re-reading the ledger as fast as it can.
+func TestRunOutlivesItsContextQuietly(t *testing.T) {
+	store := &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	c := NewClient(Options{Ledger: store, Devices: testDevices})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := runOpts("sleep", "0.5")
+	o.Request = Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}
+	res, err := c.Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+// backendReport answers what the original called check_concurrent_support().
+type backendReport struct {
+	NVMLAvailable      bool   `json:"nvml_available"`
+	NVMLDetail         string `json:"nvml_detail"`
+	Driver             string `json:"driver,omitempty"`
+	GPUs               int    `json:"gpus"`
+	MPSRunning         bool   `json:"mps_running"`
+	MPSMultiUser       bool   `json:"mps_multi_user"`
+	MPSPipeDir         string `json:"mps_pipe_dir"`
+	MPSDetail          string `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool   `json:"concurrent_possible"`
+	Recommended        string `json:"recommended"`
+	ActiveBackend      string `json:"active_backend"`
+	Mode               string `json:"mode"`
+}
+
+func backendsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "backends",
+		Short: "What this machine supports: NVML, MPS, concurrent or time-sliced sharing",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var r backendReport
+			if n, err := gpu.OpenNVML(); err != nil {
+				r.NVMLDetail = err.Error()
+			} else {
+				devs, _ := n.Devices()
+				r.NVMLAvailable, r.Driver, r.GPUs = true, n.DriverVersion(), len(devs)
+				r.NVMLDetail = fmt.Sprintf("driver %s, %d GPU(s)", r.Driver, r.GPUs)
+				n.Close()
+			}
+			mps := gpu.DetectMPS("")
+			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
+			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
+			r.Mode = mps.Mode()
+			if mps.Running && mps.MultiUser {
+				r.Mode += ", multi-user"
+			}
+			switch {
+			case !r.NVMLAvailable:
+				r.Recommended = "simulated: no NVIDIA driver is usable here"
+			case mps.Running && !mps.MultiUser:
+				r.Recommended = "concurrent, but restart MPS with -M so users run side by side instead of queueing"
+			case mps.Running:
+				r.Recommended = "concurrent: bookings' memory and compute limits are applied through MPS"
+			default:
+				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
+			}
+			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "NVML:                %s\n", availability(r.NVMLAvailable, r.NVMLDetail))
+			fmt.Fprintf(out, "MPS daemon:          %s\n", mpsLine(mps))
+			fmt.Fprintf(out, "concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
+			fmt.Fprintf(out, "recommended:         %s\n", r.Recommended)
+			fmt.Fprintf(out, "active backend:      %s\n", r.ActiveBackend)
+			fmt.Fprintf(out, "mode:                %s\n", r.Mode)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// activeBackend says which backend gpu.Open would pick for kind, from what
+// the NVML probe above found, without starting NVML a second time.
+func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case gpu.KindSim, "simulated":
+		return "simulated"
+	case gpu.KindNVML:
+		if nvmlOK {
+			return "nvml"
+		}
+		return "none: nvml backend unavailable: " + nvmlDetail
+	case "", gpu.KindAuto:
+		if nvmlOK {
+			return "nvml"
+		}
+		return "simulated"
+	}
+	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml or sim", kind)
+}
+
+func availability(ok bool, detail string) string {
+	if ok {
+		return "available (" + detail + ")"
+	}
+	return "not available: " + detail
+}
+
+func mpsLine(m gpu.MPS) string {
+	if !m.Running {
+		return "not running (pipe directory " + m.PipeDir + ")"
+	}
+	s := "running"
+	if m.MultiUser {
+		s += ", multi-user (-M)"
+	} else {
+		s += ", single-user: other users' clients queue"
+	}
+	if m.DefaultActiveThreadPercentage != "" {
+		s += ", default active threads " + m.DefaultActiveThreadPercentage + "%"
+	}
+	if m.Detail != "" {
+		s += " (" + m.Detail + ")"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+)
+
+func extendCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "extend ID DURATION",
+		Short:   "Give a live booking more time",
+		Example: "  chronos extend 7 30m",
+		Args:    args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			id, err := core.ParseID(a[0])
+			if err != nil {
+				return err
+			}
+			d, err := core.ParseDuration(a[1])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Extend(id, d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
+				p.Expires.Local().Format("Mon Jan 2 15:04:05"), core.FormatDuration(p.Expires.Sub(c.Now())))
+			return nil
+		},
+	}
+}

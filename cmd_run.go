@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+func runCmd(g *globals) *cobra.Command {
+	var partition, compute, warnSignal string
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
+		Short: "Run a command inside a booking, ended at the booking's deadline",
+		Long: `Book a share (or join your live booking with --partition), run the command
+with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
+CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
+and compute limits), and release the booking when the command ends.
+
+Before the end the command's process group gets --warn-signal (SIGUSR1 by
+default: handle it to checkpoint, or say --warn-signal none; Python's default
+action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
+SIGKILL after the grace period. chronos exits with the command's status, or
+124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 || dash == len(a) {
+				return usageError{errors.New("run: no command after -- (chronos run 0 0.5 1h -- python train.py)")}
+			}
+			spec, command := a[:dash], a[dash:]
+			stderr := cmd.ErrOrStderr()
+			opts := core.RunOptions{Command: command, Grace: grace, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr,
+				Say: func(f string, v ...any) { fmt.Fprintf(stderr, "chronos: "+f+"\n", v...) }}
+			var err error
+			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+				return err
+			}
+			switch {
+			case partition != "" && len(spec) == 0:
+				if opts.Partition, err = core.ParseID(partition); err != nil {
+					return err
+				}
+			case partition == "" && len(spec) == 3:
+				if opts.Request, err = parseRequest(spec, compute); err != nil {
+					return err
+				}
+			default:
+				return usageError{errors.New("run: give DEVICE MEMORY DURATION, or --partition ID, before --")}
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			opts.MPS = gpu.DetectMPS("")
+			// Ctrl-C and SIGTERM go on to the command, which decides when
+			// chronos ends; until then it follows the ledger.
+			res, err := c.Run(context.WithoutCancel(cmd.Context()), opts)
+			if err != nil {
+				return err
+			}
+			if res.Expired {
+				return exitStatus{code: core.ExitExpired, msg: fmt.Sprintf("booking %d ended; the command was stopped (exit %d)", res.Partition, core.ExitExpired)}
+			}
+			return exitStatus{code: res.ExitCode}
+		},
+	}
+	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
+	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
+	return cmd
+}
+
+func parseRequest(a []string, compute string) (core.Request, error) {
+	var r core.Request
+	var err error
+	if r.Device, err = core.ParseDevice(a[0]); err != nil {
+		return r, err
+	}
+	if r.Memory, err = core.ParseMemory(a[1]); err != nil {
+		return r, err
+	}
+	if r.Duration, err = core.ParseDuration(a[2]); err != nil {
+		return r, err
+	}
+	r.Compute, err = core.ParseCompute(compute)
+	return r, err
+}
