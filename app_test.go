@@ -70,7 +70,7 @@ func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 
 func TestAppEndToEnd(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "PS1=$ "}
+	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
 	s := newTmux(t, 100, 30, env...)
 	s.keys(chronosBin, "Enter")
 	s.waitFor("SIMULATED GPUs", 10*time.Second)

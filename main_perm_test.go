@@ -90,7 +90,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 
 	// What chronos was given: the helper's environment, last value winning.
 	parent := map[string]string{}
-	for _, kv := range append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB") {
+	for _, kv := range append(os.Environ(), binEnv(db)...) {
 		k, v, _ := strings.Cut(kv, "=")
 		parent[k] = v
 	}
