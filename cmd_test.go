@@ -147,4 +147,3 @@ func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "cannot open the ledger")
 }
-
