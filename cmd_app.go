@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -32,29 +33,53 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) error {
 		return err
 	}
 	defer b.Close()
-	var logFile *os.File
+	logAct := func(core.Act) {}
 	if logPath != "" {
-		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
 		defer logFile.Close()
+		if logAct, err = actLogger(logFile, "text"); err != nil {
+			return err
+		}
 	}
 	mps := gpu.DetectMPS("")
 	acts := make(chan string, 64)
-	ctx, cancel := context.WithCancel(cmd.Context())
-	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
-		if logFile != nil {
-			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
-		}
+	show := func(a core.Act) {
+		logAct(a)
 		select {
 		case acts <- a.String():
 		default: // the screen is behind; the ledger has the act anyway
 		}
-	}})
-	go m.Run(ctx)
+	}
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: show})
 	host, _ := os.Hostname()
-	return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: modeLabel(mps), Host: host, Acts: acts})
+	return besideMonitor(cmd.Context(), m, func() error {
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: modeLabel(mps), Host: host, Acts: acts})
+	})
+}
+
+// monitorRunner is what besideMonitor runs: a *core.Monitor.
+type monitorRunner interface {
+	Run(ctx context.Context) error
+}
+
+// besideMonitor runs fn while the monitor runs, then stops the monitor and
+// waits for it, so that it never dies mid-act with the process; an error
+// of either is returned.
+func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error {
+	grp, ctx := errgroup.WithContext(ctx)
+	ctx, stop := context.WithCancel(ctx)
+	grp.Go(func() error {
+		if err := m.Run(ctx); err != nil {
+			return fmt.Errorf("the monitor stopped: %w", err)
+		}
+		return nil
+	})
+	err := fn()
+	stop()
+	return errors.Join(err, grp.Wait())
 }
 
 // isTerminal says whether f is a terminal; writers and readers that are not

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"log"
+	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -25,17 +26,9 @@ type monitorFlags struct {
 // runMonitor is `chronos --monitor`: the monitor engine with no screen. It
 // runs until the command's context ends (SIGINT or SIGTERM).
 func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
-	logger := log.New(cmd.ErrOrStderr(), "", 0)
-	logAct := func(a core.Act) {
-		if f.logFormat == "json" {
-			data, _ := json.Marshal(a)
-			logger.Print(string(data))
-			return
-		}
-		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
-	}
-	if f.logFormat != "text" && f.logFormat != "json" {
-		return usageError{fmt.Errorf("--log-format %q: use text or json", f.logFormat)}
+	logAct, err := actLogger(cmd.ErrOrStderr(), f.logFormat)
+	if err != nil {
+		return err
 	}
 	c, err := g.client()
 	if err != nil {
@@ -69,4 +62,49 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 	err = m.Run(cmd.Context())
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
+}
+
+// actLogger writes one line per monitor act to w through log/slog: "text"
+// (key=value) or "json", both with the fields scripts read — time, kind,
+// partition, user, pid, detail — and a level (ERROR for errors, WARN for
+// signals refused, INFO otherwise). time is when the act happened.
+func actLogger(w io.Writer, format string) (func(core.Act), error) {
+	opts := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.MessageKey {
+			a.Key = "detail"
+		}
+		return a
+	}}
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, usageError{fmt.Errorf("--log-format %q: use text or json", format)}
+	}
+	return func(a core.Act) {
+		level := slog.LevelInfo
+		switch a.Kind {
+		case storage.EventError:
+			level = slog.LevelError
+		case storage.EventDenied:
+			level = slog.LevelWarn
+		}
+		r := slog.NewRecord(a.Time, level, a.Detail, 0)
+		r.AddAttrs(slog.String("kind", string(a.Kind)))
+		if a.Partition != 0 {
+			r.AddAttrs(slog.Uint64("partition", a.Partition))
+		}
+		if a.User != "" {
+			r.AddAttrs(slog.String("user", a.User))
+		}
+		if a.PID != 0 {
+			r.AddAttrs(slog.Int("pid", a.PID))
+		}
+		// A log that cannot be written (a closed stderr) must not stop
+		// the monitor; the ledger holds every act anyway.
+		_ = h.Handle(context.Background(), r)
+	}, nil
 }
