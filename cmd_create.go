@@ -21,27 +21,16 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice",
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dev, err := core.ParseDevice(a[0])
+			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
 			if err != nil {
 				return err
 			}
-			mem, err := core.ParseMemory(a[1])
-			if err != nil {
-				return err
-			}
-			dur, err := core.ParseDuration(a[2])
-			if err != nil {
-				return err
-			}
-			pct, err := core.ParseCompute(compute)
-			if err != nil {
-				return err
-			}
+			req.For = forUser
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			p, err := c.Create(core.Request{Device: dev, Memory: mem, Duration: dur, Compute: pct, For: forUser})
+			p, err := c.Create(req)
 			if err != nil {
 				return err
 			}

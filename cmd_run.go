@@ -48,7 +48,7 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 					return err
 				}
 			case partition == "" && len(spec) == 3:
-				if opts.Request, err = parseRequest(spec, compute); err != nil {
+				if opts.Request, err = core.ParseRequest(spec[0], spec[1], spec[2], compute); err != nil {
 					return err
 				}
 			default:
@@ -76,20 +76,4 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
 	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
 	return cmd
-}
-
-func parseRequest(a []string, compute string) (core.Request, error) {
-	var r core.Request
-	var err error
-	if r.Device, err = core.ParseDevice(a[0]); err != nil {
-		return r, err
-	}
-	if r.Memory, err = core.ParseMemory(a[1]); err != nil {
-		return r, err
-	}
-	if r.Duration, err = core.ParseDuration(a[2]); err != nil {
-		return r, err
-	}
-	r.Compute, err = core.ParseCompute(compute)
-	return r, err
 }

@@ -22,6 +22,24 @@ func inputErr(format string, args ...any) error {
 	return &inputError{msg: fmt.Sprintf(format, args...)}
 }
 
+// ParseRequest reads a booking as a person types it — DEVICE MEMORY
+// DURATION and an optional compute cap — for every command that books.
+func ParseRequest(device, memory, duration, compute string) (Request, error) {
+	var r Request
+	var err error
+	if r.Device, err = ParseDevice(device); err != nil {
+		return r, err
+	}
+	if r.Memory, err = ParseMemory(memory); err != nil {
+		return r, err
+	}
+	if r.Duration, err = ParseDuration(duration); err != nil {
+		return r, err
+	}
+	r.Compute, err = ParseCompute(compute)
+	return r, err
+}
+
 // ParseDuration reads plain seconds ("3600", as the original CLI took) or a
 // Go duration ("90m", "1h30m", "8h"). Zero, negative and absurd values are
 // refused here; the policy's maximum is checked where a booking is made.

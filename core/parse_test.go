@@ -129,3 +129,19 @@ func TestFormat(t *testing.T) {
 		require.Equal(t, d, got)
 	}
 }
+
+// create and run read a booking with the same parser.
+func TestParseRequest(t *testing.T) {
+	r, err := ParseRequest("1", "40GiB", "1h30m", "25%")
+	require.NoError(t, err)
+	require.Equal(t, Request{Device: 1, Memory: Bytes(40 << 30), Duration: 90 * time.Minute, Compute: 25}, r)
+	r, err = ParseRequest("0", "50%", "3600", "")
+	require.NoError(t, err)
+	require.Equal(t, Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, r)
+	for _, bad := range [][4]string{
+		{"gpu0", "0.5", "1h", ""}, {"0", "lots", "1h", ""}, {"0", "0.5", "soon", ""}, {"0", "0.5", "1h", "300%"},
+	} {
+		_, err := ParseRequest(bad[0], bad[1], bad[2], bad[3])
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
+}
