@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -118,8 +120,8 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	// signalOnce sends sig to the command's group unless a monitor has
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
-	signalOnce := func(kind string, sig syscall.Signal, why string) bool {
-		won, err := c.claimSignal(p, kind, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
+	signalOnce := func(act claimAct, sig syscall.Signal, why string) bool {
+		won, err := c.claimSignal(p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
 		if err != nil {
 			say("could not record the signal in the ledger (%v); sending it anyway", err)
 			won = true
@@ -154,13 +156,13 @@ loop:
 		case termAt.IsZero() && !now.Before(p.Expires):
 			expired = true
 			termAt = now
-			if signalOnce("term", syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
+			if signalOnce(claimTerm, syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
 				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
 			} else {
 				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
 			}
 		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
-			if signalOnce("kill", syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
+			if signalOnce(claimKill, syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
 				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
@@ -212,8 +214,8 @@ loop:
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
 // caller got the claim.
-func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start uint64, detail string) (bool, error) {
-	key := fmt.Sprintf("%s/%d/%d", kind, pid, start)
+func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
+	key := claimKey(act, pid, start)
 	won := false
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		won = false
@@ -312,23 +314,16 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
 		return syscall.Signal(n), nil
 	}
-	t = strings.TrimPrefix(t, "SIG")
-	for sig, name := range signalNames {
-		if name == t {
-			return sig, nil
-		}
+	if sig := unix.SignalNum("SIG" + strings.TrimPrefix(t, "SIG")); sig != 0 {
+		return sig, nil
 	}
 	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
 }
 
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
-	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
-}
-
+// signalName is the signal's name as kill -l prints it with SIG: SIGUSR1.
 func signalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return "SIG" + n
+	if n := unix.SignalName(s); n != "" {
+		return n
 	}
 	return s.String()
 }

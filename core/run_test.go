@@ -209,3 +209,19 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode)
 	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
 }
+
+// Signal names come from the system's table, both ways.
+func TestSignalNames(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
+		got, err := ParseSignal(in)
+		if want == 0 {
+			require.ErrorIs(t, err, ErrInput, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+		require.Equal(t, "SIG"+strings.TrimPrefix(strings.ToUpper(in), "SIG"), signalName(got))
+	}
+	require.Equal(t, "SIGCHLD", signalName(syscall.SIGCHLD))
+	require.Equal(t, "signal 40", signalName(syscall.Signal(40)))
+}
