@@ -56,7 +56,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) error {
 	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: show})
 	host, _ := os.Hostname()
 	return besideMonitor(cmd.Context(), m, func() error {
-		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: modeLabel(mps), Host: host, Acts: acts})
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
 	})
 }
 
@@ -87,14 +87,4 @@ func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error 
 func isTerminal(f any) bool {
 	fd, ok := f.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(fd.Fd())
-}
-
-func modeLabel(m gpu.MPS) string {
-	switch {
-	case m.Running && m.MultiUser:
-		return "concurrent (MPS, multi-user)"
-	case m.Running:
-		return "concurrent (MPS)"
-	}
-	return "time-sliced"
 }

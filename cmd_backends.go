@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,18 +10,18 @@ import (
 
 // backendReport answers what the original called check_concurrent_support().
 type backendReport struct {
-	NVMLAvailable      bool   `json:"nvml_available"`
-	NVMLDetail         string `json:"nvml_detail"`
-	Driver             string `json:"driver,omitempty"`
-	GPUs               int    `json:"gpus"`
-	MPSRunning         bool   `json:"mps_running"`
-	MPSMultiUser       bool   `json:"mps_multi_user"`
-	MPSPipeDir         string `json:"mps_pipe_dir"`
-	MPSDetail          string `json:"mps_detail,omitempty"`
-	ConcurrentPossible bool   `json:"concurrent_possible"`
-	Recommended        string `json:"recommended"`
-	ActiveBackend      string `json:"active_backend"`
-	Mode               string `json:"mode"`
+	NVMLAvailable      bool     `json:"nvml_available"`
+	NVMLDetail         string   `json:"nvml_detail"`
+	Driver             string   `json:"driver,omitempty"`
+	GPUs               int      `json:"gpus"`
+	MPSRunning         bool     `json:"mps_running"`
+	MPSMultiUser       bool     `json:"mps_multi_user"`
+	MPSPipeDir         string   `json:"mps_pipe_dir"`
+	MPSDetail          string   `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool     `json:"concurrent_possible"`
+	Recommended        string   `json:"recommended"`
+	ActiveBackend      string   `json:"active_backend"`
+	Mode               gpu.Mode `json:"mode"`
 }
 
 func backendsCmd(g *globals) *cobra.Command {
@@ -33,21 +32,22 @@ func backendsCmd(g *globals) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var r backendReport
-			if n, err := gpu.OpenNVML(); err != nil {
-				r.NVMLDetail = err.Error()
+			n, nvmlErr := gpu.OpenNVML()
+			if nvmlErr != nil {
+				r.NVMLDetail = nvmlErr.Error()
 			} else {
 				devs, _ := n.Devices()
 				r.NVMLAvailable, r.Driver, r.GPUs = true, n.DriverVersion(), len(devs)
 				r.NVMLDetail = fmt.Sprintf("driver %s, %d GPU(s)", r.Driver, r.GPUs)
-				n.Close()
+				if r.GPUs == 0 {
+					nvmlErr = gpu.ErrNoGPUs
+				}
+				_ = n.Close()
 			}
 			mps := gpu.DetectMPS("")
 			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
 			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
 			r.Mode = mps.Mode()
-			if mps.Running && mps.MultiUser {
-				r.Mode += ", multi-user"
-			}
 			switch {
 			case !r.NVMLAvailable:
 				r.Recommended = "simulated: no NVIDIA driver is usable here"
@@ -58,7 +58,7 @@ func backendsCmd(g *globals) *cobra.Command {
 			default:
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
-			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
+			r.ActiveBackend = activeBackend(g.backendKind(), nvmlErr)
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
@@ -68,7 +68,7 @@ func backendsCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
 			fmt.Fprintf(out, "recommended:         %s\n", r.Recommended)
 			fmt.Fprintf(out, "active backend:      %s\n", r.ActiveBackend)
-			fmt.Fprintf(out, "mode:                %s\n", r.Mode)
+			fmt.Fprintf(out, "mode:                %s\n", mps.Label())
 			return nil
 		},
 	}
@@ -77,23 +77,20 @@ func backendsCmd(g *globals) *cobra.Command {
 }
 
 // activeBackend says which backend gpu.Open would pick for kind, from what
-// the NVML probe above found, without starting NVML a second time.
-func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
-	switch strings.ToLower(strings.TrimSpace(kind)) {
-	case gpu.KindSim, "simulated":
-		return "simulated"
-	case gpu.KindNVML:
-		if nvmlOK {
-			return "nvml"
-		}
-		return "none: nvml backend unavailable: " + nvmlDetail
-	case "", gpu.KindAuto:
-		if nvmlOK {
-			return "nvml"
-		}
+// the NVML probe above found (nvmlErr nil: it has GPUs), without starting
+// NVML a second time.
+func activeBackend(kind string, nvmlErr error) string {
+	k, err := gpu.ParseKind(kind)
+	if err == nil {
+		k, err = gpu.Pick(k, nvmlErr)
+	}
+	switch {
+	case err != nil:
+		return "none: " + err.Error()
+	case k == gpu.KindSim:
 		return "simulated"
 	}
-	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml or sim", kind)
+	return string(k)
 }
 
 func availability(ok bool, detail string) string {

@@ -53,7 +53,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 	defer b.Close()
 	mps := gpu.DetectMPS("")
 	start := core.Act{Time: c.Now(), Kind: storage.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
-		c.Ledger(), b.Name(), mps.Mode(), c.Me().User, core.FormatPolicy(pol))}
+		c.Ledger(), b.Name(), mps.Label(), c.Me().User, core.FormatPolicy(pol))}
 	if notice != "" {
 		start.Detail += "; " + notice
 	}

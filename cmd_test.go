@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // cli runs a chronos command line in this process, as cobra's own tests
@@ -146,4 +148,30 @@ func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
 	r := cli(t, db, "--monitor")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "cannot open the ledger")
+}
+
+// `chronos backends` names the backend gpu.Open would pick, by the same
+// decision, and the sharing mode by its one label.
+func TestBackendsCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := cli(t, db, "--backend", "sim", "backends")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "active backend:      simulated\n")
+	require.Contains(t, r.stdout, "mode:                time-sliced\n")
+
+	r = cli(t, db, "--backend", "simulated", "backends", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Equal(t, "simulated", rep["active_backend"])
+	require.Equal(t, "time-sliced", rep["mode"])
+
+	n, err := gpu.OpenNVML()
+	if err == nil {
+		require.NoError(t, n.Close())
+		return // a GPU machine: nvml is available
+	}
+	r = cli(t, db, "--backend", "nvml", "backends")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "active backend:      none: nvml backend unavailable: "+err.Error()+"\n")
 }

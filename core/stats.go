@@ -16,7 +16,7 @@ type DeviceBooking struct {
 // `chronos stats` prints and the app shows.
 type Stats struct {
 	Sample    gpu.Sample            `json:"sample"`
-	Mode      string                `json:"mode"`
+	Mode      gpu.Mode              `json:"mode"`
 	Booked    map[int]DeviceBooking `json:"booked"`
 	Processes []Attribution         `json:"processes"`
 }

@@ -30,12 +30,35 @@ type MPS struct {
 	Detail string
 }
 
-// Mode is "concurrent" while an MPS daemon runs, else "time-sliced".
-func (m MPS) Mode() string {
+// Mode is how processes share a GPU.
+type Mode string
+
+const (
+	// Concurrent: an MPS daemon runs clients side by side, each within the
+	// memory and SM limits it was given.
+	Concurrent Mode = "concurrent"
+	// TimeSliced: the driver gives processes the GPU in turns.
+	TimeSliced Mode = "time-sliced"
+)
+
+// Mode is Concurrent while an MPS daemon runs, else TimeSliced.
+func (m MPS) Mode() Mode {
 	if m.Running {
-		return "concurrent"
+		return Concurrent
 	}
-	return "time-sliced"
+	return TimeSliced
+}
+
+// Label is the mode as people read it: "concurrent (MPS, multi-user)",
+// "concurrent (MPS)" or "time-sliced".
+func (m MPS) Label() string {
+	switch {
+	case m.Running && m.MultiUser:
+		return string(Concurrent) + " (MPS, multi-user)"
+	case m.Running:
+		return string(Concurrent) + " (MPS)"
+	}
+	return string(TimeSliced)
 }
 
 const (

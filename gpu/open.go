@@ -7,15 +7,21 @@ import (
 	"strings"
 )
 
-// Backend kinds accepted by Open.
+// Kind is a GPU backend a person can ask for.
+type Kind string
+
+// The kinds ParseKind accepts.
 const (
-	KindAuto = "auto"
-	KindNVML = "nvml"
-	KindSim  = "sim"
+	KindAuto Kind = "auto" // NVML when it has GPUs, else simulated
+	KindNVML Kind = "nvml"
+	KindSim  Kind = "sim"
 )
 
 // BackendEnv selects the backend: auto, nvml or sim.
 const BackendEnv = "CHRONOS_BACKEND"
+
+// ErrUnknownKind means a backend was asked for by a name chronos does not know.
+var ErrUnknownKind = errors.New("unknown GPU backend")
 
 // openNVML is OpenNVML; tests replace it to act out machines without a GPU.
 var openNVML = OpenNVML
@@ -25,41 +31,66 @@ func KindFromEnv() string {
 	return strings.TrimSpace(os.Getenv(BackendEnv))
 }
 
-// Open picks a backend. kind is "auto" (or ""), "nvml" or "sim" (or
-// "simulated"). Auto uses NVML when it initialises with at least one GPU and
-// otherwise simulated GPUs, saying why in notice. A forced backend that is
-// not available is an error, never a silent fallback.
-func Open(kind string) (b Backend, notice string, err error) {
-	switch strings.ToLower(strings.TrimSpace(kind)) {
+// ParseKind reads a backend's name: "auto" (or ""), "nvml", or "sim" (or
+// "simulated"), in any case.
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(strings.ToLower(strings.TrimSpace(s))); k {
 	case "", KindAuto:
-		n, err := openNVMLWithDevices()
-		if err == nil {
-			return n, "", nil
-		}
-		sim, simErr := openSim()
-		if simErr != nil {
-			return nil, "", simErr
-		}
-		return sim, fmt.Sprintf("no NVIDIA GPU found (%v); showing simulated GPUs", err), nil
-	case KindNVML:
-		n, err := openNVMLWithDevices()
-		if err != nil {
-			return nil, "", fmt.Errorf("nvml backend unavailable: %w", err)
-		}
-		return n, "", nil
-	case KindSim, "simulated":
-		sim, err := openSim()
-		if err != nil {
-			return nil, "", err
-		}
-		return sim, "", nil
-	default:
-		return nil, "", fmt.Errorf("unknown GPU backend %q: use auto, nvml or sim", kind)
+		return KindAuto, nil
+	case KindNVML, KindSim:
+		return k, nil
+	case "simulated":
+		return KindSim, nil
 	}
+	return "", fmt.Errorf("%w %q: use auto, nvml or sim", ErrUnknownKind, s)
 }
 
-// errNoGPUs means NVML works but reports no devices.
-var errNoGPUs = errors.New("NVML: the driver reports no GPUs")
+// Pick is the backend that serves kind, given whether NVML started with
+// GPUs (nvmlErr nil) or why not: auto falls back to simulated GPUs, a
+// forced backend that is not available is an error, never a fallback.
+func Pick(kind Kind, nvmlErr error) (Kind, error) {
+	switch {
+	case kind == KindSim:
+		return KindSim, nil
+	case nvmlErr == nil:
+		return KindNVML, nil
+	case kind == KindNVML:
+		return "", fmt.Errorf("nvml backend unavailable: %w", nvmlErr)
+	}
+	return KindSim, nil
+}
+
+// Open starts the backend that serves kind (see ParseKind and Pick). When
+// auto falls back to simulated GPUs, notice says why.
+func Open(kind string) (b Backend, notice string, err error) {
+	k, err := ParseKind(kind)
+	if err != nil {
+		return nil, "", err
+	}
+	var n *NVML
+	var nvmlErr error
+	if k != KindSim {
+		n, nvmlErr = openNVMLWithDevices()
+	}
+	use, err := Pick(k, nvmlErr)
+	if err != nil {
+		return nil, "", err
+	}
+	if use == KindNVML {
+		return n, "", nil
+	}
+	sim, err := openSim()
+	if err != nil {
+		return nil, "", err
+	}
+	if nvmlErr != nil {
+		notice = fmt.Sprintf("no NVIDIA GPU found (%v); showing simulated GPUs", nvmlErr)
+	}
+	return sim, notice, nil
+}
+
+// ErrNoGPUs means NVML works but reports no devices.
+var ErrNoGPUs = errors.New("NVML: the driver reports no GPUs")
 
 func openNVMLWithDevices() (*NVML, error) {
 	n, err := openNVML()
@@ -68,7 +99,7 @@ func openNVMLWithDevices() (*NVML, error) {
 	}
 	if len(n.devices) == 0 {
 		_ = n.Close()
-		return nil, errNoGPUs
+		return nil, ErrNoGPUs
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -115,5 +116,41 @@ func TestOpenNVMLReal(t *testing.T) {
 		require.NotEmpty(t, d.UUID)
 		require.NotZero(t, d.MemoryTotal)
 		t.Logf("%d %s %s driver %s: %d%% util, %d processes, notes %v", d.Index, d.UUID, d.Name, n.DriverVersion(), d.Util, len(d.Processes), d.Notes)
+	}
+}
+
+// One decision serves gpu.Open and `chronos backends`: which backend a
+// kind gets, given what NVML answered.
+func TestParseKindAndPick(t *testing.T) {
+	for in, want := range map[string]Kind{"": KindAuto, " Auto ": KindAuto, "NVML": KindNVML, "sim": KindSim, "simulated": KindSim} {
+		got, err := ParseKind(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseKind("cuda")
+	require.ErrorIs(t, err, ErrUnknownKind)
+
+	noLib := errors.New("no libnvidia-ml")
+	for _, tc := range []struct {
+		kind    Kind
+		nvmlErr error
+		want    Kind
+		err     string
+	}{
+		{KindAuto, nil, KindNVML, ""},
+		{KindAuto, noLib, KindSim, ""},
+		{KindAuto, ErrNoGPUs, KindSim, ""},
+		{KindNVML, nil, KindNVML, ""},
+		{KindNVML, noLib, "", "nvml backend unavailable: no libnvidia-ml"},
+		{KindSim, nil, KindSim, ""},
+	} {
+		got, err := Pick(tc.kind, tc.nvmlErr)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err)
+			require.ErrorIs(t, err, tc.nvmlErr)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%s with NVML %v", tc.kind, tc.nvmlErr)
 	}
 }
