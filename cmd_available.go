@@ -32,15 +32,9 @@ func availableCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				type row struct {
-					Device    int     `json:"device"`
-					Free      float64 `json:"free"`
-					FreeBytes uint64  `json:"free_bytes"`
-					Bookings  int     `json:"bookings"`
-				}
-				out := make([]row, 0, len(avail))
+				out := make([]core.AvailableJSON, 0, len(avail))
 				for _, a := range avail {
-					out = append(out, row{a.Device.Index, float64(a.FreePPM) / 1e6, a.FreeBytes, a.Bookings})
+					out = append(out, a.JSON())
 				}
 				return printJSON(cmd.OutOrStdout(), out)
 			}

@@ -5,24 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 )
-
-// backendReport answers what the original called check_concurrent_support().
-type backendReport struct {
-	NVMLAvailable      bool     `json:"nvml_available"`
-	NVMLDetail         string   `json:"nvml_detail"`
-	Driver             string   `json:"driver,omitempty"`
-	GPUs               int      `json:"gpus"`
-	MPSRunning         bool     `json:"mps_running"`
-	MPSMultiUser       bool     `json:"mps_multi_user"`
-	MPSPipeDir         string   `json:"mps_pipe_dir"`
-	MPSDetail          string   `json:"mps_detail,omitempty"`
-	ConcurrentPossible bool     `json:"concurrent_possible"`
-	Recommended        string   `json:"recommended"`
-	ActiveBackend      string   `json:"active_backend"`
-	Mode               gpu.Mode `json:"mode"`
-}
 
 func backendsCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -31,7 +16,7 @@ func backendsCmd(g *globals) *cobra.Command {
 		Short: "What this machine supports: NVML, MPS, concurrent or time-sliced sharing",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var r backendReport
+			var r core.BackendsJSON
 			n, nvmlErr := gpu.OpenNVML()
 			if nvmlErr != nil {
 				r.NVMLDetail = nvmlErr.Error()

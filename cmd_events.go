@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -29,7 +30,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), evs)
+				return printJSON(cmd.OutOrStdout(), core.EventsJSON(evs))
 			}
 			for _, e := range evs {
 				id := ""

@@ -175,3 +175,24 @@ func TestBackendsCommand(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "active backend:      none: nvml backend unavailable: "+err.Error()+"\n")
 }
+
+// What scripts read: available --json and events --json, whose booking id
+// is under "booking" and, for scripts written before, "partition".
+func TestJSONForScripts(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "1h").code)
+
+	r := cli(t, db, "available", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `[{"device":0,"free":1,"free_bytes":85899345920,"bookings":0},
+		{"device":1,"free":0.75,"free_bytes":64424509440,"bookings":1}]`, r.stdout)
+
+	r = cli(t, db, "events", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var evs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &evs))
+	require.Len(t, evs, 1)
+	require.Equal(t, "created", evs[0]["kind"])
+	require.Equal(t, 1.0, evs[0]["booking"])
+	require.Equal(t, 1.0, evs[0]["partition"])
+}
