@@ -17,7 +17,7 @@ import (
 
 // runApp is `chronos`: the terminal app, with the monitor engine running
 // inside it so that bookings are enforced whenever anyone has it open.
-func runApp(cmd *cobra.Command, g *globals, logPath string) error {
+func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
 		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
 	}
@@ -39,7 +39,11 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) error {
 		if err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
-		defer logFile.Close()
+		defer func() {
+			if cerr := logFile.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("close log: %w", cerr))
+			}
+		}()
 		if logAct, err = actLogger(logFile, "text"); err != nil {
 			return err
 		}

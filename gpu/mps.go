@@ -123,7 +123,7 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 	limit, err := queryMPS(ctx, bin, pipeDir, "get_default_device_pinned_mem_limit 0")
 	if err == nil && isMemLimit(limit) {
 		m.DefaultPinnedMemLimit = limit
-	} else if !(err == nil && limit == "") {
+	} else if err != nil || limit != "" {
 		details = append(details, mpsAnswer("pinned memory limit", limit, err))
 	}
 	m.Detail = strings.Join(details, "; ")

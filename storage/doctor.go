@@ -182,7 +182,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 	d.Partitions = len(stored)
 	indexed := map[uint64]bool{}
 	if b := btx.Bucket(bucketLive); b != nil {
-		walk(b, "live", d, func(k, v []byte) {
+		walk(b, "live", d, func(k, _ []byte) {
 			if len(k) != 8 {
 				d.problem("live index key %x is not an id", k)
 				return

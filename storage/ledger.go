@@ -237,14 +237,14 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockTimeout):
 		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+		return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("open ledger %s: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
 		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
-			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+			return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
 		}
 		return fmt.Errorf("open ledger %s: %w", l.Path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -137,9 +138,7 @@ func (l *Ledger) Repair() (Repaired, error) {
 			r.Sources = append(r.Sources, fmt.Sprintf("%d records restored from the backup %s (written %s)", added, backup, bst.ModTime().Format(time.RFC3339)))
 		}
 	}
-	for _, f := range found.failures {
-		r.Lost = append(r.Lost, f)
-	}
+	r.Lost = append(r.Lost, found.failures...)
 	if len(found.parts) == 0 && len(found.events) == 0 {
 		r.Lost = append(r.Lost, "nothing could be read: the new ledger starts empty")
 	}
@@ -155,7 +154,10 @@ func (l *Ledger) Repair() (Repaired, error) {
 	}
 	if problems, err := (&Ledger{Path: tmp, Timeout: l.Timeout}).Check(); err != nil || len(problems) > 0 {
 		os.Remove(tmp)
-		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%v %v); %s is unchanged", err, problems, l.Path)
+		if err == nil {
+			err = errors.Join(problems...)
+		}
+		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%w); %s is unchanged", err, l.Path)
 	}
 	if err := os.Rename(tmp, l.Path); err != nil {
 		os.Remove(tmp)
