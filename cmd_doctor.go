@@ -9,7 +9,7 @@ import (
 )
 
 func doctorCmd(g *globals) *cobra.Command {
-	var repair, asJSON bool
+	var repair, force, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--repair]",
 		Short: "Check the ledger file for damage; --repair rebuilds it from what can be read",
@@ -22,10 +22,12 @@ With --repair a damaged ledger is rebuilt: the damaged file is kept as
 <ledger>.damaged-<time>, every record that can still be read is copied into a
 new file (live bookings, history, events, policy, inventory), what the damaged
 file lost is taken from the rolling backup <ledger>.backup when that is good,
-and the new file replaces the old one. Exits 0 when the ledger is healthy (or
+and the new file replaces the old one. A file that never was a chronos
+ledger (no bbolt header, no chronos bucket, no backup beside it) is left
+alone unless --force is given too. Exits 0 when the ledger is healthy (or
 was repaired), 1 when problems remain.`,
 		Example: "  chronos doctor\n  sudo chronos doctor --repair",
-		Args:    args(cobra.NoArgs),
+		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			printDiagnosis := func(d storage.Diagnosis) {
@@ -49,7 +51,11 @@ was repaired), 1 when problems remain.`,
 			var healthy bool
 			var result any
 			if repair {
-				r, err := l.Repair()
+				repairLedger := l.Repair
+				if force {
+					repairLedger = l.RepairAnyway
+				}
+				r, err := repairLedger()
 				if err != nil {
 					return err
 				}
@@ -94,6 +100,7 @@ was repaired), 1 when problems remain.`,
 		},
 	}
 	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild a damaged ledger from what can be read (keeps the damaged file)")
+	cmd.Flags().BoolVar(&force, "force", false, "with --repair: replace even a file that never was a chronos ledger")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -53,7 +53,19 @@ func newSalvage() *salvage {
 	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}}
 }
 
-// Repair rebuilds a damaged ledger from what can be read of it. It saves
+// ErrNotLedger means the file at a ledger's path never was a chronos
+// ledger: repairing it would put a new ledger in place of somebody's file
+// (a typo'd --db under sudo could replace a system file).
+var ErrNotLedger = errors.New("not a chronos ledger")
+
+// Repair is RepairAnyway for a file that was a chronos ledger once: it
+// refuses, with ErrNotLedger, a file with no bbolt header, no chronos
+// bucket and no backup beside it.
+func (l *Ledger) Repair() (Repaired, error) {
+	return l.repair(false)
+}
+
+// RepairAnyway rebuilds a damaged ledger from what can be read of it. It saves
 // the damaged file as <path>.damaged-<time>, reads every record it can —
 // through bbolt where the file opens, key by key so that one bad page costs
 // only its own records; from the raw pages where bbolt cannot go; and from
@@ -62,7 +74,11 @@ func newSalvage() *salvage {
 // Live bookings, history, events, policy and inventory are kept as found;
 // a booking whose "created" event was lost gets one that says it was
 // restored. The ledger stays locked throughout, so no write is lost.
-func (l *Ledger) Repair() (Repaired, error) {
+func (l *Ledger) RepairAnyway() (Repaired, error) {
+	return l.repair(true)
+}
+
+func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	var r Repaired
 	r.Sources, r.Lost = []string{}, []string{}
 	before, err := l.Diagnose()
@@ -72,6 +88,10 @@ func (l *Ledger) Repair() (Repaired, error) {
 	}
 	if before.Healthy {
 		return r, nil
+	}
+	if !anyway && !wasLedger(l.Path) {
+		return r, fmt.Errorf("%w: %s has no bbolt header, no chronos bucket and no backup beside it; "+
+			"to replace it with a new ledger anyway (the file is kept as %s.damaged-<time>), add --force", ErrNotLedger, l.Path, l.Path)
 	}
 	if before.Schema > SchemaVersion {
 		return r, fmt.Errorf("%w (schema %d): upgrade chronos instead of repairing", ErrNewerSchema, before.Schema)
@@ -174,6 +194,45 @@ func (l *Ledger) Repair() (Repaired, error) {
 	r.After, err = l.Diagnose()
 	return r, err
 }
+
+// wasLedger says whether the file at path was a chronos ledger once, from
+// what survives damage: a backup beside it (only chronos writes one), a
+// bbolt meta page, or the names of the buckets every chronos ledger holds.
+// Only a regular file is read, and at most maxSniff bytes of it.
+func wasLedger(path string) bool {
+	if st, err := os.Stat(BackupPath(path)); err == nil && st.Mode().IsRegular() {
+		return true
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	} else if st.Size() == 0 {
+		return true // created, never written: what chronos leaves before its first write
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSniff))
+	if err != nil {
+		return false
+	}
+	le := binary.LittleEndian
+	for _, off := range []int{0, 4096, 8192, 16384, 65536} {
+		if off+pageHeader+4 <= len(data) && le.Uint32(data[off+pageHeader:]) == boltMagic {
+			return true
+		}
+	}
+	for _, name := range knownBuckets {
+		if !bytes.Contains(data, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxSniff bounds how much of a file wasLedger reads.
+const maxSniff = 64 << 20
 
 func copyFile(from *os.File, to string, mode fs.FileMode) error {
 	return writeAtomically(to, mode, func(f *os.File) error {
