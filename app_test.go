@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -114,4 +115,15 @@ func TestAppNeedsATerminal(t *testing.T) {
 	r := chronos(t, filepath.Join(t.TempDir(), "c.db"))
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "needs a terminal")
+}
+
+// The app on a damaged ledger says so, and where to turn.
+func TestAppOnDamagedLedger(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.NoError(t, os.WriteFile(db, []byte("not a database at all, just some words\n"), 0o600))
+	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
+	s.keys(chronosBin+"; echo exit=$?", "Enter")
+	scr := s.waitFor("exit=1", 10*time.Second)
+	require.Contains(t, scr, "damaged")
+	require.Contains(t, scr, "`chronos doctor` says what is wrong")
 }

@@ -14,7 +14,7 @@ func backendsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backends",
 		Short: "What this machine supports: NVML, MPS, concurrent or time-sliced sharing",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var r core.BackendsJSON
 			n, nvmlErr := gpu.OpenNVML()

@@ -17,7 +17,7 @@ func createCmd(g *globals) *cobra.Command {
 		Long: `Book a share of one GPU's memory for a bounded time.
 
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
-DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
+DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
 		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice",
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {

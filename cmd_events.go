@@ -15,7 +15,7 @@ func eventsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Show the audit trail (who created, extended, released; what expired)",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -31,6 +31,10 @@ func eventsCmd(g *globals) *cobra.Command {
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), core.EventsJSON(evs))
+			}
+			if len(evs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "No events yet in %s: creating, extending or releasing a booking records one.\n", c.Ledger())
+				return nil
 			}
 			for _, e := range evs {
 				id := ""

@@ -10,9 +10,12 @@ import (
 
 func extendCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "extend ID DURATION",
-		Short:   "Give a live booking more time",
-		Example: "  chronos extend 7 30m",
+		Use:   "extend ID DURATION",
+		Short: "Give a live booking more time",
+		Long: `Give a live booking more time: DURATION more, in seconds (3600) or a
+duration (90m, 1h30m, 8h, 2d). The time left afterwards may not pass the
+policy's maximum (7d unless root changed it).`,
+		Example: "  chronos extend 7 30m\n  chronos extend 7 1d",
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			id, err := core.ParseID(a[0])

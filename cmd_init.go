@@ -20,7 +20,7 @@ func initCmd() *cobra.Command {
 setgid, mode 2770; the ledger inside gets mode 0660. Every user in the group
 then shares one ledger; everyone else cannot read or change it.`,
 		Example: "  sudo chronos init --shared --group gpu",
-		Args:    args(cobra.NoArgs),
+		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !shared {
 				return usageError{errors.New("init: say --shared (a per-user ledger needs no init)")}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ func listCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List bookings (live ones; --all for history)",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -38,6 +39,13 @@ func listBookings(w io.Writer, c *core.Client, all, asJSON bool) error {
 		return err
 	}
 	now := c.Now()
+	if len(parts) == 0 && !all && !asJSON {
+		// Nothing live: say whether there is history to see.
+		if ended, err := c.List(true); err == nil && len(ended) > 0 {
+			_, err = fmt.Fprintf(w, "No live bookings; %d ended (chronos list --all shows them).\n", len(ended))
+			return err
+		}
+	}
 	if asJSON {
 		out := make([]core.PartitionJSON, 0, len(parts))
 		for _, p := range parts {

@@ -82,7 +82,7 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 	case "json":
 		h = slog.NewJSONHandler(w, opts)
 	default:
-		return nil, usageError{fmt.Errorf("--log-format %q: use text or json", format)}
+		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", core.Quote(format))}
 	}
 	return func(a core.Act) {
 		level := slog.LevelInfo

@@ -12,7 +12,7 @@ func policyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Show or set what monitors do at expiry and on misuse",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {

@@ -15,7 +15,7 @@ func statsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Each GPU's memory, load and processes, with the booking each counts against",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {

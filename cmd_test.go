@@ -8,12 +8,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 )
+
+func fileBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
 
 // cli runs a chronos command line in this process, as cobra's own tests
 // do, against the ledger at db on two simulated GPUs (TestMain sets them).
@@ -97,7 +105,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"create", "0", "0.1"}, 2, "accepts 3 arg(s)"},
 		{[]string{"create", "0", "0.1", "1h", "--compute", "300%"}, 2, "compute share"},
 		{[]string{"release", "42"}, 1, "no such booking: 42"},
-		{[]string{"release", "abc"}, 2, "not a partition id"},
+		{[]string{"release", "abc"}, 2, "not a booking id"},
 		{[]string{"extend", "1", "-5m"}, 2, "negative values are not allowed"},
 		{[]string{"release", "-3"}, 2, "negative values are not allowed"},
 		{[]string{"extend", "99", "5m"}, 1, "no such booking"},
@@ -105,7 +113,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"run", "0", "0.1", "1h", "--", "/no/such/program"}, 2, "cannot run"},
 		{[]string{"policy", "set", "expiry=explode"}, 2, "expected one of"},
 		{[]string{"--monitor", "--log-format", "xml"}, 2, "use text or json"},
-		{[]string{"frobnicate"}, 1, "unknown command"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -195,4 +203,162 @@ func TestJSONForScripts(t *testing.T) {
 	require.Equal(t, "created", evs[0]["kind"])
 	require.Equal(t, 1.0, evs[0]["booking"])
 	require.Equal(t, 1.0, evs[0]["partition"])
+}
+
+// A wrong command line exits 2 and says what to type instead; none of it
+// changes the ledger.
+func TestCommandLineMistakes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
+	before := fileBytes(t, db)
+	for _, tc := range []struct {
+		args    []string
+		want    string
+		notWant string
+	}{
+		{[]string{"lst"}, `unknown command "lst": did you mean list? (see chronos --help)`, ""},
+		{[]string{"stat"}, "did you mean stats?", ""},
+		{[]string{"policy", "sett"}, "did you mean set? (see chronos policy --help)", ""},
+		{[]string{"list", "foo"}, `list: no arguments expected, got "foo" (see chronos list --help)`, ""},
+		{[]string{"--backend", "bogus", "list"}, `--backend "bogus": use auto, nvml or sim`, ""},
+		{[]string{"create", "0", "50", "1h"}, "for 50 percent, write 50%", ""},
+		{[]string{"create", "0", "0.5", "NaN"}, `duration "NaN" is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)`, "long"},
+		{[]string{"create", "0", "0.5", "inf"}, "is not seconds", "long"},
+		{[]string{"create", "0", "0.5", "soon"}, "2d", ""},
+		{[]string{"events", "-n", "abc"}, `--last "abc": not a whole number (see chronos events --help)`, "strconv"},
+		{[]string{"policy", "set"}, "(see chronos policy set --help)", "chronos set"},
+		{[]string{"release", "abc"}, `"abc" is not a booking id`, "partition"},
+		{[]string{"run", "--grace", "abc", "0", "0.1", "1h", "--", "true"}, `--grace "abc": not a duration`, ""},
+		{[]string{"list", "--frob"}, `unknown flag "--frob" (see chronos list --help)`, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := cli(t, db, tc.args...)
+			require.Equal(t, exitUsage, r.code, "stdout %q stderr %q", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+			if tc.notWant != "" {
+				require.NotContains(t, r.stderr, tc.notWant)
+			}
+			require.Equal(t, before, fileBytes(t, db), "the ledger changed")
+		})
+	}
+}
+
+// --version and -v print what `chronos version` prints.
+func TestVersionFlags(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	want := cli(t, db, "version")
+	require.Equal(t, 0, want.code)
+	require.Equal(t, "chronos dev (ledger schema 1)\n", want.stdout)
+	for _, flag := range []string{"--version", "-v"} {
+		r := cli(t, db, flag)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, want.stdout, r.stdout)
+	}
+}
+
+// Help shows no defaults that mean nothing to a person, names days, and
+// the word for the thing is booking.
+func TestHelpText(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := cli(t, db, "help", "run")
+	require.Equal(t, 0, r.code)
+	require.NotContains(t, r.stdout, "-1ns")
+	require.Contains(t, r.stdout, "--booking string")
+	require.Contains(t, r.stdout, "CHRONOS_BOOKING_ID")
+	require.NotContains(t, r.stdout, "--partition string")
+	for _, command := range []string{"create", "run", "extend"} {
+		r = cli(t, db, command, "--help")
+		require.Contains(t, r.stdout, "2d", command)
+	}
+}
+
+// A 100 kB argument is named, not echoed back whole, wherever it lands.
+func TestHugeArgumentsAreNotEchoed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
+	huge := strings.Repeat("x", 100_000)
+	for _, args := range [][]string{
+		{"create", huge, "0.5", "1h"}, {"create", "0", huge, "1h"}, {"create", "0", "0.5", huge},
+		{"create", "0", "0.5", "1h", "--compute", huge}, {"create", "0", "0.5", "1h", "--user", huge},
+		{"release", huge}, {"extend", "1", huge}, {"available", huge},
+		{"policy", "set", huge}, {"policy", "set", "expiry=" + huge}, {"policy", "set", huge + "=1"},
+		{"run", "--warn-signal", huge, "0", "0.1", "1h", "--", "true"}, {"run", "0", "0.1", "1h", "--", huge},
+		{"run", "--booking", huge, "--", "true"},
+		{huge}, {"list", huge}, {"policy", huge}, {"--backend", huge, "list"}, {"events", "-n", huge}, {"list", "--" + huge},
+		{"--monitor", "--log-format", huge}, {"--monitor", "--policy", huge},
+	} {
+		r := cli(t, db, args...)
+		require.NotEqual(t, 0, r.code)
+		require.Less(t, len(r.stderr), 600, "%.60s… echoed: %.300s", strings.Join(args, " "), r.stderr)
+		require.Contains(t, r.stderr, "xxxx…")
+	}
+}
+
+// run --booking joins a booking (--partition, the old name, too), and the
+// command finds its booking under both names.
+func TestRunInABooking(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
+	for _, flag := range []string{"--booking", "--partition"} {
+		r := cli(t, db, "run", flag, "1", "--", "sh", "-c", `echo "$CHRONOS_BOOKING_ID $CHRONOS_PARTITION_ID"`)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, "1 1\n", r.stdout, flag)
+	}
+	require.Len(t, listJSON(t, db), 1, "joining a booking leaves it live")
+}
+
+// list shows the compute cap, when an ended booking ended, and, with only
+// history left, that --all shows it; an empty audit trail says so.
+func TestListAndEventsSayWhatIsThere(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := cli(t, db, "events")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "No events yet in "+db+": creating, extending or releasing a booking records one.\n", r.stdout)
+
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.2", "1h", "--compute", "25%").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
+	r = cli(t, db, "list")
+	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+EXPIRES\s+STATE\s+COMPUTE$`, r.stdout)
+	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
+	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
+
+	released := time.Now()
+	require.Equal(t, 0, cli(t, db, "release", "1", "2").code)
+	r = cli(t, db, "list")
+	require.Equal(t, 0, r.code)
+	require.Equal(t, "No live bookings; 2 ended (chronos list --all shows them).\n", r.stdout)
+	r = cli(t, db, "list", "--all")
+	require.Regexp(t, `(?m)^ID\s.*\sSTATE\s+COMPUTE\s+ENDED$`, r.stdout)
+	at := func(t time.Time) string { return t.Local().Format("Jan 2 15:04:05") }
+	require.Regexp(t, `(?m)^1\s.*\sreleased\s+25% of SMs\s+(`+at(released)+`|`+at(released.Add(time.Second))+`)$`, r.stdout)
+	require.NotContains(t, cli(t, filepath.Join(t.TempDir(), "empty.db"), "list").stdout, "--all")
+}
+
+// A damaged ledger's error points at chronos doctor; a ledger path that
+// cannot be used says which and why, in words.
+func TestLedgerProblemsInWords(t *testing.T) {
+	dir := t.TempDir()
+	damaged := filepath.Join(dir, "damaged.db")
+	require.NoError(t, os.WriteFile(damaged, []byte("not a database at all, just some words\n"), 0o600))
+	for _, args := range [][]string{{"list"}, {"create", "0", "0.1", "1h"}, {"events"}, {"--monitor"}} {
+		r := cli(t, damaged, args...)
+		require.Equal(t, exitError, r.code)
+		require.Contains(t, r.stderr, "damaged")
+		require.Contains(t, r.stderr, "`chronos doctor` says what is wrong", args)
+	}
+
+	file := filepath.Join(dir, "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, tc := range []struct {
+		db, want string
+	}{
+		{filepath.Join(dir, "no", "such", "chronos.db"), "its directory " + filepath.Join(dir, "no", "such") + " does not exist"},
+		{filepath.Join(file, "chronos.db"), "a part of the path is a file, not a directory"},
+	} {
+		for _, args := range [][]string{{"create", "0", "0.1", "1h"}, {"stats"}} {
+			r := cli(t, tc.db, args...)
+			require.Equal(t, exitError, r.code)
+			require.Equal(t, "chronos: cannot use the ledger "+tc.db+" (--db): "+tc.want+"\n", r.stderr)
+		}
+	}
 }

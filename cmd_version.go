@@ -12,7 +12,7 @@ func versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  args(cobra.NoArgs),
+		Args:  args(noArgs),
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "chronos %s (ledger schema %d)\n", version, storage.SchemaVersion)
 		},

@@ -10,6 +10,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// sharedDir is a directory every uid may use.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "chronos-perm-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	return dir
+}
+
+// binForOthers is a copy of the binary that every uid may run.
+func binForOthers(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(sharedDir(t), "chronos")
+	data, err := os.ReadFile(chronosBin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	return bin
+}
+
 // asNobody runs the real binary as uid 65534 against db.
 func asNobody(t *testing.T, bin, db string, args ...string) result {
 	t.Helper()
@@ -23,14 +43,8 @@ func TestOtherUsersAreRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
 	}
-	dir, err := os.MkdirTemp("/tmp", "chronos-perm-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "chronos")
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	dir := sharedDir(t)
+	bin := binForOthers(t)
 	db := filepath.Join(dir, "chronos.db")
 	r := chronos(t, db, "create", "0", "0.2", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -67,6 +81,19 @@ func TestOtherUsersAreRefused(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
+// A ledger another user may not touch is named, with who may not, in
+// words — not a system call's error.
+func TestLedgerOutOfReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another uid")
+	}
+	dir := t.TempDir() // 0700, root's
+	db := filepath.Join(dir, "chronos.db")
+	r := asNobody(t, binForOthers(t), db, "create", "0", "0.1", "1h")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): nobody may not use "+db+" (a shared ledger of a group you are not in?)\n", r.stderr)
+}
+
 // `chronos run` starts the command without a shell: its arguments arrive
 // as they were given, however they look to a shell.
 func TestRunPassesArgumentsLiterally(t *testing.T) {
@@ -99,7 +126,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		child[k] = v
 	}
-	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
+	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_BOOKING_ID": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
 	for k, v := range parent {
 		if !set[k] {
 			require.Equal(t, v, child[k], "variable %s", k)
@@ -110,6 +137,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		require.True(t, inherited || set[k], "%s appeared from nowhere", k)
 	}
 	require.Equal(t, "1", child["CUDA_VISIBLE_DEVICES"])
+	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.Equal(t, "1", child["CHRONOS_PARTITION_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
 	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])

@@ -250,3 +250,17 @@ func medianMS(d []time.Duration) float64 {
 	slices.Sort(s)
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
 }
+
+// The real binary: a mistyped command exits 2 with the nearest command,
+// and --version works where scripts call it.
+func TestBinaryExitStatuses(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := chronos(t, db, "lst")
+	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, "chronos: unknown command \"lst\": did you mean list? (see chronos --help)\n", r.stderr)
+	r = chronos(t, db, "--backend", "bogus", "list")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	r = chronos(t, db, "--version")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "chronos dev (ledger schema 1)\n", r.stdout)
+}

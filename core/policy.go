@@ -84,7 +84,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.ToLower(strings.TrimSpace(v))
 		if !ok || v == "" {
-			return p, inputErr("policy setting %q is not key=value", s)
+			return p, inputErr("policy setting %s is not key=value", Quote(s))
 		}
 		var err error
 		switch k {
@@ -101,7 +101,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		case "max", "max-length", "max_length":
 			p.MaxLength, err = policyDuration(k, v, time.Minute)
 		default:
-			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max)", k)
+			err = inputErr("unknown policy key %s (expiry, overbudget, unbooked, grace, warn, max)", Quote(k))
 		}
 		if err != nil {
 			return p, err
@@ -116,7 +116,7 @@ func oneOf(key, v string, allowed ...string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", inputErr("%s=%s: expected one of %s", key, v, strings.Join(allowed, ", "))
+	return "", inputErr("%s=%s: expected one of %s", key, Quote(v), strings.Join(allowed, ", "))
 }
 
 func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
@@ -130,7 +130,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	if d < least {
-		return 0, inputErr("%s=%s is shorter than %s", key, v, FormatDuration(least))
+		return 0, inputErr("%s=%s is shorter than %s", key, Quote(v), FormatDuration(least))
 	}
 	return d, nil
 }

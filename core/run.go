@@ -63,7 +63,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	}
 	path, err := exec.LookPath(o.Command[0])
 	if err != nil {
-		return RunResult{}, inputErr("cannot run %q: %v", o.Command[0], errors.Unwrap(err))
+		return RunResult{}, inputErr("cannot run %s: %v", Quote(o.Command[0]), errors.Unwrap(err))
 	}
 	say := o.Say
 	if say == nil {
@@ -269,6 +269,7 @@ func exitCodeOf(err error) int {
 func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
 	set := map[string]string{
 		"CUDA_VISIBLE_DEVICES":  visibleDevice(p),
+		gpu.BookingEnv:          strconv.FormatUint(p.ID, 10),
 		gpu.PartitionEnv:        strconv.FormatUint(p.ID, 10),
 		"CHRONOS_EXPIRES_AT":    p.Expires.UTC().Format(time.RFC3339Nano),
 		"CHRONOS_DEADLINE_UNIX": strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64),
@@ -287,7 +288,7 @@ func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"CUDA_VISIBLE_DEVICES", gpu.PartitionEnv, "CHRONOS_EXPIRES_AT", "CHRONOS_DEADLINE_UNIX",
+	for _, k := range []string{"CUDA_VISIBLE_DEVICES", gpu.BookingEnv, gpu.PartitionEnv, "CHRONOS_EXPIRES_AT", "CHRONOS_DEADLINE_UNIX",
 		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"} {
 		if v, ok := set[k]; ok {
 			out = append(out, k+"="+v)
@@ -317,7 +318,7 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	if sig := unix.SignalNum("SIG" + strings.TrimPrefix(t, "SIG")); sig != 0 {
 		return sig, nil
 	}
-	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
+	return 0, inputErr("unknown signal %s (try SIGUSR1, SIGUSR2, SIGINT or none)", Quote(s))
 }
 
 // signalName is the signal's name as kill -l prints it with SIG: SIGUSR1.

@@ -123,6 +123,7 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
 	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
 	require.Contains(t, env, "CHRONOS_PARTITION_ID=7\n")
+	require.Contains(t, env, "CHRONOS_BOOKING_ID=7\n")
 	require.Contains(t, env, "CHRONOS_EXPIRES_AT=2026-11-29T12:00:00.5Z\n")
 	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
 	require.NotContains(t, env, "CUDA_MPS")

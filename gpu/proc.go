@@ -17,8 +17,12 @@ import (
 // os.ErrNotExist so callers may test for either.
 var ErrProcessGone = fmt.Errorf("process has exited: %w", os.ErrNotExist)
 
-// PartitionEnv is the environment variable that ties a process to a
-// partition; `chronos run` sets it and children inherit it.
+// BookingEnv is the environment variable that ties a process to a
+// booking; `chronos run` sets it and children inherit it.
+const BookingEnv = "CHRONOS_BOOKING_ID"
+
+// PartitionEnv is BookingEnv's old name, still set and read for the
+// scripts and processes that use it.
 const PartitionEnv = "CHRONOS_PARTITION_ID"
 
 // ProcInfo is what /proc says about one process.
@@ -98,7 +102,10 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	case errors.Is(err, ErrProcessGone):
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	case err == nil:
-		info.PartitionID = envValue(environ, PartitionEnv)
+		info.PartitionID = envValue(environ, BookingEnv)
+		if info.PartitionID == "" {
+			info.PartitionID = envValue(environ, PartitionEnv)
+		}
 	}
 	return info, nil
 }

@@ -61,12 +61,30 @@ func TestReadProcRealChild(t *testing.T) {
 	require.Equal(t, first.StartTime, second.StartTime, "start time names the process; it must not move")
 }
 
+// A process names its booking by CHRONOS_BOOKING_ID, or by the old
+// CHRONOS_PARTITION_ID; when both are set, the new name wins.
+func TestReadProcBookingEnv(t *testing.T) {
+	for env, want := range map[string]string{
+		BookingEnv + "=8":                           "8",
+		PartitionEnv + "=9":                         "9",
+		PartitionEnv + "=9\x00" + BookingEnv + "=8": "8",
+	} {
+		root := t.TempDir()
+		writeFakeProc(t, root, 42, map[string]string{
+			"stat": fakeStat(42, "python", 5), "status": "Uid:\t1234\t0\t0\t0\n", "cmdline": "python\x00", "environ": env + "\x00",
+		})
+		info, err := ProcReader{Root: root}.ReadProc(42)
+		require.NoError(t, err)
+		require.Equal(t, want, info.PartitionID, env)
+	}
+}
+
 func TestReadProcWithoutPartition(t *testing.T) {
 	cmd := startSleep(t)
 	// The test binary itself may run under chronos; the child must not
 	// inherit a partition for this check to mean anything.
-	if os.Getenv(PartitionEnv) != "" {
-		t.Skip(PartitionEnv + " is set in the test environment")
+	if os.Getenv(PartitionEnv) != "" || os.Getenv(BookingEnv) != "" {
+		t.Skip(BookingEnv + " is set in the test environment")
 	}
 	info, err := ReadProc(cmd.Process.Pid)
 	require.NoError(t, err)
