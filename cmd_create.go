@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 func createCmd(g *globals) *cobra.Command {
@@ -34,11 +35,20 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
 			if err != nil {
 				return err
 			}
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", w)
+			}
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "chronos: note:", note)
+				}
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Fprintf(cmd.OutOrStdout(), "GPU %d had %s.\n", p.Device, p.Room.Room())
 			return nil
 		},
 	}

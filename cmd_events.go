@@ -37,11 +37,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, e := range evs {
-				id := ""
-				if e.Partition != 0 {
-					id = fmt.Sprintf(" #%d", e.Partition)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-9s%s by %s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Kind, id, e.User, e.Detail)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), core.FormatEvent(e))
 			}
 			return nil
 		},

@@ -35,7 +35,7 @@ policy's maximum (7d unless root changed it).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				p.Expires.Local().Format("Mon Jan 2 15:04:05"), core.FormatDuration(p.Expires.Sub(c.Now())))
+				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
 			return nil
 		},
 	}

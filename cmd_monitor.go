@@ -66,7 +66,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 
 // actLogger writes one line per monitor act to w through log/slog: "text"
 // (key=value) or "json", both with the fields scripts read — time, kind,
-// partition, user, pid, detail — and a level (ERROR for errors, WARN for
+// partition, user, uid, pid, detail, as core.Act's JSON has them — and a level (ERROR for errors, WARN for
 // signals refused, INFO otherwise). time is when the act happened.
 func actLogger(w io.Writer, format string) (func(core.Act), error) {
 	opts := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -99,6 +99,9 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 		}
 		if a.User != "" {
 			r.AddAttrs(slog.String("user", a.User))
+		}
+		if a.UID != 0 {
+			r.AddAttrs(slog.Int("uid", a.UID))
 		}
 		if a.PID != 0 {
 			r.AddAttrs(slog.Int("pid", a.PID))

@@ -35,7 +35,9 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
+  max=7d                         longest booking (and most time left after an extension)
+  admit=booked|physical          admit on booked shares only (memory in use is a warning),
+                                 or also refuse what is not physically free`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {

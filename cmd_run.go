@@ -28,12 +28,13 @@ booking when the command ends.
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
 DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 
-Before the end the command's process group gets --warn-signal (SIGUSR1 by
-default: handle it to checkpoint, or say --warn-signal none; Python's default
-action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
-SIGKILL after the grace period. chronos exits with the command's status, or
-124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --booking 7 -- python eval.py",
+No signal comes before the end unless you ask: the deadline is in
+CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
+group five minutes before the end (as Slurm's --signal; handle it, since
+SIGUSR1's default action ends a program). At the deadline the group gets
+SIGTERM, then SIGKILL after the grace period. chronos exits with the command's
+status, or 124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --booking 7 -- python eval.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -44,7 +45,10 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 			opts := core.RunOptions{Command: command, Grace: grace.orPolicy(), Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr,
 				Say: func(f string, v ...any) { fmt.Fprintf(stderr, "chronos: "+f+"\n", v...) }}
 			var err error
-			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
+				return usageError{errors.New("run: --warn-signal is the old name of --signal: give one")}
+			}
+			if opts.WarnSignal, err = core.ParseWarnSignal(warnSignal); err != nil {
 				return err
 			}
 			switch {
@@ -85,7 +89,8 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 		return pflag.NormalizedName(name)
 	})
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
-	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m); none by default")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "none", "the old name of --signal")
 	cmd.Flags().Var(&grace, "grace", "time between SIGTERM and SIGKILL, e.g. 10s (default: the policy's, 30s unless root changed it)")
 	return cmd
 }

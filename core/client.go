@@ -27,6 +27,7 @@ var (
 	ErrTooLong      = errors.New("longer than the policy allows")
 	ErrUnknownUser  = errors.New("no such user")
 	ErrUnknownGroup = errors.New("no such group")
+	ErrMemoryInUse  = errors.New("not enough memory physically free on that GPU")
 	errNeedDevices  = errors.New("no device inventory cached")
 )
 
@@ -162,6 +163,9 @@ func (c *Client) Now() time.Time { return c.now() }
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
 	storage.Partition
+	// Room is what the GPU had room for when Create made the booking:
+	// the bookable share and the memory physically free before it.
+	Room   Availability
 	client *Client
 }
 
@@ -200,18 +204,24 @@ const (
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
 	StatusReleased   BookingStatus = "released"
+	// StatusOrphaned: live, but the `chronos run` that made it is gone
+	// while its command runs on; a monitor releases it when nothing does.
+	StatusOrphaned BookingStatus = "orphaned"
 )
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
 
-// Status is what a person sees: live, ending soon, expired or released.
+// Status is what a person sees: live, ending soon, orphaned, expired or
+// released.
 func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
 	switch {
 	case p.State == storage.Released:
 		return StatusReleased
 	case p.State == storage.Expired || !now.Before(p.Expires):
 		return StatusExpired
+	case !p.Orphaned.IsZero():
+		return StatusOrphaned
 	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
 		return StatusEndingSoon
 	default:

@@ -19,9 +19,12 @@ type Act struct {
 	Time      time.Time         `json:"time"`
 	Kind      storage.EventKind `json:"kind"`
 	Partition uint64            `json:"partition,omitempty"`
-	User      string            `json:"user,omitempty"`
-	PID       int               `json:"pid,omitempty"`
-	Detail    string            `json:"detail"`
+	// User is whose booking or process the act is about; UID goes with it
+	// for a process.
+	User   string `json:"user,omitempty"`
+	UID    int    `json:"uid,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (a Act) String() string {
@@ -94,8 +97,12 @@ type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
 	pol    Policy
-	stamp  string // the ledger version it was read at
-	read   time.Time
+	// readings are the stored GPU readings, and inventoryBackend the
+	// backend that wrote the inventory.
+	readings         []storage.DeviceReading
+	inventoryBackend string
+	stamp            string // the ledger version it was read at
+	read             time.Time
 }
 
 // snapshotMaxAge bounds how long a snapshot is trusted without a change
@@ -187,8 +194,17 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		s.claims, err = tx.Claims()
-		return err
+		if s.claims, err = tx.Claims(); err != nil {
+			return err
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		s.inventoryBackend = inv.Backend
+		// Readings that don't decode are replaced, not a reason to stop.
+		s.readings, _ = tx.DeviceReadings()
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -210,6 +226,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
+	var readings []storage.DeviceReading // readings to store
+	var release, orphaned []uint64       // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -217,10 +235,16 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
 		atts = Attribute(s, parts, now)
+		// Only readings of the GPUs the inventory lists: a simulated
+		// backend never speaks for a ledger of real GPUs.
+		if rs := readingOf(s, atts, now); snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
+			readings = rs
+		}
+		release, orphaned = orphans(parts, atts, now)
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
 
-	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned)+len(readings) > 0 {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -230,6 +254,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
 				return err
 			}
+			settled, err := m.settleOrphans(tx, release, orphaned, now)
+			if err != nil {
+				return err
+			}
+			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
 				return err
@@ -254,6 +283,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 					return err
 				}
 				mine = append(mine, p)
+			}
+			if len(readings) > 0 {
+				if err := putReadingIfDue(tx, readings); err != nil {
+					return err
+				}
 			}
 			return tx.DropClaims(now.Add(-24 * time.Hour))
 		})
@@ -337,7 +371,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			return nil, err
 		}
 		a := Act{Time: now, Kind: storage.EventWarned, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("ends in %s (GPU %d)", FormatDuration(p.Expires.Sub(now)), p.Device)}
+			Detail: fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(now)), p.Device)}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -379,13 +413,13 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
 				note(notice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventOverBudget,
-					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
+					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
 			if action == ActWarn {
 				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
@@ -414,12 +448,14 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
 }
 
+// record adds an act to the audit trail: the monitor's user acted; a
+// process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	detail := a.Detail
+	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: a.Detail}
 	if a.PID != 0 {
-		detail = fmt.Sprintf("pid %d: %s", a.PID, detail)
+		e.Process = &storage.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
-	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: detail})
+	return tx.AddEvent(e)
 }
 
 // signal sends the claimed signals, then records what happened. A signal
@@ -430,7 +466,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	var denied []string
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
 			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:

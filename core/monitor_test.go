@@ -309,3 +309,68 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 	require.Equal(t, storage.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended, "it ended at its deadline, whenever the monitor noticed")
 }
+
+// A warning less than a second before the end says so, never "ends in 0s".
+func TestWarningNeverSaysZeroSeconds(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 3 * time.Second})
+	require.NoError(t, err)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	clock.Advance(2800 * time.Millisecond) // inside the lead, a tenth: 0.3 s
+	_, err = m.Tick()
+	require.NoError(t, err)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	require.Equal(t, storage.EventWarned, evs[len(evs)-1].Kind)
+	require.Equal(t, "ends in under a second (GPU 0)", evs[len(evs)-1].Detail)
+	require.Equal(t, p.ID, evs[len(evs)-1].Partition)
+}
+
+func TestFormatEvent(t *testing.T) {
+	for _, tc := range []struct {
+		e    storage.Event
+		want string
+	}{
+		{storage.Event{Kind: storage.EventCreated, Partition: 3, User: "alice", Detail: "50% (40.0 GiB) of GPU 0 for 1h"},
+			"created    #3 by alice: 50% (40.0 GiB) of GPU 0 for 1h"},
+		{storage.Event{Kind: storage.EventReleased, Partition: 3, User: "alice"}, "released   #3 by alice"},
+		{storage.Event{Kind: storage.EventUnbooked, User: "root", Process: &storage.EventProcess{PID: 4242, UID: 1003, User: "carol"},
+			Detail: "python x.py uses 34.0 GiB on GPU 1 with no booking"},
+			"unbooked   carol's pid 4242: python x.py uses 34.0 GiB on GPU 1 with no booking (recorded by root)"},
+		{storage.Event{Kind: storage.EventSignalled, Partition: 7, User: "root", Process: &storage.EventProcess{PID: 9, UID: 1001, User: "alice"},
+			Detail: "SIGTERM to python: booking #7 expired"},
+			"signalled  #7 alice's pid 9: SIGTERM to python: booking #7 expired (recorded by root)"},
+	} {
+		require.Equal(t, tc.want, FormatEvent(tc.e))
+	}
+}
+
+// A process with no booking is recorded as its owner's (a real process of
+// user nobody here), with the monitor's user as the one who recorded it.
+func TestUnbookedEventNamesTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a process as nobody")
+	}
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, filepath.Join(t.TempDir(), "chronos.db"), sim, root, nil)
+	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour, For: "daemon"})
+	require.NoError(t, err)
+	stray := exec.Command("sleep", "60")
+	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	require.NoError(t, stray.Start())
+	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
+	require.Eventually(t, func() bool { info, err := gpu.ReadProc(stray.Process.Pid); return err == nil && info.UID == 65534 }, 2*time.Second, 5*time.Millisecond)
+	sim.Attach(idleGPU, stray.Process.Pid, 2<<30)
+
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
+	require.NoError(t, err)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	e := evs[len(evs)-1]
+	require.Equal(t, storage.EventUnbooked, e.Kind)
+	require.Equal(t, &storage.EventProcess{PID: stray.Process.Pid, UID: 65534, User: UserName(65534)}, e.Process)
+	require.Equal(t, "root", e.User)
+	require.Contains(t, FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
+}

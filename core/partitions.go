@@ -1,10 +1,12 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-gpu/chronos/gpu"
@@ -53,6 +55,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 	}
 
 	var out storage.Partition
+	var room Availability
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
 			inv, ok, err := tx.Inventory()
@@ -88,11 +91,12 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if err != nil {
 				return err
 			}
-			used := bookedPPM(parts, req.Device, now)
-			if used+share > ppm {
-				free := max(0, ppm-used)
-				return fmt.Errorf("%w: GPU %d has %s (%s) free, %s asked", ErrOverbooked, req.Device,
-					FormatPercent(free), FormatBytes(bytesOf(free, dev.MemoryTotal)), FormatPercent(share))
+			if used := bookedPPM(parts, req.Device, now); used+share > ppm {
+				return overbooked(inv, parts, dev, share, now)
+			}
+			room = availabilityOf(tx, inv, parts, dev, now)
+			if err := admitPhysical(pol, room, bytes); err != nil {
+				return err
 			}
 			out = storage.Partition{
 				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
@@ -121,7 +125,21 @@ func (c *Client) Create(req Request) (*Partition, error) {
 		return nil, err
 	}
 	p := c.wrap(out)
+	p.Room = room
 	return &p, nil
+}
+
+// admitPhysical refuses, when the policy says admit=physical, a booking
+// of more memory than is physically free. With no fresh reading nothing is
+// known and the booking is admitted on booked shares.
+func admitPhysical(pol Policy, room Availability, bytes uint64) error {
+	if pol.Admit != AdmitPhysical {
+		return nil
+	}
+	if w := room.Warning(bytes); w != "" {
+		return fmt.Errorf("%w (the policy admits only what is physically free): %s", ErrMemoryInUse, w)
+	}
+	return nil
 }
 
 func (c *Client) fetchInventory() (storage.Inventory, error) {
@@ -172,6 +190,49 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 	}
 	share := int64(math.Round(m.Fraction * ppm))
 	return share, bytesOf(share, dev.MemoryTotal), nil
+}
+
+// overbooked is the refusal of share on dev: what is free and what was
+// asked (rounded so that the free figure never looks enough), who holds the
+// rest and until when, and which GPUs have room for the request.
+func overbooked(inv storage.Inventory, parts []storage.Partition, dev storage.Device, share int64, now time.Time) error {
+	free := max(0, ppm-bookedPPM(parts, dev.Index, now))
+	var b strings.Builder
+	fmt.Fprintf(&b, "GPU %d has %s (%s) free, %s asked", dev.Index, FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)), FormatPercentUp(share))
+	var holders []storage.Partition
+	for _, p := range parts {
+		if p.Device == dev.Index && p.LiveAt(now) {
+			holders = append(holders, p)
+		}
+	}
+	// The largest holders first; the ones ending soonest among equals.
+	slices.SortFunc(holders, func(a, b storage.Partition) int {
+		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
+	})
+	const shown = 3
+	for i, p := range holders[:min(len(holders), shown)] {
+		sep := ", "
+		if i == 0 {
+			sep = ": held by "
+		}
+		fmt.Fprintf(&b, "%s%s (%s, #%d, until %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, FormatTime(p.Expires, now))
+	}
+	if len(holders) > shown {
+		fmt.Fprintf(&b, " and %d more", len(holders)-shown)
+	}
+	var room []string
+	for _, d := range inv.Devices {
+		if f := ppm - bookedPPM(parts, d.Index, now); d.Index != dev.Index && f >= share {
+			room = append(room, fmt.Sprintf("GPU %d has %s free", d.Index, FormatPercentDown(f)))
+		}
+	}
+	switch {
+	case len(room) > 0:
+		b.WriteString(". " + strings.Join(room, ", "))
+	case len(inv.Devices) > 1:
+		fmt.Fprintf(&b, ". No other GPU has %s free", FormatPercentUp(share))
+	}
+	return fmt.Errorf("%w: %s", ErrOverbooked, b.String())
 }
 
 func bytesOf(share int64, total uint64) uint64 {
@@ -296,21 +357,34 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventExtended, p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, storage.EventExtended, p, FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }
 
-// Availability is how much of a device is free to book now.
+// Availability is how much of a device is free to book now, and next to
+// it what its memory physically holds.
 type Availability struct {
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
+	Physical  PhysicalMemory
+}
+
+func availabilityOf(tx *storage.Tx, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
+	free := max(0, ppm-bookedPPM(parts, d.Index, now))
+	n := 0
+	for _, p := range parts {
+		if p.Device == d.Index && p.LiveAt(now) {
+			n++
+		}
+	}
+	return Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n, Physical: physicalIn(tx, inv, d, now)}
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), a.Device.Index)
 }
 
 // Available says how much of every device (device < 0) or one device is free.
@@ -330,14 +404,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-bookedPPM(parts, d.Index, now))
-			n := 0
-			for _, p := range parts {
-				if p.Device == d.Index && p.LiveAt(now) {
-					n++
-				}
-			}
-			out = append(out, Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+			out = append(out, availabilityOf(tx, inv, parts, d, now))
 		}
 		return nil
 	})

@@ -55,6 +55,8 @@ var (
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
 	keyPolicy    = []byte("policy")
+	// keyReadingPrefix and a GPU's index name its latest reading.
+	keyReadingPrefix = []byte("reading/")
 )
 
 // Ledger is the path of a ledger file and how to open it. It holds no open
