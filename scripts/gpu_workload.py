@@ -34,7 +34,7 @@ def hold(args):
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     print(f"workload {os.getpid()}: holding {args.gib} GiB on {torch.cuda.get_device_name()} "
           f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}, "
-          f"partition {os.environ.get('CHRONOS_PARTITION_ID')})", flush=True)
+          f"booking {os.environ.get('CHRONOS_BOOKING_ID', os.environ.get('CHRONOS_PARTITION_ID'))})", flush=True)
     end = time.time() + args.seconds
     while time.time() < end:
         for _ in range(50):
