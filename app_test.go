@@ -76,6 +76,9 @@ func TestAppEndToEnd(t *testing.T) {
 	s.keys(chronosBin, "Enter")
 	s.waitFor("SIMULATED GPUs", 10*time.Second)
 	s.waitFor("Bookings (0)", 5*time.Second)
+	// The form needs the first reading of the GPUs, which comes on its own
+	// time (a loaded machine, a race-detector build): wait until it shows.
+	s.waitFor("GPU 1  Simulated", 10*time.Second)
 
 	// Book with the form: n, memory 25%, enter (GPU and duration defaults).
 	s.keys("n")
