@@ -244,7 +244,7 @@ func BenchmarkProcess(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		timeIt(&version, "version")
-		timeIt(&create, "create", "3", "1MiB", "1h")
+		timeIt(&create, "create", "1", "1MiB", "1h")
 		timeIt(&list, "list")
 	}
 	b.StopTimer()
