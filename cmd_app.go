@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 	defer b.Close()
 	logAct := func(core.Act) {}
 	if logPath != "" {
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
@@ -57,7 +58,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: show})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show})
 	host, _ := os.Hostname()
 	return besideMonitor(cmd.Context(), m, func() error {
 		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})

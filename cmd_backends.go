@@ -29,11 +29,21 @@ func backendsCmd(g *globals) *cobra.Command {
 				}
 				_ = n.Close()
 			}
+			d, drmErr := gpu.OpenDRM(gpu.DRMOptions{})
+			if drmErr != nil {
+				r.DRMDetail = drmErr.Error()
+			} else {
+				devs, _ := d.Devices()
+				r.DRMAvailable, r.DRMDetail = true, fmt.Sprintf("%d AMD or Intel GPU(s), read through the kernel", len(devs))
+				_ = d.Close()
+			}
 			mps := gpu.DetectMPS("")
 			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
 			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
 			r.Mode = mps.Mode()
 			switch {
+			case !r.NVMLAvailable && r.DRMAvailable:
+				r.Recommended = "time-sliced: AMD and Intel GPUs have no MPS; the monitor watches each booking's memory, nothing caps it, and --compute is only recorded"
 			case !r.NVMLAvailable:
 				r.Recommended = "simulated: no NVIDIA driver is usable here"
 			case mps.Running && !mps.MultiUser:
@@ -43,12 +53,13 @@ func backendsCmd(g *globals) *cobra.Command {
 			default:
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
-			r.ActiveBackend = activeBackend(g.backendKind(), nvmlErr)
+			r.ActiveBackend = activeBackend(g.backendKind(), nvmlErr, drmErr)
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "NVML:                %s\n", availability(r.NVMLAvailable, r.NVMLDetail))
+			fmt.Fprintf(out, "DRM:                 %s\n", availability(r.DRMAvailable, r.DRMDetail))
 			fmt.Fprintf(out, "MPS daemon:          %s\n", mpsLine(mps))
 			fmt.Fprintf(out, "concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
 			fmt.Fprintf(out, "recommended:         %s\n", r.Recommended)
@@ -62,12 +73,12 @@ func backendsCmd(g *globals) *cobra.Command {
 }
 
 // activeBackend says which backend gpu.Open would pick for kind, from what
-// the NVML probe above found (nvmlErr nil: it has GPUs), without starting
-// NVML a second time.
-func activeBackend(kind string, nvmlErr error) string {
+// the probes above found (a nil error: it has GPUs), without starting NVML
+// a second time.
+func activeBackend(kind string, nvmlErr, drmErr error) string {
 	k, err := gpu.ParseKind(kind)
 	if err == nil {
-		k, err = gpu.Pick(k, nvmlErr)
+		k, err = gpu.Pick(k, nvmlErr, drmErr)
 	}
 	switch {
 	case err != nil:

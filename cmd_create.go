@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func createCmd(g *globals) *cobra.Command {
@@ -36,7 +37,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
 				return err
 			}
 			if w := p.Room.Warning(p.Bytes); w != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", w)
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
 			}
 			if p.ComputePct > 0 {
 				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func doctorCmd(g *globals) *cobra.Command {
@@ -32,14 +33,14 @@ was repaired), 1 when problems remain.`,
 			out := cmd.OutOrStdout()
 			printDiagnosis := func(d storage.Diagnosis) {
 				switch {
-				case !d.Exists:
+				case !d.Exists && d.Healthy:
 					fmt.Fprintf(out, "Ledger %s: not created yet (nothing to check).\n", d.Path)
 				case d.Healthy:
 					fmt.Fprintf(out, "Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
 				default:
 					fmt.Fprintf(out, "Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
 					for _, p := range d.Problems {
-						fmt.Fprintln(out, "  -", p)
+						fmt.Fprintln(out, "  -", tui.Printable(p))
 					}
 				}
 				fmt.Fprintln(out, "Backup:", d.Backup)
@@ -69,7 +70,7 @@ was repaired), 1 when problems remain.`,
 							fmt.Fprintln(out, "Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Fprintln(out, "Lost:", s)
+							fmt.Fprintln(out, "Lost:", tui.Printable(s))
 						}
 						fmt.Fprintf(out, "Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)

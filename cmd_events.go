@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func eventsCmd(g *globals) *cobra.Command {
@@ -37,7 +38,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, e := range evs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), core.FormatEvent(e))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), tui.Printable(core.FormatEvent(e)))
 			}
 			return nil
 		},

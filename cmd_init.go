@@ -17,7 +17,7 @@ func initCmd() *cobra.Command {
 		Use:   "init --shared [--group NAME]",
 		Short: "Create the machine's shared ledger (root)",
 		Long: `Create ` + core.SharedDir + ` for a group of users: owned by root and the group,
-setgid, mode 2770; the ledger inside gets mode 0660. Every user in the group
+setgid and sticky, mode 3770; the ledger inside gets mode 0660. Every user in the group
 then shares one ledger; everyone else cannot read or change it.`,
 		Example: "  sudo chronos init --shared --group gpu",
 		Args:    args(noArgs),

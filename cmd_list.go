@@ -49,7 +49,7 @@ func listBookings(w io.Writer, c *core.Client, all, asJSON bool) error {
 	if asJSON {
 		out := make([]core.PartitionJSON, 0, len(parts))
 		for _, p := range parts {
-			out = append(out, core.JSON(p.Partition, now, pol.WarnLead))
+			out = append(out, p.JSON(now, pol.WarnLead))
 		}
 		return printJSON(w, out)
 	}

@@ -58,7 +58,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 		start.Detail += "; " + notice
 	}
 	logAct(start)
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
 	err = m.Run(cmd.Context())
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func releaseCmd(g *globals) *cobra.Command {
@@ -31,7 +32,7 @@ func releaseCmd(g *globals) *cobra.Command {
 			status := 0
 			for _, id := range ids {
 				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", err)
+					fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
 					status = exitError
 					continue
 				}

@@ -20,10 +20,11 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [DEVICE MEMORY DURATION | --booking ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
 		Long: `Book a share (or join your live booking with --booking), run the command
-with CUDA_VISIBLE_DEVICES, CHRONOS_BOOKING_ID (and CHRONOS_PARTITION_ID, its
-old name), CHRONOS_EXPIRES_AT and CHRONOS_DEADLINE_UNIX set (and, while an MPS
-daemon runs, the booking's memory and compute limits), and release the
-booking when the command ends.
+with only the booked GPU visible (CUDA_VISIBLE_DEVICES; on AMD ROCR_ and
+HIP_VISIBLE_DEVICES; on Intel ZE_AFFINITY_MASK), CHRONOS_BOOKING_ID (and
+CHRONOS_PARTITION_ID, its old name), CHRONOS_EXPIRES_AT and
+CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's
+memory and compute limits), and release the booking when the command ends.
 
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
 DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).

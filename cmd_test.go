@@ -113,7 +113,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"stat"}, 2, "did you mean stats?"},
 		{[]string{"policy", "sett"}, 2, "did you mean set? (see chronos policy --help)"},
 		{[]string{"list", "foo"}, 2, `list: no arguments expected, got "foo" (see chronos list --help)`},
-		{[]string{"--backend", "bogus", "list"}, 2, `--backend "bogus": use auto, nvml or sim`},
+		{[]string{"--backend", "bogus", "list"}, 2, `--backend "bogus": use auto, nvml, drm or sim`},
 		{[]string{"create", "0", "50", "1h"}, 2, "for 50 percent, write 50%"},
 		{[]string{"create", "0", "0.5", "NaN"}, 2, `duration "NaN" is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)`},
 		{[]string{"create", "0", "0.5", "inf"}, 2, `duration "inf" is not seconds`},

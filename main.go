@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -87,11 +88,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(stderr, "chronos:", exit.msg)
+			fmt.Fprintln(stderr, "chronos:", tui.Printable(exit.msg))
 		}
 		return exit.code
 	}
-	fmt.Fprintln(stderr, "chronos:", err)
+	fmt.Fprintln(stderr, "chronos:", tui.Printable(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage
@@ -115,7 +116,7 @@ Run it with no command for the terminal app.`,
 		Args:          args(noArgs),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if _, err := gpu.ParseKind(g.backend); g.backend != "" && err != nil {
-				return usageError{fmt.Errorf("--backend %s: use auto, nvml or sim", core.Quote(g.backend))}
+				return usageError{fmt.Errorf("--backend %s: use auto, nvml, drm or sim", core.Quote(g.backend))}
 			}
 			return nil
 		},
@@ -134,7 +135,7 @@ Run it with no command for the terminal app.`,
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
-	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml or sim (default: $CHRONOS_BACKEND, else auto)")
+	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml, drm or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),

@@ -80,6 +80,13 @@ func chronos(t testing.TB, db string, args ...string) result {
 // when cred is set, and returns its output and exit status.
 func runChronos(t testing.TB, bin, db string, cred *syscall.Credential, args ...string) result {
 	t.Helper()
+	return runWith(t, bin, db, cred, nil, 0, args...)
+}
+
+// runWith is runChronos with env added on top of the test environment, and
+// SIGTERM sent after stopAfter when that is not zero (for --monitor).
+func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []string, stopAfter time.Duration, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), binEnv(db)...)
 	if cred != nil {
@@ -98,9 +105,17 @@ func runChronos(t testing.TB, bin, db string, cred *syscall.Credential, args ...
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+dir)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if stopAfter > 0 {
+		stop := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+		defer stop.Stop()
+	}
+	err := cmd.Wait()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

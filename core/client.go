@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -144,10 +145,11 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	if err == nil {
 		err = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
 	}
-	if err != nil {
+	if err != nil && !cannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}
+	// A ledger this process may only read is shown as it is, uncached.
 	return b, notice, nil
 }
 
@@ -165,8 +167,12 @@ type Partition struct {
 	storage.Partition
 	// Room is what the GPU had room for when Create made the booking:
 	// the bookable share and the memory physically free before it.
-	Room   Availability
-	client *Client
+	Room Availability
+	// GPUGone says its GPU is no longer in the machine's inventory (a card
+	// removed, the driver's view changed): the booking stands, and is
+	// shown as such.
+	GPUGone bool
+	client  *Client
 }
 
 // TimeRemaining is how long the booking has left (zero once it has ended).
@@ -207,10 +213,22 @@ const (
 	// StatusOrphaned: live, but the `chronos run` that made it is gone
 	// while its command runs on; a monitor releases it when nothing does.
 	StatusOrphaned BookingStatus = "orphaned"
+	// StatusGPUGone: live, on a GPU the machine no longer has.
+	StatusGPUGone BookingStatus = "GPU gone"
 )
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
+
+// Status is what a person sees of the booking: Status, or StatusGPUGone
+// while it is live on a GPU that is gone.
+func (p Partition) Status(now time.Time, warnLead time.Duration) BookingStatus {
+	s := Status(p.Partition, now, warnLead)
+	if p.GPUGone && !s.Ended() {
+		return StatusGPUGone
+	}
+	return s
+}
 
 // Status is what a person sees: live, ending soon, orphaned, expired or
 // released.
@@ -237,6 +255,31 @@ func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
 
+// wrapSeen wraps p read beside the inventory (inv, when ok).
+func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) Partition {
+	w := c.wrap(p)
+	w.GPUGone = gpuGone(inv, ok, p)
+	return w
+}
+
 func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: detail})
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
+}
+
+// maxDetail bounds what an event or a monitor's act says: a command line
+// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
+// and a screen need only its start.
+const maxDetail = 1024
+
+// boundDetail cuts detail to maxDetail bytes, at a character's start, and
+// says how much was left out.
+func boundDetail(detail string) string {
+	if len(detail) <= maxDetail {
+		return detail
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(detail[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
 }

@@ -25,6 +25,8 @@ type PartitionJSON struct {
 	Expires          time.Time     `json:"expires"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
+	// GPUGone: the booking's GPU is no longer in the machine's inventory.
+	GPUGone bool `json:"gpu_gone,omitempty"`
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.
@@ -39,6 +41,13 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
 		State: Status(p, now, warnLead),
 	}
+}
+
+// JSON returns the booking in its script-facing form, as seen at now.
+func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
+	j := JSON(p.Partition, now, warnLead)
+	j.GPUGone = p.GPUGone
+	return j
 }
 
 // AvailableJSON is one GPU as `chronos available --json` prints it.
@@ -93,6 +102,8 @@ type BackendsJSON struct {
 	NVMLDetail         string   `json:"nvml_detail"`
 	Driver             string   `json:"driver,omitempty"`
 	GPUs               int      `json:"gpus"`
+	DRMAvailable       bool     `json:"drm_available"`
+	DRMDetail          string   `json:"drm_detail"`
 	MPSRunning         bool     `json:"mps_running"`
 	MPSMultiUser       bool     `json:"mps_multi_user"`
 	MPSPipeDir         string   `json:"mps_pipe_dir"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,9 +58,9 @@ type MonitorOptions struct {
 	// SampleEvery is how often GPU processes are checked against the
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
-	// Concurrent is true when an MPS daemon enforces each client's memory
-	// limit; memory over budget is then MPS's to stop, not ours.
-	Concurrent bool
+	// MPS is the MPS daemon as detected: a process it holds to its
+	// booking's memory (see limitedByMPS) is MPS's to stop, not ours.
+	MPS gpu.MPS
 	// OnAct is called for every act, from the monitor's goroutine.
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
@@ -73,6 +74,9 @@ type MonitorOptions struct {
 // claim the processes that ran under it.
 const attributionWindow = 24 * time.Hour
 
+// errorRepeat is how often a monitor reports an error that persists.
+const errorRepeat = time.Minute
+
 // maxSleep bounds every wait, so that a step of the wall clock (NTP) is
 // noticed within a second: deadlines are wall-clock instants.
 const maxSleep = time.Second
@@ -83,11 +87,12 @@ const maxSleep = time.Second
 // open TUI runs one); each act is claimed in a transaction first, so none is
 // done twice, and an act a monitor may not do is left for one running as root.
 type Monitor struct {
-	c          *Client
-	o          MonitorOptions
-	root       bool
-	nextSample time.Time
-	snap       *snapshot // the ledger as last read; nil: read it again
+	c             *Client
+	o             MonitorOptions
+	root          bool
+	nextSample    time.Time
+	nextInventory time.Time
+	snap          *snapshot // the ledger as last read; nil: read it again
 }
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -137,12 +142,20 @@ func (m *Monitor) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
+	var lastErr string
+	var lastErrAt time.Time
 	for {
 		next, err := m.tick(changed)
 		changed = false
 		if err != nil {
-			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
-			next = m.c.now().Add(maxSleep)
+			// The same error every second (a ledger it may only read, say)
+			// is said again once a minute, not each time.
+			now := m.c.now()
+			if msg := err.Error(); msg != lastErr || now.Sub(lastErrAt) >= errorRepeat || now.Before(lastErrAt) {
+				m.report(Act{Time: now, Kind: storage.EventError, Detail: msg})
+				lastErr, lastErrAt = msg, now
+			}
+			next = now.Add(maxSleep)
 		}
 		wait := min(max(time.Until(next), 0), maxSleep)
 		timer.Reset(wait)
@@ -160,6 +173,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 func (m *Monitor) report(a Act) {
+	a.Detail = boundDetail(a.Detail)
 	if m.o.OnAct != nil {
 		m.o.OnAct(a)
 	}
@@ -223,6 +237,12 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		return now, err
 	}
 	parts, claims, pol := snap.parts, snap.claims, snap.pol
+	if m.o.Backend != nil && !now.Before(m.nextInventory) {
+		m.nextInventory = now.Add(inventoryEvery)
+		if err := m.refreshInventory(); err != nil {
+			return now, err
+		}
+	}
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
@@ -307,6 +327,20 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 	return m.nextWake(parts, claims, pol, now), nil
+}
+
+// refreshInventory puts the backend's GPUs in the ledger when they differ
+// from the inventory there (see cacheInventory). A ledger this monitor may
+// only read keeps its inventory.
+func (m *Monitor) refreshInventory() error {
+	devs, err := m.o.Backend.Devices()
+	if err != nil {
+		return fmt.Errorf("list GPUs: %w", err)
+	}
+	if err := m.c.SaveInventory(InventoryOf(m.o.Backend.Name(), devs, m.c.now())); err != nil && !cannotWrite(err) {
+		return fmt.Errorf("update the GPU inventory: %w", err)
+	}
+	return nil
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored
@@ -408,7 +442,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		switch {
 		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
 			action, reason = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition)
-		case a.Verdict == OverBudget && !m.o.Concurrent && pol.OverBudget != ActOff:
+		case a.Verdict == OverBudget && !limitedByMPS(m.o.MPS, a, byID[a.Partition]) && pol.OverBudget != ActOff:
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
@@ -416,10 +450,14 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
-			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
+			claim := ""
+			if c, ok := byID[a.Claimed]; ok {
+				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
+			}
+			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim)
 			if action == ActWarn {
 				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
@@ -438,6 +476,18 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 	return plans, notes
 }
 
+// limitedByMPS says whether MPS holds the process to its booking's memory,
+// so that using more is MPS's to stop: a daemon the booking can trust serves
+// it (root's and multi-user, or the booking owner's), and `chronos run`
+// started it in the booking with a memory limit no larger than the booking
+// on the booked GPU. A process that merely runs while a daemon does, or
+// whose environment names another daemon or a larger limit, is checked.
+func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
+	limit, ok := a.CUDA.MPSMemLimitBytes()
+	return ok && limit <= p.Bytes && mps.Enforces(p.UID) && a.CUDA.ServedBy(mps) &&
+		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.Sees(p.DeviceUUID, p.Device)
+}
+
 // claimable says whether a monitor may take on an act: nobody has, or the
 // one who did lacked permission and this monitor runs as root.
 func claimable(c storage.Claim, exists, root bool) bool {
@@ -451,7 +501,7 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 // record adds an act to the audit trail: the monitor's user acted; a
 // process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: a.Detail}
+	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(a.Detail)}
 	if a.PID != 0 {
 		e.Process = &storage.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}

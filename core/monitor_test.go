@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,10 +108,10 @@ func TestMonitorWakesAtTheDeadline(t *testing.T) {
 
 // startChild starts a real process that names partition id in its
 // environment, as `chronos run` would; script runs under sh.
-func startChild(t *testing.T, partition uint64, script string) *exec.Cmd {
+func startChild(t *testing.T, partition uint64, script string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
-	cmd.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10))
+	cmd.Env = append(append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10)), env...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait until exec has filled in the environment /proc shows.
@@ -196,18 +197,28 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, fileBytes(t, path))
 
-	// In concurrent (MPS) mode the memory limit is MPS's to enforce.
+	// A process that `chronos run` started with the booking's MPS memory
+	// limit, under a daemon the booking can trust, is MPS's to hold to its
+	// memory; any other process of the booking is still ours to stop.
 	terminate := warnOnly
 	terminate.OverBudget = ActTerminate
-	mps := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, Concurrent: true})
-	_, err = mps.Tick()
-	require.NoError(t, err)
-	require.Nil(t, hog.ProcessState)
-
-	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, OnAct: log.add})
+	pipeDir := t.TempDir()
+	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
+	sim.Attach(idleGPU, limited.Process.Pid, 3<<30)
+	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
+	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps, OnAct: log.add})
 	_, err = strict.Tick()
 	require.NoError(t, err)
 	ws := waitStatus(t, hog, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	require.True(t, alive(limited))
+
+	// Under a daemon of someone else's, the limit holds nothing.
+	mps.Owner = me.UID + 1
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps}).Tick()
+	require.NoError(t, err)
+	ws = waitStatus(t, limited, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 }
 

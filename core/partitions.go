@@ -64,7 +64,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			}
 			if fetched != nil {
 				inv, ok = *fetched, true
-				if err := tx.PutInventory(inv); err != nil {
+				if err := c.cacheInventory(tx, inv); err != nil {
 					return err
 				}
 			}
@@ -119,6 +119,10 @@ func (c *Client) Create(req Request) (*Partition, error) {
 		if ierr != nil {
 			return nil, ierr
 		}
+		if !c.mayCache(storage.Inventory{}, false, inv) {
+			return nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
+				"run `chronos stats` on this machine once (as root, for simulated GPUs)", ErrNoDevice, c.ledger)
+		}
 		err = create(&inv)
 	}
 	if err != nil {
@@ -153,9 +157,10 @@ func (c *Client) fetchInventory() (storage.Inventory, error) {
 	return InventoryOf(backend, devs, c.now()), nil
 }
 
-// InventoryOf is the ledger's form of a backend's device list.
+// InventoryOf is the ledger's form of a backend's device list, as seen on
+// this host.
 func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
-	inv := storage.Inventory{Backend: backend, Updated: now}
+	inv := storage.Inventory{Backend: backend, Host: hostname(), Updated: now}
 	for _, d := range devs {
 		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
@@ -262,10 +267,11 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		if err != nil {
 			return err
 		}
+		inv, ok, _ := tx.Inventory()
 		now := c.now()
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
-				out = append(out, c.wrap(p))
+				out = append(out, c.wrapSeen(p, inv, ok))
 			}
 		}
 		return nil
@@ -275,16 +281,16 @@ func (c *Client) List(all bool) ([]Partition, error) {
 
 // Get returns one booking, live or not.
 func (c *Client) Get(id uint64) (*Partition, error) {
-	var p storage.Partition
+	var w Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		var err error
-		p, err = getPartition(tx, id)
+		p, err := getPartition(tx, id)
+		inv, ok, _ := tx.Inventory()
+		w = c.wrapSeen(p, inv, ok)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	w := c.wrap(p)
 	return &w, nil
 }
 
@@ -430,19 +436,26 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	return inv, c.SaveInventory(inv)
+	if err := c.SaveInventory(inv); err != nil && !cannotWrite(err) {
+		return inv, err
+	}
+	return inv, nil
 }
 
-// SaveInventory caches the device list when it differs from the one stored,
-// so watchers are not woken by a write that changes nothing.
+// SaveInventory caches the device list (see cacheInventory) when it differs
+// from the one stored, looking first without writing, so that watchers are
+// not woken by a write that changes nothing.
 func (c *Client) SaveInventory(inv storage.Inventory) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
+	same := false
+	err := c.ledger.View(func(tx *storage.Tx) error {
 		old, ok, err := tx.Inventory()
-		if err == nil && ok && old.Backend == inv.Backend && slices.Equal(old.Devices, inv.Devices) {
-			return nil
-		}
-		return tx.PutInventory(inv)
+		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
+		return nil
 	})
+	if err != nil || same {
+		return err
+	}
+	return c.ledger.Update(func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
 }
 
 // Events returns audit events numbered after seq (0: from the start), at most
@@ -488,8 +501,9 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 			window = pol.MaxLength + attributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
+		inv, ok, _ := tx.Inventory()
 		for _, p := range parts {
-			out = append(out, c.wrap(p))
+			out = append(out, c.wrapSeen(p, inv, ok))
 		}
 		return err
 	})

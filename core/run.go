@@ -331,36 +331,36 @@ func exitCodeOf(err error) int {
 }
 
 // RunEnv is the command's environment: the caller's, unchanged, except for
-// the variables that tie it to the partition.
+// the variables that tie it to the partition: the GPU its vendor's runtime
+// may see, the booking (under both names), the deadline and, under MPS,
+// the limits.
 func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
-	set := map[string]string{
-		"CUDA_VISIBLE_DEVICES":  visibleDevice(p),
-		gpu.BookingEnv:          strconv.FormatUint(p.ID, 10),
-		gpu.PartitionEnv:        strconv.FormatUint(p.ID, 10),
-		"CHRONOS_EXPIRES_AT":    p.Expires.UTC().Format(time.RFC3339Nano),
-		"CHRONOS_DEADLINE_UNIX": strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64),
-	}
+	id := strconv.FormatUint(p.ID, 10)
+	ours := append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+		gpu.BookingEnv+"="+id,
+		gpu.PartitionEnv+"="+id,
+		"CHRONOS_EXPIRES_AT="+p.Expires.UTC().Format(time.RFC3339Nano),
+		"CHRONOS_DEADLINE_UNIX="+strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64))
 	if mps.Running {
 		// The command sees one device, so the limit names device 0.
-		set["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt.Sprintf("0=%dM", p.Bytes>>20)
+		ours = append(ours, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))
 		if p.ComputePct > 0 {
-			set["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.Itoa(p.ComputePct)
+			ours = append(ours, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(p.ComputePct))
 		}
 	}
-	out := make([]string, 0, len(base)+len(set))
+	set := make(map[string]bool, len(ours))
+	for _, kv := range ours {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := make([]string, 0, len(base)+len(ours))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ours := set[k]; !ours {
+		if !set[k] {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"CUDA_VISIBLE_DEVICES", gpu.BookingEnv, gpu.PartitionEnv, "CHRONOS_EXPIRES_AT", "CHRONOS_DEADLINE_UNIX",
-		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"} {
-		if v, ok := set[k]; ok {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
+	return append(out, ours...)
 }
 
 // ComputeCapNote says when a booking's compute cap is not applied: only an
@@ -372,13 +372,4 @@ func ComputeCapNote(computePct int, mps gpu.MPS) string {
 	}
 	return fmt.Sprintf("the %d%% compute cap is recorded but not applied: no MPS daemon runs (%s). "+
 		"`chronos run` applies it to commands it starts once one does (as root: nvidia-cuda-mps-control -d -M)", computePct, mps.PipeDir)
-}
-
-// visibleDevice names the booked GPU for CUDA: by UUID when NVML gave one
-// (indexes can differ between NVML and CUDA), else by index.
-func visibleDevice(p storage.Partition) string {
-	if strings.HasPrefix(p.DeviceUUID, "GPU-") || strings.HasPrefix(p.DeviceUUID, "MIG-") {
-		return p.DeviceUUID
-	}
-	return strconv.Itoa(p.Device)
 }

@@ -137,6 +137,28 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25")
 }
 
+// A booking carries its id under both names, so either can be passed into
+// a container; each vendor's runtime is shown only the booked GPU.
+func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
+	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
+	base := []string{"PATH=/bin", "HIP_VISIBLE_DEVICES=2,3", "ZE_AFFINITY_MASK=1", gpu.BookingEnv + "=1"}
+	amd := storage.Partition{ID: 7, Device: 3, DeviceUUID: "amdgpu-0000:83:00.0", Expires: time.Now().Add(time.Hour)}
+	env := RunEnv(base, amd, gpu.MPS{})
+	require.Contains(t, env, gpu.BookingEnv+"=7")
+	require.Contains(t, env, gpu.PartitionEnv+"=7")
+	require.NotContains(t, env, gpu.BookingEnv+"=1")
+	require.Subset(t, env, []string{"ROCR_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0", "ZE_AFFINITY_MASK=1"})
+	require.NotContains(t, env, "HIP_VISIBLE_DEVICES=2,3")
+
+	intel := storage.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}
+	env = RunEnv(base, intel, gpu.MPS{})
+	require.Subset(t, env, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=1", "HIP_VISIBLE_DEVICES=2,3"})
+	require.Equal(t, 1, strings.Count(strings.Join(env, "\n"), "ZE_AFFINITY_MASK="))
+	for _, kv := range env {
+		require.False(t, strings.HasPrefix(kv, "CUDA_VISIBLE_DEVICES="), "nothing for CUDA on an Intel GPU: %s", kv)
+	}
+}
+
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
 func TestRunAndMonitorSignalOnce(t *testing.T) {

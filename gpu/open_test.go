@@ -21,8 +21,12 @@ func noDriver() nvml.Interface {
 	return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
 }
 
+// withoutDRMGPUs makes Open see a machine whose only display is a VM's.
+func withoutDRMGPUs(t *testing.T) { t.Setenv(DRMRootEnv, fixture("vm")) }
+
 func TestOpenWithoutDriver(t *testing.T) {
 	withNVML(t, noDriver())
+	withoutDRMGPUs(t)
 	t.Setenv("CHRONOS_SIM_GPUS", "")
 	t.Setenv("CHRONOS_SIM_MEMORY", "")
 
@@ -31,7 +35,7 @@ func TestOpenWithoutDriver(t *testing.T) {
 		require.NoError(t, err, kind)
 		require.True(t, b.Simulated())
 		require.Equal(t, "simulated", b.Name())
-		require.Equal(t, "no NVIDIA GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
+		require.Equal(t, "no NVIDIA, AMD or Intel GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
 		require.NoError(t, b.Close())
 	}
 
@@ -42,6 +46,7 @@ func TestOpenWithoutDriver(t *testing.T) {
 
 func TestOpenSim(t *testing.T) {
 	withNVML(t, noDriver())
+	withoutDRMGPUs(t)
 	t.Setenv("CHRONOS_SIM_GPUS", "2")
 	t.Setenv("CHRONOS_SIM_MEMORY", "141GiB")
 	for _, kind := range []string{"sim", "simulated", "Sim"} {
@@ -76,6 +81,7 @@ func TestOpenPrefersNVML(t *testing.T) {
 func TestOpenNVMLWithoutGPUs(t *testing.T) {
 	shutdowns := 0
 	withNVML(t, fakeLibrary(nil, &shutdowns))
+	withoutDRMGPUs(t)
 
 	b, notice, err := Open("auto")
 	require.NoError(t, err)
@@ -89,7 +95,7 @@ func TestOpenNVMLWithoutGPUs(t *testing.T) {
 
 func TestOpenUnknownKind(t *testing.T) {
 	_, _, err := Open("cuda")
-	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml or sim`)
+	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml, drm or sim`)
 }
 
 func TestKindFromEnv(t *testing.T) {
@@ -122,7 +128,7 @@ func TestOpenNVMLReal(t *testing.T) {
 // One decision serves gpu.Open and `chronos backends`: which backend a
 // kind gets, given what NVML answered.
 func TestParseKindAndPick(t *testing.T) {
-	for in, want := range map[string]Kind{"": KindAuto, " Auto ": KindAuto, "NVML": KindNVML, "sim": KindSim, "simulated": KindSim} {
+	for in, want := range map[string]Kind{"": KindAuto, " Auto ": KindAuto, "NVML": KindNVML, "drm": KindDRM, "sim": KindSim, "simulated": KindSim} {
 		got, err := ParseKind(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
@@ -130,27 +136,30 @@ func TestParseKindAndPick(t *testing.T) {
 	_, err := ParseKind("cuda")
 	require.ErrorIs(t, err, ErrUnknownKind)
 
-	noLib := errors.New("no libnvidia-ml")
+	noLib, noDRM := errors.New("no libnvidia-ml"), ErrNoDRMGPUs
 	for _, tc := range []struct {
-		kind    Kind
-		nvmlErr error
-		want    Kind
-		err     string
+		kind            Kind
+		nvmlErr, drmErr error
+		want            Kind
+		err             string
 	}{
-		{KindAuto, nil, KindNVML, ""},
-		{KindAuto, noLib, KindSim, ""},
-		{KindAuto, ErrNoGPUs, KindSim, ""},
-		{KindNVML, nil, KindNVML, ""},
-		{KindNVML, noLib, "", "nvml backend unavailable: no libnvidia-ml"},
-		{KindSim, nil, KindSim, ""},
+		{KindAuto, nil, noDRM, KindNVML, ""},
+		{KindAuto, nil, nil, KindNVML, ""},
+		{KindAuto, noLib, nil, KindDRM, ""},
+		{KindAuto, noLib, noDRM, KindSim, ""},
+		{KindAuto, ErrNoGPUs, noDRM, KindSim, ""},
+		{KindNVML, nil, noDRM, KindNVML, ""},
+		{KindNVML, noLib, nil, "", "nvml backend unavailable: no libnvidia-ml"},
+		{KindDRM, nil, nil, KindDRM, ""},
+		{KindDRM, nil, noDRM, "", "drm backend unavailable: " + noDRM.Error()},
+		{KindSim, nil, nil, KindSim, ""},
 	} {
-		got, err := Pick(tc.kind, tc.nvmlErr)
+		got, err := Pick(tc.kind, tc.nvmlErr, tc.drmErr)
 		if tc.err != "" {
 			require.EqualError(t, err, tc.err)
-			require.ErrorIs(t, err, tc.nvmlErr)
 			continue
 		}
 		require.NoError(t, err)
-		require.Equal(t, tc.want, got, "%s with NVML %v", tc.kind, tc.nvmlErr)
+		require.Equal(t, tc.want, got, "%s with NVML %v, DRM %v", tc.kind, tc.nvmlErr, tc.drmErr)
 	}
 }

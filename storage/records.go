@@ -92,6 +92,7 @@ const (
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
 	EventOrphaned   EventKind = "orphaned"
+	EventInventory  EventKind = "inventory" // the machine's GPUs changed
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
@@ -129,9 +130,10 @@ type Device struct {
 
 // Inventory is the device list last seen by a process that opened a GPU
 // backend, kept so that `create` can validate a device without paying for
-// NVML's start.
+// NVML's start. It says which backend, on which host, wrote it.
 type Inventory struct {
 	Backend string    `json:"backend"`
+	Host    string    `json:"host,omitempty"`
 	Updated time.Time `json:"updated"`
 	Devices []Device  `json:"devices"`
 }
