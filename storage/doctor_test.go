@@ -164,7 +164,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 			r, err := l.Repair()
 			if name == "garbage" { // no bbolt header, no bucket, no backup
 				require.ErrorIs(t, err, ErrNotLedger)
-				require.Equal(t, content, fileBytes(t, l.Path), "a refusal touches nothing")
+				require.Equal(t, content, bytesOfFile(t, l.Path), "a refusal touches nothing")
 				r, err = l.RepairAnyway()
 			}
 			require.NoError(t, err)
@@ -307,7 +307,7 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 			_, err := l.Repair()
 			require.ErrorIs(t, err, ErrNotLedger)
 			require.ErrorContains(t, err, "--force")
-			require.Equal(t, content, fileBytes(t, l.Path))
+			require.Equal(t, content, bytesOfFile(t, l.Path))
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			require.Len(t, entries, 1, "nothing was written beside it")
@@ -316,7 +316,7 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, r.Done)
 			require.True(t, r.After.Healthy)
-			require.Equal(t, content, fileBytes(t, r.SavedAs))
+			require.Equal(t, content, bytesOfFile(t, r.SavedAs))
 		})
 	}
 	t.Run("directory", func(t *testing.T) {
@@ -330,7 +330,7 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 	// A ledger whose both meta pages are gone still names its buckets; one
 	// zeroed whole still has its backup.
 	good, _ := ledgerWith(t, 20)
-	b := fileBytes(t, good.Path)
+	b := bytesOfFile(t, good.Path)
 	page := os.Getpagesize()
 	for i := range 64 {
 		b[pageHeader+i], b[page+pageHeader+i] = 0, 0
@@ -347,11 +347,4 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 	r, err = good.Repair()
 	require.NoError(t, err)
 	require.True(t, r.Done)
-}
-
-func fileBytes(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
 }
