@@ -58,7 +58,12 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
+		select {
+		case acts <- "notice: " + n.String():
+		default:
+		}
+	}})
 	host, _ := os.Hostname()
 	return besideMonitor(cmd.Context(), m, func() error {
 		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})

@@ -18,11 +18,7 @@ policy's maximum (7d unless root changed it).`,
 		Example: "  chronos extend 7 30m\n  chronos extend 7 1d",
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			id, err := core.ParseID(a[0])
-			if err != nil {
-				return err
-			}
-			d, err := core.ParseDuration(a[1])
+			id, d, err := idAndDuration(a)
 			if err != nil {
 				return err
 			}

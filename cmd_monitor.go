@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +39,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 	}
 	var override *core.Policy
 	if f.policy != "" {
-		p, err := core.ApplyPolicy(pol, strings.Fields(strings.ReplaceAll(f.policy, ",", " ")))
+		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
 		if err != nil {
 			return err
 		}

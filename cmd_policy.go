@@ -37,7 +37,15 @@ func policyCmd(g *globals) *cobra.Command {
   warn=5m                        warning lead before a booking ends
   max=7d                         longest booking (and most time left after an extension)
   admit=booked|physical          admit on booked shares only (memory in use is a warning),
-                                 or also refuse what is not physically free`,
+                                 or also refuse what is not physically free
+  reclaim=off|always             release bookings idle for idle= (off until root turns it on;
+                                 when-waiting, only when someone waits, needs the waiting line)
+  idle=2h                        idle time after which a booking is reclaimed
+  idle-warn=1h,1h45m             when its owner is warned first (none: never)
+  idle-sm=5%                     mean SM activity under which a minute counts as idle
+  idle-start=15m                 a booking with no GPU process yet is not idle before this
+  hold-max=4h                    longest 'chronos hold'
+  notify-url=https://…|off       Slack-compatible webhook that gets every notice`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {

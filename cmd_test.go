@@ -108,6 +108,16 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"--monitor", "--log-format", "xml"}, 2, "use text or json"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
+		{[]string{"hold", "1", "2h"}, 2, "a hold needs a reason"},
+		{[]string{"hold", "1", "2h", "--reason", " "}, 2, "a hold needs a reason"},
+		{[]string{"hold", "1", "5h", "--reason", "x"}, 1, "the most is 4h"},
+		{[]string{"hold", "1", "1h", "--reason", "a\x1b[2Jb"}, 2, "holds control characters"},
+		{[]string{"hold", "7", "1h", "--reason", "x"}, 1, "no such booking: 7"},
+		{[]string{"hold", "1", "--reason", "x"}, 2, "accepts 2 arg(s)"},
+		{[]string{"hold", "1", "-1h", "--reason", "x"}, 2, "negative values are not allowed"},
+		{[]string{"policy", "set", "reclaim=when-waiting"}, 2, "needs the waiting line (issue 12)"},
+		{[]string{"policy", "set", "idle=1h", "idle-warn=2h"}, 2, "every warning must come before idle=1h"},
+		{[]string{"policy", "set", "notify-url=file:///etc/passwd"}, 2, "expected an http(s) address"},
 		// A wrong command line exits 2 and says what to type instead.
 		{[]string{"lst"}, 2, `unknown command "lst": did you mean list? (see chronos --help)`},
 		{[]string{"stat"}, 2, "did you mean stats?"},
@@ -288,7 +298,7 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.2", "1h", "--compute", "25%").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
 	r = cli(t, db, "list")
-	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+EXPIRES\s+STATE\s+COMPUTE$`, r.stdout)
+	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+EXPIRES\s+IDLE\s+STATE\s+COMPUTE$`, r.stdout)
 	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
 	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
 

@@ -172,7 +172,10 @@ type Partition struct {
 	// removed, the driver's view changed): the booking stands, and is
 	// shown as such.
 	GPUGone bool
-	client  *Client
+	// Usage is what monitors measured of it (List fills it in): idle and
+	// GPU time, its place on the idle ladder, its holds.
+	Usage  storage.BookingUsage
+	client *Client
 }
 
 // TimeRemaining is how long the booking has left (zero once it has ended).

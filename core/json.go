@@ -27,6 +27,25 @@ type PartitionJSON struct {
 	State            BookingStatus `json:"state"`
 	// GPUGone: the booking's GPU is no longer in the machine's inventory.
 	GPUGone bool `json:"gpu_gone,omitempty"`
+	// Idle says monitors see the booking doing no GPU work now, for
+	// IdleSeconds; Usage is what they measured of it all along.
+	Idle        bool       `json:"idle"`
+	IdleSeconds float64    `json:"idle_seconds"`
+	Usage       *UsageJSON `json:"usage,omitempty"`
+}
+
+// UsageJSON is what monitors measured of a booking, as --json prints it.
+type UsageJSON struct {
+	IdleSeconds    float64   `json:"idle_seconds"` // all the time it was seen idle
+	GPUSeconds     float64   `json:"gpu_seconds"`  // GPU time its processes used
+	MemoryPeak     uint64    `json:"memory_peak_bytes"`
+	LastActive     time.Time `json:"last_active,omitzero"`
+	IdleWarnings   int       `json:"idle_warnings,omitempty"` // in the current idle stretch
+	HeldUntil      time.Time `json:"held_until,omitzero"`
+	HoldReason     string    `json:"hold_reason,omitempty"`
+	Holds          int       `json:"holds,omitempty"`
+	Reclaimed      time.Time `json:"reclaimed,omitzero"`
+	AccountedUntil time.Time `json:"accounted_until"`
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.
@@ -43,11 +62,26 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 	}
 }
 
-// JSON returns the booking in its script-facing form, as seen at now.
+// JSON is the booking in its script-facing form with what is known of it
+// beside its record (its GPU gone, what monitors measured), as seen at now.
 func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
 	j := JSON(p.Partition, now, warnLead)
 	j.GPUGone = p.GPUGone
+	idle := IdleFor(p.Partition, p.Usage, now)
+	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
+	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {
+		j.Usage = &UsageJSON{IdleSeconds: u.Idle.Seconds(), GPUSeconds: u.GPUTime.Seconds(), MemoryPeak: u.MemoryPeak,
+			LastActive: utc(u.LastActive), IdleWarnings: u.Warnings, HeldUntil: utc(u.HeldUntil), HoldReason: u.HoldReason,
+			Holds: u.Holds, Reclaimed: utc(u.Reclaimed), AccountedUntil: utc(u.Through)}
+	}
 	return j
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
 }
 
 // AvailableJSON is one GPU as `chronos available --json` prints it.

@@ -68,6 +68,12 @@ type MonitorOptions struct {
 	// Root says the monitor may signal any user's process; when nil, it is
 	// whether the process runs as root.
 	Root *bool
+	// OnNotice is called with every notice to this monitor's user (an idle
+	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
+	// app shows them.
+	OnNotice func(Notice)
+	// Notify says how notices reach owners' terminals and the webhook.
+	Notify NotifyOptions
 }
 
 // attributionWindow is how long after its end an expired booking can still
@@ -93,6 +99,8 @@ type Monitor struct {
 	nextSample    time.Time
 	nextInventory time.Time
 	snap          *snapshot // the ledger as last read; nil: read it again
+	acct          accountant
+	notes         notifier
 }
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -101,6 +109,7 @@ type Monitor struct {
 type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
+	events []storage.Event // new since the last snapshot
 	pol    Policy
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
@@ -126,7 +135,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -218,7 +227,8 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		s.inventoryBackend = inv.Backend
 		// Readings that don't decode are replaced, not a reason to stop.
 		s.readings, _ = tx.DeviceReadings()
-		return nil
+		s.events, err = m.notes.events(tx, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -231,6 +241,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 }
 
 func (m *Monitor) tick(changed bool) (time.Time, error) {
+	m.notes.drain(m.report)
 	now := m.c.now()
 	snap, err := m.read(changed, now)
 	if err != nil {
@@ -255,6 +266,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
 		atts = Attribute(s, parts, now)
+		m.acct.observe(s, atts, parts, now)
+		if err := m.acct.skipTaken(m.c.ledger); err != nil {
+			return now, err
+		}
 		// Only readings of the GPUs the inventory lists: a simulated
 		// backend never speaks for a ledger of real GPUs.
 		if rs := readingOf(s, atts, now); snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
@@ -263,8 +278,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		release, orphaned = orphans(parts, atts, now)
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
+	m.notes.prepare(snap, m.c.me, m.root)
 
-	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned)+len(readings) > 0 {
+	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned)+len(readings)+len(m.notes.want) > 0 || m.acct.done != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -281,6 +297,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
+				return err
+			}
+			more, err := m.account(tx, pol, now)
+			if err != nil {
+				return err
+			}
+			acts = append(acts, more...)
+			if err := m.notes.claim(tx, fresh, m, now); err != nil {
 				return err
 			}
 			for _, n := range notices {
@@ -314,6 +338,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if err != nil {
 			return now, err
 		}
+		m.acct.accounted()
+		m.notes.done(pol.NotifyURL, m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
 		for _, a := range acts {
@@ -326,6 +352,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 		}
 	}
+	m.notes.done(pol.NotifyURL, m.o.OnNotice)
 	return m.nextWake(parts, claims, pol, now), nil
 }
 

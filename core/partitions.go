@@ -271,7 +271,11 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		now := c.now()
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
-				out = append(out, c.wrapSeen(p, inv, ok))
+				w := c.wrapSeen(p, inv, ok)
+				if w.Usage, _, err = tx.BookingUsage(p.ID); err != nil {
+					return err
+				}
+				out = append(out, w)
 			}
 		}
 		return nil

@@ -225,6 +225,10 @@ loop:
 				if got.State == storage.Released && termAt.IsZero() {
 					say("booking %d was released: stopping the command", p.ID)
 					p.Expires = c.now()
+				} else if got.State == storage.Expired && got.Expires.Before(p.Expires) && termAt.IsZero() {
+					// Reclaimed for sitting idle: it ends now, as at its deadline.
+					say("booking %d was reclaimed for being idle: stopping the command", p.ID)
+					p.Expires = c.now()
 				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
 					p.Expires = got.Expires
 					warned = o.WarnSignal.Signal == 0 // warn again before the new end

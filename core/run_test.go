@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +47,38 @@ func TestRunWarnsTerminatesKills(t *testing.T) {
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
 	require.False(t, p.LiveAt(time.Now()))
+}
+
+// A booking reclaimed for sitting idle ends its command as its deadline
+// would: SIGTERM now, and the expiry status.
+func TestRunStopsWhenReclaimed(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	started := filepath.Join(t.TempDir(), "started")
+	o := runOpts("sh", "-c", `: > "$STARTED"; exec sleep 60`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	t.Setenv("STARTED", started)
+	go func() {
+		// Once the command runs, chronos run follows the ledger.
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+		}
+		parts, err := c.List(false)
+		if err == nil && len(parts) == 1 {
+			err = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.True(t, res.Expired)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Less(t, time.Since(start), 10*time.Second)
 }
 
 // A command that ends by itself passes on its status and its booking is
@@ -197,17 +228,6 @@ func TestRunAndMonitorSignalOnce(t *testing.T) {
 	kinds := eventKinds(t, c, res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
-}
-
-// countingStore counts the read transactions run on a real ledger.
-type countingStore struct {
-	storage.Store
-	views atomic.Int64
-}
-
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
-	s.views.Add(1)
-	return s.Store.View(fn)
 }
 
 // A context that ends while the command runs stops Run watching the ledger,

@@ -174,7 +174,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 	default:
 		d.Schema = int(v[0])
 	}
-	for _, name := range knownBuckets {
+	for _, name := range requiredBuckets {
 		if btx.Bucket(name) == nil {
 			d.problem("the %s bucket is missing", name)
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -50,8 +51,12 @@ var (
 	// a handful of records however long the history grows.
 	bucketLive = []byte("live")
 
-	// knownBuckets is the layout: every bucket a ledger may hold.
-	knownBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	// requiredBuckets are in every ledger written once; knownBuckets is
+	// the layout: every bucket a ledger may hold. The accounting buckets
+	// came later, and a ledger last written before them lacks them until
+	// its next write.
+	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked)
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")

@@ -93,10 +93,17 @@ const (
 	EventRepaired   EventKind = "repaired"
 	EventOrphaned   EventKind = "orphaned"
 	EventInventory  EventKind = "inventory" // the machine's GPUs changed
+	// The idle ladder: a warning to the owner of an idle booking, the
+	// booking released for being idle, and a hold that exempts it.
+	EventIdle      EventKind = "idle"
+	EventReclaimed EventKind = "reclaimed"
+	EventHeld      EventKind = "held"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
 	EventStopped EventKind = "stopped"
+	// A notice delivered to its owner's terminals or the webhook.
+	EventNotified EventKind = "notified"
 )
 
 // Event is one line of the audit trail. UID and User are who acted (a
@@ -175,6 +182,16 @@ type Policy struct {
 	// Admit is what admission counts: "booked" shares only, or also the
 	// memory "physical"ly in use ("" reads as booked).
 	Admit string `json:"admit,omitempty"`
+	// The idle ladder. Idle is zero in a policy stored before it existed;
+	// the ladder's defaults then apply.
+	Reclaim   string          `json:"reclaim,omitempty"` // "off", "when-waiting" or "always"
+	Idle      time.Duration   `json:"idle,omitempty"`
+	IdleWarn  []time.Duration `json:"idle_warn,omitempty"`
+	IdleSM    int             `json:"idle_sm,omitempty"` // percent
+	IdleStart time.Duration   `json:"idle_start,omitempty"`
+	HoldMax   time.Duration   `json:"hold_max,omitempty"`
+	// NotifyURL receives every notice as a Slack-compatible JSON POST.
+	NotifyURL string `json:"notify_url,omitempty"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
@@ -538,17 +555,27 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	var old [][]byte
-	err = tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+	return deleteWhere(tx, raw, bucketClaims, func(_, v []byte) (bool, bool) {
 		var c Claim
-		if decode(v, &c) != nil || c.At.Before(cutoff) {
+		return decode(v, &c) != nil || c.At.Before(cutoff), true
+	})
+}
+
+// deleteWhere deletes the keys of bucket that drop picks, scanning in key
+// order until it says no more; keys are collected first, since a scan may
+// not delete as it goes.
+func deleteWhere(tx *Tx, raw RawTx, bucket []byte, drop func(k, v []byte) (del, more bool)) error {
+	var old [][]byte
+	err := tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+		del, more := drop(k, v)
+		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return true, nil
+		return more, nil
 	})
 	for _, k := range old {
 		if err == nil {
-			err = raw.Delete(bucketClaims, k)
+			err = raw.Delete(bucket, k)
 		}
 	}
 	return err

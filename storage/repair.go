@@ -41,6 +41,7 @@ type salvage struct {
 	parts     map[uint64]Partition
 	events    map[uint64]Event
 	claims    map[string]Claim
+	usage     map[uint64]BookingUsage
 	policy    *Policy
 	inventory *Inventory
 	partSeq   uint64
@@ -49,7 +50,7 @@ type salvage struct {
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}}
+	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{}}
 }
 
 // ErrNotLedger means the file at a ledger's path never was a chronos
@@ -271,6 +272,14 @@ func readTree(data []byte, into *salvage) int {
 			into.events[e.Seq] = e
 			return true
 		}, &into.eventSeq)
+		n += readBucket(btx.Bucket(bucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
+			var u BookingUsage
+			if len(k) != 8 || decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
+				return false
+			}
+			into.usage[u.Partition] = u
+			return true
+		}, nil)
 		n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
 			var c Claim
 			if decode(v, &c) != nil {
@@ -388,6 +397,12 @@ func (s *salvage) fill(other *salvage) int {
 			n++
 		}
 	}
+	for id, u := range other.usage {
+		if _, ok := s.usage[id]; !ok {
+			s.usage[id] = u
+			n++
+		}
+	}
 	if s.policy == nil && other.policy != nil {
 		s.policy = other.policy
 		n++
@@ -453,6 +468,11 @@ func (s *salvage) build() ([]byte, error) {
 		}
 		for k, c := range s.claims {
 			if err := tx.PutClaim(k, c); err != nil {
+				return err
+			}
+		}
+		for _, u := range s.usage {
+			if err := tx.PutBookingUsage(u); err != nil {
 				return err
 			}
 		}
@@ -586,6 +606,13 @@ func (s *salvage) classify(k, v []byte) {
 		var e Event
 		if json.Unmarshal(v, &e) == nil && e.Seq == binary.BigEndian.Uint64(k) {
 			s.events[e.Seq] = e
+		}
+	case len(k) == 8 && has("partition", "through"):
+		var u BookingUsage
+		if json.Unmarshal(v, &u) == nil && u.Partition == binary.BigEndian.Uint64(k) {
+			if old, ok := s.usage[u.Partition]; !ok || u.Through.After(old.Through) {
+				s.usage[u.Partition] = u
+			}
 		}
 	case has("by", "at"):
 		var c Claim
