@@ -70,6 +70,32 @@ func Countdown(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
 }
 
+// secondsWithin is how near its end a booking's countdown in the app shows
+// seconds. Further out it shows minutes: a row then changes once a minute,
+// not every second, and the terminal is sent that much less.
+const secondsWithin = 10 * time.Minute
+
+// timeLeft is the app's countdown: "2h05m" or "3d04h10m" to the minute
+// (rounded up), and "9m59s" or "42s" in a booking's last secondsWithin.
+func timeLeft(d time.Duration) string {
+	s := int64((max(d, 0) + time.Second - 1) / time.Second)
+	if s <= int64(secondsWithin/time.Second) {
+		if s < 60 {
+			return fmt.Sprintf("%ds", s)
+		}
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	m := (s + 59) / 60
+	days, h, m := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd%02dh%02dm", days, h, m)
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	}
+	return fmt.Sprintf("%dm", m)
+}
+
 // WriteStats prints one reading of every GPU and the processes on it, each
 // with the booking it counts against, for `chronos stats`.
 func WriteStats(w io.Writer, st core.Stats) error {
@@ -88,7 +114,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
 			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
-		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
+		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", reading(d.Util, "%d%%"), reading(d.MemUtil, "%d%%"), reading(d.TempC, "%d°C"), reading(d.PowerW, "%.0f W"))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
@@ -102,7 +128,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a),
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
 				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
 		if n == 0 {
@@ -151,32 +177,4 @@ func migLabel(mig bool) string {
 		return "  (MIG enabled)"
 	}
 	return ""
-}
-
-func percentOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d%%", v)
-}
-
-func tempOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d°C", v)
-}
-
-func powerOrNA(w float64) string {
-	if w < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f W", w)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
