@@ -85,7 +85,7 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 // This chronos has no waiting line yet, so nobody waits: ApplyPolicy
 // refuses reclaim=when-waiting, and a ledger that names it anyway reclaims
 // nothing.
-func someoneWaits(tx *storage.Tx, device int, now time.Time) (bool, error) {
+func someoneWaits(_ *storage.Tx, _ int, _ time.Time) (bool, error) {
 	return false, nil
 }
 

@@ -121,7 +121,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		k, raw = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(raw)
 		v := strings.ToLower(raw)
 		if !ok || v == "" {
-			return p, inputErr("policy setting %q is not key=value", s)
+			return p, inputErr("policy setting %s is not key=value", Quote(s))
 		}
 		var err error
 		switch k {
@@ -157,7 +157,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		case "notify-url", "notify_url":
 			p.NotifyURL, err = notifyURL(raw)
 		default:
-			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max, admit, reclaim, idle, idle-warn, idle-sm, idle-start, hold-max, notify-url)", k)
+			err = inputErr("unknown policy key %s (expiry, overbudget, unbooked, grace, warn, max, admit, reclaim, idle, idle-warn, idle-sm, idle-start, hold-max, notify-url)", Quote(k))
 		}
 		if err != nil {
 			return p, err
@@ -228,7 +228,7 @@ func oneOf(key, v string, allowed ...string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", inputErr("%s=%s: expected one of %s", key, v, strings.Join(allowed, ", "))
+	return "", inputErr("%s=%s: expected one of %s", key, Quote(v), strings.Join(allowed, ", "))
 }
 
 func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
@@ -242,7 +242,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	if d < least {
-		return 0, inputErr("%s=%s is shorter than %s", key, v, FormatDuration(least))
+		return 0, inputErr("%s=%s is shorter than %s", key, Quote(v), FormatDuration(least))
 	}
 	return d, nil
 }

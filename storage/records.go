@@ -520,7 +520,7 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 // decode reads one stored record; a record that doesn't decode is damage.
 func decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("%w: %v", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return nil
 }
