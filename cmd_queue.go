@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +29,7 @@ fair-share factor (1 for no recent use, 0.5 at their share; see chronos usage)
 plus a bonus for time waited. ETA is when a request should start given the
 bookings and the requests ahead of it; a request further down starts earlier
 only where it cannot delay anyone ahead (backfill).`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -47,7 +45,7 @@ only where it cannot delay anyone ahead (backfill).`,
 				for _, e := range line {
 					rows = append(rows, core.QueueEntryJSON(e, c.Now()))
 				}
-				return writeJSON(out, rows)
+				return printJSON(out, rows)
 			}
 			return writeQueue(out, line, c.Now())
 		},
@@ -97,12 +95,6 @@ func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, 
 		return exitStatus{code: status}
 	}
 	return nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func writeQueue(w io.Writer, line []core.QueueEntry, now time.Time) error {
@@ -184,16 +176,11 @@ func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlag
 		fmt.Fprintf(cmd.ErrOrStderr(), "chronos: request %d waits at position %d; should start at %s on GPU %d (%s)\n",
 			e.ID, e.Position, core.FormatTime(e.ETA, c.Now()), e.ETADevice, e.Reason)
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
+	// line as cleanly.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
 	defer stop()
 	return c.Wait(ctx, entry.ID, say)
-}
-
-func cmdContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
 }
 
 // bookedLine is what create prints for a booking.

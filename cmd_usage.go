@@ -26,7 +26,7 @@ hour is 0.5), GPU-equivalents held now and booked ahead, what the user-gpus
 and user-hours quotas leave, and the fair-share factor that orders the line:
 1 for no recent use, 0.5 at an equal share of the machine, lower above it
 (usage decays with the policy's half-life).`,
-		Args: args(cobra.NoArgs),
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -40,7 +40,7 @@ and user-hours quotas leave, and the fair-share factor that orders the line:
 				if users == nil {
 					users = []core.UserUsage{}
 				}
-				return writeJSON(cmd.OutOrStdout(), users)
+				return printJSON(cmd.OutOrStdout(), users)
 			}
 			return writeUsage(cmd.OutOrStdout(), users)
 		},
@@ -70,25 +70,4 @@ func left(f *float64) string {
 		return "no limit"
 	}
 	return strconv.FormatFloat(*f, 'f', 1, 64)
-}
-
-// writePolicy prints every policy knob with its value, its default and
-// what it does, then each user's or group's settings: what `chronos
-// policy` and `policy set` show.
-func writePolicy(w io.Writer, p core.Policy) error {
-	knobs, overrides := core.Knobs(p)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tMEANING")
-	for _, k := range knobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Key, k.Value, k.Default, k.Meaning)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, o := range overrides {
-		if _, err := fmt.Fprintln(w, "set: "+tui.Printable(o)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

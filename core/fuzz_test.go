@@ -27,6 +27,10 @@ func requireInputErr(t *testing.T, in string, err error) {
 	if strings.TrimSpace(err.Error()) == "" {
 		t.Fatalf("%q: empty error message", in)
 	}
+	// The message names the input, never repeats a long one whole.
+	if len(err.Error()) > 200+len(Quote(in)) || len(in) > 4*maxEcho && strings.Contains(err.Error(), in) {
+		t.Fatalf("%q: the message repeats too much: %q", in, err)
+	}
 }
 
 func FuzzParseDuration(f *testing.F) {

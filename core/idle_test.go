@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,17 +266,6 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
-}
-
-// countingStore counts write transactions.
-type countingStore struct {
-	storage.Store
-	updates atomic.Int64
-}
-
-func (s *countingStore) Update(fn func(*storage.Tx) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(fn)
 }
 
 // Three monitors on one ledger: each minute is accounted once, each step

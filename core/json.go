@@ -3,11 +3,15 @@ package core
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// PartitionJSON is a booking as `chronos list --json` prints it. The field
-// names are a stable interface for scripts: add fields, never rename them.
+// The shapes `--json` prints, in one place. Their field names are a stable
+// interface for scripts: add fields, never rename or remove them.
+
+// PartitionJSON is a booking as `chronos list --json` and `create --json`
+// print it.
 type PartitionJSON struct {
 	ID               uint64        `json:"id"`
 	Device           int           `json:"device"`
@@ -111,4 +115,68 @@ func QueueEntryJSON(e QueueEntry, now time.Time) QueueJSON {
 		out.Device = &d
 	}
 	return out
+}
+
+// AvailableJSON is one GPU as `chronos available --json` prints it.
+type AvailableJSON struct {
+	Device    int     `json:"device"`
+	Free      float64 `json:"free"` // fraction of the device's memory, 0..1
+	FreeBytes uint64  `json:"free_bytes"`
+	Bookings  int     `json:"bookings"`
+}
+
+// JSON returns the availability in its script-facing form.
+func (a Availability) JSON() AvailableJSON {
+	return AvailableJSON{Device: a.Device.Index, Free: float64(a.FreePPM) / ppm, FreeBytes: a.FreeBytes, Bookings: a.Bookings}
+}
+
+// Stats is one reading of the GPUs set against the bookings: what
+// `chronos stats` prints (--json as it is) and the app shows.
+type Stats struct {
+	Sample    gpu.Sample            `json:"sample"`
+	Mode      gpu.Mode              `json:"mode"`
+	Booked    map[int]DeviceBooking `json:"booked"`
+	Processes []Attribution         `json:"processes"`
+}
+
+// DeviceBooking is how much of one device live bookings hold.
+type DeviceBooking struct {
+	PPM   int64  `json:"share_ppm"`
+	Bytes uint64 `json:"bytes"`
+	Count int    `json:"bookings"`
+}
+
+// EventJSON is one audit event as `chronos events --json` prints it: the
+// stored event, with the booking's id also under the name people read.
+type EventJSON struct {
+	storage.Event
+	Booking uint64 `json:"booking,omitempty"`
+}
+
+// EventsJSON returns events in their script-facing form.
+func EventsJSON(evs []storage.Event) []EventJSON {
+	out := make([]EventJSON, len(evs))
+	for i, e := range evs {
+		out[i] = EventJSON{Event: e, Booking: e.Partition}
+	}
+	return out
+}
+
+// BackendsJSON is `chronos backends --json`: what this machine supports,
+// as the original's check_concurrent_support() answered.
+type BackendsJSON struct {
+	NVMLAvailable      bool     `json:"nvml_available"`
+	NVMLDetail         string   `json:"nvml_detail"`
+	Driver             string   `json:"driver,omitempty"`
+	GPUs               int      `json:"gpus"`
+	DRMAvailable       bool     `json:"drm_available"`
+	DRMDetail          string   `json:"drm_detail"`
+	MPSRunning         bool     `json:"mps_running"`
+	MPSMultiUser       bool     `json:"mps_multi_user"`
+	MPSPipeDir         string   `json:"mps_pipe_dir"`
+	MPSDetail          string   `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool     `json:"concurrent_possible"`
+	Recommended        string   `json:"recommended"`
+	ActiveBackend      string   `json:"active_backend"`
+	Mode               gpu.Mode `json:"mode"`
 }

@@ -496,7 +496,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
-				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: storage.EventOverBudget,
+				note(notice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
@@ -506,14 +506,14 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			}
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim)
 			if action == ActWarn {
-				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
+				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
-		term, kill := "term/"+procKey(a), "kill/"+procKey(a)
+		term, kill := claimKey(claimTerm, a.PID, a.StartTime), claimKey(claimKill, a.PID, a.StartTime)
 		tc, termed := claims[term]
 		kc, killed := claims[kill]
 		switch {
@@ -543,8 +543,6 @@ func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
 func claimable(c storage.Claim, exists, root bool) bool {
 	return !exists || (c.NeedsRoot && root)
 }
-
-func procKey(a Attribution) string { return fmt.Sprintf("%d/%d", a.PID, a.StartTime) }
 
 func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Time) error {
 	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
@@ -628,7 +626,7 @@ func (m *Monitor) nextWake(parts []storage.Partition, claims map[string]storage.
 		consider(m.nextSample)
 	}
 	for key, c := range claims {
-		if strings.HasPrefix(key, "term/") && !c.NeedsRoot {
+		if claimTerm.is(key) && !c.NeedsRoot {
 			if t := c.At.Add(pol.Grace); t.After(now) {
 				consider(t)
 			}

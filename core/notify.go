@@ -296,7 +296,7 @@ func postOnce(client *http.Client, url string, body []byte) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only read: nothing to lose
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
 		return &refusal{status: resp.StatusCode}

@@ -352,7 +352,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return p, inputErr("policy setting %q is not key=value", s)
+			return p, inputErr("policy setting %s is not key=value", Quote(s))
 		}
 		if k == "for" {
 			if target != "" {
@@ -366,7 +366,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		}
 		kn, ok := knobNamed(k)
 		if !ok {
-			return p, inputErr("unknown policy key %q (%s)", k, knobKeys(func(knob) bool { return true }))
+			return p, inputErr("unknown policy key %s (%s)", Quote(k), knobKeys(func(knob) bool { return true }))
 		}
 		if !kn.raw {
 			v = strings.ToLower(v)
@@ -526,7 +526,7 @@ func oneOf(key, v string, allowed ...string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", inputErr("%s=%s: expected one of %s", key, v, strings.Join(allowed, ", "))
+	return "", inputErr("%s=%s: expected one of %s", key, Quote(v), strings.Join(allowed, ", "))
 }
 
 func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
@@ -540,7 +540,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	if d < least {
-		return 0, inputErr("%s=%s is shorter than %s", key, v, FormatDuration(least))
+		return 0, inputErr("%s=%s is shorter than %s", key, Quote(v), FormatDuration(least))
 	}
 	return d, nil
 }

@@ -158,6 +158,7 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
 	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
 	require.Contains(t, env, "CHRONOS_PARTITION_ID=7\n")
+	require.Contains(t, env, "CHRONOS_BOOKING_ID=7\n")
 	require.Contains(t, env, "CHRONOS_EXPIRES_AT=2026-11-29T12:00:00.5Z\n")
 	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
 	require.NotContains(t, env, "CUDA_MPS")
@@ -227,6 +228,38 @@ func TestRunAndMonitorSignalOnce(t *testing.T) {
 	kinds := eventKinds(t, c, res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
+}
+
+// A context that ends while the command runs stops Run watching the ledger,
+// not the command; it must not leave Run spinning on the closed watch,
+// re-reading the ledger as fast as it can.
+func TestRunOutlivesItsContextQuietly(t *testing.T) {
+	store := &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	c := NewClient(Options{Ledger: store, Devices: testDevices})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := runOpts("sleep", "0.5")
+	o.Request = Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}
+	res, err := c.Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
+}
+
+// Signal names come from the system's table, both ways.
+func TestSignalNames(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
+		got, err := ParseSignal(in)
+		if want == 0 {
+			require.ErrorIs(t, err, ErrInput, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+		require.Equal(t, "SIG"+strings.TrimPrefix(strings.ToUpper(in), "SIG"), signalName(got))
+	}
+	require.Equal(t, "SIGCHLD", signalName(syscall.SIGCHLD))
+	require.Equal(t, "signal 40", signalName(syscall.Signal(40)))
 }
 
 // A release that meets a busy ledger is retried until it lands: here a

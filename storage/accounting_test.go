@@ -78,6 +78,7 @@ func TestGPUMinutes(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, taken)
 		taken, err = tx.HasGPUMinute(start.Add(5*time.Minute), "GPU-b")
+		require.NoError(t, err)
 		require.False(t, taken)
 		got, err := tx.GPUMinutes(start.Add(time.Minute), start.Add(3*time.Minute), "GPU-a")
 		require.NoError(t, err)

@@ -577,7 +577,7 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 // A record stored by an older chronos gets the fields it lacks.
 func decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("%w: %v", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	if d, ok := into.(interface{ fillDefaults() }); ok {
 		d.fillDefaults()

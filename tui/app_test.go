@@ -183,7 +183,7 @@ func TestSomeoneElsesBookingIsRefusedAtOnce(t *testing.T) {
 			require.True(t, m.status.isErr)
 			require.Contains(t, m.status.text, core.ErrNotOwner.Error())
 			require.Contains(t, m.View(), fmt.Sprintf("✗ not your booking: #%d is bob's", theirs.ID))
-			m = press(t, m, "y", "1", "enter")
+			press(t, m, "y", "1", "enter")
 			require.Len(t, live(t, w.client), 1)
 			got, err := w.client.Get(theirs.ID)
 			require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestRootReleasesAnyonesAfterAsking(t *testing.T) {
 	m := selectBooking(t, w.model(80, 24), theirs.ID)
 	m = press(t, m, "x")
 	require.Equal(t, releasing, m.mode)
-	m = press(t, m, "y")
+	press(t, m, "y")
 	require.Empty(t, live(t, w.client))
 }
 

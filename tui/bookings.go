@@ -22,8 +22,6 @@ type bookingRow struct {
 	inUse uint64 // the GPU memory they use
 	mine  bool
 	live  bool // when the rows were shaped
-	// The texts that change only with a reading, made once then.
-	bookedText, inUseText string
 }
 
 // shownAfterEnd is how long an ended booking stays in the table, so that a
@@ -187,7 +185,7 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	// maybe thousands.
 	c := bookingCells{id: r.ID, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
-		status: r.Partition.Status(now, t.warnLead), left: "-"}
+		status: r.Status(now, t.warnLead), left: "-"}
 	if r.procs > 0 {
 		c.inUse = core.FormatBytes(r.inUse)
 	}

@@ -179,7 +179,7 @@ func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
 	update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n30%")})
 	require.Equal(t, booking, m.mode)
 	require.Equal(t, "30%", m.form.memory.Value())
-	m = press(t, m, "enter")
+	press(t, m, "enter")
 	require.Len(t, live(t, w.client), 1)
 }
 

@@ -84,9 +84,6 @@ func (c columns) join(cells ...string) string {
 	return b.String()
 }
 
-// shown reports whether column i fits.
-func (c columns) shown(i int) bool { return c.widths[i] > 0 }
-
 // header is the titles, each in its column.
 func (c columns) header() string {
 	cells := make([]string, len(c.specs))

@@ -19,17 +19,39 @@ func Printable(s string) string { return core.Printable(s) }
 
 // WriteBookings prints bookings as a plain table for `chronos list`: no
 // colour, one line each, columns aligned, so it reads well and greps well.
+// COMPUTE comes last, then ENDED, which appears only with history.
 func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead time.Duration) error {
 	if len(parts) == 0 {
 		_, err := fmt.Fprintln(w, "No bookings.")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tSTARTS\tEXPIRES\tIDLE\tSTATE")
+	history := false
 	for _, p := range parts {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, Printable(p.User), p.Device,
+		history = history || p.Status(now, warnLead).Ended()
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tSTARTS\tEXPIRES\tIDLE\tSTATE\tCOMPUTE"
+	if history {
+		header += "\tENDED"
+	}
+	fmt.Fprintln(tw, header)
+	for _, p := range parts {
+		compute, ended := "-", "-"
+		status := p.Status(now, warnLead)
+		if p.ComputePct > 0 {
+			compute = fmt.Sprintf("%d%% of SMs", p.ComputePct)
+		}
+		if status.Ended() {
+			ended = endedAt(p.Partition).Local().Format("Jan 2 15:04:05")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, Printable(p.User), p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
-			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), p.Status(now, warnLead))
+			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
+			core.FormatIdle(p.Partition, p.Usage, now), status, compute)
+		if history {
+			fmt.Fprintf(tw, "\t%s", ended)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

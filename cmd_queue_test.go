@@ -17,10 +17,11 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 )
 
-// chronosCmd is the real binary on the simulated backend, not yet started.
-func chronosCmd(db string, args ...string) *exec.Cmd {
+// waiterCmd is the real binary on the simulated backend, not yet started:
+// a process that waits in line while the test acts on the ledger.
+func waiterCmd(db string, args ...string) *exec.Cmd {
 	cmd := exec.Command(chronosBin, args...)
-	cmd.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	cmd.Env = append(os.Environ(), binEnv(db)...)
 	return cmd
 }
 
@@ -29,8 +30,8 @@ func chronosCmd(db string, args ...string) *exec.Cmd {
 // meanwhile.
 func TestCreateWaitsInLine(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	require.Equal(t, 0, chronos(t, db, "create", "0", "0.8", "1h").code)
-	cmd := chronosCmd(db, "create", "0", "50%", "2h", "--wait")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.8", "1h").code)
+	cmd := waiterCmd(db, "create", "0", "50%", "2h", "--wait")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	stderr, err := cmd.StderrPipe()
@@ -41,31 +42,31 @@ func TestCreateWaitsInLine(t *testing.T) {
 	require.True(t, said.Scan())
 	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at \S+ on GPU 0 \(GPU 0 has 20% free, 50% asked\)$`, said.Text())
 
-	r := chronos(t, db, "queue")
+	r := cli(t, db, "queue")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^1\s+1\s+root\s+0\s+50%\s+2h\s+\S+\s+[0-9.]+\s+\S+ \(GPU 0\)\s+GPU 0 has 20% free, 50% asked$`, r.stdout)
-	r = chronos(t, db, "queue", "--json")
+	r = cli(t, db, "queue", "--json")
 	var line []core.QueueJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
 	require.Len(t, line, 1)
 	require.Equal(t, 0, *line[0].Device)
 	require.Equal(t, 7200.0, line[0].DurationSeconds)
 
-	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+	require.Equal(t, 0, cli(t, db, "release", "1").code)
 	require.NoError(t, cmd.Wait())
 	require.Regexp(t, `^Booked 2: 50% \(40.0 GiB\) of GPU 0 for root, until .*\.\n$`, out.String())
-	require.Equal(t, "Nobody is waiting.\n", chronos(t, db, "queue").stdout)
+	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
 }
 
 // --timeout leaves the line unbooked, with exit status 1 and why.
 func TestCreateWaitTimesOut(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	require.Equal(t, 0, chronos(t, db, "create", "any", "1", "1h").code)
-	require.Equal(t, 0, chronos(t, db, "create", "any", "1", "1h").code, "any: the other GPU")
-	r := chronos(t, db, "create", "any", "0.5", "1h", "--wait", "--timeout", "1s")
+	require.Equal(t, 0, cli(t, db, "create", "any", "1", "1h").code)
+	require.Equal(t, 0, cli(t, db, "create", "any", "1", "1h").code, "any: the other GPU")
+	r := cli(t, db, "create", "any", "0.5", "1h", "--wait", "--timeout", "1s")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "left the waiting line without a booking: request 1 timed out: waited 1s (--timeout)")
-	r = chronos(t, db, "events")
+	r = cli(t, db, "events")
 	require.Contains(t, r.stdout, "queued")
 	require.Contains(t, r.stdout, "left")
 }
@@ -74,23 +75,23 @@ func TestCreateWaitTimesOut(t *testing.T) {
 // that overlaps it and admits one that does not.
 func TestBookingAheadFromTheCommandLine(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	r := chronos(t, db, "create", "1", "60%", "3h", "--at", "+2h")
+	r := cli(t, db, "create", "1", "60%", "3h", "--at", "+2h")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "Booked 1: 60% (48.0 GiB) of GPU 1 for root, from ")
+	require.Regexp(t, `^Booked 1: 60% \(48.0 GiB\) of GPU 1 for root, from .+ until .+\.\n$`, r.stdout, "no room is read for a booking ahead")
 	parts := listJSON(t, db)
 	require.Len(t, parts, 1)
 	require.Equal(t, core.StatusUpcoming, parts[0].State)
 	require.InDelta(t, time.Until(parts[0].Start).Hours(), 2, 0.01)
-	r = chronos(t, db, "list")
-	require.Regexp(t, `(?m)^1\s+root\s+1\s+60%\s+48.0 GiB\s+3:00:00\s+.*upcoming$`, r.stdout)
+	r = cli(t, db, "list")
+	require.Regexp(t, `(?m)^1\s+root\s+1\s+60%\s+48.0 GiB\s+3:00:00\s+.*upcoming\s+-$`, r.stdout)
 
-	r = chronos(t, db, "create", "1", "50%", "3h")
+	r = cli(t, db, "create", "1", "50%", "3h")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "GPU 1 has 40% (32.0 GiB) free, 50% asked: held by root (60%, #1, from ")
 	require.Contains(t, r.stderr, "GPU 0 has 100% free. It would fit at ")
-	r = chronos(t, db, "create", "1", "50%", "1h")
+	r = cli(t, db, "create", "1", "50%", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = chronos(t, db, "available", "1")
+	r = cli(t, db, "available", "1")
 	require.Regexp(t, `^50% \(40.0 GiB\) free on GPU 1; 40% from .+ \(booked ahead\)\n$`, r.stdout)
 }
 
@@ -98,7 +99,7 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 func TestRunAtWaitsForTheStart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	start := time.Now()
-	r := chronos(t, db, "run", "0", "0.2", "1m", "--at", "+2s", "--", "sh", "-c", `echo "in $CHRONOS_PARTITION_ID"`)
+	r := cli(t, db, "run", "0", "0.2", "1m", "--at", "+2s", "--", "sh", "-c", `echo "in $CHRONOS_BOOKING_ID"`)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "in 1\n", r.stdout)
 	require.Contains(t, r.stderr, "booking 1 starts at")
@@ -108,22 +109,11 @@ func TestRunAtWaitsForTheStart(t *testing.T) {
 // Quotas hold for real uids: an ordinary user is refused past the
 // policy's limit, told which limit, their figure and when it frees.
 func TestQuotaRefusalAsAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another uid")
-	}
-	dir, err := os.MkdirTemp("/tmp", "chronos-quota-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "chronos")
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	db := filepath.Join(dir, "chronos.db")
-	require.Equal(t, 0, chronos(t, db, "stats").code, "root records the simulated GPUs")
-	r := chronos(t, db, "policy", "set", "user-gpus=1", "user-hours=none")
+	bin, db := otherUserCopy(t)
+	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
+	r := cli(t, db, "policy", "set", "user-gpus=1", "user-hours=none")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = chronos(t, db, "policy", "set", "user-gpus=0.5", "for=nobody")
+	r = cli(t, db, "policy", "set", "user-gpus=0.5", "for=nobody")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "set: user-gpus=0.5 for=nobody")
 	require.NoError(t, os.Chmod(db, 0o666))
@@ -137,11 +127,11 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "0.6 GPUs asked at once can never be granted")
 
-	r = chronos(t, db, "usage")
+	r = cli(t, db, "usage")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^nobody\s+0\.0\s+0\.0\s+0\.4\s+0\s+0\.1\s+no limit\s+0\.0\s+1\.000\s+0$`, r.stdout)
 	var users []core.UserUsage
-	require.NoError(t, json.Unmarshal([]byte(chronos(t, db, "usage", "--json").stdout), &users))
+	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "usage", "--json").stdout), &users))
 	require.Len(t, users, 1)
 	require.InDelta(t, 0.1, *users[0].GPUsLeft, 1e-9)
 	require.Nil(t, users[0].HoursLeft)
@@ -151,26 +141,26 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 // line and runs nothing.
 func TestRunWait(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	require.Equal(t, 0, chronos(t, db, "create", "0", "1", "1h").code)
-	cmd := chronosCmd(db, "run", "0", "0.5", "1m", "--wait", "--", "sh", "-c", `echo "ran in $CHRONOS_PARTITION_ID"`)
+	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
+	cmd := waiterCmd(db, "run", "0", "0.5", "1m", "--wait", "--", "sh", "-c", `echo "ran in $CHRONOS_BOOKING_ID"`)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool { return strings.Contains(chronos(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
-	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+	require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 0, cli(t, db, "release", "1").code)
 	require.NoError(t, cmd.Wait(), errb.String())
 	require.Equal(t, "ran in 2\n", out.String())
 	require.Contains(t, errb.String(), "request 1 waits at position 1")
 
-	require.Equal(t, 0, chronos(t, db, "create", "1", "1", "1h").code)
-	cmd = chronosCmd(db, "run", "1", "0.5", "1m", "--wait", "--", "touch", filepath.Join(t.TempDir(), "ran"))
+	require.Equal(t, 0, cli(t, db, "create", "1", "1", "1h").code)
+	cmd = waiterCmd(db, "run", "1", "0.5", "1m", "--wait", "--", "touch", filepath.Join(t.TempDir(), "ran"))
 	errb.Reset()
 	cmd.Stderr = &errb
 	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool { return strings.Contains(chronos(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	err := cmd.Wait()
 	require.Error(t, err)
 	require.Contains(t, errb.String(), "stopped waiting")
-	require.Equal(t, "Nobody is waiting.\n", chronos(t, db, "queue").stdout)
+	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+)
+
+func availableCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "available [DEVICE]",
+		Short:   "How much of each GPU is free to book",
+		Example: "  chronos available 0",
+		Args:    args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dev := -1
+			if len(a) == 1 {
+				var err error
+				if dev, err = core.ParseDevice(a[0]); err != nil {
+					return err
+				}
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			avail, err := c.Available(dev)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]core.AvailableJSON, 0, len(avail))
+				for _, a := range avail {
+					out = append(out, a.JSON())
+				}
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			for _, a := range avail {
+				fmt.Fprintln(cmd.OutOrStdout(), a)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

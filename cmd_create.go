@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+func createCmd(g *globals) *cobra.Command {
+	var forUser, compute string
+	var asJSON bool
+	var line lineFlags
+	cmd := &cobra.Command{
+		Use:   "create DEVICE MEMORY DURATION",
+		Short: "Book a share of a GPU's memory for a while",
+		Long: `Book a share of one GPU's memory for a bounded time.
+
+DEVICE is a GPU's index, or any for whichever has room.
+MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
+DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
+--at books ahead; --wait joins the waiting line when it cannot start now.`,
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice\n" +
+			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00",
+		Args: args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
+			if err != nil {
+				return err
+			}
+			req.For = forUser
+			if err := line.apply(&req); err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := bookOrWait(cmd, c, req, line)
+			if err != nil {
+				return err
+			}
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
+			}
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "chronos: note:", note)
+				}
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(p, c.Now()))
+			if p.Room.FreePPM > 0 { // read when it was booked for now, not from the line or ahead
+				fmt.Fprintf(cmd.OutOrStdout(), "GPU %d had %s.\n", p.Device, p.Room.Room())
+			}
+			return nil
+		},
+	}
+	line.add(cmd)
+	cmd.Flags().StringVar(&forUser, "user", "", "book for another user (root only)")
+	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS where it runs)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the booking as JSON")
+	return cmd
+}
