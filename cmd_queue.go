@@ -30,7 +30,7 @@ plus a bonus for time waited. ETA is when a request should start given the
 bookings and the requests ahead of it; a request further down starts earlier
 only where it cannot delay anyone ahead (backfill).`,
 		Args: args(noArgs),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err

@@ -27,7 +27,7 @@ and user-hours quotas leave, and the fair-share factor that orders the line:
 1 for no recent use, 0.5 at an equal share of the machine, lower above it
 (usage decays with the policy's half-life).`,
 		Args: args(noArgs),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err

@@ -671,7 +671,7 @@ func (c *Client) leave(id uint64, why error) error {
 		_, err = c.Release(granted)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: request %d: stopped waiting (%w), and leaving the line failed: %v", ErrLeftLine, id, why, err)
+		return fmt.Errorf("%w: request %d: stopped waiting (%w), and leaving the line failed: %w", ErrLeftLine, id, why, err)
 	}
 	return fmt.Errorf("%w: request %d: stopped waiting (%w)", ErrLeftLine, id, why)
 }

@@ -60,7 +60,7 @@ func BenchmarkReleaseToWaiter(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
 	said := bufio.NewScanner(stdout)
 	expect := func(word string) {
 		if !said.Scan() || strings.TrimSpace(said.Text()) != word {
