@@ -118,7 +118,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"create", "0", "100GiB", "1h", "--wait"}, 2, "more than GPU 0 has"},
 		{[]string{"create", "0", "0.5", "8d", "--wait"}, 1, "the most is 7d"},
 		{[]string{"queue", "cancel", "7"}, 1, "no such waiting request: 7"},
-		{[]string{"policy", "set", "user-gpus=lots"}, 2, "user-gpus=lots"},
+		{[]string{"policy", "set", "user-gpus=lots"}, 2, `user-gpus="lots": expected a number`},
 		{[]string{"policy", "set", "share=2"}, 2, "add for=NAME"},
 		{[]string{"policy", "set", "user-gpus=1", "for=no-such-user-x"}, 1, "no such user"},
 		{[]string{"policy", "set", "user-gpus=1", "for=@no-such-group-x"}, 1, "no such group"},
@@ -279,6 +279,10 @@ func TestHugeArgumentsAreNotEchoed(t *testing.T) {
 		{"run", "--booking", huge, "--", "true"},
 		{huge}, {"list", huge}, {"policy", huge}, {"--backend", huge, "list"}, {"events", "-n", huge}, {"list", "--" + huge},
 		{"--monitor", "--log-format", huge}, {"--monitor", "--policy", huge},
+		{"create", "0", "0.5", "1h", "--at", huge}, {"create", "0", "0.5", "1h", "--at", "+" + huge},
+		{"run", "0", "0.1", "1h", "--at", huge, "--", "true"}, {"queue", "cancel", huge}, {"queue", huge}, {"usage", huge},
+		{"policy", "set", "user-gpus=" + huge}, {"policy", "set", "user-hours=" + huge}, {"policy", "set", "share=2", "for=" + huge},
+		{"policy", "set", "share=2", "for=@" + huge}, {"policy", "set", "exempt=" + huge, "for=root"},
 	} {
 		r := cli(t, db, args...)
 		require.NotEqual(t, 0, r.code)

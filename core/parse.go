@@ -277,20 +277,20 @@ func ParseStart(s string, now time.Time) (time.Time, error) {
 	case strings.HasPrefix(s, "+"):
 		d, err := ParseDuration(s[1:])
 		if err != nil {
-			return t, inputErr("start %q: %v", s, err)
+			return t, inputErr("start %s: %v", Quote(s), err)
 		}
 		t = now.Add(d)
 	default:
 		var err error
 		if t, err = parseClock(lower, now.In(time.Local)); err != nil {
-			return t, inputErr("start %q is not a time (14:00, \"tomorrow 09:00\", 2026-12-01 09:00, RFC 3339 or +2h)", s)
+			return t, inputErr("start %s is not a time (14:00, \"tomorrow 09:00\", 2026-12-01 09:00, RFC 3339 or +2h)", Quote(s))
 		}
 	}
 	switch {
 	case t.Before(now.Add(-startSlack)):
-		return t, inputErr("start %q (%s) has passed", s, t.Local().Format("Jan 2 15:04:05"))
+		return t, inputErr("start %s (%s) has passed", Quote(s), t.Local().Format("Jan 2 15:04:05"))
 	case t.After(now.Add(maxParsedDuration)):
-		return t, inputErr("start %q is absurdly far ahead (at most %s)", s, formatDuration(maxParsedDuration))
+		return t, inputErr("start %s is absurdly far ahead (at most %s)", Quote(s), formatDuration(maxParsedDuration))
 	}
 	return t, nil
 }

@@ -143,7 +143,7 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 func checkTarget(target string) error {
 	if group, ok := strings.CutPrefix(target, "@"); ok {
 		if _, err := lookupGroup(group); err != nil {
-			return fmt.Errorf("%w: no such group %q", ErrUnknownUser, group)
+			return fmt.Errorf("%w: no such group %s", ErrUnknownUser, Quote(group))
 		}
 		return nil
 	}
@@ -198,7 +198,7 @@ func applyLimits(l *Limits, settings map[string]string) error {
 	for _, k := range sortedKeys(settings) {
 		kn, _ := knobNamed(k)
 		if kn == nil || kn.setLimit == nil {
-			return inputErr("policy key %q cannot be set for a user or group", k)
+			return inputErr("policy key %s cannot be set for a user or group", Quote(k))
 		}
 		if err := kn.setLimit(l, settings[k]); err != nil {
 			return err
@@ -510,11 +510,11 @@ func clone(m map[string]string) map[string]string {
 func checkTargetName(v string) error {
 	name := strings.TrimPrefix(v, "@")
 	if name == "" || len(name) > 64 || strings.ContainsAny(name, " \t\n=,;:/@") {
-		return inputErr("for=%q: name a user (for=alice) or a group (for=@students)", v)
+		return inputErr("for=%s: name a user (for=alice) or a group (for=@students)", Quote(v))
 	}
 	for _, r := range name {
 		if r < 0x21 || r > 0x7e {
-			return inputErr("for=%q: name a user (for=alice) or a group (for=@students)", v)
+			return inputErr("for=%s: name a user (for=alice) or a group (for=@students)", Quote(v))
 		}
 	}
 	return nil
@@ -548,7 +548,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 func parseNumber(key, v string, least, most float64) (float64, error) {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || math.IsNaN(f) || f < least || f > most {
-		return 0, inputErr("%s=%s: expected a number from %s to %s", key, v, formatNumber(least), formatNumber(most))
+		return 0, inputErr("%s=%s: expected a number from %s to %s", key, Quote(v), formatNumber(least), formatNumber(most))
 	}
 	return f, nil
 }
@@ -560,7 +560,7 @@ func parseYesNo(key, v string) (bool, error) {
 	case "no", "false", "off":
 		return false, nil
 	}
-	return false, inputErr("%s=%s: expected yes or no", key, v)
+	return false, inputErr("%s=%s: expected yes or no", key, Quote(v))
 }
 
 // parseGPUs reads user-gpus: GPU-equivalents (1.5), or none.
@@ -580,7 +580,7 @@ func parseHours(v string) (float64, time.Duration, error) {
 	hours, window, found := strings.Cut(v, "/")
 	h, err := parseNumber("user-hours", hours, 0.0001, 1e7)
 	if err != nil {
-		return 0, 0, inputErr("user-hours=%s: expected GPU-hours and a window, like 200/7d", v)
+		return 0, 0, inputErr("user-hours=%s: expected GPU-hours and a window, like 200/7d", Quote(v))
 	}
 	w := 7 * 24 * time.Hour
 	if found {
