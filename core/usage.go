@@ -8,31 +8,6 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// UserUsage is one user's use of the GPUs and what their quotas leave, as
-// `chronos usage` shows it. GPU-hours are share-weighted: a 50% booking
-// held an hour is half a GPU-hour.
-type UserUsage struct {
-	UID  int    `json:"uid"`
-	User string `json:"user"`
-	// GPU-hours held in the last 7 and 30 days (bookings released early
-	// count the time they were held).
-	Hours7d  float64 `json:"gpu_hours_7d"`
-	Hours30d float64 `json:"gpu_hours_30d"`
-	// GPUs is the GPU-equivalents held now; Ahead, those booked to start
-	// later.
-	GPUs  float64 `json:"gpus_now"`
-	Ahead float64 `json:"gpus_booked_ahead"`
-	// What the quotas leave now; nil where there is no limit (or the user
-	// is exempt).
-	GPUsLeft  *float64 `json:"user_gpus_left"`
-	HoursLeft *float64 `json:"user_hours_left"`
-	// Usage is the decayed usage that orders the line, in GPU-hours, and
-	// Factor the fair-share factor from it (1: no use; 0.5: at one's share).
-	Usage   float64 `json:"usage_gpu_hours"`
-	Factor  float64 `json:"fair_share"`
-	Waiting int     `json:"waiting"`
-}
-
 const usageMonth = 30 * 24 * time.Hour
 
 // Usage reports, for everyone who booked in the last 30 days, waits in
