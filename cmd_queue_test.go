@@ -164,3 +164,23 @@ func TestRunWait(t *testing.T) {
 	require.Contains(t, errb.String(), "stopped waiting")
 	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
 }
+
+// Ctrl-C, SIGTERM or a hang-up while `create --wait` waits takes its
+// request out of the line: exit 1, why, and nobody left waiting.
+func TestCreateWaitLeavesOnSignal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		cmd := waiterCmd(db, "create", "0", "0.5", "1h", "--wait")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(sig))
+		var exit *exec.ExitError
+		require.ErrorAs(t, cmd.Wait(), &exit)
+		require.Equal(t, 1, exit.ExitCode(), "%s: %s", sig, errb.String())
+		require.Contains(t, errb.String(), "stopped waiting", sig.String())
+		require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout, sig.String())
+	}
+}
