@@ -315,7 +315,7 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.2", "1h", "--compute", "25%").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
 	r = cli(t, db, "list")
-	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+EXPIRES\s+IDLE\s+STATE\s+COMPUTE$`, r.stdout)
+	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+STARTS\s+EXPIRES\s+IDLE\s+STATE\s+COMPUTE$`, r.stdout)
 	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
 	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
 
