@@ -280,6 +280,44 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 	require.Contains(t, kinds, storage.EventQueued)
 }
 
+// Readers lay the line out after their transaction ends, from what they
+// read in it: a request held back by an hours quota, which weighs what its
+// owner's ended bookings held, shows the same place, ETA and reason in
+// queue, in its waiter's status and to whoever tends the line as the
+// transaction that queued it computed.
+func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
+	l := newLedger(t)
+	r, a := l.as(root), l.as(alice)
+	_, err := r.SetPolicy([]string{"user-hours=2/1d"})
+	require.NoError(t, err)
+	held, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: 2 * time.Hour})
+	require.NoError(t, err)
+	l.clock.Advance(90 * time.Minute)
+	_, err = a.Release(held.ID)
+	require.NoError(t, err)
+
+	p, q, err := a.Enqueue(Request{Device: 1, Memory: Fraction(1), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.Nil(t, p, "GPU 1 is free: only the 1.5 GPU-hours held keep it waiting")
+	require.Contains(t, q.Reason, "user-hours=2/1d: 1.5 GPU-hours booked in the window")
+	require.True(t, q.ETA.After(l.clock.Now()))
+
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, 1)
+	require.Equal(t, q.Position, line[0].Position)
+	require.Equal(t, q.ETA, line[0].ETA)
+	require.Equal(t, q.Reason, line[0].Reason)
+	_, e, due, err := a.lineStatus(q.ID)
+	require.NoError(t, err)
+	require.False(t, due)
+	require.Equal(t, q.ETA, e.ETA)
+	require.Equal(t, q.Reason, e.Reason)
+	next, err := r.TendLine()
+	require.NoError(t, err)
+	require.Equal(t, q.ETA, next)
+}
+
 // A request whose time runs out leaves the line; one whose ETA arrives is
 // placed by whoever tends the line (a waiter, a monitor) with nothing
 // else happening.

@@ -27,14 +27,16 @@ type books struct {
 	parts []storage.Partition // stored live: started, ahead, or past their deadline and not yet flipped
 	line  []storage.Request   // waiting, oldest first
 	usage []storage.Usage     // read when someone waits: it orders the line
-	// limits caches each user's limits for this transaction.
+	// limits caches each user's limits for this transaction; heldBy, the
+	// held intervals of users with an hours quota, read by readHeld.
 	limits map[int]Limits
+	heldBy map[int]calendar
 	// alive says whether a request's waiting process still runs.
 	alive func(storage.Request) bool
 }
 
 func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, error) {
-	b := &books{tx: tx, now: now, inv: inv, limits: map[int]Limits{}, alive: waiterAlive}
+	b := &books{tx: tx, now: now, inv: inv, limits: map[int]Limits{}, heldBy: map[int]calendar{}, alive: waiterAlive}
 	var err error
 	if b.pol, err = policyIn(tx); err != nil {
 		return nil, err
@@ -62,14 +64,33 @@ func (b *books) held(uids ...int) (calendar, error) {
 		}
 		done[uid] = true
 		if l := b.limits[uid]; l.UserHours > 0 && !l.Exempt {
-			held, err := heldSlots(b.tx, uid, b.now.Add(-l.HoursWindow))
-			if err != nil {
-				return nil, err
+			held, ok := b.heldBy[uid]
+			if !ok {
+				if b.tx == nil {
+					return nil, fmt.Errorf("core: the held intervals of uid %d were not read in the transaction", uid)
+				}
+				var err error
+				if held, err = heldSlots(b.tx, uid, b.now.Add(-l.HoursWindow)); err != nil {
+					return nil, err
+				}
+				b.heldBy[uid] = held
 			}
 			cal = append(cal, held...)
 		}
 	}
 	return cal, nil
+}
+
+// readHeld reads, while the transaction lasts, the held intervals that
+// laying out the line will weigh: those of everyone waiting.
+func (b *books) readHeld() error {
+	uids := make([]int, 0, len(b.line))
+	for _, r := range b.line {
+		b.limitsFor(r.UID, r.User)
+		uids = append(uids, r.UID)
+	}
+	_, err := b.held(uids...)
+	return err
 }
 
 func (b *books) limitsFor(uid int, name string) Limits {
@@ -366,11 +387,7 @@ func (c *Client) placeLine(tx *storage.Tx) error {
 // lineIn reads the books in tx and lays the waiting line out on them.
 // alive, when not nil, stands in for the check of waiting processes.
 func (c *Client) lineIn(tx *storage.Tx, alive func(storage.Request) bool) (*books, linePlan, error) {
-	inv, _, err := tx.Inventory()
-	if err != nil {
-		return nil, linePlan{}, err
-	}
-	b, err := readBooks(tx, inv, c.now())
+	b, err := c.readLine(tx)
 	if err != nil {
 		return nil, linePlan{}, err
 	}
@@ -379,6 +396,31 @@ func (c *Client) lineIn(tx *storage.Tx, alive func(storage.Request) bool) (*book
 	}
 	p, err := b.plan(nil)
 	return b, p, err
+}
+
+// readLine reads in tx all that laying the waiting line out needs, so that
+// a reader can lay it out after its transaction ends (planRead): a long
+// line takes a while to lay out, every waiter lays it out after each
+// change, and a reader holds writers off for as long as its transaction
+// lasts — with dozens of waiters, one joining the line waited out the
+// ledger's timeout.
+func (c *Client) readLine(tx *storage.Tx) (*books, error) {
+	inv, _, err := tx.Inventory()
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBooks(tx, inv, c.now())
+	if err != nil {
+		return nil, err
+	}
+	return b, b.readHeld()
+}
+
+// planRead lays the line out on books that readLine read in a transaction
+// that has ended: the same plan lineIn makes, from the same snapshot.
+func (b *books) planRead() (linePlan, error) {
+	b.tx = nil
+	return b.plan(nil)
 }
 
 // book writes a new booking and its "created" event.
@@ -427,19 +469,24 @@ func DescribeRequest(r storage.Request) string {
 // Queue returns the waiting line in order, each request with its position,
 // priority, ETA and why it waits.
 func (c *Client) Queue() ([]QueueEntry, error) {
-	var out []QueueEntry
-	err := c.ledger.View(func(tx *storage.Tx) error {
-		_, p, err := c.lineIn(tx, nil)
-		// Requests the next placement will book or let go are shown so.
-		for _, g := range p.grants {
-			out = append(out, QueueEntry{Request: g.req, ETA: g.part.Start, ETADevice: g.part.Device, Reason: "room now: booked at the next placement"})
-		}
-		for _, r := range p.leaves {
-			out = append(out, QueueEntry{Request: r, Reason: "leaving: " + r.Reason})
-		}
-		out = append(out, p.order...)
+	var b *books
+	err := c.ledger.View(func(tx *storage.Tx) (err error) {
+		b, err = c.readLine(tx)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.planRead()
+	// Requests the next placement will book or let go are shown so.
+	var out []QueueEntry
+	for _, g := range p.grants {
+		out = append(out, QueueEntry{Request: g.req, ETA: g.part.Start, ETADevice: g.part.Device, Reason: "room now: booked at the next placement"})
+	}
+	for _, r := range p.leaves {
+		out = append(out, QueueEntry{Request: r, Reason: "leaving: " + r.Reason})
+	}
+	out = append(out, p.order...)
 	return out, err
 }
 
@@ -503,6 +550,7 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 // whether a placement is due (someone can start, or must leave) that
 // nobody has made yet.
 func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due bool, err error) {
+	var b *books
 	err = c.ledger.View(func(tx *storage.Tx) error {
 		if r, err = tx.Request(id); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
@@ -513,17 +561,21 @@ func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due boo
 		if r.State != storage.Waiting {
 			return nil
 		}
-		_, p, err := c.lineIn(tx, nil)
-		if err != nil {
-			return err
-		}
-		due = p.pending()
-		if i := slices.IndexFunc(p.order, func(q QueueEntry) bool { return q.ID == id }); i >= 0 {
-			e = p.order[i]
-		}
-		return nil
+		b, err = c.readLine(tx)
+		return err
 	})
-	return r, e, due, err
+	if err != nil || b == nil {
+		return r, e, due, err
+	}
+	p, err := b.planRead()
+	if err != nil {
+		return r, e, due, err
+	}
+	due = p.pending()
+	if i := slices.IndexFunc(p.order, func(q QueueEntry) bool { return q.ID == id }); i >= 0 {
+		e = p.order[i]
+	}
+	return r, e, due, nil
 }
 
 // TendLine makes the placements that time alone has made due — an ETA
@@ -531,26 +583,29 @@ func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due boo
 // and returns when the line next needs a look (zero: nobody waits).
 // Monitors and waiters call it, so the line moves with no monitor running.
 func (c *Client) TendLine() (time.Time, error) {
-	var next time.Time
-	due := false
+	var b *books
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		line, err := tx.WaitingRequests()
 		if err != nil || len(line) == 0 {
 			return err
 		}
-		_, p, err := c.lineIn(tx, nil)
-		if err != nil {
-			return err
-		}
-		due = p.pending()
-		for _, e := range p.order {
-			next = soonest(next, e.ETA)
-			next = soonest(next, e.Deadline)
-		}
-		return nil
+		b, err = c.readLine(tx)
+		return err
 	})
-	if err != nil || !due {
-		return next, err
+	if err != nil || b == nil {
+		return time.Time{}, err
+	}
+	p, err := b.planRead()
+	if err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	for _, e := range p.order {
+		next = soonest(next, e.ETA)
+		next = soonest(next, e.Deadline)
+	}
+	if !p.pending() {
+		return next, nil
 	}
 	if err := c.ledger.Update(c.placeLine); err != nil {
 		return next, err
