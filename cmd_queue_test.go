@@ -25,6 +25,42 @@ func waiterCmd(db string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// saying starts cmd and returns what it says on stderr, line by line. Read
+// it to the end before cmd.Wait.
+func saying(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return bufio.NewScanner(stderr)
+}
+
+// until reads what a waiter says up to the first line that contains s,
+// and returns it: a waiter says where it stands only once it waits, so a
+// test that acts after that line never races its joining the line.
+func until(t *testing.T, said *bufio.Scanner, s string) string {
+	t.Helper()
+	var read strings.Builder
+	for said.Scan() {
+		read.WriteString(said.Text() + "\n")
+		if strings.Contains(said.Text(), s) {
+			return read.String()
+		}
+	}
+	t.Fatalf("the waiter never said %q; it said:\n%s", s, read.String())
+	return ""
+}
+
+// rest reads what a waiter says to the end.
+func rest(said *bufio.Scanner) string {
+	var read strings.Builder
+	for said.Scan() {
+		read.WriteString(said.Text() + "\n")
+	}
+	return read.String()
+}
+
 // `create --wait` joins the line when the GPU is full, says where it
 // stands, and returns booked once a release makes room; `queue` shows it
 // meanwhile.
@@ -34,13 +70,8 @@ func TestCreateWaitsInLine(t *testing.T) {
 	cmd := waiterCmd(db, "create", "0", "50%", "2h", "--wait")
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	said := bufio.NewScanner(stderr)
-	require.True(t, said.Scan())
-	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at \S+ on GPU 0 \(GPU 0 has 20% free, 50% asked\)$`, said.Text())
+	said := saying(t, cmd)
+	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at \S+ on GPU 0 \(GPU 0 has 20% free, 50% asked\)\n$`, until(t, said, "waits"))
 
 	r := cli(t, db, "queue")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -53,6 +84,7 @@ func TestCreateWaitsInLine(t *testing.T) {
 	require.Equal(t, 7200.0, line[0].DurationSeconds)
 
 	require.Equal(t, 0, cli(t, db, "release", "1").code)
+	require.Empty(t, rest(said))
 	require.NoError(t, cmd.Wait())
 	require.Regexp(t, `^Booked 2: 50% \(40.0 GiB\) of GPU 0 for root, until .*\.\n$`, out.String())
 	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
@@ -143,25 +175,24 @@ func TestRunWait(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
 	cmd := waiterCmd(db, "run", "0", "0.5", "1m", "--wait", "--", "sh", "-c", `echo "ran in $CHRONOS_BOOKING_ID"`)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	said := saying(t, cmd)
+	until(t, said, "request 1 waits at position 1")
 	require.Equal(t, 0, cli(t, db, "release", "1").code)
-	require.NoError(t, cmd.Wait(), errb.String())
+	after := rest(said)
+	require.NoError(t, cmd.Wait(), after)
 	require.Equal(t, "ran in 2\n", out.String())
-	require.Contains(t, errb.String(), "request 1 waits at position 1")
 
+	ran := filepath.Join(t.TempDir(), "ran")
 	require.Equal(t, 0, cli(t, db, "create", "1", "1", "1h").code)
-	cmd = waiterCmd(db, "run", "1", "0.5", "1m", "--wait", "--", "touch", filepath.Join(t.TempDir(), "ran"))
-	errb.Reset()
-	cmd.Stderr = &errb
-	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+	cmd = waiterCmd(db, "run", "1", "0.5", "1m", "--wait", "--", "touch", ran)
+	said = saying(t, cmd)
+	until(t, said, "waits at position 1")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	err := cmd.Wait()
-	require.Error(t, err)
-	require.Contains(t, errb.String(), "stopped waiting")
+	require.Contains(t, rest(said), "stopped waiting")
+	require.Error(t, cmd.Wait())
+	require.NoFileExists(t, ran)
 	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
 }
 
@@ -172,15 +203,14 @@ func TestCreateWaitLeavesOnSignal(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		cmd := waiterCmd(db, "create", "0", "0.5", "1h", "--wait")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		require.NoError(t, cmd.Start())
-		require.Eventually(t, func() bool { return strings.Contains(cli(t, db, "queue").stdout, "root") }, 10*time.Second, 20*time.Millisecond)
+		said := saying(t, cmd)
+		until(t, said, "waits at position 1")
 		require.NoError(t, cmd.Process.Signal(sig))
+		after := rest(said)
 		var exit *exec.ExitError
 		require.ErrorAs(t, cmd.Wait(), &exit)
-		require.Equal(t, 1, exit.ExitCode(), "%s: %s", sig, errb.String())
-		require.Contains(t, errb.String(), "stopped waiting", sig.String())
+		require.Equal(t, 1, exit.ExitCode(), "%s: %s", sig, after)
+		require.Contains(t, after, "stopped waiting", sig.String())
 		require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout, sig.String())
 	}
 }
