@@ -1,6 +1,7 @@
 # Chronos: `make run` builds and starts the app, `make test` runs every test.
 # Both work on a fresh machine with Go installed; what else they need (a C
-# compiler for NVML's cgo, tmux for the end-to-end tests) they install.
+# compiler for NVML's cgo, tmux for the end-to-end tests, an etcd server for
+# the many-hosts tests) they install.
 
 GO       ?= go
 BIN      := bin/chronos
@@ -29,8 +30,9 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
+# The etcd tests start their own servers; here they may not skip.
 test: tools vet
-	$(GO) test -count=1 -timeout 30m ./...
+	CHRONOS_REQUIRE_ETCD=1 $(GO) test -count=1 -timeout 30m ./...
 
 bench: tools-cc
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
@@ -50,6 +52,7 @@ screenshots: build tools
 tools: tools-cc
 	@command -v tmux >/dev/null || $(call apt,tmux)
 	@command -v flock >/dev/null || $(call apt,util-linux)
+	@command -v etcd >/dev/null || test -x /usr/bin/etcd || test -n "$$CHRONOS_ETCD" || $(call apt,etcd-server)
 
 tools-cc:
 	@command -v gcc >/dev/null || command -v cc >/dev/null || $(call apt,gcc libc6-dev)

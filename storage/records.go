@@ -127,6 +127,10 @@ type Tx struct {
 	raw RawTx
 }
 
+// Raw is the engine's transaction under tx (nil for a ledger not yet
+// written), for engine conformance tests and for copying a ledger whole.
+func (tx *Tx) Raw() RawTx { return tx.raw }
+
 func key(id uint64) []byte {
 	k := make([]byte, 8)
 	binary.BigEndian.PutUint64(k, id)

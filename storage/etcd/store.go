@@ -1,0 +1,570 @@
+// Package etcd keeps the ledger on etcd, for a lab of many GPU hosts. It is
+// a storage engine: a storage.RawTx over etcd under the same records, and
+// the same core, as the bbolt file.
+//
+// Layout under the prefix (/chronos unless the store URL names another):
+//
+//	<prefix>/<bucket>/<key>   a record (keys as the records write them)
+//	<prefix>/seq/<bucket>     the bucket's last sequence number, in decimal
+//	<prefix>/version          rewritten by every committed transaction
+//	<prefix>/hosts/<host>     a host's live status, under a lease
+//
+// A transaction reads at one revision (its first read pins it), keeps its
+// writes in an overlay its own reads see, and commits with one etcd Txn
+// that fails if the version key changed since that revision: any other
+// commit in between makes it retry from the start, so transactions are
+// serializable, as under bbolt's single writer, with no lock held across the
+// network.
+package etcd
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/grpclog"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// DefaultPrefix is where the ledger lives in etcd unless the URL says.
+const DefaultPrefix = "/chronos"
+
+// DefaultTimeout bounds every operation: an etcd that does not answer gives
+// an error within it, never a hang. It leaves room for a three-member
+// cluster to elect a new leader (about a second by etcd's defaults).
+const DefaultTimeout = 5 * time.Second
+
+// maxAttempts bounds how often a transaction is run again after losing to
+// another writer.
+const maxAttempts = 64
+
+// Config says how to reach the ledger.
+type Config struct {
+	// Endpoints are etcd members' client addresses, host:port.
+	Endpoints []string
+	// Prefix is the key prefix of the ledger; DefaultPrefix when empty.
+	Prefix string
+	// TLS secures the connection; nil means plain TCP.
+	TLS *tls.Config
+	// Timeout bounds each operation; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// Store is the ledger on etcd. It is safe for concurrent use; Close it when
+// done.
+type Store struct {
+	cli     *clientv3.Client
+	cfg     Config
+	version atomic.Int64 // the version key's last seen modification revision
+
+	// beforeCommit, when set (by tests), runs between a transaction's
+	// reads and its commit.
+	beforeCommit func()
+}
+
+var quietGRPC sync.Once
+
+// Open connects to etcd. It does not wait for an answer: an etcd that
+// cannot be reached makes the first operation fail within the timeout.
+func Open(cfg Config) (*Store, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcd: no endpoints")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	// gRPC logs connection failures to stderr on its own; chronos says what
+	// went wrong in its errors instead.
+	quietGRPC.Do(func() { grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)) })
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: cfg.Timeout,
+		TLS:         cfg.TLS,
+		Logger:      zap.NewNop(),
+		// Notice a dead member within a few seconds and fail over.
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	return &Store{cli: cli, cfg: cfg}, nil
+}
+
+// Close ends the connection.
+func (s *Store) Close() error { return s.cli.Close() }
+
+// Client is the etcd client, for the host status (hosts.go) and tests.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix is the ledger's key prefix.
+func (s *Store) Prefix() string { return s.cfg.Prefix }
+
+// String is the store's URL.
+func (s *Store) String() string {
+	u := "etcd://" + strings.Join(s.cfg.Endpoints, ",")
+	if s.cfg.Prefix != DefaultPrefix {
+		u += s.cfg.Prefix
+	}
+	return u
+}
+
+// Version is the revision of the last transaction this store has seen
+// committed, by itself or (while Changes runs) by anyone.
+func (s *Store) Version() string { return strconv.FormatInt(s.version.Load(), 10) }
+
+func (s *Store) seen(rev int64) {
+	for {
+		old := s.version.Load()
+		if rev <= old || s.version.CompareAndSwap(old, rev) {
+			return
+		}
+	}
+}
+
+func (s *Store) versionKey() string          { return s.cfg.Prefix + "/version" }
+func (s *Store) seqKey(bucket []byte) string { return s.cfg.Prefix + "/seq/" + string(bucket) }
+func (s *Store) bucketPrefix(bucket []byte) string {
+	return s.cfg.Prefix + "/" + string(bucket) + "/"
+}
+
+// reserved are names under the prefix that are not buckets.
+var reserved = []string{"seq", "version", "hosts"}
+
+func checkBucket(bucket []byte) error {
+	name := string(bucket)
+	if name == "" || strings.Contains(name, "/") || slices.Contains(reserved, name) {
+		return fmt.Errorf("etcd: %q cannot name a bucket", name)
+	}
+	return nil
+}
+
+// unavailable turns a failed call into the error a person reads: etcd did
+// not answer in time, or said why not.
+func (s *Store) unavailable(ctx context.Context, what string, err error) error {
+	eps := strings.Join(s.cfg.Endpoints, ",")
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrNoLeader) ||
+		errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrLeaderChanged) {
+		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %v)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
+	}
+	if errors.Is(err, rpctypes.ErrTooManyOps) {
+		return fmt.Errorf("%s: etcd at %s: %w (start etcd with a larger --max-txn-ops, e.g. 4096)", what, eps, err)
+	}
+	return fmt.Errorf("%s: etcd at %s: %w", what, eps, err)
+}
+
+// Update runs fn in one serializable read-write transaction. fn may run
+// more than once (after losing to another writer), so it must not act
+// outside the transaction. When etcd fails while committing, Update finds
+// out whether the commit happened before saying so.
+func (s *Store) Update(fn func(*storage.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		t := &tx{s: s, ctx: ctx, writable: true}
+		stx, err := storage.NewTx(t)
+		if err == nil {
+			err = fn(stx)
+		}
+		if err == nil {
+			err = t.err // a read failed though fn carried on
+		}
+		if err != nil || len(t.writes) == 0 {
+			return err
+		}
+		if s.beforeCommit != nil {
+			s.beforeCommit()
+		}
+		committed, err := t.commit()
+		switch {
+		case err != nil:
+			return err
+		case committed:
+			return nil
+		case attempt == maxAttempts:
+			return fmt.Errorf("%w: %d attempts in a row lost to other writers", storage.ErrBusy, attempt)
+		}
+		// Another writer committed first: back off a little, at random,
+		// so that the losers do not collide again at once.
+		wait := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: lost to other writers for %s", storage.ErrBusy, s.cfg.Timeout)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// View runs fn in one read-only transaction at one revision.
+func (s *Store) View(fn func(*storage.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	t := &tx{s: s, ctx: ctx}
+	stx, err := storage.NewTx(t)
+	if err == nil {
+		err = fn(stx)
+	}
+	if err == nil {
+		err = t.err
+	}
+	return err
+}
+
+// Changes sends when a transaction commits, from etcd's watch of the
+// version key. While the watch is broken (etcd down) it tries again every
+// poll and sends once it is back, since a commit may have gone unseen.
+func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			opts := []clientv3.OpOption{}
+			if v := s.version.Load(); v > 0 {
+				opts = append(opts, clientv3.WithRev(v+1))
+			}
+			for wr := range s.cli.Watch(wctx, s.versionKey(), opts...) {
+				if wr.Err() != nil {
+					break
+				}
+				for _, ev := range wr.Events {
+					s.seen(ev.Kv.ModRevision)
+				}
+				if len(wr.Events) > 0 {
+					notify()
+				}
+			}
+			cancel()
+			select {
+			case <-ctx.Done():
+			case <-time.After(poll):
+				notify()
+			}
+		}
+	}()
+	return out
+}
+
+// write is one buffered change: a value, or a deletion.
+type write struct {
+	value   []byte
+	deleted bool
+}
+
+// tx is one transaction: reads at rev, writes buffered until commit.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	writable bool
+	rev      int64 // every read is at this revision; 0 until the first
+	writes   map[string]write
+	err      error // the first failed read
+}
+
+func (t *tx) Writable() bool { return t.writable }
+
+func (t *tx) failed(what string, err error) error {
+	err = t.s.unavailable(t.ctx, what, err)
+	if t.err == nil {
+		t.err = err
+	}
+	return err
+}
+
+// rangeAt reads at the transaction's revision. The first read pins it,
+// reading the version key alongside in the same round trip.
+func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.rev != 0 {
+		resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
+		if err != nil {
+			return nil, t.failed("read", err)
+		}
+		return resp, nil
+	}
+	resp, err := t.s.cli.Txn(t.ctx).Then(clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)).Commit()
+	if err != nil {
+		return nil, t.failed("read", err)
+	}
+	t.rev = resp.Header.Revision
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		t.s.seen(kvs[0].ModRevision)
+	}
+	return (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange()), nil
+}
+
+func (t *tx) getKey(key string) ([]byte, error) {
+	if w, ok := t.writes[key]; ok {
+		if w.deleted {
+			return nil, nil
+		}
+		return w.value, nil
+	}
+	resp, err := t.rangeAt(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return stored(resp.Kvs[0].Value), nil
+}
+
+// stored keeps a stored empty value apart from a missing one: etcd answers
+// nil for both.
+func stored(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+func (t *tx) Get(bucket, key []byte) ([]byte, error) {
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	return t.getKey(t.s.bucketPrefix(bucket) + string(key))
+}
+
+func (t *tx) put(key string, w write) error {
+	if !t.writable {
+		return errors.New("etcd: write in a read-only transaction")
+	}
+	if t.writes == nil {
+		t.writes = map[string]write{}
+	}
+	t.writes[key] = w
+	return nil
+}
+
+func (t *tx) Put(bucket, key, value []byte) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return t.put(t.s.bucketPrefix(bucket)+string(key), write{value: append([]byte{}, value...)})
+}
+
+func (t *tx) Delete(bucket, key []byte) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return t.put(t.s.bucketPrefix(bucket)+string(key), write{deleted: true})
+}
+
+func (t *tx) NextSequence(bucket []byte) (uint64, error) {
+	if err := checkBucket(bucket); err != nil {
+		return 0, err
+	}
+	k := t.s.seqKey(bucket)
+	v, err := t.getKey(k)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	if v != nil {
+		if n, err = strconv.ParseUint(string(v), 10, 64); err != nil {
+			return 0, fmt.Errorf("%w: sequence %s: %q", storage.ErrDamaged, k, v)
+		}
+	}
+	n++
+	return n, t.put(k, write{value: []byte(strconv.FormatUint(n, 10))})
+}
+
+// scanPage is the first page of a scan; later pages grow, so that a scan
+// stopped early (the newest event, say) reads little and a long one takes
+// few round trips.
+const (
+	scanPage    = 16
+	scanPageMax = 1024
+)
+
+func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	prefix := t.s.bucketPrefix(bucket)
+	lo, hi := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	switch {
+	case from != nil && reverse:
+		hi = prefix + string(from) + "\x00" // keys <= from
+	case from != nil:
+		lo = prefix + string(from)
+	}
+	// This transaction's own writes in the range, in scan order, merged
+	// with what etcd holds.
+	var mine []string
+	for k := range t.writes {
+		if k >= lo && k < hi {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	if reverse {
+		slices.Reverse(mine)
+	}
+	ahead := func(a, b string) bool { // a comes strictly before b
+		if reverse {
+			return a > b
+		}
+		return a < b
+	}
+	// emit calls fn for key k unless this transaction deleted it.
+	emit := func(k string, v []byte) (bool, error) {
+		if w, ok := t.writes[k]; ok {
+			if w.deleted {
+				return true, nil
+			}
+			v = w.value
+		}
+		return fn([]byte(k[len(prefix):]), v)
+	}
+	order := clientv3.SortAscend
+	if reverse {
+		order = clientv3.SortDescend
+	}
+	limit := int64(scanPage)
+	for {
+		resp, err := t.rangeAt(lo, clientv3.WithRange(hi), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(limit))
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			for len(mine) > 0 && ahead(mine[0], k) {
+				if more, err := emit(mine[0], nil); err != nil || !more {
+					return err
+				}
+				mine = mine[1:]
+			}
+			if len(mine) > 0 && mine[0] == k {
+				mine = mine[1:]
+			}
+			if more, err := emit(k, stored(kv.Value)); err != nil || !more {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if reverse {
+			hi = last
+		} else {
+			lo = last + "\x00"
+		}
+		limit = min(limit*4, scanPageMax)
+	}
+	for _, k := range mine {
+		if more, err := emit(k, nil); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit writes the buffered changes and a new version in one etcd Txn, if
+// no other transaction committed since this one's revision. When etcd fails
+// to answer, it finds out whether the Txn was applied.
+func (t *tx) commit() (bool, error) {
+	s := t.s
+	if t.rev == 0 {
+		if _, err := t.rangeAt(s.versionKey()); err != nil {
+			return false, err
+		}
+	}
+	token := newToken()
+	ops := make([]clientv3.Op, 0, len(t.writes)+1)
+	for _, k := range slices.Sorted(maps.Keys(t.writes)) {
+		if w := t.writes[k]; w.deleted {
+			ops = append(ops, clientv3.OpDelete(k))
+		} else {
+			ops = append(ops, clientv3.OpPut(k, string(w.value)))
+		}
+	}
+	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
+	resp, err := s.cli.Txn(t.ctx).If(clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)).Then(ops...).Commit()
+	if err == nil {
+		if resp.Succeeded {
+			s.seen(resp.Header.Revision)
+		}
+		return resp.Succeeded, nil
+	}
+	if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return false, s.unavailable(t.ctx, "commit", err)
+	}
+	// The Txn may or may not have been applied before etcd stopped
+	// answering: ask, with a fresh deadline.
+	applied, rerr := s.applied(token, t.rev)
+	switch {
+	case rerr != nil:
+		return false, fmt.Errorf("%w; it is not known whether this change was written: look again once etcd answers", s.unavailable(t.ctx, "commit", err))
+	case applied:
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w; nothing was written", s.unavailable(t.ctx, "commit", err))
+	}
+}
+
+// applied finds out whether the commit that wrote token to the version key
+// happened, by replaying the version key's changes since rev.
+func (s *Store) applied(token string, rev int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	now, err := s.cli.Get(ctx, s.versionKey())
+	if err != nil {
+		return false, err
+	}
+	if len(now.Kvs) == 0 || now.Kvs[0].ModRevision <= rev {
+		return false, nil // nobody committed since
+	}
+	if string(now.Kvs[0].Value) == token {
+		s.seen(now.Kvs[0].ModRevision)
+		return true, nil
+	}
+	last := now.Kvs[0].ModRevision
+	for wr := range s.cli.Watch(ctx, s.versionKey(), clientv3.WithRev(rev+1)) {
+		if err := wr.Err(); err != nil {
+			return false, err
+		}
+		for _, ev := range wr.Events {
+			if string(ev.Kv.Value) == token {
+				return true, nil
+			}
+			if ev.Kv.ModRevision >= last {
+				return false, nil
+			}
+		}
+	}
+	return false, ctx.Err()
+}
+
+func newToken() string {
+	b := make([]byte, 12)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
