@@ -40,6 +40,7 @@ type usageError struct{ error }
 type globals struct {
 	db      string
 	backend string
+	store   core.StoreConfig
 }
 
 // monitorFlags are the flags of headless `chronos --monitor`.
@@ -123,11 +124,15 @@ Run it with no command for the terminal app.`,
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
+	root.PersistentFlags().StringVar(&g.store.Store, "store", "", "the ledger: a file, or etcd://host:port,… shared by many hosts (default: $CHRONOS_STORE, else --db's rules, else "+core.StoreFile()+")")
+	root.PersistentFlags().StringVar(&g.store.CACert, "cacert", "", "etcd: CA certificate (PEM) that signed the members' certificates")
+	root.PersistentFlags().StringVar(&g.store.Cert, "cert", "", "etcd: this client's certificate (PEM)")
+	root.PersistentFlags().StringVar(&g.store.Key, "key", "", "etcd: this client's private key (PEM)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
-		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
+		policyCmd(g), eventsCmd(g), initCmd(g), versionCmd(), doctorCmd(g),
 	)
 	return root
 }
@@ -142,20 +147,36 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// storeConfig is the ledger the flags, environment and store file name.
+func (g *globals) storeConfig() (core.StoreConfig, error) {
+	flags := g.store
+	if g.db != "" {
+		if flags.Store != "" {
+			return flags, usageError{errors.New("give --store or --db, not both")}
+		}
+		flags.Store = g.db
+	}
+	return core.FindStore(flags)
+}
+
+// ledger is the ledger file, for the commands that work on a file's bytes.
 func (g *globals) ledger() (*storage.Ledger, error) {
-	path, err := core.LedgerPath(g.db)
+	cfg, err := g.storeConfig()
 	if err != nil {
 		return nil, err
 	}
-	return storage.New(path), nil
+	if cfg.Etcd() {
+		return nil, fmt.Errorf("the ledger is on etcd (%s), which keeps its own data whole: this command works on a ledger file (give --db PATH)", cfg.Store)
+	}
+	return storage.New(cfg.Store), nil
 }
 
 func (g *globals) client() (*core.Client, error) {
-	l, err := g.ledger()
+	cfg, err := g.storeConfig()
 	if err != nil {
 		return nil, err
 	}
-	return core.NewClient(core.Options{Ledger: l, Devices: g.deviceSource()}), nil
+	return core.OpenAt(cfg, g.deviceSource())
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.
@@ -472,20 +493,31 @@ func eventsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func initCmd() *cobra.Command {
+func initCmd(g *globals) *cobra.Command {
 	var shared bool
 	var group string
 	cmd := &cobra.Command{
-		Use:   "init --shared [--group NAME]",
-		Short: "Create the machine's shared ledger (root)",
-		Long: `Create ` + core.SharedDir + ` for a group of users: owned by root and the group,
-setgid, mode 2770; the ledger inside gets mode 0660. Every user in the group
-then shares one ledger; everyone else cannot read or change it.`,
-		Example: "  sudo chronos init --shared --group gpu",
+		Use:   "init (--shared | --store etcd://…) [--group NAME]",
+		Short: "Create the machine's shared ledger, or point it at a lab's ledger on etcd (root)",
+		Long: `With --shared: create ` + core.SharedDir + ` for a group of users: owned by root
+and the group, setgid, mode 2770; the ledger inside gets mode 0660. Every user
+in the group then shares one ledger; everyone else cannot read or change it.
+
+With --store etcd://host:port,…: check that etcd answers, then write
+` + core.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
+shared by every host that names it, the ledger of every user of this host.
+--cacert, --cert and --key name the TLS files, kept in the same file.`,
+		Example: "  sudo chronos init --shared --group gpu\n  sudo chronos init --store etcd://gpu1:2379,gpu2:2379,gpu3:2379 --group gpu",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if g.store.Store != "" {
+				if shared {
+					return usageError{errors.New("init: --shared or --store, not both")}
+				}
+				return initStore(cmd, g.store, group)
+			}
 			if !shared {
-				return usageError{errors.New("init: say --shared (a per-user ledger needs no init)")}
+				return usageError{errors.New("init: say --shared, or --store etcd://… (a per-user ledger needs no init)")}
 			}
 			path, err := core.InitShared(core.SharedDir, group)
 			if err != nil {
@@ -502,6 +534,30 @@ then shares one ledger; everyone else cannot read or change it.`,
 	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+core.SharedDir)
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
 	return cmd
+}
+
+// initStore is `chronos init --store`: the lab's ledger on etcd becomes this
+// host's, once etcd has answered.
+func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
+	if !cfg.Etcd() {
+		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
+	}
+	s, err := core.OpenStore(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.Update(func(*storage.Tx) error { return nil }); err != nil {
+		return err
+	}
+	if err := core.WriteStoreFile(core.StoreFile(), cfg, group); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host.\n",
+		s, core.StoreFile(), groupOrRoot(group))
+	return nil
 }
 
 func groupOrRoot(g string) string {

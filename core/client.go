@@ -80,6 +80,9 @@ type Options struct {
 	Now func() time.Time
 	// As is who acts; the zero value means the current process's user.
 	As *Identity
+	// Host is this machine's name in a ledger shared by many hosts; empty
+	// when the ledger is this host's alone (a file).
+	Host string
 }
 
 // Client is the Go API: every call opens the ledger, runs one transaction
@@ -90,11 +93,12 @@ type Client struct {
 	devices DeviceSource
 	now     func() time.Time
 	me      Identity
+	host    string
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now, host: opts.Host}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -106,15 +110,29 @@ func NewClient(opts Options) *Client {
 	return c
 }
 
-// Open is the short way to a client: the ledger path as the rules in
-// LedgerPath find it, the current user, and the GPU backend from
-// CHRONOS_BACKEND for the device inventory.
+// Open is the short way to a client: the ledger as FindStore finds it, the
+// current user, and the GPU backend from CHRONOS_BACKEND for the device
+// inventory.
 func Open() (*Client, error) {
-	path, err := LedgerPath("")
+	cfg, err := FindStore(StoreConfig{})
 	if err != nil {
 		return nil, err
 	}
-	return NewClient(Options{Ledger: storage.New(path), Devices: BackendDevices(gpu.KindFromEnv())}), nil
+	return OpenAt(cfg, BackendDevices(gpu.KindFromEnv()))
+}
+
+// OpenAt returns a client for the ledger cfg names, as the current user; on
+// a ledger shared by many hosts it acts as this host (HostName).
+func OpenAt(cfg StoreConfig, devices DeviceSource) (*Client, error) {
+	s, err := OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{Ledger: s, Devices: devices}
+	if cfg.Etcd() {
+		opts.Host = HostName()
+	}
+	return NewClient(opts), nil
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.
@@ -151,6 +169,10 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 
 // Ledger is the ledger this client uses.
 func (c *Client) Ledger() storage.Store { return c.ledger }
+
+// Host is this machine's name in a ledger shared by many hosts; empty for a
+// ledger file, which is one host's alone.
+func (c *Client) Host() string { return c.host }
 
 // Me is who this client acts as.
 func (c *Client) Me() Identity { return c.me }
