@@ -219,6 +219,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		atts = Attribute(s, parts, now)
 	}
 	plans, notices := m.plan(atts, parts, claims, pol, now)
+	due, warn, notices, plans = boundPass(due, warn, notices, plans)
 
 	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
 		m.snap = nil // this pass writes: read afresh next time
@@ -273,6 +274,25 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 	return m.nextWake(parts, claims, pol, now), nil
+}
+
+// passWrites bounds the writes of one pass's transaction: etcd takes at
+// most 128 in one by default. What does not fit stays due, and the next
+// pass, at once, does it.
+const passWrites = 100
+
+// boundPass keeps what one pass can write within passWrites: an expiry
+// writes its booking, its live index entry and an event; a warning its
+// booking and an event; a notice its claim and an event; a signal its
+// claim. Old claims dropped and the event sequence take the rest.
+func boundPass(due, warn []uint64, notices []notice, plans []signalPlan) ([]uint64, []uint64, []notice, []signalPlan) {
+	budget := passWrites - storage.DropClaimsMax - 1
+	take := func(n, cost int) int {
+		k := min(n, budget/cost)
+		budget -= k * cost
+		return k
+	}
+	return due[:take(len(due), 3)], warn[:take(len(warn), 2)], notices[:take(len(notices), 2)], plans[:take(len(plans), 1)]
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored

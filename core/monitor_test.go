@@ -16,14 +16,15 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // idleGPU is the simulated device with no made-up workload on it.
 const idleGPU = 3
 
-func simClient(t *testing.T, path string, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
+func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
 	t.Helper()
-	return NewClient(Options{Ledger: storage.New(path), As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+	return NewClient(Options{Ledger: s, As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
 	}})
@@ -59,9 +60,11 @@ func eventKinds(t *testing.T, c *Client, partition uint64) []string {
 	return out
 }
 
-func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
+func TestMonitorExpiresAndWarnsOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresAndWarnsOnce) }
+
+func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	var log actLog
@@ -93,9 +96,11 @@ func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
 }
 
-func TestMonitorWakesAtTheDeadline(t *testing.T) {
+func TestMonitorWakesAtTheDeadline(t *testing.T) { storetest.Each(t, testMonitorWakesAtTheDeadline) }
+
+func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, WarnLead: 0, Grace: time.Second}})
@@ -135,10 +140,11 @@ func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 
 // At expiry a booking's process gets SIGTERM; one that ignores it gets
 // SIGKILL after the grace period.
-func TestMonitorTerminatesThenKills(t *testing.T) {
+func TestMonitorTerminatesThenKills(t *testing.T) { storetest.Each(t, testMonitorTerminatesThenKills) }
+
+func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, path, sim, CurrentIdentity(), nil)
+	c := simClient(t, open(), sim, CurrentIdentity(), nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -169,11 +175,13 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 
 // A process using more memory than its booking holds is ended when the
 // policy says terminate, and only noted when it says warn.
-func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+func TestMonitorOverBudgetAndUnbooked(t *testing.T) { storetest.Each(t, testMonitorOverBudgetAndUnbooked) }
+
+func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	path := filepath.Join(t.TempDir(), "chronos.db")
+	s := open()
 	me := CurrentIdentity()
-	c := simClient(t, path, sim, me, nil)
+	c := simClient(t, s, sim, me, nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	hog := startChild(t, p.ID, "sleep 60")
@@ -190,11 +198,11 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 	require.Equal(t, []string{"overbudget"}, log.kinds(), "warned once, not once per sample")
 	// Once noted, a pass writes nothing: an idle monitor must not wake every
 	// other watcher of the ledger each second.
-	before := fileBytes(t, path)
+	before := storetest.Fingerprint(t, s)
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Equal(t, before, fileBytes(t, path))
+	require.Equal(t, before, storetest.Fingerprint(t, s))
 
 	// In concurrent (MPS) mode the memory limit is MPS's to enforce.
 	terminate := warnOnly
@@ -213,9 +221,12 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 
 // Monitors in separate processes, 200 bookings expiring within a second:
 // each expiry is recorded exactly once.
-func TestManyMonitorsExpireEachOnce(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	c := clientAt(db, nil, alice)
+func TestManyMonitorsExpireEachOnce(t *testing.T) { storetest.Each(t, testManyMonitorsExpireEachOnce) }
+
+func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
+	s := open()
+	db := s.String()
+	c := clientOn(s, nil, alice)
 	const n = 200
 	start := time.Now()
 	ids := map[uint64]bool{}
@@ -250,15 +261,23 @@ func TestManyMonitorsExpireEachOnce(t *testing.T) {
 
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
-func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) { storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot) }
+
+func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener) {
 	dir, bin := otherUserDir(t)
 
-	db := filepath.Join(dir, "chronos.db")
+	s := open()
+	if _, ok := s.(*storage.Ledger); ok {
+		s = storage.New(filepath.Join(dir, "chronos.db")) // a file the other uid may write
+	}
+	db := s.String()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, db, sim, root, nil)
+	c := simClient(t, s, sim, root, nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(db, 0o666))
+	if _, ok := s.(*storage.Ledger); ok {
+		require.NoError(t, os.Chmod(db, 0o666))
+	}
 	victim := startChild(t, p.ID, "sleep 60")
 
 	// The unprivileged monitor runs until it has expired the booking and
@@ -286,9 +305,11 @@ func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
 // Deadlines are wall-clock instants: a step of the clock backwards (NTP)
 // doesn't end a booking early, a step forwards past the deadline ends it at
 // the next pass, and no wait is ever longer than a second.
-func TestMonitorFollowsClockSteps(t *testing.T) {
+func TestMonitorFollowsClockSteps(t *testing.T) { storetest.Each(t, testMonitorFollowsClockSteps) }
+
+func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
@@ -308,4 +329,39 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended, "it ended at its deadline, whenever the monitor noticed")
+}
+
+// Many bookings ending at once are all expired, each once, in passes small
+// enough for any engine: etcd refuses a transaction of more than 128 writes
+// by default.
+func TestMonitorExpiresManyAtOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresManyAtOnce) }
+
+func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
+	clock := newFakeClock()
+	c := clientOn(open(), clock, alice)
+	const n = 150
+	for i := range n {
+		_, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.005), Duration: time.Hour})
+		require.NoError(t, err)
+	}
+	clock.Advance(2 * time.Hour)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	for pass := 0; len(log.kinds()) < n; pass++ {
+		require.Less(t, pass, 10, "expired %d of %d", len(log.kinds()), n)
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	expired := map[uint64]int{}
+	for _, e := range evs {
+		if e.Kind == storage.EventExpired {
+			expired[e.Partition]++
+		}
+	}
+	require.Len(t, expired, n)
+	for id, k := range expired {
+		require.Equal(t, 1, k, "booking %d", id)
+	}
 }

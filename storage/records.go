@@ -412,6 +412,11 @@ func (tx *Tx) PutClaim(key string, c Claim) error {
 	return put(raw, bucketClaims, []byte(key), c)
 }
 
+// DropClaimsMax is the most claims one DropClaims deletes, so that a
+// transaction stays small enough for every engine (etcd takes 128 writes in
+// one by default); later calls delete the rest.
+const DropClaimsMax = 16
+
 // DropClaims deletes claims made before cutoff: the acts they guarded are
 // long done, and the processes they named long gone.
 func (tx *Tx) DropClaims(cutoff time.Time) error {
@@ -425,7 +430,7 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 		if decode(v, &c) != nil || c.At.Before(cutoff) {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return true, nil
+		return len(old) < DropClaimsMax, nil
 	})
 	for _, k := range old {
 		if err == nil {
