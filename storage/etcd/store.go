@@ -37,7 +37,9 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
+	"google.golang.org/grpc/status"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -159,24 +161,59 @@ func checkBucket(bucket []byte) error {
 	return nil
 }
 
+// transient reports whether an error may pass by itself: a member down or
+// unreachable, a leader being elected.
+func transient(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	return status.Code(err) == codes.Unavailable
+}
+
 // unavailable turns a failed call into the error a person reads: etcd did
-// not answer in time, or said why not.
+// not answer in time, could not serve (no leader), or said why not.
 func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 	eps := strings.Join(s.cfg.Endpoints, ",")
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrNoLeader) ||
-		errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrLeaderChanged) {
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %v)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
-	}
-	if errors.Is(err, rpctypes.ErrTooManyOps) {
+	case transient(err):
+		return fmt.Errorf("%w: etcd at %s: %v (%s)", storage.ErrUnavailable, eps, err, what)
+	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("%s: etcd at %s: %w (start etcd with a larger --max-txn-ops, e.g. 4096)", what, eps, err)
 	}
 	return fmt.Errorf("%s: etcd at %s: %w", what, eps, err)
 }
 
+// pause waits a little, at random, before trying again; false when the
+// deadline came first.
+func pause(ctx context.Context, attempt int) bool {
+	wait := time.Duration(rand.Int64N(int64(min(attempt, 20))*int64(time.Millisecond))) + time.Millisecond
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(wait):
+		return true
+	}
+}
+
+// outcome is how a commit ended.
+type outcome int
+
+const (
+	committed  outcome = iota
+	conflicted         // another transaction committed first: run fn again
+	notWritten         // etcd failed and the commit is known not to have happened
+	unknown            // etcd failed and whether the commit happened is not known
+	refused            // etcd refused it for good (too many operations, say)
+)
+
 // Update runs fn in one serializable read-write transaction. fn may run
-// more than once (after losing to another writer), so it must not act
-// outside the transaction. When etcd fails while committing, Update finds
-// out whether the commit happened before saying so.
+// more than once (after losing to another writer, or after etcd failed
+// before the commit), so it must not act outside the transaction. When
+// etcd fails while committing, Update finds out whether the commit
+// happened before saying so.
 func (s *Store) Update(fn func(*storage.Tx) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
@@ -189,28 +226,34 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 		if err == nil {
 			err = t.err // a read failed though fn carried on
 		}
+		if errors.Is(err, storage.ErrUnavailable) {
+			return fmt.Errorf("%w; nothing was written", err)
+		}
 		if err != nil || len(t.writes) == 0 {
 			return err
 		}
 		if s.beforeCommit != nil {
 			s.beforeCommit()
 		}
-		committed, err := t.commit()
-		switch {
-		case err != nil:
-			return err
+		how, err := t.commit()
+		switch how {
 		case committed:
 			return nil
-		case attempt == maxAttempts:
-			return fmt.Errorf("%w: %d attempts in a row lost to other writers", storage.ErrBusy, attempt)
-		}
-		// Another writer committed first: back off a little, at random,
-		// so that the losers do not collide again at once.
-		wait := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(time.Millisecond)))
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: lost to other writers for %s", storage.ErrBusy, s.cfg.Timeout)
-		case <-time.After(wait):
+		case conflicted:
+			if attempt == maxAttempts {
+				return fmt.Errorf("%w: %d attempts in a row lost to other writers", storage.ErrBusy, attempt)
+			}
+			if !pause(ctx, attempt) {
+				return fmt.Errorf("%w: lost to other writers for %s", storage.ErrBusy, s.cfg.Timeout)
+			}
+		case notWritten:
+			if ctx.Err() != nil || !pause(ctx, attempt) {
+				return fmt.Errorf("%w; nothing was written", err)
+			}
+		case unknown:
+			return fmt.Errorf("%w; it is not known whether this change was written: look again once etcd answers", err)
+		default:
+			return err
 		}
 	}
 }
@@ -298,18 +341,27 @@ func (t *tx) failed(what string, err error) error {
 }
 
 // rangeAt reads at the transaction's revision. The first read pins it,
-// reading the version key alongside in the same round trip.
+// reading the version key alongside in the same round trip. A member down
+// or a leader being elected is waited out, within the deadline.
 func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	if t.rev != 0 {
-		resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		resp, err := t.rangeOnce(key, opts...)
+		if err == nil {
+			return resp, nil
+		}
+		if !transient(err) || !pause(t.ctx, attempt) {
 			return nil, t.failed("read", err)
 		}
-		return resp, nil
+	}
+}
+
+func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.rev != 0 {
+		return t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
 	}
 	resp, err := t.s.cli.Txn(t.ctx).Then(clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)).Commit()
 	if err != nil {
-		return nil, t.failed("read", err)
+		return nil, err
 	}
 	t.rev = resp.Header.Revision
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -490,11 +542,11 @@ func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool,
 // commit writes the buffered changes and a new version in one etcd Txn, if
 // no other transaction committed since this one's revision. When etcd fails
 // to answer, it finds out whether the Txn was applied.
-func (t *tx) commit() (bool, error) {
+func (t *tx) commit() (outcome, error) {
 	s := t.s
 	if t.rev == 0 {
 		if _, err := t.rangeAt(s.versionKey()); err != nil {
-			return false, err
+			return notWritten, err
 		}
 	}
 	token := newToken()
@@ -508,25 +560,26 @@ func (t *tx) commit() (bool, error) {
 	}
 	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
 	resp, err := s.cli.Txn(t.ctx).If(clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)).Then(ops...).Commit()
-	if err == nil {
-		if resp.Succeeded {
-			s.seen(resp.Header.Revision)
-		}
-		return resp.Succeeded, nil
+	switch {
+	case err == nil && resp.Succeeded:
+		s.seen(resp.Header.Revision)
+		return committed, nil
+	case err == nil:
+		return conflicted, nil
+	case errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return refused, s.unavailable(t.ctx, "commit", err)
 	}
-	if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
-		return false, s.unavailable(t.ctx, "commit", err)
-	}
-	// The Txn may or may not have been applied before etcd stopped
-	// answering: ask, with a fresh deadline.
+	// The Txn may or may not have been applied before etcd failed: ask,
+	// with a fresh deadline.
+	err = s.unavailable(t.ctx, "commit", err)
 	applied, rerr := s.applied(token, t.rev)
 	switch {
 	case rerr != nil:
-		return false, fmt.Errorf("%w; it is not known whether this change was written: look again once etcd answers", s.unavailable(t.ctx, "commit", err))
+		return unknown, err
 	case applied:
-		return true, nil
+		return committed, nil
 	default:
-		return false, fmt.Errorf("%w; nothing was written", s.unavailable(t.ctx, "commit", err))
+		return notWritten, err
 	}
 }
 
