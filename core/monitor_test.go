@@ -175,7 +175,9 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 
 // A process using more memory than its booking holds is ended when the
 // policy says terminate, and only noted when it says warn.
-func TestMonitorOverBudgetAndUnbooked(t *testing.T) { storetest.Each(t, testMonitorOverBudgetAndUnbooked) }
+func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+	storetest.Each(t, testMonitorOverBudgetAndUnbooked)
+}
 
 func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -261,7 +263,9 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
-func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) { storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot) }
+func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+	storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot)
+}
 
 func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener) {
 	dir, bin := otherUserDir(t)

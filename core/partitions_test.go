@@ -128,7 +128,9 @@ func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
 
 // Every refusal names its reason and leaves the ledger file byte for byte as
 // it was.
-func TestRefusalsLeaveLedgerUnchanged(t *testing.T) { storetest.Each(t, testRefusalsLeaveLedgerUnchanged) }
+func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
+	storetest.Each(t, testRefusalsLeaveLedgerUnchanged)
+}
 
 func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()

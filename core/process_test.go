@@ -145,7 +145,9 @@ func exitCode(err error) int {
 }
 
 // Sixteen processes race to book 10% of one GPU each: exactly ten win.
-func TestConcurrentProcessesNeverOverbook(t *testing.T) { storetest.Each(t, testConcurrentProcessesNeverOverbook) }
+func TestConcurrentProcessesNeverOverbook(t *testing.T) {
+	storetest.Each(t, testConcurrentProcessesNeverOverbook)
+}
 
 func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 	db := open().String()
@@ -181,7 +183,9 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 // A writer killed with SIGKILL at random points, hundreds of times, never
 // leaves a damaged ledger or half a booking: after every kill the ledger
 // opens, passes bbolt's check and holds only whole records.
-func TestKilledWriterLeavesWholeLedger(t *testing.T) { storetest.Each(t, testKilledWriterLeavesWholeLedger) }
+func TestKilledWriterLeavesWholeLedger(t *testing.T) {
+	storetest.Each(t, testKilledWriterLeavesWholeLedger)
+}
 
 func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 	s := open()
