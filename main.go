@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -210,16 +211,18 @@ func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create DEVICE MEMORY DURATION",
+		Use:   "create GPU MEMORY DURATION",
 		Short: "Book a share of a GPU's memory for a while",
 		Long: `Book a share of one GPU's memory for a bounded time.
 
+GPU is an index on this host (0), or HOST:INDEX (gpu3:0) for another host's
+in a ledger many hosts share.
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
 DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
-		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice",
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice",
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dev, err := core.ParseDevice(a[0])
+			host, dev, err := core.ParseGPU(a[0])
 			if err != nil {
 				return err
 			}
@@ -239,15 +242,15 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			if err != nil {
 				return err
 			}
-			p, err := c.Create(core.Request{Device: dev, Memory: mem, Duration: dur, Compute: pct, For: forUser})
+			p, err := c.Create(core.Request{Host: host, Device: dev, Memory: mem, Duration: dur, Compute: pct, For: forUser})
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return printJSON(core.JSON(p.Partition, c.Now(), 0))
 			}
-			fmt.Printf("Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+			fmt.Printf("Booked %d: %s (%s) of GPU %s for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
+				core.FormatBytes(p.Bytes), c.GPUName(p.Host, p.Device), p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
 			return nil
 		},
 	}
@@ -259,6 +262,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 
 func listCmd(g *globals) *cobra.Command {
 	var all, asJSON bool
+	var host string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List bookings (live ones; --all for history)",
@@ -268,18 +272,22 @@ func listCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return listBookings(c, all, asJSON)
+			return listBookings(c, all, asJSON, host)
 		},
 	}
+	cmd.Flags().StringVar(&host, "host", "", "only the bookings of this host's GPUs")
 	cmd.Flags().BoolVar(&all, "all", false, "include released and expired bookings")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields documented in the README)")
 	return cmd
 }
 
-func listBookings(c *core.Client, all, asJSON bool) error {
+func listBookings(c *core.Client, all, asJSON bool, host string) error {
 	parts, err := c.List(all)
 	if err != nil {
 		return err
+	}
+	if host != "" {
+		parts = slices.DeleteFunc(parts, func(p core.Partition) bool { return c.HostOf(p.Partition) != host })
 	}
 	pol, err := c.Policy()
 	if err != nil {
@@ -366,15 +374,17 @@ func extendCmd(g *globals) *cobra.Command {
 func availableCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "available [DEVICE]",
+		Use:     "available [GPU | HOST:]",
 		Short:   "How much of each GPU is free to book",
-		Example: "  chronos available 0",
+		Example: "  chronos available 0\n  chronos available gpu3:",
 		Args:    args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dev := -1
+			dev, host := -1, ""
 			if len(a) == 1 {
 				var err error
-				if dev, err = core.ParseDevice(a[0]); err != nil {
+				if h, ok := strings.CutSuffix(a[0], ":"); ok {
+					host = h
+				} else if host, dev, err = core.ParseGPU(a[0]); err != nil {
 					return err
 				}
 			}
@@ -382,12 +392,13 @@ func availableCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			avail, err := c.Available(dev)
+			avail, err := c.AvailableOn(host, dev)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				type row struct {
+					Host      string  `json:"host,omitempty"`
 					Device    int     `json:"device"`
 					Free      float64 `json:"free"`
 					FreeBytes uint64  `json:"free_bytes"`
@@ -395,7 +406,7 @@ func availableCmd(g *globals) *cobra.Command {
 				}
 				out := make([]row, 0, len(avail))
 				for _, a := range avail {
-					out = append(out, row{a.Device.Index, float64(a.FreePPM) / 1e6, a.FreeBytes, a.Bookings})
+					out = append(out, row{a.Host, a.Device.Index, float64(a.FreePPM) / 1e6, a.FreeBytes, a.Bookings})
 				}
 				return printJSON(out)
 			}
@@ -644,7 +655,7 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 func parseRequest(a []string, compute string) (core.Request, error) {
 	var r core.Request
 	var err error
-	if r.Device, err = core.ParseDevice(a[0]); err != nil {
+	if r.Host, r.Device, err = core.ParseGPU(a[0]); err != nil {
 		return r, err
 	}
 	if r.Memory, err = core.ParseMemory(a[1]); err != nil {

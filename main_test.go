@@ -21,6 +21,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
 // chronosBin is the real binary, built once for every test here.
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	etcdtest.StopShared()
 	os.Exit(code)
 }
 

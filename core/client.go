@@ -26,6 +26,7 @@ var (
 	ErrNoDevice    = errors.New("no such GPU")
 	ErrTooLong     = errors.New("longer than the policy allows")
 	ErrUnknownUser = errors.New("no such user")
+	ErrOtherHost   = errors.New("that GPU is on another host")
 	errNeedDevices = errors.New("no device inventory cached")
 )
 
@@ -173,6 +174,15 @@ func (c *Client) Ledger() storage.Store { return c.ledger }
 // Host is this machine's name in a ledger shared by many hosts; empty for a
 // ledger file, which is one host's alone.
 func (c *Client) Host() string { return c.host }
+
+// HostOf is the host whose GPU p holds: a ledger file's bookings are this
+// host's.
+func (c *Client) HostOf(p storage.Partition) string {
+	if p.Host == "" {
+		return HostName()
+	}
+	return p.Host
+}
 
 // Me is who this client acts as.
 func (c *Client) Me() Identity { return c.me }

@@ -9,7 +9,10 @@ import (
 // PartitionJSON is a booking as `chronos list --json` prints it. The field
 // names are a stable interface for scripts: add fields, never rename them.
 type PartitionJSON struct {
-	ID               uint64        `json:"id"`
+	ID uint64 `json:"id"`
+	// Host is the machine whose GPU is booked, in a ledger many hosts
+	// share (absent in a host's own ledger file).
+	Host             string        `json:"host,omitempty"`
 	Device           int           `json:"device"`
 	DeviceUUID       string        `json:"device_uuid,omitempty"`
 	Owner            string        `json:"owner"`
@@ -30,7 +33,7 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 		remaining = p.Expires.Sub(now).Seconds()
 	}
 	return PartitionJSON{
-		ID: p.ID, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
+		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
 		Share: float64(p.SharePPM) / ppm, Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
 		State: Status(p, now, warnLead),

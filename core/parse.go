@@ -203,6 +203,43 @@ func ParseDevice(s string) (int, error) {
 	return i, nil
 }
 
+// ParseGPU reads a GPU as a person names it: an index on this host (0),
+// or host:index (gpu3:0) in a ledger many hosts share.
+func ParseGPU(s string) (host string, device int, err error) {
+	h, d, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		device, err = ParseDevice(s)
+		return "", device, err
+	}
+	if !validHost(h) {
+		return "", 0, inputErr("%q: name a GPU as INDEX or HOST:INDEX (gpu3:0)", s)
+	}
+	device, err = ParseDevice(d)
+	return h, device, err
+}
+
+// validHost accepts host names as DNS writes them.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// FormatGPU names a GPU as people type it: its index, or host:index for
+// another host's.
+func FormatGPU(host string, device int) string {
+	if host == "" {
+		return strconv.Itoa(device)
+	}
+	return host + ":" + strconv.Itoa(device)
+}
+
 const ppm = 1_000_000
 
 // FormatPercent prints a share in parts per million as a percent.

@@ -13,6 +13,9 @@ import (
 
 // Request asks for a booking.
 type Request struct {
+	// Host is the machine whose GPU is asked for, in a ledger many hosts
+	// share; empty means this host.
+	Host     string
 	Device   int
 	Memory   Memory
 	Duration time.Duration
@@ -51,19 +54,27 @@ func (c *Client) Create(req Request) (*Partition, error) {
 	if req.Compute < 0 || req.Compute > 100 {
 		return nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
 	}
+	host, err := c.gpuHost(req.Host)
+	if err != nil {
+		return nil, err
+	}
+	gpuName := c.GPUName(host, req.Device)
 
 	var out storage.Partition
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
-			inv, ok, err := tx.Inventory()
+			inv, ok, err := tx.HostInventory(host)
 			if err != nil {
 				return err
 			}
 			if fetched != nil {
 				inv, ok = *fetched, true
-				if err := tx.PutInventory(inv); err != nil {
+				if err := tx.PutHostInventory(host, inv); err != nil {
 					return err
 				}
+			}
+			if !ok && host != c.host {
+				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
 			}
 			if !ok {
 				return errNeedDevices
@@ -88,28 +99,28 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if err != nil {
 				return err
 			}
-			used := bookedPPM(parts, req.Device, now)
+			used := bookedPPM(parts, host, req.Device, now)
 			if used+share > ppm {
 				free := max(0, ppm-used)
-				return fmt.Errorf("%w: GPU %d has %s (%s) free, %s asked", ErrOverbooked, req.Device,
+				return fmt.Errorf("%w: GPU %s has %s (%s) free, %s asked", ErrOverbooked, gpuName,
 					FormatPercent(free), FormatBytes(bytesOf(free, dev.MemoryTotal)), FormatPercent(share))
 			}
 			out = storage.Partition{
-				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
+				Host: host, Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
 				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
 				Created: now, Expires: now.Add(req.Duration), State: storage.Live,
 			}
 			if err := tx.PutPartition(&out); err != nil {
 				return err
 			}
-			detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(share), FormatBytes(bytes), dev.Index, FormatDuration(req.Duration))
+			detail := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(share), FormatBytes(bytes), FormatGPU(host, dev.Index), FormatDuration(req.Duration))
 			if owner != c.me {
 				detail += " for " + owner.User
 			}
 			return c.event(tx, storage.EventCreated, out, detail)
 		})
 	}
-	err := create(nil)
+	err = create(nil)
 	if errors.Is(err, errNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
@@ -178,10 +189,39 @@ func bytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / ppm)
 }
 
-func bookedPPM(parts []storage.Partition, device int, now time.Time) int64 {
+// gpuHost resolves the host a request names: none, or this host's own
+// name, is this host; another name is that host's GPU, which only a ledger
+// many hosts share holds.
+func (c *Client) gpuHost(host string) (string, error) {
+	switch {
+	case host == "" || host == c.host:
+		return c.host, nil
+	case c.host == "" && host == HostName():
+		return "", nil
+	case c.host == "":
+		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", ErrNoDevice, host, c.ledger)
+	}
+	return host, nil
+}
+
+// GPUName names a GPU as people type it: its index on this host,
+// host:index on another.
+func (c *Client) GPUName(host string, device int) string {
+	return FormatGPU(c.otherHost(host), device)
+}
+
+// otherHost is host when it is another host, else empty.
+func (c *Client) otherHost(host string) string {
+	if host == c.host {
+		return ""
+	}
+	return host
+}
+
+func bookedPPM(parts []storage.Partition, host string, device int, now time.Time) int64 {
 	var sum int64
 	for _, p := range parts {
-		if p.Device == device && p.LiveAt(now) {
+		if p.Host == host && p.Device == device && p.LiveAt(now) {
 			sum += p.SharePPM
 		}
 	}
@@ -303,6 +343,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 
 // Availability is how much of a device is free to book now.
 type Availability struct {
+	// Host is the device's host when it is another host's; empty for
+	// this host's.
+	Host      string
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
@@ -310,12 +353,35 @@ type Availability struct {
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), a.Device.Index)
+	return fmt.Sprintf("%s (%s) free on GPU %s", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
 }
 
-// Available says how much of every device (device < 0) or one device is free.
+// Available says how much of every device (device < 0) or one device of
+// this host is free.
 func (c *Client) Available(device int) ([]Availability, error) {
-	inv, err := c.Inventory()
+	return c.AvailableOn("", device)
+}
+
+// AvailableOn says how much of every device (device < 0) or one device of
+// host ("": this host) is free.
+func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
+	host, err := c.gpuHost(host)
+	if err != nil {
+		return nil, err
+	}
+	var inv storage.Inventory
+	if host == c.host {
+		inv, err = c.Inventory()
+	} else {
+		var ok bool
+		err = c.ledger.View(func(tx *storage.Tx) error {
+			inv, ok, err = tx.HostInventory(host)
+			return err
+		})
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -330,14 +396,14 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-bookedPPM(parts, d.Index, now))
+			free := max(0, ppm-bookedPPM(parts, host, d.Index, now))
 			n := 0
 			for _, p := range parts {
-				if p.Device == d.Index && p.LiveAt(now) {
+				if p.Host == host && p.Device == d.Index && p.LiveAt(now) {
 					n++
 				}
 			}
-			out = append(out, Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+			out = append(out, Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
 		}
 		return nil
 	})
@@ -354,7 +420,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	var ok bool
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		var err error
-		inv, ok, err = tx.Inventory()
+		inv, ok, err = tx.HostInventory(c.host)
 		return err
 	})
 	if err != nil || ok {
@@ -370,11 +436,11 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 // so watchers are not woken by a write that changes nothing.
 func (c *Client) SaveInventory(inv storage.Inventory) error {
 	return c.ledger.Update(func(tx *storage.Tx) error {
-		old, ok, err := tx.Inventory()
+		old, ok, err := tx.HostInventory(c.host)
 		if err == nil && ok && old.Backend == inv.Backend && slices.Equal(old.Devices, inv.Devices) {
 			return nil
 		}
-		return tx.PutInventory(inv)
+		return tx.PutHostInventory(c.host, inv)
 	})
 }
 

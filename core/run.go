@@ -84,7 +84,15 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		if err != nil {
 			return RunResult{}, err
 		}
+		if p.Host != c.host {
+			return RunResult{}, c.elsewhere(fmt.Sprintf("booking %d", p.ID), p.Host, p.Device)
+		}
 	} else {
+		if host, err := c.gpuHost(o.Request.Host); err != nil {
+			return RunResult{}, err
+		} else if host != c.host {
+			return RunResult{}, c.elsewhere("GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
+		}
 		got, err := c.Create(o.Request)
 		if err != nil {
 			return RunResult{}, err
@@ -200,6 +208,12 @@ loop:
 		res.ExitCode = ExitExpired
 	}
 	return res, nil
+}
+
+// elsewhere refuses to run a command here for a GPU of another host.
+func (c *Client) elsewhere(what, host string, device int) error {
+	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %d …)",
+		ErrOtherHost, what, host, c.host, host, device)
 }
 
 // claimSignal takes the claim a monitor would take before signalling the

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -26,8 +27,11 @@ const (
 
 // Partition is one booking of a share of one device for a bounded time.
 type Partition struct {
-	V          int    `json:"v"`
-	ID         uint64 `json:"id"`
+	V  int    `json:"v"`
+	ID uint64 `json:"id"`
+	// Host is the machine whose GPU is booked, in a ledger many hosts
+	// share; empty in a host's own ledger file.
+	Host       string `json:"host,omitempty"`
 	Device     int    `json:"device"`
 	DeviceUUID string `json:"device_uuid,omitempty"`
 	// SharePPM is the booked share of the device's memory in parts per
@@ -337,13 +341,52 @@ func (tx *Tx) LastEvent() uint64 {
 
 // Inventory returns the cached device inventory; ok is false when none was
 // stored yet.
-func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) {
-	ok, err = tx.getMeta(keyInventory, &inv)
+func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) { return tx.HostInventory("") }
+
+// PutInventory caches the device inventory.
+func (tx *Tx) PutInventory(inv Inventory) error { return tx.PutHostInventory("", inv) }
+
+// In a ledger many hosts share, each host's inventory has its own key:
+// inventory/<host>. The ledger's own host (a file's) keeps "inventory".
+func inventoryKey(host string) []byte {
+	if host == "" {
+		return keyInventory
+	}
+	return append(slices.Clone(keyInventory), "/"+host...)
+}
+
+// HostInventory returns host's cached device inventory ("" the ledger's own
+// host); ok is false when none was stored yet.
+func (tx *Tx) HostInventory(host string) (inv Inventory, ok bool, err error) {
+	ok, err = tx.getMeta(inventoryKey(host), &inv)
 	return inv, ok, err
 }
 
-// PutInventory caches the device inventory.
-func (tx *Tx) PutInventory(inv Inventory) error { return tx.putMeta(keyInventory, inv) }
+// PutHostInventory caches host's device inventory.
+func (tx *Tx) PutHostInventory(host string, inv Inventory) error {
+	return tx.putMeta(inventoryKey(host), inv)
+}
+
+// HostInventories returns the inventory of every host of a shared ledger,
+// by host name.
+func (tx *Tx) HostInventories() (map[string]Inventory, error) {
+	out := map[string]Inventory{}
+	from := inventoryKey("")
+	from = append(from, '/')
+	err := tx.scan(bucketMeta, from, false, func(k, v []byte) (bool, error) {
+		host, ok := bytes.CutPrefix(k, from)
+		if !ok {
+			return false, nil
+		}
+		var inv Inventory
+		if err := decode(v, &inv); err != nil {
+			return false, fmt.Errorf("%s: %w", k, err)
+		}
+		out[string(host)] = inv
+		return true, nil
+	})
+	return out, err
+}
 
 // Policy returns the stored policy; ok is false when the admin set none.
 func (tx *Tx) Policy() (p Policy, ok bool, err error) {

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -17,13 +18,23 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE")
+	// A ledger many hosts share says whose GPU each booking holds.
+	hosts := slices.ContainsFunc(parts, func(p core.Partition) bool { return p.Host != "" })
+	fmt.Fprint(tw, "ID\t")
+	if hosts {
+		fmt.Fprint(tw, "HOST\t")
+	}
+	fmt.Fprintln(tw, "OWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE")
 	for _, p := range parts {
 		left := "-"
 		if p.LiveAt(now) {
 			left = Countdown(p.Expires.Sub(now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.User, p.Device,
+		fmt.Fprintf(tw, "%d\t", p.ID)
+		if hosts {
+			fmt.Fprintf(tw, "%s\t", p.Host)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.User, p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
 			p.Expires.Local().Format("Jan 2 15:04:05"), core.Status(p.Partition, now, warnLead))
 	}
