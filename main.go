@@ -715,6 +715,17 @@ type backendReport struct {
 	Recommended        string `json:"recommended"`
 	ActiveBackend      string `json:"active_backend"`
 	Mode               string `json:"mode"`
+	// On a ledger many hosts share: the other hosts, and clocks more than
+	// a second from this host's.
+	Hosts         []hostReport `json:"hosts,omitempty"`
+	ClockWarnings []string     `json:"clock_warnings,omitempty"`
+}
+
+type hostReport struct {
+	Host        string   `json:"host"`
+	Live        bool     `json:"live"`
+	GPUs        int      `json:"gpus"`
+	SkewSeconds *float64 `json:"skew_seconds,omitempty"`
 }
 
 func backendsCmd(g *globals) *cobra.Command {
@@ -751,6 +762,9 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
 			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
+			if err := reportHosts(g, &r); err != nil {
+				return err
+			}
 			if asJSON {
 				return printJSON(r)
 			}
@@ -760,11 +774,52 @@ func backendsCmd(g *globals) *cobra.Command {
 			fmt.Printf("recommended:         %s\n", r.Recommended)
 			fmt.Printf("active backend:      %s\n", r.ActiveBackend)
 			fmt.Printf("mode:                %s\n", r.Mode)
+			for _, h := range r.Hosts {
+				state := "live"
+				if !h.Live {
+					state = "not seen (no monitor publishing)"
+				}
+				skew := "clock not measured yet"
+				if h.SkewSeconds != nil {
+					skew = fmt.Sprintf("clock %+.2f s", *h.SkewSeconds)
+				}
+				fmt.Printf("host %-15s %s, %d GPUs, %s\n", h.Host+":", state, h.GPUs, skew)
+			}
+			for _, w := range r.ClockWarnings {
+				fmt.Printf("warning:             %s\n", w)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// reportHosts adds the other hosts of a shared ledger, with their clocks'
+// skew as the monitors measure it, to the report.
+func reportHosts(g *globals, r *backendReport) error {
+	cfg, err := g.storeConfig()
+	if err != nil || !cfg.Etcd() {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	hosts, err := c.Hosts()
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		hr := hostReport{Host: h.Host, Live: h.Live(), GPUs: len(h.Inventory.Devices)}
+		if h.SkewKnown {
+			s := h.Skew.Seconds()
+			hr.SkewSeconds = &s
+		}
+		r.Hosts = append(r.Hosts, hr)
+	}
+	r.ClockWarnings = core.SkewWarnings(hosts)
+	return nil
 }
 
 // activeBackend says which backend gpu.Open would pick for kind, from what
@@ -909,7 +964,10 @@ func runApp(g *globals, logPath string) error {
 		}
 	}})
 	go m.Run(ctx)
-	host, _ := os.Hostname()
+	host := c.Host()
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: modeLabel(mps), Host: host, Acts: acts})
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +182,36 @@ func TestInitStore(t *testing.T) {
 	r = runEnv(t, env, "init", "--store", "/tmp/x.db")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "give an etcd URL")
+}
+
+// chronos backends lists the lab's other hosts, whether their monitors are
+// publishing, and their clocks as the monitors measure them; a host whose
+// monitor is killed is shown as not seen once its status lapses.
+func TestBackendsShowsHostsAndClocks(t *testing.T) {
+	lab := labStore(t)
+	monitor := func(host string) *exec.Cmd {
+		cmd := exec.Command(chronosBin, "--monitor")
+		cmd.Env = append(os.Environ(), "CHRONOS_DB=", "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_STORE="+lab,
+			"CHRONOS_HOST="+host, "CHRONOS_STORE_FILE=/nonexistent")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	monitor("gpu1")
+	other := monitor("gpu2")
+	require.Eventually(t, func() bool {
+		return regexp.MustCompile(`host gpu2:\s+live, 2 GPUs, clock [+-]0\.0`).MatchString(onHost(t, lab, "gpu1", "backends").stdout)
+	}, 20*time.Second, 200*time.Millisecond)
+	r := onHost(t, lab, "gpu1", "backends", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep backendReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Len(t, rep.Hosts, 1)
+	require.True(t, rep.Hosts[0].Live)
+	require.Empty(t, rep.ClockWarnings, "one machine's clock agrees with itself")
+
+	require.NoError(t, other.Process.Kill())
+	require.Eventually(t, func() bool {
+		return strings.Contains(onHost(t, lab, "gpu1", "backends").stdout, "host gpu2:           not seen")
+	}, 15*time.Second, 200*time.Millisecond)
 }

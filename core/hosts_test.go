@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -85,4 +87,117 @@ func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 	p, err := c.Create(Request{Host: HostName(), Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, p.Host, "a file's bookings carry no host")
+}
+
+// Each host's monitor matches processes only against its own host's
+// bookings: a booking of another host's GPU 3 neither claims a process on
+// this host's GPU 3 nor makes this GPU "booked" for the unbooked rule.
+func TestMonitorEnforcesOnlyItsHost(t *testing.T) { storetest.Each(t, testMonitorEnforcesOnlyItsHost) }
+
+func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
+	s := open()
+	me := CurrentIdentity()
+	sim := gpu.NewSim(gpu.SimOptions{})
+	here := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
+	there := NewClient(Options{Ledger: open(), As: &bob, Host: "gpu2", Devices: simDevices(sim)})
+	theirs, err := there.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	// A process here names gpu2's booking (a job copied from there), and
+	// one of another user has no booking at all.
+	named := startChild(t, theirs.ID, "sleep 60")
+	stray := startChild(t, 0, "sleep 60")
+	sim.Attach(idleGPU, named.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+
+	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	var log actLog
+	m := NewMonitor(here, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add})
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Empty(t, log.kinds(), "nothing on this host's GPU 3 is booked, so nothing is enforced")
+	require.Nil(t, named.ProcessState)
+	require.Nil(t, stray.ProcessState)
+
+	st, err := here.Stats(sim, gpu.MPS{})
+	require.NoError(t, err)
+	require.Zero(t, st.Booked[idleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
+}
+
+func simDevices(sim *gpu.Sim) DeviceSource {
+	return func() (string, []gpu.Device, error) {
+		devs, err := sim.Devices()
+		return sim.Name(), devs, err
+	}
+}
+
+// A host's monitor, killed, stops publishing: within the TTL its GPUs show
+// as not live (still listed, from the ledger), and its bookings stay.
+func TestDeadHostFades(t *testing.T) {
+	s := storetest.Etcd(t, etcdtest.Shared(t))()
+	other := hostClient(s, "gpu2", bob)
+	mon := roleCmd(t, "monitor", s.String(), "60s")
+	mon.Env = append(mon.Env, "CHRONOS_TEST_HOST=gpu1")
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+	gpu1 := func() HostView {
+		hosts, err := other.Hosts()
+		require.NoError(t, err)
+		for _, h := range hosts {
+			if h.Host == "gpu1" {
+				return h
+			}
+		}
+		return HostView{}
+	}
+	require.Eventually(t, func() bool { return gpu1().Live() }, 10*time.Second, 100*time.Millisecond)
+	require.Len(t, gpu1().Status.Devices, 4, "its GPUs, live")
+	p, err := other.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+
+	require.NoError(t, mon.Process.Kill())
+	_ = mon.Wait()
+	killed := time.Now()
+	require.Eventually(t, func() bool { return !gpu1().Live() }, presenceTTL+5*time.Second, 100*time.Millisecond)
+	t.Logf("faded %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	require.Len(t, gpu1().Inventory.Devices, 4, "its GPUs are still known")
+	got, err := other.Get(p.ID)
+	require.NoError(t, err)
+	require.True(t, got.LiveAt(time.Now()), "its bookings stay")
+}
+
+// Each monitor measures the other hosts' clocks from their statuses; a host
+// more than a second off is warned about, from either side.
+func TestClockSkewIsMeasured(t *testing.T) {
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	ahead := func() time.Time { return time.Now().Add(3 * time.Second) }
+	sim := gpu.NewSim(gpu.SimOptions{})
+	me := CurrentIdentity()
+	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpu1", Now: ahead, Devices: simDevices(sim)})
+	right := NewClient(Options{Ledger: open(), As: &me, Host: "gpu2", Devices: simDevices(sim)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []*Client{fast, right} {
+		go NewMonitor(c, MonitorOptions{Backend: sim}).Run(ctx)
+	}
+	for _, tc := range []struct {
+		c    *Client
+		peer string
+		skew time.Duration
+	}{{right, "gpu1", 3 * time.Second}, {fast, "gpu2", -3 * time.Second}} {
+		var view HostView
+		require.Eventually(t, func() bool {
+			hosts, err := tc.c.Hosts()
+			require.NoError(t, err)
+			for _, h := range hosts {
+				if h.Host == tc.peer {
+					view = h
+				}
+			}
+			return view.SkewKnown
+		}, 15*time.Second, 100*time.Millisecond)
+		require.InDelta(t, tc.skew.Seconds(), view.Skew.Seconds(), 0.25, "as %s sees %s", tc.c.Host(), tc.peer)
+		warnings := SkewWarnings([]HostView{view})
+		require.Len(t, warnings, 1)
+		require.Contains(t, warnings[0], tc.peer+"'s clock is 3.0 s")
+	}
 }

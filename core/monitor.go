@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -84,7 +85,8 @@ type Monitor struct {
 	o          MonitorOptions
 	root       bool
 	nextSample time.Time
-	snap       *snapshot // the ledger as last read; nil: read it again
+	snap       *snapshot  // the ledger as last read; nil: read it again
+	pub        *publisher // this host's status for the other hosts; nil on a ledger file
 }
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -127,6 +129,11 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 // ends.
 func (m *Monitor) Run(ctx context.Context) error {
 	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
+	var pubErrs <-chan error
+	if m.pub = newPublisher(m.c); m.pub != nil {
+		pubErrs = m.pub.errs
+		go m.pub.run(ctx)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
@@ -144,6 +151,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return nil
 		case <-changes:
 			changed = true
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case err := <-pubErrs:
+			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -207,6 +219,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		return now, err
 	}
 	parts, claims, pol := snap.parts, snap.claims, snap.pol
+	// Every monitor keeps the books of every host's bookings (expiry is
+	// the same transaction wherever it runs); processes are matched only
+	// against this host's, whose GPUs it samples.
+	local := slices.DeleteFunc(slices.Clone(parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
@@ -216,9 +232,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			return now, fmt.Errorf("sample GPUs: %w", err)
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
-		atts = Attribute(s, parts, now)
+		m.pub.offer(s)
+		atts = Attribute(s, local, now)
 	}
-	plans, notices := m.plan(atts, parts, claims, pol, now)
+	plans, notices := m.plan(atts, local, claims, pol, now)
 	due, warn, notices, plans = boundPass(due, warn, notices, plans)
 
 	if len(due)+len(warn)+len(plans)+len(notices) > 0 {

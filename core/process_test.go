@@ -44,7 +44,7 @@ const (
 
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {
-	c := NewClient(Options{Ledger: openSpec(db), Devices: testDevices})
+	c := NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
 		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
@@ -104,6 +104,11 @@ func playRole(role, db, arg string) int {
 		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU.
 		d, _ := time.ParseDuration(arg)
 		sim := gpu.NewSim(gpu.SimOptions{})
+		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
+		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
 		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
 			pid, _ := strconv.Atoi(f)
 			sim.Attach(idleGPU, pid, 1<<30)

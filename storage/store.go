@@ -28,6 +28,27 @@ type Store interface {
 	String() string
 }
 
+// Presence is what a store many hosts share offers besides transactions:
+// each host's live status, kept only while the host keeps publishing it, so
+// that a host that dies fades from the live view within a TTL (its bookings
+// stay in the ledger). These writes are not ledger transactions: they wake
+// no watcher of Changes and conflict with nothing.
+type Presence interface {
+	// Publish sets host's status, to lapse ttl after the last Publish.
+	Publish(host string, status []byte, ttl time.Duration) error
+	// Present returns every status that has not lapsed, by host.
+	Present() (map[string][]byte, error)
+	// WatchPresence sends each status as it is published (Status nil: it
+	// lapsed). The channel closes when ctx ends.
+	WatchPresence(ctx context.Context) <-chan Published
+}
+
+// Published is one host's status as it was published.
+type Published struct {
+	Host   string
+	Status []byte
+}
+
 // RawTx is one transaction of a storage engine: named buckets of ordered
 // byte keys. Engines implement it; Tx builds every record on it, so the
 // records' layout is written once for all engines.

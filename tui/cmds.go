@@ -96,6 +96,24 @@ func loadCmd(c *core.Client) tea.Cmd {
 	}
 }
 
+// hostsMsg is one reading of the other hosts of a shared ledger.
+type hostsMsg struct {
+	hosts []core.HostView
+	err   error
+}
+
+// hostsCmd reads what the other hosts' monitors publish; nil on a ledger
+// file, which has no other hosts.
+func hostsCmd(c *core.Client) tea.Cmd {
+	if c.Host() == "" {
+		return nil
+	}
+	return func() tea.Msg {
+		hosts, err := c.Hosts()
+		return hostsMsg{hosts: hosts, err: err}
+	}
+}
+
 func tickCmd(every time.Duration) tea.Cmd {
 	return tea.Tick(every, func(t time.Time) tea.Msg { return tickMsg(t) })
 }

@@ -97,6 +97,11 @@ type Model struct {
 	attrs   []core.Attribution
 	segs    map[int][]segment
 	changes <-chan struct{}
+	// The other hosts of a ledger many hosts share, their GPUs' bookings,
+	// and warnings about their clocks.
+	hosts    []core.HostView
+	hostSegs map[string]map[int][]segment
+	warnings []string
 
 	sampledAt  time.Time // when the GPUs were last asked for a reading
 	loadedAt   time.Time // when the ledger was last asked for
@@ -200,7 +205,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		cmds := []tea.Cmd{tickCmd(m.opts.Refresh)}
 		if m.due(now, m.sampledAt, gpuEvery) {
 			m.sampledAt = now
-			cmds = append(cmds, sampleCmd(m.opts.Backend))
+			cmds = append(cmds, sampleCmd(m.opts.Backend), hostsCmd(client))
 		}
 		if passed(now, m.nextChange) || m.due(now, m.loadedAt, reloadEvery) {
 			m = m.loading()
@@ -218,6 +223,13 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		m.sample = msg.sample
 		m.gpus.record(msg.sample)
 		m.derive()
+		return m, nil
+
+	case hostsMsg:
+		if msg.err != nil {
+			return m.setStatus(fmt.Sprintf("reading the other hosts: %v", msg.err), true)
+		}
+		m.hosts, m.warnings = msg.hosts, core.SkewWarnings(msg.hosts)
 		return m, nil
 
 	case ledgerMsg:
@@ -532,9 +544,16 @@ func (m *Model) syncKeys() {
 // every frame, so View only draws.
 func (m *Model) derive() {
 	now := m.c.now()
-	raw := make([]storage.Partition, len(m.parts))
-	for i, p := range m.parts {
-		raw[i] = p.Partition
+	client := m.opts.Client
+	// This host's GPUs are sampled here; other hosts' bookings are drawn
+	// under their own GPUs.
+	var raw []storage.Partition
+	m.bookings.hosts = false
+	for _, p := range m.parts {
+		if client.OnThisHost(p.Partition) {
+			raw = append(raw, p.Partition)
+		}
+		m.bookings.hosts = m.bookings.hosts || p.Host != ""
 	}
 	m.attrs = core.Attribute(m.sample, raw, now)
 	procs := map[uint64]int{}
@@ -546,18 +565,25 @@ func (m *Model) derive() {
 		}
 	}
 
-	m.segs = map[int][]segment{}
+	m.segs, m.hostSegs = map[int][]segment{}, map[string]map[int][]segment{}
 	for _, p := range m.parts {
 		if !p.LiveAt(now) {
 			continue
 		}
-		segs := m.segs[p.Device]
+		bySeg := m.segs
+		if !client.OnThisHost(p.Partition) {
+			if bySeg = m.hostSegs[p.Host]; bySeg == nil {
+				bySeg = map[int][]segment{}
+				m.hostSegs[p.Host] = bySeg
+			}
+		}
+		segs := bySeg[p.Device]
 		if i := slices.IndexFunc(segs, func(s segment) bool { return s.user == p.User }); i >= 0 {
 			segs[i].share += p.SharePPM
 		} else {
 			segs = append(segs, segment{user: p.User, share: p.SharePPM})
 		}
-		m.segs[p.Device] = segs
+		bySeg[p.Device] = segs
 	}
 
 	filter := strings.ToLower(strings.TrimSpace(m.filter.Value()))
@@ -678,12 +704,12 @@ func sortProcesses(rows []processRow, by sortKey) {
 // layout splits the height: header, GPU panel, tab line, body (table, form
 // or help) and the two footer lines.
 type layout struct {
-	header, gpus, body int
-	fullGPUs           bool
+	header, gpus, hosts, body int
+	fullGPUs                  bool
 }
 
 func (m Model) layout() layout {
-	l := layout{header: 1}
+	l := layout{header: 1 + len(m.warnings)}
 	if m.opts.Notice != "" {
 		l.header++
 	}
@@ -694,8 +720,10 @@ func (m Model) layout() layout {
 	if m.mode == booking {
 		minBody = max(minBody, m.form.height())
 	}
-	l.gpus, l.fullGPUs = gpuLayout(len(m.sample.Devices), rest-minBody)
-	l.body = max(1, rest-l.gpus)
+	// Other hosts' GPUs take what this host's leave, a line each.
+	l.gpus, l.fullGPUs = gpuLayout(len(m.sample.Devices), rest-minBody-min(hostsLines(m.hosts), 2))
+	l.hosts = max(0, min(hostsLines(m.hosts), rest-minBody-l.gpus))
+	l.body = max(1, rest-l.gpus-l.hosts)
 	return l
 }
 
@@ -726,7 +754,11 @@ func (m Model) View() string {
 	if m.opts.Notice != "" {
 		add(st.Notice.Render(m.opts.Notice))
 	}
+	for _, w := range m.warnings {
+		add(st.Notice.Render("⚠ " + w))
+	}
 	add(m.gpus.View(m.sample, m.segs, m.width, l.gpus, l.fullGPUs)...)
+	add(m.gpus.hostsView(m.hosts, m.hostSegs, m.width, l.hosts)...)
 	add(m.tabsView())
 
 	var body []string

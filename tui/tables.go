@@ -65,6 +65,9 @@ type bookingsTable struct {
 	c    *common
 	rows []bookingRow
 	cur  selection
+	// hosts: the ledger is many hosts', and a HOST column says whose GPU
+	// each booking holds.
+	hosts bool
 }
 
 func (t *bookingsTable) selected() (bookingRow, bool) {
@@ -89,6 +92,7 @@ const (
 	colID     = 6
 	colOwner  = 10
 	colGPU    = 3
+	colHost   = 10
 	colShare  = 14
 	colLeft   = 11
 	colState  = 11
@@ -111,11 +115,15 @@ func padLeft(s string, w int) string {
 
 func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height int) []string {
 	st := &t.c.styles
-	barW := min(maxTimeBar, width-bookFixed-1)
+	hostW := 0
+	if t.hosts {
+		hostW = colHost + 1
+	}
+	barW := min(maxTimeBar, width-bookFixed-hostW-1)
 	if barW < 5 {
 		barW = 0
 	}
-	head := pad("", colMark) + pad("ID", colID) + " " + pad("OWNER", colOwner) + " " + pad("GPU", colGPU) + " " +
+	head := pad("", colMark) + pad("ID", colID) + " " + t.hostCell("HOST") + pad("OWNER", colOwner) + " " + pad("GPU", colGPU) + " " +
 		pad("SHARE", colShare) + " " + pad("LEFT", colLeft) + " "
 	if barW > 0 {
 		head += pad("USED", barW) + " "
@@ -149,7 +157,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 	case r.mine:
 		mark = " •"
 	}
-	id := pad("#"+strconv.FormatUint(r.ID, 10), colID)
+	id := pad("#"+strconv.FormatUint(r.ID, 10), colID) + " " + t.hostCell(r.Host)
 	owner := pad(r.User, colOwner)
 	dev := pad(strconv.Itoa(r.Device), colGPU)
 	share := pad(core.FormatPercent(r.SharePPM)+" "+core.FormatBytes(r.Bytes), colShare)
@@ -163,7 +171,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 	}
 	if selected {
 		// One style over the whole line, so the highlight is unbroken.
-		line := mark + id + " " + owner + " " + dev + " " + share + " " + leftCol + " "
+		line := mark + id + owner + " " + dev + " " + share + " " + leftCol + " "
 		if barW > 0 {
 			line += plainBar(frac, barW) + " "
 		}
@@ -173,7 +181,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 	soon := status == core.StatusEndingSoon
 	switch {
 	case ended:
-		line := mark + id + " " + owner + " " + dev + " " + share + " " + leftCol + " "
+		line := mark + id + owner + " " + dev + " " + share + " " + leftCol + " "
 		if barW > 0 {
 			line += plainBar(frac, barW) + " "
 		}
@@ -188,11 +196,19 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 		leftCol, state = st.EndingSoon.Render(leftCol), st.EndingSoon.Render(state)
 		barStyle = st.TimeSoon
 	}
-	line := st.Mine.Render(mark) + id + " " + owner + " " + dev + " " + share + " " + leftCol + " "
+	line := st.Mine.Render(mark) + id + owner + " " + dev + " " + share + " " + leftCol + " "
 	if barW > 0 {
 		line += bar(frac, barW, barStyle, st.TimeEmpty) + " "
 	}
 	return cut(line+state+" "+procs, width)
+}
+
+// hostCell is the HOST column's cell and its space, when it is shown.
+func (t bookingsTable) hostCell(host string) string {
+	if !t.hosts {
+		return ""
+	}
+	return pad(host, colHost) + " "
 }
 
 // plainBar is a bar without colour, for rows drawn in one style.

@@ -74,6 +74,7 @@ type Store struct {
 	cli     *clientv3.Client
 	cfg     Config
 	version atomic.Int64 // the version key's last seen modification revision
+	leases  leaseHolder  // for hosts' statuses
 
 	// beforeCommit, when set (by tests), runs between a transaction's
 	// reads and its commit.
@@ -113,8 +114,16 @@ func Open(cfg Config) (*Store, error) {
 	return &Store{cli: cli, cfg: cfg}, nil
 }
 
-// Close ends the connection.
-func (s *Store) Close() error { return s.cli.Close() }
+// Close ends the connection; statuses this store published lapse a TTL
+// later.
+func (s *Store) Close() error {
+	s.leases.mu.Lock()
+	if s.leases.stop != nil {
+		s.leases.stop()
+	}
+	s.leases.mu.Unlock()
+	return s.cli.Close()
+}
 
 // Client is the etcd client, for the host status (hosts.go) and tests.
 func (s *Store) Client() *clientv3.Client { return s.cli }
