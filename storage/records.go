@@ -225,6 +225,42 @@ func (tx *Tx) PutPartition(p *Partition) error {
 	return raw.Delete(bucketLive, key(p.ID))
 }
 
+// partitionsByID reads the partitions with those ids, in that order; a
+// missing one is an error.
+func (tx *Tx) partitionsByID(ids []uint64) ([]Partition, error) {
+	out := make([]Partition, 0, len(ids))
+	many, ok := tx.raw.(ManyGetter)
+	if !ok {
+		for _, id := range ids {
+			p, err := tx.Partition(id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = key(id)
+	}
+	vals, err := many.GetMany(bucketPartitions, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		var p Partition
+		if v == nil {
+			return nil, fmt.Errorf("partition %d: %w", ids[i], ErrNotFound)
+		}
+		if err := decode(v, &p); err != nil {
+			return nil, fmt.Errorf("partition %d: %w", ids[i], err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // liveIDs lists the ids in the live index.
 func (tx *Tx) liveIDs() ([]uint64, error) {
 	var ids []uint64
@@ -245,13 +281,9 @@ func (tx *Tx) LivePartitions() ([]Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Partition, 0, len(ids))
-	for _, id := range ids {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, fmt.Errorf("live index: %w", err)
-		}
-		out = append(out, p)
+	out, err := tx.partitionsByID(ids)
+	if err != nil {
+		return nil, fmt.Errorf("live index: %w", err)
 	}
 	return out, nil
 }
@@ -284,16 +316,12 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, fmt.Errorf("live index: %w", err)
-		}
-		recent = append(recent, p)
+	ids = slices.DeleteFunc(ids, func(id uint64) bool { return seen[id] })
+	older, err := tx.partitionsByID(ids)
+	if err != nil {
+		return nil, fmt.Errorf("live index: %w", err)
 	}
+	recent = append(recent, older...)
 	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
 	return recent, nil
 }

@@ -72,6 +72,19 @@ type RawTx interface {
 	Writable() bool
 }
 
+// ManyGetter is an engine that reads many keys in one go (a server's, where
+// each read is a round trip); records read through it where they read
+// many keys at once.
+type ManyGetter interface {
+	// GetMany returns the values at keys, nil for each that has none.
+	GetMany(bucket []byte, keys [][]byte) ([][]byte, error)
+}
+
+// SmallBuckets are read by nearly every transaction and stay small (the
+// schema, policy and inventories): an engine that pays a round trip per
+// read does well to read them whole at a transaction's first read.
+var SmallBuckets = [][]byte{bucketMeta}
+
 // NewTx wraps an engine's transaction, checking (and on a new ledger,
 // writing) the schema version. A nil raw reads as an empty ledger.
 func NewTx(raw RawTx) (*Tx, error) {

@@ -179,7 +179,8 @@ func TestStoppedDuringCommit(t *testing.T) {
 // succeeds (after at most an election), and the member rejoins.
 func TestOneOfThreeMembersKilled(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	s := openOn(t, c, 5*time.Second)
+	// An election takes a second or two, more on a loaded machine.
+	s := openOn(t, c, 15*time.Second)
 	made := 0
 	book := func(k int) {
 		for range k {
@@ -208,13 +209,13 @@ func TestOneOfThreeMembersKilled(t *testing.T) {
 // written whole.
 func TestRacingWritersOnACluster(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	first := openOn(t, c, 5*time.Second)
+	first := openOn(t, c, 15*time.Second)
 	const writers, each = 6, 15
 	errs := make(chan error, writers*each)
 	ids := make(chan uint64, writers*each)
 	var wg sync.WaitGroup
 	for range writers {
-		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: first.Prefix()})
+		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: first.Prefix(), Timeout: 15 * time.Second})
 		require.NoError(t, err)
 		defer s.Close()
 		wg.Go(func() {

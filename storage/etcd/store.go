@@ -337,6 +337,11 @@ type tx struct {
 	rev      int64 // every read is at this revision; 0 until the first
 	writes   map[string]write
 	err      error // the first failed read
+	// Keys read at rev, nil for absent ones; and prefixes read whole at the
+	// first read (storage.SmallBuckets and the sequences), whose keys not
+	// in read are absent.
+	read  map[string][]byte
+	whole []string
 }
 
 func (t *tx) Writable() bool { return t.writable }
@@ -364,11 +369,21 @@ func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetRespon
 	}
 }
 
+// rangeOnce reads once. The first read of a transaction also reads the
+// version key and the small buckets whole, in the same round trip.
 func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.rev != 0 {
 		return t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
 	}
-	resp, err := t.s.cli.Txn(t.ctx).Then(clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)).Commit()
+	whole := []string{t.s.cfg.Prefix + "/seq/"}
+	for _, b := range storage.SmallBuckets {
+		whole = append(whole, t.s.bucketPrefix(b))
+	}
+	ops := []clientv3.Op{clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)}
+	for _, p := range whole {
+		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
+	}
+	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +391,28 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		t.s.seen(kvs[0].ModRevision)
 	}
+	t.read = map[string][]byte{}
+	for _, r := range resp.Responses[2:] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			t.read[string(kv.Key)] = stored(kv.Value)
+		}
+	}
+	t.whole = whole
 	return (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange()), nil
+}
+
+// cached answers a read from what the transaction has read: the value,
+// and whether it is known.
+func (t *tx) cached(key string) ([]byte, bool) {
+	if v, ok := t.read[key]; ok {
+		return v, true
+	}
+	for _, p := range t.whole {
+		if strings.HasPrefix(key, p) {
+			return nil, true
+		}
+	}
+	return nil, false
 }
 
 func (t *tx) getKey(key string) ([]byte, error) {
@@ -386,14 +422,77 @@ func (t *tx) getKey(key string) ([]byte, error) {
 		}
 		return w.value, nil
 	}
+	if v, ok := t.cached(key); ok {
+		return v, nil
+	}
 	resp, err := t.rangeAt(key)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, nil
+	var v []byte
+	if len(resp.Kvs) > 0 {
+		v = stored(resp.Kvs[0].Value)
 	}
-	return stored(resp.Kvs[0].Value), nil
+	t.read[key] = v
+	return v, nil
+}
+
+// getBatch is how many keys GetMany reads in one round trip: etcd takes
+// 128 operations in a transaction by default.
+const getBatch = 100
+
+// GetMany reads keys in as few round trips as etcd allows.
+func (t *tx) GetMany(bucket []byte, keys [][]byte) ([][]byte, error) {
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	if t.rev == 0 {
+		if _, err := t.rangeAt(t.s.versionKey()); err != nil {
+			return nil, err
+		}
+	}
+	prefix := t.s.bucketPrefix(bucket)
+	var missing []string
+	for _, k := range keys {
+		full := prefix + string(k)
+		_, mine := t.writes[full]
+		if _, known := t.cached(full); !mine && !known {
+			missing = append(missing, full)
+		}
+	}
+	for len(missing) > 0 {
+		n := min(len(missing), getBatch)
+		ops := make([]clientv3.Op, n)
+		for i, k := range missing[:n] {
+			ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev))
+		}
+		var resp *clientv3.TxnResponse
+		for attempt := 1; ; attempt++ {
+			var err error
+			if resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit(); err == nil {
+				break
+			}
+			if !transient(err) || !pause(t.ctx, attempt) {
+				return nil, t.failed("read", err)
+			}
+		}
+		for i, r := range resp.Responses {
+			var v []byte
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+				v = stored(kvs[0].Value)
+			}
+			t.read[missing[i]] = v
+		}
+		missing = missing[n:]
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		var err error
+		if out[i], err = t.getKey(prefix + string(k)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // stored keeps a stored empty value apart from a missing one: etcd answers
