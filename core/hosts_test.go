@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,4 +203,48 @@ func TestClockSkewIsMeasured(t *testing.T) {
 		require.Len(t, warnings, 1)
 		require.Contains(t, warnings[0], tc.peer+"'s clock is 3.0 s")
 	}
+}
+
+// With etcd down, a host's monitor still ends bookings at their deadlines:
+// it stops their processes from what it last read (SIGTERM, then SIGKILL
+// after the grace), says it could not record that, and once etcd is back
+// the ledger catches up: the booking is expired, the act not repeated.
+func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	s := storetest.Etcd(t, cl)()
+	sim := gpu.NewSim(gpu.SimOptions{})
+	me := CurrentIdentity()
+	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: 4 * time.Second})
+	require.NoError(t, err)
+	polite := startChild(t, p.ID, "sleep 60")
+	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
+	sim.Attach(idleGPU, polite.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
+
+	var log actLog
+	pol := DefaultPolicy()
+	pol.Grace = time.Second
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	require.Eventually(t, func() bool { return slices.Contains(log.kinds(), "warned") }, 5*time.Second, 20*time.Millisecond)
+	cl.Members[0].Kill()
+
+	ws := waitStatus(t, polite, 15*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	t.Logf("SIGTERM %s after the deadline, etcd down", time.Since(p.Expires).Round(time.Millisecond))
+	ws = waitStatus(t, stubborn, 10*time.Second)
+	require.Equal(t, syscall.SIGKILL, ws.Signal())
+	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, time.Second, 10*time.Millisecond)
+	require.Contains(t, log.kinds(), "error", "the monitor says the ledger cannot be reached")
+
+	require.NoError(t, cl.Members[0].Restart())
+	require.NoError(t, cl.WaitHealthy(20*time.Second))
+	require.Eventually(t, func() bool {
+		got, err := c.Get(p.ID)
+		return err == nil && got.State == storage.Expired
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Equal(t, 3, strings.Count(strings.Join(log.kinds(), " "), "signalled"), "nothing signalled twice")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -87,7 +88,22 @@ type Monitor struct {
 	nextSample time.Time
 	snap       *snapshot  // the ledger as last read; nil: read it again
 	pub        *publisher // this host's status for the other hosts; nil on a ledger file
+
+	// While the ledger cannot be reached (etcd down), the monitor acts on
+	// the last snapshot it read (good): it stops processes of bookings
+	// past their deadline, remembering its signals in offline since it
+	// cannot claim them, and tries the ledger again at retryAt or on a
+	// change notice.
+	good    *snapshot
+	offline map[string]storage.Claim
+	retryAt time.Time
+	lastErr error
 }
+
+// offlineRetry is how often a monitor tries a ledger it cannot reach, when
+// no change notice says it is back: each try may wait out the store's
+// timeout, and enforcement waits meanwhile.
+const offlineRetry = 15 * time.Second
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
@@ -141,9 +157,15 @@ func (m *Monitor) Run(ctx context.Context) error {
 		next, err := m.tick(changed)
 		changed = false
 		if err != nil {
-			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
-			next = m.c.now().Add(maxSleep)
+			// Once per spell of the same failure, not every second.
+			if m.lastErr == nil || err.Error() != m.lastErr.Error() {
+				m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
+			}
+			if now := m.c.now(); !next.After(now) {
+				next = now.Add(maxSleep)
+			}
 		}
+		m.lastErr = err
 		wait := min(max(time.Until(next), 0), maxSleep)
 		timer.Reset(wait)
 		select {
@@ -189,6 +211,9 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
 		return s, nil
 	}
+	if !changed && m.good != nil && now.Before(m.retryAt) {
+		return nil, m.lastErr // unreachable a moment ago: don't wait on it again yet
+	}
 	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.ledger.View(func(tx *storage.Tx) error {
 		var err error
@@ -202,19 +227,25 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		s.claims, err = tx.Claims()
 		return err
 	})
+	if errors.Is(err, storage.ErrUnavailable) {
+		m.retryAt = now.Add(offlineRetry)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if m.o.Policy != nil {
 		s.pol = *m.o.Policy
 	}
-	m.snap = s
+	m.snap, m.good, m.retryAt = s, s, time.Time{}
 	return s, nil
 }
 
 func (m *Monitor) tick(changed bool) (time.Time, error) {
 	now := m.c.now()
 	snap, err := m.read(changed, now)
+	if err != nil && m.good != nil && errors.Is(err, storage.ErrUnavailable) {
+		return m.enforceOffline(now, err)
+	}
 	if err != nil {
 		return now, err
 	}
@@ -234,6 +265,19 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		m.nextSample = now.Add(m.o.SampleEvery)
 		m.pub.offer(s)
 		atts = Attribute(s, local, now)
+	}
+	if len(m.offline) > 0 {
+		// Signals sent while the ledger was away count as claimed: no
+		// second SIGTERM, and SIGKILL after the grace from the first.
+		claims = maps.Clone(claims)
+		for k, c := range m.offline {
+			if _, ok := claims[k]; !ok {
+				claims[k] = c
+			}
+			if now.Sub(c.At) > attributionWindow {
+				delete(m.offline, k)
+			}
+		}
 	}
 	plans, notices := m.plan(atts, local, claims, pol, now)
 	due, warn, notices, plans = boundPass(due, warn, notices, plans)
@@ -275,6 +319,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 			return tx.DropClaims(now.Add(-24 * time.Hour))
 		})
+		if errors.Is(err, storage.ErrUnavailable) && m.good != nil {
+			// The ledger went away: enforce what is due without it.
+			m.retryAt = now.Add(offlineRetry)
+			return m.enforceOffline(m.c.now(), err)
+		}
 		if err != nil {
 			return now, err
 		}
@@ -310,6 +359,57 @@ func boundPass(due, warn []uint64, notices []notice, plans []signalPlan) ([]uint
 		return k
 	}
 	return due[:take(len(due), 3)], warn[:take(len(warn), 2)], notices[:take(len(notices), 2)], plans[:take(len(plans), 1)]
+}
+
+// enforceOffline is a pass while the ledger cannot be reached: bookings end
+// at their deadlines whether or not the ledger can record it, so this
+// host's processes of bookings past their deadline are stopped as the last
+// policy read says (SIGTERM, then SIGKILL after the grace). Nothing else is
+// done: no warning, no over-budget or unbooked act, nothing recorded; the
+// ledger catches up when it answers again. It returns cause, the reason.
+func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) {
+	snap := m.good
+	next := m.nextWake(snap.parts, snap.claims, snap.pol, now)
+	if m.o.Backend == nil {
+		return next, cause
+	}
+	s, err := m.o.Backend.Sample()
+	if err != nil {
+		return next, fmt.Errorf("sample GPUs: %w", err)
+	}
+	m.nextSample = now.Add(m.o.SampleEvery)
+	local := slices.DeleteFunc(slices.Clone(snap.parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
+	claims := maps.Clone(snap.claims)
+	maps.Copy(claims, m.offline)
+	plans, _ := m.plan(Attribute(s, local, now), local, claims, snap.pol, now)
+	if m.offline == nil {
+		m.offline = map[string]storage.Claim{}
+	}
+	for _, p := range plans {
+		if p.proc.Verdict != Ended {
+			continue
+		}
+		m.offline[p.key] = storage.Claim{By: m.o.Name, At: now}
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+			Detail: fmt.Sprintf("%s to %s: %s (the ledger cannot be reached: acted on what it last said, not recorded there)", signalName(p.sig), p.proc.Command, p.reason)}
+		switch err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig); {
+		case err == nil:
+		case errors.Is(err, ErrProcessGone):
+			continue
+		case errors.Is(err, ErrNoPermission):
+			a.Kind, a.Detail = storage.EventDenied, fmt.Sprintf("%s to %s (%s) needs root: %s", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
+		default:
+			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+		}
+		m.report(a)
+	}
+	maps.Copy(claims, m.offline)
+	// Bookings past their deadline stay live in the snapshot: wake for
+	// what lies ahead, else at the next sample.
+	if next = m.nextWake(snap.parts, claims, snap.pol, now); !next.After(now) {
+		next = now.Add(m.o.SampleEvery)
+	}
+	return next, cause
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored
