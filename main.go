@@ -134,6 +134,7 @@ Run it with no command for the terminal app.`,
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(g), versionCmd(), doctorCmd(g),
+		migrateCmd(g),
 	)
 	return root
 }

@@ -215,3 +215,26 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 		return strings.Contains(onHost(t, lab, "gpu1", "backends").stdout, "host gpu2:           not seen")
 	}, 15*time.Second, 200*time.Millisecond)
 }
+
+// chronos migrate copies a host's file into the lab's ledger, once.
+func TestMigrateCommand(t *testing.T) {
+	lab := labStore(t)
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "1h").code)
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.5", "1h").code)
+	require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
+
+	r := onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", lab, "--host", "gpu3")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Copied 2 bookings (2 live) and 2 events of host gpu3")
+	require.Contains(t, r.stdout, "Booking 1 is now 2.\nBooking 2 is now 3.\n")
+	r = onHost(t, lab, "gpu1", "list", "--host", "gpu3")
+	require.Regexp(t, `(?m)^2\s+gpu3\s+\S+\s+0\s+50%`, r.stdout)
+
+	r = onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", lab, "--host", "gpu3")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "holds 2 bookings of host gpu3")
+	r = onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", db)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "give the lab's ledger")
+}
