@@ -11,7 +11,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test bench soak fuzz screenshots vet tools clean install
+.PHONY: all build run test bench soak soak-etcd fuzz screenshots vet tools clean install
 
 all: build
 
@@ -39,6 +39,10 @@ bench: tools-cc
 
 soak: build
 	$(GO) run ./core/soak -bin $(BIN)
+
+# The same soak on a ledger on a local three-member etcd cluster.
+soak-etcd: build tools
+	$(GO) run ./core/soak -bin $(BIN) -etcd 3
 
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./core ./storage | grep ^Fuzz); do \
