@@ -40,9 +40,11 @@ bench: tools-cc
 soak: build
 	$(GO) run ./core/soak -bin $(BIN)
 
-# The same soak on a ledger on a local three-member etcd cluster.
+# The same soak on a ledger on a local three-member etcd cluster. Its expiry
+# grace is 2 s: each etcd transaction is a few network round trips, and on a
+# saturated 2-core machine a monitor's pass waits on them.
 soak-etcd: build tools
-	$(GO) run ./core/soak -bin $(BIN) -etcd 3
+	$(GO) run ./core/soak -bin $(BIN) -etcd 3 -expiry-grace 2s
 
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./core ./storage | grep ^Fuzz); do \

@@ -81,8 +81,9 @@ type Options struct {
 	Now func() time.Time
 	// As is who acts; the zero value means the current process's user.
 	As *Identity
-	// Host is this machine's name in a ledger shared by many hosts; empty
-	// when the ledger is this host's alone (a file).
+	// Host is this machine's name in a ledger many hosts share (a store
+	// that is a storage.Presence); empty means HostName() there. A ledger
+	// file is one host's alone and has no host names.
 	Host string
 }
 
@@ -100,6 +101,10 @@ type Client struct {
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
 	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now, host: opts.Host}
+	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
+		// Every process on this host must book its GPUs under one name.
+		c.host = HostName()
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -123,17 +128,13 @@ func Open() (*Client, error) {
 }
 
 // OpenAt returns a client for the ledger cfg names, as the current user; on
-// a ledger shared by many hosts it acts as this host (HostName).
+// a ledger many hosts share it acts as this host (HostName).
 func OpenAt(cfg StoreConfig, devices DeviceSource) (*Client, error) {
 	s, err := OpenStore(cfg)
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Ledger: s, Devices: devices}
-	if cfg.Etcd() {
-		opts.Host = HostName()
-	}
-	return NewClient(opts), nil
+	return NewClient(Options{Ledger: s, Devices: devices}), nil
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.

@@ -248,3 +248,17 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond)
 	require.Equal(t, 3, strings.Count(strings.Join(log.kinds(), " "), "signalled"), "nothing signalled twice")
 }
+
+// On a ledger many hosts share, a client given no host name is this host,
+// so that every process here books this host's GPUs under one name: a
+// library user and the command line never each get a GPU 0 of their own.
+func TestUnnamedClientIsThisHost(t *testing.T) {
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	lib := clientOn(open(), nil, alice)
+	require.Equal(t, HostName(), lib.Host())
+	cli := hostClient(open(), HostName(), bob)
+	_, err := lib.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = cli.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+}

@@ -435,11 +435,18 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 	if len(due) > 0 {
 		now = m.c.now() // sampling may have taken a while since the tick began
 	}
+	// Read them all at once: on etcd each read is a round trip, and a
+	// longer transaction loses more often to other writers.
+	read, err := tx.PartitionsByID(slices.Concat(due, warn))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uint64]storage.Partition, len(read))
+	for _, p := range read {
+		byID[p.ID] = p
+	}
 	for _, id := range due {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, err
-		}
+		p := byID[id]
 		if p.State != storage.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
@@ -462,10 +469,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		acts = append(acts, a)
 	}
 	for _, id := range warn {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, err
-		}
+		p := byID[id]
 		if p.Warned || !p.LiveAt(now) {
 			continue
 		}

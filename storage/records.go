@@ -225,9 +225,9 @@ func (tx *Tx) PutPartition(p *Partition) error {
 	return raw.Delete(bucketLive, key(p.ID))
 }
 
-// partitionsByID reads the partitions with those ids, in that order; a
-// missing one is an error.
-func (tx *Tx) partitionsByID(ids []uint64) ([]Partition, error) {
+// PartitionsByID reads the partitions with those ids, in that order, in as
+// few reads as the engine allows; a missing one is an error.
+func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
 	out := make([]Partition, 0, len(ids))
 	many, ok := tx.raw.(ManyGetter)
 	if !ok {
@@ -281,7 +281,7 @@ func (tx *Tx) LivePartitions() ([]Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := tx.partitionsByID(ids)
+	out, err := tx.PartitionsByID(ids)
 	if err != nil {
 		return nil, fmt.Errorf("live index: %w", err)
 	}
@@ -317,7 +317,7 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 		return nil, err
 	}
 	ids = slices.DeleteFunc(ids, func(id uint64) bool { return seen[id] })
-	older, err := tx.partitionsByID(ids)
+	older, err := tx.PartitionsByID(ids)
 	if err != nil {
 		return nil, fmt.Errorf("live index: %w", err)
 	}

@@ -241,3 +241,41 @@ func TestRacingWritersOnACluster(t *testing.T) {
 	}
 	require.Equal(t, writers*each, requireWhole(t, first))
 }
+
+// A long transaction among writers in tight loops of short ones is not
+// starved: after a few losses it takes its turn and commits.
+func TestLongWriterIsNotStarved(t *testing.T) {
+	c := etcdtest.Shared(t)
+	long := openOn(t, c, 5*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: long.Prefix()})
+		require.NoError(t, err)
+		defer s.Close()
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = addBooking(s)
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(100 * time.Millisecond)
+	for range 5 {
+		start := time.Now()
+		err := long.Update(func(tx *storage.Tx) error {
+			if _, err := tx.LivePartitions(); err != nil {
+				return err
+			}
+			time.Sleep(30 * time.Millisecond) // a monitor sampling GPUs, say
+			return tx.AddEvent(storage.Event{Kind: storage.EventWarned})
+		})
+		require.NoError(t, err)
+		t.Logf("committed after %s", time.Since(start).Round(time.Millisecond))
+	}
+}

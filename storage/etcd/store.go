@@ -8,13 +8,15 @@
 //	<prefix>/seq/<bucket>     the bucket's last sequence number, in decimal
 //	<prefix>/version          rewritten by every committed transaction
 //	<prefix>/hosts/<host>     a host's live status, under a lease
+//	<prefix>/turn             a starving writer's turn, under a lease (see takeTurn)
 //
 // A transaction reads at one revision (its first read pins it), keeps its
 // writes in an overlay its own reads see, and commits with one etcd Txn
 // that fails if the version key changed since that revision: any other
 // commit in between makes it retry from the start, so transactions are
 // serializable, as under bbolt's single writer, with no lock held across the
-// network.
+// network — but for a writer that keeps losing, which takes a turn that the
+// others wait out (see takeTurn).
 package etcd
 
 import (
@@ -160,7 +162,7 @@ func (s *Store) bucketPrefix(bucket []byte) string {
 }
 
 // reserved are names under the prefix that are not buckets.
-var reserved = []string{"seq", "version", "hosts"}
+var reserved = []string{"seq", "version", "hosts", "turn"}
 
 func checkBucket(bucket []byte) error {
 	name := string(bucket)
@@ -226,14 +228,30 @@ const (
 func (s *Store) Update(fn func(*storage.Tx) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
+	lost := 0 // attempts that lost to another writer
+	busy := func() error {
+		return fmt.Errorf("%w: lost to other writers %d times in %s; nothing was written", storage.ErrBusy, lost, s.cfg.Timeout)
+	}
+	var turn string // this writer's turn (see takeTurn), once it has one
+	defer func() {
+		if turn != "" {
+			s.endTurn(turn)
+		}
+	}()
 	for attempt := 1; ; attempt++ {
-		t := &tx{s: s, ctx: ctx, writable: true}
+		if lost >= turnAfter && turn == "" {
+			turn = s.takeTurn(ctx) // empty: another writer has the turn; wait for it
+		}
+		t := &tx{s: s, ctx: ctx, writable: true, turn: turn}
 		stx, err := storage.NewTx(t)
 		if err == nil {
 			err = fn(stx)
 		}
 		if err == nil {
 			err = t.err // a read failed though fn carried on
+		}
+		if errors.Is(err, storage.ErrUnavailable) && lost > 0 && ctx.Err() != nil {
+			return busy() // the time went on losing, not on an etcd that did not answer
 		}
 		if errors.Is(err, storage.ErrUnavailable) {
 			return fmt.Errorf("%w; nothing was written", err)
@@ -247,15 +265,17 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 		how, err := t.commit()
 		switch how {
 		case committed:
+			turn = "" // the commit ended it
 			return nil
 		case conflicted:
-			if attempt == maxAttempts {
-				return fmt.Errorf("%w: %d attempts in a row lost to other writers", storage.ErrBusy, attempt)
-			}
-			if !pause(ctx, attempt) {
-				return fmt.Errorf("%w: lost to other writers for %s", storage.ErrBusy, s.cfg.Timeout)
+			lost++
+			if attempt == maxAttempts || !pause(ctx, attempt) {
+				return busy()
 			}
 		case notWritten:
+			if ctx.Err() != nil && lost > 0 {
+				return busy()
+			}
 			if ctx.Err() != nil || !pause(ctx, attempt) {
 				return fmt.Errorf("%w; nothing was written", err)
 			}
@@ -265,6 +285,43 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 			return err
 		}
 	}
+}
+
+// A writer that keeps losing to others — a long transaction, such as a
+// monitor's, among many short ones — would starve. After turnAfter losses
+// it takes the turn: a key every commit requires absent (or holding its own
+// token), so that the others wait while it commits, which deletes the key.
+// The key is under the store's lease, kept alive while the process runs, so
+// a writer that dies or is stopped holding the turn frees it within turnTTL.
+const (
+	turnAfter = 2
+	turnTTL   = 6 * time.Second
+)
+
+func (s *Store) turnKey() string { return s.cfg.Prefix + "/turn" }
+
+// takeTurn claims the turn; it returns its token, or "" when another writer
+// holds it (or etcd did not answer).
+func (s *Store) takeTurn(ctx context.Context) string {
+	lease, err := s.lease(ctx, turnTTL)
+	if err != nil {
+		return ""
+	}
+	token := newToken()
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
+		Then(clientv3.OpPut(s.turnKey(), token, clientv3.WithLease(lease))).Commit()
+	if err != nil || !resp.Succeeded {
+		return ""
+	}
+	return token
+}
+
+// endTurn gives the turn up without committing (fn failed, or the deadline
+// came).
+func (s *Store) endTurn(token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	_, _ = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(s.turnKey()), "=", token)).Then(clientv3.OpDelete(s.turnKey())).Commit()
 }
 
 // View runs fn in one read-only transaction at one revision.
@@ -336,7 +393,8 @@ type tx struct {
 	writable bool
 	rev      int64 // every read is at this revision; 0 until the first
 	writes   map[string]write
-	err      error // the first failed read
+	err      error  // the first failed read
+	turn     string // the turn this writer holds, if any
 	// Keys read at rev, nil for absent ones; and prefixes read whole at the
 	// first read (storage.SmallBuckets and the sequences), whose keys not
 	// in read are absent.
@@ -559,7 +617,7 @@ func (t *tx) NextSequence(bucket []byte) (uint64, error) {
 // stopped early (the newest event, say) reads little and a long one takes
 // few round trips.
 const (
-	scanPage    = 16
+	scanPage    = 64
 	scanPageMax = 1024
 )
 
@@ -667,7 +725,14 @@ func (t *tx) commit() (outcome, error) {
 		}
 	}
 	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
-	resp, err := s.cli.Txn(t.ctx).If(clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)).Then(ops...).Commit()
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)}
+	if t.turn != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.turnKey()), "=", t.turn))
+		ops = append(ops, clientv3.OpDelete(s.turnKey()))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0))
+	}
+	resp, err := s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
 	switch {
 	case err == nil && resp.Succeeded:
 		s.seen(resp.Header.Revision)
