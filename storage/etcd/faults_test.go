@@ -130,14 +130,17 @@ func TestStoppedDuringCommit(t *testing.T) {
 		t.Run(map[bool]string{false: "continued", true: "killed and restarted"}[kill], func(t *testing.T) {
 			c := etcdtest.Start(t, 1)
 			s := openOn(t, c, time.Second)
+			prefix := s.cfg.Prefix
 			_, err := addBooking(s)
 			require.NoError(t, err)
 			m := c.Members[0]
 			var once atomic.Int32
+			back := make(chan struct{})
 			s.beforeCommit = func() {
 				if once.Add(1) == 1 {
 					m.Pause()
 					go func() {
+						defer close(back)
 						time.Sleep(1200 * time.Millisecond) // the commit has timed out
 						if !kill {
 							m.Resume()
@@ -152,7 +155,12 @@ func TestStoppedDuringCommit(t *testing.T) {
 			}
 			_, err = addBooking(s)
 			s.beforeCommit = nil
+			<-back
 			require.NoError(t, c.WaitHealthy(20*time.Second))
+			// Look with a patient handle: this one's 1 s may pass while
+			// the client reconnects.
+			s = openOn(t, c, 10*time.Second)
+			s.cfg.Prefix = prefix
 			n := requireWhole(t, s)
 			t.Logf("said: %v; %d bookings", err, n)
 			switch {

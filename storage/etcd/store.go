@@ -757,28 +757,25 @@ func (t *tx) commit() (outcome, error) {
 }
 
 // applied finds out whether the commit that wrote token to the version key
-// happened, by replaying the version key's changes since rev.
+// happened. A commit etcd failed to answer may still be on its way, so it
+// first fences it off: it rewrites the version key, after which the commit
+// in doubt can no longer apply (it wants the key unchanged since rev). Then
+// the key's history since rev says whether it did before.
 func (s *Store) applied(token string, rev int64) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	now, err := s.cli.Get(ctx, s.versionKey())
+	fence, err := s.cli.Put(ctx, s.versionKey(), "fence-"+token)
 	if err != nil {
 		return false, err
 	}
-	if len(now.Kvs) == 0 || now.Kvs[0].ModRevision <= rev {
-		return false, nil // nobody committed since
-	}
-	if string(now.Kvs[0].Value) == token {
-		s.seen(now.Kvs[0].ModRevision)
-		return true, nil
-	}
-	last := now.Kvs[0].ModRevision
+	last := fence.Header.Revision
 	for wr := range s.cli.Watch(ctx, s.versionKey(), clientv3.WithRev(rev+1)) {
 		if err := wr.Err(); err != nil {
 			return false, err
 		}
 		for _, ev := range wr.Events {
 			if string(ev.Kv.Value) == token {
+				s.seen(ev.Kv.ModRevision)
 				return true, nil
 			}
 			if ev.Kv.ModRevision >= last {
