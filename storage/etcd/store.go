@@ -764,26 +764,36 @@ func (t *tx) commit() (outcome, error) {
 func (s *Store) applied(token string, rev int64) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	fence, err := s.cli.Put(ctx, s.versionKey(), "fence-"+token)
-	if err != nil {
-		return false, err
-	}
-	last := fence.Header.Revision
-	for wr := range s.cli.Watch(ctx, s.versionKey(), clientv3.WithRev(rev+1)) {
-		if err := wr.Err(); err != nil {
+	var fence *clientv3.PutResponse
+	for attempt := 1; ; attempt++ { // past a member that just died, say
+		var err error
+		if fence, err = s.cli.Put(ctx, s.versionKey(), "fence-"+token); err == nil {
+			break
+		}
+		if !transient(err) || !pause(ctx, attempt) {
 			return false, err
 		}
-		for _, ev := range wr.Events {
-			if string(ev.Kv.Value) == token {
-				s.seen(ev.Kv.ModRevision)
-				return true, nil
+	}
+	last := fence.Header.Revision
+	for attempt := 1; ; attempt++ {
+		for wr := range s.cli.Watch(clientv3.WithRequireLeader(ctx), s.versionKey(), clientv3.WithRev(rev+1)) {
+			if err := wr.Err(); err != nil {
+				break
 			}
-			if ev.Kv.ModRevision >= last {
-				return false, nil
+			for _, ev := range wr.Events {
+				if string(ev.Kv.Value) == token {
+					s.seen(ev.Kv.ModRevision)
+					return true, nil
+				}
+				if ev.Kv.ModRevision >= last {
+					return false, nil
+				}
 			}
 		}
+		if !pause(ctx, attempt) {
+			return false, ctx.Err()
+		}
 	}
-	return false, ctx.Err()
 }
 
 func newToken() string {
