@@ -1,7 +1,7 @@
 # Chronos: `make run` builds and starts the app, `make test` runs every test.
 # Both work on a fresh machine with Go installed; what else they need (a C
-# compiler for NVML's cgo, tmux for the end-to-end tests, an etcd server for
-# the many-hosts tests) they install.
+# compiler for NVML's cgo, tmux for the end-to-end tests, podman for the
+# container tests, an etcd server for the many-hosts tests) they install.
 
 GO       ?= go
 BIN      := bin/chronos
@@ -47,18 +47,24 @@ soak-etcd: build tools
 	$(GO) run ./core/soak -bin $(BIN) -etcd 3 -expiry-grace 2s
 
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./core ./storage | grep ^Fuzz); do \
-	  pkg=./core; $(GO) test -list "^$$t$$" ./storage | grep -q "^$$t$$" && pkg=./storage; \
-	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done
+	@for pkg in ./core ./storage ./gpu; do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
+	    echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
 screenshots: build tools
 	./scripts/screenshots.sh $(BIN)
 
 # tools installs what the tests use, when it is missing and we may install.
+# podman, runc and a static busybox run the real-container tests (gpu/),
+# which are skipped where they cannot be installed.
 tools: tools-cc
 	@command -v tmux >/dev/null || $(call apt,tmux)
 	@command -v flock >/dev/null || $(call apt,util-linux)
 	@command -v etcd >/dev/null || test -x /usr/bin/etcd || test -n "$$CHRONOS_ETCD" || $(call apt,etcd-server)
+	@{ command -v podman && command -v runc && test -x /bin/busybox; } >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc busybox-static >/dev/null; } || \
+	  echo "podman, runc or busybox-static missing: the real-container tests will be skipped"
 
 tools-cc:
 	@command -v gcc >/dev/null || command -v cc >/dev/null || $(call apt,gcc libc6-dev)

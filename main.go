@@ -77,11 +77,11 @@ func execute(args []string) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(os.Stderr, "chronos:", exit.msg)
+			fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(exit.msg))
 		}
 		return exit.code
 	}
-	fmt.Fprintln(os.Stderr, "chronos:", err)
+	fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage
@@ -129,7 +129,7 @@ Run it with no command for the terminal app.`,
 	root.PersistentFlags().StringVar(&g.store.CACert, "cacert", "", "etcd: CA certificate (PEM) that signed the members' certificates")
 	root.PersistentFlags().StringVar(&g.store.Cert, "cert", "", "etcd: this client's certificate (PEM)")
 	root.PersistentFlags().StringVar(&g.store.Key, "key", "", "etcd: this client's private key (PEM)")
-	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml or sim (default: $CHRONOS_BACKEND, else auto)")
+	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml, drm or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
@@ -247,11 +247,20 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h).`,
 			if err != nil {
 				return err
 			}
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(os.Stderr, "chronos: warning:", tui.Printable(w))
+			}
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(os.Stderr, "chronos: note:", note)
+				}
+			}
 			if asJSON {
 				return printJSON(core.JSON(p.Partition, c.Now(), 0))
 			}
 			fmt.Printf("Booked %d: %s (%s) of GPU %s for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), c.GPUName(p.Host, p.Device), p.User, p.Expires.Local().Format("Mon Jan 2 15:04:05"))
+				core.FormatBytes(p.Bytes), c.GPUName(p.Host, p.Device), p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Printf("GPU %s had %s.\n", c.GPUName(p.Host, p.Device), p.Room.Room())
 			return nil
 		},
 	}
@@ -298,7 +307,7 @@ func listBookings(c *core.Client, all, asJSON bool, host string) error {
 	if asJSON {
 		out := make([]core.PartitionJSON, 0, len(parts))
 		for _, p := range parts {
-			out = append(out, core.JSON(p.Partition, now, pol.WarnLead))
+			out = append(out, p.JSON(now, pol.WarnLead))
 		}
 		return printJSON(out)
 	}
@@ -328,7 +337,7 @@ func releaseCmd(g *globals) *cobra.Command {
 			status := 0
 			for _, id := range ids {
 				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(os.Stderr, "chronos:", err)
+					fmt.Fprintln(os.Stderr, "chronos:", tui.Printable(err.Error()))
 					status = exitError
 					continue
 				}
@@ -366,7 +375,7 @@ func extendCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				p.Expires.Local().Format("Mon Jan 2 15:04:05"), core.FormatDuration(p.Expires.Sub(c.Now())))
+				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
 			return nil
 		},
 	}
@@ -448,7 +457,9 @@ func policyCmd(g *globals) *cobra.Command {
   unbooked=off|warn|terminate    GPU processes with no booking, on a GPU that has bookings
   grace=30s                      time between SIGTERM and SIGKILL
   warn=5m                        warning lead before a booking ends
-  max=7d                         longest booking (and most time left after an extension)`,
+  max=7d                         longest booking (and most time left after an extension)
+  admit=booked|physical          admit on booked shares only (memory in use is a warning),
+                                 or also refuse what is not physically free`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -491,11 +502,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return printJSON(evs)
 			}
 			for _, e := range evs {
-				id := ""
-				if e.Partition != 0 {
-					id = fmt.Sprintf(" #%d", e.Partition)
-				}
-				fmt.Printf("%s  %-9s%s by %s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Kind, id, e.User, e.Detail)
+				fmt.Printf("%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), tui.Printable(core.FormatEvent(e)))
 			}
 			return nil
 		},
@@ -512,7 +519,7 @@ func initCmd(g *globals) *cobra.Command {
 		Use:   "init (--shared | --store etcd://…) [--group NAME]",
 		Short: "Create the machine's shared ledger, or point it at a lab's ledger on etcd (root)",
 		Long: `With --shared: create ` + core.SharedDir + ` for a group of users: owned by root
-and the group, setgid, mode 2770; the ledger inside gets mode 0660. Every user
+and the group, setgid and sticky, mode 3770; the ledger inside gets mode 0660. Every user
 in the group then shares one ledger; everyone else cannot read or change it.
 
 With --store etcd://host:port,…: check that etcd answers, then write
@@ -597,16 +604,19 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [DEVICE MEMORY DURATION | --partition ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
 		Long: `Book a share (or join your live booking with --partition), run the command
-with CUDA_VISIBLE_DEVICES, CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and
-CHRONOS_DEADLINE_UNIX set (and, while an MPS daemon runs, the booking's memory
-and compute limits), and release the booking when the command ends.
+with only the booked GPU visible (CUDA_VISIBLE_DEVICES; on AMD ROCR_ and
+HIP_VISIBLE_DEVICES; on Intel ZE_AFFINITY_MASK), CHRONOS_BOOKING_ID,
+CHRONOS_PARTITION_ID, CHRONOS_EXPIRES_AT and CHRONOS_DEADLINE_UNIX set (and,
+while an MPS daemon runs, the booking's memory and compute limits), and
+release the booking when the command ends.
 
-Before the end the command's process group gets --warn-signal (SIGUSR1 by
-default: handle it to checkpoint, or say --warn-signal none; Python's default
-action for SIGUSR1 ends the program). At the deadline it gets SIGTERM, then
-SIGKILL after the grace period. chronos exits with the command's status, or
-124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run --partition 7 -- python eval.py",
+No signal comes before the end unless you ask: the deadline is in
+CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
+group five minutes before the end (as Slurm's --signal; handle it, since
+SIGUSR1's default action ends a program). At the deadline the group gets
+SIGTERM, then SIGKILL after the grace period. chronos exits with the command's
+status, or 124 when it stopped the command because the booking ended.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --partition 7 -- python eval.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -616,7 +626,10 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 			opts := core.RunOptions{Command: command, Grace: grace, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 				Say: func(f string, v ...any) { fmt.Fprintf(os.Stderr, "chronos: "+f+"\n", v...) }}
 			var err error
-			if opts.WarnSignal, err = core.ParseSignal(warnSignal); err != nil {
+			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
+				return usageError{errors.New("run: --warn-signal is the old name of --signal: give one")}
+			}
+			if opts.WarnSignal, err = core.ParseWarnSignal(warnSignal); err != nil {
 				return err
 			}
 			switch {
@@ -648,7 +661,8 @@ SIGKILL after the grace period. chronos exits with the command's status, or
 	}
 	cmd.Flags().StringVar(&partition, "partition", "", "run inside this live booking of yours instead of booking")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
-	cmd.Flags().StringVar(&warnSignal, "warn-signal", "SIGUSR1", "signal sent at the warning lead before the end, or none")
+	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m); none by default")
+	cmd.Flags().StringVar(&warnSignal, "warn-signal", "none", "the old name of --signal")
 	cmd.Flags().DurationVar(&grace, "grace", -1, "time between SIGTERM and SIGKILL (default: the policy's, 30s)")
 	return cmd
 }
@@ -708,6 +722,8 @@ type backendReport struct {
 	NVMLDetail         string `json:"nvml_detail"`
 	Driver             string `json:"driver,omitempty"`
 	GPUs               int    `json:"gpus"`
+	DRMAvailable       bool   `json:"drm_available"`
+	DRMDetail          string `json:"drm_detail"`
 	MPSRunning         bool   `json:"mps_running"`
 	MPSMultiUser       bool   `json:"mps_multi_user"`
 	MPSPipeDir         string `json:"mps_pipe_dir"`
@@ -745,6 +761,12 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.NVMLDetail = fmt.Sprintf("driver %s, %d GPU(s)", r.Driver, r.GPUs)
 				n.Close()
 			}
+			if d, err := gpu.OpenDRM(gpu.DRMOptions{}); err != nil {
+				r.DRMDetail = err.Error()
+			} else {
+				devs, _ := d.Devices()
+				r.DRMAvailable, r.DRMDetail = true, fmt.Sprintf("%d AMD or Intel GPU(s), read through the kernel", len(devs))
+			}
 			mps := gpu.DetectMPS("")
 			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
 			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
@@ -753,6 +775,8 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.Mode += ", multi-user"
 			}
 			switch {
+			case !r.NVMLAvailable && r.DRMAvailable:
+				r.Recommended = "time-sliced: AMD and Intel GPUs have no MPS; the monitor watches each booking's memory, nothing caps it, and --compute is only recorded"
 			case !r.NVMLAvailable:
 				r.Recommended = "simulated: no NVIDIA driver is usable here"
 			case mps.Running && !mps.MultiUser:
@@ -762,7 +786,7 @@ func backendsCmd(g *globals) *cobra.Command {
 			default:
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
-			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail)
+			r.ActiveBackend = activeBackend(g.backendKind(), r.NVMLAvailable && r.GPUs > 0, r.NVMLDetail, r.DRMAvailable, r.DRMDetail)
 			if err := reportHosts(g, &r); err != nil {
 				return err
 			}
@@ -770,6 +794,7 @@ func backendsCmd(g *globals) *cobra.Command {
 				return printJSON(r)
 			}
 			fmt.Printf("NVML:                %s\n", availability(r.NVMLAvailable, r.NVMLDetail))
+			fmt.Printf("DRM:                 %s\n", availability(r.DRMAvailable, r.DRMDetail))
 			fmt.Printf("MPS daemon:          %s\n", mpsLine(mps))
 			fmt.Printf("concurrent possible: %s\n", yesNo(r.ConcurrentPossible))
 			fmt.Printf("recommended:         %s\n", r.Recommended)
@@ -784,10 +809,10 @@ func backendsCmd(g *globals) *cobra.Command {
 				if h.SkewSeconds != nil {
 					skew = fmt.Sprintf("clock %+.2f s", *h.SkewSeconds)
 				}
-				fmt.Printf("host %-15s %s, %d GPUs, %s\n", h.Host+":", state, h.GPUs, skew)
+				fmt.Printf("host %-15s %s, %d GPUs, %s\n", tui.Printable(h.Host)+":", state, h.GPUs, skew)
 			}
 			for _, w := range r.ClockWarnings {
-				fmt.Printf("warning:             %s\n", w)
+				fmt.Printf("warning:             %s\n", tui.Printable(w))
 			}
 			return nil
 		},
@@ -825,7 +850,7 @@ func reportHosts(g *globals, r *backendReport) error {
 
 // activeBackend says which backend gpu.Open would pick for kind, from what
 // the NVML probe above found, without starting NVML a second time.
-func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
+func activeBackend(kind string, nvmlOK bool, nvmlDetail string, drmOK bool, drmDetail string) string {
 	switch strings.ToLower(strings.TrimSpace(kind)) {
 	case gpu.KindSim, "simulated":
 		return "simulated"
@@ -834,13 +859,21 @@ func activeBackend(kind string, nvmlOK bool, nvmlDetail string) string {
 			return "nvml"
 		}
 		return "none: nvml backend unavailable: " + nvmlDetail
+	case gpu.KindDRM:
+		if drmOK {
+			return "drm"
+		}
+		return "none: drm backend unavailable: " + drmDetail
 	case "", gpu.KindAuto:
 		if nvmlOK {
 			return "nvml"
 		}
+		if drmOK {
+			return "drm"
+		}
 		return "simulated"
 	}
-	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml or sim", kind)
+	return fmt.Sprintf("none: unknown GPU backend %q: use auto, nvml, drm or sim", kind)
 }
 
 func availability(ok bool, detail string) string {
@@ -885,7 +918,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 			logger.Print(string(data))
 			return
 		}
-		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+		logger.Printf("%s %s", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return usageError{fmt.Errorf("--log-format %q: use text or json", f.logFormat)}
@@ -920,7 +953,7 @@ func runMonitor(g *globals, f monitorFlags) error {
 		start.Detail += "; " + notice
 	}
 	logAct(start)
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, Concurrent: mps.Running, OnAct: logAct})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
 	err = m.Run(ctx)
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
@@ -946,7 +979,7 @@ func runApp(g *globals, logPath string) error {
 	defer b.Close()
 	var logFile *os.File
 	if logPath != "" {
-		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+		if logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600); err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
 		defer logFile.Close()
@@ -955,9 +988,9 @@ func runApp(g *globals, logPath string) error {
 	acts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Concurrent: mps.Running, OnAct: func(a core.Act) {
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: func(a core.Act) {
 		if logFile != nil {
-			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), a)
+			fmt.Fprintf(logFile, "%s %s\n", a.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), tui.Printable(a.String()))
 		}
 		select {
 		case acts <- a.String():
@@ -1003,14 +1036,14 @@ was repaired), 1 when problems remain.`,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			printDiagnosis := func(d storage.Diagnosis) {
 				switch {
-				case !d.Exists:
+				case !d.Exists && d.Healthy:
 					fmt.Printf("Ledger %s: not created yet (nothing to check).\n", d.Path)
 				case d.Healthy:
 					fmt.Printf("Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
 				default:
 					fmt.Printf("Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
 					for _, p := range d.Problems {
-						fmt.Println("  -", p)
+						fmt.Println("  -", tui.Printable(p))
 					}
 				}
 				fmt.Println("Backup:", d.Backup)
@@ -1036,7 +1069,7 @@ was repaired), 1 when problems remain.`,
 							fmt.Println("Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Println("Lost:", s)
+							fmt.Println("Lost:", tui.Printable(s))
 						}
 						fmt.Printf("Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)

@@ -10,31 +10,50 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// nobody is the unprivileged user tests run the binary as.
+var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
+
 // asNobody runs the real binary as uid 65534 against db.
 func asNobody(t *testing.T, bin, db string, args ...string) result {
 	t.Helper()
-	return runChronos(t, bin, db, &syscall.Credential{Uid: 65534, Gid: 65534}, args...)
+	return runChronos(t, bin, db, nobody, args...)
+}
+
+// rootsLedgerForAll is a ledger that anyone may write, holding root's
+// booking of share of GPU 0, beside a copy of the binary (see otherUserCopy).
+func rootsLedgerForAll(t *testing.T, share string) (bin, db string) {
+	t.Helper()
+	bin, db = otherUserCopy(t)
+	r := chronos(t, db, "create", "0", share, "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Chmod(db, 0o666))
+	return bin, db
+}
+
+// otherUserCopy skips unless the test runs as root; else it copies the
+// binary into a directory any user may use, and returns it and a ledger
+// path there.
+func otherUserCopy(t *testing.T) (bin, db string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another uid")
+	}
+	dir, err := os.MkdirTemp("", "chronos-other-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	data, err := os.ReadFile(chronosBin)
+	require.NoError(t, err)
+	bin = filepath.Join(dir, "chronos")
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	return bin, filepath.Join(dir, "chronos.db")
 }
 
 // An ordinary user who can write the ledger file still cannot extend,
 // release or run inside another's booking, book for someone else, or change
 // the policy: the ownership checks hold, and a refusal writes nothing.
 func TestOtherUsersAreRefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another uid")
-	}
-	dir, err := os.MkdirTemp("/tmp", "chronos-perm-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "chronos")
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	db := filepath.Join(dir, "chronos.db")
-	r := chronos(t, db, "create", "0", "0.2", "1h")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, os.Chmod(db, 0o666))
+	bin, db := rootsLedgerForAll(t, "0.2")
 	before, err := os.ReadFile(db)
 	require.NoError(t, err)
 
@@ -58,7 +77,7 @@ func TestOtherUsersAreRefused(t *testing.T) {
 		})
 	}
 	// Their own booking is theirs to change.
-	r = asNobody(t, bin, db, "create", "1", "0.1", "1h")
+	r := asNobody(t, bin, db, "create", "1", "0.1", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Booked 2: 10% (8.0 GiB) of GPU 1 for nobody")
 	r = asNobody(t, bin, db, "extend", "2", "10m")
@@ -99,7 +118,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		child[k] = v
 	}
-	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
+	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_BOOKING_ID": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
 	for k, v := range parent {
 		if !set[k] {
 			require.Equal(t, v, child[k], "variable %s", k)
@@ -111,6 +130,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 	}
 	require.Equal(t, "1", child["CUDA_VISIBLE_DEVICES"])
 	require.Equal(t, "1", child["CHRONOS_PARTITION_ID"])
+	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
 	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])
 }

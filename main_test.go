@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,15 +61,30 @@ func chronos(t testing.TB, db string, args ...string) result {
 // when cred is set, and returns its output and exit status.
 func runChronos(t testing.TB, bin, db string, cred *syscall.Credential, args ...string) result {
 	t.Helper()
+	return runWith(t, bin, db, cred, nil, 0, args...)
+}
+
+// runWith is runChronos with env added on top of the test environment, and
+// SIGTERM sent after stopAfter when that is not zero (for --monitor).
+func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []string, stopAfter time.Duration, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
 	if cred != nil {
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if stopAfter > 0 {
+		stop := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+		defer stop.Stop()
+	}
+	err := cmd.Wait()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -339,4 +355,191 @@ func medianMS(d []time.Duration) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}
+
+// By default `chronos run` sends no warning signal: a command with no
+// SIGUSR1 handler, and a script that traps only TERM, both run to the
+// booking's deadline and get SIGTERM there, not an early death.
+func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	logf := filepath.Join(t.TempDir(), "log")
+	// A short booking: its warning lead (a tenth, 0.3 s) falls well inside it.
+	r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sleep", "30")
+	require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
+	require.NotContains(t, r.stderr, "SIGUSR1")
+
+	r = chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sh", "-c",
+		`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
+	require.Equal(t, core.ExitExpired, r.code, r.stderr)
+	var got string
+	var at, deadline float64
+	_, err := fmt.Sscan(readFile(t, logf), &got, &at, &deadline)
+	require.NoError(t, err)
+	require.Equal(t, "TERM", got)
+	require.GreaterOrEqual(t, at, deadline, "SIGTERM came before the deadline")
+}
+
+// A warning signal is opt-in, Slurm-style: --signal USR1@1s sends SIGUSR1
+// a second before the end (never earlier), then SIGTERM at the end.
+// --warn-signal is the same flag under its old name.
+func TestRunSignalOptIn(t *testing.T) {
+	for _, flag := range []string{"--signal", "--warn-signal"} {
+		t.Run(flag, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "chronos.db")
+			logf := filepath.Join(t.TempDir(), "log")
+			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", flag, "USR1@1s", "--", "sh", "-c",
+				`trap 'echo "USR1 $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"' USR1; trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
+			require.Equal(t, core.ExitExpired, r.code, r.stderr)
+			lines := strings.Split(strings.TrimSpace(readFile(t, logf)), "\n")
+			require.Len(t, lines, 2, lines)
+			var kind string
+			var at, deadline float64
+			_, err := fmt.Sscan(lines[0], &kind, &at, &deadline)
+			require.NoError(t, err)
+			require.Equal(t, "USR1", kind)
+			require.GreaterOrEqual(t, at, deadline-1, "the warning came earlier than asked")
+			require.Less(t, at, deadline)
+			require.True(t, strings.HasPrefix(lines[1], "TERM "), lines)
+		})
+	}
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	for _, bad := range [][]string{{"--signal", "USR1@"}, {"--signal", "FOO@5m"}, {"--signal", "USR1@5m", "--warn-signal", "USR2"}, {"--signal", "USR1@1h"}} {
+		r := chronos(t, db, append(append([]string{"run", "0", "0.2", "10m"}, bad...), "--", "true")...)
+		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)
+	}
+	require.NoFileExists(t, db, "a refused run books nothing")
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// A refusal says who holds the GPU, until when, and where there is room;
+// free figures are rounded as they are compared; far dates carry a year;
+// a compute cap with no MPS daemon to apply it says so.
+func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", t.TempDir()) // no MPS daemon serves it
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
+	r := chronos(t, db, "create", "0", "0.5", "1h")
+	require.Equal(t, 1, r.code)
+	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until \d\d:\d\d:\d\d\)\. GPU 1 has 100% free\n$`, r.stderr)
+
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.000001", "1h").code)
+	r = chronos(t, db, "create", "1", "100%", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "GPU 1 has 99.9% (79.9 GiB) free, 100% asked")
+	require.Equal(t, "99.9% (79.9 GiB) free on GPU 1\n", chronos(t, db, "available", "1").stdout)
+
+	r = chronos(t, db, "create", "1", "0.1", "1h", "--compute", "25%")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the 25% compute cap is recorded but not applied: no MPS daemon runs")
+
+	require.Equal(t, 0, chronos(t, db, "policy", "set", "max=200d").code)
+	r = chronos(t, db, "create", "1", "0.1", "150d")
+	require.Equal(t, 0, r.code, r.stderr)
+	year := time.Now().Add(150 * 24 * time.Hour).Local().Format("2006")
+	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n`, r.stdout)
+}
+
+// An unbooked process is recorded as its owner's, not as the monitor's: the
+// simulated GPU 0 runs "alice"'s python with no booking, and a booking on
+// GPU 0 makes the monitor note it.
+func TestEventsNameTheProcessOwner(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
+	mon := exec.Command(chronosBin, "--monitor")
+	mon.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+	var evs []storage.Event
+	require.Eventually(t, func() bool {
+		r := chronos(t, db, "events", "--json")
+		evs = nil
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &evs) == nil && slices.ContainsFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+	}, 10*time.Second, 100*time.Millisecond)
+	i := slices.IndexFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+	require.NotNil(t, evs[i].Process)
+	require.Equal(t, "alice", evs[i].Process.User)
+	require.Equal(t, 2001, evs[i].Process.UID)
+	require.Equal(t, 4_200_000, evs[i].Process.PID)
+
+	r := chronos(t, db, "events")
+	require.Regexp(t, `unbooked\s+alice's pid 4200000: python train.py .* with no booking \(recorded by \S+\)\n`, r.stdout)
+	require.NotRegexp(t, `unbooked\s+by `, r.stdout)
+}
+
+// create shows the memory physically free next to the bookable share and
+// warns when a booking promises memory in use: the simulated GPU 0 runs
+// "alice"'s unbooked python, which `chronos stats` reads and stores. With
+// admit=physical the warning is a refusal.
+func TestCreateWarnsOfMemoryInUse(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	r := chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "GPU 0 had 100% (80.0 GiB) bookable, physically free memory unknown")
+	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+
+	require.Equal(t, 0, chronos(t, db, "stats").code)
+	r = chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `GPU 0 had 100% \(80.0 GiB\) bookable, \d+\.\d GiB physically free \(read [^)]+\)\.\n`, r.stdout)
+	require.Regexp(t, `chronos: warning: 80.0 GiB booked, but only \d+\.\d GiB of GPU 0 is physically free \(read [^)]+\): alice uses \d+\.\d GiB with no booking \(pid 4200000\)\n`, r.stderr)
+	require.Equal(t, 0, chronos(t, db, "release", "2").code)
+
+	r = chronos(t, db, "policy", "set", "admit=physical")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "admit=physical")
+	before := readFile(t, db)
+	r = chronos(t, db, "create", "0", "80GiB", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "not enough memory physically free on that GPU (the policy admits only what is physically free): 80.0 GiB booked, but only")
+	require.Equal(t, before, readFile(t, db), "a refusal changes nothing")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "10GiB", "1h").code)
+}
+
+// A `chronos run` killed with SIGKILL no longer keeps its booking until the
+// deadline. While its command still runs, list shows the booking orphaned;
+// once nothing of it runs, the monitor releases it and says why.
+func TestDeadWrapperReleasesItsBooking(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	mark := filepath.Join(t.TempDir(), "started")
+	run := exec.Command(chronosBin, "run", "0", "0.3", "1h", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 600`, mark)
+	run.Env = append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
+	require.NoError(t, run.Start())
+	t.Cleanup(func() { run.Process.Kill(); run.Wait() })
+	var child int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(mark)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && child > 0
+	}, 10*time.Second, 20*time.Millisecond)
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+
+	mon := exec.Command(chronosBin, "--monitor", "--sample-every", "100ms")
+	mon.Env = run.Env
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+
+	// The wrapper alive: the booking is just live, whatever the monitor sees.
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, core.StatusLive, listJSON(t, db)[0].State)
+
+	require.NoError(t, run.Process.Signal(syscall.SIGKILL))
+	require.Error(t, run.Wait())
+	require.Eventually(t, func() bool {
+		parts := listJSON(t, db)
+		return len(parts) == 1 && parts[0].State == core.StatusOrphaned
+	}, 10*time.Second, 50*time.Millisecond, "its command still runs: orphaned, not released")
+	require.Regexp(t, `(?m)^1\s.*\sorphaned$`, chronos(t, db, "list").stdout)
+
+	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 0 }, 10*time.Second, 50*time.Millisecond)
+	parts := listJSON(t, db, "--all")
+	require.Equal(t, core.StatusReleased, parts[0].State)
+	r := chronos(t, db, "events")
+	require.Regexp(t, `released\s+#1 by \S+: its chronos run \(pid \d+ on \S+\) is gone and nothing of its command runs any more`, r.stdout)
 }

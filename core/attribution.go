@@ -26,16 +26,21 @@ const (
 // Attribution is one GPU process and the booking it counts against.
 type Attribution struct {
 	gpu.Process
-	Device    int     `json:"device"`
-	Partition uint64  `json:"partition,omitempty"`
-	Verdict   Verdict `json:"verdict"`
+	Device    int    `json:"device"`
+	Partition uint64 `json:"partition,omitempty"`
+	// Claimed is the booking the process's environment names when the
+	// process is not its owner's (nor root's): anyone can set the variable,
+	// so the claim is ignored, and shown.
+	Claimed uint64  `json:"claimed,omitempty"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // Attribute matches every process in the sample to a booking: the one named
-// by CHRONOS_PARTITION_ID in its environment (set by `chronos run`, inherited
-// by children), else its owner's live booking on that GPU, else the owner's
-// expired booking on that GPU that the process started under. Processes of
-// one booking share its memory budget.
+// by CHRONOS_BOOKING_ID (or CHRONOS_PARTITION_ID) in its environment (set by
+// `chronos run`, inherited by children) when the process belongs to that
+// booking's owner or to root, else its owner's live booking on that GPU,
+// else the owner's expired booking on that GPU that the process started
+// under. Processes of one booking share its memory budget.
 func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribution {
 	byID := make(map[uint64]storage.Partition, len(parts))
 	for _, p := range parts {
@@ -47,7 +52,11 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 		for _, proc := range d.Processes {
 			a := Attribution{Process: proc, Device: d.Index, Verdict: Unbooked}
 			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
-				if p, ok := byID[id]; ok && p.Device == d.Index {
+				switch p, ok := byID[id]; {
+				case !ok || p.Device != d.Index:
+				case proc.UID != p.UID && proc.UID != 0:
+					a.Claimed = id
+				default:
 					a.Partition = id
 					if !p.LiveAt(now) {
 						a.Verdict = Ended
@@ -69,7 +78,9 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 		}
 	}
 	for i, a := range out {
-		if a.Verdict == Booked && used[a.Partition] > byID[a.Partition].Bytes {
+		// A booking of no bytes is on a GPU whose size the driver does not
+		// report (Intel): it has no budget to be over.
+		if b := byID[a.Partition].Bytes; a.Verdict == Booked && b > 0 && used[a.Partition] > b {
 			out[i].Verdict = OverBudget
 		}
 	}

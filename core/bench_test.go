@@ -2,8 +2,10 @@ package core
 
 import (
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,6 +29,22 @@ func BenchmarkLedgerOps(b *testing.B) {
 		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// GPU readings stored, as where monitors run: create reads its GPU's.
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		var rs []storage.DeviceReading
+		for d := range 2 {
+			r := storage.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
+				MemoryTotal: testGPUMemory, MemoryUsed: testGPUMemory / 2}
+			for h := range readingHolders {
+				r.Holders = append(r.Holders, storage.Holder{User: "user" + strconv.Itoa(h), UID: 2000 + h, Bytes: 4 << 30, PIDs: []int{100000 + h, 100100 + h, 100200 + h}})
+			}
+			rs = append(rs, r)
+		}
+		return tx.PutDeviceReadings(rs)
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	value := make([]byte, 300) // about the size of a stored booking
 	bare := func() {
@@ -154,4 +172,46 @@ func BenchmarkMonitorIdleTick(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCreateReadsPhysical is what reading a GPU's stored memory
+// reading adds to create's transaction: a read-only transaction that reads
+// the inventory and the live bookings (as create does), with and without
+// physicalIn, in the same loop, on the idle monitor's ledger (8 GPUs, 100
+// bookings, each GPU's reading stored by the monitor's first pass).
+func BenchmarkCreateReadsPhysical(b *testing.B) {
+	c := idleMonitor(b).c
+	read := func(physical bool) time.Duration {
+		t0 := time.Now()
+		err := c.ledger.View(func(tx *storage.Tx) error {
+			inv, _, err := tx.Inventory()
+			if err != nil {
+				return err
+			}
+			parts, err := tx.LivePartitions()
+			if err != nil {
+				return err
+			}
+			if physical {
+				if a := c.availabilityOf(tx, c.host, inv, parts, inv.Devices[1], time.Now()); !a.Physical.Known {
+					b.Fatal("no reading")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	var without, with []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		without = append(without, read(false))
+		with = append(with, read(true))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(without).Microseconds()), "without-µs")
+	b.ReportMetric(float64(median(with).Microseconds()), "with-µs")
+	b.ReportMetric(float64(median(with)-median(without))/1e3, "added-µs")
 }

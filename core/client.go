@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -27,6 +28,7 @@ var (
 	ErrTooLong     = errors.New("longer than the policy allows")
 	ErrUnknownUser = errors.New("no such user")
 	ErrOtherHost   = errors.New("that GPU is on another host")
+	ErrMemoryInUse = errors.New("not enough memory physically free on that GPU")
 	errNeedDevices = errors.New("no device inventory cached")
 )
 
@@ -162,10 +164,11 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	if err == nil {
 		err = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
 	}
-	if err != nil {
+	if err != nil && !cannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}
+	// A ledger this process may only read is shown as it is, uncached.
 	return b, notice, nil
 }
 
@@ -194,7 +197,14 @@ func (c *Client) Now() time.Time { return c.now() }
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
 	storage.Partition
-	client *Client
+	// Room is what the GPU had room for when Create made the booking:
+	// the bookable share and the memory physically free before it.
+	Room Availability
+	// GPUGone says its GPU is no longer in the machine's inventory (a card
+	// removed, the driver's view changed): the booking stands, and is
+	// shown as such.
+	GPUGone bool
+	client  *Client
 }
 
 // TimeRemaining is how long the booking has left (zero once it has ended).
@@ -232,18 +242,36 @@ const (
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
 	StatusReleased   BookingStatus = "released"
+	// StatusOrphaned: live, but the `chronos run` that made it is gone
+	// while its command runs on; a monitor releases it when nothing does.
+	StatusOrphaned BookingStatus = "orphaned"
+	// StatusGPUGone: live, on a GPU the machine no longer has.
+	StatusGPUGone BookingStatus = "GPU gone"
 )
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
 
-// Status is what a person sees: live, ending soon, expired or released.
+// Status is what a person sees of the booking: Status, or StatusGPUGone
+// while it is live on a GPU that is gone.
+func (p Partition) Status(now time.Time, warnLead time.Duration) BookingStatus {
+	s := Status(p.Partition, now, warnLead)
+	if p.GPUGone && !s.Ended() {
+		return StatusGPUGone
+	}
+	return s
+}
+
+// Status is what a person sees: live, ending soon, orphaned, expired or
+// released.
 func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
 	switch {
 	case p.State == storage.Released:
 		return StatusReleased
 	case p.State == storage.Expired || !now.Before(p.Expires):
 		return StatusExpired
+	case !p.Orphaned.IsZero():
+		return StatusOrphaned
 	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
 		return StatusEndingSoon
 	default:
@@ -259,6 +287,49 @@ func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
 
+// wrapSeen wraps p read beside the inventory (inv, when ok).
+func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) Partition {
+	w := c.wrap(p)
+	w.GPUGone = gpuGone(inv, ok, p)
+	return w
+}
+
+// seenIn wraps bookings read in tx, each checked against its own host's
+// GPUs (a shared ledger holds each host's inventory).
+func (c *Client) seenIn(tx *storage.Tx) func(storage.Partition) Partition {
+	type known struct {
+		inv storage.Inventory
+		ok  bool
+	}
+	invs := map[string]known{}
+	return func(p storage.Partition) Partition {
+		k, read := invs[p.Host]
+		if !read {
+			k.inv, k.ok, _ = tx.HostInventory(p.Host)
+			invs[p.Host] = k
+		}
+		return c.wrapSeen(p, k.inv, k.ok)
+	}
+}
+
 func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: detail})
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
+}
+
+// maxDetail bounds what an event or a monitor's act says: a command line
+// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
+// and a screen need only its start.
+const maxDetail = 1024
+
+// boundDetail cuts detail to maxDetail bytes, at a character's start, and
+// says how much was left out.
+func boundDetail(detail string) string {
+	if len(detail) <= maxDetail {
+		return detail
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(detail[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
 }

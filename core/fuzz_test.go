@@ -164,12 +164,35 @@ func FuzzParseSignal(f *testing.F) {
 	})
 }
 
+// FuzzParseWarnSignal reads `chronos run --signal`: an accepted value names
+// a real signal (or none), has a lead of at least a second, and prints in a
+// form that reads back to itself.
+func FuzzParseWarnSignal(f *testing.F) {
+	for _, s := range []string{"USR1@5m", "SIGUSR2@300", "10@90s", "usr1", "none", "", "USR1@", "@5m", "none@1h", "USR1@0", "USR1@1e9", "64@1d", "USR1@@5m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := ParseWarnSignal(s)
+		if err != nil {
+			requireInputErr(t, s, err)
+			return
+		}
+		if w.Signal < 0 || w.Signal > 64 || (w.Signal == 0 && w.Lead != 0) || (w.Lead != 0 && w.Lead < time.Second) {
+			t.Fatalf("%q gave %+v", s, w)
+		}
+		back, err := ParseWarnSignal(w.String())
+		if err != nil || back.Signal != w.Signal || back.Lead != w.Lead.Round(time.Second) {
+			t.Fatalf("%q: %+v prints as %q, which reads back as %+v (%v)", s, w, w, back, err)
+		}
+	})
+}
+
 // FuzzApplyPolicy reads policy settings as `chronos policy set` and
 // `--monitor --policy` take them. An accepted policy is valid and prints in a
 // form that reads back to itself (to the second: durations print rounded).
 func FuzzApplyPolicy(f *testing.F) {
 	for _, s := range []string{"expiry=terminate grace=30s", "overbudget=warn unbooked=off", "max=7d warn=5m", "expiry=explode",
-		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s"} {
+		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s", "admit=physical", "admit=both"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -194,7 +217,10 @@ func FuzzApplyPolicy(f *testing.F) {
 			t.Fatalf("%q: %q does not read back: %v", s, FormatPolicy(p), err)
 		}
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Second }
-		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked ||
+		if p.Admit != AdmitBooked && p.Admit != AdmitPhysical {
+			t.Fatalf("%q: admit %q", s, p.Admit)
+		}
+		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked || back.Admit != p.Admit ||
 			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) {
 			t.Fatalf("%q: %+v reads back as %+v", s, p, back)
 		}

@@ -126,10 +126,12 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	require.Zero(t, st.Booked[idleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
 }
 
+// simDevices lists sim's GPUs as stand-ins for real ones (testBackend): a
+// ledger many hosts share records no simulated GPUs but root's.
 func simDevices(sim *gpu.Sim) DeviceSource {
 	return func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
-		return sim.Name(), devs, err
+		return testBackend, devs, err
 	}
 }
 

@@ -24,6 +24,8 @@ type PartitionJSON struct {
 	Expires          time.Time     `json:"expires"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
+	// GPUGone: the booking's GPU is no longer in the machine's inventory.
+	GPUGone bool `json:"gpu_gone,omitempty"`
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.
@@ -38,4 +40,11 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
 		State: Status(p, now, warnLead),
 	}
+}
+
+// JSON returns the booking in its script-facing form, as seen at now.
+func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
+	j := JSON(p.Partition, now, warnLead)
+	j.GPUGone = p.GPUGone
+	return j
 }

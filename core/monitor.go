@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,9 +22,12 @@ type Act struct {
 	Time      time.Time         `json:"time"`
 	Kind      storage.EventKind `json:"kind"`
 	Partition uint64            `json:"partition,omitempty"`
-	User      string            `json:"user,omitempty"`
-	PID       int               `json:"pid,omitempty"`
-	Detail    string            `json:"detail"`
+	// User is whose booking or process the act is about; UID goes with it
+	// for a process.
+	User   string `json:"user,omitempty"`
+	UID    int    `json:"uid,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (a Act) String() string {
@@ -56,9 +60,9 @@ type MonitorOptions struct {
 	// SampleEvery is how often GPU processes are checked against the
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
-	// Concurrent is true when an MPS daemon enforces each client's memory
-	// limit; memory over budget is then MPS's to stop, not ours.
-	Concurrent bool
+	// MPS is the MPS daemon as detected: a process it holds to its
+	// booking's memory (see limitedByMPS) is MPS's to stop, not ours.
+	MPS gpu.MPS
 	// OnAct is called for every act, from the monitor's goroutine.
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
@@ -72,6 +76,9 @@ type MonitorOptions struct {
 // claim the processes that ran under it.
 const attributionWindow = 24 * time.Hour
 
+// errorRepeat is how often a monitor reports an error that persists.
+const errorRepeat = time.Minute
+
 // maxSleep bounds every wait, so that a step of the wall clock (NTP) is
 // noticed within a second: deadlines are wall-clock instants.
 const maxSleep = time.Second
@@ -82,12 +89,13 @@ const maxSleep = time.Second
 // open TUI runs one); each act is claimed in a transaction first, so none is
 // done twice, and an act a monitor may not do is left for one running as root.
 type Monitor struct {
-	c          *Client
-	o          MonitorOptions
-	root       bool
-	nextSample time.Time
-	snap       *snapshot  // the ledger as last read; nil: read it again
-	pub        *publisher // this host's status for the other hosts; nil on a ledger file
+	c             *Client
+	o             MonitorOptions
+	root          bool
+	nextSample    time.Time
+	nextInventory time.Time
+	snap          *snapshot  // the ledger as last read; nil: read it again
+	pub           *publisher // this host's status for the other hosts; nil on a ledger file
 
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
@@ -112,8 +120,12 @@ type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
 	pol    Policy
-	stamp  string // the ledger version it was read at
-	read   time.Time
+	// readings are the stored GPU readings, and inventoryBackend the
+	// backend that wrote the inventory.
+	readings         []storage.DeviceReading
+	inventoryBackend string
+	stamp            string // the ledger version it was read at
+	read             time.Time
 }
 
 // snapshotMaxAge bounds how long a snapshot is trusted without a change
@@ -153,15 +165,20 @@ func (m *Monitor) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
+	var lastErr string
+	var lastErrAt time.Time
 	for {
 		next, err := m.tick(changed)
 		changed = false
 		if err != nil {
-			// Once per spell of the same failure, not every second.
-			if m.lastErr == nil || err.Error() != m.lastErr.Error() {
-				m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
+			// The same error every second (a ledger it may only read, say)
+			// is said again once a minute, not each time.
+			now := m.c.now()
+			if msg := err.Error(); msg != lastErr || now.Sub(lastErrAt) >= errorRepeat || now.Before(lastErrAt) {
+				m.report(Act{Time: now, Kind: storage.EventError, Detail: msg})
+				lastErr, lastErrAt = msg, now
 			}
-			if now := m.c.now(); !next.After(now) {
+			if !next.After(now) {
 				next = now.Add(maxSleep)
 			}
 		}
@@ -187,6 +204,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 func (m *Monitor) report(a Act) {
+	a.Detail = boundDetail(a.Detail)
 	if m.o.OnAct != nil {
 		m.o.OnAct(a)
 	}
@@ -224,8 +242,17 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
 			return err
 		}
-		s.claims, err = tx.Claims()
-		return err
+		if s.claims, err = tx.Claims(); err != nil {
+			return err
+		}
+		inv, _, err := tx.Inventory()
+		if err != nil {
+			return err
+		}
+		s.inventoryBackend = inv.Backend
+		// Readings that don't decode are replaced, not a reason to stop.
+		s.readings, _ = tx.DeviceReadings()
+		return nil
 	})
 	if errors.Is(err, storage.ErrUnavailable) {
 		m.retryAt = now.Add(offlineRetry)
@@ -254,9 +281,17 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	// the same transaction wherever it runs); processes are matched only
 	// against this host's, whose GPUs it samples.
 	local := slices.DeleteFunc(slices.Clone(parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
+	if m.o.Backend != nil && !now.Before(m.nextInventory) {
+		m.nextInventory = now.Add(inventoryEvery)
+		if err := m.refreshInventory(); err != nil {
+			return now, err
+		}
+	}
 
 	due, warn := dueAt(parts, now, pol.WarnLead)
 	var atts []Attribution
+	var readings []storage.DeviceReading // readings to store
+	var release, orphaned []uint64       // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -265,6 +300,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		m.nextSample = now.Add(m.o.SampleEvery)
 		m.pub.offer(s)
 		atts = Attribute(s, local, now)
+		// Only readings of the GPUs the inventory lists: a simulated
+		// backend never speaks for a ledger of real GPUs. A ledger many
+		// hosts share keeps none: hosts' live readings go in their
+		// published statuses instead.
+		if rs := readingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
+			readings = rs
+		}
+		release, orphaned = orphans(local, atts, now)
 	}
 	if len(m.offline) > 0 {
 		// Signals sent while the ledger was away count as claimed: no
@@ -280,9 +323,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 	plans, notices := m.plan(atts, local, claims, pol, now)
-	due, warn, notices, plans = boundPass(due, warn, notices, plans)
+	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings}
+	todo.bound()
+	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
 
-	if len(due)+len(warn)+len(plans)+len(notices) > 0 {
+	if !todo.empty() {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -292,6 +337,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
 				return err
 			}
+			settled, err := m.settleOrphans(tx, release, orphaned, now)
+			if err != nil {
+				return err
+			}
+			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
 				return err
@@ -316,6 +366,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 					return err
 				}
 				mine = append(mine, p)
+			}
+			if len(readings) > 0 {
+				if err := putReadingIfDue(tx, readings); err != nil {
+					return err
+				}
 			}
 			return tx.DropClaims(now.Add(-24 * time.Hour))
 		})
@@ -347,18 +402,37 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 // pass, at once, does it.
 const passWrites = 100
 
-// boundPass keeps what one pass can write within passWrites: an expiry
-// writes its booking, its live index entry and an event; a warning its
-// booking and an event; a notice its claim and an event; a signal its
-// claim. Old claims dropped and the event sequence take the rest.
-func boundPass(due, warn []uint64, notices []notice, plans []signalPlan) ([]uint64, []uint64, []notice, []signalPlan) {
-	budget := passWrites - storage.DropClaimsMax - 1
+// pass is what one monitor pass means to write.
+type pass struct {
+	due, warn         []uint64
+	notices           []notice
+	plans             []signalPlan
+	release, orphaned []uint64 // bookings whose chronos run died
+	readings          []storage.DeviceReading
+}
+
+// bound keeps what the pass writes within passWrites: an expiry or a
+// release writes its booking, its live index entry and an event; a warning
+// or an orphan mark its booking and an event; a notice its claim and an
+// event; a signal its claim; readings a record each and as many deletions.
+// Old claims dropped and the event sequence take the rest.
+func (p *pass) bound() {
+	budget := passWrites - storage.DropClaimsMax - 1 - 2*len(p.readings)
 	take := func(n, cost int) int {
-		k := min(n, budget/cost)
+		k := max(0, min(n, budget/cost))
 		budget -= k * cost
 		return k
 	}
-	return due[:take(len(due), 3)], warn[:take(len(warn), 2)], notices[:take(len(notices), 2)], plans[:take(len(plans), 1)]
+	p.due = p.due[:take(len(p.due), 3)]
+	p.release = p.release[:take(len(p.release), 3)]
+	p.warn = p.warn[:take(len(p.warn), 2)]
+	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
+	p.notices = p.notices[:take(len(p.notices), 2)]
+	p.plans = p.plans[:take(len(p.plans), 1)]
+}
+
+func (p pass) empty() bool {
+	return len(p.due)+len(p.warn)+len(p.plans)+len(p.notices)+len(p.release)+len(p.orphaned)+len(p.readings) == 0
 }
 
 // enforceOffline is a pass while the ledger cannot be reached: bookings end
@@ -410,6 +484,20 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 		next = now.Add(m.o.SampleEvery)
 	}
 	return next, cause
+}
+
+// refreshInventory puts the backend's GPUs in the ledger when they differ
+// from the inventory there (see cacheInventory). A ledger this monitor may
+// only read keeps its inventory.
+func (m *Monitor) refreshInventory() error {
+	devs, err := m.o.Backend.Devices()
+	if err != nil {
+		return fmt.Errorf("list GPUs: %w", err)
+	}
+	if err := m.c.SaveInventory(InventoryOf(m.o.Backend.Name(), devs, m.c.now())); err != nil && !cannotWrite(err) {
+		return fmt.Errorf("update the GPU inventory: %w", err)
+	}
+	return nil
 }
 
 // dueAt lists the bookings whose deadline has passed but are still stored
@@ -478,7 +566,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			return nil, err
 		}
 		a := Act{Time: now, Kind: storage.EventWarned, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("ends in %s (GPU %d)", FormatDuration(p.Expires.Sub(now)), p.Device)}
+			Detail: fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(now)), p.Device)}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -515,18 +603,22 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		switch {
 		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
 			action, reason = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition)
-		case a.Verdict == OverBudget && !m.o.Concurrent && pol.OverBudget != ActOff:
+		case a.Verdict == OverBudget && !limitedByMPS(m.o.MPS, a, byID[a.Partition]) && pol.OverBudget != ActOff:
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
 				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: storage.EventOverBudget,
-					Partition: a.Partition, User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
+					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
-			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings", a.Device)
+			claim := ""
+			if c, ok := byID[a.Claimed]; ok {
+				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
+			}
+			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim)
 			if action == ActWarn {
 				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking", a.Command, FormatBytes(a.MemoryUsed), a.Device)}})
+					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
@@ -545,6 +637,18 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 	return plans, notes
 }
 
+// limitedByMPS says whether MPS holds the process to its booking's memory,
+// so that using more is MPS's to stop: a daemon the booking can trust serves
+// it (root's and multi-user, or the booking owner's), and `chronos run`
+// started it in the booking with a memory limit no larger than the booking
+// on the booked GPU. A process that merely runs while a daemon does, or
+// whose environment names another daemon or a larger limit, is checked.
+func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
+	limit, ok := a.CUDA.MPSMemLimitBytes()
+	return ok && limit <= p.Bytes && mps.Enforces(p.UID) && a.CUDA.ServedBy(mps) &&
+		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.Sees(p.DeviceUUID, p.Device)
+}
+
 // claimable says whether a monitor may take on an act: nobody has, or the
 // one who did lacked permission and this monitor runs as root.
 func claimable(c storage.Claim, exists, root bool) bool {
@@ -557,12 +661,14 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
 }
 
+// record adds an act to the audit trail: the monitor's user acted; a
+// process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	detail := a.Detail
+	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(a.Detail)}
 	if a.PID != 0 {
-		detail = fmt.Sprintf("pid %d: %s", a.PID, detail)
+		e.Process = &storage.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
-	return tx.AddEvent(storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: detail})
+	return tx.AddEvent(e)
 }
 
 // signal sends the claimed signals, then records what happened. A signal
@@ -573,7 +679,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	var denied []string
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
 			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:

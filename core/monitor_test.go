@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,10 +113,10 @@ func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 
 // startChild starts a real process that names partition id in its
 // environment, as `chronos run` would; script runs under sh.
-func startChild(t *testing.T, partition uint64, script string) *exec.Cmd {
+func startChild(t *testing.T, partition uint64, script string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
-	cmd.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10))
+	cmd.Env = append(append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10)), env...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait until exec has filled in the environment /proc shows.
@@ -206,18 +207,28 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	require.Equal(t, before, storetest.Fingerprint(t, s))
 
-	// In concurrent (MPS) mode the memory limit is MPS's to enforce.
+	// A process that `chronos run` started with the booking's MPS memory
+	// limit, under a daemon the booking can trust, is MPS's to hold to its
+	// memory; any other process of the booking is still ours to stop.
 	terminate := warnOnly
 	terminate.OverBudget = ActTerminate
-	mps := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, Concurrent: true})
-	_, err = mps.Tick()
-	require.NoError(t, err)
-	require.Nil(t, hog.ProcessState)
-
-	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, OnAct: log.add})
+	pipeDir := t.TempDir()
+	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
+	sim.Attach(idleGPU, limited.Process.Pid, 3<<30)
+	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
+	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps, OnAct: log.add})
 	_, err = strict.Tick()
 	require.NoError(t, err)
 	ws := waitStatus(t, hog, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	require.True(t, alive(limited))
+
+	// Under a daemon of someone else's, the limit holds nothing.
+	mps.Owner = me.UID + 1
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps}).Tick()
+	require.NoError(t, err)
+	ws = waitStatus(t, limited, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 }
 
@@ -368,4 +379,69 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	for id, k := range expired {
 		require.Equal(t, 1, k, "booking %d", id)
 	}
+}
+
+// A warning less than a second before the end says so, never "ends in 0s".
+func TestWarningNeverSaysZeroSeconds(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 3 * time.Second})
+	require.NoError(t, err)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	clock.Advance(2800 * time.Millisecond) // inside the lead, a tenth: 0.3 s
+	_, err = m.Tick()
+	require.NoError(t, err)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	require.Equal(t, storage.EventWarned, evs[len(evs)-1].Kind)
+	require.Equal(t, "ends in under a second (GPU 0)", evs[len(evs)-1].Detail)
+	require.Equal(t, p.ID, evs[len(evs)-1].Partition)
+}
+
+func TestFormatEvent(t *testing.T) {
+	for _, tc := range []struct {
+		e    storage.Event
+		want string
+	}{
+		{storage.Event{Kind: storage.EventCreated, Partition: 3, User: "alice", Detail: "50% (40.0 GiB) of GPU 0 for 1h"},
+			"created    #3 by alice: 50% (40.0 GiB) of GPU 0 for 1h"},
+		{storage.Event{Kind: storage.EventReleased, Partition: 3, User: "alice"}, "released   #3 by alice"},
+		{storage.Event{Kind: storage.EventUnbooked, User: "root", Process: &storage.EventProcess{PID: 4242, UID: 1003, User: "carol"},
+			Detail: "python x.py uses 34.0 GiB on GPU 1 with no booking"},
+			"unbooked   carol's pid 4242: python x.py uses 34.0 GiB on GPU 1 with no booking (recorded by root)"},
+		{storage.Event{Kind: storage.EventSignalled, Partition: 7, User: "root", Process: &storage.EventProcess{PID: 9, UID: 1001, User: "alice"},
+			Detail: "SIGTERM to python: booking #7 expired"},
+			"signalled  #7 alice's pid 9: SIGTERM to python: booking #7 expired (recorded by root)"},
+	} {
+		require.Equal(t, tc.want, FormatEvent(tc.e))
+	}
+}
+
+// A process with no booking is recorded as its owner's (a real process of
+// user nobody here), with the monitor's user as the one who recorded it.
+func TestUnbookedEventNamesTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a process as nobody")
+	}
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storetest.Bolt(t)(), sim, root, nil)
+	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour, For: "daemon"})
+	require.NoError(t, err)
+	stray := exec.Command("sleep", "60")
+	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	require.NoError(t, stray.Start())
+	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
+	require.Eventually(t, func() bool { info, err := gpu.ReadProc(stray.Process.Pid); return err == nil && info.UID == 65534 }, 2*time.Second, 5*time.Millisecond)
+	sim.Attach(idleGPU, stray.Process.Pid, 2<<30)
+
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
+	require.NoError(t, err)
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	e := evs[len(evs)-1]
+	require.Equal(t, storage.EventUnbooked, e.Kind)
+	require.Equal(t, &storage.EventProcess{PID: stray.Process.Pid, UID: 65534, User: UserName(65534)}, e.Process)
+	require.Equal(t, "root", e.User)
+	require.Contains(t, FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
 }

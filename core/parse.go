@@ -6,7 +6,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // ErrInput marks input a person typed that is not valid; match it with
@@ -251,6 +254,29 @@ func FormatPercent(sharePPM int64) string {
 	return fmt.Sprintf("%.1f%%", pct)
 }
 
+// FormatPercentDown prints a share rounded down to a tenth of a percent:
+// what is free, so that a share shown as free can be booked.
+func FormatPercentDown(sharePPM int64) string { return tenthsPercent(max(0, sharePPM) / 1000) }
+
+// FormatPercentUp prints a share rounded up to a tenth of a percent: what is
+// asked, so that it never looks smaller than what is free when it is not.
+func FormatPercentUp(sharePPM int64) string { return tenthsPercent((max(0, sharePPM) + 999) / 1000) }
+
+func tenthsPercent(tenths int64) string {
+	if tenths%10 == 0 {
+		return fmt.Sprintf("%d%%", tenths/10)
+	}
+	return fmt.Sprintf("%d.%d%%", tenths/10, tenths%10)
+}
+
+// formatBytesDown is FormatBytes rounded down, for memory that is free.
+func formatBytesDown(n uint64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n*10>>30)/10)
+}
+
 // FormatBytes prints a byte count in GiB (MiB below one GiB).
 func FormatBytes(n uint64) string {
 	if n < 1<<30 {
@@ -283,5 +309,136 @@ func formatDuration(d time.Duration) string {
 	if s > 0 || b.Len() == 0 {
 		fmt.Fprintf(&b, "%ds", s)
 	}
+	return b.String()
+}
+
+// ParseSignal reads a signal name ("SIGUSR1", "usr1", "10") or "none".
+func ParseSignal(s string) (syscall.Signal, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if t == "NONE" || t == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	t = strings.TrimPrefix(t, "SIG")
+	for sig, name := range signalNames {
+		if name == t {
+			return sig, nil
+		}
+	}
+	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
+	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return "SIG" + n
+	}
+	return s.String()
+}
+
+// WarnSignal is the warning `chronos run` sends its command before the
+// booking ends, as Slurm's --signal: a signal and how long before the end.
+// The zero value sends nothing, which is the default: a signal the command
+// does not handle (SIGUSR1's default action is to exit) would end the job
+// before its booking does.
+type WarnSignal struct {
+	Signal syscall.Signal
+	// Lead is how long before the end the signal goes; zero means the
+	// policy's warning lead (or a tenth of a booking too short for it).
+	Lead time.Duration
+}
+
+// ParseWarnSignal reads "USR1@5m" (the signal, and the lead as seconds or a
+// duration), "SIGUSR1" (at the policy's warning lead) or "none".
+func ParseWarnSignal(s string) (WarnSignal, error) {
+	name, lead, hasLead := strings.Cut(strings.TrimSpace(s), "@")
+	sig, err := ParseSignal(name)
+	if err != nil {
+		return WarnSignal{}, err
+	}
+	if !hasLead {
+		return WarnSignal{Signal: sig}, nil
+	}
+	if sig == 0 {
+		return WarnSignal{}, inputErr("signal %q: name a signal before the @ (USR1@5m)", s)
+	}
+	d, err := ParseDuration(lead)
+	if err != nil {
+		return WarnSignal{}, inputErr("signal %q: the lead after @ is not a duration (USR1@5m, USR1@300): %v", s, err)
+	}
+	return WarnSignal{Signal: sig, Lead: d}, nil
+}
+
+// String prints w as ParseWarnSignal reads it.
+func (w WarnSignal) String() string {
+	if w.Signal == 0 {
+		return "none"
+	}
+	name, ok := signalNames[w.Signal]
+	if !ok {
+		name = strconv.Itoa(int(w.Signal))
+	}
+	if w.Lead > 0 {
+		return name + "@" + FormatDuration(w.Lead)
+	}
+	return name
+}
+
+// FormatTime prints an instant in local time as people read one: the time
+// of day alone when it falls on now's day, with the weekday and date within
+// a few months of now, and with the year beyond that, so that no printed
+// date leaves the year to guess. Every printer of a booking's times uses it.
+func FormatTime(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	ty, tm, td := t.Date()
+	ny, nm, nd := now.Date()
+	switch {
+	case ty == ny && tm == nm && td == nd:
+		return t.Format("15:04:05")
+	case t.Sub(now).Abs() < 90*24*time.Hour:
+		return t.Format("Mon Jan 2 15:04:05")
+	default:
+		return t.Format("Mon Jan 2 2006 15:04:05")
+	}
+}
+
+// endsIn says how soon something ends, never "in 0s".
+func endsIn(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "ends now"
+	case d < time.Second:
+		return "ends in under a second"
+	}
+	return "ends in " + FormatDuration(d)
+}
+
+// FormatEvent prints an audit event for people, after its time: the kind,
+// the booking, the process it was about with its owner ("carol's pid 4242"),
+// and who recorded it, so that a monitor's user never reads as the culprit.
+func FormatEvent(e storage.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s", e.Kind)
+	if e.Partition != 0 {
+		fmt.Fprintf(&b, " #%d", e.Partition)
+	}
+	if e.Process == nil {
+		fmt.Fprintf(&b, " by %s", e.User)
+		if e.Detail != "" {
+			b.WriteString(": " + e.Detail)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, " %s's pid %d", e.Process.User, e.Process.PID)
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	fmt.Fprintf(&b, " (recorded by %s)", e.User)
 	return b.String()
 }

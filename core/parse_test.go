@@ -1,11 +1,26 @@
 package core
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
+
+// accepted checks a parser's answer in a table: with wantErr, a refusal
+// (ErrInput) that says it; else no error. It reports whether the value is
+// left to check.
+func accepted(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		require.ErrorIs(t, err, ErrInput)
+		require.ErrorContains(t, err, wantErr)
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
 
 func TestParseDuration(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,13 +49,9 @@ func TestParseDuration(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseDuration(tc.in)
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInput)
-				require.ErrorContains(t, err, tc.err)
-				return
+			if accepted(t, err, tc.err) {
+				require.Equal(t, tc.want, got)
 			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -76,14 +87,10 @@ func TestParseMemory(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseMemory(tc.in)
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInput)
-				require.ErrorContains(t, err, tc.err)
-				return
+			if accepted(t, err, tc.err) {
+				require.InDelta(t, tc.want.Fraction, got.Fraction, 1e-12)
+				require.Equal(t, tc.want.Bytes, got.Bytes)
 			}
-			require.NoError(t, err)
-			require.InDelta(t, tc.want.Fraction, got.Fraction, 1e-12)
-			require.Equal(t, tc.want.Bytes, got.Bytes)
 		})
 	}
 }
@@ -141,4 +148,44 @@ func TestFormat(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, d, got)
 	}
+}
+
+func TestParseSignal(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"SIGUSR1": syscall.SIGUSR1, "usr2": syscall.SIGUSR2, "none": 0, "10": syscall.Signal(10)} {
+		got, err := ParseSignal(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseSignal("SIGFOO")
+	require.ErrorIs(t, err, ErrInput)
+}
+
+func TestParseWarnSignal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want WarnSignal
+		err  string
+	}{
+		{"USR1@5m", WarnSignal{syscall.SIGUSR1, 5 * time.Minute}, ""},
+		{"SIGUSR2@300", WarnSignal{syscall.SIGUSR2, 5 * time.Minute}, ""},
+		{"10@90s", WarnSignal{syscall.SIGUSR1, 90 * time.Second}, ""},
+		{"sigusr1", WarnSignal{Signal: syscall.SIGUSR1}, ""},
+		{"none", WarnSignal{}, ""},
+		{"", WarnSignal{}, ""},
+		{"USR1@", WarnSignal{}, "not a duration"},
+		{"USR1@0", WarnSignal{}, "must be positive"},
+		{"@5m", WarnSignal{}, "name a signal"},
+		{"none@5m", WarnSignal{}, "name a signal"},
+		{"FOO@5m", WarnSignal{}, "unknown signal"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseWarnSignal(tc.in)
+			if accepted(t, err, tc.err) {
+				require.Equal(t, tc.want, got)
+			}
+		})
+	}
+	require.Equal(t, "USR1@5m", WarnSignal{syscall.SIGUSR1, 5 * time.Minute}.String())
+	require.Equal(t, "40@1h", WarnSignal{syscall.Signal(40), time.Hour}.String())
+	require.Equal(t, "none", WarnSignal{}.String())
 }

@@ -1,10 +1,12 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-gpu/chronos/gpu"
@@ -58,9 +60,9 @@ func (c *Client) Create(req Request) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	gpuName := c.GPUName(host, req.Device)
 
 	var out storage.Partition
+	var room Availability
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
 			inv, ok, err := tx.HostInventory(host)
@@ -69,7 +71,7 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			}
 			if fetched != nil {
 				inv, ok = *fetched, true
-				if err := tx.PutHostInventory(host, inv); err != nil {
+				if err := c.cacheInventory(tx, inv); err != nil {
 					return err
 				}
 			}
@@ -99,11 +101,12 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if err != nil {
 				return err
 			}
-			used := bookedPPM(parts, host, req.Device, now)
-			if used+share > ppm {
-				free := max(0, ppm-used)
-				return fmt.Errorf("%w: GPU %s has %s (%s) free, %s asked", ErrOverbooked, gpuName,
-					FormatPercent(free), FormatBytes(bytesOf(free, dev.MemoryTotal)), FormatPercent(share))
+			if used := bookedPPM(parts, host, req.Device, now); used+share > ppm {
+				return c.overbooked(host, inv, parts, dev, share, now)
+			}
+			room = c.availabilityOf(tx, host, inv, parts, dev, now)
+			if err := admitPhysical(pol, room, bytes); err != nil {
+				return err
 			}
 			out = storage.Partition{
 				Host: host, Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
@@ -126,13 +129,31 @@ func (c *Client) Create(req Request) (*Partition, error) {
 		if ierr != nil {
 			return nil, ierr
 		}
+		if !c.mayCache(storage.Inventory{}, false, inv) {
+			return nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
+				"run `chronos stats` on this machine once (as root, for simulated GPUs)", ErrNoDevice, c.ledger)
+		}
 		err = create(&inv)
 	}
 	if err != nil {
 		return nil, err
 	}
 	p := c.wrap(out)
+	p.Room = room
 	return &p, nil
+}
+
+// admitPhysical refuses, when the policy says admit=physical, a booking
+// of more memory than is physically free. With no fresh reading nothing is
+// known and the booking is admitted on booked shares.
+func admitPhysical(pol Policy, room Availability, bytes uint64) error {
+	if pol.Admit != AdmitPhysical {
+		return nil
+	}
+	if w := room.Warning(bytes); w != "" {
+		return fmt.Errorf("%w (the policy admits only what is physically free): %s", ErrMemoryInUse, w)
+	}
+	return nil
 }
 
 func (c *Client) fetchInventory() (storage.Inventory, error) {
@@ -146,9 +167,10 @@ func (c *Client) fetchInventory() (storage.Inventory, error) {
 	return InventoryOf(backend, devs, c.now()), nil
 }
 
-// InventoryOf is the ledger's form of a backend's device list.
+// InventoryOf is the ledger's form of a backend's device list, as seen on
+// this host.
 func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
-	inv := storage.Inventory{Backend: backend, Updated: now}
+	inv := storage.Inventory{Backend: backend, Host: hostname(), Updated: now}
 	for _, d := range devs {
 		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
@@ -183,6 +205,49 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 	}
 	share := int64(math.Round(m.Fraction * ppm))
 	return share, bytesOf(share, dev.MemoryTotal), nil
+}
+
+// overbooked is the refusal of share on dev: what is free and what was
+// asked (rounded so that the free figure never looks enough), who holds the
+// rest and until when, and which GPUs have room for the request.
+func (c *Client) overbooked(host string, inv storage.Inventory, parts []storage.Partition, dev storage.Device, share int64, now time.Time) error {
+	free := max(0, ppm-bookedPPM(parts, host, dev.Index, now))
+	var b strings.Builder
+	fmt.Fprintf(&b, "GPU %s has %s (%s) free, %s asked", c.GPUName(host, dev.Index), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)), FormatPercentUp(share))
+	var holders []storage.Partition
+	for _, p := range parts {
+		if p.Host == host && p.Device == dev.Index && p.LiveAt(now) {
+			holders = append(holders, p)
+		}
+	}
+	// The largest holders first; the ones ending soonest among equals.
+	slices.SortFunc(holders, func(a, b storage.Partition) int {
+		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
+	})
+	const shown = 3
+	for i, p := range holders[:min(len(holders), shown)] {
+		sep := ", "
+		if i == 0 {
+			sep = ": held by "
+		}
+		fmt.Fprintf(&b, "%s%s (%s, #%d, until %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, FormatTime(p.Expires, now))
+	}
+	if len(holders) > shown {
+		fmt.Fprintf(&b, " and %d more", len(holders)-shown)
+	}
+	var room []string
+	for _, d := range inv.Devices {
+		if f := ppm - bookedPPM(parts, host, d.Index, now); d.Index != dev.Index && f >= share {
+			room = append(room, fmt.Sprintf("GPU %s has %s free", c.GPUName(host, d.Index), FormatPercentDown(f)))
+		}
+	}
+	switch {
+	case len(room) > 0:
+		b.WriteString(". " + strings.Join(room, ", "))
+	case len(inv.Devices) > 1:
+		fmt.Fprintf(&b, ". No other GPU has %s free", FormatPercentUp(share))
+	}
+	return fmt.Errorf("%w: %s", ErrOverbooked, b.String())
 }
 
 func bytesOf(share int64, total uint64) uint64 {
@@ -241,10 +306,11 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		if err != nil {
 			return err
 		}
+		seen := c.seenIn(tx)
 		now := c.now()
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
-				out = append(out, c.wrap(p))
+				out = append(out, seen(p))
 			}
 		}
 		return nil
@@ -254,16 +320,15 @@ func (c *Client) List(all bool) ([]Partition, error) {
 
 // Get returns one booking, live or not.
 func (c *Client) Get(id uint64) (*Partition, error) {
-	var p storage.Partition
+	var w Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		var err error
-		p, err = getPartition(tx, id)
+		p, err := getPartition(tx, id)
+		w = c.seenIn(tx)(p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	w := c.wrap(p)
 	return &w, nil
 }
 
@@ -336,12 +401,13 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventExtended, p, "by "+FormatDuration(d)+", until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, storage.EventExtended, p, FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }
 
-// Availability is how much of a device is free to book now.
+// Availability is how much of a device is free to book now, and next to
+// it what its memory physically holds.
 type Availability struct {
 	// Host is the device's host when it is another host's; empty for
 	// this host's.
@@ -350,10 +416,27 @@ type Availability struct {
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
+	Physical  PhysicalMemory
+}
+
+func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
+	free := max(0, ppm-bookedPPM(parts, host, d.Index, now))
+	n := 0
+	for _, p := range parts {
+		if p.Host == host && p.Device == d.Index && p.LiveAt(now) {
+			n++
+		}
+	}
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n}
+	if host == c.host {
+		// The stored readings are this host's GPUs'.
+		a.Physical = physicalIn(tx, inv, d, now)
+	}
+	return a
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %s", FormatPercent(a.FreePPM), FormatBytes(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
+	return fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
 }
 
 // Available says how much of every device (device < 0) or one device of
@@ -396,14 +479,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			free := max(0, ppm-bookedPPM(parts, host, d.Index, now))
-			n := 0
-			for _, p := range parts {
-				if p.Host == host && p.Device == d.Index && p.LiveAt(now) {
-					n++
-				}
-			}
-			out = append(out, Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n})
+			out = append(out, c.availabilityOf(tx, host, inv, parts, d, now))
 		}
 		return nil
 	})
@@ -429,19 +505,26 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	return inv, c.SaveInventory(inv)
+	if err := c.SaveInventory(inv); err != nil && !cannotWrite(err) {
+		return inv, err
+	}
+	return inv, nil
 }
 
-// SaveInventory caches the device list when it differs from the one stored,
-// so watchers are not woken by a write that changes nothing.
+// SaveInventory caches the device list (see cacheInventory) when it differs
+// from the one stored, looking first without writing, so that watchers are
+// not woken by a write that changes nothing.
 func (c *Client) SaveInventory(inv storage.Inventory) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
+	same := false
+	err := c.ledger.View(func(tx *storage.Tx) error {
 		old, ok, err := tx.HostInventory(c.host)
-		if err == nil && ok && old.Backend == inv.Backend && slices.Equal(old.Devices, inv.Devices) {
-			return nil
-		}
-		return tx.PutHostInventory(c.host, inv)
+		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
+		return nil
 	})
+	if err != nil || same {
+		return err
+	}
+	return c.ledger.Update(func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
 }
 
 // Events returns audit events numbered after seq (0: from the start), at most
@@ -487,8 +570,9 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 			window = pol.MaxLength + attributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
+		seen := c.seenIn(tx)
 		for _, p := range parts {
-			out = append(out, c.wrap(p))
+			out = append(out, seen(p))
 		}
 		return err
 	})

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -281,4 +282,64 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 		Devices: func() (string, []gpu.Device, error) { return "", nil, errors.New("NVML: no driver") }})
 	_, err := failing.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.ErrorContains(t, err, "list GPUs: NVML: no driver")
+}
+
+// A refusal says who holds the GPU and until when, and which GPUs have room.
+func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	a := clientAt(path, clock, alice)
+	b := clientAt(path, clock, bob)
+	first, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	second, err := b.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 3 * 24 * time.Hour})
+	require.NoError(t, err)
+	_, err = b.Create(Request{Device: 1, Memory: Fraction(0.4), Duration: time.Hour})
+	require.NoError(t, err)
+
+	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+	now := clock.Now()
+	require.EqualError(t, err, "not enough free share on that GPU: GPU 0 has 0% (0 MiB) free, 10% asked: held by alice (60%, #1, until "+
+		FormatTime(first.Expires, now)+"), bob (40%, #2, until "+FormatTime(second.Expires, now)+"). GPU 1 has 60% free")
+	require.NotEqual(t, FormatTime(first.Expires, now), FormatTime(second.Expires, now), "a date three days ahead names its day")
+
+	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
+	require.ErrorContains(t, err, ". No other GPU has 70% free")
+}
+
+// 1 ppm booked leaves 99.9999% free: the refusal of 100% must not read
+// "100% free, 100% asked", and `available` must not promise 100% either.
+func TestFreeShareIsShownAsCompared(t *testing.T) {
+	c := newTestClient(t, nil, alice)
+	_, err := c.Create(Request{Device: 1, Memory: Fraction(0.000001), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = c.Create(Request{Device: 1, Memory: Fraction(1), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "GPU 1 has 99.9% (79.9 GiB) free, 100% asked")
+	avail, err := c.Available(1)
+	require.NoError(t, err)
+	require.Equal(t, "99.9% (79.9 GiB) free on GPU 1", avail[0].String())
+
+	// What is shown free can be booked.
+	_, err = c.Create(Request{Device: 1, Memory: Fraction(0.999), Duration: time.Hour})
+	require.NoError(t, err)
+}
+
+func TestFormatTime(t *testing.T) {
+	at := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, time.Local) }
+	now := at(2026, 11, 30, 9)
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{at(2026, 11, 30, 12), "12:00:00"},
+		{at(2026, 11, 30, 8), "08:00:00"},
+		{at(2026, 12, 2, 9), "Wed Dec 2 09:00:00"},
+		{at(2026, 10, 31, 9), "Sat Oct 31 09:00:00"},
+		{at(2027, 3, 10, 9), "Wed Mar 10 2027 09:00:00"},
+		{at(2026, 5, 14, 9), "Thu May 14 2026 09:00:00"},
+	} {
+		require.Equal(t, tc.want, FormatTime(tc.at, now))
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // SharedDir is where a machine's shared ledger lives once an admin ran
@@ -46,8 +48,12 @@ func LedgerPath(flag string) (string, error) {
 }
 
 // InitShared prepares the shared ledger directory for the members of group:
-// owned by root and the group, setgid so new files keep the group, writable
-// by the group and closed to everyone else. Root only.
+// owned by root and the group, setgid so new files keep the group, sticky so
+// members cannot rename or remove files that are not theirs (root's ledger
+// above all), writable by the group and closed to everyone else. A ledger
+// and backup already there become root's, 0660 in the group. Everything is
+// changed through a descriptor: a link a member put at one of these names is
+// refused, never followed. Root only.
 func InitShared(dir, group string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", ErrNotRoot)
@@ -60,24 +66,22 @@ func InitShared(dir, group string) (string, error) {
 		}
 		gid, _ = strconv.Atoi(g.Gid)
 	}
-	if err := os.MkdirAll(dir, 0o770); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	// MkdirAll's mode passes through the umask and cannot set setgid.
-	if err := os.Chown(dir, 0, gid); err != nil {
-		return "", fmt.Errorf("chown %s: %w", dir, err)
-	}
-	if err := os.Chmod(dir, 0o770|fs.ModeSetgid); err != nil {
-		return "", fmt.Errorf("chmod %s: %w", dir, err)
+	// MkdirAll's mode passes through the umask and cannot set the special bits.
+	if err := storage.Own(dir, 0, gid, SharedDirMode); err != nil {
+		return "", fmt.Errorf("prepare %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, ledgerName)
-	if _, err := os.Stat(path); err == nil {
-		if err := os.Chown(path, 0, gid); err != nil {
-			return "", err
+	for _, p := range []string{path, storage.BackupPath(path)} {
+		if err := storage.Own(p, 0, gid, 0o660); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("prepare %s: %w", p, err)
 		}
-		return path, os.Chmod(path, 0o660)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
 	}
 	return path, nil
 }
+
+// SharedDirMode is the shared ledger directory's mode: 3770, setgid and
+// sticky.
+const SharedDirMode = fs.ModeDir | fs.ModeSetgid | fs.ModeSticky | 0o770

@@ -45,8 +45,9 @@ func TestPerUserLedgerModes(t *testing.T) {
 	}
 }
 
-// `chronos init --shared` makes a setgid 2770 directory owned by root and
-// the group, and the ledger in it (and its backup) 0660 in that group.
+// `chronos init --shared` makes a setgid, sticky 3770 directory owned by
+// root and the group, and the ledger in it (and its backup) 0660 in that
+// group.
 func TestInitSharedModes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the shared directory is owned by root")
@@ -68,12 +69,15 @@ func TestInitSharedModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "chronos")
 	path, err := InitShared(dir, group.Name)
 	require.NoError(t, err)
+	// Root writes first, as `init` does (and records the simulated GPUs,
+	// which a member may not in a shared ledger); then a member books.
+	require.NoError(t, NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root}).SaveInventory(simInventory(2, testGPUMemory, time.Now())))
 	c := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &alice})
 	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	for p, want := range map[string]fs.FileMode{
-		dir:                      fs.ModeDir | fs.ModeSetgid | 0o770,
+		dir:                      SharedDirMode,
 		path:                     0o660,
 		storage.BackupPath(path): 0o660,
 	} {

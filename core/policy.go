@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ func DefaultPolicy() Policy {
 		Grace:      30 * time.Second,
 		WarnLead:   5 * time.Minute,
 		MaxLength:  7 * 24 * time.Hour,
+		Admit:      AdmitBooked,
 	}
 }
 
@@ -35,6 +37,9 @@ func policyIn(tx *storage.Tx) (Policy, error) {
 	p, ok, err := tx.Policy()
 	if err != nil || !ok {
 		return DefaultPolicy(), err
+	}
+	if p.Admit == "" {
+		p.Admit = AdmitBooked // stored before admission could be physical
 	}
 	return p, nil
 }
@@ -75,7 +80,8 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 
 // ApplyPolicy returns p with each "key=value" setting applied. Keys: expiry
 // (terminate|notify), overbudget and unbooked (off|warn|terminate), grace,
-// warn (the lead before the end) and max (the longest booking).
+// warn (the lead before the end), max (the longest booking) and admit
+// (booked|physical).
 func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 	if len(settings) == 0 {
 		return p, inputErr("no settings given (e.g. expiry=terminate overbudget=warn grace=30s)")
@@ -100,8 +106,10 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 			p.WarnLead, err = policyDuration(k, v, 0)
 		case "max", "max-length", "max_length":
 			p.MaxLength, err = policyDuration(k, v, time.Minute)
+		case "admit":
+			p.Admit, err = oneOf(k, v, AdmitBooked, AdmitPhysical)
 		default:
-			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max)", k)
+			err = inputErr("unknown policy key %q (expiry, overbudget, unbooked, grace, warn, max, admit)", k)
 		}
 		if err != nil {
 			return p, err
@@ -137,6 +145,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 
 // FormatPolicy prints a policy in the form SetPolicy reads.
 func FormatPolicy(p Policy) string {
-	return fmt.Sprintf("expiry=%s overbudget=%s unbooked=%s grace=%s warn=%s max=%s",
-		p.Expiry, p.OverBudget, p.Unbooked, FormatDuration(p.Grace), FormatDuration(p.WarnLead), FormatDuration(p.MaxLength))
+	admit := cmp.Or(p.Admit, AdmitBooked)
+	return fmt.Sprintf("expiry=%s overbudget=%s unbooked=%s grace=%s warn=%s max=%s admit=%s",
+		p.Expiry, p.OverBudget, p.Unbooked, FormatDuration(p.Grace), FormatDuration(p.WarnLead), FormatDuration(p.MaxLength), admit)
 }

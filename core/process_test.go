@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -123,6 +124,26 @@ func playRole(role, db, arg string) int {
 		if err := m.Run(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return roleFailed
+		}
+	case "sleep":
+		// Stand in for a GPU job (or a daemon: the binary may be copied
+		// under another name) until killed or arg passes.
+		d, _ := time.ParseDuration(arg)
+		time.Sleep(d)
+	case "swap":
+		// Swap a FIFO with the file at arg, as fast as possible, until
+		// killed: renameat2(RENAME_EXCHANGE), so that the path is a FIFO
+		// for a moment, the ledger the next.
+		fifo := arg + ".fifo"
+		if err := unix.Mkfifo(fifo, 0o666); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
+		for {
+			if err := unix.Renameat2(unix.AT_FDCWD, arg, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return roleFailed
+			}
 		}
 	default:
 		return roleFailed

@@ -28,10 +28,14 @@ type RunOptions struct {
 	Partition uint64
 	Request   Request
 	Command   []string
-	// WarnSignal goes to the command at the warning lead (0: none).
-	WarnSignal syscall.Signal
+	// WarnSignal, when set, goes to the command's group at its lead before
+	// the end. None by default: the deadline is in the environment.
+	WarnSignal WarnSignal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
+	// ReleaseWithin bounds how long a release that meets a busy ledger is
+	// retried; zero means a minute.
+	ReleaseWithin time.Duration
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
 	// are passed to the command's CUDA clients.
 	MPS            gpu.MPS
@@ -60,6 +64,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	path, err := exec.LookPath(o.Command[0])
 	if err != nil {
 		return RunResult{}, inputErr("cannot run %q: %v", o.Command[0], errors.Unwrap(err))
+	}
+	if lead := o.WarnSignal.Lead; o.Partition == 0 && lead > 0 && lead >= o.Request.Duration {
+		return RunResult{}, inputErr("--signal %s: the lead %s is not shorter than the booking (%s)", o.WarnSignal, FormatDuration(lead), FormatDuration(o.Request.Duration))
 	}
 	say := o.Say
 	if say == nil {
@@ -98,14 +105,20 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 			return RunResult{}, err
 		}
 		p, booked = got.Partition, true
-		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, p.Expires.Local().Format("15:04:05"))
-	}
-	release := func() {
-		if booked {
-			if _, err := c.Release(p.ID); err != nil && !errors.Is(err, ErrNotLive) {
-				say("could not release booking %d: %v", p.ID, err)
-			}
+		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatTime(p.Expires, c.now()))
+		if w := got.Room.Warning(p.Bytes); w != "" {
+			say("warning: %s", w)
 		}
+	}
+	release := func() error {
+		if !booked {
+			return nil
+		}
+		return c.releaseRetrying(p, o.ReleaseWithin, say)
+	}
+
+	if note := ComputeCapNote(p.ComputePct, o.MPS); note != "" {
+		say("%s", note)
 	}
 
 	cmd := exec.Command(path, o.Command[1:]...)
@@ -115,12 +128,21 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	// Its own process group, so that signals reach everything it starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		release()
-		return RunResult{}, fmt.Errorf("start %s: %w", o.Command[0], err)
+		return RunResult{}, errors.Join(fmt.Errorf("start %s: %w", o.Command[0], err), release())
 	}
 	pgid := cmd.Process.Pid
 	// The start time names this exact process in claims, as monitors name it.
 	childStart, _ := gpu.ProcStartTime(pgid)
+	if booked {
+		// Should this process die without releasing, a monitor will.
+		w, err := thisWrapper(pgid)
+		if err == nil {
+			err = c.recordWrapper(p.ID, w)
+		}
+		if err != nil {
+			say("could not record this chronos run in booking %d (%v): if it is killed, the booking stays until its end", p.ID, err)
+		}
+	}
 	// signalOnce sends sig to the command's group unless a monitor has
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
@@ -147,7 +169,18 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	defer stopWatch()
 	changes := c.ledger.Changes(watchCtx, time.Second)
 
-	warned := o.WarnSignal == 0
+	// warnAt is when the warning signal is due; zero: none is.
+	warnAt := func() time.Time {
+		switch {
+		case o.WarnSignal.Signal == 0:
+			return time.Time{}
+		case o.WarnSignal.Lead > 0:
+			return p.Expires.Add(-o.WarnSignal.Lead)
+		default:
+			return p.Expires.Add(-WarnLead(p, pol.WarnLead))
+		}
+	}
+	warned := o.WarnSignal.Signal == 0
 	var termAt time.Time // when SIGTERM went out
 	expired := false
 	timer := time.NewTimer(0)
@@ -158,7 +191,7 @@ loop:
 		now := c.now()
 		switch {
 		case termAt.IsZero() && !now.Before(p.Expires):
-			expired = true
+			expired, warned = true, true
 			termAt = now
 			if signalOnce("term", syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
 				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
@@ -170,14 +203,14 @@ loop:
 				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
-		case !warned && !now.Before(p.Expires.Add(-WarnLead(p, pol.WarnLead))):
+		case !warned && !now.Before(warnAt()):
 			warned = true
-			say("booking %d ends in %s: sending %s", p.ID, FormatDuration(p.Expires.Sub(now)), signalName(o.WarnSignal))
-			_ = syscall.Kill(-pgid, o.WarnSignal)
+			say("booking %d %s: sending %s", p.ID, endsIn(p.Expires.Sub(now)), signalName(o.WarnSignal.Signal))
+			_ = syscall.Kill(-pgid, o.WarnSignal.Signal)
 		}
 		next := p.Expires
 		if !warned {
-			next = p.Expires.Add(-WarnLead(p, pol.WarnLead))
+			next = warnAt()
 		}
 		if !termAt.IsZero() {
 			next = termAt.Add(grace)
@@ -196,16 +229,18 @@ loop:
 					p.Expires = c.now()
 				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
 					p.Expires = got.Expires
-					warned = o.WarnSignal == 0 // warn again before the new end
+					warned = o.WarnSignal.Signal == 0 // warn again before the new end
 				}
 			}
 		case <-timer.C:
 		}
 	}
-	release()
 	res := RunResult{Partition: p.ID, ExitCode: exitCodeOf(waitErr), Expired: expired}
 	if expired {
 		res.ExitCode = ExitExpired
+	}
+	if err := release(); err != nil {
+		return res, fmt.Errorf("the command ended (status %d), but %w", res.ExitCode, err)
 	}
 	return res, nil
 }
@@ -214,6 +249,38 @@ loop:
 func (c *Client) elsewhere(what, host string, device int) error {
 	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %d …)",
 		ErrOtherHost, what, host, c.host, host, device)
+}
+
+// releaseRetrying releases the booking a run made. A ledger held busy by
+// another process, or on an etcd that does not answer, is tried again,
+// backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
+// with nothing running in it.
+func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say func(string, ...any)) error {
+	if within <= 0 {
+		within = time.Minute
+	}
+	giveUp := time.Now().Add(within)
+	wait := 50 * time.Millisecond
+	for tries := 1; ; tries++ {
+		_, err := c.Release(p.ID)
+		switch {
+		case err == nil || errors.Is(err, ErrNotLive):
+			if tries > 1 {
+				say("released booking %d at try %d", p.ID, tries)
+			}
+			return nil
+		case !errors.Is(err, storage.ErrBusy) && !errors.Is(err, storage.ErrUnavailable):
+			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
+		case time.Now().Add(wait).After(giveUp):
+			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",
+				p.ID, FormatDuration(within), FormatTime(p.Expires, c.now()), p.ID, err)
+		}
+		if tries == 1 {
+			say("could not release booking %d (%v); trying again", p.ID, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // claimSignal takes the claim a monitor would take before signalling the
@@ -251,7 +318,8 @@ func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start ui
 			}
 		}
 		won = true
-		return c.event(tx, storage.EventSignalled, cur, fmt.Sprintf("pid %d: %s", pid, detail))
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
+			Process: &storage.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
 	})
 	return won, err
 }
@@ -271,72 +339,45 @@ func exitCodeOf(err error) int {
 }
 
 // RunEnv is the command's environment: the caller's, unchanged, except for
-// the variables that tie it to the partition.
+// the variables that tie it to the partition: the GPU its vendor's runtime
+// may see, the booking (under both names), the deadline and, under MPS,
+// the limits.
 func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
-	set := map[string]string{
-		"CUDA_VISIBLE_DEVICES":  visibleDevice(p),
-		gpu.PartitionEnv:        strconv.FormatUint(p.ID, 10),
-		"CHRONOS_EXPIRES_AT":    p.Expires.UTC().Format(time.RFC3339Nano),
-		"CHRONOS_DEADLINE_UNIX": strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64),
-	}
+	id := strconv.FormatUint(p.ID, 10)
+	ours := append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+		gpu.BookingEnv+"="+id,
+		gpu.PartitionEnv+"="+id,
+		"CHRONOS_EXPIRES_AT="+p.Expires.UTC().Format(time.RFC3339Nano),
+		"CHRONOS_DEADLINE_UNIX="+strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64))
 	if mps.Running {
 		// The command sees one device, so the limit names device 0.
-		set["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt.Sprintf("0=%dM", p.Bytes>>20)
+		ours = append(ours, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))
 		if p.ComputePct > 0 {
-			set["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.Itoa(p.ComputePct)
+			ours = append(ours, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(p.ComputePct))
 		}
 	}
-	out := make([]string, 0, len(base)+len(set))
+	set := make(map[string]bool, len(ours))
+	for _, kv := range ours {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := make([]string, 0, len(base)+len(ours))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ours := set[k]; !ours {
+		if !set[k] {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"CUDA_VISIBLE_DEVICES", gpu.PartitionEnv, "CHRONOS_EXPIRES_AT", "CHRONOS_DEADLINE_UNIX",
-		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"} {
-		if v, ok := set[k]; ok {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
+	return append(out, ours...)
 }
 
-// visibleDevice names the booked GPU for CUDA: by UUID when NVML gave one
-// (indexes can differ between NVML and CUDA), else by index.
-func visibleDevice(p storage.Partition) string {
-	if strings.HasPrefix(p.DeviceUUID, "GPU-") || strings.HasPrefix(p.DeviceUUID, "MIG-") {
-		return p.DeviceUUID
+// ComputeCapNote says when a booking's compute cap is not applied: only an
+// MPS daemon applies it, through RunEnv, to commands started while it runs.
+// It is empty when there is no cap or MPS runs.
+func ComputeCapNote(computePct int, mps gpu.MPS) string {
+	if computePct == 0 || mps.Running {
+		return ""
 	}
-	return strconv.Itoa(p.Device)
-}
-
-// ParseSignal reads a signal name ("SIGUSR1", "usr1", "10") or "none".
-func ParseSignal(s string) (syscall.Signal, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	if t == "NONE" || t == "" {
-		return 0, nil
-	}
-	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
-		return syscall.Signal(n), nil
-	}
-	t = strings.TrimPrefix(t, "SIG")
-	for sig, name := range signalNames {
-		if name == t {
-			return sig, nil
-		}
-	}
-	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
-	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
-}
-
-func signalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return "SIG" + n
-	}
-	return s.String()
+	return fmt.Sprintf("the %d%% compute cap is recorded but not applied: no MPS daemon runs (%s). "+
+		"`chronos run` applies it to commands it starts once one does (as root: nvidia-cuda-mps-control -d -M)", computePct, mps.PipeDir)
 }

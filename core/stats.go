@@ -40,6 +40,9 @@ func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	}
 	now := c.now()
 	st := Stats{Sample: s, Mode: mps.Mode(), Booked: map[int]DeviceBooking{}, Processes: Attribute(s, raw, now)}
+	// What `create` tells of physical memory comes from readings like this
+	// one; storing it is a courtesy (a read-only ledger just doesn't get it).
+	_ = c.saveReading(readingOf(s, st.Processes, now))
 	for _, p := range raw {
 		if p.LiveAt(now) {
 			b := st.Booked[p.Device]

@@ -37,9 +37,13 @@ func (f *fakeClock) Advance(d time.Duration) {
 
 const testGPUMemory = 80 << 30
 
+// testBackend names the GPUs tests book on: stand-ins for real ones, which
+// any ledger records (simulated GPUs are not recorded in a shared one).
+const testBackend = "test"
+
 // testDevices is a DeviceSource of two 80 GiB GPUs.
 func testDevices() (string, []gpu.Device, error) {
-	return "simulated", []gpu.Device{
+	return testBackend, []gpu.Device{
 		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: testGPUMemory},
 		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: testGPUMemory},
 	}, nil

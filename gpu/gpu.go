@@ -1,7 +1,8 @@
 // Package gpu reads GPUs: the device inventory, live samples of load and
-// memory, the compute processes on each device and who owns them. Two
-// backends implement Backend: NVML (real NVIDIA GPUs) and a simulated one for
-// machines without a GPU, demos and tests.
+// memory, the compute processes on each device, who owns them and the
+// containers they run in. Three backends implement Backend: NVML (NVIDIA
+// GPUs), DRM (AMD and Intel GPUs, through the kernel's sysfs and fdinfo)
+// and a simulated one for machines without a GPU, demos and tests.
 package gpu
 
 import "time"
@@ -19,18 +20,47 @@ type Device struct {
 	MIG         bool   `json:"mig"`
 }
 
-// Process is one compute process on a device.
+// inventory lists the Device part of a backend's per-device state, which
+// embeds it.
+func inventory[T interface{ device() Device }](devs []T) []Device {
+	out := make([]Device, len(devs))
+	for i, d := range devs {
+		out[i] = d.device()
+	}
+	return out
+}
+
+func (d Device) device() Device { return d }
+
+// Process is one compute process on a device. PID is the host's pid, also
+// for a process inside a container.
 type Process struct {
-	PID         int    `json:"pid"`
-	UID         int    `json:"uid"`  // NA when /proc could not tell
-	User        string `json:"user"` // "" when unknown
-	Command     string `json:"command"`
-	MemoryUsed  uint64 `json:"memory_used_bytes"` // NVML's figure: includes the CUDA context
-	SM          int    `json:"sm_percent"`        // NA when not reported
+	PID int `json:"pid"`
+	// UID is the owner a person knows: the real uid, or for a process in a
+	// rootless container the user whose namespace it is. NA when /proc
+	// could not tell.
+	UID        int    `json:"uid"`
+	User       string `json:"user"` // "" when unknown
+	Command    string `json:"command"`
+	MemoryUsed uint64 `json:"memory_used_bytes"` // NVML's figure includes the CUDA context
+	// SM is the share of the GPU the process kept busy: NVML's SM use, or on
+	// DRM GPUs its busiest engine's share of the time. NA when not reported.
+	SM          int    `json:"sm_percent"`
 	PartitionID string `json:"partition_id,omitempty"`
 	// StartTime is the process start in clock ticks since boot (/proc/PID/stat
 	// field 22); with the PID it names one process even when PIDs are reused.
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
+	// Container is the container it runs in; zero outside one.
+	Container Container `json:"container,omitzero"`
+	// CUDA is what its environment asks of CUDA; private to its owner and
+	// root, so never printed.
+	CUDA CUDAEnv `json:"-"`
+}
+
+// withInfo fills in what /proc says about the process.
+func (p *Process) withInfo(pi ProcInfo) {
+	p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
+	p.PartitionID, p.StartTime, p.Container, p.CUDA = pi.PartitionID, pi.StartTime, pi.Container, pi.CUDA
 }
 
 // DeviceSample is one reading of one device.
@@ -56,7 +86,7 @@ type Sample struct {
 
 // Backend is a source of GPU readings.
 type Backend interface {
-	// Name is "nvml" or "simulated".
+	// Name is "nvml", "drm" or "simulated".
 	Name() string
 	Simulated() bool
 	Devices() ([]Device, error)

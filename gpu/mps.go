@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,9 +18,15 @@ import (
 
 // MPS is what is known about the CUDA Multi-Process Service on this machine.
 type MPS struct {
-	Running   bool // a control daemon is alive and its control endpoint exists
+	// Running: a control daemon is alive, and its control endpoint exists
+	// and belongs to the daemon's user.
+	Running   bool
 	MultiUser bool // the daemon was started with -M: users run side by side
-	PipeDir   string
+	// Owner is the uid of the daemon and its control endpoint (NA when no
+	// daemon runs): anyone may start one, so whose it is decides whom its
+	// limits can be trusted for (see Enforces).
+	Owner   int
+	PipeDir string
 	// DefaultActiveThreadPercentage is the daemon's default SM cap for
 	// clients, as the control program printed it ("" when unknown).
 	DefaultActiveThreadPercentage string
@@ -29,6 +37,61 @@ type MPS struct {
 	// program's "Insufficient privileges".
 	Detail string
 }
+
+// Enforces says whether this daemon's limits can be trusted to hold the
+// processes of a booking owned by uid: it is root's and serves every user
+// (-M), or it is the booking owner's own. A daemon any other user started
+// (or a FIFO and a process named like one) enforces nothing anyone can
+// count on.
+func (m MPS) Enforces(uid int) bool {
+	return m.Running && m.Owner != NA && (m.Owner == 0 && m.MultiUser || m.Owner == uid)
+}
+
+// ServedBy says whether a process with this environment is a client of the
+// daemon m: its pipe directory is the one m serves.
+func (e CUDAEnv) ServedBy(m MPS) bool {
+	dir := e.MPSPipeDir
+	if dir == "" {
+		dir = defaultMPSPipeDir
+	}
+	return m.Running && filepath.Clean(dir) == filepath.Clean(m.PipeDir)
+}
+
+// Sees says whether the environment shows CUDA exactly the NVIDIA GPU of
+// uuid and index, as `chronos run` sets it (see VisibleEnv).
+func (e CUDAEnv) Sees(uuid string, index int) bool {
+	return e.VisibleDevices == cudaDevice(uuid, index)
+}
+
+// MPSMemLimitBytes is the device memory limit the environment sets for the
+// first device the process sees (the one `chronos run` lets it see), in
+// bytes; ok is false when none is set or it cannot be read.
+func (e CUDAEnv) MPSMemLimitBytes() (limit uint64, ok bool) {
+	for _, entry := range strings.Split(e.MPSMemLimit, ",") {
+		dev, value, hasDev := strings.Cut(strings.TrimSpace(entry), "=")
+		if !hasDev {
+			value = dev
+		} else if dev != "0" {
+			continue
+		}
+		m := memValueRE.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(value)))
+		if m == nil {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		shift := map[string]uint{"K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
+		if n > math.MaxUint64>>shift {
+			return 0, false
+		}
+		return n << shift, true
+	}
+	return 0, false
+}
+
+var memValueRE = regexp.MustCompile(`^([0-9]+)([KMGT])B?$`)
 
 // Mode is "concurrent" while an MPS daemon runs, else "time-sliced".
 func (m MPS) Mode() string {
@@ -68,20 +131,30 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 	if pipeDir == "" {
 		pipeDir = defaultMPSPipeDir
 	}
-	m := MPS{PipeDir: pipeDir}
+	m := MPS{PipeDir: pipeDir, Owner: NA}
 
 	// The control endpoint is a Unix socket with current drivers (seen with
-	// 580) and a FIFO with older ones.
-	fi, err := os.Stat(filepath.Join(pipeDir, "control"))
+	// 580) and a FIFO with older ones. A link is not one.
+	control := filepath.Join(pipeDir, "control")
+	fi, err := os.Lstat(control)
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return m // no control endpoint: no daemon serves this directory
 	}
-	found, multiUser := findMPSDaemon(p.procRoot)
-	if !found {
+	owner := NA
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = int(st.Uid)
+	}
+	daemons := findMPSDaemons(p.procRoot)
+	if len(daemons) == 0 {
 		m.Detail = "MPS control endpoint exists but no " + mpsControl + " daemon is running (left over from a stopped daemon?)"
 		return m
 	}
-	m.Running, m.MultiUser = true, multiUser
+	i := slices.IndexFunc(daemons, func(d mpsDaemon) bool { return d.uid == owner })
+	if i < 0 {
+		m.Detail = fmt.Sprintf("%s belongs to %s, but no %s daemon of theirs runs: not trusted", control, userName(owner), mpsControl)
+		return m
+	}
+	m.Running, m.MultiUser, m.Owner = true, daemons[i].multiUser, owner
 
 	bin := p.controlPath()
 	if bin == "" {
@@ -160,15 +233,22 @@ func queryMPS(ctx context.Context, bin, pipeDir, command string) (string, error)
 	return text, nil
 }
 
-// findMPSDaemon scans procRoot for a running control daemon. Its comm is
+// mpsDaemon is a running control daemon.
+type mpsDaemon struct {
+	uid       int // its real uid
+	multiUser bool
+}
+
+// findMPSDaemons scans procRoot for running control daemons. Their comm is
 // cut to "nvidia-cuda-mps", which the per-user servers share, so the
 // command line decides; a one-shot control client (no -d or -f) is not a
 // daemon.
-func findMPSDaemon(procRoot string) (found, multiUser bool) {
+func findMPSDaemons(procRoot string) []mpsDaemon {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
-		return false, false
+		return nil
 	}
+	var out []mpsDaemon
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -186,20 +266,26 @@ func findMPSDaemon(procRoot string) (found, multiUser bool) {
 		if filepath.Base(args[0]) != mpsControl {
 			continue
 		}
-		daemon, multi := false, false
+		d, daemon := mpsDaemon{uid: NA}, false
 		for _, a := range args[1:] {
 			switch a {
 			case "-d", "-f":
 				daemon = true
 			case "-M":
-				multi = true
+				d.multiUser = true
 			}
 		}
-		if daemon {
-			return true, multi
+		if !daemon {
+			continue
 		}
+		if status, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
+			if uid, err := parseRealUID(status); err == nil {
+				d.uid = uid
+			}
+		}
+		out = append(out, d)
 	}
-	return false, false
+	return out
 }
 
 // findMPSControl looks for the control program on PATH and where NVIDIA's

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,12 +35,19 @@ func (h *fakeMPSHost) withControlSocket(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close() })
 }
 
+// withProcess adds a process of this test's user (as the control endpoint
+// it makes is).
 func (h *fakeMPSHost) withProcess(t *testing.T, pid int, comm string, args ...string) {
+	h.withProcessOf(t, os.Geteuid(), pid, comm, args...)
+}
+
+func (h *fakeMPSHost) withProcessOf(t *testing.T, uid, pid int, comm string, args ...string) {
 	cmdline := ""
 	for _, a := range args {
 		cmdline += a + "\x00"
 	}
-	writeFakeProc(t, h.procRoot, pid, map[string]string{"comm": comm + "\n", "cmdline": cmdline})
+	status := fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", comm, uid, uid, uid, uid)
+	writeFakeProc(t, h.procRoot, pid, map[string]string{"comm": comm + "\n", "cmdline": cmdline, "status": status})
 }
 
 // withControlProgram installs a shell script standing in for
@@ -172,4 +180,53 @@ func TestMPSPipeDirFromEnv(t *testing.T) {
 	require.Equal(t, dir, DetectMPS("").PipeDir)
 	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", "")
 	require.Equal(t, "/tmp/nvidia-mps", DetectMPS("").PipeDir)
+}
+
+// Anyone can make a FIFO named control and start a process named like the
+// daemon: the endpoint and the daemon must belong to one user, and whose
+// they are decides whom its limits are trusted for.
+func TestMPSTrust(t *testing.T) {
+	h := newFakeMPSHost(t)
+	h.withControlPipe(t)
+	h.withProcessOf(t, 65534, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d", "-M")
+	m := h.detect()
+	require.False(t, m.Running, "a daemon of another user than the endpoint's serves nothing")
+	require.Contains(t, m.Detail, "not trusted")
+	require.False(t, m.Enforces(os.Geteuid()))
+
+	h.withProcess(t, 4243, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
+	m = h.detect()
+	require.True(t, m.Running)
+	require.Equal(t, os.Geteuid(), m.Owner)
+
+	for _, tc := range []struct {
+		mps   MPS
+		uid   int
+		trust bool
+	}{
+		{MPS{Running: true, Owner: 0, MultiUser: true}, 1001, true},
+		{MPS{Running: true, Owner: 0}, 1001, false}, // root's single-user daemon queues others
+		{MPS{Running: true, Owner: 0}, 0, true},
+		{MPS{Running: true, Owner: 1001, MultiUser: true}, 1001, true},
+		{MPS{Running: true, Owner: 1001, MultiUser: true}, 1002, false},
+		{MPS{Running: false, Owner: 0, MultiUser: true}, 1001, false},
+		{MPS{Running: true, Owner: NA, MultiUser: true}, NA, false},
+	} {
+		require.Equal(t, tc.trust, tc.mps.Enforces(tc.uid), "%+v for uid %d", tc.mps, tc.uid)
+	}
+}
+
+func TestCUDAEnvMPS(t *testing.T) {
+	m := MPS{Running: true, PipeDir: "/tmp/nvidia-mps"}
+	require.True(t, CUDAEnv{}.ServedBy(m))
+	require.True(t, CUDAEnv{MPSPipeDir: "/tmp/nvidia-mps/"}.ServedBy(m))
+	require.False(t, CUDAEnv{MPSPipeDir: "/home/x/mps"}.ServedBy(m))
+	for limit, want := range map[string]uint64{
+		"0=2048M": 2 << 30, "2G": 2 << 30, "1=1G,0=512MB": 512 << 20, "0=1t": 1 << 40,
+		"": 0, "1=2G": 0, "0=12": 0, "0=xG": 0, "0=99999999999999999999G": 0,
+	} {
+		got, ok := CUDAEnv{MPSMemLimit: limit}.MPSMemLimitBytes()
+		require.Equal(t, want, got, limit)
+		require.Equal(t, want != 0, ok, limit)
+	}
 }

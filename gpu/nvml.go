@@ -154,11 +154,7 @@ func (n *NVML) DriverVersion() string { return n.driver }
 
 // Devices lists the GPUs found when the backend was opened.
 func (n *NVML) Devices() ([]Device, error) {
-	out := make([]Device, len(n.devices))
-	for i, d := range n.devices {
-		out[i] = d.Device
-	}
-	return out, nil
+	return inventory(n.devices), nil
 }
 
 // Sample reads every device. Readings a device does not support become NA
@@ -281,8 +277,7 @@ func (n *NVML) processes(d *nvmlDevice, now time.Time, notes []string) ([]Proces
 		// A process that exited since NVML listed it stays listed (its
 		// memory is still counted by the driver), owner unknown.
 		if pi, err := n.procs.lookup(pid); err == nil {
-			p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
-			p.PartitionID, p.StartTime = pi.PartitionID, pi.StartTime
+			p.withInfo(pi)
 		}
 		at[pid] = len(procs)
 		procs = append(procs, p)

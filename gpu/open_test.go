@@ -20,8 +20,12 @@ func noDriver() nvml.Interface {
 	return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
 }
 
+// withoutDRMGPUs makes Open see a machine whose only display is a VM's.
+func withoutDRMGPUs(t *testing.T) { t.Setenv(DRMRootEnv, fixture("vm")) }
+
 func TestOpenWithoutDriver(t *testing.T) {
 	withNVML(t, noDriver())
+	withoutDRMGPUs(t)
 	t.Setenv("CHRONOS_SIM_GPUS", "")
 	t.Setenv("CHRONOS_SIM_MEMORY", "")
 
@@ -30,7 +34,7 @@ func TestOpenWithoutDriver(t *testing.T) {
 		require.NoError(t, err, kind)
 		require.True(t, b.Simulated())
 		require.Equal(t, "simulated", b.Name())
-		require.Equal(t, "no NVIDIA GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
+		require.Equal(t, "no NVIDIA, AMD or Intel GPU found (NVML: libnvidia-ml.so.1 not found — is the NVIDIA driver installed?); showing simulated GPUs", notice)
 		require.NoError(t, b.Close())
 	}
 
@@ -41,6 +45,7 @@ func TestOpenWithoutDriver(t *testing.T) {
 
 func TestOpenSim(t *testing.T) {
 	withNVML(t, noDriver())
+	withoutDRMGPUs(t)
 	t.Setenv("CHRONOS_SIM_GPUS", "2")
 	t.Setenv("CHRONOS_SIM_MEMORY", "141GiB")
 	for _, kind := range []string{"sim", "simulated", "Sim"} {
@@ -75,6 +80,7 @@ func TestOpenPrefersNVML(t *testing.T) {
 func TestOpenNVMLWithoutGPUs(t *testing.T) {
 	shutdowns := 0
 	withNVML(t, fakeLibrary(nil, &shutdowns))
+	withoutDRMGPUs(t)
 
 	b, notice, err := Open("auto")
 	require.NoError(t, err)
@@ -88,7 +94,7 @@ func TestOpenNVMLWithoutGPUs(t *testing.T) {
 
 func TestOpenUnknownKind(t *testing.T) {
 	_, _, err := Open("cuda")
-	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml or sim`)
+	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml, drm or sim`)
 }
 
 func TestKindFromEnv(t *testing.T) {

@@ -17,29 +17,52 @@ import (
 // os.ErrNotExist so callers may test for either.
 var ErrProcessGone = fmt.Errorf("process has exited: %w", os.ErrNotExist)
 
-// PartitionEnv is the environment variable that ties a process to a
-// partition; `chronos run` sets it and children inherit it.
-const PartitionEnv = "CHRONOS_PARTITION_ID"
+// BookingEnv and PartitionEnv are the environment variables that tie a
+// process to a booking; `chronos run` sets both and children inherit them.
+// Either may be passed into a container (`docker run -e
+// CHRONOS_BOOKING_ID`); BookingEnv wins where both are set.
+const (
+	BookingEnv   = "CHRONOS_BOOKING_ID"
+	PartitionEnv = "CHRONOS_PARTITION_ID"
+)
+
+// CUDAEnv is what a process's environment asks of CUDA: the devices it may
+// see and, under MPS, the daemon that serves it and the device memory limit
+// it sets. `chronos run` sets them.
+type CUDAEnv struct {
+	VisibleDevices string // CUDA_VISIBLE_DEVICES
+	MPSPipeDir     string // CUDA_MPS_PIPE_DIRECTORY; "" means the default
+	MPSMemLimit    string // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+}
 
 // ProcInfo is what /proc says about one process.
 type ProcInfo struct {
-	PID  int
-	UID  int // real uid
+	PID int
+	// UID is the owner a person knows: the real uid, or for a process in a
+	// rootless container the user whose user namespace it is.
+	UID  int
 	User string
 	// Command is the command line joined by spaces, or the kernel's name in
 	// brackets ("[kworker/0:1]") when the command line is empty.
 	Command string
-	// PartitionID is CHRONOS_PARTITION_ID from the process environment; ""
-	// when unset or unreadable (other users' environments are private).
+	// PartitionID is CHRONOS_BOOKING_ID (or CHRONOS_PARTITION_ID) from the
+	// process environment; "" when unset or unreadable (other users'
+	// environments are private, except to root).
 	PartitionID string
+	// CUDA is what the environment asks of CUDA (empty when unreadable).
+	CUDA CUDAEnv
 	// StartTime is field 22 of /proc/PID/stat: clock ticks since boot.
 	StartTime uint64
+	// Container is the container the process runs in; zero when none.
+	Container Container
 }
 
-// ProcReader reads processes from a proc file system mounted at Root.
-// Tests point Root at a fake tree.
+// ProcReader reads processes from a proc file system mounted at Root, and
+// container runtimes' state files under HostRoot (/run, /var/lib). Tests
+// point both at a fake tree.
 type ProcReader struct {
-	Root string
+	Root     string // "" means /proc
+	HostRoot string // "" means /
 }
 
 // hostProc reads the real /proc.
@@ -66,11 +89,11 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	if err != nil {
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	comm, start, err := parseStat(stat)
+	st, err := parseStat(stat)
 	if err != nil {
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	info.StartTime = start
+	info.StartTime = st.start
 
 	status, err := readProcFile(dir, "status")
 	if err != nil {
@@ -88,7 +111,7 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	}
 	info.Command = joinCmdline(cmdline)
 	if info.Command == "" {
-		info.Command = "[" + comm + "]"
+		info.Command = "[" + st.comm + "]"
 	}
 
 	// Unreadable environ (another user's process) is normal, not an error;
@@ -98,9 +121,64 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	case errors.Is(err, ErrProcessGone):
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	case err == nil:
-		info.PartitionID = envValue(environ, PartitionEnv)
+		info.PartitionID = envValue(environ, BookingEnv)
+		if info.PartitionID == "" {
+			info.PartitionID = envValue(environ, PartitionEnv)
+		}
+		info.CUDA = CUDAEnv{
+			VisibleDevices: envValue(environ, "CUDA_VISIBLE_DEVICES"),
+			MPSPipeDir:     envValue(environ, "CUDA_MPS_PIPE_DIRECTORY"),
+			MPSMemLimit:    envValue(environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+		}
 	}
+
+	r.readContainer(dir, status, st.ppid, &info)
 	return info, nil
+}
+
+// readContainer finds the container the process runs in, from its cgroup
+// or, inside a pid namespace where the cgroup says nothing, from the
+// runtime's monitor among its ancestors. A rootless container's process
+// belongs to the user whose namespace it is. What cannot be read (a kernel
+// without cgroups, a runtime's files root keeps to itself) stays unknown.
+func (r ProcReader) readContainer(dir string, status []byte, ppid int, info *ProcInfo) {
+	cgroup, _ := os.ReadFile(filepath.Join(dir, "cgroup"))
+	c, found := containerFromCgroup(cgroup)
+	inner := innerPID(status)
+	if !found && inner != 0 {
+		c, found = r.containerFromAncestors(ppid)
+	}
+	if !found {
+		return
+	}
+	c.PID = inner
+	r.describe(&c, ppid)
+	if owner, ok := namespaceOwner(dir); ok && owner != 0 {
+		c.Rootless = true
+		info.UID, info.User = owner, userName(owner)
+	}
+	info.Container = c
+}
+
+// innerPID is the process's pid in its own pid namespace (the last NSpid
+// field), or 0 when it lives in the host's.
+func innerPID(status []byte) int {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(rest))
+		if len(f) < 2 {
+			return 0
+		}
+		pid, err := strconv.Atoi(f[len(f)-1])
+		if err != nil || pid <= 0 {
+			return 0
+		}
+		return pid
+	}
+	return 0
 }
 
 // StartTime reads only the start time of pid (field 22 of /proc/PID/stat):
@@ -113,11 +191,11 @@ func (r ProcReader) StartTime(pid int) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	_, start, err := parseStat(stat)
+	st, err := parseStat(stat)
 	if err != nil {
 		return 0, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	return start, nil
+	return st.start, nil
 }
 
 // ProcStartTime is ProcReader.StartTime on /proc.
@@ -164,6 +242,17 @@ func (c *procCache) lookup(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
+// cached is what lookup last found for pid, without asking /proc again,
+// for a caller that knows by other means that pid still names the same
+// process.
+func (c *procCache) cached(pid int) (ProcInfo, bool) {
+	info, ok := c.known[pid]
+	if ok {
+		c.seen[pid] = true
+	}
+	return info, ok
+}
+
 // prune forgets processes not looked up since the last prune, so the cache
 // holds only what the GPUs run now.
 func (c *procCache) prune() {
@@ -182,6 +271,13 @@ func (r ProcReader) root() string {
 	return r.Root
 }
 
+func (r ProcReader) hostRoot() string {
+	if r.HostRoot == "" {
+		return "/"
+	}
+	return r.HostRoot
+}
+
 // readProcFile reads one file of a process directory and turns "no such
 // process" in its several forms into ErrProcessGone.
 func readProcFile(dir, name string) ([]byte, error) {
@@ -196,27 +292,36 @@ func readProcFile(dir, name string) ([]byte, error) {
 	return nil, fmt.Errorf("read %s: %w", name, err)
 }
 
-// parseStat returns comm and the start time (field 22) of a /proc/PID/stat
-// line. comm may hold spaces and parentheses, so fields are counted after
-// the last ')'.
-func parseStat(stat []byte) (comm string, start uint64, err error) {
+// procStat is what chronos reads of /proc/PID/stat.
+type procStat struct {
+	comm  string
+	ppid  int    // field 4
+	start uint64 // field 22: clock ticks since boot
+}
+
+// parseStat reads a /proc/PID/stat line. comm may hold spaces and
+// parentheses, so fields are counted after the last ')'.
+func parseStat(stat []byte) (procStat, error) {
 	open := bytes.IndexByte(stat, '(')
 	closing := bytes.LastIndexByte(stat, ')')
 	if open < 0 || closing < open {
-		return "", 0, errors.New("malformed stat: no command in parentheses")
+		return procStat{}, errors.New("malformed stat: no command in parentheses")
 	}
-	comm = string(stat[open+1 : closing])
-	// After ')' come fields 3 (state) onwards, so field 22 is the 20th.
+	st := procStat{comm: string(stat[open+1 : closing])}
+	// After ')' come fields 3 (state) onwards.
 	fields := strings.Fields(string(stat[closing+1:]))
-	const startField = 22 - 3
+	const ppidField, startField = 4 - 3, 22 - 3
 	if len(fields) <= startField {
-		return "", 0, fmt.Errorf("malformed stat: %d fields after command", len(fields))
+		return procStat{}, fmt.Errorf("malformed stat: %d fields after command", len(fields))
 	}
-	start, err = strconv.ParseUint(fields[startField], 10, 64)
-	if err != nil {
-		return "", 0, fmt.Errorf("malformed stat start time: %w", err)
+	var err error
+	if st.ppid, err = strconv.Atoi(fields[ppidField]); err != nil {
+		return procStat{}, fmt.Errorf("malformed stat parent pid: %w", err)
 	}
-	return comm, start, nil
+	if st.start, err = strconv.ParseUint(fields[startField], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("malformed stat start time: %w", err)
+	}
+	return st, nil
 }
 
 // parseRealUID reads the first (real) uid of the "Uid:" line.

@@ -61,6 +61,24 @@ func TestReadProcRealChild(t *testing.T) {
 	require.Equal(t, first.StartTime, second.StartTime, "start time names the process; it must not move")
 }
 
+// CHRONOS_BOOKING_ID is the new name and wins; the old one still counts,
+// as either may be all that is passed into a container.
+func TestReadProcBookingEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{BookingEnv + "=9"}, "9"},
+		{[]string{PartitionEnv + "=8"}, "8"},
+		{[]string{PartitionEnv + "=8", BookingEnv + "=9"}, "9"},
+	} {
+		cmd := startSleep(t, append([]string{BookingEnv + "=", PartitionEnv + "="}, c.env...)...)
+		info, err := ReadProc(cmd.Process.Pid)
+		require.NoError(t, err)
+		require.Equal(t, c.want, info.PartitionID, c.env)
+	}
+}
+
 func TestReadProcWithoutPartition(t *testing.T) {
 	cmd := startSleep(t)
 	// The test binary itself may run under chronos; the child must not
@@ -143,6 +161,19 @@ func TestReadProcFakeRoot(t *testing.T) {
 
 	_, err = r.ReadProc(44)
 	require.ErrorIs(t, err, ErrProcessGone)
+
+	// CHRONOS_BOOKING_ID is the same as CHRONOS_PARTITION_ID, and wins;
+	// what the environment asks of CUDA is read too.
+	writeFakeProc(t, root, 45, map[string]string{
+		"stat":   fakeStat(45, "python", 6),
+		"status": status, "cmdline": "python\x00",
+		"environ": PartitionEnv + "=3\x00" + BookingEnv + "=7\x00CUDA_VISIBLE_DEVICES=GPU-1\x00" +
+			"CUDA_MPS_PIPE_DIRECTORY=/run/mps\x00CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M\x00",
+	})
+	got, err = r.ReadProc(45)
+	require.NoError(t, err)
+	require.Equal(t, "7", got.PartitionID)
+	require.Equal(t, CUDAEnv{VisibleDevices: "GPU-1", MPSPipeDir: "/run/mps", MPSMemLimit: "0=2048M"}, got.CUDA)
 }
 
 func TestReadProcMalformed(t *testing.T) {

@@ -77,8 +77,11 @@ func NewSim(opts SimOptions) *Sim {
 	return &Sim{opts: opts, procs: newProcCache(hostProc), attached: map[int]attachment{}}
 }
 
+// SimName is the simulated backend's name, as inventories record it.
+const SimName = "simulated"
+
 // Name is "simulated".
-func (s *Sim) Name() string { return "simulated" }
+func (s *Sim) Name() string { return SimName }
 
 // Simulated is true.
 func (s *Sim) Simulated() bool { return true }
@@ -158,10 +161,9 @@ func (s *Sim) Sample() (Sample, error) {
 			continue // exited (or never was): not on the GPU any more
 		}
 		d := &out.Devices[a.device]
-		d.Processes = append(d.Processes, Process{
-			PID: pid, UID: info.UID, User: info.User, Command: info.Command,
-			MemoryUsed: a.memory, SM: 0, PartitionID: info.PartitionID, StartTime: info.StartTime,
-		})
+		p := Process{PID: pid, MemoryUsed: a.memory, SM: 0}
+		p.withInfo(info)
+		d.Processes = append(d.Processes, p)
 		d.MemoryUsed = min(d.MemoryUsed+a.memory, d.MemoryTotal)
 		d.MemoryFree = d.MemoryTotal - d.MemoryUsed
 	}

@@ -94,14 +94,47 @@ sleep 1
 s=$(ms_now)
 "$CHRONOS" run 0 0.02 5m --warn-signal none -- $LOAD hold --gib 6 --seconds 120; echo "exit $? after $(( ($(ms_now) - s) / 1000000 )) ms (143 = SIGTERM)"
 
-step "expiry: a 20 s booking whose job would run 120 s (expect warning, SIGTERM at the deadline, exit 124)"
-"$CHRONOS" run 0 0.05 20s --grace 5s -- $LOAD hold --gib 1 --seconds 120; echo "exit $?"
+step "expiry: a 20 s booking whose job would run 120 s, --signal USR1@5s (expect warning 5 s before, SIGTERM at the deadline, exit 124)"
+"$CHRONOS" run 0 0.05 20s --grace 5s --signal USR1@5s -- $LOAD hold --gib 1 --seconds 120; echo "exit $?"
+
+step "defaults: a plain PyTorch job with no SIGUSR1 handler, 20 s booking (expect it alive to the deadline: exit 124 after ~20 s, not 138 at 18 s)"
+s=$(ms_now)
+"$CHRONOS" run 0 0.05 20s --grace 5s -- python3 -c 'import time, torch; x = torch.ones(1 << 28, device="cuda"); time.sleep(120)'
+echo "exit $? after $(( ($(ms_now) - s) / 1000000 )) ms"
 sleep 1
 kill -TERM $MON; wait $MON
 echo "--- monitor log"
 cat "$WORK/monitor.log"
 echo "--- audit trail"
 "$CHRONOS" events -n 30
+
+step "memory in use: an unbooked job holds 20 GiB, stats stores a reading (expect create 100% to warn, naming its user and pid; admit=physical to refuse)"
+$LOAD hold --gib 20 --seconds 60 &
+HOG=$!
+for _ in $(seq 60); do nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -q "^$HOG" && break; sleep 0.5; done
+"$CHRONOS" stats > /dev/null
+"$CHRONOS" create 0 100% 10m --json > "$WORK/physical.json"; echo "exit $? (0: admitted on booked shares)"
+"$CHRONOS" release "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$WORK/physical.json")"
+"$CHRONOS" policy set admit=physical
+"$CHRONOS" create 0 100% 10m; echo "exit $? (1: refused, 20 GiB is in use)"
+"$CHRONOS" create 0 10% 10m; echo "exit $? (0: fits what is physically free)"
+"$CHRONOS" policy set admit=booked
+kill $HOG; wait $HOG 2>/dev/null
+
+step "a killed chronos run: SIGKILL to the wrapper while its job runs (expect orphaned), the job ends after 20 s (expect released within ~1 s, with the event)"
+"$CHRONOS" --monitor 2> "$WORK/monitor-orphan.log" &
+MON=$!
+"$CHRONOS" run 0 0.1 10m -- $LOAD hold --gib 2 --seconds 20 &
+RUN2=$!
+sleep 8
+kill -KILL $RUN2
+sleep 2
+"$CHRONOS" list
+for _ in $(seq 40); do "$CHRONOS" list --json | grep -q '"state"' || break; sleep 1; done
+"$CHRONOS" list --all | tail -2
+"$CHRONOS" events -n 4
+kill -TERM $MON; wait $MON
+pkill -f "gpu_workload.py hold" 2>/dev/null
 
 step "overhead: bf16 matmul throughput with and without chronos --monitor, interleaved windows"
 $LOAD bench --windows 12 --seconds 5 --monitor "$CHRONOS --monitor --sample-every 1s"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Small PyTorch workloads for scripts/gpu-check.sh.
+"""Small PyTorch workloads for scripts/gpu-check.sh and scripts/drm-check.sh.
 
   hold  --gib N --seconds S   hold N GiB and multiply matrices for S seconds;
-                              reports SIGUSR1 (chronos's warning) and SIGTERM
+                              reports SIGUSR1 (chronos's warning) and SIGTERM;
+                              on CUDA (NVIDIA, or AMD under ROCm) or XPU (Intel)
+  visible                     the GPUs PyTorch sees, one line each
   alloc --gib N               try to allocate N GiB once; exit 0 if it fits, 3 on OOM
   bench --windows K --seconds S --monitor CMD
                               bf16 matmul throughput in K windows of S seconds,
@@ -20,7 +22,31 @@ def now():
     return f"{time.time():.3f}"
 
 
+VISIBILITY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+
+
+def accelerator():
+    """cuda (NVIDIA, and AMD under ROCm) or xpu (Intel), and its torch module."""
+    if torch.cuda.is_available():
+        return "cuda", torch.cuda
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return "xpu", torch.xpu
+    sys.exit("no GPU visible to PyTorch (" + ", ".join(f"{v}={os.environ.get(v)}" for v in VISIBILITY) + ")")
+
+
+def visible(args):
+    kind, mod = accelerator()
+    env = " ".join(f"{v}={os.environ[v]}" for v in VISIBILITY if v in os.environ)
+    print(f"visible: {mod.device_count()} {kind} device(s) with {env or 'no visibility variables'}", flush=True)
+    for i in range(mod.device_count()):
+        props = mod.get_device_properties(i)
+        bus = ":".join(str(getattr(props, f, "?")) for f in ("pci_domain_id", "pci_bus_id", "pci_device_id"))
+        print(f"visible: {i} {props.name} {props.total_memory / GIB:.1f} GiB pci {bus} uuid {getattr(props, 'uuid', '?')}", flush=True)
+
+
 def hold(args):
+    kind, mod = accelerator()
+
     def on_usr1(sig, frame):
         print(f"workload {os.getpid()}: SIGUSR1 (warning) at {now()}", flush=True)
 
@@ -30,16 +56,16 @@ def hold(args):
 
     signal.signal(signal.SIGUSR1, on_usr1)
     signal.signal(signal.SIGTERM, on_term)
-    held = torch.empty(int(args.gib * GIB), dtype=torch.uint8, device="cuda")
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    print(f"workload {os.getpid()}: holding {args.gib} GiB on {torch.cuda.get_device_name()} "
-          f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}, "
-          f"partition {os.environ.get('CHRONOS_PARTITION_ID')})", flush=True)
+    held = torch.empty(int(args.gib * GIB), dtype=torch.uint8, device=kind)
+    a = torch.randn(4096, 4096, device=kind, dtype=torch.bfloat16)
+    env = ", ".join(f"{v}={os.environ[v]}" for v in VISIBILITY if v in os.environ)
+    print(f"workload {os.getpid()}: holding {args.gib} GiB on {mod.get_device_name()} "
+          f"({env}, partition {os.environ.get('CHRONOS_PARTITION_ID')})", flush=True)
     end = time.time() + args.seconds
     while time.time() < end:
         for _ in range(50):
             a = (a @ a).clamp_(-1, 1)
-        torch.cuda.synchronize()
+        mod.synchronize()
     print(f"workload {os.getpid()}: done", flush=True)
     del held
 
@@ -105,9 +131,12 @@ def main():
     a = sub.add_parser("alloc"); a.add_argument("--gib", type=float, required=True)
     b = sub.add_parser("bench"); b.add_argument("--windows", type=int, default=12); b.add_argument("--seconds", type=float, default=5)
     b.add_argument("--monitor", required=True)
+    sub.add_parser("visible")
     args = p.parse_args()
     if args.mode == "hold":
         hold(args)
+    elif args.mode == "visible":
+        visible(args)
     elif args.mode == "alloc":
         sys.exit(alloc(args))
     else:

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,7 +19,7 @@ func BackupPath(path string) string { return path + ".backup" }
 // the copy is the state just committed. Most calls cost one stat. A copy is
 // made only of a file that passes bbolt's check, so the backup stays the last
 // good ledger; failing to make one never fails the update it follows.
-func (l *Ledger) maybeBackup(db *bolt.DB) {
+func (l *Ledger) maybeBackup(db *bolt.DB, ledger *os.File) {
 	every := l.BackupEvery
 	if every < 0 {
 		return
@@ -26,41 +28,51 @@ func (l *Ledger) maybeBackup(db *bolt.DB) {
 		every = DefaultBackupEvery
 	}
 	backup := BackupPath(l.Path)
-	if st, err := os.Stat(backup); err == nil && time.Since(st.ModTime()) < every {
+	if st, err := os.Lstat(backup); err == nil && time.Since(st.ModTime()) < every {
 		return
 	}
-	_ = l.writeBackup(db, backup)
+	_ = l.writeBackup(db, ledger, backup)
 }
 
-func (l *Ledger) writeBackup(db *bolt.DB, backup string) error {
+// writeBackup copies the committed ledger into memory, checks the copy (a
+// private one: bbolt's check is never run over a file others can change),
+// and writes it to the backup.
+func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error {
 	mode := l.mode()
-	if st, err := os.Stat(l.Path); err == nil {
+	if st, err := ledger.Stat(); err == nil {
 		mode = st.Mode().Perm()
 	}
-	return db.View(func(btx *bolt.Tx) error {
-		for err := range btx.Check() {
-			return fmt.Errorf("not backed up: %w", err)
-		}
-		return writeAtomically(backup, mode, func(f *os.File) error {
-			_, err := btx.WriteTo(f)
-			return err
-		})
-	})
+	var copied bytes.Buffer
+	if err := db.View(func(btx *bolt.Tx) error { _, err := btx.WriteTo(&copied); return err }); err != nil {
+		return err
+	}
+	data := copied.Bytes()
+	if problems, err := checkImage(data); err != nil || len(problems) > 0 {
+		return fmt.Errorf("not backed up: %v %v", err, problems)
+	}
+	write := func(f *os.File) error { _, err := f.Write(data); return err }
+	err := writeAtomically(backup, mode, write)
+	if errors.Is(err, fs.ErrPermission) {
+		// In a shared (sticky) directory only the backup's owner may
+		// replace it: write into it instead. Readers of the backup hold
+		// the ledger's lock, as this writer does, so none sees it half
+		// written.
+		err = writeInPlace(backup, data)
+	}
+	return err
 }
 
-// writeAtomically writes a file through a temporary one beside it, synced
-// and renamed into place, so that readers see the old file or the new one,
-// whole. The temporary file has a fixed name: callers hold the ledger's
-// lock, and a copy cut short by a crash is overwritten by the next.
-func writeAtomically(path string, mode fs.FileMode, write func(*os.File) error) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, mode)
+// writeInPlace replaces the contents of the regular file at path.
+func writeInPlace(path string, data []byte) error {
+	f, err := openRegular(path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	err = write(f)
+	if err = checkWritable(f, path); err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
 	if err == nil {
-		err = f.Chmod(mode) // undo the umask
+		err = f.Truncate(int64(len(data)))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -68,13 +80,5 @@ func writeAtomically(path string, mode fs.FileMode, write func(*os.File) error) 
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	syncDir(path)
-	return nil
+	return err
 }

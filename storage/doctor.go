@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -42,41 +41,60 @@ func (d *Diagnosis) problem(format string, args ...any) {
 // check, has a schema this chronos reads, that every record decodes and
 // agrees with its key, that the live index lists exactly the partitions
 // stored as live, that every partition has its "created" event, that the id
-// counters are ahead of every id, and that no device is booked past 100%.
-// It reads only (under a shared lock) and never panics on damage. The error
-// is for when it could not look at all (the ledger is busy); damage is
-// reported in the Diagnosis.
+// counters are ahead of every id, that no device is booked past 100%, and
+// that the rolling backup is not newer than the ledger (which would mean the
+// ledger lost writes). It reads only, under a shared lock, a private copy of
+// the file whose pages it has checked first, so no damage and nothing
+// another process does to the file meanwhile can crash it. The error is for
+// when it could not look at all (the ledger is busy); damage is reported in
+// the Diagnosis.
 func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 	d.Path = l.Path
 	d.Problems = []string{}
-	d.Backup = describeBackup(l.Path)
-	if _, err := os.Lstat(l.Path); errors.Is(err, fs.ErrNotExist) {
-		d.Healthy = true // nothing written yet: nothing to be wrong
-		return d, nil
-	}
-	d.Exists = true
-	if l.unwritten() {
-		d.Healthy = true // created, never written: the next write sets it up
-		return d, nil
-	}
-	db, err := l.open(true)
-	if errors.Is(err, ErrBusy) {
+	var have, backup counters
+	// The backup is read while the ledger is locked: writers refresh it
+	// under the ledger's lock.
+	readBackup := func() { d.Backup, backup = inspectBackup(l.Path) }
+	data, _, err := l.readLocked(readBackup)
+	switch {
+	case errors.Is(err, ErrBusy):
 		return d, err
-	}
-	if err != nil {
+	case errors.Is(err, fs.ErrNotExist):
+		readBackup() // nothing written yet, unless the backup says otherwise
+	case err != nil:
+		d.Exists = true
+		readBackup()
 		d.problem("%v", err)
 		return d, nil
+	default:
+		d.Exists = true
 	}
-	defer db.Close()
-	guard(func() error {
-		return db.View(func(btx *bolt.Tx) error {
-			inspect(btx, &d, time.Now())
+	if len(data) > 0 {
+		problems, safe := checkPages(data)
+		for _, p := range problems {
+			d.problem("%s", p)
+		}
+		if !safe {
+			return d, nil
+		}
+		if err := viewImage(data, func(btx *bolt.Tx) error {
+			have = inspect(btx, &d, time.Now())
 			return nil
-		})
-	}, func(msg string) { d.problem("reading the file failed: %s", msg) })
+		}); err != nil {
+			d.problem("reading the file failed: %v", err)
+		}
+	}
+	if backup.parts > have.parts || backup.events > have.events {
+		d.problem("the backup %s is newer than the ledger: it has handed out booking ids up to %d and event numbers up to %d, "+
+			"the ledger only %d and %d — the ledger lost writes (emptied, replaced or rolled back); `chronos doctor --repair` restores them",
+			BackupPath(l.Path), backup.parts, backup.events, have.parts, have.events)
+	}
 	d.Healthy = len(d.Problems) == 0
 	return d, nil
 }
+
+// counters are the highest booking id and event number a ledger handed out.
+type counters struct{ parts, events uint64 }
 
 // guard runs fn so that a panic, or a fault reading a mapped page past the
 // end of a truncated file, becomes a message instead of a crash.
@@ -92,23 +110,43 @@ func guard(fn func() error, onFail func(msg string)) {
 	}
 }
 
-func describeBackup(path string) string {
+// inspectBackup describes the rolling backup of the ledger at path and says
+// how far its counters went (zero when it is missing or not usable).
+func inspectBackup(path string) (string, counters) {
 	b := BackupPath(path)
-	st, err := os.Stat(b)
-	if err != nil {
-		return "none"
-	}
-	problems, err := (&Ledger{Path: b, Timeout: time.Second}).Check()
+	data, st, err := readFile(b)
 	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "none", counters{}
 	case err != nil:
-		return fmt.Sprintf("%s is not usable: %v", b, err)
-	case len(problems) > 0:
-		return fmt.Sprintf("%s fails bbolt's check: %v", b, problems[0])
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
 	}
-	return fmt.Sprintf("%s, written %s", b, st.ModTime().Format(time.RFC3339))
+	switch problems, err := checkImage(data); {
+	case err != nil:
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
+	case len(problems) > 0:
+		return fmt.Sprintf("%s fails bbolt's check: %v", b, problems[0]), counters{}
+	}
+	var c counters
+	if err := viewImage(data, func(btx *bolt.Tx) error { c = countersOf(btx); return nil }); err != nil {
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
+	}
+	return fmt.Sprintf("%s, written %s", b, st.ModTime().Format(time.RFC3339)), c
 }
 
-func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
+// countersOf reads the id counters of a ledger's buckets.
+func countersOf(btx *bolt.Tx) counters {
+	var c counters
+	if b := btx.Bucket(bucketPartitions); b != nil {
+		c.parts = b.Sequence()
+	}
+	if b := btx.Bucket(bucketEvents); b != nil {
+		c.events = b.Sequence()
+	}
+	return c
+}
+
+func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 	n := 0
 	for err := range btx.Check() {
 		if n++; n <= 10 {
@@ -121,10 +159,10 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 	meta := btx.Bucket(bucketMeta)
 	if meta == nil {
 		if len(bucketNames(btx)) == 0 {
-			return // an empty file bbolt initialised: nothing written yet
+			return have // an empty file bbolt initialised: nothing written yet
 		}
 		d.problem("no meta bucket: a bbolt file, but not a chronos ledger (buckets: %v)", bucketNames(btx))
-		return
+		return have
 	}
 	switch v := meta.Get(keySchema); {
 	case len(v) != 1:
@@ -132,7 +170,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 	case v[0] > SchemaVersion:
 		d.Schema = int(v[0])
 		d.problem("written by a newer chronos (schema %d; this one reads up to %d): upgrade chronos rather than repair", v[0], SchemaVersion)
-		return
+		return have
 	default:
 		d.Schema = int(v[0])
 	}
@@ -178,6 +216,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 		if b.Sequence() < maxID {
 			d.problem("the partition id counter (%d) is behind the highest id (%d): ids would be reused", b.Sequence(), maxID)
 		}
+		have.parts = max(b.Sequence(), maxID)
 	}
 	d.Partitions = len(stored)
 	indexed := map[uint64]bool{}
@@ -240,6 +279,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 		if b.Sequence() < maxSeq {
 			d.problem("the event counter (%d) is behind the newest event (%d)", b.Sequence(), maxSeq)
 		}
+		have.events = max(b.Sequence(), maxSeq)
 	}
 	var missing []uint64
 	for id := range stored {
@@ -265,6 +305,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) {
 			d.Claims++
 		})
 	}
+	return have
 }
 
 // walk visits a bucket's records; a panic part way (a damaged page) is

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,6 +59,8 @@ var (
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
 	keyPolicy    = []byte("policy")
+	// keyReadingPrefix and a GPU's index name its latest reading.
+	keyReadingPrefix = []byte("reading/")
 )
 
 // Ledger is the path of a ledger file and how to open it. It holds no open
@@ -94,6 +97,9 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 // reads as empty; View never creates the file.
 func (l *Ledger) View(fn func(*Tx) error) error {
 	if l.unwritten() {
+		if err := l.notLost(); err != nil {
+			return err
+		}
 		return fn(&Tx{})
 	}
 	return l.run(true, fn)
@@ -113,14 +119,37 @@ func (l *Ledger) Version() string {
 // String is the file's path.
 func (l *Ledger) String() string { return l.Path }
 
+// Private reports whether the ledger is this user's alone: the file is
+// theirs and nobody else may write it (before it exists: the mode it will
+// be created with says so). A shared ledger is not.
+func (l *Ledger) Private() bool {
+	st, err := os.Lstat(l.Path)
+	if err != nil {
+		return l.mode()&0o022 == 0
+	}
+	uid, _, _ := ownerOf(st)
+	return uid == os.Geteuid() && st.Mode().Perm()&0o022 == 0
+}
+
 // unwritten reports whether the ledger has no content yet: no file, or an
 // empty one, which a writer killed between creating the file and writing
 // its first pages leaves behind. bbolt would try to initialise an empty file
 // even when opened read-only, and fail ("write: bad file descriptor"); the
 // next writer initialises it.
 func (l *Ledger) unwritten() bool {
-	st, err := os.Stat(l.Path)
+	st, err := os.Lstat(l.Path)
 	return errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().IsRegular() && st.Size() == 0)
+}
+
+// notLost checks, for a ledger that is missing or empty, that its rolling
+// backup is too: a backup that holds a ledger means the ledger lost its
+// contents, and starting it afresh would hand out its ids again.
+func (l *Ledger) notLost() error {
+	if st, err := os.Lstat(BackupPath(l.Path)); err == nil && st.Size() > 0 {
+		return fmt.Errorf("%w: %s is missing or empty, but its backup %s holds a ledger: "+
+			"run `chronos doctor --repair` to restore it (or remove the backup to start afresh)", ErrDamaged, l.Path, BackupPath(l.Path))
+	}
+	return nil
 }
 
 func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
@@ -128,26 +157,22 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var db *bolt.DB
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
+			// Let go of the file, its mapping and its locks (the mapping
+			// keeps the file, and so its lock, alive): a process that goes
+			// on, a monitor, must not keep others out. bbolt's transaction
+			// rolled back as the panic passed, so closing is safe.
+			if db != nil {
+				db.Close()
+			}
 		}
 	}()
-	created := false
-	if !readOnly {
-		if _, statErr := os.Stat(l.Path); errors.Is(statErr, fs.ErrNotExist) {
-			created = true
-		}
-	}
-	db, err := l.open(readOnly)
+	db, file, err := l.open(readOnly)
 	if err != nil {
 		return err
-	}
-	if created {
-		if err := os.Chmod(l.Path, l.mode()); err != nil {
-			db.Close()
-			return fmt.Errorf("set mode of new ledger %s: %w", l.Path, err)
-		}
 	}
 	var txErr error
 	if readOnly {
@@ -162,7 +187,7 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 		if txErr == nil {
 			// Still under the exclusive lock, so two writers never copy at
 			// once and the second sees the first's fresh backup.
-			l.maybeBackup(db)
+			l.maybeBackup(db, file)
 		}
 	}
 	closeErr := db.Close()
@@ -182,19 +207,29 @@ func (l *Ledger) mode() fs.FileMode {
 	return l.Mode
 }
 
-func (l *Ledger) open(readOnly bool) (*bolt.DB, error) {
+// open opens the ledger with bbolt, and returns with it the file it holds
+// open (closed with the database).
+func (l *Ledger) open(readOnly bool) (*bolt.DB, *os.File, error) {
 	timeout := l.timeout()
-	for {
-		db, replaced, err := l.openOnce(readOnly, timeout)
+	for tries := 1; ; tries++ {
+		db, file, replaced, err := l.openOnce(readOnly, timeout)
 		if !replaced {
-			return db, err
+			return db, file, err
 		}
 		// A repair renamed a new file over the path while this process
 		// waited for the old file's lock: what it would read or write
 		// there is gone. Open the file now at the path.
 		db.Close()
+		if tries == maxOpenTries {
+			return nil, nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", ErrBusy, l.Path)
+		}
 	}
 }
+
+// maxOpenTries bounds how often an open starts again because the file at
+// the path changed under it: a repair does that once; only someone swapping
+// files in a loop does it again and again.
+const maxOpenTries = 10
 
 func (l *Ledger) timeout() time.Duration {
 	if l.Timeout <= 0 {
@@ -203,21 +238,37 @@ func (l *Ledger) timeout() time.Duration {
 	return l.Timeout
 }
 
-func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, replaced bool, err error) {
-	if st, err := os.Stat(l.Path); err == nil && !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("%w: %s is not a regular file", ErrDamaged, l.Path)
-	}
-	var file *os.File
-	// The file is locked here, before bbolt's own flock on the same open
-	// file (which then succeeds at once): see lockLedger.
-	openFile := func(name string, flag int, perm fs.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil || file != nil {
-			return f, err
+func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, file *os.File, replaced bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// bbolt panicked opening it. A writer checked beforehand what
+			// bbolt reads as it opens (see checkForWrite) and a reader's
+			// open reads only checked meta pages, so this is not expected;
+			// let go of the locks at least.
+			if file != nil {
+				file.Close()
+			}
+			panic(r)
+		}
+	}()
+	// The file is opened without following a link or blocking on a FIFO,
+	// and locked here, before bbolt's own flock on the same open file (which
+	// then succeeds at once): see lockLedger. A writer checks what it opened
+	// before bbolt writes a byte.
+	openFile := func(string, int, fs.FileMode) (*os.File, error) {
+		f, err := l.openFile(readOnly)
+		if err != nil {
+			return nil, err
 		}
 		if err := lockLedger(f, !readOnly, timeout); err != nil {
 			f.Close()
 			return nil, err
+		}
+		if !readOnly {
+			if err := l.checkForWrite(f); err != nil {
+				f.Close()
+				return nil, err
+			}
 		}
 		file = f
 		return f, nil
@@ -225,12 +276,60 @@ func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, re
 	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
 	if err == nil && file != nil {
 		held, herr := file.Stat()
-		now, nerr := os.Stat(l.Path)
+		now, nerr := os.Lstat(l.Path)
 		if herr == nil && nerr == nil && !os.SameFile(held, now) {
-			return db, true, nil
+			return db, file, true, nil
 		}
 	}
-	return db, false, l.openError(err, timeout)
+	return db, file, false, l.openError(err, timeout)
+}
+
+// openFile opens the ledger file, creating it (exclusively, with the
+// ledger's mode) when a writer finds none.
+func (l *Ledger) openFile(readOnly bool) (*os.File, error) {
+	if readOnly {
+		return openRegular(l.Path, os.O_RDONLY)
+	}
+	for tries := 1; ; tries++ {
+		f, err := openRegular(l.Path, os.O_RDWR)
+		if !errors.Is(err, fs.ErrNotExist) || tries == maxOpenTries {
+			return f, err
+		}
+		if err := l.notLost(); err != nil {
+			return nil, err
+		}
+		f, err = createNew(l.Path, l.mode())
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+		// Another process created it first: open that one.
+	}
+}
+
+// checkForWrite refuses to write a file this process should not (see
+// checkWritable), an empty one whose backup says it lost its contents, and
+// one bbolt should not open for writing (see writerDamage): with its newest
+// meta page damaged, bbolt would carry on from the commit before, handing
+// out again the ids that commit gave.
+func (l *Ledger) checkForWrite(f *os.File) error {
+	if err := checkWritable(f, l.Path); err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return l.notLost()
+	}
+	msg, err := writerDamage(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("read ledger %s: %w", l.Path, err)
+	}
+	if msg != "" {
+		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", ErrDamaged, l.Path, msg)
+	}
+	return nil
 }
 
 func (l *Ledger) openError(err error, timeout time.Duration) error {
@@ -241,12 +340,14 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("open ledger %s: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, err)
+	case errors.Is(err, ErrDamaged), errors.Is(err, ErrUnsafeFile):
+		return err
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("open ledger %s: %w: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, ErrReadOnly, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
-		if st, statErr := os.Stat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
+		if st, statErr := os.Lstat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
 			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
 		}
 		return fmt.Errorf("open ledger %s: %w", l.Path, err)
@@ -378,27 +479,51 @@ func bucketNames(btx *bolt.Tx) []string {
 }
 
 // Check runs bbolt's consistency check over the whole file and returns every
-// problem it finds.
+// problem it finds. It checks a private copy of the file, read under the
+// readers' lock, once its pages are found to hold together: nothing another
+// process does to the file meanwhile, and no damage, can make it crash.
 func (l *Ledger) Check() (problems []error, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
-		}
-	}()
 	if l.unwritten() {
 		return nil, nil
 	}
-	db, err := l.open(true)
+	data, _, err := l.readLocked(nil)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	err = db.View(func(btx *bolt.Tx) error {
+	return checkImage(data)
+}
+
+// checkImage is bbolt's check of a ledger file's bytes.
+func checkImage(data []byte) (problems []error, err error) {
+	if msgs, safe := checkPages(data); !safe {
+		for _, m := range msgs {
+			problems = append(problems, errors.New(m))
+		}
+		return problems, nil
+	}
+	err = viewImage(data, func(btx *bolt.Tx) error {
 		for e := range btx.Check() {
 			problems = append(problems, e)
 		}
 		return nil
 	})
 	return problems, err
+}
+
+// readLocked reads the whole ledger file under the readers' lock, and runs
+// also (when not nil) before it lets go.
+func (l *Ledger) readLocked(also func()) ([]byte, fs.FileInfo, error) {
+	f, err := openRegular(l.Path, os.O_RDONLY)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if err := lockLedger(f, false, l.timeout()); err != nil {
+		return nil, nil, l.openError(err, l.timeout())
+	}
+	data, st, err := readAll(f)
+	if also != nil {
+		also()
+	}
+	return data, st, err
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -330,4 +331,40 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		require.Len(t, live, 2)
 		return err
 	}))
+}
+
+// Each GPU's reading is a record of its own; storing readings replaces them
+// all, so a GPU that vanished leaves no reading behind, and the ledger stays
+// healthy for doctor.
+func TestDeviceReadings(t *testing.T) {
+	l := newLedger(t)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	put := func(n int) {
+		var rs []DeviceReading
+		for i := range n {
+			rs = append(rs, DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
+				Holders: []Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
+		}
+		require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutDeviceReadings(rs) }))
+	}
+	put(12)
+	put(3)
+	require.NoError(t, l.View(func(tx *Tx) error {
+		rs, err := tx.DeviceReadings()
+		require.NoError(t, err)
+		require.Len(t, rs, 3)
+		require.Equal(t, 2, rs[2].Index)
+		r, ok, err := tx.DeviceReading(1)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, uint64(1<<30), r.MemoryUsed)
+		require.Equal(t, []Holder{{User: "carol", UID: 1003, Bytes: 1 << 30, PIDs: []int{4242}}}, r.Holders)
+		_, ok, err = tx.DeviceReading(10)
+		require.NoError(t, err)
+		require.False(t, ok)
+		return nil
+	}))
+	d, err := l.Diagnose()
+	require.NoError(t, err)
+	require.True(t, d.Healthy, d.Problems)
 }

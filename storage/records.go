@@ -47,6 +47,29 @@ type Partition struct {
 	State      State     `json:"state"`
 	Ended      time.Time `json:"ended,omitzero"`
 	Warned     bool      `json:"warned,omitempty"`
+	// Wrapper is the `chronos run` that made the booking and releases it
+	// when its command ends; nil for a booking made otherwise.
+	Wrapper *Wrapper `json:"wrapper,omitempty"`
+	// Orphaned is when a monitor found the wrapper gone while its command
+	// still ran; the booking is released once nothing of it runs.
+	Orphaned time.Time `json:"orphaned,omitzero"`
+}
+
+// Wrapper names one `chronos run` process, and the process group of the
+// command it started, so that a monitor on the same machine can tell when
+// the wrapper died without releasing its booking.
+type Wrapper struct {
+	Host string `json:"host"`
+	// Boot and PIDNamespace say which boot of the host, and which pid
+	// namespace, the pids belong to.
+	Boot         string `json:"boot"`
+	PIDNamespace string `json:"pid_namespace"`
+	PID          int    `json:"pid"`
+	// Start is the wrapper's start time (clock ticks since boot): with the
+	// pid, it names one process even when pids are reused.
+	Start uint64 `json:"start_ticks"`
+	// Group is the command's process group; 0 until it started.
+	Group int `json:"group,omitempty"`
 }
 
 // LiveAt reports whether the partition holds its share at instant now.
@@ -71,21 +94,33 @@ const (
 	EventUnbooked   EventKind = "unbooked"
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
+	EventOrphaned   EventKind = "orphaned"
+	EventInventory  EventKind = "inventory" // the machine's GPUs changed
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
 	EventStopped EventKind = "stopped"
 )
 
-// Event is one line of the audit trail.
+// Event is one line of the audit trail. UID and User are who acted (a
+// monitor's user, for its acts); Process is the process an act was about.
 type Event struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Kind      EventKind `json:"kind"`
-	Partition uint64    `json:"partition,omitempty"`
-	UID       int       `json:"uid"`
-	User      string    `json:"user"`
-	Detail    string    `json:"detail,omitempty"`
+	Seq       uint64        `json:"seq"`
+	Time      time.Time     `json:"time"`
+	Kind      EventKind     `json:"kind"`
+	Partition uint64        `json:"partition,omitempty"`
+	UID       int           `json:"uid"`
+	User      string        `json:"user"`
+	Process   *EventProcess `json:"process,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
+}
+
+// EventProcess is the process an event is about, and its owner: for an
+// unbooked or over-budget process, the one whose process it is.
+type EventProcess struct {
+	PID  int    `json:"pid"`
+	UID  int    `json:"uid"`
+	User string `json:"user"`
 }
 
 // Device is one GPU of the cached inventory.
@@ -98,11 +133,38 @@ type Device struct {
 
 // Inventory is the device list last seen by a process that opened a GPU
 // backend, kept so that `create` can validate a device without paying for
-// NVML's start.
+// NVML's start. It says which backend, on which host, wrote it.
 type Inventory struct {
 	Backend string    `json:"backend"`
+	Host    string    `json:"host,omitempty"`
 	Updated time.Time `json:"updated"`
 	Devices []Device  `json:"devices"`
+}
+
+// DeviceReading is the latest compact reading of one GPU's memory, stored
+// by the processes that sample the GPUs anyway (monitors, the app, stats),
+// so that `create` can say what is physically free without starting NVML.
+// Each GPU's is a record of its own: create decodes only the one it books.
+type DeviceReading struct {
+	Time        time.Time `json:"time"`
+	Backend     string    `json:"backend"`
+	Index       int       `json:"index"`
+	UUID        string    `json:"uuid"`
+	MemoryTotal uint64    `json:"memory_total_bytes"`
+	MemoryUsed  uint64    `json:"memory_used_bytes"`
+	// Holders are the largest users of the memory, largest first.
+	Holders []Holder `json:"holders,omitempty"`
+}
+
+// Holder is the memory one user's processes use on a GPU under one live
+// booking (Partition 0: under none).
+type Holder struct {
+	User      string `json:"user"`
+	UID       int    `json:"uid"`
+	Partition uint64 `json:"partition,omitempty"`
+	Bytes     uint64 `json:"bytes"`
+	// PIDs are the largest of the processes, largest first.
+	PIDs []int `json:"pids"`
 }
 
 // Policy is what the admin chose the monitor should do.
@@ -113,6 +175,9 @@ type Policy struct {
 	Grace      time.Duration `json:"grace"`
 	WarnLead   time.Duration `json:"warn_lead"`
 	MaxLength  time.Duration `json:"max_length"`
+	// Admit is what admission counts: "booked" shares only, or also the
+	// memory "physical"ly in use ("" reads as booked).
+	Admit string `json:"admit,omitempty"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
@@ -414,6 +479,63 @@ func (tx *Tx) HostInventories() (map[string]Inventory, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+func readingKey(index int) []byte { return fmt.Appendf(nil, "%s%d", keyReadingPrefix, index) }
+
+// DeviceReading returns the stored reading of GPU index; ok is false when
+// there is none.
+func (tx *Tx) DeviceReading(index int) (r DeviceReading, ok bool, err error) {
+	ok, err = tx.getMeta(readingKey(index), &r)
+	return r, ok, err
+}
+
+// DeviceReadings returns every stored GPU reading.
+func (tx *Tx) DeviceReadings() ([]DeviceReading, error) {
+	var out []DeviceReading
+	err := tx.scan(bucketMeta, keyReadingPrefix, false, func(k, v []byte) (bool, error) {
+		if !bytes.HasPrefix(k, keyReadingPrefix) {
+			return false, nil
+		}
+		var r DeviceReading
+		if err := decode(v, &r); err != nil {
+			return false, fmt.Errorf("%s: %w", k, err)
+		}
+		out = append(out, r)
+		return true, nil
+	})
+	slices.SortFunc(out, func(a, b DeviceReading) int { return cmp.Compare(a.Index, b.Index) })
+	return out, err
+}
+
+// PutDeviceReadings replaces the stored GPU readings with rs.
+func (tx *Tx) PutDeviceReadings(rs []DeviceReading) error {
+	raw, err := tx.writable("put readings")
+	if err != nil {
+		return err
+	}
+	var old [][]byte
+	err = tx.scan(bucketMeta, keyReadingPrefix, false, func(k, _ []byte) (bool, error) {
+		if !bytes.HasPrefix(k, keyReadingPrefix) {
+			return false, nil
+		}
+		old = append(old, append([]byte(nil), k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := raw.Delete(bucketMeta, k); err != nil {
+			return err
+		}
+	}
+	for _, r := range rs {
+		if err := put(raw, bucketMeta, readingKey(r.Index), r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Policy returns the stored policy; ok is false when the admin set none.

@@ -3,19 +3,19 @@ package storage
 import (
 	"bytes"
 	"cmp"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // Repaired says what Repair did.
@@ -53,14 +53,15 @@ func newSalvage() *salvage {
 }
 
 // Repair rebuilds a damaged ledger from what can be read of it. It saves
-// the damaged file as <path>.damaged-<time>, reads every record it can —
-// through bbolt where the file opens, key by key so that one bad page costs
-// only its own records; from the raw pages where bbolt cannot go; and from
-// the rolling backup when that passes bbolt's check, for what neither has —
-// and writes a new ledger beside the old one, checked, then renamed over it.
-// Live bookings, history, events, policy and inventory are kept as found;
-// a booking whose "created" event was lost gets one that says it was
-// restored. The ledger stays locked throughout, so no write is lost.
+// the damaged file as <path>.damaged-<time>-<random>, reads every record it
+// can — through bbolt where the file's pages hold together, key by key so
+// that one bad record costs only itself; from the raw pages where bbolt
+// cannot go; and from the rolling backup when that passes bbolt's check, for
+// what neither has — builds a new ledger in memory, checks it, and puts it
+// in place of the old one. Live bookings, history, events, policy and
+// inventory are kept as found, and no id counter goes back; a booking whose
+// "created" event was lost gets one that says it was restored. The ledger
+// stays locked throughout, so no write is lost.
 func (l *Ledger) Repair() (Repaired, error) {
 	var r Repaired
 	r.Sources, r.Lost = []string{}, []string{}
@@ -76,92 +77,76 @@ func (l *Ledger) Repair() (Repaired, error) {
 		return r, fmt.Errorf("%w (schema %d): upgrade chronos instead of repairing", ErrNewerSchema, before.Schema)
 	}
 
-	st, statErr := os.Lstat(l.Path)
-	regular := statErr == nil && st.Mode().IsRegular()
 	mode, uid, gid := l.mode(), -1, -1
-	if regular {
-		mode = st.Mode().Perm()
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			uid, gid = int(sys.Uid), int(sys.Gid)
-		}
-	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	r.SavedAs = fmt.Sprintf("%s.damaged-%s", l.Path, stamp)
-
 	found := newSalvage()
-	if regular {
+	f, err := openRegular(l.Path, os.O_RDWR)
+	switch {
+	case err == nil:
 		// Hold the writers' lock while the file is copied and replaced.
-		f, err := os.OpenFile(l.Path, os.O_RDWR, 0)
-		if err != nil {
-			return r, fmt.Errorf("open %s: %w", l.Path, err)
-		}
 		defer f.Close()
 		if err := lockLedger(f, true, l.timeout()); err != nil {
-			return r, fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, l.timeout())
+			return r, l.openError(err, l.timeout())
 		}
-		if err := copyFile(f, r.SavedAs, mode); err != nil {
+		data, st, err := readAll(f)
+		if err != nil {
+			return r, fmt.Errorf("read %s: %w", l.Path, err)
+		}
+		mode = st.Mode().Perm()
+		uid, gid, _ = ownerOf(st)
+		if r.SavedAs, err = saveCopy(l.Path, stamp, mode, data); err != nil {
 			return r, fmt.Errorf("save the damaged file: %w", err)
 		}
-		n := readTree(r.SavedAs, found)
-		if n > 0 || len(found.failures) == 0 {
-			r.Sources = append(r.Sources, fmt.Sprintf("%d bookings and %d events read from the file through bbolt", len(found.parts), len(found.events)))
-		}
-		if data, err := os.ReadFile(r.SavedAs); err == nil {
-			raw := newSalvage()
-			scanPages(data, raw)
-			if added := found.fill(raw); added > 0 {
-				r.Sources = append(r.Sources, fmt.Sprintf("%d records read from the file's pages directly", added))
-			}
-			carved := newSalvage()
-			carve(data, carved)
-			if added := found.fill(carved); added > 0 {
-				r.Sources = append(r.Sources, fmt.Sprintf("%d records found in the file's bytes where no page could be parsed", added))
-			}
-		}
-	} else {
-		// A directory, a FIFO, a link to a device: nothing to read. Move it
-		// aside so the path is free.
-		if err := os.Rename(l.Path, r.SavedAs); err != nil {
+		found.salvage(data, &r)
+	case errors.Is(err, fs.ErrNotExist):
+		r.Lost = append(r.Lost, l.Path+" was missing")
+	case errors.Is(err, ErrDamaged):
+		// A directory, a FIFO, a link: nothing to read. Move it aside so
+		// the path is free.
+		if r.SavedAs, err = moveAside(l.Path, stamp); err != nil {
 			return r, fmt.Errorf("move %s aside: %w", l.Path, err)
 		}
 		r.Lost = append(r.Lost, fmt.Sprintf("%s was not a regular file; moved aside as %s", l.Path, r.SavedAs))
+	default:
+		return r, err
 	}
 
 	// The rolling backup fills in what the damaged file lost.
 	backup := BackupPath(l.Path)
-	if problems, err := (&Ledger{Path: backup, Timeout: l.Timeout}).Check(); err == nil && len(problems) == 0 {
-		old := newSalvage()
-		readTree(backup, old)
-		bst, _ := os.Stat(backup)
-		if added := found.fill(old); added > 0 {
-			r.Sources = append(r.Sources, fmt.Sprintf("%d records restored from the backup %s (written %s)", added, backup, bst.ModTime().Format(time.RFC3339)))
+	if data, st, err := readFile(backup); err == nil {
+		if problems, err := checkImage(data); err == nil && len(problems) == 0 {
+			old := newSalvage()
+			readTree(data, old)
+			if added := found.fill(old); added > 0 {
+				r.Sources = append(r.Sources, fmt.Sprintf("%d records restored from the backup %s (written %s)", added, backup, st.ModTime().Format(time.RFC3339)))
+			}
 		}
 	}
-	for _, f := range found.failures {
-		r.Lost = append(r.Lost, f)
-	}
+	r.Lost = append(r.Lost, found.failures...)
 	if len(found.parts) == 0 && len(found.events) == 0 {
 		r.Lost = append(r.Lost, "nothing could be read: the new ledger starts empty")
 	}
 
-	tmp := l.Path + ".repair.tmp"
-	os.Remove(tmp)
-	if err := found.write(tmp, mode); err != nil {
-		os.Remove(tmp)
-		return r, fmt.Errorf("write the rebuilt ledger: %w", err)
+	built, err := found.build()
+	if err != nil {
+		return r, fmt.Errorf("build the new ledger: %w", err)
 	}
-	if uid >= 0 && os.Geteuid() == 0 {
-		_ = os.Chown(tmp, uid, gid)
-	}
-	if problems, err := (&Ledger{Path: tmp, Timeout: l.Timeout}).Check(); err != nil || len(problems) > 0 {
-		os.Remove(tmp)
+	if problems, err := checkImage(built); err != nil || len(problems) > 0 {
 		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%v %v); %s is unchanged", err, problems, l.Path)
 	}
-	if err := os.Rename(tmp, l.Path); err != nil {
-		os.Remove(tmp)
+	err = writeAtomically(l.Path, mode, func(f *os.File) error {
+		if uid >= 0 && os.Geteuid() == 0 {
+			// Keep the ledger its owner's and group's.
+			if err := f.Chown(uid, gid); err != nil {
+				return err
+			}
+		}
+		_, err := f.Write(built)
+		return err
+	})
+	if err != nil {
 		return r, fmt.Errorf("put the rebuilt ledger in place: %w", err)
 	}
-	syncDir(l.Path)
 	r.Done = true
 	r.Partitions, r.Events = len(found.parts), len(found.events)+1
 	for _, p := range found.parts {
@@ -173,66 +158,113 @@ func (l *Ledger) Repair() (Repaired, error) {
 	return r, err
 }
 
-func copyFile(from *os.File, to string, mode fs.FileMode) error {
-	return writeAtomically(to, mode, func(f *os.File) error {
-		_, err := io.Copy(f, io.NewSectionReader(from, 0, 1<<62))
-		return err
-	})
-}
-
-func syncDir(path string) {
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
+// salvage reads what it can of a damaged file's bytes: through bbolt when
+// its pages hold together, then from the pages directly, then from records
+// found anywhere in the bytes.
+func (s *salvage) salvage(data []byte, r *Repaired) {
+	n := readTree(data, s)
+	if n > 0 || len(s.failures) == 0 {
+		r.Sources = append(r.Sources, fmt.Sprintf("%d bookings and %d events read from the file through bbolt", len(s.parts), len(s.events)))
+	}
+	raw := newSalvage()
+	scanPages(data, raw)
+	if added := s.fill(raw); added > 0 {
+		r.Sources = append(r.Sources, fmt.Sprintf("%d records read from the file's pages directly", added))
+	}
+	carved := newSalvage()
+	carve(data, carved)
+	if added := s.fill(carved); added > 0 {
+		r.Sources = append(r.Sources, fmt.Sprintf("%d records found in the file's bytes where no page could be parsed", added))
 	}
 }
 
-// readTree reads a ledger file through bbolt, record by record, each read
-// guarded so that a damaged page loses only what is on it. It returns how
-// many records it read.
-func readTree(path string, into *salvage) int {
-	n := 0
-	guard(func() error {
-		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-		if err != nil {
-			return err
+// saveCopy writes data to a new file named after path, the time and a
+// random part, and returns its name.
+func saveCopy(path, stamp string, mode fs.FileMode, data []byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".damaged-"+stamp+"-*")
+	if err != nil {
+		return "", err
+	}
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// moveAside renames whatever is at path to a new name beside it, never
+// over an existing one.
+func moveAside(path, stamp string) (string, error) {
+	for {
+		var random [4]byte
+		_, _ = rand.Read(random[:])
+		to := fmt.Sprintf("%s.damaged-%s-%x", path, stamp, random)
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			// No RENAME_NOREPLACE here: the random name will do.
+			err = os.Rename(path, to)
 		}
-		defer db.Close()
-		return db.View(func(btx *bolt.Tx) error {
-			n += readBucket(btx.Bucket(bucketPartitions), "partitions", into, func(k, v []byte) bool {
-				var p Partition
-				if len(k) != 8 || decode(v, &p) != nil || p.invalid(binary.BigEndian.Uint64(k)) != "" {
-					return false
-				}
-				into.parts[p.ID] = p
-				return true
-			}, &into.partSeq)
-			n += readBucket(btx.Bucket(bucketEvents), "events", into, func(k, v []byte) bool {
-				var e Event
-				if len(k) != 8 || decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
-					return false
-				}
-				into.events[e.Seq] = e
-				return true
-			}, &into.eventSeq)
-			n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
-				var c Claim
-				if decode(v, &c) != nil {
-					return false
-				}
-				into.claims[string(k)] = c
-				return true
-			}, nil)
-			guard(func() error {
-				if meta := btx.Bucket(bucketMeta); meta != nil {
-					into.readMeta(keyPolicy, meta.Get(keyPolicy))
-					into.readMeta(keyInventory, meta.Get(keyInventory))
-				}
-				return nil
-			}, func(msg string) { into.failures = append(into.failures, "policy and inventory: "+msg) })
+		if !errors.Is(err, unix.EEXIST) {
+			return to, err
+		}
+	}
+}
+
+// readTree reads a ledger file's bytes through bbolt, record by record,
+// each read guarded so that a damaged record loses only itself. It returns
+// how many records it read.
+func readTree(data []byte, into *salvage) int {
+	n := 0
+	if len(data) == 0 {
+		return 0
+	}
+	err := viewImage(data, func(btx *bolt.Tx) error {
+		n += readBucket(btx.Bucket(bucketPartitions), "partitions", into, func(k, v []byte) bool {
+			var p Partition
+			if len(k) != 8 || decode(v, &p) != nil || p.invalid(binary.BigEndian.Uint64(k)) != "" {
+				return false
+			}
+			into.parts[p.ID] = p
+			return true
+		}, &into.partSeq)
+		n += readBucket(btx.Bucket(bucketEvents), "events", into, func(k, v []byte) bool {
+			var e Event
+			if len(k) != 8 || decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
+				return false
+			}
+			into.events[e.Seq] = e
+			return true
+		}, &into.eventSeq)
+		n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
+			var c Claim
+			if decode(v, &c) != nil {
+				return false
+			}
+			into.claims[string(k)] = c
+			return true
+		}, nil)
+		guard(func() error {
+			if meta := btx.Bucket(bucketMeta); meta != nil {
+				into.readMeta(keyPolicy, meta.Get(keyPolicy))
+				into.readMeta(keyInventory, meta.Get(keyInventory))
+			}
 			return nil
-		})
-	}, func(msg string) { into.failures = append(into.failures, fmt.Sprintf("%s: %s", path, msg)) })
+		}, func(msg string) { into.failures = append(into.failures, "policy and inventory: "+msg) })
+		return nil
+	})
+	if err != nil {
+		into.failures = append(into.failures, "bbolt cannot read the file: "+err.Error())
+	}
 	return n
 }
 
@@ -343,12 +375,14 @@ func (s *salvage) fill(other *salvage) int {
 	return n
 }
 
-// write builds a new ledger at path from what was salvaged.
-func (s *salvage) write(path string, mode fs.FileMode) error {
-	db, err := bolt.Open(path, mode, &bolt.Options{Timeout: time.Second})
+// build makes a new ledger, in memory, from what was salvaged, and returns
+// its bytes.
+func (s *salvage) build() ([]byte, error) {
+	db, mine, err := openImage(nil, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer mine.Close()
 	err = db.Update(func(btx *bolt.Tx) error {
 		if err := prepare(btx); err != nil {
 			return err
@@ -412,10 +446,11 @@ func (s *salvage) write(path string, mode fs.FileMode) error {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Chmod(path, mode)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	data, _, err := readAll(mine)
+	return data, err
 }
 
 func sortedKeys[V any](m map[uint64]V) []uint64 {
@@ -427,70 +462,16 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 	return ks
 }
 
-// Raw pages. bbolt's layout (go.etcd.io/bbolt/internal/common): a page is a
-// 16-byte header (id u64, flags u16, count u16, overflow u32) and elements;
-// a leaf element is 16 bytes (flags, pos, ksize, vsize: u32 each), its key
-// at pos bytes from the element and its value after the key. A bucket's
-// value is a 16-byte header (root page u64, sequence u64) followed, for an
-// inline bucket (root 0), by a page holding its records.
-const (
-	pageHeader      = 16
-	leafElement     = 16
-	leafPageFlag    = 0x02
-	metaPageFlag    = 0x04
-	freelistFlag    = 0x10
-	bucketLeafFlag  = 0x01
-	boltMagic       = 0xED0CDAED
-	metaChecksumEnd = pageHeader + 56
-)
-
-type rawMeta struct {
-	pageSize uint32
-	freelist uint64
-	pgid     uint64
-	txid     uint64
-}
-
-func readRawMeta(page []byte) (rawMeta, bool) {
-	if len(page) < metaChecksumEnd+8 {
-		return rawMeta{}, false
-	}
-	le := binary.LittleEndian
-	m := page[pageHeader:]
-	if le.Uint32(m[0:]) != boltMagic || le.Uint16(page[8:])&metaPageFlag == 0 {
-		return rawMeta{}, false
-	}
-	h := fnv.New64a()
-	h.Write(page[pageHeader:metaChecksumEnd])
-	if h.Sum64() != le.Uint64(page[metaChecksumEnd:]) {
-		return rawMeta{}, false
-	}
-	return rawMeta{pageSize: le.Uint32(m[8:]), freelist: le.Uint64(m[32:]), pgid: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true
-}
-
 // scanPages reads records straight from the file's leaf pages, for when
 // bbolt cannot walk the tree. With a readable meta page, only pages of the
 // committed state are read (below the high-water mark, not on the free
 // list), since freed pages hold older versions of records.
 func scanPages(data []byte, into *salvage) {
 	defer func() { _ = recover() }()
-	le := binary.LittleEndian
-	pageSize := 4096
-	var meta rawMeta
-	ok := false
-	for _, off := range []int{0, 4096, 8192, 16384, 65536} {
-		if off >= len(data) {
-			break
-		}
-		if m, good := readRawMeta(data[off:]); good && (!ok || m.txid > meta.txid) {
-			meta, ok = m, true
-		}
-	}
-	if ok && meta.pageSize >= 512 && meta.pageSize <= 1<<20 {
-		pageSize = int(meta.pageSize)
-		if m2, good := readRawMeta(data[min(len(data), pageSize):]); good && m2.txid > meta.txid {
-			meta = m2
-		}
+	pageSize, m, valid := metas(data)
+	meta, ok := current(m, valid)
+	if pageSize < 512 || pageSize > 1<<24 {
+		pageSize, ok = 4096, false
 	}
 	free := map[uint64]bool{}
 	if ok && meta.freelist > 1 && int(meta.freelist)*pageSize+pageHeader <= len(data) {
@@ -523,14 +504,13 @@ func scanPages(data []byte, into *salvage) {
 }
 
 func scanLeaf(p []byte, into *salvage, depth int) {
-	le := binary.LittleEndian
 	if depth > 2 || len(p) < pageHeader || le.Uint16(p[8:]) != leafPageFlag {
 		return
 	}
 	count := int(le.Uint16(p[10:]))
 	for i := range count {
-		el := pageHeader + i*leafElement
-		if el+leafElement > len(p) {
+		el := pageHeader + i*pageElement
+		if el+pageElement > len(p) {
 			return
 		}
 		flags, pos, ks, vs := le.Uint32(p[el:]), int(le.Uint32(p[el+4:])), int(le.Uint32(p[el+8:])), int(le.Uint32(p[el+12:]))

@@ -237,7 +237,7 @@ func (f bookingForm) View(width int) string {
 	if len(f.devices) > 0 {
 		a := f.devices[f.device]
 		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(fmt.Sprintf("%s · %s (%s) free · %d booking(s)",
-			a.Device.Name, core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), a.Bookings)), inner))
+			Printable(a.Device.Name), core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), a.Bookings)), inner))
 	}
 	lines = append(lines, cut(label(fieldMemory, "Memory")+fit(f.memory.View(), 15)+st.Faint.Render("a percent, fraction or size: 50%, 0.5, 40GiB"), inner))
 

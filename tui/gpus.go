@@ -129,7 +129,7 @@ func (p gpuPanel) legend(segs []segment) string {
 	parts := make([]string, 0, len(segs))
 	for _, s := range segs {
 		total += s.share
-		parts = append(parts, st.Owner(s.user).Render(s.user+" "+core.FormatPercent(s.share)))
+		parts = append(parts, st.Owner(s.user).Render(Printable(s.user)+" "+core.FormatPercent(s.share)))
 	}
 	return "booked " + core.FormatPercent(total) + ": " + strings.Join(parts, " ")
 }

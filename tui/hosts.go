@@ -52,14 +52,14 @@ func (p gpuPanel) hostsView(hosts []core.HostView, segs map[string]map[int][]seg
 			break
 		}
 		devs := hostDevices(h)
-		title := st.Label.Render(h.Host)
+		title := st.Label.Render(Printable(h.Host))
 		switch {
 		case !h.Live():
 			title += "  " + st.Notice.Render("not seen: no chronos monitor publishes from it (host down?); its bookings stand")
 		case h.Status.Simulated:
 			title += st.Faint.Render(fmt.Sprintf("  simulated · %d GPUs", len(devs)))
 		default:
-			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", h.Status.Backend, len(devs)))
+			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", Printable(h.Status.Backend), len(devs)))
 		}
 		out = append(out, fit(title, width))
 		for _, d := range devs {
@@ -76,9 +76,9 @@ func (p gpuPanel) hostsView(hosts []core.HostView, segs map[string]map[int][]seg
 // with the bookings on it.
 func (p gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
 	st := &p.c.styles
-	name := st.Label.Render(fmt.Sprintf("  %s ", core.FormatGPU(host, d.Index)))
+	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(core.FormatGPU(host, d.Index))))
 	if !live {
-		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", d.Name, float64(d.MemoryTotal)/(1<<30)))
+		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
 		return cut(line, width)
 	}
 	tail := fmt.Sprintf(" %s %s", memText(d), temp(d))

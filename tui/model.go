@@ -752,10 +752,10 @@ func (m Model) View() string {
 
 	add(m.headerView(now))
 	if m.opts.Notice != "" {
-		add(st.Notice.Render(m.opts.Notice))
+		add(st.Notice.Render(Printable(m.opts.Notice)))
 	}
 	for _, w := range m.warnings {
-		add(st.Notice.Render("⚠ " + w))
+		add(st.Notice.Render("⚠ " + Printable(w)))
 	}
 	add(m.gpus.View(m.sample, m.segs, m.width, l.gpus, l.fullGPUs)...)
 	add(m.gpus.hostsView(m.hosts, m.hostSegs, m.width, l.hosts)...)
@@ -785,7 +785,10 @@ func (m Model) View() string {
 
 func (m Model) headerView(now time.Time) string {
 	st := &m.c.styles
-	backend := st.NVML.Render("NVML")
+	backend := ""
+	if m.opts.Backend != nil {
+		backend = st.NVML.Render(strings.ToUpper(m.opts.Backend.Name())) // NVML or DRM
+	}
 	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.sample.Simulated {
 		backend = st.Simulated.Render(" SIMULATED GPUs ")
 	}
@@ -839,7 +842,7 @@ func (m Model) statusView() string {
 	case releasing:
 		t := m.target
 		return st.Prompt.Render(fmt.Sprintf("Release #%d (%s, %s of GPU %d)? y releases, any other key keeps it",
-			t.ID, t.User, core.FormatPercent(t.SharePPM), t.Device))
+			t.ID, Printable(t.User), core.FormatPercent(t.SharePPM), t.Device))
 	case extending:
 		line := st.Prompt.Render(fmt.Sprintf("Extend #%d by ", m.target.ID)) + m.prompt.View()
 		if m.promptErr != "" {
@@ -853,8 +856,8 @@ func (m Model) statusView() string {
 	case m.status == "":
 		return ""
 	case m.statusErr:
-		return st.StatusErr.Render("✗ " + m.status)
+		return st.StatusErr.Render("✗ " + Printable(m.status))
 	default:
-		return st.StatusOK.Render(m.status)
+		return st.StatusOK.Render(Printable(m.status))
 	}
 }

@@ -143,7 +143,7 @@ func (t bookingsTable) View(now time.Time, warnLead time.Duration, width, height
 
 func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead time.Duration, barW, width int) string {
 	st := &t.c.styles
-	status := core.Status(r.Partition.Partition, now, warnLead)
+	status := r.Partition.Status(now, warnLead)
 	left := "-"
 	if r.LiveAt(now) {
 		left = Countdown(r.Expires.Sub(now))
@@ -158,7 +158,7 @@ func (t bookingsTable) row(r bookingRow, selected bool, now time.Time, warnLead 
 		mark = " •"
 	}
 	id := pad("#"+strconv.FormatUint(r.ID, 10), colID) + " " + t.hostCell(r.Host)
-	owner := pad(r.User, colOwner)
+	owner := pad(Printable(r.User), colOwner)
 	dev := pad(strconv.Itoa(r.Device), colGPU)
 	share := pad(core.FormatPercent(r.SharePPM)+" "+core.FormatBytes(r.Bytes), colShare)
 	leftCol := pad(left, colLeft)
@@ -208,7 +208,7 @@ func (t bookingsTable) hostCell(host string) string {
 	if !t.hosts {
 		return ""
 	}
-	return pad(host, colHost) + " "
+	return pad(Printable(host), colHost) + " "
 }
 
 // plainBar is a bar without colour, for rows drawn in one style.
@@ -231,20 +231,25 @@ type processesTable struct {
 }
 
 const (
-	colPID     = 8
-	colPUser   = 10
-	colMem     = 10
-	colSM      = 4
-	colBooking = 15
-	procFixed  = colMark + colPID + 1 + colPUser + 1 + colGPU + 1 + colMem + 1 + colSM + 1 + colBooking + 1
+	colPID       = 8
+	colPUser     = 10
+	colMem       = 10
+	colSM        = 4
+	colBooking   = 15
+	colContainer = 12 // shown only while a process runs in a container
+	procFixed    = colMark + colPID + 1 + colPUser + 1 + colGPU + 1 + colMem + 1 + colSM + 1 + colBooking + 1
 )
 
 // verdictText says what a process counts against, in the words both the
-// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7" or
-// "UNBOOKED".
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
+// "UNBOOKED", or "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking.
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:
+		if a.Claimed != 0 {
+			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
+		}
 		return "UNBOOKED"
 	case core.OverBudget:
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
@@ -256,15 +261,26 @@ func verdictText(a core.Attribution) string {
 
 func (t processesTable) View(width, height int) []string {
 	st := &t.c.styles
+	containers := false
+	for _, r := range t.rows {
+		containers = containers || r.Container.InContainer()
+	}
+	// container is the CONTAINER cell, "" while no process runs in one.
+	container := func(s string) string {
+		if !containers {
+			return ""
+		}
+		return pad(s, colContainer) + " "
+	}
 	head := pad("", colMark) + padLeft("PID", colPID) + " " + pad("USER", colPUser) + " " + pad("GPU", colGPU) + " " +
-		padLeft("MEMORY", colMem) + " " + padLeft("SM", colSM) + " " + pad("BOOKING", colBooking) + " COMMAND"
+		padLeft("MEMORY", colMem) + " " + padLeft("SM", colSM) + " " + pad("BOOKING", colBooking) + " " + container("CONTAINER") + "COMMAND"
 	out := []string{st.TableHeader.Render(cut(head, width))}
 	if len(t.rows) == 0 {
 		return append(out, st.Faint.Render("  No GPU processes to show."))
 	}
 	t.cur.clamp(len(t.rows), height-1)
 	end := min(len(t.rows), t.cur.offset+height-1)
-	cmdW := max(0, width-procFixed)
+	cmdW := max(0, width-procFixed-len(container("")))
 	for i := t.cur.offset; i < end; i++ {
 		r := t.rows[i]
 		mark := "  "
@@ -275,14 +291,18 @@ func (t processesTable) View(width, height int) []string {
 		if r.SM >= 0 {
 			sm = strconv.Itoa(r.SM) + "%"
 		}
-		user := r.User
+		user := Printable(r.User)
 		if user == "" {
 			user = "?"
 		}
 		booking := pad(verdictText(r.Attribution), colBooking)
 		line := mark + padLeft(strconv.Itoa(r.PID), colPID) + " " + pad(user, colPUser) + " " + pad(strconv.Itoa(r.Device), colGPU) + " " +
 			padLeft(core.FormatBytes(r.MemoryUsed), colMem) + " " + padLeft(sm, colSM) + " "
-		cmd := cut(r.Command, cmdW)
+		label := Printable(r.Container.Label())
+		if label == "" {
+			label = "-"
+		}
+		cmd := container(label) + cut(Printable(r.Command), cmdW)
 		if i == t.cur.at {
 			out = append(out, st.Selected.Render(fit(line+booking+" "+cmd, width)))
 			continue

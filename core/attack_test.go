@@ -1,0 +1,334 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// within fails the test when fn has not returned after d: a hang.
+func within(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s hung (still running after %s)", what, d)
+	}
+}
+
+// Running `init --shared` again, after a member put links at the ledger's
+// and the backup's names, changes neither what the links point at: init
+// refuses them and says so. The directory becomes sticky, so members can no
+// longer rename or remove root's files.
+func TestInitSharedNeverFollowsLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: init is root's")
+	}
+	parent, err := os.MkdirTemp("", "chronos-init-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	require.NoError(t, os.Chmod(parent, 0o755))
+	dir := filepath.Join(parent, "chronos")
+	victim := filepath.Join(parent, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("root's\n"), 0o600))
+	path, err := InitShared(dir, "nogroup")
+	require.NoError(t, err)
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, SharedDirMode, st.Mode())
+
+	for _, name := range []string{filepath.Base(path), filepath.Base(storage.BackupPath(path))} {
+		out, err := asOther(t, nobodyUID, dir, "ln -s "+victim+" "+name)
+		require.NoError(t, err, out)
+		_, err = InitShared(dir, "nogroup")
+		require.ErrorContains(t, err, "symbolic link")
+		st, err := os.Stat(victim)
+		require.NoError(t, err)
+		require.Equal(t, fs.FileMode(0o600), st.Mode(), "init changed the mode of the file a link pointed at")
+		require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Gid, "init changed the group of the file a link pointed at")
+		require.NoError(t, os.Remove(filepath.Join(dir, name)))
+	}
+
+	// Once root wrote the ledger, a member can neither replace nor remove it.
+	c := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	out, err := asOther(t, nobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
+	require.Error(t, err, out)
+	out, err = asOther(t, nobodyUID, dir, "rm -f chronos.db")
+	require.Error(t, err, out)
+	require.FileExists(t, path)
+}
+
+// A member swapping a FIFO with the ledger in a loop (renameat2 with
+// RENAME_EXCHANGE, in a directory where they may rename it: the sticky
+// shared directory forbids that, older ones did not) makes no reader, no
+// monitor and no repair hang: opening never blocks, and what is not a
+// regular file is refused. The monitor expires a booking meanwhile.
+func TestFIFOSwapLoopHangsNothing(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	db := filepath.Join(dir, "chronos.db")
+	c := clientAt(db, nil, root)
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 2 * time.Second})
+	require.NoError(t, err)
+	for range 5 {
+		_, err := c.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err)
+	}
+
+	swap := exec.Command(bin, "-test.run=^$")
+	swap.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
+	swap.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	swap.Stderr = os.Stderr
+	require.NoError(t, swap.Start())
+	t.Cleanup(func() { swap.Process.Kill(); swap.Wait() })
+
+	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &root})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); NewMonitor(quick, MonitorOptions{}).Run(ctx) }()
+
+	listed := 0
+	for range 40 {
+		within(t, 10*time.Second, "list", func() {
+			if _, err := quick.List(false); err == nil {
+				listed++
+			}
+		})
+	}
+	require.NotZero(t, listed, "no list got through")
+	require.Eventually(t, func() bool {
+		got, err := quick.Get(p.ID)
+		return err == nil && got.State == storage.Expired
+	}, 20*time.Second, 50*time.Millisecond, "the monitor never expired the booking")
+	cancel()
+	within(t, 10*time.Second, "the monitor's stop", func() { <-stopped })
+	for range 5 {
+		within(t, 10*time.Second, "doctor", func() { _, _ = quick.Ledger().(*storage.Ledger).Diagnose() })
+	}
+	within(t, 10*time.Second, "doctor --repair", func() { _, _ = quick.Ledger().(*storage.Ledger).Repair() })
+}
+
+// startAs starts bin (a copy of this test binary) as uid, sleeping in the
+// "sleep" role with args and env, and waits until /proc shows its
+// environment.
+func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	booked := slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, gpu.PartitionEnv+"=") || strings.HasPrefix(kv, gpu.BookingEnv+"=")
+	})
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(cmd.Process.Pid)
+		return err == nil && info.UID == uid && strings.Contains(info.Command, filepath.Base(bin)) && (!booked || info.PartitionID != "")
+	}, 5*time.Second, 5*time.Millisecond)
+	return cmd
+}
+
+const daemonUID, nobodyUID = 1, 65534
+
+// Anyone can put CHRONOS_PARTITION_ID (or CHRONOS_BOOKING_ID) in their
+// environment. A process of nobody's naming daemon's booking used to count
+// against it: the root monitor stopped daemon's job as over budget, and the
+// forged process escaped unbooked=terminate. Now the claim of a process
+// that is not the booking owner's is ignored and named.
+func TestForgedBookingIDIsUnbooked(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	daemon := Identity{UID: daemonUID, User: UserName(daemonUID)}
+	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
+	require.NoError(t, err)
+	id := strconv.FormatUint(p.ID, 10)
+
+	job := startAs(t, bin, daemonUID, nil, gpu.PartitionEnv+"="+id)
+	forged := startAs(t, bin, nobodyUID, nil, gpu.BookingEnv+"="+id)
+	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, forged.Process.Pid, 20<<30)
+
+	s, err := sim.Sample()
+	require.NoError(t, err)
+	atts := map[int]Attribution{}
+	for _, a := range Attribute(s, []storage.Partition{p.Partition}, time.Now()) {
+		atts[a.PID] = a
+	}
+	require.Equal(t, Booked, atts[job.Process.Pid].Verdict)
+	require.Equal(t, Unbooked, atts[forged.Process.Pid].Verdict)
+	require.Equal(t, p.ID, atts[forged.Process.Pid].Claimed)
+	require.Zero(t, atts[forged.Process.Pid].Partition)
+
+	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
+	var log actLog
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
+	require.NoError(t, err)
+	ws := waitStatus(t, forged, 2*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	time.Sleep(100 * time.Millisecond)
+	require.True(t, alive(job), "daemon's job was stopped for a process that only claimed its booking")
+	require.Len(t, log.acts, 1)
+	require.Equal(t, storage.EventSignalled, log.acts[0].Kind)
+	require.Contains(t, log.acts[0].Detail, fmt.Sprintf("its environment names booking #%d, which is daemon's", p.ID))
+}
+
+// A FIFO named control and a process named like the MPS control daemon,
+// both nobody's, used to make a root monitor believe MPS held every
+// booking to its memory, and skip overbudget=terminate. Now only a daemon
+// of root's (multi-user) or of the booking's owner is trusted, and only for
+// processes `chronos run` started with its limits.
+func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fake, data, 0o755))
+
+	for _, tc := range []struct {
+		name     string
+		owner    int
+		enforced bool
+	}{
+		{"a member's daemon", nobodyUID, false},
+		{"the booking owner's daemon", daemonUID, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pipeDir := filepath.Join(dir, "mps-"+strconv.Itoa(tc.owner))
+			require.NoError(t, os.Mkdir(pipeDir, 0o755))
+			require.NoError(t, os.Chown(pipeDir, tc.owner, tc.owner))
+			out, err := asOther(t, tc.owner, pipeDir, "mkfifo control")
+			require.NoError(t, err, out)
+			startAs(t, fake, tc.owner, []string{"-d", "-M"})
+			mps := gpu.DetectMPS(pipeDir)
+			require.True(t, mps.Running, mps.Detail)
+			require.Equal(t, tc.owner, mps.Owner)
+
+			sim := gpu.NewSim(gpu.SimOptions{})
+			c := simClient(t, storage.New(filepath.Join(dir, "chronos-"+strconv.Itoa(tc.owner)+".db")), sim, root, nil)
+			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+			require.NoError(t, err)
+			// As `chronos run` starts it, in a user's environment that
+			// names the daemon's pipe directory.
+			job := startAs(t, bin, daemonUID, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
+			sim.Attach(idleGPU, job.Process.Pid, 3<<30)
+
+			strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+			_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, MPS: mps}).Tick()
+			require.NoError(t, err)
+			if tc.enforced {
+				time.Sleep(100 * time.Millisecond)
+				require.True(t, alive(job), "MPS holds this job to its booking: it was not ours to stop")
+				return
+			}
+			ws := waitStatus(t, job, 2*time.Second)
+			require.Equal(t, syscall.SIGTERM, ws.Signal())
+		})
+	}
+}
+
+// asOther runs a shell script as uid in dir.
+func asOther(t *testing.T, uid int, dir, script string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// alive says whether the process runs (a process that ended is a zombie
+// until waited for).
+func alive(cmd *exec.Cmd) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// A process's command line reaches the audit trail exactly as it is (JSON
+// and `events --json` stay exact; terminals get it escaped) but bounded:
+// one event used to hold a 220 KB command line.
+func TestEventsHoldABoundedCommandLine(t *testing.T) {
+	dir, _ := otherUserDir(t)
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each
+	proc := exec.Command("sh", "-c", "sleep 60; :", long, long)
+	proc.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	require.NoError(t, proc.Start())
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(proc.Process.Pid)
+		return err == nil && len(info.Command) > 200_000
+	}, 5*time.Second, 5*time.Millisecond)
+	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+
+	var log actLog
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add}).Tick()
+	require.NoError(t, err)
+	evs, err := c.LastEvents(1)
+	require.NoError(t, err)
+	require.Equal(t, storage.EventUnbooked, evs[0].Kind)
+	require.LessOrEqual(t, len(evs[0].Detail), maxDetail+40)
+	require.Contains(t, evs[0].Detail, "sh -c sleep 60; : \x1b]2;pwned\x07üü")
+	require.Contains(t, evs[0].Detail, "more bytes)")
+	require.True(t, utf8.ValidString(evs[0].Detail), "cut inside a character")
+	require.Len(t, log.acts, 1)
+	require.LessOrEqual(t, len(log.acts[0].Detail), maxDetail+40)
+}
+
+// In the sticky shared directory a member may not replace root's backup:
+// their writes refresh it in place instead, so the backup keeps up with
+// members' bookings and stays root's.
+func TestMembersWritesRefreshRootsBackup(t *testing.T) {
+	dir, bin := otherUserDir(t)
+	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
+	require.NoError(t, err)
+	admin := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
+	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, time.Now())))
+	backup := storage.BackupPath(path)
+	require.FileExists(t, backup)
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(backup, old, old)) // a refresh is due
+
+	book := exec.Command(bin, "-test.run=^$")
+	book.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
+	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	book.Stderr = os.Stderr
+	require.NoError(t, book.Run())
+
+	st, err := os.Stat(backup)
+	require.NoError(t, err)
+	require.True(t, st.ModTime().After(old.Add(time.Minute)), "the member's write did not refresh the backup")
+	require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid, "the backup is still root's")
+	require.Equal(t, fs.FileMode(0o660), st.Mode())
+	copyOf := NewClient(Options{Ledger: &storage.Ledger{Path: backup}, As: &root})
+	parts, err := copyOf.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	require.Equal(t, "nobody", parts[0].User)
+}

@@ -1,0 +1,43 @@
+package core
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// Intel's drivers do not report their GPUs' memory size, so a booking there
+// holds a share of no known bytes. Its processes count as booked, never as
+// over budget: no policy may stop a job for a limit nobody could state.
+func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
+	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
+	root := Identity{UID: 0, User: "root"}
+	c := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(gpu.KindDRM), As: &root})
+	// GPU 0 is the integrated GPU on i915, where the fixture's Xorg (root)
+	// holds 6 MiB.
+	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Zero(t, p.Bytes)
+	_, err = c.Create(Request{Device: 0, Memory: Bytes(1 << 30), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrInput, "a size cannot be booked on a GPU of unknown size")
+
+	b, _, err := c.OpenGPUs(gpu.KindDRM)
+	require.NoError(t, err)
+	defer b.Close()
+	st, err := c.Stats(b, gpu.MPS{})
+	require.NoError(t, err)
+	found := false
+	for _, a := range st.Processes {
+		if a.PID == 400 && a.Device == 0 {
+			found = true
+			require.Equal(t, Booked, a.Verdict)
+			require.Equal(t, p.ID, a.Partition)
+		}
+	}
+	require.True(t, found, "%+v", st.Processes)
+}

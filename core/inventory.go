@@ -1,0 +1,126 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// inventoryEvery is how often a monitor checks the GPUs against the
+// inventory in the ledger: cards come and go, and someone else's process may
+// have written an inventory of other GPUs.
+const inventoryEvery = time.Minute
+
+// cacheInventory stores inv as the machine's inventory in tx, and records
+// what changed as an event. Simulated GPUs never replace real ones, and are
+// written only to a ledger that is this user's alone or by root: one
+// member's CHRONOS_BACKEND=sim must not change what everyone books on.
+func (c *Client) cacheInventory(tx *storage.Tx, inv storage.Inventory) error {
+	old, ok, err := tx.HostInventory(c.host)
+	if err != nil {
+		ok = false // a record that does not decode is replaced
+	}
+	if ok && sameInventory(old, inv) {
+		return nil
+	}
+	if !c.mayCache(old, ok, inv) {
+		return nil
+	}
+	if err := tx.PutHostInventory(c.host, inv); err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventInventory, UID: c.me.UID, User: c.me.User,
+		Detail: boundDetail(inventoryChanges(old, inv))})
+}
+
+// mayCache says whether inv may replace the stored inventory (old, when ok).
+func (c *Client) mayCache(old storage.Inventory, ok bool, inv storage.Inventory) bool {
+	if inv.Backend != gpu.SimName {
+		return true
+	}
+	if ok && old.Backend != gpu.SimName {
+		return false
+	}
+	private, known := c.ledger.(interface{ Private() bool })
+	return c.me.Root() || known && private.Private()
+}
+
+func sameInventory(a, b storage.Inventory) bool {
+	return a.Backend == b.Backend && a.Host == b.Host && slices.Equal(a.Devices, b.Devices)
+}
+
+// inventoryChanges says in words how the GPUs in b differ from those in a.
+func inventoryChanges(a, b storage.Inventory) string {
+	var changes []string
+	if a.Backend != b.Backend || a.Host != b.Host {
+		changes = append(changes, fmt.Sprintf("GPUs now from %s (was %s)", where(b), where(a)))
+	}
+	find := func(devs []storage.Device, d storage.Device) (storage.Device, bool) {
+		i := slices.IndexFunc(devs, func(e storage.Device) bool { return sameDevice(e, d.Index, d.UUID) })
+		if i < 0 {
+			return storage.Device{}, false
+		}
+		return devs[i], true
+	}
+	for _, d := range a.Devices {
+		if now, ok := find(b.Devices, d); !ok {
+			changes = append(changes, fmt.Sprintf("GPU %d (%s) is gone", d.Index, describeDevice(d)))
+		} else if now.MemoryTotal != d.MemoryTotal || now.Name != d.Name {
+			changes = append(changes, fmt.Sprintf("GPU %d is now %s (was %s)", d.Index, describeDevice(now), describeDevice(d)))
+		}
+	}
+	for _, d := range b.Devices {
+		if _, ok := find(a.Devices, d); !ok {
+			changes = append(changes, fmt.Sprintf("GPU %d (%s) is new", d.Index, describeDevice(d)))
+		}
+	}
+	return strings.Join(changes, "; ")
+}
+
+func where(inv storage.Inventory) string {
+	if inv.Host == "" {
+		return inv.Backend
+	}
+	return inv.Backend + " on " + inv.Host
+}
+
+func describeDevice(d storage.Device) string {
+	s := fmt.Sprintf("%s, %s", d.Name, FormatBytes(d.MemoryTotal))
+	if d.UUID != "" {
+		s += ", " + d.UUID
+	}
+	return s
+}
+
+// sameDevice says whether d is the GPU a booking of (index, uuid) was made
+// on: the same index, and the same card when both know its UUID.
+func sameDevice(d storage.Device, index int, uuid string) bool {
+	return d.Index == index && (d.UUID == "" || uuid == "" || d.UUID == uuid)
+}
+
+// gpuGone says whether the booking p is on a GPU the inventory no longer
+// lists.
+func gpuGone(inv storage.Inventory, ok bool, p storage.Partition) bool {
+	return ok && !slices.ContainsFunc(inv.Devices, func(d storage.Device) bool { return sameDevice(d, p.Device, p.DeviceUUID) })
+}
+
+// cannotWrite says whether err means only that this process may not write
+// the ledger: reading, and what does not need the cache, goes on.
+func cannotWrite(err error) bool {
+	return errors.Is(err, storage.ErrReadOnly) || errors.Is(err, storage.ErrUnsafeFile)
+}
+
+// hostname is this machine's name for the inventory, "" when unknown.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,147 @@
+package core
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// A booking is admitted on booked shares, but told when it promises memory
+// that processes physically hold: a real process shown holding 34 GiB of the
+// idle simulated GPU, read by a monitor, which stores the reading.
+func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, storage.New(path), sim, root, clock.Now)
+	_, err := c.Inventory()
+	require.NoError(t, err)
+
+	// Before any reading, nothing is known and nothing is claimed.
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	require.False(t, p.Room.Physical.Known)
+	require.Contains(t, p.Room.Room(), "physically free memory unknown")
+	require.Empty(t, p.Room.Warning(80<<30))
+	require.NoError(t, p.Release())
+
+	hog := exec.Command("sleep", "60")
+	require.NoError(t, hog.Start())
+	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	sim.Attach(idleGPU, hog.Process.Pid, 34<<30)
+	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	_, err = m.Tick()
+	require.NoError(t, err)
+
+	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
+	require.NoError(t, err, "admission counts booked shares")
+	require.True(t, p.Room.Physical.Known)
+	require.Equal(t, uint64(46<<30), p.Room.Physical.Free)
+	require.Equal(t, "100% (80.0 GiB) bookable, 46.0 GiB physically free (read just now)", p.Room.Room())
+	require.Equal(t, "80.0 GiB booked, but only 46.0 GiB of GPU 3 is physically free (read just now): "+
+		CurrentIdentity().User+" uses 34.0 GiB with no booking (pid "+strconv.Itoa(hog.Process.Pid)+")", p.Room.Warning(p.Bytes))
+	require.NoError(t, p.Release())
+
+	// Root turns the warning into a refusal; what fits is still admitted.
+	_, err = c.SetPolicy([]string{"admit=physical"})
+	require.NoError(t, err)
+	before := fileBytes(t, path)
+	_, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrMemoryInUse)
+	require.ErrorContains(t, err, "only 46.0 GiB of GPU 3 is physically free")
+	require.Equal(t, before, fileBytes(t, path), "a refusal changes nothing")
+	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(40 << 30), Duration: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, p.Release())
+
+	// A reading nobody renews goes stale: then the figure is unknown, and
+	// admission falls back to booked shares.
+	clock.Advance(ReadingFreshFor + time.Second)
+	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
+	require.NoError(t, err)
+	require.False(t, p.Room.Physical.Known)
+}
+
+// A monitor stores a reading when it changed materially (at most every few
+// seconds) and renews it every minute; otherwise a pass writes nothing.
+func TestReadingsAreStoredSparingly(t *testing.T) {
+	clock := newFakeClock()
+	still := clock.Now()
+	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, storage.New(path), sim, root, clock.Now)
+	_, err := c.Inventory()
+	require.NoError(t, err)
+	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	stored := func() []storage.DeviceReading {
+		var rs []storage.DeviceReading
+		require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+			var err error
+			rs, err = tx.DeviceReadings()
+			return err
+		}))
+		return rs
+	}
+	tick := func(d time.Duration) {
+		clock.Advance(d)
+		m.nextSample = time.Time{}
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	tick(0)
+	first := stored()
+	require.Len(t, first, 4)
+	require.Equal(t, clock.Now(), first[0].Time)
+
+	unchanged := fileBytes(t, path)
+	tick(time.Second)
+	require.Equal(t, unchanged, fileBytes(t, path), "nothing changed: nothing written")
+
+	hog := exec.Command("sleep", "60")
+	require.NoError(t, hog.Start())
+	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	sim.Attach(idleGPU, hog.Process.Pid, 10<<30)
+	tick(time.Second)
+	require.Equal(t, first[0].Time, stored()[0].Time, "a change within seconds of the last write waits")
+	tick(readingMinGap)
+	require.Equal(t, uint64(10<<30), stored()[idleGPU].MemoryUsed)
+
+	renewed := stored()[0].Time
+	tick(readingHeartbeat - time.Second)
+	require.Equal(t, renewed, stored()[0].Time)
+	tick(2 * time.Second)
+	require.Equal(t, clock.Now(), stored()[0].Time, "renewed though unchanged")
+}
+
+// A reading that does not decode is only "unknown": it never stops a
+// booking, and the next monitor pass replaces it.
+func TestDamagedReadingIsUnknown(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	c := simClient(t, storage.New(path), sim, root, nil)
+	_, err := c.Inventory()
+	require.NoError(t, err)
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("reading/3"), []byte("not json"))
+	}))
+	require.NoError(t, db.Close())
+
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.False(t, p.Room.Physical.Known)
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
+	require.NoError(t, err)
+	avail, err := c.Available(idleGPU)
+	require.NoError(t, err)
+	require.True(t, avail[0].Physical.Known)
+}

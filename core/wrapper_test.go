@@ -1,0 +1,80 @@
+package core
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// A monitor releases a booking whose chronos run is gone once nothing of
+// its command runs — no process in its group, no GPU process of the booking
+// — and marks it orphaned until then. A live wrapper, or one on another
+// machine, is left alone.
+func TestMonitorSettlesDeadWrappers(t *testing.T) {
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
+	book := func(w storage.Wrapper) uint64 {
+		t.Helper()
+		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, c.recordWrapper(p.ID, w))
+		return p.ID
+	}
+	alive, err := thisWrapper(0)
+	require.NoError(t, err)
+	dead := alive
+	dead.Start++ // this pid, but not the process that started then
+	elsewhere := dead
+	elsewhere.Host += "-other"
+	otherNS := dead
+	otherNS.PIDNamespace = "pid:[1]"
+	rebooted := dead
+	rebooted.Boot = "another-boot"
+
+	running := book(alive)
+	remote := book(elsewhere)
+	hidden := book(otherNS)
+	gone := book(dead)
+	afterReboot := book(rebooted)
+	onGPU := book(dead)
+	child := startChild(t, onGPU, "sleep 60") // outside any recorded group, on the GPU
+	sim.Attach(idleGPU, child.Process.Pid, 1<<30)
+
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
+	_, err = m.Tick()
+	require.NoError(t, err)
+	state := func(id uint64) BookingStatus {
+		p, err := c.Get(id)
+		require.NoError(t, err)
+		return Status(p.Partition, time.Now(), time.Minute)
+	}
+	require.Equal(t, StatusLive, state(running))
+	require.Equal(t, StatusLive, state(remote))
+	require.Equal(t, StatusLive, state(hidden))
+	require.Equal(t, StatusReleased, state(gone))
+	require.Equal(t, StatusReleased, state(afterReboot))
+	require.Equal(t, StatusOrphaned, state(onGPU))
+	require.Equal(t, []string{"created", "released"}, eventKinds(t, c, gone))
+	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
+
+	// Marked once; released once its last process has ended.
+	m.nextSample = time.Time{}
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
+	require.NoError(t, child.Process.Kill())
+	waitStatus(t, child, 2*time.Second)
+	m.nextSample = time.Time{}
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Equal(t, StatusReleased, state(onGPU))
+	require.Equal(t, []string{"created", "orphaned", "released"}, eventKinds(t, c, onGPU))
+	require.Equal(t, os.Getpid(), alive.PID)
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The real binary on the DRM fixture tree (two AMD GPUs, two Intel ones,
+// processes on the host and in Docker, rootless Podman and Kubernetes):
+// backends finds it, stats attributes and shows containers, and run shows
+// the command only its booked GPU in ROCm's terms.
+func TestDRMBackendEndToEnd(t *testing.T) {
+	t.Setenv("CHRONOS_DRM_ROOT", filepath.Join("gpu", "testdata", "drm", "multi"))
+	db := filepath.Join(t.TempDir(), "chronos.db")
+
+	r := chronos(t, db, "--backend", "auto", "backends")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "DRM:                 available (4 AMD or Intel GPU(s), read through the kernel)")
+	require.Contains(t, r.stdout, "active backend:      drm")
+	require.Contains(t, r.stdout, "AMD and Intel GPUs have no MPS")
+
+	// uid 1000 owns the training job on GPU 1 (the MI210); root, the pod
+	// on GPU 3.
+	r = chronos(t, db, "--backend", "drm", "create", "1", "0.5", "1h", "--user", "1000")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = chronos(t, db, "--backend", "drm", "create", "3", "50%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = chronos(t, db, "--backend", "drm", "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Backend: drm")
+	require.Contains(t, r.stdout, "GPU 1  AMD Instinct MI210")
+	require.Contains(t, r.stdout, "note    utilization: not reported by i915")
+	require.Contains(t, r.stdout, "memory  6 MiB used, 0 MiB booked (0%), size not reported")
+	require.Contains(t, r.stdout, "CONTAINER")
+	require.Contains(t, r.stdout, "llm-server")
+	require.Contains(t, r.stdout, "rl-job")
+	booked := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[0] == "100" && f[5] == "#1" {
+			booked++
+		}
+		if len(f) > 6 && f[0] == "700" {
+			require.Equal(t, []string{"#2", "vllm"}, f[5:7], line)
+		}
+		if len(f) > 6 && f[0] == "200" {
+			require.Equal(t, []string{"UNBOOKED", "llm-server"}, f[5:7], "booking 9 does not exist: %s", line)
+		}
+	}
+	require.Equal(t, 1, booked, "the job counts against its owner's booking on GPU 1 only:\n%s", r.stdout)
+
+	r = chronos(t, db, "--backend", "drm", "run", "1", "0.1", "1m", "--", "env")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "ROCR_VISIBLE_DEVICES=GPU-5a3c1b2f6d4e7a89\n")
+	require.Contains(t, r.stdout, "HIP_VISIBLE_DEVICES=0\n")
+	require.Contains(t, r.stdout, "CHRONOS_BOOKING_ID=3\n")
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// requirePrintable fails when out holds anything a terminal would obey.
+func requirePrintable(t *testing.T, out string) {
+	t.Helper()
+	require.True(t, utf8.ValidString(out), "bytes that are not UTF-8 reached the output: %q", out)
+	for i, r := range out {
+		bad := r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f
+		require.False(t, bad, "%q reached the terminal at byte %d: %q", r, i, out)
+	}
+}
+
+// Names and details in the ledger are another user's text (a member can
+// write anything there, and the monitor records other users' command
+// lines): `list`, `events` and errors print them escaped, JSON exactly.
+func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
+	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
+	now := time.Now()
+	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+		p := storage.Partition{Device: 1, SharePPM: 100_000, UID: 4242, User: "mal" + hostile, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventUnbooked, UID: 0, User: "root", Detail: "pid 7: " + hostile})
+	}))
+
+	r := chronos(t, db, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	requirePrintable(t, r.stdout)
+	require.Contains(t, r.stdout, `mal\x1b]2;pwned\x07`)
+
+	r = chronos(t, db, "events")
+	require.Equal(t, 0, r.code, r.stderr)
+	requirePrintable(t, r.stdout)
+	require.Contains(t, r.stdout, `pid 7: \x1b]2;pwned\x07\x1b[2J`+"\ufffd"+`2J\u009b2J`) // JSON stored the lone byte as U+FFFD
+
+	r = chronos(t, db, "events", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var evs []storage.Event
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &evs))
+	require.Equal(t, "pid 7: "+strings.ToValidUTF8(hostile, "\ufffd"), evs[len(evs)-1].Detail, "JSON keeps the text as it is")
+
+	if os.Geteuid() == 0 {
+		// An error that names the booking's owner, to someone else.
+		bin, shared := otherUserCopy(t)
+		require.NoError(t, os.Rename(db, shared))
+		require.NoError(t, os.Chmod(shared, 0o666))
+		r = asNobody(t, bin, shared, "release", "2")
+		require.Equal(t, 1, r.code)
+		requirePrintable(t, r.stderr)
+		require.Contains(t, r.stderr, `belongs to mal\x1b]2;pwned`)
+	}
+}
+
+// A member's CHRONOS_BACKEND=sim CHRONOS_SIM_GPUS=1 CHRONOS_SIM_MEMORY=8TiB
+// used to rewrite the shared inventory, so that everyone saw one 8 TiB GPU
+// and 120 GiB could be booked on an 80 GiB card. Now their stats show them
+// their simulation, and the ledger keeps its GPUs.
+func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
+	bin, db := rootsLedgerForAll(t, "0.1")
+	eight := []string{"CHRONOS_SIM_GPUS=1", "CHRONOS_SIM_MEMORY=8TiB"}
+	r := runWith(t, bin, db, nobody, eight, 0, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "free of 8192.0 GiB")
+	r = runWith(t, bin, db, nobody, eight, 0, "create", "0", "120GiB", "1h")
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stderr, "is more than GPU 0 has (80.0 GiB)")
+
+	r = chronos(t, db, "available")
+	require.Equal(t, "90% (72.0 GiB) free on GPU 0\n100% (80.0 GiB) free on GPU 1\n", r.stdout)
+}
+
+// stats and --monitor on a ledger this user may only read show everything
+// and run; they used to fail writing the GPU inventory's cache.
+func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
+	bin, db := otherUserCopy(t) // as another uid: root ignores file modes
+	r := runWith(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Chmod(db, 0o400))
+	before, err := os.ReadFile(db)
+	require.NoError(t, err)
+
+	three := []string{"CHRONOS_SIM_GPUS=3"} // not the GPUs cached: a write would be due
+	r = runWith(t, bin, db, nobody, three, 0, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "GPU 2")
+	require.Contains(t, r.stdout, "8.0 GiB booked (10%)")
+	// The monitor runs; what it would record (the simulated GPUs' unbooked
+	// processes) it cannot, and says so once, not every second.
+	r = runWith(t, bin, db, nobody, three, 2500*time.Millisecond, "--monitor")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "started")
+	require.Equal(t, 1, strings.Count(r.stderr, "error: "), r.stderr)
+	require.Contains(t, r.stderr, "the ledger is read-only here")
+	after, err := os.ReadFile(db)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
+
+// When the machine's GPUs change, the next backend to open records them
+// (an event says how), available lists only the GPUs there are, and a
+// booking on a GPU that is gone is shown as such, not dropped.
+func TestStaleInventory(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.3", "1h").code)
+	one := []string{"CHRONOS_SIM_GPUS=1"}
+	r := runWith(t, chronosBin, db, nil, one, 0, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "GPU 1  gone: not on this machine now, yet 1 live booking(s) hold 30% (24.0 GiB) of it")
+
+	r = runWith(t, chronosBin, db, nil, one, 0, "available")
+	require.Equal(t, "100% (80.0 GiB) free on GPU 0\n", r.stdout)
+	r = chronos(t, db, "list")
+	require.Regexp(t, `(?m)^1\s.*\sGPU gone$`, r.stdout)
+	parts := listJSON(t, db)
+	require.True(t, parts[0].GPUGone)
+	r = chronos(t, db, "events")
+	require.Contains(t, r.stdout, "is gone")
+}

@@ -1,0 +1,48 @@
+package tui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+// `chronos stats` gives containers a column only when a process runs in
+// one: the name where the runtime's files gave it, else the short id.
+func TestWriteStatsContainerColumn(t *testing.T) {
+	const id = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
+	dev := gpu.DeviceSample{Device: gpu.Device{Index: 0, Name: "AMD Instinct MI210", MemoryTotal: 64 << 30}, Util: 87, MemUtil: gpu.NA, TempC: 45, PowerW: 251}
+	host := core.Attribution{Process: gpu.Process{PID: 100, User: "alice", Command: "python train.py", MemoryUsed: 8 << 30, SM: 75}, Device: 0, Partition: 7, Verdict: core.Booked}
+	st := core.Stats{Sample: gpu.Sample{Time: t0, Backend: "drm", Devices: []gpu.DeviceSample{dev}}, Mode: "time-sliced", Processes: []core.Attribution{host}}
+
+	var b bytes.Buffer
+	require.NoError(t, WriteStats(&b, st))
+	require.NotContains(t, b.String(), "CONTAINER", "no column when nothing runs in a container")
+	require.Contains(t, b.String(), "Backend: drm")
+
+	named := core.Attribution{Process: gpu.Process{PID: 200, User: "root", Command: "python3 /app/serve.py", MemoryUsed: 2 << 30, SM: gpu.NA,
+		Container: gpu.Container{ID: id, Runtime: gpu.RuntimeDocker, Name: "llm-server", PID: 1}}, Device: 0, Verdict: core.Unbooked}
+	unnamed := named
+	unnamed.PID, unnamed.Container.Name = 300, ""
+	st.Processes = append(st.Processes, named, unnamed)
+	b.Reset()
+	require.NoError(t, WriteStats(&b, st))
+	lines := strings.Split(b.String(), "\n")
+	table := func(prefix string) []string {
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return strings.Fields(l)
+			}
+		}
+		require.Failf(t, "no line", "%q in\n%s", prefix, b.String())
+		return nil
+	}
+	require.Equal(t, []string{"PID", "USER", "MEMORY", "SM", "BOOKING", "CONTAINER", "COMMAND"}, table("PID"))
+	require.Equal(t, []string{"100", "alice", "8.0", "GiB", "75%", "#7", "-", "python", "train.py"}, table("100"))
+	require.Equal(t, []string{"200", "root", "2.0", "GiB", "n/a", "UNBOOKED", "llm-server", "python3", "/app/serve.py"}, table("200"))
+	require.Equal(t, "3f2a9c1b7d4e", table("300")[6])
+}
