@@ -237,9 +237,14 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	ws := waitStatus(t, polite, 15*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	t.Logf("SIGTERM %s after the deadline, etcd down", time.Since(p.Expires).Round(time.Millisecond))
+	log.mu.Lock()
+	for _, a := range log.acts {
+		t.Logf("  %+.3fs %s %s", a.Time.Sub(p.Expires).Seconds(), a.Kind, a.Detail)
+	}
+	log.mu.Unlock()
 	ws = waitStatus(t, stubborn, 10*time.Second)
 	require.Equal(t, syscall.SIGKILL, ws.Signal())
-	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, 3*time.Second, 10*time.Millisecond, "%v", log.kinds())
 	require.Contains(t, log.kinds(), "error", "the monitor says the ledger cannot be reached")
 
 	require.NoError(t, cl.Members[0].Restart())

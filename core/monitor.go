@@ -100,17 +100,15 @@ type Monitor struct {
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
 	// past their deadline, remembering its signals in offline since it
-	// cannot claim them, and tries the ledger again at retryAt or on a
-	// change notice.
+	// cannot claim them, and tries the ledger again at retryAt.
 	good    *snapshot
 	offline map[string]storage.Claim
 	retryAt time.Time
 	lastErr error
 }
 
-// offlineRetry is how often a monitor tries a ledger it cannot reach, when
-// no change notice says it is back: each try may wait out the store's
-// timeout, and enforcement waits meanwhile.
+// offlineRetry is how often a monitor tries a ledger it cannot reach: each
+// try may wait out the store's timeout, and enforcement waits meanwhile.
 const offlineRetry = 15 * time.Second
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
@@ -229,8 +227,10 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
 		return s, nil
 	}
-	if !changed && m.good != nil && now.Before(m.retryAt) {
-		return nil, m.lastErr // unreachable a moment ago: don't wait on it again yet
+	if m.good != nil && now.Before(m.retryAt) && m.lastErr != nil {
+		// Unreachable a moment ago: don't wait on it again yet, change
+		// notice or not; each try may take the store's whole timeout.
+		return nil, m.lastErr
 	}
 	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.ledger.View(func(tx *storage.Tx) error {
@@ -271,7 +271,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	now := m.c.now()
 	snap, err := m.read(changed, now)
 	if err != nil && m.good != nil && errors.Is(err, storage.ErrUnavailable) {
-		return m.enforceOffline(now, err)
+		return m.enforceOffline(m.c.now(), err) // the read may have taken a while
 	}
 	if err != nil {
 		return now, err

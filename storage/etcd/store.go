@@ -54,10 +54,6 @@ const DefaultPrefix = "/chronos"
 // cluster to elect a new leader (about a second by etcd's defaults).
 const DefaultTimeout = 5 * time.Second
 
-// maxAttempts bounds how often a transaction is run again after losing to
-// another writer.
-const maxAttempts = 64
-
 // Config says how to reach the ledger.
 type Config struct {
 	// Endpoints are etcd members' client addresses, host:port.
@@ -269,7 +265,7 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 			return nil
 		case conflicted:
 			lost++
-			if attempt == maxAttempts || !pause(ctx, attempt) {
+			if !pause(ctx, attempt) { // the deadline bounds the attempts
 				return busy()
 			}
 		case notWritten:
@@ -340,8 +336,10 @@ func (s *Store) View(fn func(*storage.Tx) error) error {
 }
 
 // Changes sends when a transaction commits, from etcd's watch of the
-// version key. While the watch is broken (etcd down) it tries again every
-// poll and sends once it is back, since a commit may have gone unseen.
+// version key. A watch that breaks (etcd down, no leader) is started again
+// every poll, from the last revision seen; once it is back it sends once,
+// since a commit may have gone unseen. Nothing is sent while etcd cannot
+// be reached: a notice means there is something to read.
 func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	notify := func() {
@@ -352,15 +350,20 @@ func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{}
 	}
 	go func() {
 		defer close(out)
+		broke := false
 		for ctx.Err() == nil {
 			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-			opts := []clientv3.OpOption{}
+			opts := []clientv3.OpOption{clientv3.WithCreatedNotify()}
 			if v := s.version.Load(); v > 0 {
 				opts = append(opts, clientv3.WithRev(v+1))
 			}
 			for wr := range s.cli.Watch(wctx, s.versionKey(), opts...) {
 				if wr.Err() != nil {
 					break
+				}
+				if wr.Created && broke {
+					broke = false
+					notify()
 				}
 				for _, ev := range wr.Events {
 					s.seen(ev.Kv.ModRevision)
@@ -370,10 +373,10 @@ func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{}
 				}
 			}
 			cancel()
+			broke = true
 			select {
 			case <-ctx.Done():
 			case <-time.After(poll):
-				notify()
 			}
 		}
 	}()
