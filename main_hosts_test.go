@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,22 +31,11 @@ func onHost(t testing.TB, store, host string, args ...string) result {
 	return runEnv(t, []string{"CHRONOS_STORE=" + store, "CHRONOS_HOST=" + host, "CHRONOS_STORE_FILE=/nonexistent"}, args...)
 }
 
+// runEnv runs the real binary with env, and no ledger file (CHRONOS_DB
+// empty).
 func runEnv(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(chronosBin, args...)
-	cmd.Env = append(os.Environ(), "CHRONOS_DB=", "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB")
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runWith(t, chronosBin, "", nil, env, 0, args...)
 }
 
 // From any host of a lab a person books any host's GPU as HOST:INDEX; lists
@@ -104,22 +90,9 @@ func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
 	lab := labStore(t)
 	// gpuA's chronos has run once, so its GPUs are known to gpuB.
 	require.Equal(t, 0, onHost(t, lab, "gpuA", "available").code)
-	var wg sync.WaitGroup
-	codes := make([]int, 16)
-	for i := range codes {
-		host := []string{"gpuA", "gpuB"}[i%2]
-		wg.Go(func() { codes[i] = onHost(t, lab, host, "create", "gpuA:1", "0.1", "1h").code })
-	}
-	wg.Wait()
-	ok := 0
-	for _, c := range codes {
-		if c == 0 {
-			ok++
-		} else {
-			require.Equal(t, 1, c)
-		}
-	}
-	require.Equal(t, 10, ok)
+	race(t, 16, func(i int) int {
+		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h").code
+	})
 	require.Equal(t, "0% (0 MiB) free on GPU gpuA:1\n", onHost(t, lab, "gpuB", "available", "gpuA:1").stdout)
 	require.Equal(t, "100% (80.0 GiB) free on GPU 1\n", onHost(t, lab, "gpuB", "available", "1").stdout)
 }

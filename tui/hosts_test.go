@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -18,11 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	etcdtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // labHost is one host of a lab: a client acting as it on the shared
 // ledger, and its simulated GPUs.

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,11 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	etcdtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
 	t.Helper()

@@ -108,6 +108,14 @@ func Shared(t testing.TB) *Cluster {
 	return c
 }
 
+// Main runs a package's tests and then stops the shared server: call it
+// from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
 // StopShared stops the shared server, if one was started.
 func StopShared() {
 	shared.Lock()
