@@ -1,17 +1,26 @@
 # Chronos: `make run` builds and starts the app, `make test` runs every test.
 # Both work on a fresh machine with Go installed; what else they need (a C
 # compiler for NVML's cgo, tmux for the end-to-end tests, podman for the
-# container tests, an etcd server for the many-hosts tests) they install.
+# container tests, golangci-lint, an etcd server for the many-hosts tests)
+# they install.
 
 GO       ?= go
 BIN      := bin/chronos
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
+# make install DESTDIR=/tmp/pkg PREFIX=/usr
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+# The linter, pinned, installed once per machine beside Go's own tools.
+GOLANGCI_LINT_VERSION := v2.15.0
+LINT     := $(shell $(GO) env GOPATH)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+# Coverage of every test, the real binary's runs included: make test prints it.
+COVERDIR := $(CURDIR)/bin/cover
 # go-nvml's headers use deprecated declarations; keep the first build quiet.
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test bench soak soak-etcd fuzz screenshots vet tools clean install
+.PHONY: all build run test check lint vet tidy bench soak soak-etcd fuzz screenshots tools tools-cc clean install
 
 all: build
 
@@ -23,16 +32,39 @@ build: tools-cc
 run: build
 	./$(BIN) $(ARGS)
 
+# The binary, this README (the unit's Documentation=) and the systemd unit
+# with its paths under PREFIX.
 install: build
-	install -m 0755 $(BIN) /usr/local/bin/chronos
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/chronos $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/chronos
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/chronos/README.md
+	sed 's|/usr/local/|$(PREFIX)/|g' contrib/chronos-monitor.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 
-vet:
+# test is what CI runs: every check, then every test under the race
+# detector, with the coverage of all of them (the real binary's too). The
+# etcd tests start their own servers; here they may not skip.
+test: check tools
+	rm -rf $(COVERDIR) && mkdir -p $(COVERDIR)
+	CHRONOS_REQUIRE_ETCD=1 $(GO) test -race -cover -count=1 -timeout 30m ./... -args -test.gocoverdir=$(COVERDIR)
+	@echo "coverage, in-process and end-to-end tests together:"
+	@$(GO) tool covdata percent -i=$(COVERDIR)
+
+check: lint vet tidy
+
+lint: tools-cc $(LINT)
+	$(LINT) run ./...
+
+$(LINT):
+	GOBIN=$(dir $(LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+vet: tools-cc
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-# The etcd tests start their own servers; here they may not skip.
-test: tools vet
-	CHRONOS_REQUIRE_ETCD=1 $(GO) test -count=1 -timeout 30m ./...
+# Fails when go.mod or go.sum is not what `go mod tidy` would write.
+tidy:
+	$(GO) mod tidy -diff
 
 bench: tools-cc
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...

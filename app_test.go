@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -70,11 +71,14 @@ func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 
 func TestAppEndToEnd(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "PS1=$ "}
+	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
 	s := newTmux(t, 100, 30, env...)
 	s.keys(chronosBin, "Enter")
 	s.waitFor("SIMULATED GPUs", 10*time.Second)
 	s.waitFor("Bookings (0)", 5*time.Second)
+	// The form needs the first reading of the GPUs, which comes on its own
+	// time (a loaded machine, a race-detector build): wait until it shows.
+	s.waitFor("GPU 1  Simulated", 10*time.Second)
 
 	// Book with the form: n, memory 25%, enter (GPU and duration defaults).
 	s.keys("n")
@@ -114,4 +118,15 @@ func TestAppNeedsATerminal(t *testing.T) {
 	r := chronos(t, filepath.Join(t.TempDir(), "c.db"))
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "needs a terminal")
+}
+
+// The app on a damaged ledger says so, and where to turn.
+func TestAppOnDamagedLedger(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.NoError(t, os.WriteFile(db, []byte("not a database at all, just some words\n"), 0o600))
+	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
+	s.keys(chronosBin+"; echo exit=$?", "Enter")
+	scr := s.waitFor("exit=1", 10*time.Second)
+	require.Contains(t, scr, "damaged")
+	require.Contains(t, scr, "`chronos doctor` says what is wrong")
 }

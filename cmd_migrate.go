@@ -30,8 +30,8 @@ Run it once on each host, as root, while no chronos run job is running
 there (a running job names its booking by the old id), then point the host
 at the lab's ledger with chronos init --store.`,
 		Example: "  sudo chronos migrate --from /var/lib/chronos/chronos.db --to etcd://gpu1:2379,gpu2:2379,gpu3:2379",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		Args:    args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
 				return usageError{errors.New("migrate: give --from FILE and --to etcd://…")}
 			}

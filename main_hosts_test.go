@@ -104,7 +104,7 @@ func TestEtcdDown(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	nobody := "etcd://" + l.Addr().String()
-	l.Close()
+	_ = l.Close()
 	start := time.Now()
 	r := onHost(t, nobody, "gpu1", "list")
 	require.Equal(t, 1, r.code)
@@ -177,7 +177,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	}, 20*time.Second, 200*time.Millisecond)
 	r := onHost(t, lab, "gpu1", "backends", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rep backendReport
+	var rep core.BackendsJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	require.Len(t, rep.Hosts, 1)
 	require.True(t, rep.Hosts[0].Live)

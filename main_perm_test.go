@@ -86,6 +86,19 @@ func TestOtherUsersAreRefused(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
+// A ledger another user may not touch is named, with who may not, in
+// words — not a system call's error.
+func TestLedgerOutOfReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another uid")
+	}
+	bin, _ := otherUserCopy(t)
+	db := filepath.Join(t.TempDir(), "chronos.db") // in a directory of root's, 0700
+	r := asNobody(t, bin, db, "create", "0", "0.1", "1h")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): nobody may not use "+db+" (a shared ledger of a group you are not in?)\n", r.stderr)
+}
+
 // `chronos run` starts the command without a shell: its arguments arrive
 // as they were given, however they look to a shell.
 func TestRunPassesArgumentsLiterally(t *testing.T) {
@@ -109,7 +122,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 
 	// What chronos was given: the helper's environment, last value winning.
 	parent := map[string]string{}
-	for _, kv := range append(os.Environ(), "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB") {
+	for _, kv := range append(os.Environ(), binEnv(db)...) {
 		k, v, _ := strings.Cut(kv, "=")
 		parent[k] = v
 	}
@@ -129,6 +142,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		require.True(t, inherited || set[k], "%s appeared from nowhere", k)
 	}
 	require.Equal(t, "1", child["CUDA_VISIBLE_DEVICES"])
+	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.Equal(t, "1", child["CHRONOS_PARTITION_ID"])
 	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])

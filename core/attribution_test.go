@@ -17,7 +17,7 @@ import (
 func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
 	root := Identity{UID: 0, User: "root"}
-	c := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(gpu.KindDRM), As: &root})
+	c := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(string(gpu.KindDRM)), As: &root})
 	// GPU 0 is the integrated GPU on i915, where the fixture's Xorg (root)
 	// holds 6 MiB.
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
@@ -26,7 +26,7 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	_, err = c.Create(Request{Device: 0, Memory: Bytes(1 << 30), Duration: time.Hour})
 	require.ErrorIs(t, err, ErrInput, "a size cannot be booked on a GPU of unknown size")
 
-	b, _, err := c.OpenGPUs(gpu.KindDRM)
+	b, _, err := c.OpenGPUs(string(gpu.KindDRM))
 	require.NoError(t, err)
 	defer b.Close()
 	st, err := c.Stats(b, gpu.MPS{})

@@ -19,17 +19,18 @@ import (
 // Errors callers can tell apart; each is wrapped with a message that says
 // the particulars.
 var (
-	ErrOverbooked  = errors.New("not enough free share on that GPU")
-	ErrNotOwner    = errors.New("not your booking")
-	ErrNotRoot     = errors.New("only root may do that")
-	ErrNotLive     = errors.New("booking has ended")
-	ErrNoPartition = errors.New("no such booking")
-	ErrNoDevice    = errors.New("no such GPU")
-	ErrTooLong     = errors.New("longer than the policy allows")
-	ErrUnknownUser = errors.New("no such user")
-	ErrOtherHost   = errors.New("that GPU is on another host")
-	ErrMemoryInUse = errors.New("not enough memory physically free on that GPU")
-	errNeedDevices = errors.New("no device inventory cached")
+	ErrOverbooked   = errors.New("not enough free share on that GPU")
+	ErrNotOwner     = errors.New("not your booking")
+	ErrNotRoot      = errors.New("only root may do that")
+	ErrNotLive      = errors.New("booking has ended")
+	ErrNoPartition  = errors.New("no such booking")
+	ErrNoDevice     = errors.New("no such GPU")
+	ErrTooLong      = errors.New("longer than the policy allows")
+	ErrUnknownUser  = errors.New("no such user")
+	ErrUnknownGroup = errors.New("no such group")
+	ErrOtherHost    = errors.New("that GPU is on another host")
+	ErrMemoryInUse  = errors.New("not enough memory physically free on that GPU")
+	errNeedDevices  = errors.New("no device inventory cached")
 )
 
 // Identity is an OS user: who asks, or who owns a booking. It comes from the
@@ -65,7 +66,7 @@ func LookupUser(name string) (Identity, error) {
 	if uid, err := strconv.Atoi(name); err == nil && uid >= 0 {
 		return Identity{UID: uid, User: UserName(uid)}, nil
 	}
-	return Identity{}, fmt.Errorf("%w: %q", ErrUnknownUser, name)
+	return Identity{}, fmt.Errorf("%w: %s", ErrUnknownUser, Quote(name))
 }
 
 // DeviceSource lists the GPUs when the ledger has no inventory cached yet,
@@ -204,7 +205,10 @@ type Partition struct {
 	// removed, the driver's view changed): the booking stands, and is
 	// shown as such.
 	GPUGone bool
-	client  *Client
+	// Usage is what monitors measured of it (List fills it in): idle and
+	// GPU time, its place on the idle ladder, its holds.
+	Usage  storage.BookingUsage
+	client *Client
 }
 
 // TimeRemaining is how long the booking has left (zero once it has ended).

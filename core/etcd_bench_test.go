@@ -195,7 +195,7 @@ func etcdMessages(b *testing.B, c *etcdtest.Cluster) map[string]float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

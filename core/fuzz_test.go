@@ -26,6 +26,10 @@ func requireInputErr(t *testing.T, in string, err error) {
 	if strings.TrimSpace(err.Error()) == "" {
 		t.Fatalf("%q: empty error message", in)
 	}
+	// The message names the input, never repeats a long one whole.
+	if len(err.Error()) > 200+len(Quote(in)) || len(in) > 4*maxEcho && strings.Contains(err.Error(), in) {
+		t.Fatalf("%q: the message repeats too much: %q", in, err)
+	}
 }
 
 func FuzzParseDuration(f *testing.F) {
@@ -192,11 +196,13 @@ func FuzzParseWarnSignal(f *testing.F) {
 // form that reads back to itself (to the second: durations print rounded).
 func FuzzApplyPolicy(f *testing.F) {
 	for _, s := range []string{"expiry=terminate grace=30s", "overbudget=warn unbooked=off", "max=7d warn=5m", "expiry=explode",
-		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s", "admit=physical", "admit=both"} {
+		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s", "admit=physical", "admit=both",
+		"reclaim=always idle=2h idle-warn=1h,1h45m", "idle-warn=none,idle-sm=5%", "idle=30m idle-warn=40m", "notify-url=https://hooks.example/T/B?x=Y",
+		"hold-max=4h idle-start=0", "reclaim=when-waiting", "notify-url=ftp://x", "idle-warn=1.2s,1.4s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ApplyPolicy(DefaultPolicy(), strings.Fields(strings.ReplaceAll(s, ",", " ")))
+		p, err := ApplyPolicy(DefaultPolicy(), SplitPolicy(s))
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -212,7 +218,15 @@ func FuzzApplyPolicy(f *testing.F) {
 		if p.Grace < 0 || p.WarnLead < 0 || p.MaxLength < time.Minute {
 			t.Fatalf("%q: durations %v %v %v", s, p.Grace, p.WarnLead, p.MaxLength)
 		}
-		back, err := ApplyPolicy(DefaultPolicy(), strings.Fields(FormatPolicy(p)))
+		if p.Reclaim != ReclaimOff && p.Reclaim != ReclaimAlways || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
+			t.Fatalf("%q: ladder %+v", s, p)
+		}
+		for i, w := range p.IdleWarn {
+			if w >= p.Idle || (i > 0 && w <= p.IdleWarn[i-1]) {
+				t.Fatalf("%q: idle warnings %v with idle %v", s, p.IdleWarn, p.Idle)
+			}
+		}
+		back, err := ApplyPolicy(DefaultPolicy(), SplitPolicy(FormatPolicy(p)))
 		if err != nil {
 			t.Fatalf("%q: %q does not read back: %v", s, FormatPolicy(p), err)
 		}
@@ -220,8 +234,14 @@ func FuzzApplyPolicy(f *testing.F) {
 		if p.Admit != AdmitBooked && p.Admit != AdmitPhysical {
 			t.Fatalf("%q: admit %q", s, p.Admit)
 		}
+		steps := len(back.IdleWarn) == len(p.IdleWarn)
+		for i := range back.IdleWarn {
+			steps = steps && near(back.IdleWarn[i], p.IdleWarn[i])
+		}
 		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked || back.Admit != p.Admit ||
-			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) {
+			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) ||
+			back.Reclaim != p.Reclaim || !near(back.Idle, p.Idle) || !steps || back.IdleSM != p.IdleSM ||
+			!near(back.IdleStart, p.IdleStart) || !near(back.HoldMax, p.HoldMax) || back.NotifyURL != p.NotifyURL {
 			t.Fatalf("%q: %+v reads back as %+v", s, p, back)
 		}
 	})

@@ -34,12 +34,12 @@ func inventoryOf(t *testing.T, c *Client) storage.Inventory {
 // only to the user's own private ledger, or as root.
 func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	now := time.Now()
-	real := InventoryOf(gpu.KindNVML, []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
+	real := InventoryOf(string(gpu.KindNVML), []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
 
 	private := newTestClient(t, nil, alice)
 	require.NoError(t, private.SaveInventory(real))
 	require.NoError(t, private.SaveInventory(simInventory(1, 8<<40, now)))
-	require.Equal(t, gpu.KindNVML, inventoryOf(t, private).Backend, "simulated GPUs replaced real ones")
+	require.Equal(t, string(gpu.KindNVML), inventoryOf(t, private).Backend, "simulated GPUs replaced real ones")
 
 	// A shared ledger (others may write it): a member's simulated GPUs are
 	// not recorded for everyone, nor booked on.

@@ -3,11 +3,15 @@ package core
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// PartitionJSON is a booking as `chronos list --json` prints it. The field
-// names are a stable interface for scripts: add fields, never rename them.
+// The shapes `--json` prints, in one place. Their field names are a stable
+// interface for scripts: add fields, never rename or remove them.
+
+// PartitionJSON is a booking as `chronos list --json` and `create --json`
+// print it.
 type PartitionJSON struct {
 	ID uint64 `json:"id"`
 	// Host is the machine whose GPU is booked, in a ledger many hosts
@@ -26,6 +30,25 @@ type PartitionJSON struct {
 	State            BookingStatus `json:"state"`
 	// GPUGone: the booking's GPU is no longer in the machine's inventory.
 	GPUGone bool `json:"gpu_gone,omitempty"`
+	// Idle says monitors see the booking doing no GPU work now, for
+	// IdleSeconds; Usage is what they measured of it all along.
+	Idle        bool       `json:"idle"`
+	IdleSeconds float64    `json:"idle_seconds"`
+	Usage       *UsageJSON `json:"usage,omitempty"`
+}
+
+// UsageJSON is what monitors measured of a booking, as --json prints it.
+type UsageJSON struct {
+	IdleSeconds    float64   `json:"idle_seconds"` // all the time it was seen idle
+	GPUSeconds     float64   `json:"gpu_seconds"`  // GPU time its processes used
+	MemoryPeak     uint64    `json:"memory_peak_bytes"`
+	LastActive     time.Time `json:"last_active,omitzero"`
+	IdleWarnings   int       `json:"idle_warnings,omitempty"` // in the current idle stretch
+	HeldUntil      time.Time `json:"held_until,omitzero"`
+	HoldReason     string    `json:"hold_reason,omitempty"`
+	Holds          int       `json:"holds,omitempty"`
+	Reclaimed      time.Time `json:"reclaimed,omitzero"`
+	AccountedUntil time.Time `json:"accounted_until"`
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.
@@ -42,9 +65,115 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 	}
 }
 
-// JSON returns the booking in its script-facing form, as seen at now.
+// JSON is the booking in its script-facing form with what is known of it
+// beside its record (its GPU gone, what monitors measured), as seen at now.
 func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
 	j := JSON(p.Partition, now, warnLead)
 	j.GPUGone = p.GPUGone
+	idle := IdleFor(p.Partition, p.Usage, now)
+	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
+	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {
+		j.Usage = &UsageJSON{IdleSeconds: u.Idle.Seconds(), GPUSeconds: u.GPUTime.Seconds(), MemoryPeak: u.MemoryPeak,
+			LastActive: utc(u.LastActive), IdleWarnings: u.Warnings, HeldUntil: utc(u.HeldUntil), HoldReason: u.HoldReason,
+			Holds: u.Holds, Reclaimed: utc(u.Reclaimed), AccountedUntil: utc(u.Through)}
+	}
 	return j
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+// AvailableJSON is one GPU as `chronos available --json` prints it.
+type AvailableJSON struct {
+	// Host is the GPU's host when it is another host's (see PartitionJSON).
+	Host      string  `json:"host,omitempty"`
+	Device    int     `json:"device"`
+	Free      float64 `json:"free"` // fraction of the device's memory, 0..1
+	FreeBytes uint64  `json:"free_bytes"`
+	Bookings  int     `json:"bookings"`
+}
+
+// JSON returns the availability in its script-facing form.
+func (a Availability) JSON() AvailableJSON {
+	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: float64(a.FreePPM) / ppm, FreeBytes: a.FreeBytes, Bookings: a.Bookings}
+}
+
+// Stats is one reading of the GPUs set against the bookings: what
+// `chronos stats` prints (--json as it is) and the app shows.
+type Stats struct {
+	Sample    gpu.Sample            `json:"sample"`
+	Mode      gpu.Mode              `json:"mode"`
+	Booked    map[int]DeviceBooking `json:"booked"`
+	Processes []Attribution         `json:"processes"`
+}
+
+// DeviceBooking is how much of one device live bookings hold.
+type DeviceBooking struct {
+	PPM   int64  `json:"share_ppm"`
+	Bytes uint64 `json:"bytes"`
+	Count int    `json:"bookings"`
+}
+
+// EventJSON is one audit event as `chronos events --json` prints it: the
+// stored event, with the booking's id also under the name people read.
+type EventJSON struct {
+	storage.Event
+	Booking uint64 `json:"booking,omitempty"`
+}
+
+// EventsJSON returns events in their script-facing form.
+func EventsJSON(evs []storage.Event) []EventJSON {
+	out := make([]EventJSON, len(evs))
+	for i, e := range evs {
+		out[i] = EventJSON{Event: e, Booking: e.Partition}
+	}
+	return out
+}
+
+// BackendsJSON is `chronos backends --json`: what this machine supports,
+// as the original's check_concurrent_support() answered.
+type BackendsJSON struct {
+	NVMLAvailable      bool     `json:"nvml_available"`
+	NVMLDetail         string   `json:"nvml_detail"`
+	Driver             string   `json:"driver,omitempty"`
+	GPUs               int      `json:"gpus"`
+	DRMAvailable       bool     `json:"drm_available"`
+	DRMDetail          string   `json:"drm_detail"`
+	MPSRunning         bool     `json:"mps_running"`
+	MPSMultiUser       bool     `json:"mps_multi_user"`
+	MPSPipeDir         string   `json:"mps_pipe_dir"`
+	MPSDetail          string   `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool     `json:"concurrent_possible"`
+	Recommended        string   `json:"recommended"`
+	ActiveBackend      string   `json:"active_backend"`
+	Mode               gpu.Mode `json:"mode"`
+	// On a ledger many hosts share: the other hosts, and clocks more than
+	// SkewWarning from this host's.
+	Hosts         []HostJSON `json:"hosts,omitempty"`
+	ClockWarnings []string   `json:"clock_warnings,omitempty"`
+}
+
+// HostJSON is another host of a shared ledger as `chronos backends --json`
+// prints it.
+type HostJSON struct {
+	Host string `json:"host"`
+	// Live: a monitor of the host is publishing its status.
+	Live bool `json:"live"`
+	GPUs int  `json:"gpus"`
+	// SkewSeconds is its clock minus this host's, when measured.
+	SkewSeconds *float64 `json:"skew_seconds,omitempty"`
+}
+
+// JSON returns the host in its script-facing form.
+func (h HostView) JSON() HostJSON {
+	out := HostJSON{Host: h.Host, Live: h.Live(), GPUs: len(h.Inventory.Devices)}
+	if h.SkewKnown {
+		s := h.Skew.Seconds()
+		out.SkewSeconds = &s
+	}
+	return out
 }

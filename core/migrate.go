@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -89,7 +90,7 @@ func Migrate(from, to storage.Store, host string) (MigrationReport, error) {
 			if err := tx.PutPolicy(pol); err != nil {
 				return err
 			}
-		case old == pol:
+		case reflect.DeepEqual(old, pol):
 			rep.Policy = "the same"
 		default:
 			rep.Policy = "kept the target's"

@@ -70,6 +70,12 @@ type MonitorOptions struct {
 	// Root says the monitor may signal any user's process; when nil, it is
 	// whether the process runs as root.
 	Root *bool
+	// OnNotice is called with every notice to this monitor's user (an idle
+	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
+	// app shows them.
+	OnNotice func(Notice)
+	// Notify says how notices reach owners' terminals and the webhook.
+	Notify NotifyOptions
 }
 
 // attributionWindow is how long after its end an expired booking can still
@@ -96,6 +102,8 @@ type Monitor struct {
 	nextInventory time.Time
 	snap          *snapshot  // the ledger as last read; nil: read it again
 	pub           *publisher // this host's status for the other hosts; nil on a ledger file
+	acct          accountant
+	notes         notifier
 
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
@@ -117,6 +125,7 @@ const offlineRetry = 15 * time.Second
 type snapshot struct {
 	parts  []storage.Partition
 	claims map[string]storage.Claim
+	events []storage.Event // new since the last snapshot
 	pol    Policy
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
@@ -142,7 +151,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -252,7 +261,8 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		s.inventoryBackend = inv.Backend
 		// Readings that don't decode are replaced, not a reason to stop.
 		s.readings, _ = tx.DeviceReadings()
-		return nil
+		s.events, err = m.notes.events(tx, now)
+		return err
 	})
 	if errors.Is(err, storage.ErrUnavailable) {
 		m.retryAt = now.Add(offlineRetry)
@@ -268,6 +278,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 }
 
 func (m *Monitor) tick(changed bool) (time.Time, error) {
+	m.notes.drain(m.report)
 	now := m.c.now()
 	snap, err := m.read(changed, now)
 	if err != nil && m.good != nil && errors.Is(err, storage.ErrUnavailable) {
@@ -300,6 +311,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		m.nextSample = now.Add(m.o.SampleEvery)
 		m.pub.offer(s)
 		atts = Attribute(s, local, now)
+		m.acct.observe(s, atts, local, now)
+		if err := m.acct.skipTaken(m.c.ledger); err != nil {
+			return now, err
+		}
 		// Only readings of the GPUs the inventory lists: a simulated
 		// backend never speaks for a ledger of real GPUs. A ledger many
 		// hosts share keeps none: hosts' live readings go in their
@@ -324,13 +339,15 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	}
 	plans, notices := m.plan(atts, local, claims, pol, now)
 	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings}
-	todo.bound()
+	acctBudget := todo.bound()
 	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
+	m.notes.prepare(snap, m.c.me, m.root)
 
-	if !todo.empty() {
+	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
+		accounted := false
 		err := m.c.ledger.Update(func(tx *storage.Tx) error {
 			acts, mine = nil, nil
 			var err error
@@ -344,6 +361,15 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
+				return err
+			}
+			more, complete, err := m.account(tx, pol, now, acctBudget)
+			if err != nil {
+				return err
+			}
+			accounted = complete
+			acts = append(acts, more...)
+			if err := m.notes.claim(tx, fresh, m, now); err != nil {
 				return err
 			}
 			for _, n := range notices {
@@ -382,6 +408,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if err != nil {
 			return now, err
 		}
+		if accounted {
+			m.acct.accounted()
+		}
+		m.notes.done(pol.NotifyURL, m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
 		for _, a := range acts {
@@ -393,6 +423,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 				return now, err
 			}
 		}
+	}
+	m.notes.done(pol.NotifyURL, m.o.OnNotice)
+	if m.acct.done != nil {
+		return now, nil // the rest of the window, at once
 	}
 	return m.nextWake(parts, claims, pol, now), nil
 }
@@ -415,9 +449,10 @@ type pass struct {
 // release writes its booking, its live index entry and an event; a warning
 // or an orphan mark its booking and an event; a notice its claim and an
 // event; a signal its claim; readings a record each and as many deletions.
-// Old claims dropped and the event sequence take the rest.
-func (p *pass) bound() {
-	budget := passWrites - storage.DropClaimsMax - 1 - 2*len(p.readings)
+// Old claims dropped and the event sequence take some; it returns what is
+// left for accounting (see Monitor.account).
+func (p *pass) bound() int {
+	budget := passWrites - storage.DropMax - 1 - 2*len(p.readings)
 	take := func(n, cost int) int {
 		k := max(0, min(n, budget/cost))
 		budget -= k * cost
@@ -429,6 +464,7 @@ func (p *pass) bound() {
 	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
 	p.notices = p.notices[:take(len(p.notices), 2)]
 	p.plans = p.plans[:take(len(p.plans), 1)]
+	return budget
 }
 
 func (p pass) empty() bool {
@@ -607,7 +643,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			p := byID[a.Partition]
 			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
 			if action == ActWarn {
-				note(notice{key: "warn/overbudget/" + procKey(a), act: Act{Time: now, Kind: storage.EventOverBudget,
+				note(notice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
@@ -617,14 +653,14 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			}
 			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim)
 			if action == ActWarn {
-				note(notice{key: "warn/unbooked/" + procKey(a), act: Act{Time: now, Kind: storage.EventUnbooked,
+				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
 		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
-		term, kill := "term/"+procKey(a), "kill/"+procKey(a)
+		term, kill := claimKey(claimTerm, a.PID, a.StartTime), claimKey(claimKill, a.PID, a.StartTime)
 		tc, termed := claims[term]
 		kc, killed := claims[kill]
 		switch {
@@ -654,8 +690,6 @@ func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
 func claimable(c storage.Claim, exists, root bool) bool {
 	return !exists || (c.NeedsRoot && root)
 }
-
-func procKey(a Attribution) string { return fmt.Sprintf("%d/%d", a.PID, a.StartTime) }
 
 func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Time) error {
 	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
@@ -739,7 +773,7 @@ func (m *Monitor) nextWake(parts []storage.Partition, claims map[string]storage.
 		consider(m.nextSample)
 	}
 	for key, c := range claims {
-		if strings.HasPrefix(key, "term/") && !c.NeedsRoot {
+		if claimTerm.is(key) && !c.NeedsRoot {
 			if t := c.At.Add(pol.Grace); t.After(now) {
 				consider(t)
 			}

@@ -445,3 +445,34 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	require.Equal(t, "root", e.User)
 	require.Contains(t, FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
 }
+
+// A minute's accounting of many bookings is written whole, in passes small
+// enough for any engine: etcd refuses a transaction of more than 128
+// writes by default, and one booking's usage is a write.
+func TestMonitorAccountsManyBookings(t *testing.T) {
+	storetest.Each(t, testMonitorAccountsManyBookings)
+}
+
+func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
+	me := CurrentIdentity()
+	c := NewClient(Options{Ledger: open(), As: &me, Now: clock.Now, Devices: simDevices(sim)})
+	const n = 150
+	for i := range n {
+		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})
+		require.NoError(t, err)
+	}
+	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	for range 2*60 + 30 { // past the end of the first whole minute
+		clock.Advance(time.Second)
+		m.nextSample = time.Time{}
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	for id := uint64(1); id <= n; id++ {
+		u, err := c.BookingUsage(id)
+		require.NoError(t, err)
+		require.False(t, u.Through.IsZero(), "booking %d was not accounted", id)
+	}
+}

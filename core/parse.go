@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -25,18 +28,60 @@ func inputErr(format string, args ...any) error {
 	return &inputError{msg: fmt.Sprintf(format, args...)}
 }
 
+// maxEcho is how much of a bad argument a message repeats: enough to
+// recognise it, never a whole pasted file.
+const maxEcho = 40
+
+// Clip is s cut after maxEcho characters, marked with "…" when cut.
+func Clip(s string) string {
+	if utf8.RuneCountInString(s) <= maxEcho {
+		return s
+	}
+	return string([]rune(s)[:maxEcho]) + "…"
+}
+
+// Quote is s as a message repeats it: quoted like %q, clipped, with the
+// length said when it was cut.
+func Quote(s string) string {
+	if c := Clip(s); c != s {
+		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(c), len(s))
+	}
+	return strconv.Quote(s)
+}
+
+// ParseRequest reads a booking as a person types it — DEVICE MEMORY
+// DURATION and an optional compute cap — for every command that books.
+func ParseRequest(device, memory, duration, compute string) (Request, error) {
+	var r Request
+	var err error
+	if r.Host, r.Device, err = ParseGPU(device); err != nil {
+		return r, err
+	}
+	if r.Memory, err = ParseMemory(memory); err != nil {
+		return r, err
+	}
+	if r.Duration, err = ParseDuration(duration); err != nil {
+		return r, err
+	}
+	r.Compute, err = ParseCompute(compute)
+	return r, err
+}
+
 // ParseDuration reads plain seconds ("3600", as the original CLI took) or a
 // Go duration ("90m", "1h30m", "8h"). Zero, negative and absurd values are
 // refused here; the policy's maximum is checked where a booking is made.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, inputErr("empty duration (try 3600, 90m or 2h)")
+		return 0, inputErr("empty duration (try 3600, 90m, 2h or 2d)")
 	}
 	var d time.Duration
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(secs) || math.IsInf(secs, 0) || secs > maxParsedDuration.Seconds() || secs < -maxParsedDuration.Seconds() {
-			return 0, inputErr("duration %q is absurdly long (at most %s)", s, formatDuration(maxParsedDuration))
+		if math.IsNaN(secs) || math.IsInf(secs, 0) {
+			return 0, inputErr("duration %s is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)", Quote(s))
+		}
+		if secs > maxParsedDuration.Seconds() || secs < -maxParsedDuration.Seconds() {
+			return 0, inputErr("duration %s is absurdly long (at most %s)", Quote(s), formatDuration(maxParsedDuration))
 		}
 		d = time.Duration(secs * float64(time.Second))
 	} else {
@@ -44,18 +89,18 @@ func ParseDuration(s string) (time.Duration, error) {
 		if err != nil {
 			// time.ParseDuration calls an overflow "invalid" too.
 			if digits := len(s) - len(strings.TrimLeft(s, "0123456789")); digits > 6 {
-				return 0, inputErr("duration %q is absurdly long (at most %s)", s, formatDuration(maxParsedDuration))
+				return 0, inputErr("duration %s is absurdly long (at most %s)", Quote(s), formatDuration(maxParsedDuration))
 			}
-			return 0, inputErr("duration %q is not seconds (3600) or a duration (90m, 1h30m, 8h)", s)
+			return 0, inputErr("duration %s is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)", Quote(s))
 		}
 	}
 	switch {
 	case d <= 0:
-		return 0, inputErr("duration %q must be positive", s)
+		return 0, inputErr("duration %s must be positive", Quote(s))
 	case d < time.Second:
-		return 0, inputErr("duration %q is shorter than a second", s)
+		return 0, inputErr("duration %s is shorter than a second", Quote(s))
 	case d > maxParsedDuration:
-		return 0, inputErr("duration %q is absurdly long (at most %s)", s, formatDuration(maxParsedDuration))
+		return 0, inputErr("duration %s is absurdly long (at most %s)", Quote(s), formatDuration(maxParsedDuration))
 	}
 	return d, nil
 }
@@ -126,7 +171,7 @@ func ParseMemory(s string) (Memory, error) {
 	if pct, ok := strings.CutSuffix(lower, "%"); ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
 		if err != nil || math.IsNaN(v) {
-			return Memory{}, inputErr("memory share %q is not a percent like 50%%", s)
+			return Memory{}, inputErr("memory share %s is not a percent like 50%%", Quote(s))
 		}
 		return checkFraction(s, v/100)
 	}
@@ -137,30 +182,34 @@ func ParseMemory(s string) (Memory, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return Memory{}, inputErr("memory size %q is not a number with a unit like 40GiB", s)
+			return Memory{}, inputErr("memory size %s is not a number with a unit like 40GiB", Quote(s))
 		}
 		bytes := v * u.scale
 		if bytes < 1<<20 {
-			return Memory{}, inputErr("memory size %q is too small (at least 1MiB)", s)
+			return Memory{}, inputErr("memory size %s is too small (at least 1MiB)", Quote(s))
 		}
 		if bytes > 1<<50 {
-			return Memory{}, inputErr("memory size %q is absurdly large", s)
+			return Memory{}, inputErr("memory size %s is absurdly large", Quote(s))
 		}
 		return Memory{Bytes: uint64(bytes)}, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) {
-		return Memory{}, inputErr("memory share %q is not a fraction (0.5), a percent (50%%) or a size (40GiB)", s)
+		return Memory{}, inputErr("memory share %s is not a fraction (0.5), a percent (50%%) or a size (40GiB)", Quote(s))
 	}
 	return checkFraction(s, v)
 }
 
 func checkFraction(s string, f float64) (Memory, error) {
+	if f >= 2 && f <= 100 && f == math.Trunc(f) && !strings.HasSuffix(s, "%") {
+		// "50" is most likely meant as a percent: say how to write one.
+		return Memory{}, inputErr("memory share %s must be a fraction of at most 1 (1 is the whole GPU): for %s percent, write %s%%", Quote(s), s, s)
+	}
 	if !(f > 0 && f <= 1) {
-		return Memory{}, inputErr("memory share %q must be more than 0 and at most 100%%", s)
+		return Memory{}, inputErr("memory share %s must be more than 0 and at most 100%%", Quote(s))
 	}
 	if math.Round(f*ppm) < 1 {
-		return Memory{}, inputErr("memory share %q is too small", s)
+		return Memory{}, inputErr("memory share %s is too small", Quote(s))
 	}
 	return Memory{Fraction: f}, nil
 }
@@ -175,24 +224,24 @@ func ParseCompute(s string) (int, error) {
 	raw := strings.TrimSuffix(s, "%")
 	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 	if err != nil || math.IsNaN(v) {
-		return 0, inputErr("compute share %q is not a percent like 25%%", s)
+		return 0, inputErr("compute share %s is not a percent like 25%%", Quote(s))
 	}
 	if !strings.HasSuffix(s, "%") && v > 0 && v <= 1 {
 		v *= 100
 	}
 	pct := int(math.Round(v))
 	if pct < 1 || pct > 100 {
-		return 0, inputErr("compute share %q must be between 1%% and 100%%", s)
+		return 0, inputErr("compute share %s must be between 1%% and 100%%", Quote(s))
 	}
 	return pct, nil
 }
 
-// ParseID reads a partition id as `list` prints it ("7" or "#7").
+// ParseID reads a booking id as `list` prints it ("7" or "#7").
 func ParseID(s string) (uint64, error) {
 	t := strings.TrimPrefix(strings.TrimSpace(s), "#")
 	id, err := strconv.ParseUint(t, 10, 64)
 	if err != nil || id == 0 {
-		return 0, inputErr("%q is not a partition id (ids are numbers, as `chronos list` shows them)", s)
+		return 0, inputErr("%s is not a booking id (ids are numbers, as `chronos list` shows them)", Quote(s))
 	}
 	return id, nil
 }
@@ -201,7 +250,7 @@ func ParseID(s string) (uint64, error) {
 func ParseDevice(s string) (int, error) {
 	i, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || i < 0 {
-		return 0, inputErr("%q is not a GPU index (0, 1, …)", s)
+		return 0, inputErr("%s is not a GPU index (0, 1, …)", Quote(s))
 	}
 	return i, nil
 }
@@ -227,7 +276,9 @@ func validHost(h string) bool {
 		return false
 	}
 	for _, r := range h {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+		default:
 			return false
 		}
 	}
@@ -321,23 +372,16 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(t); err == nil && n > 0 && n < 65 {
 		return syscall.Signal(n), nil
 	}
-	t = strings.TrimPrefix(t, "SIG")
-	for sig, name := range signalNames {
-		if name == t {
-			return sig, nil
-		}
+	if sig := unix.SignalNum("SIG" + strings.TrimPrefix(t, "SIG")); sig != 0 {
+		return sig, nil
 	}
-	return 0, inputErr("unknown signal %q (try SIGUSR1, SIGUSR2, SIGINT or none)", s)
+	return 0, inputErr("unknown signal %s (try SIGUSR1, SIGUSR2, SIGINT or none)", Quote(s))
 }
 
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1",
-	syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM", syscall.SIGALRM: "ALRM", syscall.SIGWINCH: "WINCH",
-}
-
+// signalName is the signal's name as kill -l prints it with SIG: SIGUSR1.
 func signalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return "SIG" + n
+	if n := unix.SignalName(s); n != "" {
+		return n
 	}
 	return s.String()
 }
@@ -366,11 +410,11 @@ func ParseWarnSignal(s string) (WarnSignal, error) {
 		return WarnSignal{Signal: sig}, nil
 	}
 	if sig == 0 {
-		return WarnSignal{}, inputErr("signal %q: name a signal before the @ (USR1@5m)", s)
+		return WarnSignal{}, inputErr("signal %s: name a signal before the @ (USR1@5m)", Quote(s))
 	}
 	d, err := ParseDuration(lead)
 	if err != nil {
-		return WarnSignal{}, inputErr("signal %q: the lead after @ is not a duration (USR1@5m, USR1@300): %v", s, err)
+		return WarnSignal{}, inputErr("signal %s: the lead after @ is not a duration (USR1@5m, USR1@300): %v", Quote(s), err)
 	}
 	return WarnSignal{Signal: sig, Lead: d}, nil
 }
@@ -380,8 +424,8 @@ func (w WarnSignal) String() string {
 	if w.Signal == 0 {
 		return "none"
 	}
-	name, ok := signalNames[w.Signal]
-	if !ok {
+	name := strings.TrimPrefix(unix.SignalName(w.Signal), "SIG")
+	if name == "" {
 		name = strconv.Itoa(int(w.Signal))
 	}
 	if w.Lead > 0 {

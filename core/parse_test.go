@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestParseDuration(t *testing.T) {
 		{"0.2", 0, "shorter than a second"},
 		{"1000000000000", 0, "absurdly long"},
 		{"9999999h", 0, "absurdly long"},
-		{"NaN", 0, "absurdly long"},
+		{"NaN", 0, "is not seconds"},
 		{"", 0, "empty duration"},
 		{"soon", 0, "not seconds"},
 		{"1x", 0, "not seconds"},
@@ -148,6 +149,42 @@ func TestFormat(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, d, got)
 	}
+}
+
+// create and run read a booking with the same parser.
+func TestParseRequest(t *testing.T) {
+	r, err := ParseRequest("1", "40GiB", "1h30m", "25%")
+	require.NoError(t, err)
+	require.Equal(t, Request{Device: 1, Memory: Bytes(40 << 30), Duration: 90 * time.Minute, Compute: 25}, r)
+	r, err = ParseRequest("0", "50%", "3600", "")
+	require.NoError(t, err)
+	require.Equal(t, Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, r)
+	for _, bad := range [][4]string{
+		{"gpu0", "0.5", "1h", ""}, {"0", "lots", "1h", ""}, {"0", "0.5", "soon", ""}, {"0", "0.5", "1h", "300%"},
+	} {
+		_, err := ParseRequest(bad[0], bad[1], bad[2], bad[3])
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
+}
+
+// A whole number that only makes sense as a percent gets told how to write
+// one; NaN and infinity are not durations (nor too long).
+func TestParseSuggests(t *testing.T) {
+	_, err := ParseMemory("50")
+	require.ErrorIs(t, err, ErrInput)
+	require.EqualError(t, err, `memory share "50" must be a fraction of at most 1 (1 is the whole GPU): for 50 percent, write 50%`)
+	for _, s := range []string{"1.5", "101", "0"} {
+		_, err := ParseMemory(s)
+		require.ErrorContains(t, err, "must be more than 0 and at most 100%", s)
+	}
+	for _, s := range []string{"NaN", "nan", "inf", "+Inf", "Infinity"} {
+		_, err := ParseDuration(s)
+		require.ErrorIs(t, err, ErrInput)
+		require.ErrorContains(t, err, "is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)", s)
+	}
+	huge := strings.Repeat("9", 100_000)
+	_, err = ParseMemory(huge + "x")
+	require.EqualError(t, err, `memory share "9999999999999999999999999999999999999999…" (100001 bytes) is not a fraction (0.5), a percent (50%) or a size (40GiB)`)
 }
 
 func TestParseSignal(t *testing.T) {

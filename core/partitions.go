@@ -308,12 +308,18 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		}
 		seen := c.seenIn(tx)
 		now := c.now()
+		var ids []uint64
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
 				out = append(out, seen(p))
+				ids = append(ids, p.ID)
 			}
 		}
-		return nil
+		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
+		for i := range usage {
+			out[i].Usage = usage[i]
+		}
+		return err
 	})
 	return out, err
 }

@@ -62,7 +62,7 @@ func InitShared(dir, group string) (string, error) {
 	if group != "" {
 		g, err := user.LookupGroup(group)
 		if err != nil {
-			return "", fmt.Errorf("%w: group %q", ErrUnknownUser, group)
+			return "", fmt.Errorf("%w: %s", ErrUnknownGroup, Quote(group))
 		}
 		gid, _ = strconv.Atoi(g.Gid)
 	}

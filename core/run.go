@@ -57,13 +57,15 @@ type RunResult struct {
 // partition's environment, warns it before the deadline, stops it at the
 // deadline (SIGTERM, then SIGKILL after the grace period, to its whole
 // process group), and releases the booking it made when the command ends.
+// The end of ctx only stops Run following the ledger (extensions and
+// releases made elsewhere); the command still runs to its deadline.
 func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if len(o.Command) == 0 {
 		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
 	}
 	path, err := exec.LookPath(o.Command[0])
 	if err != nil {
-		return RunResult{}, inputErr("cannot run %q: %v", o.Command[0], errors.Unwrap(err))
+		return RunResult{}, inputErr("cannot run %s: %v", Quote(o.Command[0]), errors.Unwrap(err))
 	}
 	if lead := o.WarnSignal.Lead; o.Partition == 0 && lead > 0 && lead >= o.Request.Duration {
 		return RunResult{}, inputErr("--signal %s: the lead %s is not shorter than the booking (%s)", o.WarnSignal, FormatDuration(lead), FormatDuration(o.Request.Duration))
@@ -146,8 +148,8 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	// signalOnce sends sig to the command's group unless a monitor has
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
-	signalOnce := func(kind string, sig syscall.Signal, why string) bool {
-		won, err := c.claimSignal(p, kind, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
+	signalOnce := func(act claimAct, sig syscall.Signal, why string) bool {
+		won, err := c.claimSignal(p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
 		if err != nil {
 			say("could not record the signal in the ledger (%v); sending it anyway", err)
 			won = true
@@ -193,13 +195,13 @@ loop:
 		case termAt.IsZero() && !now.Before(p.Expires):
 			expired, warned = true, true
 			termAt = now
-			if signalOnce("term", syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
+			if signalOnce(claimTerm, syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
 				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
 			} else {
 				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
 			}
 		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
-			if signalOnce("kill", syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
+			if signalOnce(claimKill, syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
 				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
@@ -221,11 +223,19 @@ loop:
 			break loop
 		case s := <-forward:
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
-		case <-changes:
+		case _, open := <-changes:
+			if !open { // ctx ended: stop watching; the command still decides when Run ends
+				changes = nil
+				break
+			}
 			// Extended or released elsewhere: follow the ledger.
 			if got, err := c.Get(p.ID); err == nil {
 				if got.State == storage.Released && termAt.IsZero() {
 					say("booking %d was released: stopping the command", p.ID)
+					p.Expires = c.now()
+				} else if got.State == storage.Expired && got.Expires.Before(p.Expires) && termAt.IsZero() {
+					// Reclaimed for sitting idle: it ends now, as at its deadline.
+					say("booking %d was reclaimed for being idle: stopping the command", p.ID)
 					p.Expires = c.now()
 				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
 					p.Expires = got.Expires
@@ -287,8 +297,8 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
 // caller got the claim.
-func (c *Client) claimSignal(p storage.Partition, kind string, pid int, start uint64, detail string) (bool, error) {
-	key := fmt.Sprintf("%s/%d/%d", kind, pid, start)
+func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
+	key := claimKey(act, pid, start)
 	won := false
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		won = false

@@ -52,6 +52,38 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	require.False(t, p.LiveAt(time.Now()))
 }
 
+// A booking reclaimed for sitting idle ends its command as its deadline
+// would: SIGTERM now, and the expiry status.
+func TestRunStopsWhenReclaimed(t *testing.T) {
+	c := newTestClient(t, nil, CurrentIdentity())
+	started := filepath.Join(t.TempDir(), "started")
+	o := runOpts("sh", "-c", `: > "$STARTED"; exec sleep 60`)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	t.Setenv("STARTED", started)
+	go func() {
+		// Once the command runs, chronos run follows the ledger.
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+		}
+		parts, err := c.List(false)
+		if err == nil && len(parts) == 1 {
+			err = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	res, err := c.Run(context.Background(), o)
+	require.NoError(t, err)
+	require.True(t, res.Expired)
+	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
 // A command that ends by itself passes on its status and its booking is
 // released at once.
 func TestRunReleasesAndPassesStatus(t *testing.T) { storetest.Each(t, testRunReleasesAndPassesStatus) }
@@ -135,6 +167,7 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
 	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
 	require.Contains(t, env, "CHRONOS_PARTITION_ID=7\n")
+	require.Contains(t, env, "CHRONOS_BOOKING_ID=7\n")
 	require.Contains(t, env, "CHRONOS_EXPIRES_AT=2026-11-29T12:00:00.5Z\n")
 	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
 	require.NotContains(t, env, "CUDA_MPS")
@@ -205,6 +238,38 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	kinds := eventKinds(t, c, res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
+}
+
+// A context that ends while the command runs stops Run watching the ledger,
+// not the command; it must not leave Run spinning on the closed watch,
+// re-reading the ledger as fast as it can.
+func TestRunOutlivesItsContextQuietly(t *testing.T) {
+	store := &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	c := NewClient(Options{Ledger: store, Devices: testDevices})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := runOpts("sleep", "0.5")
+	o.Request = Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}
+	res, err := c.Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
+}
+
+// Signal names come from the system's table, both ways.
+func TestSignalNames(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
+		got, err := ParseSignal(in)
+		if want == 0 {
+			require.ErrorIs(t, err, ErrInput, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+		require.Equal(t, "SIG"+strings.TrimPrefix(strings.ToUpper(in), "SIG"), signalName(got))
+	}
+	require.Equal(t, "SIGCHLD", signalName(syscall.SIGCHLD))
+	require.Equal(t, "signal 40", signalName(syscall.Signal(40)))
 }
 
 // A release that meets a busy ledger is retried until it lands: here a

@@ -5,22 +5,6 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// DeviceBooking is how much of one device live bookings hold.
-type DeviceBooking struct {
-	PPM   int64  `json:"share_ppm"`
-	Bytes uint64 `json:"bytes"`
-	Count int    `json:"bookings"`
-}
-
-// Stats is one reading of the GPUs set against the bookings: what
-// `chronos stats` prints and the app shows.
-type Stats struct {
-	Sample    gpu.Sample            `json:"sample"`
-	Mode      string                `json:"mode"`
-	Booked    map[int]DeviceBooking `json:"booked"`
-	Processes []Attribution         `json:"processes"`
-}
-
 // Stats samples the backend and attributes every GPU process to a booking.
 func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	s, err := b.Sample()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,4 +90,20 @@ func fileBytes(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// countingStore counts the transactions run on a real ledger.
+type countingStore struct {
+	storage.Store
+	views, updates atomic.Int64
+}
+
+func (s *countingStore) View(fn func(*storage.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(fn)
+}
+
+func (s *countingStore) Update(fn func(*storage.Tx) error) error {
+	s.updates.Add(1)
+	return s.Store.Update(fn)
 }

@@ -84,7 +84,7 @@ func TestHardwareMPS(t *testing.T) {
 	m := DetectMPS(pipe)
 	t.Logf("%+v (mode %s) in %v", m, m.Mode(), time.Since(start))
 	require.True(t, m.Running)
-	require.Equal(t, "concurrent", m.Mode())
+	require.Equal(t, Concurrent, m.Mode())
 	require.True(t, m.DefaultActiveThreadPercentage != "" || m.Detail != "")
 }
 

@@ -93,12 +93,35 @@ func (e CUDAEnv) MPSMemLimitBytes() (limit uint64, ok bool) {
 
 var memValueRE = regexp.MustCompile(`^([0-9]+)([KMGT])B?$`)
 
-// Mode is "concurrent" while an MPS daemon runs, else "time-sliced".
-func (m MPS) Mode() string {
+// Mode is how processes share a GPU.
+type Mode string
+
+const (
+	// Concurrent: an MPS daemon runs clients side by side, each within the
+	// memory and SM limits it was given.
+	Concurrent Mode = "concurrent"
+	// TimeSliced: the driver gives processes the GPU in turns.
+	TimeSliced Mode = "time-sliced"
+)
+
+// Mode is Concurrent while an MPS daemon runs, else TimeSliced.
+func (m MPS) Mode() Mode {
 	if m.Running {
-		return "concurrent"
+		return Concurrent
 	}
-	return "time-sliced"
+	return TimeSliced
+}
+
+// Label is the mode as people read it: "concurrent (MPS, multi-user)",
+// "concurrent (MPS)" or "time-sliced".
+func (m MPS) Label() string {
+	switch {
+	case m.Running && m.MultiUser:
+		return string(Concurrent) + " (MPS, multi-user)"
+	case m.Running:
+		return string(Concurrent) + " (MPS)"
+	}
+	return string(TimeSliced)
 }
 
 const (
@@ -173,7 +196,7 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 	limit, err := queryMPS(ctx, bin, pipeDir, "get_default_device_pinned_mem_limit 0")
 	if err == nil && isMemLimit(limit) {
 		m.DefaultPinnedMemLimit = limit
-	} else if !(err == nil && limit == "") {
+	} else if err != nil || limit != "" {
 		details = append(details, mpsAnswer("pinned memory limit", limit, err))
 	}
 	m.Detail = strings.Join(details, "; ")

@@ -66,7 +66,7 @@ func TestMPSNotRunning(t *testing.T) {
 	h := newFakeMPSHost(t)
 	m := h.detect()
 	require.False(t, m.Running)
-	require.Equal(t, "time-sliced", m.Mode())
+	require.Equal(t, TimeSliced, m.Mode())
 	require.Equal(t, h.pipeDir, m.PipeDir)
 	require.Empty(t, m.Detail)
 }
@@ -79,7 +79,7 @@ func TestMPSStalePipe(t *testing.T) {
 	h.withProcess(t, 101, "nvidia-cuda-mps", "/usr/bin/nvidia-cuda-mps-control")
 	m := h.detect()
 	require.False(t, m.Running)
-	require.Equal(t, "time-sliced", m.Mode())
+	require.Equal(t, TimeSliced, m.Mode())
 	require.Contains(t, m.Detail, "no nvidia-cuda-mps-control daemon")
 }
 
@@ -150,7 +150,7 @@ esac`,
 			}
 			m := h.detect()
 			require.True(t, m.Running)
-			require.Equal(t, "concurrent", m.Mode())
+			require.Equal(t, Concurrent, m.Mode())
 			require.Equal(t, tt.wantMulti, m.MultiUser)
 			require.Equal(t, tt.wantPct, m.DefaultActiveThreadPercentage)
 			require.Equal(t, tt.wantLimit, m.DefaultPinnedMemLimit)
@@ -180,6 +180,18 @@ func TestMPSPipeDirFromEnv(t *testing.T) {
 	require.Equal(t, dir, DetectMPS("").PipeDir)
 	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", "")
 	require.Equal(t, "/tmp/nvidia-mps", DetectMPS("").PipeDir)
+}
+
+// The one label of the sharing mode, as the app, the monitor and
+// `chronos backends` print it.
+func TestModeLabel(t *testing.T) {
+	for m, want := range map[MPS]string{
+		{}:                               "time-sliced",
+		{Running: true}:                  "concurrent (MPS)",
+		{Running: true, MultiUser: true}: "concurrent (MPS, multi-user)",
+	} {
+		require.Equal(t, want, m.Label())
+	}
 }
 
 // Anyone can make a FIFO named control and start a process named like the

@@ -7,16 +7,22 @@ import (
 	"strings"
 )
 
-// Backend kinds accepted by Open.
+// Kind is a GPU backend a person can ask for.
+type Kind string
+
+// The kinds ParseKind accepts.
 const (
-	KindAuto = "auto"
-	KindNVML = "nvml"
-	KindDRM  = "drm"
-	KindSim  = "sim"
+	KindAuto Kind = "auto" // NVML when it has GPUs, else DRM when it has, else simulated
+	KindNVML Kind = "nvml"
+	KindDRM  Kind = "drm"
+	KindSim  Kind = "sim"
 )
 
 // BackendEnv selects the backend: auto, nvml, drm or sim.
 const BackendEnv = "CHRONOS_BACKEND"
+
+// ErrUnknownKind means a backend was asked for by a name chronos does not know.
+var ErrUnknownKind = errors.New("unknown GPU backend")
 
 // openNVML is OpenNVML; tests replace it to act out machines without a GPU.
 var openNVML = OpenNVML
@@ -26,56 +32,93 @@ func KindFromEnv() string {
 	return strings.TrimSpace(os.Getenv(BackendEnv))
 }
 
-// Open picks a backend. kind is "auto" (or ""), "nvml", "drm" or "sim" (or
-// "simulated"). Auto uses NVML when it initialises with at least one GPU,
-// else the kernel's DRM interface when it shows an AMD or Intel GPU, and
-// otherwise simulated GPUs, saying why in notice. A forced backend that is
-// not available is an error, never a silent fallback.
-func Open(kind string) (b Backend, notice string, err error) {
-	switch strings.ToLower(strings.TrimSpace(kind)) {
+// ParseKind reads a backend's name: "auto" (or ""), "nvml", "drm", or "sim"
+// (or "simulated"), in any case.
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(strings.ToLower(strings.TrimSpace(s))); k {
 	case "", KindAuto:
-		n, nvmlErr := openNVMLWithDevices()
-		if nvmlErr == nil {
-			return n, "", nil
+		return KindAuto, nil
+	case KindNVML, KindDRM, KindSim:
+		return k, nil
+	case "simulated":
+		return KindSim, nil
+	}
+	return "", fmt.Errorf("%w %q: use auto, nvml, drm or sim", ErrUnknownKind, s)
+}
+
+// errNotTried stands for a backend Open did not need to try.
+var errNotTried = errors.New("not tried")
+
+// Pick is the backend that serves kind, given whether NVML and DRM started
+// with GPUs (a nil error) or why not: auto prefers NVML, then DRM, then
+// simulated GPUs; a forced backend that is not available is an error, never
+// a fallback.
+func Pick(kind Kind, nvmlErr, drmErr error) (Kind, error) {
+	switch kind {
+	case KindSim:
+		return KindSim, nil
+	case KindNVML:
+		if nvmlErr != nil {
+			return "", fmt.Errorf("nvml backend unavailable: %w", nvmlErr)
 		}
-		d, drmErr := OpenDRM(DRMOptions{})
-		if drmErr == nil {
-			return d, "", nil
+		return KindNVML, nil
+	case KindDRM:
+		if drmErr != nil {
+			return "", fmt.Errorf("drm backend unavailable: %w", drmErr)
 		}
-		sim, simErr := openSim()
-		if simErr != nil {
-			return nil, "", simErr
-		}
+		return KindDRM, nil
+	}
+	switch {
+	case nvmlErr == nil:
+		return KindNVML, nil
+	case drmErr == nil:
+		return KindDRM, nil
+	}
+	return KindSim, nil
+}
+
+// Open starts the backend that serves kind (see ParseKind and Pick),
+// trying only what that takes. When auto falls back to simulated GPUs,
+// notice says why.
+func Open(kind string) (b Backend, notice string, err error) {
+	k, err := ParseKind(kind)
+	if err != nil {
+		return nil, "", err
+	}
+	var n *NVML
+	var d *DRM
+	nvmlErr, drmErr := errNotTried, errNotTried
+	if k == KindAuto || k == KindNVML {
+		n, nvmlErr = openNVMLWithDevices()
+	}
+	if k == KindDRM || k == KindAuto && nvmlErr != nil {
+		d, drmErr = OpenDRM(DRMOptions{})
+	}
+	use, err := Pick(k, nvmlErr, drmErr)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case use == KindNVML:
+		return n, "", nil
+	case use == KindDRM:
+		return d, "", nil
+	}
+	sim, err := openSim()
+	if err != nil {
+		return nil, "", err
+	}
+	if k == KindAuto {
 		why := nvmlErr.Error()
 		if !errors.Is(drmErr, ErrNoDRMGPUs) {
 			why += "; " + drmErr.Error()
 		}
-		return sim, fmt.Sprintf("no NVIDIA, AMD or Intel GPU found (%s); showing simulated GPUs", why), nil
-	case KindNVML:
-		n, err := openNVMLWithDevices()
-		if err != nil {
-			return nil, "", fmt.Errorf("nvml backend unavailable: %w", err)
-		}
-		return n, "", nil
-	case KindDRM:
-		d, err := OpenDRM(DRMOptions{})
-		if err != nil {
-			return nil, "", fmt.Errorf("drm backend unavailable: %w", err)
-		}
-		return d, "", nil
-	case KindSim, "simulated":
-		sim, err := openSim()
-		if err != nil {
-			return nil, "", err
-		}
-		return sim, "", nil
-	default:
-		return nil, "", fmt.Errorf("unknown GPU backend %q: use auto, nvml, drm or sim", kind)
+		notice = fmt.Sprintf("no NVIDIA, AMD or Intel GPU found (%s); showing simulated GPUs", why)
 	}
+	return sim, notice, nil
 }
 
-// errNoGPUs means NVML works but reports no devices.
-var errNoGPUs = errors.New("NVML: the driver reports no GPUs")
+// ErrNoGPUs means NVML works but reports no devices.
+var ErrNoGPUs = errors.New("NVML: the driver reports no GPUs")
 
 func openNVMLWithDevices() (*NVML, error) {
 	n, err := openNVML()
@@ -84,7 +127,7 @@ func openNVMLWithDevices() (*NVML, error) {
 	}
 	if len(n.devices) == 0 {
 		_ = n.Close()
-		return nil, errNoGPUs
+		return nil, ErrNoGPUs
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -121,5 +122,44 @@ func TestOpenNVMLReal(t *testing.T) {
 		require.NotEmpty(t, d.UUID)
 		require.NotZero(t, d.MemoryTotal)
 		t.Logf("%d %s %s driver %s: %d%% util, %d processes, notes %v", d.Index, d.UUID, d.Name, n.DriverVersion(), d.Util, len(d.Processes), d.Notes)
+	}
+}
+
+// One decision serves gpu.Open and `chronos backends`: which backend a
+// kind gets, given what NVML answered.
+func TestParseKindAndPick(t *testing.T) {
+	for in, want := range map[string]Kind{"": KindAuto, " Auto ": KindAuto, "NVML": KindNVML, "drm": KindDRM, "sim": KindSim, "simulated": KindSim} {
+		got, err := ParseKind(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseKind("cuda")
+	require.ErrorIs(t, err, ErrUnknownKind)
+
+	noLib, noDRM := errors.New("no libnvidia-ml"), ErrNoDRMGPUs
+	for _, tc := range []struct {
+		kind            Kind
+		nvmlErr, drmErr error
+		want            Kind
+		err             string
+	}{
+		{KindAuto, nil, noDRM, KindNVML, ""},
+		{KindAuto, nil, nil, KindNVML, ""},
+		{KindAuto, noLib, nil, KindDRM, ""},
+		{KindAuto, noLib, noDRM, KindSim, ""},
+		{KindAuto, ErrNoGPUs, noDRM, KindSim, ""},
+		{KindNVML, nil, noDRM, KindNVML, ""},
+		{KindNVML, noLib, nil, "", "nvml backend unavailable: no libnvidia-ml"},
+		{KindDRM, nil, nil, KindDRM, ""},
+		{KindDRM, nil, noDRM, "", "drm backend unavailable: " + noDRM.Error()},
+		{KindSim, nil, nil, KindSim, ""},
+	} {
+		got, err := Pick(tc.kind, tc.nvmlErr, tc.drmErr)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%s with NVML %v, DRM %v", tc.kind, tc.nvmlErr, tc.drmErr)
 	}
 }

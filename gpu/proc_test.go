@@ -83,8 +83,8 @@ func TestReadProcWithoutPartition(t *testing.T) {
 	cmd := startSleep(t)
 	// The test binary itself may run under chronos; the child must not
 	// inherit a partition for this check to mean anything.
-	if os.Getenv(PartitionEnv) != "" {
-		t.Skip(PartitionEnv + " is set in the test environment")
+	if os.Getenv(PartitionEnv) != "" || os.Getenv(BookingEnv) != "" {
+		t.Skip(BookingEnv + " is set in the test environment")
 	}
 	info, err := ReadProc(cmd.Process.Pid)
 	require.NoError(t, err)

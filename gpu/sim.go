@@ -37,6 +37,7 @@ type Sim struct {
 type attachment struct {
 	device int
 	memory uint64
+	sm     int // percent
 }
 
 // simPIDBase keeps fake pids above the kernel's pid_max (4194304 at most),
@@ -117,6 +118,18 @@ func (s *Sim) Attach(device int, pid int, memory uint64) {
 	s.attached[pid] = attachment{device: device, memory: memory}
 }
 
+// SetSM makes an attached process show sm percent of SM activity (0, idle,
+// until set); the device's utilization rises with it. Tests make bookings
+// busy or idle with it.
+func (s *Sim) SetSM(pid, sm int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.attached[pid]; ok {
+		a.sm = min(max(sm, 0), 100)
+		s.attached[pid] = a
+	}
+}
+
 // Detach stops showing pid.
 func (s *Sim) Detach(pid int) {
 	s.mu.Lock()
@@ -161,9 +174,10 @@ func (s *Sim) Sample() (Sample, error) {
 			continue // exited (or never was): not on the GPU any more
 		}
 		d := &out.Devices[a.device]
-		p := Process{PID: pid, MemoryUsed: a.memory, SM: 0}
+		p := Process{PID: pid, MemoryUsed: a.memory, SM: a.sm}
 		p.withInfo(info)
 		d.Processes = append(d.Processes, p)
+		d.Util = min(d.Util+a.sm, 100)
 		d.MemoryUsed = min(d.MemoryUsed+a.memory, d.MemoryTotal)
 		d.MemoryFree = d.MemoryTotal - d.MemoryUsed
 	}

@@ -123,6 +123,36 @@ func TestSimAttachRealProcess(t *testing.T) {
 	require.Equal(t, before, got)
 }
 
+// An attached process shows the SM activity a test gives it, and its
+// device's utilization rises by as much; the same clock gives the same
+// figures.
+func TestSimSetSM(t *testing.T) {
+	s := NewSim(SimOptions{Count: 4, Now: fixedClock(time.Unix(1_700_000_000, 0))})
+	idle, err := s.Sample()
+	require.NoError(t, err)
+	s.Attach(3, os.Getpid(), gib)
+	s.SetSM(12345, 80) // not attached: no effect
+	got, err := s.Sample()
+	require.NoError(t, err)
+	require.Zero(t, got.Devices[3].Processes[0].SM, "idle until set")
+	require.Equal(t, idle.Devices[3].Util, got.Devices[3].Util)
+
+	s.SetSM(os.Getpid(), 60)
+	got, err = s.Sample()
+	require.NoError(t, err)
+	require.Equal(t, 60, got.Devices[3].Processes[0].SM)
+	require.Equal(t, idle.Devices[3].Util+60, got.Devices[3].Util)
+	again, err := s.Sample()
+	require.NoError(t, err)
+	require.Equal(t, got, again)
+
+	s.SetSM(os.Getpid(), 250)
+	got, err = s.Sample()
+	require.NoError(t, err)
+	require.Equal(t, 100, got.Devices[3].Processes[0].SM)
+	require.Equal(t, 100, got.Devices[3].Util)
+}
+
 func TestSimAttachCannotExceedMemory(t *testing.T) {
 	s := NewSim(SimOptions{Count: 1, Memory: 10 * gib, Now: fixedClock(time.Unix(0, 0))})
 	s.Attach(0, os.Getpid(), 100*gib)

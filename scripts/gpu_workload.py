@@ -60,7 +60,7 @@ def hold(args):
     a = torch.randn(4096, 4096, device=kind, dtype=torch.bfloat16)
     env = ", ".join(f"{v}={os.environ[v]}" for v in VISIBILITY if v in os.environ)
     print(f"workload {os.getpid()}: holding {args.gib} GiB on {mod.get_device_name()} "
-          f"({env}, partition {os.environ.get('CHRONOS_PARTITION_ID')})", flush=True)
+          f"({env}, booking {os.environ.get('CHRONOS_BOOKING_ID', os.environ.get('CHRONOS_PARTITION_ID'))})", flush=True)
     end = time.time() + args.seconds
     while time.time() < end:
         for _ in range(50):

@@ -127,8 +127,12 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 		l := New(filepath.Join(s.dir, "chronos.db"))
 		require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrDamaged)
 		s.untouched(t)
-		// The doctor moves the link aside, and touches nothing it points at.
-		r, err := l.Repair()
+		// A link never was a ledger: the doctor asks for --force, then moves
+		// the link aside, and touches nothing it points at.
+		_, err = l.Repair()
+		require.ErrorIs(t, err, ErrNotLedger)
+		s.untouched(t)
+		r, err := l.RepairAnyway()
 		require.NoError(t, err)
 		require.True(t, r.After.Healthy, "%v", r.After.Problems)
 		s.untouched(t)

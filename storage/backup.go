@@ -48,7 +48,7 @@ func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error 
 	}
 	data := copied.Bytes()
 	if problems, err := checkImage(data); err != nil || len(problems) > 0 {
-		return fmt.Errorf("not backed up: %v %v", err, problems)
+		return fmt.Errorf("not backed up: %w", errors.Join(append([]error{err}, problems...)...))
 	}
 	write := func(f *os.File) error { _, err := f.Write(data); return err }
 	err := writeAtomically(backup, mode, write)

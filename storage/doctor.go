@@ -55,7 +55,7 @@ func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 	// The backup is read while the ledger is locked: writers refresh it
 	// under the ledger's lock.
 	readBackup := func() { d.Backup, backup = inspectBackup(l.Path) }
-	data, _, err := l.readLocked(readBackup)
+	data, err := l.readLocked(readBackup)
 	switch {
 	case errors.Is(err, ErrBusy):
 		return d, err
@@ -174,7 +174,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 	default:
 		d.Schema = int(v[0])
 	}
-	for _, name := range knownBuckets {
+	for _, name := range requiredBuckets {
 		if btx.Bucket(name) == nil {
 			d.problem("the %s bucket is missing", name)
 		}
@@ -221,7 +221,7 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 	d.Partitions = len(stored)
 	indexed := map[uint64]bool{}
 	if b := btx.Bucket(bucketLive); b != nil {
-		walk(b, "live", d, func(k, v []byte) {
+		walk(b, "live", d, func(k, _ []byte) {
 			if len(k) != 8 {
 				d.problem("live index key %x is not an id", k)
 				return

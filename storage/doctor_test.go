@@ -162,6 +162,11 @@ func TestRepairDamagedFiles(t *testing.T) {
 			require.NotEmpty(t, d.Problems)
 
 			r, err := l.Repair()
+			if name == "garbage" { // no bbolt header, no bucket, no backup
+				require.ErrorIs(t, err, ErrNotLedger)
+				require.Equal(t, content, bytesOfFile(t, l.Path), "a refusal touches nothing")
+				r, err = l.RepairAnyway()
+			}
 			require.NoError(t, err)
 			require.True(t, r.Done)
 			saved, err := os.ReadFile(r.SavedAs)
@@ -281,3 +286,65 @@ func TestNotARegularFile(t *testing.T) {
 }
 
 func mkfifo(path string) error { return unix.Mkfifo(path, 0o600) }
+
+// A file that never was a chronos ledger — somebody's text, random bytes, a
+// directory — is not replaced by a repair unless asked to be; what once was
+// one, however damaged, is repaired.
+func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
+	random := make([]byte, 20000)
+	for i := range random {
+		random[i] = byte(i*7919 + i/3)
+	}
+	for name, content := range map[string][]byte{
+		"passwd": []byte("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"),
+		"random": random,
+		"zeros":  make([]byte, 32<<10),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := New(filepath.Join(dir, "passwd"))
+			require.NoError(t, os.WriteFile(l.Path, content, 0o644))
+			_, err := l.Repair()
+			require.ErrorIs(t, err, ErrNotLedger)
+			require.ErrorContains(t, err, "--force")
+			require.Equal(t, content, bytesOfFile(t, l.Path))
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "nothing was written beside it")
+
+			r, err := l.RepairAnyway()
+			require.NoError(t, err)
+			require.True(t, r.Done)
+			require.True(t, r.After.Healthy)
+			require.Equal(t, content, bytesOfFile(t, r.SavedAs))
+		})
+	}
+	t.Run("directory", func(t *testing.T) {
+		l := New(filepath.Join(t.TempDir(), "etc"))
+		require.NoError(t, os.Mkdir(l.Path, 0o755))
+		_, err := l.Repair()
+		require.ErrorIs(t, err, ErrNotLedger)
+		require.DirExists(t, l.Path)
+	})
+
+	// A ledger whose both meta pages are gone still names its buckets; one
+	// zeroed whole still has its backup.
+	good, _ := ledgerWith(t, 20)
+	b := bytesOfFile(t, good.Path)
+	page := os.Getpagesize()
+	for i := range 64 {
+		b[pageHeader+i], b[page+pageHeader+i] = 0, 0
+	}
+	require.NoError(t, os.WriteFile(good.Path, b, 0o600))
+	require.NoFileExists(t, BackupPath(good.Path))
+	r, err := good.Repair()
+	require.NoError(t, err)
+	require.True(t, r.Done)
+	good.BackupEvery = time.Nanosecond
+	addOne(t, good)
+	require.FileExists(t, BackupPath(good.Path))
+	require.NoError(t, os.WriteFile(good.Path, make([]byte, 32<<10), 0o600))
+	r, err = good.Repair()
+	require.NoError(t, err)
+	require.True(t, r.Done)
+}

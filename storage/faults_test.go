@@ -44,7 +44,7 @@ func TestReadOnlyLedger(t *testing.T) {
 		require.NoError(t, os.Chmod(l.Path, 0o444))
 	}
 
-	err = l.Update(func(tx *Tx) error { return nil })
+	err = l.Update(func(*Tx) error { return nil })
 	require.Error(t, err)
 	require.ErrorContains(t, err, "open ledger "+l.Path)
 	require.ErrorContains(t, err, "read-only")

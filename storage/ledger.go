@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -53,8 +54,12 @@ var (
 	// a handful of records however long the history grows.
 	bucketLive = []byte("live")
 
-	// knownBuckets is the layout: every bucket a ledger may hold.
-	knownBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	// requiredBuckets are in every ledger written once; knownBuckets is
+	// the layout: every bucket a ledger may hold. The accounting buckets
+	// came later, and a ledger last written before them lacks them until
+	// its next write.
+	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
+	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked)
 
 	keySchema    = []byte("schema")
 	keyInventory = []byte("inventory")
@@ -339,7 +344,7 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockTimeout):
 		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+		return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
 	case errors.Is(err, ErrDamaged), errors.Is(err, ErrUnsafeFile):
 		return err
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
@@ -348,7 +353,7 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
 		if st, statErr := os.Lstat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
-			return fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, err)
+			return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
 		}
 		return fmt.Errorf("open ledger %s: %w", l.Path, err)
 	}
@@ -486,7 +491,7 @@ func (l *Ledger) Check() (problems []error, err error) {
 	if l.unwritten() {
 		return nil, nil
 	}
-	data, _, err := l.readLocked(nil)
+	data, err := l.readLocked(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -512,18 +517,18 @@ func checkImage(data []byte) (problems []error, err error) {
 
 // readLocked reads the whole ledger file under the readers' lock, and runs
 // also (when not nil) before it lets go.
-func (l *Ledger) readLocked(also func()) ([]byte, fs.FileInfo, error) {
+func (l *Ledger) readLocked(also func()) ([]byte, error) {
 	f, err := openRegular(l.Path, os.O_RDONLY)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	if err := lockLedger(f, false, l.timeout()); err != nil {
-		return nil, nil, l.openError(err, l.timeout())
+		return nil, l.openError(err, l.timeout())
 	}
-	data, st, err := readAll(f)
+	data, _, err := readAll(f)
 	if also != nil {
 		also()
 	}
-	return data, st, err
+	return data, err
 }

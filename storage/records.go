@@ -96,10 +96,17 @@ const (
 	EventRepaired   EventKind = "repaired"
 	EventOrphaned   EventKind = "orphaned"
 	EventInventory  EventKind = "inventory" // the machine's GPUs changed
+	// The idle ladder: a warning to the owner of an idle booking, the
+	// booking released for being idle, and a hold that exempts it.
+	EventIdle      EventKind = "idle"
+	EventReclaimed EventKind = "reclaimed"
+	EventHeld      EventKind = "held"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
 	EventStopped EventKind = "stopped"
+	// A notice delivered to its owner's terminals or the webhook.
+	EventNotified EventKind = "notified"
 )
 
 // Event is one line of the audit trail. UID and User are who acted (a
@@ -178,6 +185,16 @@ type Policy struct {
 	// Admit is what admission counts: "booked" shares only, or also the
 	// memory "physical"ly in use ("" reads as booked).
 	Admit string `json:"admit,omitempty"`
+	// The idle ladder. Idle is zero in a policy stored before it existed;
+	// the ladder's defaults then apply.
+	Reclaim   string          `json:"reclaim,omitempty"` // "off", "when-waiting" or "always"
+	Idle      time.Duration   `json:"idle,omitempty"`
+	IdleWarn  []time.Duration `json:"idle_warn,omitempty"`
+	IdleSM    int             `json:"idle_sm,omitempty"` // percent
+	IdleStart time.Duration   `json:"idle_start,omitempty"`
+	HoldMax   time.Duration   `json:"hold_max,omitempty"`
+	// NotifyURL receives every notice as a Slack-compatible JSON POST.
+	NotifyURL string `json:"notify_url,omitempty"`
 }
 
 // Claim records that one monitor took on one act (signalling a process,
@@ -290,29 +307,39 @@ func (tx *Tx) PutPartition(p *Partition) error {
 	return raw.Delete(bucketLive, key(p.ID))
 }
 
-// PartitionsByID reads the partitions with those ids, in that order, in as
-// few reads as the engine allows; a missing one is an error.
-func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
-	out := make([]Partition, 0, len(ids))
-	many, ok := tx.raw.(ManyGetter)
-	if !ok {
-		for _, id := range ids {
-			p, err := tx.Partition(id)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		}
-		return out, nil
+// getMany reads keys of bucket in as few reads as the engine allows (one
+// per key, or a ManyGetter's batches); nil for each key with no value.
+func (tx *Tx) getMany(bucket []byte, keys [][]byte) ([][]byte, error) {
+	if many, ok := tx.raw.(ManyGetter); ok {
+		return many.GetMany(bucket, keys)
 	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.get(bucket, k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func idKeys(ids []uint64) [][]byte {
 	keys := make([][]byte, len(ids))
 	for i, id := range ids {
 		keys[i] = key(id)
 	}
-	vals, err := many.GetMany(bucketPartitions, keys)
+	return keys
+}
+
+// PartitionsByID reads the partitions with those ids, in that order, in as
+// few reads as the engine allows; a missing one is an error.
+func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
+	vals, err := tx.getMany(bucketPartitions, idKeys(ids))
 	if err != nil {
 		return nil, err
 	}
+	out := make([]Partition, 0, len(ids))
 	for i, v := range vals {
 		var p Partition
 		if v == nil {
@@ -577,7 +604,7 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 // decode reads one stored record; a record that doesn't decode is damage.
 func decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("%w: %v", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return nil
 }
@@ -605,10 +632,10 @@ func (tx *Tx) PutClaim(key string, c Claim) error {
 	return put(raw, bucketClaims, []byte(key), c)
 }
 
-// DropClaimsMax is the most claims one DropClaims deletes, so that a
-// transaction stays small enough for every engine (etcd takes 128 writes in
-// one by default); later calls delete the rest.
-const DropClaimsMax = 16
+// DropMax is the most records one call of DropClaims or DropGPUMinutes
+// deletes, so that a transaction stays small enough for every engine (etcd
+// takes 128 writes in one by default); later calls delete the rest.
+const DropMax = 16
 
 // DropClaims deletes claims made before cutoff: the acts they guarded are
 // long done, and the processes they named long gone.
@@ -617,17 +644,27 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	var old [][]byte
-	err = tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+	return deleteWhere(tx, raw, bucketClaims, func(_, v []byte) (bool, bool) {
 		var c Claim
-		if decode(v, &c) != nil || c.At.Before(cutoff) {
+		return decode(v, &c) != nil || c.At.Before(cutoff), true
+	})
+}
+
+// deleteWhere deletes the keys of bucket that drop picks, scanning in key
+// order until it says no more; keys are collected first, since a scan may
+// not delete as it goes.
+func deleteWhere(tx *Tx, raw RawTx, bucket []byte, drop func(k, v []byte) (del, more bool)) error {
+	var old [][]byte
+	err := tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+		del, more := drop(k, v)
+		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return len(old) < DropClaimsMax, nil
+		return more && len(old) < DropMax, nil
 	})
 	for _, k := range old {
 		if err == nil {
-			err = raw.Delete(bucketClaims, k)
+			err = raw.Delete(bucket, k)
 		}
 	}
 	return err

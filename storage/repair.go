@@ -41,6 +41,7 @@ type salvage struct {
 	parts     map[uint64]Partition
 	events    map[uint64]Event
 	claims    map[string]Claim
+	usage     map[uint64]BookingUsage
 	policy    *Policy
 	inventory *Inventory
 	partSeq   uint64
@@ -49,10 +50,23 @@ type salvage struct {
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}}
+	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{}}
 }
 
-// Repair rebuilds a damaged ledger from what can be read of it. It saves
+// ErrNotLedger means the file at a ledger's path never was a chronos
+// ledger: repairing it would put a new ledger in place of somebody's file
+// (a typo'd --db under sudo could replace a system file).
+var ErrNotLedger = errors.New("not a chronos ledger")
+
+// Repair is RepairAnyway for a file that was a chronos ledger once: it
+// refuses, with ErrNotLedger, a file with no bbolt header, no chronos
+// bucket and no backup beside it, and anything not a regular file with no
+// backup beside it.
+func (l *Ledger) Repair() (Repaired, error) {
+	return l.repair(false)
+}
+
+// RepairAnyway rebuilds a damaged ledger from what can be read of it. It saves
 // the damaged file as <path>.damaged-<time>-<random>, reads every record it
 // can — through bbolt where the file's pages hold together, key by key so
 // that one bad record costs only itself; from the raw pages where bbolt
@@ -62,7 +76,11 @@ func newSalvage() *salvage {
 // inventory are kept as found, and no id counter goes back; a booking whose
 // "created" event was lost gets one that says it was restored. The ledger
 // stays locked throughout, so no write is lost.
-func (l *Ledger) Repair() (Repaired, error) {
+func (l *Ledger) RepairAnyway() (Repaired, error) {
+	return l.repair(true)
+}
+
+func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	var r Repaired
 	r.Sources, r.Lost = []string{}, []string{}
 	before, err := l.Diagnose()
@@ -92,6 +110,9 @@ func (l *Ledger) Repair() (Repaired, error) {
 		if err != nil {
 			return r, fmt.Errorf("read %s: %w", l.Path, err)
 		}
+		if !anyway && !wasLedger(data) && !hasBackup(l.Path) {
+			return r, l.notLedger()
+		}
 		mode = st.Mode().Perm()
 		uid, gid, _ = ownerOf(st)
 		if r.SavedAs, err = saveCopy(l.Path, stamp, mode, data); err != nil {
@@ -102,7 +123,10 @@ func (l *Ledger) Repair() (Repaired, error) {
 		r.Lost = append(r.Lost, l.Path+" was missing")
 	case errors.Is(err, ErrDamaged):
 		// A directory, a FIFO, a link: nothing to read. Move it aside so
-		// the path is free.
+		// the path is free — if it was the ledger's place (--db /etc).
+		if !anyway && !hasBackup(l.Path) {
+			return r, l.notLedger()
+		}
 		if r.SavedAs, err = moveAside(l.Path, stamp); err != nil {
 			return r, fmt.Errorf("move %s aside: %w", l.Path, err)
 		}
@@ -132,7 +156,10 @@ func (l *Ledger) Repair() (Repaired, error) {
 		return r, fmt.Errorf("build the new ledger: %w", err)
 	}
 	if problems, err := checkImage(built); err != nil || len(problems) > 0 {
-		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%v %v); %s is unchanged", err, problems, l.Path)
+		if err == nil {
+			err = errors.Join(problems...)
+		}
+		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%w); %s is unchanged", err, l.Path)
 	}
 	err = writeAtomically(l.Path, mode, func(f *os.File) error {
 		if uid >= 0 && os.Geteuid() == 0 {
@@ -245,6 +272,14 @@ func readTree(data []byte, into *salvage) int {
 			into.events[e.Seq] = e
 			return true
 		}, &into.eventSeq)
+		n += readBucket(btx.Bucket(bucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
+			var u BookingUsage
+			if len(k) != 8 || decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
+				return false
+			}
+			into.usage[u.Partition] = u
+			return true
+		}, nil)
 		n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
 			var c Claim
 			if decode(v, &c) != nil {
@@ -362,6 +397,12 @@ func (s *salvage) fill(other *salvage) int {
 			n++
 		}
 	}
+	for id, u := range other.usage {
+		if _, ok := s.usage[id]; !ok {
+			s.usage[id] = u
+			n++
+		}
+	}
 	if s.policy == nil && other.policy != nil {
 		s.policy = other.policy
 		n++
@@ -427,6 +468,11 @@ func (s *salvage) build() ([]byte, error) {
 		}
 		for k, c := range s.claims {
 			if err := tx.PutClaim(k, c); err != nil {
+				return err
+			}
+		}
+		for _, u := range s.usage {
+			if err := tx.PutBookingUsage(u); err != nil {
 				return err
 			}
 		}
@@ -561,6 +607,13 @@ func (s *salvage) classify(k, v []byte) {
 		if json.Unmarshal(v, &e) == nil && e.Seq == binary.BigEndian.Uint64(k) {
 			s.events[e.Seq] = e
 		}
+	case len(k) == 8 && has("partition", "through"):
+		var u BookingUsage
+		if json.Unmarshal(v, &u) == nil && u.Partition == binary.BigEndian.Uint64(k) {
+			if old, ok := s.usage[u.Partition]; !ok || u.Through.After(old.Through) {
+				s.usage[u.Partition] = u
+			}
+		}
 	case has("by", "at"):
 		var c Claim
 		if json.Unmarshal(v, &c) == nil {
@@ -614,4 +667,37 @@ func carve(data []byte, into *salvage) {
 			}
 		}
 	}
+}
+
+func (l *Ledger) notLedger() error {
+	return fmt.Errorf("%w: %s has no bbolt header, no chronos bucket and no backup beside it; "+
+		"to replace it with a new ledger anyway (the file is kept as %s.damaged-…), add --force", ErrNotLedger, l.Path, l.Path)
+}
+
+// wasLedger says whether data, a file's bytes, were a chronos ledger once,
+// from what survives damage: a bbolt meta page, or the names of the buckets
+// every chronos ledger holds. An empty file is what chronos leaves before
+// its first write.
+func wasLedger(data []byte) bool {
+	if len(data) == 0 {
+		return true
+	}
+	for _, off := range []int{0, 4096, 8192, 16384, 65536} {
+		if off+pageHeader+4 <= len(data) && le.Uint32(data[off+pageHeader:]) == boltMagic {
+			return true
+		}
+	}
+	for _, name := range knownBuckets {
+		if !bytes.Contains(data, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasBackup says whether a rolling backup lies beside path: only chronos
+// writes one.
+func hasBackup(path string) bool {
+	st, err := os.Lstat(BackupPath(path))
+	return err == nil && st.Mode().IsRegular()
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // ring keeps the last readings of one number, oldest first when read.
@@ -55,14 +54,23 @@ func sparkline(vals []int) string {
 	return b.String()
 }
 
-// bar draws frac (0..1) of width cells filled.
-func bar(frac float64, width int, filled, empty lipgloss.Style) string {
+// barCells is how many of width cells a bar of frac (0..1) fills.
+func barCells(frac float64, width int) int {
+	return max(0, min(width, int(frac*float64(width)+0.5)))
+}
+
+// bar draws a bar of width cells, filled cells "█" and the rest "░", each
+// run in its style; nil styles draw it plain, for a row drawn in one style.
+func bar(filled, width int, filledStyle, emptyStyle *lipgloss.Style) string {
 	if width <= 0 {
 		return ""
 	}
-	n := int(frac*float64(width) + 0.5)
-	n = max(0, min(width, n))
-	return paint(filled, strings.Repeat("█", n)) + paint(empty, strings.Repeat("░", width-n))
+	filled = max(0, min(width, filled))
+	on, off := strings.Repeat("█", filled), strings.Repeat("░", width-filled)
+	if filledStyle == nil || emptyStyle == nil {
+		return on + off
+	}
+	return paint(*filledStyle, on) + paint(*emptyStyle, off)
 }
 
 // paint renders text in style; nothing at all when there is no text, not
@@ -72,12 +80,6 @@ func paint(style lipgloss.Style, text string) string {
 		return ""
 	}
 	return style.Render(text)
-}
-
-// segment is one owner's booked share of a device's memory.
-type segment struct {
-	user  string
-	share int64 // ppm
 }
 
 // memoryBar draws a device's memory as one bar: each booking is a run of
@@ -117,50 +119,5 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 	solid := max(0, min(rest, usedCells-cell))
 	run(solid, st.BarHot, "█", "█")
 	run(rest-solid, st.BarEmpty, "░", "░")
-	return b.String()
-}
-
-// fit cuts s (which may hold styles) to width cells and pads it to exactly
-// width, so no line ever wraps.
-func fit(s string, width int) string {
-	if width <= 0 {
-		return ""
-	}
-	w := ansi.StringWidth(s)
-	if w > width {
-		return ansi.Truncate(s, width, "…")
-	}
-	return s + strings.Repeat(" ", width-w)
-}
-
-// cut truncates s to width cells without padding.
-func cut(s string, width int) string {
-	if width <= 0 {
-		return ""
-	}
-	if ansi.StringWidth(s) <= width {
-		return s
-	}
-	return ansi.Truncate(s, width, "…")
-}
-
-// frame makes view exactly width × height: lines cut or padded, missing
-// lines added, extra ones dropped.
-func frame(view string, width, height int) string {
-	lines := strings.Split(view, "\n")
-	if len(lines) > height {
-		lines = lines[:height]
-	}
-	var b strings.Builder
-	for i := range height {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		line := ""
-		if i < len(lines) {
-			line = lines[i]
-		}
-		b.WriteString(fit(line, width))
-	}
 	return b.String()
 }

@@ -17,7 +17,7 @@ func TestBarsSpendOneEscapePerColour(t *testing.T) {
 	st := DefaultStyles()
 	resets := func(s string) int { return strings.Count(s, "\x1b[0m") }
 
-	empty := bar(0, 10, st.BarUsed, st.BarEmpty)
+	empty := bar(0, 10, &st.BarUsed, &st.BarEmpty)
 	require.Equal(t, 1, resets(empty), "no escapes around an empty run: %q", empty)
 	require.Equal(t, strings.Repeat("░", 10), ansi.Strip(empty))
 

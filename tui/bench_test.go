@@ -26,10 +26,10 @@ func BenchmarkView(b *testing.B) {
 	}
 }
 
-func busyModel(b *testing.B) (Model, ledgerMsg) {
+func busyModel(b *testing.B) (*Model, ledgerMsg) {
 	w := newWorld(b, 8)
 	m := New(w.options())
-	m = update(b, m, tea.WindowSizeMsg{Width: 140, Height: 40})
+	update(b, m, tea.WindowSizeMsg{Width: 140, Height: 40})
 
 	s, err := w.sim.Sample()
 	require.NoError(b, err)
@@ -52,10 +52,10 @@ func busyModel(b *testing.B) (Model, ledgerMsg) {
 			Created: t0.Add(-time.Hour), Expires: t0.Add(time.Duration(i) * time.Minute), State: storage.Live,
 		}}
 	}
-	m = update(b, m, sampleMsg{sample: s})
+	update(b, m, sampleMsg{sample: s})
 	msg := ledgerMsg{parts: parts, policy: core.DefaultPolicy()}
-	m = update(b, m, msg)
-	require.Greater(b, len(m.bookings.rows), 900)
+	update(b, m, msg)
+	require.Greater(b, len(m.bookings.table.rows), 900)
 	return m, msg
 }
 
@@ -66,8 +66,8 @@ func BenchmarkRefresh(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		next, _ := m.Update(msg)
-		_ = next.View()
+		m.Update(msg)
+		_ = m.View()
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 
 // Every read and write of the ledger or the GPUs happens in one of these
 // commands, off the update loop. Each captures the values it needs, never the
-// model, and reports back with a message, errors included.
+// model, and reports back with a message, errors included. Timed messages
+// (ticks, the status line's clearing) go through shared.after.
 
 // sampleMsg is one reading of the GPUs.
 type sampleMsg struct {
@@ -41,10 +42,6 @@ const changeSpacing = 250 * time.Millisecond
 
 // changeSpacingMsg ends a changeSpacing.
 type changeSpacingMsg struct{}
-
-func spacingCmd() tea.Cmd {
-	return tea.Tick(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
-}
 
 // watchingMsg hands over the channel the ledger sends change notices on.
 type watchingMsg struct{ changes <-chan struct{} }
@@ -114,10 +111,6 @@ func hostsCmd(c *core.Client) tea.Cmd {
 	}
 }
 
-func tickCmd(every time.Duration) tea.Cmd {
-	return tea.Tick(every, func(t time.Time) tea.Msg { return tickMsg(t) })
-}
-
 // watchCmd starts watching the ledger; ctx ends the watch.
 func watchCmd(ctx context.Context, ledger storage.Store, poll time.Duration) tea.Cmd {
 	return func() tea.Msg {
@@ -171,8 +164,4 @@ func extendCmd(c *core.Client, id uint64, d time.Duration) tea.Cmd {
 		p, err := c.Extend(id, d)
 		return extendedMsg{part: p, by: d, err: err}
 	}
-}
-
-func clearStatusCmd(seq int, after time.Duration) tea.Cmd {
-	return tea.Tick(after, func(time.Time) tea.Msg { return clearStatusMsg{seq: seq} })
 }

@@ -2,9 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -25,11 +25,19 @@ const (
 // durationPresets are offered in the form; any other duration can be typed.
 var durationPresets = []string{"30m", "1h", "2h", "4h", "8h"}
 
+// formKeys work in the booking form; every other key is text for a field.
+type formKeys struct {
+	Submit, Cancel, NextField, PrevField, Left, Right key.Binding
+}
+
 // bookingForm asks for a new booking. It checks what it can before asking
 // the ledger (each mistake explained next to the form, which stays open);
-// the ledger's own refusals come back the same way.
+// the ledger's own refusals come back the same way. Next to the chosen
+// GPU's bookable share it shows the memory physically free there, and
+// warns when a booking asks for more than that.
 type bookingForm struct {
-	c       *common
+	sh      *shared
+	keys    formKeys
 	devices []core.Availability
 	device  int // index into devices
 	focus   field
@@ -41,33 +49,29 @@ type bookingForm struct {
 	busy bool // sent, waiting for the ledger's answer
 }
 
-func newInput(c *common, placeholder, value string, width int) textinput.Model {
-	ti := textinput.New()
-	ti.Prompt = ""
-	ti.Placeholder = placeholder
-	ti.PlaceholderStyle = c.styles.Faint
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	ti.Width = width
-	ti.CharLimit = 32
-	ti.SetValue(value)
-	return ti
-}
-
-func newBookingForm(c *common, avail []core.Availability) bookingForm {
-	f := bookingForm{
-		c:        c,
-		devices:  avail,
-		memory:   newInput(c, "", "", 14),
-		duration: newInput(c, "1h", "1h", 14),
-		forUser:  newInput(c, "", "", 14),
+func newBookingForm(sh *shared, r *readings) *bookingForm {
+	f := &bookingForm{
+		sh: sh,
+		keys: formKeys{
+			Submit:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "book")),
+			Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+			NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
+			PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
+			Left:      key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "choose")),
+			Right:     key.NewBinding(key.WithKeys("right")),
+		},
+		memory:   newInput(sh, "e.g. 50%", "", 14),
+		duration: newInput(sh, "e.g. 90m", "1h", 14),
+		forUser:  newInput(sh, "e.g. alice", "", 14),
 		fields:   int(fieldDuration) + 1,
 	}
-	if c.me.Root() {
+	if sh.me.Root() {
 		f.fields = int(fieldFor) + 1
 	}
+	f.setReadings(r)
 	// Start on the GPU with the most room.
-	for i, a := range avail {
-		if a.FreePPM > avail[f.device].FreePPM {
+	for i, a := range f.devices {
+		if a.FreePPM > f.devices[f.device].FreePPM {
 			f.device = i
 		}
 	}
@@ -75,14 +79,14 @@ func newBookingForm(c *common, avail []core.Availability) bookingForm {
 	return f
 }
 
-// setDevices takes a fresh availability reading, keeping the chosen GPU.
-func (f *bookingForm) setDevices(avail []core.Availability) {
+// setReadings takes fresh readings, keeping the chosen GPU.
+func (f *bookingForm) setReadings(r *readings) {
 	idx := -1
 	if f.device < len(f.devices) {
 		idx = f.devices[f.device].Device.Index
 	}
-	f.devices, f.device = avail, 0
-	for i, a := range avail {
+	f.devices, f.device = r.avail, 0
+	for i, a := range f.devices {
 		if a.Device.Index == idx {
 			f.device = i
 		}
@@ -94,10 +98,13 @@ func (f *bookingForm) focusOn(fl field) {
 	for i, ti := range []*textinput.Model{&f.memory, &f.duration, &f.forUser} {
 		if field(i+1) == fl {
 			ti.Focus()
+			ti.CursorEnd()
 		} else {
 			ti.Blur()
 		}
 	}
+	f.keys.Left.SetHelp("←/→", map[field]string{fieldDevice: "choose GPU", fieldDuration: "presets"}[fl])
+	f.keys.Left.SetEnabled(fl == fieldDevice || fl == fieldDuration)
 }
 
 func (f *bookingForm) input() *textinput.Model {
@@ -112,26 +119,26 @@ func (f *bookingForm) input() *textinput.Model {
 	return nil
 }
 
-// Update handles a key. It returns a request when the form was submitted and
+// update handles a key. It returns a request when the form was submitted and
 // its input is valid.
-func (f bookingForm) Update(msg tea.KeyMsg) (bookingForm, *core.Request) {
-	k := f.c.keys
+func (f *bookingForm) update(msg tea.KeyMsg) *core.Request {
+	k := &f.keys
 	switch {
 	case key.Matches(msg, k.Submit):
 		req, fl, err := f.request()
 		if err != nil {
 			f.err = err.Error()
 			f.focusOn(fl)
-			return f, nil
+			return nil
 		}
 		f.err, f.busy = "", true
-		return f, &req
+		return &req
 	case key.Matches(msg, k.NextField):
 		f.focusOn(field((int(f.focus) + 1) % f.fields))
-		return f, nil
+		return nil
 	case key.Matches(msg, k.PrevField):
 		f.focusOn(field((int(f.focus) + f.fields - 1) % f.fields))
-		return f, nil
+		return nil
 	}
 	switch f.focus {
 	case fieldDevice:
@@ -147,29 +154,24 @@ func (f bookingForm) Update(msg tea.KeyMsg) (bookingForm, *core.Request) {
 				}
 			}
 		}
-		return f, nil
+		return nil
 	case fieldDuration:
 		if key.Matches(msg, k.Left, k.Right) {
 			f.duration.SetValue(f.nextPreset(key.Matches(msg, k.Right)))
 			f.duration.CursorEnd()
-			return f, nil
+			return nil
 		}
 	}
 	if in := f.input(); in != nil {
 		*in, _ = in.Update(msg)
 		f.err = ""
 	}
-	return f, nil
+	return nil
 }
 
 // nextPreset steps through the presets from the one typed (or the first).
-func (f bookingForm) nextPreset(forward bool) string {
-	cur := -1
-	for i, p := range durationPresets {
-		if p == strings.TrimSpace(f.duration.Value()) {
-			cur = i
-		}
-	}
+func (f *bookingForm) nextPreset(forward bool) string {
+	cur := slices.Index(durationPresets, strings.TrimSpace(f.duration.Value()))
 	switch {
 	case cur < 0:
 		cur = 1
@@ -181,8 +183,16 @@ func (f bookingForm) nextPreset(forward bool) string {
 	return durationPresets[cur]
 }
 
+// asked is the share of a's GPU the memory field asks for, in ppm.
+func asked(mem core.Memory, a core.Availability) int64 {
+	if mem.Bytes > 0 && a.Device.MemoryTotal > 0 {
+		return int64(float64(mem.Bytes) / float64(a.Device.MemoryTotal) * 1e6)
+	}
+	return int64(mem.Fraction*1e6 + 0.5)
+}
+
 // request checks the input; on a mistake it names the field to fix.
-func (f bookingForm) request() (core.Request, field, error) {
+func (f *bookingForm) request() (core.Request, field, error) {
 	if len(f.devices) == 0 {
 		return core.Request{}, fieldDevice, fmt.Errorf("no GPUs known yet")
 	}
@@ -192,11 +202,7 @@ func (f bookingForm) request() (core.Request, field, error) {
 		return core.Request{}, fieldMemory, err
 	}
 	// A first check against what was free a moment ago; the ledger decides.
-	want := int64(mem.Fraction*1e6 + 0.5)
-	if mem.Bytes > 0 && a.Device.MemoryTotal > 0 {
-		want = int64(float64(mem.Bytes) / float64(a.Device.MemoryTotal) * 1e6)
-	}
-	if want > a.FreePPM {
+	if asked(mem, a) > a.FreePPM {
 		return core.Request{}, fieldMemory, fmt.Errorf("GPU %d has only %s (%s) free; %s asked",
 			a.Device.Index, core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), mem)
 	}
@@ -212,8 +218,42 @@ func (f *bookingForm) failed(err error) {
 	f.busy, f.err = false, err.Error()
 }
 
-func (f bookingForm) View(width int) string {
-	st := &f.c.styles
+// warning says when the memory asked for is more than is physically free
+// on the chosen GPU, and who holds the rest, in the words `chronos create`
+// uses: the ledger admits by booked shares and would book it. What is
+// physically free comes from the last reading a monitor (this app's among
+// them) stored in the ledger.
+func (f *bookingForm) warning() string {
+	if len(f.devices) == 0 {
+		return ""
+	}
+	a := f.devices[f.device]
+	mem, err := core.ParseMemory(f.memory.Value())
+	if err != nil {
+		return ""
+	}
+	bytes := mem.Bytes
+	if bytes == 0 {
+		bytes = uint64(float64(asked(mem, a)) / 1e6 * float64(a.Device.MemoryTotal))
+	}
+	if w := a.Warning(bytes); w != "" {
+		return "⚠ " + Printable(w)
+	}
+	return ""
+}
+
+func (f *bookingForm) ShortHelp() []key.Binding {
+	k := f.keys
+	return []key.Binding{k.Submit, k.NextField, k.Left, k.Cancel}
+}
+
+func (f *bookingForm) FullHelp() [][]key.Binding {
+	k := f.keys
+	return [][]key.Binding{{k.Submit, k.NextField, k.PrevField, k.Left, k.Cancel}}
+}
+
+func (f *bookingForm) view(width int) string {
+	st := &f.sh.styles
 	inner := max(20, width-st.Form.GetHorizontalFrameSize())
 	label := func(fl field, name string) string {
 		if f.focus == fl {
@@ -221,6 +261,7 @@ func (f bookingForm) View(width int) string {
 		}
 		return st.Field.Render("  " + name)
 	}
+	input := func(ti *textinput.Model) string { return fit(inputView(f.sh, ti), 15) }
 	var lines []string
 	lines = append(lines, st.FormTitle.Render("New booking"))
 
@@ -236,10 +277,11 @@ func (f bookingForm) View(width int) string {
 	lines = append(lines, cut(label(fieldDevice, "GPU")+strings.Join(chips, " "), inner))
 	if len(f.devices) > 0 {
 		a := f.devices[f.device]
-		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(fmt.Sprintf("%s · %s (%s) free · %d booking(s)",
-			Printable(a.Device.Name), core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), a.Bookings)), inner))
+		// Most telling first: a narrow form cuts the end.
+		detail := fmt.Sprintf("%s · %d booking(s) · %s", a.Room(), a.Bookings, Printable(a.Device.Name))
+		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(detail), inner))
 	}
-	lines = append(lines, cut(label(fieldMemory, "Memory")+fit(f.memory.View(), 15)+st.Faint.Render("a percent, fraction or size: 50%, 0.5, 40GiB"), inner))
+	lines = append(lines, cut(label(fieldMemory, "Memory")+input(&f.memory)+st.Faint.Render("a percent, fraction or size"), inner))
 
 	var presets []string
 	for _, p := range durationPresets {
@@ -249,15 +291,17 @@ func (f bookingForm) View(width int) string {
 			presets = append(presets, st.Chip.Render(" "+p+" "))
 		}
 	}
-	lines = append(lines, cut(label(fieldDuration, "Duration")+fit(f.duration.View(), 15)+strings.Join(presets, "")+st.Faint.Render(" ←/→"), inner))
+	lines = append(lines, cut(label(fieldDuration, "Duration")+input(&f.duration)+strings.Join(presets, "")+st.Faint.Render(" ←/→"), inner))
 	if f.fields > int(fieldFor) {
-		lines = append(lines, cut(label(fieldFor, "For user")+fit(f.forUser.View(), 15)+st.Faint.Render("a user to book for; empty: yourself"), inner))
+		lines = append(lines, cut(label(fieldFor, "For user")+input(&f.forUser)+st.Faint.Render("a user to book for; empty: yourself"), inner))
 	}
-	switch {
+	switch w := f.warning(); {
 	case f.err != "":
 		lines = append(lines, cut(st.Invalid.Render("✗ "+f.err), inner))
 	case f.busy:
 		lines = append(lines, st.Faint.Render("booking…"))
+	case w != "":
+		lines = append(lines, cut(st.Warning.Render(w), inner))
 	default:
 		lines = append(lines, "")
 	}
@@ -266,6 +310,6 @@ func (f bookingForm) View(width int) string {
 
 // height is the lines the form takes on screen: border, title, two lines
 // of GPU, one per other field, and one for the message.
-func (f bookingForm) height() int {
+func (f *bookingForm) height() int {
 	return 2 + 1 + 2 + (f.fields - 1) + 1
 }

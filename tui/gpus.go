@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,26 +12,68 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
-// historyLen is how many readings each sparkline remembers: five minutes at
-// the default one-second refresh.
+// historyLen is how many readings each sparkline remembers: ten minutes at
+// the GPUs' reading every other second.
 const historyLen = 300
 
+// segment is one owner's booked share of a device's memory.
+type segment struct {
+	user  string
+	share int64 // ppm
+}
+
+// bookedSegments is, per device, each owner's live booked share, in the
+// order of their bookings.
+func bookedSegments(parts []core.Partition, now time.Time) map[int][]segment {
+	segs := map[int][]segment{}
+	for _, p := range parts {
+		if !p.LiveAt(now) {
+			continue
+		}
+		s := segs[p.Device]
+		if i := slices.IndexFunc(s, func(s segment) bool { return s.user == p.User }); i >= 0 {
+			s[i].share += p.SharePPM
+		} else {
+			s = append(s, segment{user: p.User, share: p.SharePPM})
+		}
+		segs[p.Device] = s
+	}
+	return segs
+}
+
 // gpuPanel shows every device: a block of three lines each when there is
-// room, one compact line each when there is not.
+// room, one compact line each when there is not. Its lines change only
+// with a reading or a booking, so they are drawn then and kept.
 type gpuPanel struct {
-	c       *common
+	sh      *shared
+	sample  gpu.Sample
+	segs    map[int][]segment
 	history map[int]*ring // utilisation by device index
 	last    time.Time     // time of the last reading recorded
+
+	drawnFor panelSize // what lines were drawn for; zero: draw again
+	lines    []string
+
+	// The other hosts of a ledger many hosts share (hosts.go).
+	hosts    []core.HostView
+	hostSegs map[string]map[int][]segment
 }
 
-func newGPUPanel(c *common) gpuPanel {
-	return gpuPanel{c: c, history: map[int]*ring{}}
+// panelSize is the room the panel was drawn in.
+type panelSize struct {
+	width, lines int
+	full         bool
 }
 
-// record adds a reading to the sparklines. A reading taken at the same
-// instant as the last one adds nothing, so a stopped clock (tests, a
-// paused simulation) draws a steady line.
+func newGPUPanel(sh *shared) *gpuPanel {
+	return &gpuPanel{sh: sh, history: map[int]*ring{}}
+}
+
+// record takes a reading and adds it to the sparklines. A reading taken at
+// the same instant as the last one adds nothing, so a stopped clock
+// (tests, a paused simulation) draws a steady line.
 func (p *gpuPanel) record(s gpu.Sample) {
+	p.sample, p.drawnFor = s, panelSize{}
 	if !s.Time.IsZero() && s.Time.Equal(p.last) {
 		return
 	}
@@ -45,8 +88,12 @@ func (p *gpuPanel) record(s gpu.Sample) {
 	}
 }
 
-// height is how many lines the panel needs for n devices in the given style,
-// and whether it can draw full blocks in at most budget lines.
+func (p *gpuPanel) setBookings(segs map[int][]segment) {
+	p.segs, p.drawnFor = segs, panelSize{}
+}
+
+// gpuLayout is how many lines the panel needs for n devices, and whether
+// it can draw full blocks in at most budget lines.
 func gpuLayout(n, budget int) (lines int, full bool) {
 	switch {
 	case n == 0:
@@ -58,61 +105,49 @@ func gpuLayout(n, budget int) (lines int, full bool) {
 	}
 }
 
-// View draws the panel in exactly lines lines of width cells.
-func (p gpuPanel) View(s gpu.Sample, segs map[int][]segment, width, lines int, full bool) []string {
-	st := &p.c.styles
-	if len(s.Devices) == 0 {
-		return []string{st.Faint.Render("no GPU readings yet")}
+// view draws the panel in exactly lines lines of width cells.
+func (p *gpuPanel) view(width, lines int, full bool) []string {
+	size := panelSize{width: width, lines: lines, full: full}
+	if size != p.drawnFor {
+		p.lines, p.drawnFor = p.draw(size), size
+	}
+	return p.lines
+}
+
+func (p *gpuPanel) draw(size panelSize) []string {
+	st := &p.sh.styles
+	devices := p.sample.Devices
+	if len(devices) == 0 {
+		return []string{cut(st.Faint.Render("no GPU readings yet"), size.width)}
 	}
 	var out []string
-	if full {
-		for _, d := range s.Devices {
-			out = append(out, p.block(d, segs[d.Index], width)...)
+	if size.full {
+		for _, d := range devices {
+			out = append(out, p.block(d, size.width)...)
 		}
 		return out
 	}
-	shown := len(s.Devices)
-	if shown > lines {
-		shown = lines - 1
+	shown := len(devices)
+	if shown > size.lines {
+		shown = size.lines - 1
 	}
-	for _, d := range s.Devices[:shown] {
-		out = append(out, p.compact(d, segs[d.Index], width))
+	for _, d := range devices[:shown] {
+		out = append(out, p.compact(d, size.width))
 	}
-	if shown < len(s.Devices) {
-		out = append(out, st.Faint.Render(fmt.Sprintf("… %d more GPUs (enlarge the terminal to see them)", len(s.Devices)-shown)))
+	if shown < len(devices) {
+		out = append(out, cut(st.Faint.Render(fmt.Sprintf("… %d more GPUs (enlarge the terminal to see them)", len(devices)-shown)), size.width))
 	}
 	return out
 }
 
-func temp(d gpu.DeviceSample) string {
-	if d.TempC < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d°C", d.TempC)
-}
-
-func power(d gpu.DeviceSample) string {
-	if d.PowerW < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%3.0f W", d.PowerW)
-}
-
-func utilText(d gpu.DeviceSample) string {
-	if d.Util < 0 {
-		return " n/a"
-	}
-	return fmt.Sprintf("%3d%%", d.Util)
-}
-
 func utilFrac(d gpu.DeviceSample) float64 { return float64(max(0, d.Util)) / 100 }
 
-func (p gpuPanel) spark(index, width int) string {
+func (p *gpuPanel) spark(index, width int) string {
 	r := p.history[index]
 	if r == nil || width <= 0 {
 		return ""
 	}
-	return p.c.styles.Spark.Render(sparkline(r.last(width)))
+	return p.sh.styles.Spark.Render(sparkline(r.last(width)))
 }
 
 func memText(d gpu.DeviceSample) string {
@@ -120,8 +155,8 @@ func memText(d gpu.DeviceSample) string {
 }
 
 // legend names who booked how much of a device, each in their colour.
-func (p gpuPanel) legend(segs []segment) string {
-	st := &p.c.styles
+func (p *gpuPanel) legend(segs []segment) string {
+	st := &p.sh.styles
 	if len(segs) == 0 {
 		return st.Faint.Render("nothing booked")
 	}
@@ -134,29 +169,35 @@ func (p gpuPanel) legend(segs []segment) string {
 	return "booked " + core.FormatPercent(total) + ": " + strings.Join(parts, " ")
 }
 
-func (p gpuPanel) block(d gpu.DeviceSample, segs []segment, width int) []string {
-	st := &p.c.styles
+// utilBar is a device's utilisation: the bar and the percent.
+func (p *gpuPanel) utilBar(d gpu.DeviceSample, width int) string {
+	st := &p.sh.styles
+	return bar(barCells(utilFrac(d), width), width, &st.BarUsed, &st.BarEmpty) + " " + padLeft(reading(d.Util, "%d%%"), 4)
+}
+
+func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
+	st := &p.sh.styles
+	segs := p.segs[d.Index]
 	title := st.Label.Render(fmt.Sprintf("GPU %d", d.Index)) + "  " + d.Name
 	if d.MIG {
 		title += "  " + st.Notice.Render("MIG")
 	}
-	right := temp(d) + "  " + power(d)
+	right := reading(d.TempC, "%d°C") + "  " + padLeft(reading(d.PowerW, "%.0f W"), 5)
 	if len(d.Notes) > 0 {
 		title += "  " + st.Faint.Render(strings.Join(d.Notes, "; "))
 	}
 	title = fit(title, max(0, width-ansi.StringWidth(right)-2)) + "  " + right
 
 	barW := max(10, min(40, (width-30)/2))
-	util := "  util " + bar(utilFrac(d), barW, st.BarUsed, st.BarEmpty) + " " + utilText(d) + "  "
-	util += p.spark(d.Index, width-(7+barW+5+2))
+	util := "  util " + p.utilBar(d, barW) + "  " + p.spark(d.Index, width-(7+barW+5+2))
 	mem := "  mem  " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, barW) + " " + memText(d) + " used · " + p.legend(segs)
 	return []string{title, cut(util, width), cut(mem, width)}
 }
 
-func (p gpuPanel) compact(d gpu.DeviceSample, segs []segment, width int) string {
-	st := &p.c.styles
+func (p *gpuPanel) compact(d gpu.DeviceSample, width int) string {
+	st := &p.sh.styles
 	// index, util bar, percent, sparkline, memory bar, memory, temperature, power
-	tail := fmt.Sprintf(" %s %s %s", memText(d), temp(d), power(d))
+	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C") + " " + padLeft(reading(d.PowerW, "%.0f W"), 5)
 	if d.MIG {
 		tail += " MIG"
 	}
@@ -164,7 +205,7 @@ func (p gpuPanel) compact(d gpu.DeviceSample, segs []segment, width int) string 
 	flex := max(0, width-fixed)
 	sparkW := flex * 2 / 5
 	memW := max(6, flex-sparkW)
-	line := st.Label.Render(fmt.Sprintf("%d ", d.Index)) + bar(utilFrac(d), 10, st.BarUsed, st.BarEmpty) + " " + utilText(d) +
-		" " + fit(p.spark(d.Index, sparkW), sparkW) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
+	line := st.Label.Render(fmt.Sprintf("%d ", d.Index)) + p.utilBar(d, 10) +
+		" " + fit(p.spark(d.Index, sparkW), sparkW) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, p.segs[d.Index], memW) + tail
 	return cut(line, width)
 }

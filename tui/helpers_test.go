@@ -3,6 +3,7 @@ package tui
 import (
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,19 +44,50 @@ var (
 )
 
 // world is a real ledger in a temporary directory, the simulated GPUs and
-// a fake clock, seen by alice.
+// a fake clock, seen by alice. Its backend and ledger count their reads.
 type world struct {
 	t      testing.TB
 	clock  *clock
 	sim    *gpu.Sim
-	ledger *storage.Ledger
+	gpus   *countingBackend
+	ledger *countingStore
 	client *core.Client
+}
+
+// countingBackend is the simulated GPUs, counting how often they are read.
+type countingBackend struct {
+	*gpu.Sim
+	samples atomic.Int64
+}
+
+func (b *countingBackend) Sample() (gpu.Sample, error) {
+	b.samples.Add(1)
+	return b.Sim.Sample()
+}
+
+// countingStore is a real ledger, counting its read transactions.
+type countingStore struct {
+	storage.Store
+	views atomic.Int64
+}
+
+func (s *countingStore) View(fn func(*storage.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(fn)
+}
+
+// Private is the ledger's own answer: core keeps simulated GPUs' inventory
+// only in a ledger private to its user.
+func (s *countingStore) Private() bool {
+	p, ok := s.Store.(interface{ Private() bool })
+	return ok && p.Private()
 }
 
 func newWorld(t testing.TB, gpus int) *world {
 	w := &world{t: t, clock: &clock{t: t0}}
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: gpus, Now: w.clock.Now})
-	w.ledger = storage.New(filepath.Join(t.TempDir(), "chronos.db"))
+	w.gpus = &countingBackend{Sim: w.sim}
+	w.ledger = &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
 	w.client = w.as(alice)
 	return w
 }
@@ -96,31 +128,43 @@ func (w *world) seed() {
 	require.NoError(w.t, err)
 }
 
+// options are the app's, with timed messages handed to the test (see run)
+// instead of waited for.
 func (w *world) options() Options {
 	return Options{
 		Client:  w.client,
-		Backend: w.sim,
+		Backend: w.gpus,
 		Mode:    "time-sliced",
 		Host:    "gpu-box",
 		Now:     w.clock.Now,
 		Notice:  "no NVIDIA driver found; showing simulated GPUs",
+		after: func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+			return func() tea.Msg { return timerMsg{after: d, msg: fn(t0.Add(d))} }
+		},
 	}
 }
 
+// timerMsg is a timed message the app asked for; run does not deliver it.
+type timerMsg struct {
+	after time.Duration
+	msg   tea.Msg
+}
+
 // model returns the app sized and with its first readings in.
-func (w *world) model(width, height int) Model {
+func (w *world) model(width, height int) *Model {
 	w.t.Helper()
 	m := New(w.options())
-	m = update(w.t, m, tea.WindowSizeMsg{Width: width, Height: height})
-	m = run(w.t, m, sampleCmd(w.sim))
-	m = run(w.t, m, loadCmd(w.client))
+	update(w.t, m, tea.WindowSizeMsg{Width: width, Height: height})
+	run(w.t, m, sampleCmd(w.gpus))
+	run(w.t, m, loadCmd(w.client))
 	return m
 }
 
-func update(t testing.TB, m Model, msg tea.Msg) Model {
+// update gives the app one message and runs what it asks.
+func update(t testing.TB, m *Model, msg tea.Msg) *Model {
 	t.Helper()
-	next, _ := m.Update(msg)
-	return next.(Model)
+	_, cmd := m.Update(msg)
+	return run(t, m, cmd)
 }
 
 // namedKeys are the keys press knows by name; anything else is typed text.
@@ -131,46 +175,37 @@ var namedKeys = map[string]tea.KeyType{
 }
 
 // press sends keys, one after another, and runs what they ask.
-func press(t testing.TB, m Model, keys ...string) Model {
+func press(t testing.TB, m *Model, keys ...string) *Model {
 	t.Helper()
 	for _, k := range keys {
-		msg := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
-		if typ, ok := namedKeys[k]; ok {
-			msg = tea.KeyMsg{Type: typ}
-		}
-		next, cmd := m.Update(msg)
-		m = run(t, next.(Model), cmd)
+		update(t, m, keyMsg(k))
 	}
 	return m
 }
 
-// run executes cmd and feeds its messages back, as the program would. Commands
-// that wait (ticks, the status timer, watches) are given a moment and then
-// left behind, so tests see only what a key does at once.
-func run(t testing.TB, m Model, cmd tea.Cmd) Model {
+// run executes cmd to its end and feeds its messages back, as the program
+// would. Every read runs to its end, however slow. Timed messages (ticks,
+// the status line's clearing) are not delivered: a test sends those itself
+// when it means time to pass. Nor is a quit.
+func run(t testing.TB, m *Model, cmd tea.Cmd) *Model {
 	t.Helper()
 	for _, msg := range collect(cmd) {
-		if _, quit := msg.(tea.QuitMsg); quit {
+		switch msg.(type) {
+		case tea.QuitMsg, timerMsg:
 			continue
 		}
-		next, more := m.Update(msg)
-		m = run(t, next.(Model), more)
+		_, more := m.Update(msg)
+		run(t, m, more)
 	}
 	return m
 }
 
+// collect runs cmd, and each command of a batch, to its end.
 func collect(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
 		return nil
 	}
-	done := make(chan tea.Msg, 1)
-	go func() { done <- cmd() }()
-	var msg tea.Msg
-	select {
-	case msg = <-done:
-	case <-time.After(100 * time.Millisecond):
-		return nil
-	}
+	msg := cmd()
 	if batch, ok := msg.(tea.BatchMsg); ok {
 		var out []tea.Msg
 		for _, c := range batch {
@@ -182,4 +217,12 @@ func collect(cmd tea.Cmd) []tea.Msg {
 		return nil
 	}
 	return []tea.Msg{msg}
+}
+
+// keyMsg is one key as the terminal sends it: by name, or typed text.
+func keyMsg(k string) tea.KeyMsg {
+	if typ, ok := namedKeys[k]; ok {
+		return tea.KeyMsg{Type: typ}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 }

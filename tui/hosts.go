@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -14,6 +15,27 @@ import (
 // GPUs: a line naming each host, then a compact line per GPU, from what its
 // monitor publishes; a host none of whose monitors publishes shows its GPUs
 // as last cached in the ledger, marked as not seen (its bookings stand).
+
+// hostSegments is, for each other host, each owner's live booked share of
+// each of its GPUs.
+func hostSegments(parts []core.Partition, c *core.Client, now time.Time) map[string]map[int][]segment {
+	byHost := map[string][]core.Partition{}
+	for _, p := range parts {
+		if !c.OnThisHost(p.Partition) {
+			byHost[p.Host] = append(byHost[p.Host], p)
+		}
+	}
+	out := make(map[string]map[int][]segment, len(byHost))
+	for h, ps := range byHost {
+		out[h] = bookedSegments(ps, now)
+	}
+	return out
+}
+
+// setHosts takes the other hosts and their bookings.
+func (p *gpuPanel) setHosts(hosts []core.HostView, segs map[string]map[int][]segment) {
+	p.hosts, p.hostSegs = hosts, segs
+}
 
 // hostsLines is how many lines the other hosts take in full.
 func hostsLines(hosts []core.HostView) int {
@@ -39,8 +61,9 @@ func hostDevices(h core.HostView) []gpu.DeviceSample {
 }
 
 // hostsView draws the other hosts in at most lines lines of width cells.
-func (p gpuPanel) hostsView(hosts []core.HostView, segs map[string]map[int][]segment, width, lines int) []string {
-	st := &p.c.styles
+func (p *gpuPanel) hostsView(width, lines int) []string {
+	st := &p.sh.styles
+	hosts, segs := p.hosts, p.hostSegs
 	var out []string
 	for i, h := range hosts {
 		left := lines - len(out)
@@ -74,16 +97,16 @@ func (p gpuPanel) hostsView(hosts []core.HostView, segs map[string]map[int][]seg
 
 // remote is one GPU of another host on one line: its name, load and memory
 // with the bookings on it.
-func (p gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
-	st := &p.c.styles
+func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
+	st := &p.sh.styles
 	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(core.FormatGPU(host, d.Index))))
 	if !live {
 		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
 		return cut(line, width)
 	}
-	tail := fmt.Sprintf(" %s %s", memText(d), temp(d))
+	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C")
 	fixed := ansi.StringWidth(name) + 10 + 5 + 1 + ansi.StringWidth(tail)
 	memW := max(6, min(40, width-fixed))
-	line := name + bar(utilFrac(d), 10, st.BarUsed, st.BarEmpty) + " " + utilText(d) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
+	line := name + p.utilBar(d, 10) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
 	return cut(strings.TrimRight(line, " "), width)
 }

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // labHost is one host of a lab: a client acting as it on the shared
 // ledger, and its simulated GPUs.
-func labHost(t *testing.T, s storage.Store, host string, who core.Identity) (*core.Client, *gpu.Sim) {
+func labHost(s storage.Store, host string, who core.Identity) (*core.Client, *gpu.Sim) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
 	// The GPUs as stand-ins for real ones: a ledger many hosts share
 	// records no simulated GPUs but root's.
@@ -38,9 +38,9 @@ func labHost(t *testing.T, s storage.Store, host string, who core.Identity) (*co
 // kept.
 func TestAppShowsEveryHost(t *testing.T) {
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	here, hereSim := labHost(t, open(), "gpu1", alice)
+	here, hereSim := labHost(open(), "gpu1", alice)
 	thereStore := open()
-	there, thereSim := labHost(t, thereStore, "gpu2", bob)
+	there, thereSim := labHost(thereStore, "gpu2", bob)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go core.NewMonitor(there, core.MonitorOptions{Backend: thereSim}).Run(ctx)
@@ -66,8 +66,8 @@ func TestAppShowsEveryHost(t *testing.T) {
 	require.Regexp(t, `ID\s+HOST\s+OWNER`, screen)
 	require.Regexp(t, `#1\s+gpu2\s+bob`, screen)
 	require.Regexp(t, `#2\s+gpu2\s+alice`, screen)
-	require.Empty(t, m.segs, "no booking holds this host's GPUs")
-	require.Len(t, m.hostSegs["gpu2"], 2)
+	require.Empty(t, m.gpus.segs, "no booking holds this host's GPUs")
+	require.Len(t, m.gpus.hostSegs["gpu2"], 2)
 
 	// gpu2's monitor stops and its connection goes, as if the host died.
 	stop()

@@ -1,119 +1,221 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"fmt"
 
-// KeyMap is every key the app answers to. Bindings that do not apply in the
-// current state are disabled (SetEnabled), which both stops them matching
-// and hides them from the help.
-type KeyMap struct {
-	Up       key.Binding
-	Down     key.Binding
-	PageUp   key.Binding
-	PageDown key.Binding
-	Top      key.Binding
-	Bottom   key.Binding
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
-	New     key.Binding
-	Release key.Binding
-	Extend  key.Binding
-	Switch  key.Binding
-	Filter  key.Binding
-	Mine    key.Binding
-	Sort    key.Binding
-	Help    key.Binding
-	Quit    key.Binding
+	"github.com/chronos-gpu/chronos/core"
+)
 
-	// In forms and prompts.
-	Submit    key.Binding
-	Cancel    key.Binding
-	Confirm   key.Binding
-	NextField key.Binding
-	PrevField key.Binding
-	Left      key.Binding
-	Right     key.Binding
+// appKeys are the root's keys: what to do with the bookings, how to look
+// at the tables, and the ways out. The tables, the form and the prompt
+// have keys of their own. A binding that does not apply now is disabled
+// (SetEnabled): it then neither acts nor shows in the help.
+type appKeys struct {
+	New, Release, Extend    key.Binding
+	Switch, Filter, Mine    key.Binding
+	Sort, Close, Help, Quit key.Binding
 }
 
-// DefaultKeyMap has vim keys and arrows both.
-func DefaultKeyMap() KeyMap {
-	return KeyMap{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "top")),
-		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "bottom")),
-
+func defaultAppKeys() appKeys {
+	return appKeys{
 		New:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new booking")),
 		Release: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "release")),
 		Extend:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend")),
-		Switch:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "bookings/processes")),
+		Switch:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next table")),
 		Filter:  key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Mine:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
 		Sort:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
+		Close:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close help")),
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-
-		Submit:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "ok")),
-		Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		Confirm:   key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
-		NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
-		PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
-		Left:      key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "choose")),
-		Right:     key.NewBinding(key.WithKeys("right")),
 	}
 }
 
-// mode is what the keyboard is talking to.
-type mode int
-
-const (
-	browsing  mode = iota
-	booking        // the new-booking form
-	releasing      // waiting for y to confirm a release
-	extending      // typing an extension
-	filtering      // typing a filter
-)
-
-// setMode enables the bindings that apply in m (and, while browsing, to the
-// selected row) and disables the rest.
-func (k *KeyMap) setMode(m mode, view tab, selectedLive bool) {
-	browse := m == browsing
-	for _, b := range []*key.Binding{&k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Top, &k.Bottom,
-		&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort, &k.Help, &k.Quit} {
+// syncKeys enables the keys that apply now: the root's while browsing (x
+// and e only on a live booking), the active tab's while nothing else has
+// the keyboard.
+func (m *Model) syncKeys() {
+	k := &m.keys
+	browse := m.mode == browsing
+	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort, &k.Help, &k.Quit} {
 		b.SetEnabled(browse)
 	}
-	k.Release.SetEnabled(browse && view == bookingsTab && selectedLive)
-	k.Extend.SetEnabled(browse && view == bookingsTab && selectedLive)
-
-	form := m == booking
-	k.NextField.SetEnabled(form)
-	k.PrevField.SetEnabled(form)
-	k.Left.SetEnabled(form)
-	k.Right.SetEnabled(form)
-	k.Submit.SetEnabled(m == booking || m == extending || m == filtering)
-	k.Cancel.SetEnabled(m != browsing)
-	k.Confirm.SetEnabled(m == releasing)
-	if m == filtering {
-		k.Submit.SetHelp("enter", "keep filter")
-		k.Cancel.SetHelp("esc", "clear filter")
+	r, ok := m.bookings.selected()
+	onBooking := browse && m.current() == m.bookings && ok && r.LiveAt(m.sh.now())
+	k.Release.SetEnabled(onBooking)
+	k.Extend.SetEnabled(onBooking)
+	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != ""))
+	if m.fullHelp {
+		k.Close.SetHelp("esc", "close help")
 	} else {
-		k.Submit.SetHelp("enter", map[mode]string{booking: "book", extending: "extend"}[m])
-		k.Cancel.SetHelp("esc", "cancel")
+		k.Close.SetHelp("esc", "clear filter")
+	}
+	for i, t := range m.tabs {
+		t.enable(browse && i == m.active)
 	}
 }
 
-// ShortHelp is the footer's one line.
-func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Confirm, k.Submit, k.NextField, k.Left, k.Cancel,
-		k.New, k.Release, k.Extend, k.Switch, k.Filter, k.Mine, k.Sort, k.Help, k.Quit}
+// key routes a key to what has the keyboard: in a terminal too small to
+// draw in nothing does, and only quitting works; otherwise the form or the
+// prompt when open, else the root and then the tab on screen.
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type == tea.KeyCtrlC {
+		return m.quit()
+	}
+	if m.tooSmall() {
+		quit := m.keys.Quit
+		quit.SetEnabled(true)
+		if key.Matches(msg, quit) {
+			return m.quit()
+		}
+		return nil
+	}
+	switch m.mode {
+	case booking:
+		return m.formKey(msg)
+	case releasing, extending, filtering:
+		return m.promptKey(msg)
+	}
+
+	k := &m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.fullHelp = !m.fullHelp
+	case key.Matches(msg, k.Close):
+		if m.fullHelp {
+			m.fullHelp = false
+		} else {
+			m.setFilter("")
+		}
+	case key.Matches(msg, k.Switch):
+		m.active = (m.active + 1) % len(m.tabs)
+	case key.Matches(msg, k.Mine):
+		m.mineOnly = !m.mineOnly
+		m.derive()
+	case key.Matches(msg, k.Sort):
+		m.sortBy = (m.sortBy + 1) % sortKeys
+		m.derive()
+	case key.Matches(msg, k.Filter):
+		m.mode = filtering
+		m.prompt.askText("/", "e.g. bob, python or #12", m.filter, "keep filter", "clear filter", 30)
+	case key.Matches(msg, k.New):
+		if len(m.data.avail) == 0 {
+			return m.status.set(m.sh, "no GPUs known yet; wait for the first reading", true)
+		}
+		m.form = newBookingForm(m.sh, &m.data)
+		m.mode, m.fullHelp = booking, false
+	case key.Matches(msg, k.Release), key.Matches(msg, k.Extend):
+		return m.actOnBooking(key.Matches(msg, k.Release))
+	default:
+		m.current().update(msg)
+	}
+	return nil
 }
 
-// FullHelp is the help shown with ?.
-func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.New, k.Release, k.Extend, k.Switch},
-		{k.Filter, k.Mine, k.Sort, k.Help, k.Quit},
-		{k.Confirm, k.Submit, k.NextField, k.PrevField, k.Left, k.Cancel},
+// actOnBooking opens the prompt that releases or extends the selected
+// booking — unless it is someone else's, which is said at once.
+func (m *Model) actOnBooking(release bool) tea.Cmd {
+	r, _ := m.bookings.selected()
+	verb := "extend"
+	if release {
+		verb = "release"
 	}
+	if r.UID != m.sh.me.UID && !m.sh.me.Root() {
+		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", core.ErrNotOwner, r.ID, Printable(r.User), verb)
+		return m.status.set(m.sh, err.Error(), true)
+	}
+	m.target = r
+	if release {
+		m.mode = releasing
+		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %d)? y releases, any other key keeps it ",
+			r.ID, Printable(r.User), core.FormatPercent(r.SharePPM), r.Device))
+		return nil
+	}
+	m.mode = extending
+	m.prompt.askText(fmt.Sprintf("Extend #%d by ", r.ID), "e.g. 30m", "1h", "extend", "cancel", 12)
+	return nil
+}
+
+func (m *Model) formKey(msg tea.KeyMsg) tea.Cmd {
+	if key.Matches(msg, m.form.keys.Cancel) {
+		m.mode, m.form = browsing, nil
+		return nil
+	}
+	if m.form.busy {
+		return nil
+	}
+	if req := m.form.update(msg); req != nil {
+		return createCmd(m.opts.Client, *req)
+	}
+	return nil
+}
+
+func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
+	a := m.prompt.update(msg)
+	switch m.mode {
+	case releasing:
+		m.mode = browsing
+		if a == submitted {
+			return releaseCmd(m.opts.Client, m.target.ID)
+		}
+		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
+	case extending:
+		switch a {
+		case cancelled:
+			m.mode = browsing
+		case submitted:
+			d, err := core.ParseDuration(m.prompt.value())
+			if err != nil {
+				m.prompt.fail(err)
+				return nil
+			}
+			m.mode = browsing
+			return extendCmd(m.opts.Client, m.target.ID, d)
+		}
+	case filtering:
+		switch a {
+		case cancelled:
+			m.mode = browsing
+			m.setFilter("")
+		case submitted:
+			m.mode = browsing
+		default:
+			m.setFilter(m.prompt.value())
+		}
+	}
+	return nil
+}
+
+func (m *Model) setFilter(text string) {
+	if text != m.filter {
+		m.filter = text
+		m.derive()
+	}
+}
+
+// ShortHelp is the footer: the keys of what has the keyboard. While
+// browsing, help and quit come last and are kept when the line is short
+// (see footer).
+func (m *Model) ShortHelp() []key.Binding {
+	switch m.mode {
+	case booking:
+		return m.form.ShortHelp()
+	case releasing, extending, filtering:
+		return m.prompt.ShortHelp()
+	}
+	k := m.keys
+	return append(m.current().ShortHelp(), k.New, k.Release, k.Extend, k.Switch, k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit)
+}
+
+// FullHelp is the help shown with ?: the tab's keys, then the root's.
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.keys
+	return append(m.current().FullHelp(),
+		[]key.Binding{k.New, k.Release, k.Extend, k.Switch},
+		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit})
 }

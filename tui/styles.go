@@ -4,13 +4,20 @@ import (
 	"hash/fnv"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 // Styles is every look the app uses, built once from adaptive colours (one
 // for light terminals, one for dark) picked from the 16 ANSI colours, so the
-// app reads on any palette. lipgloss drops all colour when NO_COLOR is set or
-// the output is not a terminal; nothing here forces a profile.
+// app reads on any palette. lipgloss drops all colour — and bold, underline
+// and reverse video with it — when NO_COLOR is set or the output is not a
+// terminal; nothing here forces a profile. What carries meaning is also in
+// the text: markers, brackets, the input cursor (see plain).
 type Styles struct {
+	// plain: no colour and no attributes reach the terminal, so the
+	// cursor is drawn as a character.
+	plain bool
+
 	App       lipgloss.Style
 	Title     lipgloss.Style
 	Header    lipgloss.Style
@@ -46,6 +53,10 @@ type Styles struct {
 	Chip      lipgloss.Style
 	ChipOn    lipgloss.Style
 	Invalid   lipgloss.Style
+	Warning   lipgloss.Style
+
+	Cursor      lipgloss.Style
+	Placeholder lipgloss.Style
 
 	StatusOK  lipgloss.Style
 	StatusErr lipgloss.Style
@@ -68,7 +79,7 @@ var (
 
 // DefaultStyles returns the app's styles.
 func DefaultStyles() Styles {
-	s := Styles{}
+	s := Styles{plain: lipgloss.ColorProfile() == termenv.Ascii}
 	s.Title = lipgloss.NewStyle().Bold(true).Foreground(strong)
 	s.Header = lipgloss.NewStyle()
 	s.Simulated = lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(magenta)
@@ -78,7 +89,7 @@ func DefaultStyles() Styles {
 	s.Label = lipgloss.NewStyle().Bold(true)
 
 	s.Tab = lipgloss.NewStyle().Foreground(subtle)
-	s.ActiveTab = lipgloss.NewStyle().Bold(true).Underline(true).Foreground(strong)
+	s.ActiveTab = lipgloss.NewStyle().Bold(true).Foreground(strong)
 
 	s.TableHeader = lipgloss.NewStyle().Bold(true).Foreground(subtle)
 	s.Selected = lipgloss.NewStyle().Reverse(true)
@@ -103,6 +114,10 @@ func DefaultStyles() Styles {
 	s.Chip = lipgloss.NewStyle().Foreground(subtle)
 	s.ChipOn = lipgloss.NewStyle().Bold(true).Foreground(strong)
 	s.Invalid = lipgloss.NewStyle().Foreground(red)
+	s.Warning = lipgloss.NewStyle().Foreground(yellow)
+
+	s.Cursor = lipgloss.NewStyle().Reverse(true)
+	s.Placeholder = lipgloss.NewStyle().Italic(true).Foreground(subtle)
 
 	s.StatusOK = lipgloss.NewStyle().Foreground(green)
 	s.StatusErr = lipgloss.NewStyle().Bold(true).Foreground(red)

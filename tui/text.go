@@ -8,87 +8,61 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
-// Printable returns s with every character that could act on a terminal
-// shown escaped instead, as ps and less do: C0 controls (ESC among them),
-// DEL, C1 controls (U+0080–U+009F, which some terminals obey as ESC
-// sequences), bytes that are not UTF-8 (a lone 0x9b is CSI to others), and
-// the marks that reorder or break lines (bidi overrides, line separators).
-// Every string another user controls — command lines, user names, event
-// details, the names in the ledger — passes through it before it reaches a
-// terminal, so it cannot retitle the window, clear the screen or move the
-// cursor. JSON output stays exact.
-func Printable(s string) string {
-	i := 0
-	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
-		i++
-	}
-	if i == len(s) {
-		return s // plain ASCII: the common case costs no copy
-	}
-	var b strings.Builder
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f, reorders(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// reorders says whether r changes the order or the lines of the text
-// around it.
-func reorders(r rune) bool {
-	switch {
-	case r == 0x061c, r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
+// Printable is core.Printable: every string another user controls passes
+// through it before it reaches a terminal.
+func Printable(s string) string { return core.Printable(s) }
 
 // WriteBookings prints bookings as a plain table for `chronos list`: no
 // colour, one line each, columns aligned, so it reads well and greps well.
+// COMPUTE comes last, then ENDED, which appears only with history.
 func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead time.Duration) error {
 	if len(parts) == 0 {
 		_, err := fmt.Fprintln(w, "No bookings.")
 		return err
 	}
+	history := false
+	for _, p := range parts {
+		history = history || p.Status(now, warnLead).Ended()
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// A ledger many hosts share says whose GPU each booking holds.
 	hosts := slices.ContainsFunc(parts, func(p core.Partition) bool { return p.Host != "" })
-	fmt.Fprint(tw, "ID\t")
+	header := "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tIDLE\tSTATE\tCOMPUTE"
 	if hosts {
-		fmt.Fprint(tw, "HOST\t")
+		header = "ID\tHOST\t" + strings.TrimPrefix(header, "ID\t")
 	}
-	fmt.Fprintln(tw, "OWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tSTATE")
+	if history {
+		header += "\tENDED"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range parts {
-		left := "-"
+		left, compute, ended := "-", "-", "-"
 		if p.LiveAt(now) {
 			left = Countdown(p.Expires.Sub(now))
+		}
+		status := p.Status(now, warnLead)
+		if p.ComputePct > 0 {
+			compute = fmt.Sprintf("%d%% of SMs", p.ComputePct)
+		}
+		if status.Ended() {
+			ended = endedAt(p.Partition).Local().Format("Jan 2 15:04:05")
 		}
 		fmt.Fprintf(tw, "%d\t", p.ID)
 		if hosts {
 			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", Printable(p.User), p.Device,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), p.Status(now, warnLead))
+			p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), status, compute)
+		if history {
+			fmt.Fprintf(tw, "\t%s", ended)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -104,6 +78,32 @@ func Countdown(d time.Duration) string {
 		return fmt.Sprintf("%dd+%d:%02d:%02d", days, h, m, sec)
 	}
 	return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
+}
+
+// secondsWithin is how near its end a booking's countdown in the app shows
+// seconds. Further out it shows minutes: a row then changes once a minute,
+// not every second, and the terminal is sent that much less.
+const secondsWithin = 10 * time.Minute
+
+// timeLeft is the app's countdown: "2h05m" or "3d04h10m" to the minute
+// (rounded up), and "9m59s" or "42s" in a booking's last secondsWithin.
+func timeLeft(d time.Duration) string {
+	s := int64((max(d, 0) + time.Second - 1) / time.Second)
+	if s <= int64(secondsWithin/time.Second) {
+		if s < 60 {
+			return fmt.Sprintf("%ds", s)
+		}
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	m := (s + 59) / 60
+	days, h, m := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd%02dh%02dm", days, h, m)
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	}
+	return fmt.Sprintf("%dm", m)
 }
 
 // WriteStats prints one reading of every GPU and the processes on it, each
@@ -124,7 +124,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
 			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
-		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", percentOrNA(d.Util), percentOrNA(d.MemUtil), tempOrNA(d.TempC), powerOrNA(d.PowerW))
+		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", reading(d.Util, "%d%%"), reading(d.MemUtil, "%d%%"), reading(d.TempC, "%d°C"), reading(d.PowerW, "%.0f W"))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
@@ -138,7 +138,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 			}
 			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), percentOrNA(a.SM), verdictText(a),
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
 				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
 		if n == 0 {
@@ -187,32 +187,4 @@ func migLabel(mig bool) string {
 		return "  (MIG enabled)"
 	}
 	return ""
-}
-
-func percentOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d%%", v)
-}
-
-func tempOrNA(v int) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%d°C", v)
-}
-
-func powerOrNA(w float64) string {
-	if w < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f W", w)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -648,11 +648,11 @@ func (d *driver) startTUI(i int) (*tuiProc, error) {
 	cmd := exec.Command(tmux, "-L", t.socket, "-f", "/dev/null", "new-session", "-d", "-s", t.session, "-x", "120", "-y", "40", shell)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("tmux new-session: %v: %s", err, out)
+		return nil, fmt.Errorf("tmux new-session: %w: %s", err, out)
 	}
 	out, err := exec.Command(tmux, "-L", t.socket, "list-panes", "-t", t.session, "-F", "#{pane_pid}").Output()
 	if err != nil {
-		return nil, fmt.Errorf("tmux list-panes: %v", err)
+		return nil, fmt.Errorf("tmux list-panes: %w", err)
 	}
 	if t.pid, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
 		return nil, fmt.Errorf("tmux pane pid %q", out)
@@ -678,7 +678,7 @@ func (t *tuiProc) capture() string {
 	return string(out)
 }
 
-func (t *tuiProc) stop(d *driver) {
+func (t *tuiProc) stop(_ *driver) {
 	screen := t.capture()
 	if t.failure == "" && !strings.Contains(screen, "GPU") {
 		t.failure = fmt.Sprintf("%s's screen at the end has no GPU panel: %q", t.name, screen)

@@ -24,7 +24,7 @@ func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
 	_, _ = rand.Read(b)
 	s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: "/fault-" + hex.EncodeToString(b), Timeout: timeout})
 	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -71,10 +71,10 @@ func TestUnreachableAtStart(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	_ = l.Close() // nothing listens there now
 	s, err := Open(Config{Endpoints: []string{addr}, Timeout: 500 * time.Millisecond})
 	require.NoError(t, err, "opening does not wait for etcd")
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	for name, op := range map[string]func() error{
 		"update": func() error { _, err := addBooking(s); return err },
 		"view":   func() error { return s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err }) },
@@ -220,7 +220,7 @@ func TestRacingWritersOnACluster(t *testing.T) {
 	for range writers {
 		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: first.Prefix(), Timeout: 15 * time.Second})
 		require.NoError(t, err)
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		wg.Go(func() {
 			for range each {
 				id, err := addBooking(s)
@@ -255,7 +255,7 @@ func TestLongWriterIsNotStarved(t *testing.T) {
 	for range 3 {
 		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: long.Prefix()})
 		require.NoError(t, err)
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		wg.Go(func() {
 			for {
 				select {

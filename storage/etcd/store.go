@@ -184,9 +184,9 @@ func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 	eps := strings.Join(s.cfg.Endpoints, ",")
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %v)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
+		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %w)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
 	case transient(err):
-		return fmt.Errorf("%w: etcd at %s: %v (%s)", storage.ErrUnavailable, eps, err, what)
+		return fmt.Errorf("%w: etcd at %s: %w (%s)", storage.ErrUnavailable, eps, err, what)
 	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("%s: etcd at %s: %w (start etcd with a larger --max-txn-ops, e.g. 4096)", what, eps, err)
 	}

@@ -294,7 +294,7 @@ func TestUpdatesAreSerializable(t *testing.T) {
 						}
 						n := 0
 						if v != nil {
-							fmt.Sscan(string(v), &n)
+							_, _ = fmt.Sscan(string(v), &n)
 						}
 						return tx.Raw().Put(b, k, []byte(fmt.Sprint(n+1)))
 					})

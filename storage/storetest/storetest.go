@@ -49,7 +49,7 @@ func Etcd(t testing.TB, c *etcdtest.Cluster) Opener {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
 }

@@ -184,7 +184,7 @@ func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	for range n {
@@ -289,7 +289,7 @@ func (m *Member) Healthy() bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var buf [128]byte
 	n, _ := resp.Body.Read(buf[:])
 	return resp.StatusCode == http.StatusOK && strings.Contains(string(buf[:n]), `"health":"true"`)

@@ -16,30 +16,30 @@ import (
 // which the first booking wrote).
 func TestDoctorCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	r := chronos(t, db, "doctor")
+	r := cli(t, db, "doctor")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "not created yet")
 	for range 3 {
-		require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
+		require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
 	}
-	r = chronos(t, db, "doctor")
+	r = cli(t, db, "doctor")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "healthy. 3 bookings (3 live)")
 	require.FileExists(t, storage.BackupPath(db))
 
 	require.NoError(t, os.WriteFile(db, make([]byte, 32<<10), 0o600))
-	r = chronos(t, db, "doctor")
+	r = cli(t, db, "doctor")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stdout, "problem")
 	require.Contains(t, r.stdout, "chronos doctor --repair")
-	r = chronos(t, db, "doctor", "--json")
+	r = cli(t, db, "doctor", "--json")
 	require.Equal(t, 1, r.code)
 	var d storage.Diagnosis
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
 	require.False(t, d.Healthy)
 	require.NotEmpty(t, d.Problems)
 
-	r = chronos(t, db, "doctor", "--repair")
+	r = cli(t, db, "doctor", "--repair")
 	require.Equal(t, 0, r.code, "stdout %s stderr %s", r.stdout, r.stderr)
 	require.Contains(t, r.stdout, "restored from the backup")
 	require.Contains(t, r.stdout, "healthy")

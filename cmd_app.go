@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+// runApp is `chronos`: the terminal app, with the monitor engine running
+// inside it so that bookings are enforced whenever anyone has it open.
+func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
+	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
+		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Policy(); err != nil {
+		return err
+	}
+	b, notice, err := c.OpenGPUs(g.backendKind())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	logAct := func(core.Act) {}
+	if logPath != "" {
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return fmt.Errorf("open log: %w", err)
+		}
+		defer func() {
+			if cerr := logFile.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("close log: %w", cerr))
+			}
+		}()
+		if logAct, err = actLogger(logFile, "text"); err != nil {
+			return err
+		}
+	}
+	mps := gpu.DetectMPS("")
+	acts := make(chan string, 64)
+	show := func(a core.Act) {
+		logAct(a)
+		select {
+		case acts <- a.String():
+		default: // the screen is behind; the ledger has the act anyway
+		}
+	}
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
+		select {
+		case acts <- "notice: " + n.String():
+		default:
+		}
+	}})
+	host := c.Host() // its name in a ledger many hosts share
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	return besideMonitor(cmd.Context(), m, func() error {
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
+	})
+}
+
+// monitorRunner is what besideMonitor runs: a *core.Monitor.
+type monitorRunner interface {
+	Run(ctx context.Context) error
+}
+
+// besideMonitor runs fn while the monitor runs, then stops the monitor and
+// waits for it, so that it never dies mid-act with the process; an error
+// of either is returned.
+func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error {
+	grp, ctx := errgroup.WithContext(ctx)
+	ctx, stop := context.WithCancel(ctx)
+	grp.Go(func() error {
+		if err := m.Run(ctx); err != nil {
+			return fmt.Errorf("the monitor stopped: %w", err)
+		}
+		return nil
+	})
+	err := fn()
+	stop()
+	return errors.Join(err, grp.Wait())
+}
+
+// isTerminal says whether f is a terminal; writers and readers that are not
+// files (a test's buffer) are not.
+func isTerminal(f any) bool {
+	fd, ok := f.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(fd.Fd())
+}

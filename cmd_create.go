@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+func createCmd(g *globals) *cobra.Command {
+	var forUser, compute string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "create GPU MEMORY DURATION",
+		Short: "Book a share of a GPU's memory for a while",
+		Long: `Book a share of one GPU's memory for a bounded time.
+
+GPU is an index on this host (0), or HOST:INDEX (gpu3:0) for another host's
+in a ledger many hosts share.
+MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
+DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice",
+		Args:    args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
+			if err != nil {
+				return err
+			}
+			req.For = forUser
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Create(req)
+			if err != nil {
+				return err
+			}
+			if w := p.Room.Warning(p.Bytes); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
+			}
+			if p.ComputePct > 0 {
+				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "chronos: note:", note)
+				}
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
+			}
+			gpuName := tui.Printable(c.GPUName(p.Host, p.Device))
+			fmt.Fprintf(cmd.OutOrStdout(), "Booked %d: %s (%s) of GPU %s for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
+				core.FormatBytes(p.Bytes), gpuName, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", gpuName, p.Room.Room())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&forUser, "user", "", "book for another user (root only)")
+	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS where it runs)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the booking as JSON")
+	return cmd
+}

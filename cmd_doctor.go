@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+func doctorCmd(g *globals) *cobra.Command {
+	var repair, force, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--repair]",
+		Short: "Check the ledger file for damage; --repair rebuilds it from what can be read",
+		Long: `Check the ledger: that it opens, passes bbolt's consistency check, has a
+schema this chronos reads, that every record decodes, that the index of live
+bookings matches them, that every booking has its "created" event, and that no
+GPU is booked past 100%.
+
+With --repair a damaged ledger is rebuilt: the damaged file is kept as
+<ledger>.damaged-<time>, every record that can still be read is copied into a
+new file (live bookings, history, events, policy, inventory), what the damaged
+file lost is taken from the rolling backup <ledger>.backup when that is good,
+and the new file replaces the old one. A file that never was a chronos
+ledger (no bbolt header, no chronos bucket, no backup beside it) is left
+alone unless --force is given too. Exits 0 when the ledger is healthy (or
+was repaired), 1 when problems remain.`,
+		Example: "  chronos doctor\n  sudo chronos doctor --repair",
+		Args:    args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			printDiagnosis := func(d storage.Diagnosis) {
+				switch {
+				case !d.Exists && d.Healthy:
+					fmt.Fprintf(out, "Ledger %s: not created yet (nothing to check).\n", d.Path)
+				case d.Healthy:
+					fmt.Fprintf(out, "Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
+				default:
+					fmt.Fprintf(out, "Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
+					for _, p := range d.Problems {
+						fmt.Fprintln(out, "  -", tui.Printable(p))
+					}
+				}
+				fmt.Fprintln(out, "Backup:", d.Backup)
+			}
+			l, err := g.ledger()
+			if err != nil {
+				return err
+			}
+			var healthy bool
+			var result any
+			if repair {
+				repairLedger := l.Repair
+				if force {
+					repairLedger = l.RepairAnyway
+				}
+				r, err := repairLedger()
+				if err != nil {
+					return err
+				}
+				healthy, result = r.After.Healthy, r
+				if !asJSON {
+					if !r.Done {
+						printDiagnosis(r.Before)
+					} else {
+						fmt.Fprintf(out, "The damaged ledger is saved as %s.\n", r.SavedAs)
+						for _, s := range r.Sources {
+							fmt.Fprintln(out, "Rebuilt from:", s)
+						}
+						for _, s := range r.Lost {
+							fmt.Fprintln(out, "Lost:", tui.Printable(s))
+						}
+						fmt.Fprintf(out, "Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
+						printDiagnosis(r.After)
+					}
+				}
+			} else {
+				d, err := l.Diagnose()
+				if err != nil {
+					return err
+				}
+				healthy, result = d.Healthy, d
+				if !asJSON {
+					printDiagnosis(d)
+					if !d.Healthy {
+						fmt.Fprintln(out, "Run `chronos doctor --repair` to rebuild it from what can be read (the damaged file is kept).")
+					}
+				}
+			}
+			if asJSON {
+				if err := printJSON(out, result); err != nil {
+					return err
+				}
+			}
+			if !healthy {
+				return exitStatus{code: exitError}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild a damaged ledger from what can be read (keeps the damaged file)")
+	cmd.Flags().BoolVar(&force, "force", false, "with --repair: replace even a file that never was a chronos ledger")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+)
+
+func extendCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "extend ID DURATION",
+		Short: "Give a live booking more time",
+		Long: `Give a live booking more time: DURATION more, in seconds (3600) or a
+duration (90m, 1h30m, 8h, 2d). The time left afterwards may not pass the
+policy's maximum (7d unless root changed it).`,
+		Example: "  chronos extend 7 30m\n  chronos extend 7 1d",
+		Args:    args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			id, d, err := idAndDuration(a)
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Extend(id, d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
+				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// monitorFlags are the flags of headless `chronos --monitor`.
+type monitorFlags struct {
+	on          bool
+	policy      string
+	logFormat   string
+	sampleEvery time.Duration
+}
+
+// runMonitor is `chronos --monitor`: the monitor engine with no screen. It
+// runs until the command's context ends (SIGINT or SIGTERM).
+func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
+	logAct, err := actLogger(cmd.ErrOrStderr(), f.logFormat)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	pol, err := c.Policy()
+	if err != nil {
+		return fmt.Errorf("cannot open the ledger %s: %w", c.Ledger(), err)
+	}
+	var override *core.Policy
+	if f.policy != "" {
+		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
+		if err != nil {
+			return err
+		}
+		override, pol = &p, p
+	}
+	b, notice, err := c.OpenGPUs(g.backendKind())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	mps := gpu.DetectMPS("")
+	start := core.Act{Time: c.Now(), Kind: storage.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
+		c.Ledger(), b.Name(), mps.Label(), c.Me().User, core.FormatPolicy(pol))}
+	if notice != "" {
+		start.Detail += "; " + notice
+	}
+	logAct(start)
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
+	err = m.Run(cmd.Context())
+	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
+	return err
+}
+
+// actLogger writes one line per monitor act to w through log/slog: "text"
+// (key=value) or "json", both with the fields scripts read — time, kind,
+// partition, user, uid, pid, detail, as core.Act's JSON has them — and a level (ERROR for errors, WARN for
+// signals refused, INFO otherwise). time is when the act happened.
+func actLogger(w io.Writer, format string) (func(core.Act), error) {
+	opts := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.MessageKey {
+			a.Key = "detail"
+		}
+		return a
+	}}
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", core.Quote(format))}
+	}
+	return func(a core.Act) {
+		level := slog.LevelInfo
+		switch a.Kind {
+		case storage.EventError:
+			level = slog.LevelError
+		case storage.EventDenied:
+			level = slog.LevelWarn
+		}
+		r := slog.NewRecord(a.Time, level, a.Detail, 0)
+		r.AddAttrs(slog.String("kind", string(a.Kind)))
+		if a.Partition != 0 {
+			r.AddAttrs(slog.Uint64("partition", a.Partition))
+		}
+		if a.User != "" {
+			r.AddAttrs(slog.String("user", a.User))
+		}
+		if a.UID != 0 {
+			r.AddAttrs(slog.Int("uid", a.UID))
+		}
+		if a.PID != 0 {
+			r.AddAttrs(slog.Int("pid", a.PID))
+		}
+		// A log that cannot be written (a closed stderr) must not stop
+		// the monitor; the ledger holds every act anyway.
+		_ = h.Handle(context.Background(), r)
+	}, nil
+}

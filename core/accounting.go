@@ -1,0 +1,424 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// accountEvery is the accounting window. A booking's usage, its GPU's
+// minute sample and the idle ladder move once a window, in one transaction
+// for every booking, so the ledger takes one write a minute however many
+// bookings there are.
+const accountEvery = time.Minute
+
+// samplesKept is how long the per-GPU minutes stay in the ledger.
+const samplesKept = 24 * time.Hour
+
+// accountant sums a monitor's GPU samples over the current window; the
+// finished window is written by whichever monitor commits it first.
+type accountant struct {
+	cur  *window
+	done *window // finished, not yet written
+}
+
+// window is what one monitor saw of one minute.
+type window struct {
+	start, first time.Time
+	gpus         map[int]*gpuWindow
+	books        map[uint64]*bookingWindow
+	unbooked     map[unbookedKey]*unbookedWindow
+}
+
+type gpuWindow struct {
+	dev            gpu.Device
+	samples        int
+	utilSum, utilN int
+	memPeak        uint64
+}
+
+// bookingWindow is one booking's samples: how many were taken while it was
+// live, how many saw its processes, the sum of its SM activity over the
+// samples where that was known, and how many could not tell (dark).
+type bookingWindow struct {
+	device                   int
+	samples, withProcs       int
+	activitySum, known, dark int
+	memPeak                  uint64
+}
+
+type unbookedKey struct{ device, uid int }
+
+type unbookedWindow struct {
+	user  string
+	smSum int
+}
+
+func (w *window) end() time.Time { return w.start.Add(accountEvery) }
+
+// observe adds one sample to the window it falls in. A sample in a later
+// window finishes the current one.
+func (a *accountant) observe(s gpu.Sample, atts []Attribution, parts []storage.Partition, now time.Time) {
+	start := now.Truncate(accountEvery)
+	if a.cur != nil && !a.cur.start.Equal(start) {
+		// A monitor that came in late saw too little of the window to
+		// judge it; another monitor, or the next window, will.
+		if a.cur.start.Before(start) && !a.cur.first.After(a.cur.start.Add(accountEvery/2)) {
+			a.done = a.cur
+		}
+		a.cur = nil
+	}
+	if a.cur == nil {
+		a.cur = &window{start: start, first: now, gpus: map[int]*gpuWindow{}, books: map[uint64]*bookingWindow{}, unbooked: map[unbookedKey]*unbookedWindow{}}
+	}
+	a.cur.add(s, atts, parts, now)
+}
+
+func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition, now time.Time) {
+	for _, d := range s.Devices {
+		g := w.gpus[d.Index]
+		if g == nil {
+			g = &gpuWindow{dev: d.Device}
+			w.gpus[d.Index] = g
+		}
+		g.samples++
+		if d.Util != gpu.NA {
+			g.utilSum += d.Util
+			g.utilN++
+		}
+		g.memPeak = max(g.memPeak, d.MemoryUsed)
+	}
+	work := activity(s, atts)
+	for _, p := range parts {
+		// Only bookings of the GPUs this monitor samples: on a ledger many
+		// hosts share, GPU 0 of another host is another GPU.
+		g := w.gpus[p.Device]
+		if g == nil || (p.DeviceUUID != "" && p.DeviceUUID != g.dev.UUID) || !p.LiveAt(now) {
+			continue
+		}
+		b := w.books[p.ID]
+		if b == nil {
+			b = &bookingWindow{device: p.Device}
+			w.books[p.ID] = b
+		}
+		b.samples++
+		r, ok := work[p.ID]
+		if !ok {
+			b.known++ // no process: no work, for certain
+			continue
+		}
+		b.withProcs++
+		b.memPeak = max(b.memPeak, r.memory)
+		if r.known {
+			b.activitySum += r.sm
+			b.known++
+		} else {
+			b.dark++
+		}
+	}
+	for _, a := range atts {
+		if (a.Verdict != Unbooked && a.Verdict != Ended) || a.UID == gpu.NA || a.SM == gpu.NA {
+			continue
+		}
+		k := unbookedKey{a.Device, a.UID}
+		u := w.unbooked[k]
+		if u == nil {
+			u = &unbookedWindow{user: a.User}
+			w.unbooked[k] = u
+		}
+		u.smSum += a.SM
+	}
+}
+
+// reading is one booking's GPU work in one sample.
+type reading struct {
+	device int
+	procs  int
+	sm     int // percent of the GPU, 0..100
+	known  bool
+	memory uint64
+}
+
+// activity is the SM activity of each booking with processes in one
+// sample: NVML's per-process utilization summed, and the device's
+// utilization too where the booking's processes are the GPU's only ones (as
+// when it holds the whole GPU). Not known when a process's figure is
+// missing and the device's cannot stand in for it.
+func activity(s gpu.Sample, atts []Attribution) map[uint64]reading {
+	out := map[uint64]reading{}
+	for _, a := range atts {
+		if a.Verdict != Booked && a.Verdict != OverBudget {
+			continue
+		}
+		r, ok := out[a.Partition]
+		if !ok {
+			r = reading{device: a.Device, known: true}
+		}
+		r.procs++
+		r.memory += a.MemoryUsed
+		if a.SM == gpu.NA {
+			r.known = false
+		} else {
+			r.sm += a.SM
+		}
+		out[a.Partition] = r
+	}
+	for id, r := range out {
+		for _, d := range s.Devices {
+			if d.Index == r.device && r.procs == len(d.Processes) && d.Util != gpu.NA {
+				r.sm, r.known = max(r.sm, d.Util), true
+			}
+		}
+		r.sm = min(r.sm, 100)
+		out[id] = r
+	}
+	return out
+}
+
+// minuteVerdict is what a window says of one booking.
+type minuteVerdict int
+
+const (
+	verdictStarting minuteVerdict = iota // no processes yet, within idle-start
+	verdictIdle
+	verdictBusy
+	verdictUnknown // the GPU could not tell: never counted as idle
+)
+
+// Writes account may make for one booking (its usage, an event, and a
+// release by the idle ladder: the booking and its live entry) and for one
+// GPU besides (its minute).
+const (
+	accountBookingWrites = 4
+	accountGPUWrites     = 1
+)
+
+// account writes the finished window, if any: for each GPU no other monitor
+// has written that minute for, its minute sample, its bookings' usage and
+// its unbooked use; then it moves the idle ladder of those bookings. It
+// returns the acts (warnings, reclaims) to report, and whether every GPU
+// is done: it writes whole GPUs only while they fit in budget writes (but
+// at least one), since etcd takes 128 writes in a transaction by default;
+// the next pass does the rest (skipTaken passes over those written).
+func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int) ([]Act, bool, error) {
+	w := m.acct.done
+	if w == nil {
+		return nil, true, nil
+	}
+	var acts []Act
+	budget -= storage.DropMax // DropGPUMinutes
+	wrote := false
+	for _, idx := range sortedKeys(w.gpus) {
+		g := w.gpus[idx]
+		taken, err := tx.HasGPUMinute(w.start, g.dev.UUID)
+		if err != nil || taken {
+			if err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		cost := accountGPUWrites
+		for _, b := range w.books {
+			if b.device == idx {
+				cost += accountBookingWrites
+			}
+		}
+		for k := range w.unbooked {
+			if k.device == idx {
+				cost++
+			}
+		}
+		if wrote && cost > budget {
+			return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept))
+		}
+		wrote, budget = true, budget-cost
+		minute := storage.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: gpu.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
+		if g.utilN > 0 {
+			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
+		}
+		for _, id := range sortedKeys(w.books) {
+			b := w.books[id]
+			if b.device != idx {
+				continue
+			}
+			more, verdict, err := m.accountBooking(tx, id, b, w, pol, now)
+			if err != nil {
+				return nil, false, err
+			}
+			acts = append(acts, more...)
+			switch verdict {
+			case verdictIdle:
+				minute.Idle = append(minute.Idle, id)
+			case verdictBusy:
+				minute.Active = append(minute.Active, id)
+			}
+		}
+		for k, u := range w.unbooked {
+			if k.device != idx || u.smSum == 0 {
+				continue
+			}
+			used := time.Duration(float64(accountEvery) * float64(u.smSum) / 100 / float64(g.samples))
+			if err := tx.AddUnbooked(w.start, k.uid, u.user, used); err != nil {
+				return nil, false, err
+			}
+		}
+		if err := tx.PutGPUMinute(minute); err != nil {
+			return nil, false, err
+		}
+	}
+	return acts, true, tx.DropGPUMinutes(now.Add(-samplesKept))
+}
+
+// accountBooking adds one window to one booking's usage and moves its
+// ladder.
+func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w *window, pol Policy, now time.Time) ([]Act, minuteVerdict, error) {
+	p, err := tx.Partition(id)
+	if err != nil {
+		return nil, verdictUnknown, err
+	}
+	u, _, err := tx.BookingUsage(id)
+	if err != nil {
+		return nil, verdictUnknown, err
+	}
+	if !u.Through.Before(w.end()) {
+		return nil, verdictUnknown, nil // accounted already
+	}
+	// The part of the window the booking held its share.
+	from, to := later(w.start, p.Created), w.end()
+	if !p.Ended.IsZero() {
+		to = earlier(to, p.Ended)
+	}
+	to = earlier(to, p.Expires)
+	held := max(0, to.Sub(from))
+
+	verdict := verdictUnknown
+	mean := 0.0
+	if b.known > 0 {
+		mean = float64(b.activitySum) / float64(b.known)
+		u.GPUTime += time.Duration(mean / 100 * float64(held) * float64(b.known) / float64(b.samples))
+	}
+	switch {
+	case b.withProcs == 0 && !to.After(p.Created.Add(pol.IdleStart)):
+		verdict = verdictStarting
+	case b.withProcs == 0:
+		verdict = verdictIdle
+		held = max(0, to.Sub(later(from, p.Created.Add(pol.IdleStart))))
+	case b.known > 0 && mean >= float64(pol.IdleSM):
+		verdict = verdictBusy
+	case b.known > 0 && b.dark == 0:
+		verdict = verdictIdle
+	}
+	switch verdict {
+	case verdictIdle:
+		u.Idle += held
+		u.IdleFor += held
+	case verdictBusy:
+		u.LastActive = to
+		fallthrough
+	case verdictUnknown:
+		u.IdleFor, u.Warnings, u.WarnedAt = 0, 0, time.Time{}
+	}
+	u.MemoryPeak = max(u.MemoryPeak, b.memPeak)
+	u.Through = w.end()
+
+	var acts []Act
+	if p.LiveAt(now) {
+		if acts, err = m.ladder(tx, &p, &u, pol, now); err != nil {
+			return nil, verdict, err
+		}
+	}
+	return acts, verdict, tx.PutBookingUsage(u)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sortedKeys[K int | uint64, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// accounted tells the accountant its finished window is in the ledger.
+func (a *accountant) accounted() { a.done = nil }
+
+// skipTaken drops the finished window when other monitors have written it
+// for every GPU already, so that this one does not write for nothing.
+func (a *accountant) skipTaken(l storage.Store) error {
+	if a.done == nil {
+		return nil
+	}
+	all := true
+	err := l.View(func(tx *storage.Tx) error {
+		for _, g := range a.done.gpus {
+			taken, err := tx.HasGPUMinute(a.done.start, g.dev.UUID)
+			if err != nil || !taken {
+				all = false
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && all {
+		a.accounted()
+	}
+	return err
+}
+
+// BookingUsage returns what monitors recorded of a booking: idle and GPU time,
+// memory peak, its place on the idle ladder and its holds.
+func (c *Client) BookingUsage(id uint64) (storage.BookingUsage, error) {
+	var u storage.BookingUsage
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		if _, err := getPartition(tx, id); err != nil {
+			return err
+		}
+		var err error
+		u, _, err = tx.BookingUsage(id)
+		return err
+	})
+	return u, err
+}
+
+// usageStale is how old a booking's usage may be and still say it is idle
+// now: no monitor watched it since.
+const usageStale = 3 * accountEvery
+
+// IdleFor is how long a booking has been idle as of now: zero while it
+// works, when it has ended, or when no monitor has watched it lately.
+func IdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) time.Duration {
+	if !p.LiveAt(now) || now.Sub(u.Through) > usageStale {
+		return 0
+	}
+	return u.IdleFor
+}
+
+// FormatIdle is a booking's IDLE cell: "-" while it works, else how long
+// it has been idle, and "held" while a hold exempts it.
+func FormatIdle(p storage.Partition, u storage.BookingUsage, now time.Time) string {
+	s := "-"
+	if d := IdleFor(p, u, now); d > 0 {
+		s = FormatDuration(d.Truncate(time.Minute))
+	}
+	if p.LiveAt(now) && u.HeldUntil.After(now) {
+		s += fmt.Sprintf(" (held %s)", FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
+	}
+	return s
+}

@@ -1,0 +1,506 @@
+package core
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// ladderPolicy is the idle ladder with durations short enough for tests:
+// warned after 2 and 4 idle minutes, reclaimed after 6.
+func ladderPolicy(reclaim string) Policy {
+	p := DefaultPolicy()
+	p.Reclaim, p.Idle, p.IdleWarn, p.IdleStart = reclaim, 6*time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute}, 3*time.Minute
+	return p
+}
+
+// idleRig is a ledger, a simulated GPU set and a fake clock they share.
+type idleRig struct {
+	t     *testing.T
+	clock *fakeClock
+	sim   *gpu.Sim
+	path  string
+	c     *Client // the booking owner's
+}
+
+func newIdleRig(t *testing.T, owner Identity) *idleRig {
+	t.Helper()
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock.Now)}
+}
+
+// book makes a booking on the simulated GPU with no made-up load and, with
+// a process, shows a real process of it there holding 2 GiB.
+func (r *idleRig) book(withProcess bool) (uint64, int) {
+	r.t.Helper()
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour})
+	require.NoError(r.t, err)
+	if !withProcess {
+		return p.ID, 0
+	}
+	cmd := startChild(r.t, p.ID, "sleep 600")
+	r.sim.Attach(idleGPU, cmd.Process.Pid, 2<<30)
+	return p.ID, cmd.Process.Pid
+}
+
+func (r *idleRig) monitor(pol Policy, opts MonitorOptions) *Monitor {
+	opts.Backend, opts.Policy = r.sim, &pol
+	if opts.Signaller == nil {
+		opts.Signaller = noSignals{}
+	}
+	return NewMonitor(r.c, opts)
+}
+
+// run advances the clock by d in steps, each monitor ticking in turn
+// after each step.
+func (r *idleRig) run(d, step time.Duration, ms ...*Monitor) {
+	r.t.Helper()
+	for end := r.clock.Now().Add(d); r.clock.Now().Before(end); {
+		r.clock.Advance(step)
+		for _, m := range ms {
+			_, err := m.Tick()
+			require.NoError(r.t, err)
+		}
+	}
+}
+
+func (r *idleRig) usage(id uint64) storage.BookingUsage {
+	r.t.Helper()
+	u, err := r.c.BookingUsage(id)
+	require.NoError(r.t, err)
+	return u
+}
+
+func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	var log actLog
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{OnAct: log.add})
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned once idle for 2 minutes")
+	require.Equal(t, 2*time.Minute, r.usage(id).IdleFor)
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, r.clock.Now(), got.Ended)
+	u := r.usage(id)
+	require.Equal(t, 6*time.Minute, u.Idle)
+	require.Equal(t, r.clock.Now(), u.Reclaimed)
+	require.Equal(t, uint64(2<<30), u.MemoryPeak)
+	require.Contains(t, log.kinds(), "reclaimed")
+}
+
+// A booking whose process works is never warned nor reclaimed, and its
+// usage says how much GPU time it used.
+func TestBusyBookingIsNeverReclaimed(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	r.sim.SetSM(pid, 50)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+	u := r.usage(id)
+	require.Zero(t, u.Idle)
+	require.Zero(t, u.IdleFor)
+	// The process alone on the GPU: the device's utilization (50% plus
+	// the simulation's 0–4% of noise) counts, so a little over 5 minutes.
+	require.InDelta(t, (5 * time.Minute).Seconds(), u.GPUTime.Seconds(), 15)
+	require.Equal(t, r.clock.Now().Truncate(time.Minute), u.LastActive)
+}
+
+// A process that wakes once a minute for a moment of work is idle: the
+// threshold is on mean SM over the minute, not on any sample above zero.
+func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	for range 3 {
+		r.sim.SetSM(pid, 100)
+		r.run(time.Second, time.Second, m)
+		r.sim.SetSM(pid, 0)
+		r.run(59*time.Second, time.Second, m)
+	}
+	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned at 2 idle minutes")
+
+	// Work for a third of a minute is work.
+	r.sim.SetSM(pid, 100)
+	r.run(20*time.Second, time.Second, m)
+	r.sim.SetSM(pid, 0)
+	r.run(40*time.Second, time.Second, m)
+	u := r.usage(id)
+	require.Zero(t, u.IdleFor)
+	require.Zero(t, u.Warnings, "working resets the ladder")
+	require.Equal(t, 3*time.Minute, u.Idle)
+}
+
+// Without a waiting line nobody waits: reclaim=when-waiting only warns.
+func TestWithoutAWaiterOnlyWarned(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	r.run(15*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, 15*time.Minute, r.usage(id).IdleFor)
+}
+
+// With reclaim=off (the default) idle time is counted and nothing else.
+func TestLadderOffOnlyCounts(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	require.Equal(t, 10*time.Minute, r.usage(id).Idle)
+}
+
+// A booking with no process at all is idle only after idle-start: booking
+// first and starting the job a few minutes later is fine.
+func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(false)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(3*time.Minute, 10*time.Second, m)
+	u := r.usage(id)
+	require.Zero(t, u.Idle, "within idle-start (3m)")
+	require.Equal(t, r.clock.Now(), u.Through)
+
+	r.run(5*time.Minute, 10*time.Second, m)
+	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+}
+
+// A hold stops the ladder until it ends; then it starts over, from the
+// first warning, with the spacing it promises.
+func TestHoldPreventsReclaim(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+
+	_, err := r.c.Hold(id, 10*time.Minute, "  ")
+	require.ErrorIs(t, err, ErrInput)
+	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
+	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
+	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Now: r.clock.Now}).Hold(id, time.Hour, "mine now")
+	require.ErrorIs(t, err, ErrNotOwner)
+	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
+	require.NoError(t, err)
+	require.Equal(t, r.clock.Now().Add(10*time.Minute), u.HeldUntil)
+
+	r.run(10*time.Minute-10*time.Second, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held"}, eventKinds(t, r.c, id), "nothing happens while held")
+	u = r.usage(id)
+	require.Equal(t, 11*time.Minute, u.IdleFor, "idle time still counts")
+	require.Equal(t, 1, u.Holds)
+	require.Equal(t, "preprocessing on CPU", u.HoldReason)
+
+	// The hold is over: warned again at once, again 2 minutes later, and
+	// reclaimed 2 minutes after that.
+	r.run(10*time.Second, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// A monitor that stops mid-ladder and another that starts later neither
+// repeat a warning nor skip one: the ladder lives in the ledger.
+func TestMonitorRestartMidLadder(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	first := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+
+	// The new monitor sees too little of the minute it starts in to judge
+	// it; from the next one on it counts.
+	second := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(90*time.Second, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "the first warning is not repeated")
+	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
+	r.run(time.Minute, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id), "nor the second skipped")
+	r.run(2*time.Minute, 10*time.Second, second)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// Turning the ladder on over a booking long idle warns first and keeps the
+// promised spacing: no warning and reclaim in the same breath.
+func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{}))
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+}
+
+// Three monitors on one ledger: each minute is accounted once, each step
+// of the ladder taken once, and the ledger written once a minute.
+func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	other, _ := r.book(false)
+	// The GPU readings `create` shows keep their own schedule; an inventory
+	// from another backend leaves them out, so that only accounting writes.
+	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+		inv, _, err := tx.Inventory()
+		inv.Backend = "another backend"
+		if err == nil {
+			err = tx.PutInventory(inv)
+		}
+		return err
+	}))
+	store := &countingStore{Store: storage.New(r.path)}
+	var ms []*Monitor
+	for range 3 {
+		c := NewClient(Options{Ledger: store, As: &alice, Now: r.clock.Now})
+		pol := ladderPolicy(ReclaimAlways)
+		ms = append(ms, NewMonitor(c, MonitorOptions{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
+	}
+	r.run(5*time.Minute, 10*time.Second, ms...)
+	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
+	require.Equal(t, 2*time.Minute, r.usage(other).Idle, "idle after its 3 minutes' allowance")
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, other))
+	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
+
+	var minutes []storage.GPUMinute
+	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+		var err error
+		minutes, err = tx.GPUMinutes(time.Time{}, r.clock.Now(), "")
+		return err
+	}))
+	require.Len(t, minutes, 5*4, "one sample per GPU per minute")
+}
+
+// reclaim=when-waiting needs the waiting line, which this chronos lacks:
+// setting it is refused in words, not accepted and ignored.
+func TestWhenWaitingNeedsTheLine(t *testing.T) {
+	_, err := ApplyPolicy(DefaultPolicy(), []string{"reclaim=when-waiting"})
+	require.ErrorIs(t, err, ErrInput)
+	require.ErrorContains(t, err, "needs the waiting line (issue 12)")
+}
+
+func TestLadderPolicy(t *testing.T) {
+	c := newTestClient(t, nil, root)
+	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
+		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
+	require.NoError(t, err)
+	require.Equal(t, ReclaimAlways, p.Reclaim)
+	require.Equal(t, 90*time.Minute, p.Idle)
+	require.Equal(t, []time.Duration{30 * time.Minute, time.Hour}, p.IdleWarn)
+	require.Equal(t, 10, p.IdleSM)
+	require.Equal(t, "https://hooks.slack.com/services/T0/B0/XyZ", p.NotifyURL, "the URL keeps its case")
+	require.Contains(t, FormatPolicy(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
+	stored, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, p, stored)
+
+	for _, bad := range [][]string{{"idle-warn=2h"}, {"idle-warn=1h,30m"}, {"idle=30s"}, {"idle-sm=0"}, {"reclaim=sometimes"},
+		{"notify-url=ftp://example.com"}, {"notify-url=hooks.slack.com"}, {"hold-max=0"}} {
+		_, err := c.SetPolicy(bad)
+		require.ErrorIs(t, err, ErrInput, "%v", bad)
+	}
+	again, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, p, again, "refused settings change nothing")
+
+	p, err = c.SetPolicy([]string{"idle-warn=none", "notify-url=off"})
+	require.NoError(t, err)
+	require.Empty(t, p.IdleWarn)
+	require.Empty(t, p.NotifyURL)
+	require.Contains(t, FormatPolicy(p), "idle-warn=none")
+
+	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"reclaim=always"})
+	require.ErrorIs(t, err, ErrNotRoot)
+}
+
+// A policy stored before the ladder existed reads with the ladder's
+// defaults, off.
+func TestPolicyFromBeforeTheLadder(t *testing.T) {
+	c := newTestClient(t, nil, root)
+	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
+	require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
+	p, err := c.Policy()
+	require.NoError(t, err)
+	require.Equal(t, ActNotify, p.Expiry)
+	require.Equal(t, ReclaimOff, p.Reclaim)
+	require.Equal(t, DefaultPolicy().IdleWarn, p.IdleWarn)
+	require.Equal(t, 4*time.Hour, p.HoldMax)
+}
+
+func TestSplitPolicy(t *testing.T) {
+	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
+	require.Empty(t, SplitPolicy("  "))
+}
+
+// list shows how long a booking has been idle, and --json says so, while
+// monitors watch it; a hold shows too.
+func TestListShowsIdle(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, pid := r.book(true)
+	busy, busyPID := r.book(true)
+	r.sim.SetSM(busyPID, 90)
+	r.sim.SetSM(pid, 0)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(5*time.Minute, 10*time.Second, m)
+	// The busy one is not alone on the GPU: its own 90% is what counts.
+	parts, err := r.c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 2)
+	now := r.clock.Now()
+	require.Equal(t, "5m", FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "-", FormatIdle(parts[1].Partition, parts[1].Usage, now))
+	j := parts[0].JSON(now, time.Minute)
+	require.True(t, j.Idle)
+	require.Equal(t, 300.0, j.IdleSeconds)
+	require.Equal(t, 300.0, j.Usage.IdleSeconds)
+	require.Equal(t, now, j.Usage.AccountedUntil)
+	j = parts[1].JSON(now, time.Minute)
+	require.False(t, j.Idle)
+	require.InDelta(t, 270, j.Usage.GPUSeconds, 1)
+	require.Equal(t, busy, j.ID)
+
+	_, err = r.c.Hold(id, time.Hour, "waiting for data")
+	require.NoError(t, err)
+	parts, err = r.c.List(false)
+	require.NoError(t, err)
+	require.Equal(t, "5m (held 1h)", FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "waiting for data", parts[0].JSON(now, 0).Usage.HoldReason)
+
+	// With no monitor watching, the figure grows stale and is not shown.
+	r.clock.Advance(10 * time.Minute)
+	parts, err = r.c.List(false)
+	require.NoError(t, err)
+	require.False(t, parts[0].JSON(r.clock.Now(), 0).Idle)
+	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
+}
+
+// A GPU's last hour: a sample per minute, each booking's span, and its idle
+// stretches, ready for the app to draw.
+func TestGPUHistory(t *testing.T) {
+	r := newIdleRig(t, alice)
+	r.clock.Advance(-30 * time.Second) // book mid-minute
+	first, pid := r.book(true)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
+	r.sim.SetSM(pid, 80)
+	r.run(2*time.Minute, 10*time.Second, m) // 12:03–12:05 busy, and 12:05's first sample
+	r.sim.SetSM(pid, 0)
+	second, _ := r.book(false)
+	r.run(5*time.Minute, 10*time.Second, m) // 12:05–12:10 idle
+	_, err := r.c.Release(second)
+	require.NoError(t, err)
+
+	h, err := r.c.History(idleGPU, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, "SIM-00000000-0000-0000-0000-000000000003", h.UUID)
+	require.Len(t, h.Minutes, 10)
+	at := func(hh, mm int) time.Time { return time.Date(2026, 11, 29, hh, mm, 0, 0, time.UTC) }
+	require.Equal(t, at(12, 0), h.Minutes[0].Minute.UTC())
+	require.Equal(t, uint64(2<<30), h.Minutes[0].MemoryUsed)
+	require.Equal(t, []uint64{first}, h.Minutes[3].Active)
+	require.Greater(t, h.Minutes[3].Util, 60, "five of its six samples at 80%")
+	require.Equal(t, []uint64{first}, h.Minutes[6].Idle, "the second is within its idle-start")
+	require.Equal(t, []uint64{first, second}, h.Minutes[9].Idle)
+
+	require.Len(t, h.Bookings, 2)
+	b := h.Bookings[0]
+	require.Equal(t, first, b.ID)
+	require.Equal(t, "alice", b.Owner)
+	require.Equal(t, at(11, 59).Add(30*time.Second), b.Start.UTC())
+	require.Equal(t, r.clock.Now(), b.End)
+	require.Equal(t, []Span{{at(12, 0), at(12, 3)}, {at(12, 6), at(12, 10)}}, utcSpans(b.Idle))
+	require.Equal(t, r.clock.Now(), h.Bookings[1].End, "released now")
+	require.Equal(t, []Span{{at(12, 8), at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
+
+	_, err = r.c.History(9, time.Hour)
+	require.ErrorIs(t, err, ErrNoDevice)
+}
+
+func utcSpans(spans []Span) []Span {
+	for i := range spans {
+		spans[i].From, spans[i].To = spans[i].From.UTC(), spans[i].To.UTC()
+	}
+	return spans
+}
+
+// GPU time used with no booking is counted per user and day.
+func TestUnbookedUseIsAccounted(t *testing.T) {
+	r := newIdleRig(t, alice)
+	stray := exec.Command("sleep", "600")
+	require.NoError(t, stray.Start())
+	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
+	r.sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+	r.sim.SetSM(stray.Process.Pid, 50)
+	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	r.run(3*time.Minute, 10*time.Second, m)
+
+	var got []storage.UnbookedUse
+	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+		var err error
+		got, err = tx.Unbooked(r.clock.Now())
+		return err
+	}))
+	byUID := map[int]time.Duration{}
+	for _, u := range got {
+		byUID[u.UID] += u.GPUTime
+	}
+	require.Equal(t, 90*time.Second, byUID[os.Getuid()], "50% of a GPU for 3 minutes")
+	// The simulation's own made-up users on GPUs 0–2.
+	require.InDelta(t, (3 * time.Minute / 2).Seconds(), byUID[2001].Seconds(), 60)
+	require.Contains(t, byUID, 2003)
+}
+
+// On a ledger several hosts share, a booking of another host's GPU 3 is
+// not this monitor's to judge, however idle this host's GPU 3 is.
+func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(false)
+	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+		p, err := tx.Partition(id)
+		if err != nil {
+			return err
+		}
+		p.DeviceUUID = "GPU-of-another-host"
+		return tx.PutPartition(&p)
+	}))
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(10*time.Minute, 10*time.Second, m)
+	require.Equal(t, storage.BookingUsage{Partition: id}, r.usage(id))
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+}

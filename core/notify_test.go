@@ -1,0 +1,248 @@
+package core
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+var nobody = Identity{UID: 65534, User: "nobody"}
+
+// writeUtmp writes a utmp file listing each login, as glibc lays it out.
+func writeUtmp(t *testing.T, logins ...Login) string {
+	t.Helper()
+	var data []byte
+	for _, l := range logins {
+		rec := make([]byte, utmpRecord)
+		binary.NativeEndian.PutUint16(rec, utmpUserProcess)
+		copy(rec[utmpLineAt:utmpLineAt+utmpFieldLen], l.Line)
+		copy(rec[utmpUserAt:utmpUserAt+utmpFieldLen], l.User)
+		data = append(data, rec...)
+	}
+	// A dead process's record (type 8) names nobody.
+	dead := make([]byte, utmpRecord)
+	binary.NativeEndian.PutUint16(dead, 8)
+	copy(dead[utmpUserAt:], "nobody")
+	copy(dead[utmpLineAt:], "pts/999")
+	data = append(data, dead...)
+	path := filepath.Join(t.TempDir(), "utmp")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+func TestLogins(t *testing.T) {
+	path := writeUtmp(t, Login{User: "alice", Line: "pts/3"}, Login{User: strings.Repeat("x", 32), Line: "tty1"})
+	got, err := Logins(path)
+	require.NoError(t, err)
+	require.Equal(t, []Login{{User: "alice", Line: "pts/3"}, {User: strings.Repeat("x", 32), Line: "tty1"}}, got)
+}
+
+// pty is a real pseudo-terminal, its terminal end owned by uid with the
+// mode a login gives it (0620: mesg y).
+type pty struct {
+	master, slave *os.File
+	line          string
+}
+
+func openPty(t *testing.T, uid int) *pty {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { master.Close() })
+	conn, err := master.SyscallConn()
+	require.NoError(t, err)
+	var n int
+	var ioErr error
+	require.NoError(t, conn.Control(func(fd uintptr) {
+		if ioErr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ioErr == nil {
+			n, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
+		}
+	}))
+	require.NoError(t, ioErr)
+	line := "pts/" + strconv.Itoa(n)
+	slave, err := os.OpenFile("/dev/"+line, os.O_RDWR|unix.O_NOCTTY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { slave.Close() })
+	require.NoError(t, os.Chown("/dev/"+line, uid, -1))
+	require.NoError(t, os.Chmod("/dev/"+line, 0o620))
+	return &pty{master: master, slave: slave, line: line}
+}
+
+// read returns what the terminal showed within d.
+func (p *pty) read(t *testing.T, d time.Duration, until string) string {
+	t.Helper()
+	require.NoError(t, p.master.SetReadDeadline(time.Now().Add(d)))
+	var got []byte
+	buf := make([]byte, 4096)
+	for until == "" || !strings.Contains(string(got), until) {
+		n, err := p.master.Read(buf)
+		got = append(got, buf[:n]...)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	return string(got)
+}
+
+// A notice reaches the owner's real terminal, and not a terminal of
+// another user, even one a forged utmp line puts under the owner's name;
+// nor the owner's terminal where they said `mesg n`.
+func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give terminals to other uids")
+	}
+	mine, quiet, theirs := openPty(t, nobody.UID), openPty(t, nobody.UID), openPty(t, 1)
+	require.NoError(t, os.Chmod("/dev/"+quiet.line, 0o600)) // mesg n
+	utmp := writeUtmp(t, Login{User: "nobody", Line: mine.line}, Login{User: "nobody", Line: quiet.line},
+		Login{User: "daemon", Line: theirs.line}, Login{User: "nobody", Line: theirs.line}, Login{User: "nobody", Line: "../etc/passwd"})
+
+	r := newIdleRig(t, nobody)
+	id, _ := r.book(true)
+	var log actLog
+	yes := true
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
+	r.run(2*time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
+
+	got := mine.read(t, 5*time.Second, "--reason")
+	require.Contains(t, got, "your booking #1 on GPU 3: idle for 2m on GPU 3")
+	require.Contains(t, got, `chronos on gpu\x1b]0;box`, "the escape in the host name is defused")
+	require.Eventually(t, func() bool {
+		r.run(time.Second, time.Second, m)
+		return strings.Contains(strings.Join(log.kinds(), " "), "notified")
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Empty(t, theirs.read(t, 200*time.Millisecond, ""), "another user's terminal")
+	require.Empty(t, quiet.read(t, 200*time.Millisecond, ""), "mesg n")
+
+	// Once told, never again: the next monitor finds the delivery claimed.
+	again := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
+	r.run(30*time.Second, 10*time.Second, again)
+	require.Empty(t, mine.read(t, 300*time.Millisecond, ""))
+}
+
+// hook is a local webhook that records what it is sent, answering with
+// the statuses queued (then 200).
+type hook struct {
+	*httptest.Server
+	mu       sync.Mutex
+	bodies   []webhookBody
+	statuses []int
+}
+
+func newHook(t *testing.T, statuses ...int) *hook {
+	h := &hook{statuses: statuses}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var b webhookBody
+		_ = json.Unmarshal(data, &b)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.bodies = append(h.bodies, b)
+		if len(h.statuses) > 0 {
+			w.WriteHeader(h.statuses[0])
+			h.statuses = h.statuses[1:]
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hook) received() []webhookBody {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]webhookBody(nil), h.bodies...)
+}
+
+// Three monitors, three notices (two warnings and the reclaim): the
+// webhook gets each once, as Slack-compatible JSON.
+func TestWebhookGetsEachNoticeOnce(t *testing.T) {
+	h := newHook(t)
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	pol := ladderPolicy(ReclaimAlways)
+	pol.NotifyURL = h.URL
+	var ms []*Monitor
+	for range 3 {
+		ms = append(ms, r.monitor(pol, MonitorOptions{Notify: NotifyOptions{Host: "gpu1"}}))
+	}
+	r.run(6*time.Minute+20*time.Second, 10*time.Second, ms...)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed", "signalled"}, eventKinds(t, r.c, id),
+		"its process is ended as at expiry")
+	require.Eventually(t, func() bool { return len(h.received()) == 3 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	got := h.received()
+	require.Len(t, got, 3, "no notice twice")
+	kinds := []storage.EventKind{got[0].Chronos.Kind, got[1].Chronos.Kind, got[2].Chronos.Kind}
+	require.ElementsMatch(t, []storage.EventKind{storage.EventIdle, storage.EventIdle, storage.EventReclaimed}, kinds)
+	for _, b := range got {
+		require.True(t, strings.HasPrefix(b.Text, "chronos on gpu1: booking #1 of alice (GPU 3): "), b.Text)
+		require.Equal(t, id, b.Chronos.Partition)
+		require.Equal(t, "alice", b.Chronos.User)
+	}
+}
+
+// A webhook that fails for a moment gets the notice on a later try; one
+// that refuses it (4xx) is not asked again, and the monitor says so.
+func TestWebhookRetries(t *testing.T) {
+	n := newNotifier(NotifyOptions{Tries: 3, RetryWait: time.Millisecond, Host: "h"})
+	flaky := newHook(t, http.StatusBadGateway, http.StatusTooManyRequests)
+	require.NoError(t, n.post(flaky.URL, Notice{Partition: 7, Detail: "ends in 5m"}))
+	require.Len(t, flaky.received(), 3)
+
+	refusing := newHook(t, http.StatusForbidden)
+	err := n.post(refusing.URL, Notice{Partition: 7})
+	require.ErrorContains(t, err, "the webhook answered 403 Forbidden")
+	require.Len(t, refusing.received(), 1)
+
+	down := newHook(t, 500, 500, 500, 500)
+	require.ErrorContains(t, n.post(down.URL, Notice{}), "500")
+	require.Len(t, down.received(), 3, "gives up after its tries")
+}
+
+// Every open app of the owner shows the notice, whichever monitor recorded
+// it; another user's app does not.
+func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	recorder := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+
+	var mu sync.Mutex
+	seen := map[string][]Notice{}
+	app := func(who Identity) *Monitor {
+		c := NewClient(Options{Ledger: storage.New(r.path), As: &who, Now: r.clock.Now})
+		return NewMonitor(c, MonitorOptions{OnNotice: func(n Notice) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[who.User] = append(seen[who.User], n)
+		}})
+	}
+	alices, bobs := app(alice), app(bob)
+	r.run(2*time.Minute, 10*time.Second, recorder, alices, bobs)
+	r.run(10*time.Second, 10*time.Second, recorder, alices, bobs)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen["alice"], 1)
+	require.Empty(t, seen["bob"])
+	n := seen["alice"][0]
+	require.Equal(t, storage.EventIdle, n.Kind)
+	require.Equal(t, id, n.Partition)
+	require.Equal(t, idleGPU, n.Device)
+	require.Contains(t, n.String(), "booking #1 of alice (GPU 3): idle for 2m")
+}

@@ -1,0 +1,144 @@
+package main
+
+// How a wrong command line and the libraries' errors become a person's
+// words: usage errors that say where help is, flag complaints without the
+// parser's internals, and ledger problems that say what to do.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// args wraps a cobra argument check so that a wrong count is a usage error
+// that says where help is, and a mistyped command gets the nearest ones.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		clipped := make([]string, len(a)) // cobra repeats arguments in its messages
+		for i, s := range a {
+			clipped[i] = core.Clip(s)
+		}
+		err := check(cmd, clipped)
+		switch {
+		case err == nil:
+			return nil
+		case cmd.HasAvailableSubCommands() && len(a) > 0:
+			msg := "unknown command " + core.Quote(a[0])
+			cmd.SuggestionsMinimumDistance = 2
+			if near := cmd.SuggestionsFor(a[0]); len(near) > 0 {
+				msg += ": did you mean " + strings.Join(near, " or ") + "?"
+			}
+			return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
+		}
+		return usageError{fmt.Errorf("%s: %w (see %s --help)", commandName(cmd), err, cmd.CommandPath())}
+	}
+}
+
+// noArgs is cobra.NoArgs saying what is wrong in plain words.
+func noArgs(_ *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		return fmt.Errorf("no arguments expected, got %s", core.Quote(a[0]))
+	}
+	return nil
+}
+
+// commandName is the command as a person typed it after "chronos".
+func commandName(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return cmd.Name()
+	}
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// flagError puts the flag parser's complaints in a person's words, repeating
+// at most a little of what was typed.
+func flagError(cmd *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	var unknown *pflag.NotExistError
+	switch {
+	case errors.As(err, &bad):
+		want := "not valid"
+		switch bad.GetFlag().Value.Type() {
+		case "int", "uint":
+			want = "not a whole number"
+		case "duration":
+			want = "not a duration like 30s or 5m"
+		case "bool":
+			want = "not true or false"
+		}
+		err = fmt.Errorf("--%s %s: %s", bad.GetFlag().Name, core.Quote(bad.GetValue()), want)
+	case errors.As(err, &unknown):
+		name := "--" + unknown.GetSpecifiedName()
+		if short := unknown.GetSpecifiedShortnames(); short != "" {
+			name = "-" + short
+		}
+		err = fmt.Errorf("unknown flag %s", core.Quote(name))
+	}
+	return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+}
+
+// explain turns what the libraries said into a person's words at the top,
+// keeping the error matchable: a ledger path that cannot be used says which
+// and why; a damaged ledger points at chronos doctor.
+func (g *globals) explain(cmd *cobra.Command, err error) error {
+	var pathErr *fs.PathError
+	if path, perr := core.LedgerPath(g.db); perr == nil && errors.As(err, &pathErr) &&
+		(pathErr.Path == path || strings.HasPrefix(path, pathErr.Path+"/")) {
+		return ledgerPathError{path: path, from: g.ledgerSource(), err: pathErr}
+	}
+	if errors.Is(err, storage.ErrDamaged) && cmd.Name() != "doctor" {
+		return fmt.Errorf("%w\n`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read", err)
+	}
+	return err
+}
+
+// ledgerSource says where the ledger's path came from, for messages.
+func (g *globals) ledgerSource() string {
+	switch {
+	case g.db != "":
+		return " (--db)"
+	case os.Getenv("CHRONOS_DB") != "":
+		return " ($CHRONOS_DB)"
+	}
+	return ""
+}
+
+// ledgerPathError is a ledger path that cannot be used, in plain words.
+type ledgerPathError struct {
+	path, from string
+	err        *fs.PathError
+}
+
+func (e ledgerPathError) Unwrap() error { return e.err }
+
+func (e ledgerPathError) Error() string {
+	why := e.err.Err.Error()
+	switch {
+	case errors.Is(e.err, fs.ErrNotExist) && e.err.Path == e.path:
+		why = "its directory " + filepath.Dir(e.path) + " does not exist"
+		if st, err := os.Stat(filepath.Dir(e.path)); err == nil && st.IsDir() {
+			why = "no file can be made in " + filepath.Dir(e.path)
+		}
+	case errors.Is(e.err, fs.ErrNotExist):
+		why = e.err.Path + " does not exist"
+	case errors.Is(e.err, syscall.ENOTDIR):
+		why = "a part of the path is a file, not a directory"
+	case errors.Is(e.err, syscall.EISDIR):
+		why = "it is a directory"
+	case errors.Is(e.err, syscall.EROFS):
+		why = "it is on a read-only file system"
+	case errors.Is(e.err, fs.ErrPermission):
+		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", core.CurrentIdentity().User, e.err.Path)
+	}
+	return fmt.Sprintf("cannot use the ledger %s%s: %s", e.path, e.from, why)
+}

@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// The monitors' accounting: per booking aggregates, one compact sample per
+// GPU per minute (kept a day), and per user GPU time used with no booking.
+var (
+	bucketBookingUsage = []byte("booking-usage") // BookingUsage by booking id
+	bucketSamples      = []byte("samples")       // GPUMinute by minute, then device UUID
+	bucketUnbooked     = []byte("unbooked")      // UnbookedUse by day, then uid
+)
+
+// BookingUsage is what monitors measured of one booking, and where it stands on
+// the idle reclaim ladder. Monitors write it at most once a minute.
+type BookingUsage struct {
+	Partition uint64 `json:"partition"`
+	// Through is the end of the last minute accounted: a minute is
+	// accounted once, however many monitors watched it.
+	Through time.Time `json:"through,omitzero"`
+	// Idle is all the time the booking was seen idle; GPUTime is the GPU
+	// time its processes used (SM activity × time: a whole GPU busy for a
+	// minute is a minute).
+	Idle       time.Duration `json:"idle,omitempty"`
+	GPUTime    time.Duration `json:"gpu_time,omitempty"`
+	MemoryPeak uint64        `json:"memory_peak,omitempty"`
+	LastActive time.Time     `json:"last_active,omitzero"`
+	// IdleFor is how long the booking has been idle without a break (time
+	// no monitor watched does not count); zero while it works.
+	IdleFor time.Duration `json:"idle_for,omitempty"`
+	// Warnings counts the ladder's warnings sent in this idle stretch, the
+	// last at WarnedAt.
+	Warnings int       `json:"warnings,omitempty"`
+	WarnedAt time.Time `json:"warned_at,omitzero"`
+	// A hold exempts the booking from reclaim until HeldUntil.
+	HeldUntil  time.Time `json:"held_until,omitzero"`
+	HoldReason string    `json:"hold_reason,omitempty"`
+	Holds      int       `json:"holds,omitempty"`
+	Reclaimed  time.Time `json:"reclaimed,omitzero"`
+}
+
+// GPUMinute is one GPU's minute: mean utilization, peak memory used, and
+// which live bookings worked or sat idle.
+type GPUMinute struct {
+	Minute      time.Time `json:"minute"` // its start
+	Device      int       `json:"device"`
+	UUID        string    `json:"uuid"`
+	Util        int       `json:"util"` // mean percent; -1 when the GPU did not say
+	MemoryUsed  uint64    `json:"memory_used"`
+	MemoryTotal uint64    `json:"memory_total"`
+	Active      []uint64  `json:"active,omitempty"`
+	Idle        []uint64  `json:"idle,omitempty"`
+}
+
+// UnbookedUse is the GPU time one user's processes used with no booking,
+// on one day (UTC).
+type UnbookedUse struct {
+	Day     time.Time     `json:"day"`
+	UID     int           `json:"uid"`
+	User    string        `json:"user"`
+	GPUTime time.Duration `json:"gpu_time"`
+}
+
+// BookingUsage returns the booking's usage; ok is false when none was
+// recorded.
+func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
+	v, err := tx.get(bucketBookingUsage, key(id))
+	if err != nil || v == nil {
+		return BookingUsage{Partition: id}, false, err
+	}
+	if err := decode(v, &u); err != nil {
+		return u, false, fmt.Errorf("usage of %d: %w", id, err)
+	}
+	return u, true, nil
+}
+
+// UsageOf returns the usage of each booking of ids, in that order (with no
+// usage yet: zero, Partition set), in as few reads as the engine allows.
+func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
+	vals, err := tx.getMany(bucketBookingUsage, idKeys(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BookingUsage, len(ids))
+	for i, v := range vals {
+		out[i].Partition = ids[i]
+		if v != nil {
+			if err := decode(v, &out[i]); err != nil {
+				return nil, fmt.Errorf("usage of %d: %w", ids[i], err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// PutBookingUsage stores a booking's usage.
+func (tx *Tx) PutBookingUsage(u BookingUsage) error {
+	raw, err := tx.writable("put usage")
+	if err != nil {
+		return err
+	}
+	return put(raw, bucketBookingUsage, key(u.Partition), u)
+}
+
+// BookingUsages returns every booking's usage by id.
+func (tx *Tx) BookingUsages() (map[uint64]BookingUsage, error) {
+	out := map[uint64]BookingUsage{}
+	err := each(tx, bucketBookingUsage, func(_ []byte, u BookingUsage) error {
+		out[u.Partition] = u
+		return nil
+	})
+	return out, err
+}
+
+// unixSeconds orders times as keys; times before 1970 sort as 1970.
+func unixSeconds(t time.Time) uint64 { return uint64(max(t.Unix(), 0)) }
+
+func minuteKey(t time.Time, uuid string) []byte {
+	k := make([]byte, 8, 8+len(uuid))
+	binary.BigEndian.PutUint64(k, unixSeconds(t))
+	return append(k, uuid...)
+}
+
+// HasGPUMinute reports whether the GPU's minute starting at minute was
+// recorded: the claim that makes many monitors account it once.
+func (tx *Tx) HasGPUMinute(minute time.Time, uuid string) (bool, error) {
+	v, err := tx.get(bucketSamples, minuteKey(minute, uuid))
+	return v != nil, err
+}
+
+// PutGPUMinute stores one GPU's minute.
+func (tx *Tx) PutGPUMinute(m GPUMinute) error {
+	raw, err := tx.writable("put GPU minute")
+	if err != nil {
+		return err
+	}
+	return put(raw, bucketSamples, minuteKey(m.Minute, m.UUID), m)
+}
+
+// GPUMinutes returns the minutes that started in [from, to), oldest first;
+// uuid "" means every GPU's.
+func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]GPUMinute, error) {
+	var out []GPUMinute
+	end := unixSeconds(to)
+	err := tx.scan(bucketSamples, minuteKey(from, ""), false, func(k, v []byte) (bool, error) {
+		if len(k) < 8 || binary.BigEndian.Uint64(k) >= end {
+			return false, nil
+		}
+		if uuid != "" && string(k[8:]) != uuid {
+			return true, nil
+		}
+		var m GPUMinute
+		if err := decode(v, &m); err != nil {
+			return false, fmt.Errorf("GPU minute %x: %w", k, err)
+		}
+		out = append(out, m)
+		return true, nil
+	})
+	return out, err
+}
+
+// DropGPUMinutes deletes the minutes that started before cutoff.
+func (tx *Tx) DropGPUMinutes(cutoff time.Time) error {
+	raw, err := tx.writable("drop GPU minutes")
+	if err != nil {
+		return err
+	}
+	end := unixSeconds(cutoff)
+	return deleteWhere(tx, raw, bucketSamples, func(k, _ []byte) (bool, bool) {
+		old := len(k) < 8 || binary.BigEndian.Uint64(k) < end
+		return old, old
+	})
+}
+
+func dayKey(day time.Time, uid int) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, unixSeconds(day))
+	binary.BigEndian.PutUint64(k[8:], uint64(uid))
+	return k
+}
+
+// AddUnbooked adds GPU time a user's processes used with no booking on the
+// day of at.
+func (tx *Tx) AddUnbooked(at time.Time, uid int, user string, d time.Duration) error {
+	raw, err := tx.writable("add unbooked use")
+	if err != nil {
+		return err
+	}
+	y, m, dd := at.UTC().Date()
+	day := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+	k := dayKey(day, uid)
+	u := UnbookedUse{Day: day, UID: uid, User: user}
+	v, err := raw.Get(bucketUnbooked, k)
+	if err != nil {
+		return err
+	}
+	if v != nil {
+		if err := decode(v, &u); err != nil {
+			return fmt.Errorf("unbooked use %x: %w", k, err)
+		}
+	}
+	u.GPUTime += d
+	return put(raw, bucketUnbooked, k, u)
+}
+
+// Unbooked returns each user's daily unbooked use from the day of since on.
+func (tx *Tx) Unbooked(since time.Time) ([]UnbookedUse, error) {
+	y, m, d := since.UTC().Date()
+	var out []UnbookedUse
+	err := tx.scan(bucketUnbooked, dayKey(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), 0), false, func(k, v []byte) (bool, error) {
+		var u UnbookedUse
+		if err := decode(v, &u); err != nil {
+			return false, fmt.Errorf("unbooked use %x: %w", k, err)
+		}
+		out = append(out, u)
+		return true, nil
+	})
+	return out, err
+}

@@ -1,0 +1,295 @@
+// Package tui is Chronos's terminal app — every GPU's live load, every
+// booking with its countdown, the GPU processes and whom they count against,
+// and keys to book, release and extend — and the plain renderers the CLI
+// prints with.
+//
+// The app is a root Model that composes components, each a file of its own:
+// the GPU panel (gpus.go), one tab per table (bookings.go, processes.go, both
+// on the table component in table.go), the booking form (form.go) and the
+// prompt on the status line (prompt.go). Every component draws from what
+// the root hands it, keeps its own keys (a help.KeyMap) and is sized by the
+// root. All reading and writing happens in tea.Cmds (cmds.go).
+//
+// To add a tab (a waiting line, a GPU's history): write a type that meets
+// the tab interface in tabs.go — usually a table of its own rows, shaped by
+// a pure function from the readings — and append it to the tabs in New. The
+// root then switches to it with tab, sizes it, hands it every new reading
+// and routes its keys; nothing else changes.
+package tui
+
+import (
+	"context"
+	"os"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+// Options configure the app.
+type Options struct {
+	Client  *core.Client
+	Backend gpu.Backend
+	// Notice is shown under the header, e.g. "no NVIDIA driver found;
+	// showing simulated GPUs".
+	Notice string
+	// Mode is how the GPUs are shared: "concurrent (MPS, multi-user)" or
+	// "time-sliced".
+	Mode string
+	Host string
+	// Acts carries one line per monitor act (expired, warned, signalled),
+	// shown in the status line. May be nil.
+	Acts <-chan string
+	// Now is the clock; nil means the client's.
+	Now func() time.Time
+	// Refresh is how often the screen ticks; zero means a second. The GPUs
+	// are sampled every gpuEvery ticks; the ledger is re-read when it
+	// changes (see reloadEvery).
+	Refresh time.Duration
+
+	// after makes every timed message (ticks, status clearing); nil means
+	// tea.Tick. Tests collect them instead of waiting.
+	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+}
+
+// The smallest terminal the app draws in.
+const (
+	minWidth  = 60
+	minHeight = 16
+)
+
+// Work a tick does only now and then, not every second. The GPU panel is
+// the widest part of the screen and changes with every reading, so reading
+// every other tick halves what it writes to the terminal. The ledger is
+// re-read on the watch's change notices, after the app's own writes and when
+// a booking's deadline passes; reloadEvery re-reads it anyway in case a
+// notice was missed.
+const (
+	gpuEvery    = 2
+	reloadEvery = 10
+)
+
+// frameRate is how often the renderer wakes to draw what changed. Each
+// wake-up of an otherwise idle process costs CPU (on the VM, 20 frames a
+// second used a tenth of a percent of a core more than 10); at 10 a key
+// shows within a tenth of a second, and the first frame comes up to that
+// much later.
+const frameRate = 10
+
+// shared is what every component reads, by pointer: the styles, the clock
+// and who is looking. Nothing writes to it after New, so components and
+// tests never see one another's changes through it.
+type shared struct {
+	styles Styles
+	now    func() time.Time
+	me     core.Identity
+	after  func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+}
+
+// readings is what the app last read from the ledger and the GPUs, and the
+// attribution that follows from the two.
+type readings struct {
+	sample gpu.Sample
+	parts  []core.Partition
+	avail  []core.Availability
+	policy core.Policy
+	attrs  []core.Attribution
+	// The other hosts of a ledger many hosts share, and warnings about
+	// their clocks.
+	hosts    []core.HostView
+	warnings []string
+}
+
+// mode is what the keyboard is talking to.
+type mode int
+
+const (
+	browsing  mode = iota
+	booking        // the new-booking form
+	releasing      // the prompt waits for y to confirm a release
+	extending      // the prompt takes an extension
+	filtering      // the prompt takes a filter, applied as it is typed
+)
+
+// Model is the root of the app: it owns the readings, schedules reading
+// them again, routes keys by mode to the component that has the keyboard,
+// and lays the components out. It is used by pointer: every copy is the
+// same app.
+type Model struct {
+	opts Options
+	sh   *shared
+	keys appKeys
+	ctx  context.Context
+	stop context.CancelFunc
+
+	width, height int
+
+	data    readings
+	sched   schedule
+	changes <-chan struct{}
+
+	gpus      *gpuPanel
+	bookings  *bookingsTab
+	processes *processesTab
+	tabs      []tab
+	active    int
+	form      *bookingForm
+	prompt    *prompt
+	help      help.Model
+
+	mode     mode
+	filter   string // as typed; rows match it ignoring case
+	mineOnly bool
+	sortBy   sortKey
+	fullHelp bool
+	target   bookingRow // what x or e acts on
+
+	status statusLine
+	memos  struct{ header, tabs, footer memo }
+}
+
+// New returns the app's root model.
+func New(opts Options) *Model {
+	if opts.Refresh <= 0 {
+		opts.Refresh = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = opts.Client.Now
+	}
+	if opts.after == nil {
+		opts.after = tea.Tick
+	}
+	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), after: opts.after}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &Model{
+		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
+		width: 80, height: 24,
+		data:      readings{policy: core.DefaultPolicy()},
+		gpus:      newGPUPanel(sh),
+		bookings:  newBookingsTab(sh),
+		processes: newProcessesTab(sh),
+		prompt:    newPrompt(sh),
+		help:      help.New(),
+	}
+	m.tabs = []tab{m.bookings, m.processes}
+	m.help.Styles.FullKey = sh.styles.Label
+	m.help.Styles.FullDesc = sh.styles.Faint
+	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
+	return m
+}
+
+// gcPercent is the app's garbage collection target, unless GOGC says
+// otherwise. The app's live heap is a few MiB and it allocates little once
+// drawn, so collecting at half the default growth costs no CPU that can be
+// measured and keeps about 2 MiB less resident.
+const gcPercent = 50
+
+// Run shows the app on the terminal until the person quits.
+func Run(opts Options) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	m := New(opts)
+	defer m.stop()
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
+	return err
+}
+
+// Init reads the GPUs and the ledger, starts the refresh tick and the
+// ledger watch, and listens for the monitor.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(
+		sampleCmd(m.opts.Backend),
+		loadCmd(m.opts.Client),
+		m.tickCmd(),
+		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
+		waitActCmd(m.opts.Acts),
+	)
+}
+
+// Update routes one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	m.syncKeys()
+	m.relayout()
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		return nil
+	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			// Keys typed faster than a read arrive together ("n30%"); each
+			// is its own key, and the first may change what the rest mean.
+			var cmds []tea.Cmd
+			for _, r := range msg.Runes {
+				cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+			}
+			return tea.Batch(cmds...)
+		}
+		return m.key(msg)
+	case clearStatusMsg:
+		m.status.clear(msg.seq)
+		return nil
+	}
+	return m.receive(msg)
+}
+
+// quit stops the app: the ledger watch ends and the program exits.
+func (m *Model) quit() tea.Cmd {
+	m.stop()
+	return tea.Quit
+}
+
+// derive rebuilds what the components show from the readings and the
+// person's filters. It runs when either changes, not on every frame, so
+// View only draws.
+func (m *Model) derive() {
+	now := m.sh.now()
+	// This host's GPUs are sampled here; other hosts' bookings are drawn
+	// under their own GPUs.
+	client := m.opts.Client
+	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
+	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
+	m.gpus.setBookings(bookedSegments(here, now))
+	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
+	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
+	for _, t := range m.tabs {
+		t.setRows(&m.data, f, now)
+	}
+	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
+	if m.form != nil {
+		m.form.setReadings(&m.data)
+	}
+}
+
+// relayout pushes the sizes the layout gives down to the components: the
+// terminal's size, the number of GPUs and the form decide them.
+func (m *Model) relayout() {
+	l := m.layout()
+	for _, t := range m.tabs {
+		t.setSize(m.width, l.body)
+	}
+}
+
+// tooSmall is a terminal the app does not draw in; only quitting works there.
+func (m *Model) tooSmall() bool { return m.width < minWidth || m.height < minHeight }
+
+// current is the tab on screen.
+func (m *Model) current() tab { return m.tabs[m.active] }
+
+// show puts t on screen.
+func (m *Model) show(t tab) {
+	if i := slices.Index(m.tabs, t); i >= 0 {
+		m.active = i
+	}
+}

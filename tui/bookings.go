@@ -1,0 +1,263 @@
+package tui
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// bookingRow is a booking as the table shows it.
+type bookingRow struct {
+	core.Partition
+	procs int    // GPU processes counting against it
+	inUse uint64 // the GPU memory they use
+	mine  bool
+	live  bool // when the rows were shaped
+}
+
+// shownAfterEnd is how long an ended booking stays in the table, so that a
+// release or an expiry is seen rather than a row silently vanishing.
+const shownAfterEnd = 10 * time.Minute
+
+// endedAt is when a booking stopped holding its share.
+func endedAt(p storage.Partition) time.Time {
+	if p.State == storage.Released && !p.Ended.IsZero() {
+		return p.Ended
+	}
+	if !p.Ended.IsZero() && p.Ended.Before(p.Expires) {
+		return p.Ended
+	}
+	return p.Expires
+}
+
+// bookingRows shapes the bookings table: live bookings and those ended in
+// the last shownAfterEnd, each with what its processes use, kept by the
+// filter and sorted.
+func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
+	type use struct {
+		procs    int
+		bytes    uint64
+		commands []string
+	}
+	uses := map[uint64]*use{}
+	for _, a := range r.attrs {
+		if a.Partition == 0 {
+			continue
+		}
+		u := uses[a.Partition]
+		if u == nil {
+			u = &use{}
+			uses[a.Partition] = u
+		}
+		u.procs++
+		u.bytes += a.MemoryUsed
+		u.commands = append(u.commands, a.Command)
+	}
+	var rows []bookingRow
+	for _, p := range r.parts {
+		live := p.LiveAt(now)
+		if !live && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
+			continue
+		}
+		row := bookingRow{Partition: p, mine: p.UID == me, live: live}
+		var commands []string
+		if u := uses[p.ID]; u != nil {
+			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
+		}
+		if f.keeps(row.mine, append(commands, p.User, "#"+strconv.FormatUint(p.ID, 10))...) {
+			rows = append(rows, row)
+		}
+	}
+	sortBookings(rows, f.sortBy)
+	return rows
+}
+
+func sortBookings(rows []bookingRow, by sortKey) {
+	slices.SortStableFunc(rows, func(a, b bookingRow) int {
+		var c int
+		switch by {
+		case byTimeLeft:
+			// Ended bookings sink below the live ones, most recent first.
+			switch {
+			case a.live != b.live && a.live:
+				c = -1
+			case a.live != b.live:
+				c = 1
+			case !a.live:
+				c = endedAt(b.Partition.Partition).Compare(endedAt(a.Partition.Partition))
+			default:
+				c = a.Expires.Compare(b.Expires)
+			}
+		case byOwner:
+			c = strings.Compare(a.User, b.User)
+		case byDevice:
+			c = cmp.Compare(a.Device, b.Device)
+		}
+		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// The bookings table's columns. ELAPSED is a bar of the booking's time
+// gone by; it takes what the others leave.
+const (
+	bkMark = iota
+	bkID
+	bkHost
+	bkOwner
+	bkGPU
+	bkShare
+	bkInUse
+	bkLeft
+	bkElapsed
+	bkState
+	bkProcs
+)
+
+var bookingColumns = []column{
+	bkMark:    {width: markWidth},
+	bkID:      {title: "ID", width: 6},
+	bkHost:    {title: "HOST", width: 10},
+	bkOwner:   {title: "OWNER", width: 10},
+	bkGPU:     {title: "GPU", width: 3},
+	bkShare:   {title: "BOOKED", width: 14},
+	bkInUse:   {title: "IN USE", width: 9, right: true},
+	bkLeft:    {title: "LEFT", width: 8, right: true},
+	bkElapsed: {title: "ELAPSED", flex: true, min: 5, max: 30},
+	bkState:   {title: "STATE", width: 11},
+	bkProcs:   {title: "PROCS", width: 5, right: true},
+}
+
+// bookingColumnsOneHost are the columns on a ledger of one host's (a
+// file): no HOST.
+var bookingColumnsOneHost = func() []column {
+	c := slices.Clone(bookingColumns)
+	c[bkHost].width = 0
+	return c
+}()
+
+// bookingCells is everything a bookings row shows; the row is drawn from
+// it alone.
+type bookingCells struct {
+	id      uint64
+	host    string
+	user    string
+	device  int
+	booked  string
+	inUse   string
+	over    bool // its processes use more memory than booked
+	left    string
+	elapsed int // cells of the ELAPSED bar filled
+	status  core.BookingStatus
+	procs   int
+	mine    bool
+}
+
+// bookingsTab lists bookings with their countdowns.
+type bookingsTab struct {
+	table    table[bookingRow, bookingCells]
+	warnLead time.Duration
+}
+
+func newBookingsTab(sh *shared) *bookingsTab {
+	t := &bookingsTab{warnLead: core.DefaultPolicy().WarnLead}
+	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
+	t.table.id = func(r bookingRow) uint64 { return r.ID }
+	t.table.cells = t.cells
+	t.table.draw = t.draw
+	return t
+}
+
+func (t *bookingsTab) title() string             { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
+func (t *bookingsTab) setSize(width, height int) { t.table.setSize(width, height) }
+
+func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
+	t.warnLead = r.policy.WarnLead
+	specs := bookingColumnsOneHost
+	if slices.ContainsFunc(r.parts, func(p core.Partition) bool { return p.Host != "" }) {
+		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
+	}
+	t.table.setColumns(specs)
+	t.table.setRows(bookingRows(r, f, t.table.sh.me.UID, now))
+}
+
+func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }
+func (t *bookingsTab) update(msg tea.KeyMsg) bool   { return t.table.update(msg) }
+func (t *bookingsTab) enable(on bool)               { t.table.enable(on) }
+func (t *bookingsTab) ShortHelp() []key.Binding     { return t.table.ShortHelp() }
+func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() }
+func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
+
+func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
+	// Only the rows on screen are formatted, each frame: a few dozen, of
+	// maybe thousands.
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
+		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
+		status: r.Status(now, t.warnLead), left: "-"}
+	if r.procs > 0 {
+		c.inUse = core.FormatBytes(r.inUse)
+	}
+	frac := 1.0
+	if r.LiveAt(now) {
+		c.left = timeLeft(r.Expires.Sub(now))
+		if total := r.Expires.Sub(r.Created); total > 0 {
+			frac = float64(now.Sub(r.Created)) / float64(total)
+		}
+	}
+	c.elapsed = barCells(frac, cols.widths[bkElapsed])
+	return c
+}
+
+func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
+	st := &t.table.sh.styles
+	width := t.table.width
+	mark := []rune("  ")
+	if selected {
+		mark[0] = '▸'
+	}
+	if c.mine {
+		mark[1] = '•'
+	}
+	cell := func(i int, text string) string { return cols.cell(i, text) }
+	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
+		cell(bkLeft, c.left), cell(bkState, string(c.status)), cell(bkInUse, c.inUse)
+	host := cell(bkHost, Printable(c.host))
+	barW := cols.widths[bkElapsed]
+	if selected || c.status.Ended() {
+		// One style over the whole line: the highlight unbroken, or the
+		// whole row faded.
+		line := cols.join(string(mark), id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)))
+		if selected {
+			return st.Selected.Render(fit(line, width))
+		}
+		return st.Ended.Render(cut(line, width))
+	}
+	if c.mine {
+		owner = st.Mine.Render(owner)
+	} else {
+		owner = st.Owner(c.user).Render(owner)
+	}
+	if c.over {
+		inUse = st.OverBudget.Render(inUse)
+	}
+	filled := &st.TimeUsed
+	if c.status == core.StatusEndingSoon {
+		left, state, filled = st.EndingSoon.Render(left), st.EndingSoon.Render(state), &st.TimeSoon
+	}
+	markCell := string(mark)
+	if c.mine {
+		markCell = st.Mine.Render(markCell)
+	}
+	line := cols.join(markCell, id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)))
+	return cut(line, width)
+}

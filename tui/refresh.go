@@ -1,0 +1,229 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// schedule is when the app last read what, and what it waits for.
+type schedule struct {
+	sampledAt  time.Time // when the GPUs were last asked for a reading
+	loadedAt   time.Time // when the ledger was last asked for
+	nextChange time.Time // the next instant a shown booking ends or leaves the table
+	// changeHeld: a read for a change notice went out less than
+	// changeSpacing ago; changeAgain: another notice came meanwhile.
+	changeHeld, changeAgain bool
+}
+
+// due reports whether a read last made at last is due again at now, every
+// so many ticks of every. Ticks jitter, so it is due half a tick early
+// rather than a whole tick late.
+func due(now, last time.Time, ticks int, every time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= time.Duration(ticks)*every-every/2
+}
+
+// passed reports whether the instant t (zero: none) has come.
+func passed(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) }
+
+// load asks for the ledger and notes when.
+func (m *Model) load() tea.Cmd {
+	m.sched.loadedAt = m.sh.now()
+	return loadCmd(m.opts.Client)
+}
+
+func (m *Model) tickCmd() tea.Cmd {
+	return m.sh.after(m.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// receive takes in readings, change notices, the monitor's acts and the
+// answers to the person's requests.
+func (m *Model) receive(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tickMsg:
+		// Countdowns come from the clock in View; a tick only decides what
+		// needs reading again.
+		now := m.sh.now()
+		cmds := []tea.Cmd{m.tickCmd()}
+		if due(now, m.sched.sampledAt, gpuEvery, m.opts.Refresh) {
+			m.sched.sampledAt = now
+			cmds = append(cmds, sampleCmd(m.opts.Backend), hostsCmd(m.opts.Client))
+		}
+		if passed(now, m.sched.nextChange) || due(now, m.sched.loadedAt, reloadEvery, m.opts.Refresh) {
+			cmds = append(cmds, m.load())
+		}
+		return tea.Batch(cmds...)
+
+	case sampleMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, fmt.Sprintf("reading the GPUs: %v", msg.err), true)
+		}
+		if m.sched.sampledAt.IsZero() { // Init's reading
+			m.sched.sampledAt = m.sh.now()
+		}
+		m.data.sample = msg.sample
+		m.gpus.record(msg.sample)
+		m.derive()
+		return nil
+
+	case hostsMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, fmt.Sprintf("reading the other hosts: %v", msg.err), true)
+		}
+		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(msg.hosts)
+		m.derive()
+		m.relayout()
+		return nil
+
+	case ledgerMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, msg.err.Error(), true)
+		}
+		if m.sched.loadedAt.IsZero() { // Init's reading
+			m.sched.loadedAt = m.sh.now()
+		}
+		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
+		m.derive()
+		return nil
+
+	case watchingMsg:
+		m.changes = msg.changes
+		return waitChangeCmd(m.changes)
+
+	case ledgerChangedMsg:
+		// Under a stream of writes (a busy lab, a soak) notices come faster
+		// than re-reading helps: read at once, then at most once per
+		// changeSpacing while they keep coming.
+		if m.sched.changeHeld {
+			m.sched.changeAgain = true
+			return waitChangeCmd(m.changes)
+		}
+		m.sched.changeHeld = true
+		return tea.Batch(m.load(), waitChangeCmd(m.changes), m.spacingCmd())
+
+	case changeSpacingMsg:
+		m.sched.changeHeld = false
+		if !m.sched.changeAgain {
+			return nil
+		}
+		m.sched.changeAgain, m.sched.changeHeld = false, true
+		return tea.Batch(m.load(), m.spacingCmd())
+
+	case actMsg:
+		return tea.Batch(m.status.set(m.sh, string(msg), false), waitActCmd(m.opts.Acts), m.load())
+
+	case createdMsg:
+		if msg.err != nil {
+			if m.mode == booking {
+				m.form.failed(msg.err)
+			}
+			return m.status.set(m.sh, msg.err.Error(), true)
+		}
+		p := *msg.part
+		m.data.parts = append(slices.DeleteFunc(m.data.parts, func(q core.Partition) bool { return q.ID == p.ID }), p)
+		if m.mode == booking {
+			m.mode, m.form = browsing, nil
+		}
+		m.show(m.bookings)
+		m.derive()
+		m.bookings.table.selectID(p.ID)
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, core.FormatPercent(p.SharePPM),
+			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Created))), false), m.load())
+
+	case releasedMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, msg.err.Error(), true)
+		}
+		m.replace(msg.part)
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Released #%d", msg.part.ID), false), m.load())
+
+	case extendedMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, msg.err.Error(), true)
+		}
+		m.replace(msg.part)
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, core.FormatDuration(msg.by),
+			timeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
+	}
+	return nil
+}
+
+func (m *Model) spacingCmd() tea.Cmd {
+	return m.sh.after(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
+}
+
+// replace puts a changed booking in place of its old copy.
+func (m *Model) replace(p core.Partition) {
+	for i := range m.data.parts {
+		if m.data.parts[i].ID == p.ID {
+			m.data.parts[i] = p
+		}
+	}
+	m.derive()
+}
+
+// rawPartitions are the stored records of bookings.
+func rawPartitions(parts []core.Partition) []storage.Partition {
+	raw := make([]storage.Partition, len(parts))
+	for i, p := range parts {
+		raw[i] = p.Partition
+	}
+	return raw
+}
+
+// nextChange is the first instant after after at which a booking ends or
+// an ended one leaves the table: the ledger is read again then, even if a
+// sample re-derives the rows first.
+func nextChange(parts []core.Partition, after time.Time) time.Time {
+	var next time.Time
+	for _, p := range parts {
+		t := p.Expires
+		if !p.LiveAt(after) {
+			t = endedAt(p.Partition).Add(shownAfterEnd)
+		}
+		if t.After(after) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
+}
+
+// How long a status message stays.
+const (
+	statusFor      = 5 * time.Second
+	errorStatusFor = 10 * time.Second
+)
+
+// statusLine is the transient message under the tables; each clears itself
+// after a while unless a newer one replaced it.
+type statusLine struct {
+	text  string
+	isErr bool
+	seq   int
+}
+
+// set shows text and returns the command that clears it.
+func (s *statusLine) set(sh *shared, text string, isErr bool) tea.Cmd {
+	if text == s.text && isErr == s.isErr {
+		return nil // the same error every second would never clear
+	}
+	s.seq++
+	s.text, s.isErr = text, isErr
+	after := statusFor
+	if isErr {
+		after = errorStatusFor
+	}
+	seq := s.seq
+	return sh.after(after, func(time.Time) tea.Msg { return clearStatusMsg{seq: seq} })
+}
+
+func (s *statusLine) clear(seq int) {
+	if seq == s.seq {
+		s.text, s.isErr = "", false
+	}
+}

@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// layout splits the height: header, GPU panel, tab line, body (a table,
+// the form or the help) and the two footer lines.
+type layout struct {
+	header, gpus, hosts, body int
+	fullGPUs                  bool
+}
+
+func (m *Model) layout() layout {
+	l := layout{header: 1 + len(m.data.warnings)}
+	if m.opts.Notice != "" {
+		l.header++
+	}
+	rest := m.height - l.header - 1 /* tabs */ - 2 /* status, help */
+	// The tables are what people act on: the GPU panel shrinks to compact
+	// rows before they get less than half the room.
+	minBody := max(6, rest/2)
+	if m.mode == booking {
+		minBody = max(minBody, m.form.height())
+	}
+	// Other hosts' GPUs take what this host's leave, a line each.
+	hosts := hostsLines(m.data.hosts)
+	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody-min(hosts, 2))
+	l.hosts = max(0, min(hosts, rest-minBody-l.gpus))
+	l.body = max(1, rest-l.gpus-l.hosts)
+	return l
+}
+
+// View draws the screen from the model alone; countdowns come from the
+// stored deadlines and the clock. No line is wider than the terminal, and
+// lines are not padded: the renderer clears what is right of a short line.
+func (m *Model) View() string {
+	if m.tooSmall() {
+		msg := fmt.Sprintf("Terminal too small: %d×%d.\nChronos needs at least %d×%d.\n\nq quits.", m.width, m.height, minWidth, minHeight)
+		return frame(msg, m.width, m.height)
+	}
+	st := &m.sh.styles
+	now := m.sh.now()
+	l := m.layout()
+	lines := make([]string, 0, m.height)
+	lines = append(lines, m.headerView(now))
+	if m.opts.Notice != "" {
+		lines = append(lines, cut(st.Notice.Render(Printable(m.opts.Notice)), m.width))
+	}
+	for _, w := range m.data.warnings {
+		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
+	}
+	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
+	lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
+	lines = append(lines, m.tabsView())
+
+	var body []string
+	switch {
+	case m.mode == booking:
+		body = cutAll(strings.Split(m.form.view(min(m.width, 90)), "\n"), m.width)
+	case m.fullHelp:
+		body = cutAll(append([]string{st.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...), m.width)
+	default:
+		body = m.current().view(now) // a tab's lines fit already
+	}
+	for i := range l.body {
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		lines = append(lines, line)
+	}
+	lines = append(lines, cut(m.statusView(), m.width), m.footer())
+	return strings.Join(lines, "\n")
+}
+
+// memo keeps one drawn part of the screen and what it was drawn from, so
+// that a part that did not change is not drawn again: lipgloss's styling
+// and measuring are most of what a frame costs.
+type memo struct {
+	from, drawn string
+	valid       bool
+}
+
+func (c *memo) draw(from string, draw func() string) string {
+	if !c.valid || c.from != from {
+		c.from, c.drawn, c.valid = from, draw(), true
+	}
+	return c.drawn
+}
+
+// headerView is the top line, redrawn when the minute changes.
+func (m *Model) headerView(now time.Time) string {
+	clock := now.Format("15:04")
+	return m.memos.header.draw(fmt.Sprint(clock, m.width, m.data.sample.Simulated), func() string { return m.drawHeader(clock) })
+}
+
+func (m *Model) drawHeader(clock string) string {
+	st := &m.sh.styles
+	backend := ""
+	if m.opts.Backend != nil {
+		backend = st.NVML.Render(strings.ToUpper(m.opts.Backend.Name())) // NVML or DRM
+	}
+	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.data.sample.Simulated {
+		backend = st.Simulated.Render(" SIMULATED GPUs ")
+	}
+	who := m.sh.me.User
+	if m.sh.me.Root() {
+		who += " (root)"
+	}
+	parts := []string{st.Title.Render("Chronos"), backend}
+	for _, s := range []string{m.opts.Host, m.opts.Mode, who} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	// To the minute: a clock to the second would redraw this line every
+	// second for nothing.
+	left := strings.Join(parts, st.Faint.Render(" · "))
+	return fit(left, m.width-len(clock)-1) + " " + clock
+}
+
+// tabsView is the tab line: each tab's title, the active one marked (in
+// words too, for NO_COLOR), and the filters in force on the right.
+func (m *Model) tabsView() string {
+	titles := make([]string, len(m.tabs))
+	for i, t := range m.tabs {
+		titles[i] = t.title()
+	}
+	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy, m.width)
+	return m.memos.tabs.draw(from, func() string { return m.drawTabs(titles) })
+}
+
+func (m *Model) drawTabs(titles []string) string {
+	st := &m.sh.styles
+	names := make([]string, len(titles))
+	for i, t := range titles {
+		if i == m.active {
+			names[i] = st.ActiveTab.Render("▸ " + t)
+		} else {
+			names[i] = st.Tab.Render("  " + t)
+		}
+	}
+	left := strings.Join(names, " ")
+	var flags []string
+	if m.mineOnly {
+		flags = append(flags, "mine only")
+	}
+	if m.filter != "" && m.mode != filtering {
+		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
+	}
+	flags = append(flags, "sort: "+m.sortBy.String())
+	right := st.Faint.Render(strings.Join(flags, " · "))
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 2 {
+		return cut(left+"  "+right, m.width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func (m *Model) statusView() string {
+	st := &m.sh.styles
+	switch {
+	case m.mode == releasing || m.mode == extending || m.mode == filtering:
+		return m.prompt.view()
+	case m.status.text == "":
+		return ""
+	case m.status.isErr:
+		return st.StatusErr.Render("✗ " + Printable(m.status.text))
+	default:
+		return st.StatusOK.Render(Printable(m.status.text))
+	}
+}
+
+// footer is the short help, on one line. When it does not fit, keys give
+// way from the end with "…" — but while browsing "? help" and "q quit"
+// always show: they come last and are kept.
+func (m *Model) footer() string {
+	bindings := m.ShortHelp()
+	var from strings.Builder
+	for _, b := range bindings {
+		if b.Enabled() {
+			from.WriteString(b.Help().Key + "\x00" + b.Help().Desc + "\x00")
+		}
+	}
+	fmt.Fprint(&from, m.width, m.mode)
+	return m.memos.footer.draw(from.String(), func() string { return m.drawFooter(bindings) })
+}
+
+func (m *Model) drawFooter(bindings []key.Binding) string {
+	var kept []key.Binding
+	if m.mode == browsing {
+		kept = []key.Binding{m.keys.Help, m.keys.Quit}
+		bindings = bindings[:len(bindings)-len(kept)]
+	}
+	st := &m.sh.styles
+	item := func(b key.Binding) string {
+		return st.Label.Render(b.Help().Key) + " " + st.Faint.Render(b.Help().Desc)
+	}
+	sep := st.Faint.Render(" • ")
+	var tail []string
+	for _, b := range kept {
+		tail = append(tail, item(b))
+	}
+	tailText := strings.Join(tail, sep)
+	room := m.width
+	if tailText != "" {
+		room -= ansi.StringWidth(tailText) + ansi.StringWidth(sep)
+	}
+	var head []string
+	used, sepW := 0, ansi.StringWidth(sep)
+	for i, b := range bindings {
+		if !b.Enabled() {
+			continue
+		}
+		s := item(b)
+		w := ansi.StringWidth(s)
+		if len(head) > 0 {
+			w += sepW
+		}
+		// It must fit, and leave room for " • …" while keys remain.
+		more := slices.ContainsFunc(bindings[i+1:], key.Binding.Enabled)
+		if used+w > room || more && used+w+sepW+1 > room {
+			head = append(head, "…")
+			break
+		}
+		head, used = append(head, s), used+w
+	}
+	line := strings.Join(head, sep)
+	if line != "" && tailText != "" {
+		line += sep
+	}
+	return cut(line+tailText, m.width)
+}
+
+// cutAll cuts every line to width cells.
+func cutAll(lines []string, width int) []string {
+	for i := range lines {
+		lines[i] = cut(lines[i], width)
+	}
+	return lines
+}
