@@ -47,7 +47,7 @@ only where it cannot delay anyone ahead (backfill).`,
 				}
 				return printJSON(out, rows)
 			}
-			return writeQueue(out, line, c.Now())
+			return writeQueue(out, c, line)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -97,7 +97,8 @@ func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, 
 	return nil
 }
 
-func writeQueue(w io.Writer, line []core.QueueEntry, now time.Time) error {
+func writeQueue(w io.Writer, c *core.Client, line []core.QueueEntry) error {
+	now := c.Now()
 	if len(line) == 0 {
 		_, err := fmt.Fprintln(w, "Nobody is waiting.")
 		return err
@@ -110,12 +111,9 @@ func writeQueue(w io.Writer, line []core.QueueEntry, now time.Time) error {
 			pos = strconv.Itoa(e.Position)
 		}
 		if !e.ETA.IsZero() {
-			eta = core.FormatTime(e.ETA, now) + " (GPU " + strconv.Itoa(e.ETADevice) + ")"
+			eta = core.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUName(e.Host, e.ETADevice)) + ")"
 		}
-		gpu := "any"
-		if e.Device != core.AnyDevice {
-			gpu = strconv.Itoa(e.Device)
-		}
+		gpu := tui.Printable(c.GPUName(e.Host, e.Device))
 		share := core.FormatPercent(e.SharePPM)
 		if e.Bytes > 0 {
 			share = core.FormatBytes(e.Bytes)
@@ -168,27 +166,31 @@ func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlag
 	if !f.wait {
 		return c.Create(req)
 	}
+	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
+	// line as cleanly. Listen before joining, so that none is lost.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
+	defer stop()
 	p, entry, err := c.Enqueue(req, *f.waitOptions())
 	if err != nil || p != nil {
 		return p, err
 	}
-	say := func(e core.QueueEntry) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "chronos: request %d waits at position %d; should start at %s on GPU %d (%s)\n",
-			e.ID, e.Position, core.FormatTime(e.ETA, c.Now()), e.ETADevice, e.Reason)
-	}
-	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
-	// line as cleanly.
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
-	defer stop()
+	say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
 	return c.Wait(ctx, entry.ID, say)
 }
 
+// waitingLine is what a waiter says when its place in line changes.
+func waitingLine(c *core.Client, e core.QueueEntry) string {
+	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
+		core.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUName(e.Host, e.ETADevice)), tui.Printable(e.Reason))
+}
+
 // bookedLine is what create prints for a booking.
-func bookedLine(p *core.Partition, now time.Time) string {
+func bookedLine(c *core.Client, p *core.Partition) string {
+	now := c.Now()
 	when := "until " + core.FormatTime(p.Expires, now)
 	if p.Start.After(now) {
 		when = "from " + core.FormatTime(p.Start, now) + " " + when
 	}
-	return fmt.Sprintf("Booked %d: %s (%s) of GPU %d for %s, %s.", p.ID, core.FormatPercent(p.SharePPM),
-		core.FormatBytes(p.Bytes), p.Device, p.User, when)
+	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, core.FormatPercent(p.SharePPM),
+		core.FormatBytes(p.Bytes), tui.Printable(c.GPUName(p.Host, p.Device)), p.User, when)
 }

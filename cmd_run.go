@@ -70,15 +70,15 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 					return err
 				}
 				opts.Wait = line.waitOptions()
-				opts.OnQueue = func(e core.QueueEntry) {
-					opts.Say("request %d waits at position %d; should start at %s on GPU %d (%s)", e.ID, e.Position, core.FormatTime(e.ETA, time.Now()), e.ETADevice, e.Reason)
-				}
 			default:
 				return usageError{errors.New("run: give DEVICE MEMORY DURATION, or --booking ID, before --")}
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
+			}
+			if opts.Wait != nil {
+				opts.OnQueue = func(e core.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
 			}
 			opts.MPS = gpu.DetectMPS("")
 			// Ctrl-C and SIGTERM go on to the command, which decides when

@@ -8,12 +8,25 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// slot is one interval of the calendar: a share of a device held by a user
+// gpuID is a GPU as fairness sees it: its host (empty in a host's own
+// ledger file) and its index there. Two hosts' GPU 0 are two GPUs.
+type gpuID struct {
+	host   string
+	device int
+}
+
+func gpuOf(p storage.Partition) gpuID { return gpuID{host: p.Host, device: p.Device} }
+
+// noGPU marks a slot that holds no GPU: what an ended booking held, which
+// only quotas and reports look back on.
+var noGPU = gpuID{device: AnyDevice - 1}
+
+// slot is one interval of the calendar: a share of a GPU held by a user
 // over [start, end). Every booking is a slot, ended ones over the time they
 // were held (the hours quota looks back); so is the place the line keeps
 // for a request ahead that cannot start yet.
 type slot struct {
-	device     int
+	gpu        gpuID
 	uid        int
 	share      int64 // parts per million of the device
 	start, end time.Time
@@ -26,7 +39,7 @@ func slotOf(p storage.Partition) slot {
 	if p.State == storage.Released && p.Ended.Before(end) {
 		end = p.Ended
 	}
-	return slot{device: p.Device, uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
+	return slot{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
 }
 
 // calendar is the slots that admission weighs a request against.
@@ -79,17 +92,17 @@ func (c calendar) peak(match func(slot) bool, from, to time.Time) int64 {
 	return most
 }
 
-// bookedAt is the share of device booked at instant t.
-func (c calendar) bookedAt(device int, t time.Time) int64 {
-	return c.peak(onDevice(device), t, t.Add(time.Nanosecond))
+// bookedAt is the share of g booked at instant t.
+func (c calendar) bookedAt(g gpuID, t time.Time) int64 {
+	return c.peak(onGPU(g), t, t.Add(time.Nanosecond))
 }
 
-func onDevice(device int) func(slot) bool {
-	return func(s slot) bool { return s.device == device && s.request == 0 }
+func onGPU(g gpuID) func(slot) bool {
+	return func(s slot) bool { return s.gpu == g && s.request == 0 }
 }
 
-func onDeviceOrKept(device int) func(slot) bool {
-	return func(s slot) bool { return s.device == device }
+func onGPUOrKept(g gpuID) func(slot) bool {
+	return func(s slot) bool { return s.gpu == g }
 }
 
 func ofUser(uid int) func(slot) bool {
@@ -112,9 +125,9 @@ func (c calendar) gpuSeconds(uid int, from, to time.Time) float64 {
 	return sum
 }
 
-// ask is one request weighed against the calendar on one device.
+// ask is one request weighed against the calendar on one GPU.
 type ask struct {
-	device int
+	gpu    gpuID
 	uid    int
 	share  int64
 	length time.Duration
@@ -122,7 +135,7 @@ type ask struct {
 }
 
 func (a ask) slot(start time.Time, request uint64) slot {
-	return slot{device: a.device, uid: a.uid, share: a.share, start: start, end: start.Add(a.length), request: request}
+	return slot{gpu: a.gpu, uid: a.uid, share: a.share, start: start, end: start.Add(a.length), request: request}
 }
 
 // Why a request cannot start at an instant.
@@ -135,33 +148,33 @@ const (
 
 // blocker is why a request cannot start at an instant, with the figure
 // that stands in the way: the share booked or held (parts per million of
-// a GPU), or the GPU-hours used.
+// a GPU), or the GPU-hours used. Quotas count across every host.
 type blocker struct {
 	kind   string
-	device int
+	gpu    gpuID
 	figure float64
 }
 
 // check says what stops a starting at start; nil: nothing.
 func (c calendar) check(a ask, start time.Time) *blocker {
 	end := start.Add(a.length)
-	if used := c.peak(onDevice(a.device), start, end); used+a.share > ppm {
-		return &blocker{kind: blockedDevice, device: a.device, figure: float64(used)}
+	if used := c.peak(onGPU(a.gpu), start, end); used+a.share > ppm {
+		return &blocker{kind: blockedDevice, gpu: a.gpu, figure: float64(used)}
 	}
-	if used := c.peak(onDeviceOrKept(a.device), start, end); used+a.share > ppm {
-		return &blocker{kind: blockedReserved, device: a.device, figure: float64(used)}
+	if used := c.peak(onGPUOrKept(a.gpu), start, end); used+a.share > ppm {
+		return &blocker{kind: blockedReserved, gpu: a.gpu, figure: float64(used)}
 	}
 	if a.limits.Exempt {
 		return nil
 	}
 	if lim := a.limits.UserGPUs; lim > 0 {
 		if held := c.peak(ofUser(a.uid), start, end); float64(held+a.share) > lim*ppm+0.5 {
-			return &blocker{kind: blockedGPUs, device: a.device, figure: float64(held)}
+			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
 		}
 	}
 	if lim := a.limits.UserHours; lim > 0 {
 		if used, over := c.hoursPeak(a, start); over {
-			return &blocker{kind: blockedHours, device: a.device, figure: used}
+			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
 		}
 	}
 	return nil
@@ -257,9 +270,9 @@ func (a ask) never() *blocker {
 	case a.limits.Exempt:
 		return nil
 	case a.limits.UserGPUs > 0 && float64(a.share) > a.limits.UserGPUs*ppm+0.5:
-		return &blocker{kind: blockedGPUs, device: a.device}
+		return &blocker{kind: blockedGPUs, gpu: a.gpu}
 	case a.limits.UserHours > 0 && float64(a.share)/ppm*a.length.Hours() > a.limits.UserHours+1e-9:
-		return &blocker{kind: blockedHours, device: a.device}
+		return &blocker{kind: blockedHours, gpu: a.gpu}
 	}
 	return nil
 }
@@ -285,7 +298,7 @@ func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
 	}
 	w := a.limits.HoursWindow
 	for _, s := range c {
-		if s.device == a.device || s.uid == a.uid {
+		if s.gpu == a.gpu || s.uid == a.uid {
 			consider(s.end)
 		}
 		if s.uid == a.uid && a.limits.UserHours > 0 {

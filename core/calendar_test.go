@@ -16,20 +16,28 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 // The booked share is piecewise constant over half-open intervals: a
 // booking ending at 10 and one starting at 10 never overlap.
 func TestCalendarPeakIsHalfOpen(t *testing.T) {
+	gpu0, gpu1, other0 := gpuID{device: 0}, gpuID{device: 1}, gpuID{host: "gpu3", device: 0}
 	cal := calendar{
-		{device: 0, uid: 1, share: 600_000, start: at(0), end: at(10)},
-		{device: 0, uid: 2, share: 400_000, start: at(10), end: at(20)},
-		{device: 0, uid: 2, share: 300_000, start: at(15), end: at(30)},
-		{device: 1, uid: 1, share: 900_000, start: at(0), end: at(30)},
+		{gpu: gpu0, uid: 1, share: 600_000, start: at(0), end: at(10)},
+		{gpu: gpu0, uid: 2, share: 400_000, start: at(10), end: at(20)},
+		{gpu: gpu0, uid: 2, share: 300_000, start: at(15), end: at(30)},
+		{gpu: gpu1, uid: 1, share: 900_000, start: at(0), end: at(30)},
+		{gpu: other0, uid: 1, share: 800_000, start: at(0), end: at(30)},
 	}
-	require.Equal(t, int64(600_000), cal.bookedAt(0, at(9)))
-	require.Equal(t, int64(400_000), cal.bookedAt(0, at(10)))
-	require.Equal(t, int64(700_000), cal.bookedAt(0, at(15)))
-	require.Equal(t, int64(300_000), cal.bookedAt(0, at(20)))
-	require.Equal(t, int64(0), cal.bookedAt(0, at(30)))
-	require.Equal(t, int64(600_000), cal.peak(onDevice(0), at(0), at(15)), "the start at 15 is outside [0, 15)")
-	require.Equal(t, int64(700_000), cal.peak(onDevice(0), at(0), at(16)))
-	require.Equal(t, int64(1_500_000), cal.peak(ofUser(1), at(5), at(6)), "a user's share across GPUs")
+	require.Equal(t, int64(600_000), cal.bookedAt(gpu0, at(9)))
+	require.Equal(t, int64(400_000), cal.bookedAt(gpu0, at(10)))
+	require.Equal(t, int64(700_000), cal.bookedAt(gpu0, at(15)))
+	require.Equal(t, int64(300_000), cal.bookedAt(gpu0, at(20)))
+	require.Equal(t, int64(0), cal.bookedAt(gpu0, at(30)))
+	require.Equal(t, int64(800_000), cal.bookedAt(other0, at(20)), "another host's GPU 0 is another GPU")
+	require.Equal(t, int64(600_000), cal.peak(onGPU(gpu0), at(0), at(15)), "the start at 15 is outside [0, 15)")
+	require.Equal(t, int64(700_000), cal.peak(onGPU(gpu0), at(0), at(16)))
+	require.Equal(t, int64(2_300_000), cal.peak(ofUser(1), at(5), at(6)), "a user's share across GPUs and hosts")
+}
+
+// randomGPU is one of four GPUs: two on this host, two on another.
+func randomGPU(rng *rand.Rand) gpuID {
+	return gpuID{host: []string{"", "gpu3"}[rng.IntN(2)], device: rng.IntN(2)}
 }
 
 // earliest gives the first instant a request fits, checked against every
@@ -41,14 +49,14 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 		var cal calendar
 		for range rng.IntN(8) {
 			start := rng.IntN(60)
-			s := slot{device: rng.IntN(2), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+			s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
 				start: at(start), end: at(start + 1 + rng.IntN(40))}
 			if rng.IntN(4) == 0 {
 				s.request = uint64(1 + rng.IntN(5)) // a place kept for a request ahead
 			}
 			cal = append(cal, s)
 		}
-		a := ask{device: rng.IntN(2), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+		a := ask{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
 			length: time.Duration(1+rng.IntN(20)) * time.Second, limits: Limits{Share: 1}}
 		if rng.IntN(2) == 0 {
 			a.limits.UserGPUs = float64(1+rng.IntN(15)) / 10
@@ -71,8 +79,8 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 // the second it does, not the next time a booking starts or ends.
 func TestHoursQuotaFreesContinuously(t *testing.T) {
 	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
-	cal := calendar{{device: 0, uid: 1, share: ppm, start: at(0), end: at(3600)}}
-	a := ask{device: 1, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: 1.5, HoursWindow: 24 * time.Hour, Share: 1}}
+	cal := calendar{{gpu: gpuID{device: 0}, uid: 1, share: ppm, start: at(0), end: at(3600)}}
+	a := ask{gpu: gpuID{host: "gpu3", device: 0}, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: 1.5, HoursWindow: 24 * time.Hour, Share: 1}}
 	got, why := cal.earliest(a, at(3600))
 	require.NotNil(t, why)
 	require.Equal(t, blockedHours, why.kind)
@@ -100,11 +108,11 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 		var cal calendar
 		for range rng.IntN(10) {
 			start := rng.IntN(100)
-			cal = append(cal, slot{device: rng.IntN(2), uid: rng.IntN(2), share: int64(1+rng.IntN(10)) * 100_000,
+			cal = append(cal, slot{gpu: randomGPU(rng), uid: rng.IntN(2), share: int64(1+rng.IntN(10)) * 100_000,
 				start: at(start), end: at(start + 1 + rng.IntN(30))})
 		}
 		w := time.Duration(5+rng.IntN(40)) * time.Second
-		a := ask{device: 0, uid: 0, share: int64(1+rng.IntN(10)) * 100_000, length: time.Duration(1+rng.IntN(10)) * time.Second,
+		a := ask{gpu: gpuID{device: 0}, uid: 0, share: int64(1+rng.IntN(10)) * 100_000, length: time.Duration(1+rng.IntN(10)) * time.Second,
 			limits: Limits{UserHours: float64(1+rng.IntN(40)) / 3600, HoursWindow: w, Share: 1}}
 		start := at(rng.IntN(120))
 		fresh := a.slot(start, 0)

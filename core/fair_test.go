@@ -206,7 +206,7 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 	a, b, r := l.as(alice), l.as(bob), l.as(root)
 	// Alice has used the machine a lot; bob not at all.
 	require.NoError(t, storage.New(l.path).Update(func(tx *storage.Tx) error {
-		return tx.PutUsage(storage.Usage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
+		return tx.PutUserUsage(storage.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
 	}))
 	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 	// alice's ETA (backfill).
 	carol := Identity{UID: 1003, User: "carol"}
 	require.NoError(t, storage.New(l.path).Update(func(tx *storage.Tx) error {
-		return tx.PutUsage(storage.Usage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
+		return tx.PutUserUsage(storage.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
 	}))
 	c := l.as(carol)
 	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: 2 * time.Hour})

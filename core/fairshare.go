@@ -9,10 +9,11 @@ import (
 
 // Fair share, as DESIGN.md says: each user's usage U decays with the
 // policy's half-life H and grows by what their bookings hold (share in
-// GPU-equivalents × seconds actually held). It is measured against the
-// machine's capacity, not against others' use, so nobody is penalised for
-// using GPUs nobody else wanted: u = U / (GPUs × H / ln 2), the usage of a
-// user who held every GPU for ever. The factor F = 2^(−u/s), s the user's
+// GPU-equivalents × seconds actually held), on whichever host. It is
+// measured against the lab's capacity (every GPU of every host), not
+// against others' use, so nobody is penalised for using GPUs nobody else
+// wanted: u = U / (GPUs × H / ln 2), the usage of a user who held every
+// GPU for ever. The factor F = 2^(−u/s), s the user's
 // share, is Slurm's: 1 for no use, 0.5 exactly at one's share.
 
 // decay is what usage v, recorded at, is worth at now.
@@ -34,6 +35,10 @@ func heldSeconds(p storage.Partition, end time.Time) float64 {
 	return float64(p.SharePPM) / ppm * end.Sub(p.Start).Seconds()
 }
 
+// chargeWrites is the most charge writes: the owner's usage, the interval
+// held, and the old intervals it lets go of.
+const chargeWrites = 2 + storage.HeldDropMax
+
 // charge adds what a booking held until end to its owner's usage, in the
 // transaction that ends it, and keeps the interval it held for hours
 // quotas and usage reports (letting go of those no window or report
@@ -43,17 +48,17 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) erro
 	if held == 0 {
 		return nil
 	}
-	u, ok, err := tx.UsageOf(p.UID)
+	u, ok, err := tx.UserUsage(p.UID)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		u = storage.Usage{UID: p.UID, User: p.User, At: end}
+		u = storage.UserUsage{UID: p.UID, User: p.User, At: end}
 	}
 	at := later(u.At, end)
 	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held
 	u.At, u.User = at, p.User
-	if err := tx.PutUsage(u); err != nil {
+	if err := tx.PutUserUsage(u); err != nil {
 		return err
 	}
 	if err := tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: earlier(end, p.Expires), SharePPM: p.SharePPM}); err != nil {
@@ -86,18 +91,15 @@ func heldSlots(tx *storage.Tx, uid int, since time.Time) (calendar, error) {
 	held, err := tx.HeldSince(uid, since)
 	cal := make(calendar, 0, len(held))
 	for _, h := range held {
-		cal = append(cal, slot{device: noDevice, uid: uid, share: h.SharePPM, start: h.Start, end: h.End})
+		cal = append(cal, slot{gpu: noGPU, uid: uid, share: h.SharePPM, start: h.Start, end: h.End})
 	}
 	return cal, err
 }
 
-// noDevice marks a slot that holds no GPU.
-const noDevice = -1
-
 // usageAt is each user's usage at now in GPU-seconds: the stored figure
 // decayed to now, plus what their started bookings have held so far (they
 // are charged when they end).
-func usageAt(stored []storage.Usage, live []storage.Partition, now time.Time, halfLife time.Duration) map[int]float64 {
+func usageAt(stored []storage.UserUsage, live []storage.Partition, now time.Time, halfLife time.Duration) map[int]float64 {
 	out := map[int]float64{}
 	for _, u := range stored {
 		out[u.UID] += decay(u.GPUSeconds, u.At, now, halfLife)
@@ -110,7 +112,7 @@ func usageAt(stored []storage.Usage, live []storage.Partition, now time.Time, ha
 	return out
 }
 
-// fairShare is F = 2^(−u/s) for usage in GPU-seconds on a machine of gpus.
+// fairShare is F = 2^(−u/s) for usage in GPU-seconds in a lab of gpus.
 func fairShare(usage float64, gpus int, halfLife time.Duration, share float64) float64 {
 	if gpus <= 0 || halfLife <= 0 || share <= 0 {
 		return 1

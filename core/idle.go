@@ -46,16 +46,12 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		return nil, nil
 	}
 	if pol.Reclaim == ReclaimWhenWaiting {
-		waiting, err := someoneWaits(tx, p.Device, now)
+		waiting, err := someoneWaits(tx, gpuOf(*p), now)
 		if err != nil || !waiting {
 			return nil, err
 		}
 	}
 	if err := reclaim(tx, p, now); err != nil {
-		return nil, err
-	}
-	// The room goes to the line at once.
-	if err := m.c.placeLine(tx); err != nil {
 		return nil, err
 	}
 	u.Reclaimed = now
@@ -86,12 +82,12 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 	return fmt.Sprintf("it will be released after %s idle (%s)", FormatDuration(pol.Idle), in)
 }
 
-// someoneWaits reports whether a request in the waiting line wants device
-// (or any GPU).
-func someoneWaits(tx *storage.Tx, device int, now time.Time) (bool, error) {
+// someoneWaits reports whether a request in the waiting line wants GPU g
+// (or any GPU of its host).
+func someoneWaits(tx *storage.Tx, g gpuID, now time.Time) (bool, error) {
 	line, err := tx.WaitingRequests()
 	return slices.ContainsFunc(line, func(r storage.Request) bool {
-		return (r.Device == device || r.Device == AnyDevice) && (r.Deadline.IsZero() || now.Before(r.Deadline))
+		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && (r.Deadline.IsZero() || now.Before(r.Deadline))
 	}), err
 }
 

@@ -36,7 +36,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, path, sim, owner, clock.Now)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock.Now)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with
@@ -313,7 +313,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, r.path, r.sim, bob, r.clock.Now)
+	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock.Now)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})

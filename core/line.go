@@ -7,26 +7,27 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"time"
 
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// AnyDevice asks for whichever GPU has room first.
+// AnyDevice asks for whichever GPU of a host has room first.
 const AnyDevice = storage.AnyDevice
 
-// books is what admission and the waiting line read in one transaction.
+// books is what admission and the waiting line read in one transaction:
+// every host's, since quotas and fair share are the lab's.
 type books struct {
 	tx    *storage.Tx
 	now   time.Time
-	inv   storage.Inventory
+	here  string                       // this host's name in the ledger ("" in a file)
+	invs  map[string]storage.Inventory // every host's GPUs, by host
+	gpus  int                          // how many GPUs all hosts have: the capacity fair share is measured against
 	pol   Policy
 	parts []storage.Partition // stored live: started, ahead, or past their deadline and not yet flipped
 	line  []storage.Request   // waiting, oldest first
-	usage []storage.Usage     // read when someone waits: it orders the line
+	usage []storage.UserUsage // read when someone waits: it orders the line
 	// limits caches each user's limits for this transaction; heldBy, the
 	// held intervals of users with an hours quota, read by readHeld.
 	limits map[int]Limits
@@ -35,9 +36,15 @@ type books struct {
 	alive func(storage.Request) bool
 }
 
-func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, error) {
-	b := &books{tx: tx, now: now, inv: inv, limits: map[int]Limits{}, heldBy: map[int]calendar{}, alive: waiterAlive}
+func readBooks(tx *storage.Tx, here string, now time.Time) (*books, error) {
+	b := &books{tx: tx, now: now, here: here, limits: map[int]Limits{}, heldBy: map[int]calendar{}, alive: waiterAlive}
 	var err error
+	if b.invs, err = inventories(tx, here); err != nil {
+		return nil, err
+	}
+	for _, inv := range b.invs {
+		b.gpus += len(inv.Devices)
+	}
 	if b.pol, err = policyIn(tx); err != nil {
 		return nil, err
 	}
@@ -48,10 +55,28 @@ func readBooks(tx *storage.Tx, inv storage.Inventory, now time.Time) (*books, er
 		return nil, err
 	}
 	if len(b.line) > 0 {
-		b.usage, err = tx.Usage()
+		b.usage, err = tx.UserUsages()
 	}
 	return b, err
 }
+
+// inventories is every host's GPUs, by host: a ledger many hosts share
+// keeps each host's inventory; a file keeps its own host's, under "".
+func inventories(tx *storage.Tx, here string) (map[string]storage.Inventory, error) {
+	invs, err := tx.HostInventories()
+	if err != nil {
+		return nil, err
+	}
+	inv, ok, err := tx.HostInventory(here)
+	if ok {
+		invs[here] = inv
+	}
+	return invs, err
+}
+
+// gpuName names g as people on this host type it: gpu3:0, or 0 for this
+// host's.
+func (b *books) gpuName(g gpuID) string { return gpuName(b.here, g.host, g.device) }
 
 // held is, for the users given who have an hours quota (their limits
 // looked up already), what their ended bookings held within its window.
@@ -102,20 +127,28 @@ func (b *books) limitsFor(uid int, name string) Limits {
 	return l
 }
 
-// devicesFor resolves a request's GPU: the one named, or every GPU for any.
-// It is the one place a device is looked up for booking.
-func devicesFor(inv storage.Inventory, index int) ([]storage.Device, error) {
+// devicesFor resolves a request's GPU on its host: the one named, or
+// every GPU of the host for any. It is the one place a device is looked
+// up for booking.
+func (b *books) devicesFor(host string, index int) ([]storage.Device, error) {
+	inv, ok := b.invs[host]
+	if !ok {
+		return nil, fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+	}
 	if index == AnyDevice && len(inv.Devices) > 0 {
 		return inv.Devices, nil
 	}
 	d, err := findDevice(inv, index)
+	if err != nil && host != b.here {
+		err = fmt.Errorf("on host %s: %w", host, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return []storage.Device{d}, nil
 }
 
-// askOn is r weighed on device d.
+// askOn is r weighed on device d of its host.
 func (b *books) askOn(r storage.Request, d storage.Device) (ask, error) {
 	share := r.SharePPM
 	if r.Bytes > 0 {
@@ -124,10 +157,10 @@ func (b *books) askOn(r storage.Request, d storage.Device) (ask, error) {
 			return ask{}, err
 		}
 	}
-	return ask{device: d.Index, uid: r.UID, share: share, length: r.Duration, limits: b.limitsFor(r.UID, r.User)}, nil
+	return ask{gpu: gpuID{host: r.Host, device: d.Index}, uid: r.UID, share: share, length: r.Duration, limits: b.limitsFor(r.UID, r.User)}, nil
 }
 
-// fit is where and when a request can start.
+// fit is where and when a request can start: on dev of ask.gpu's host.
 type fit struct {
 	dev   storage.Device
 	ask   ask
@@ -138,7 +171,7 @@ type fit struct {
 // no such GPU, more than a GPU has, longer than allowed, more than a quota
 // allows by itself. Nil: it can, some time.
 func (b *books) possible(r storage.Request) error {
-	devs, err := devicesFor(b.inv, r.Device)
+	devs, err := b.devicesFor(r.Host, r.Device)
 	if err != nil {
 		return err
 	}
@@ -165,7 +198,7 @@ func (b *books) possible(r storage.Request) error {
 // stops it at from (nil: it starts at from). Among GPUs that fit as soon,
 // the first listed wins.
 func (b *books) earliest(cal calendar, r storage.Request, from time.Time) (fit, *blocker) {
-	devs, _ := devicesFor(b.inv, r.Device)
+	devs, _ := b.devicesFor(r.Host, r.Device)
 	var best fit
 	var why *blocker
 	for _, d := range devs {
@@ -187,7 +220,7 @@ func (b *books) booking(r storage.Request, f fit) storage.Partition {
 	if bytes == 0 {
 		bytes = bytesOf(f.ask.share, f.dev.MemoryTotal)
 	}
-	return storage.Partition{Device: f.dev.Index, DeviceUUID: f.dev.UUID, SharePPM: f.ask.share, Bytes: bytes,
+	return storage.Partition{Host: f.ask.gpu.host, Device: f.dev.Index, DeviceUUID: f.dev.UUID, SharePPM: f.ask.share, Bytes: bytes,
 		ComputePct: r.ComputePct, UID: r.UID, User: r.User, Created: b.now, Start: f.start,
 		Expires: f.start.Add(r.Duration), State: storage.Live}
 }
@@ -199,7 +232,7 @@ type QueueEntry struct {
 	Factor   float64 `json:"fair_share"`
 	Priority float64 `json:"priority"`
 	// ETA is when it should start, given the bookings and the requests
-	// ahead of it; ETADevice the GPU it would start on.
+	// ahead of it; ETADevice the GPU of its host it would start on.
 	ETA       time.Time `json:"eta"`
 	ETADevice int       `json:"eta_device"`
 	Reason    string    `json:"reason"` // why it cannot start now
@@ -287,7 +320,7 @@ func (b *books) plan(cand *storage.Request) (linePlan, error) {
 			}
 			continue
 		}
-		e.Position, e.ETA, e.ETADevice, e.Reason = len(p.order)+1, f.start, f.dev.Index, blk.reason(f.ask)
+		e.Position, e.ETA, e.ETADevice, e.Reason = len(p.order)+1, f.start, f.dev.Index, b.reason(blk, f.ask)
 		keep := e.ID
 		if isCand {
 			keep = keptForCandidate
@@ -307,7 +340,7 @@ func (b *books) leaving(r storage.Request) (storage.RequestState, string) {
 	case !r.Deadline.IsZero() && !b.now.Before(r.Deadline):
 		return storage.TimedOut, fmt.Sprintf("waited %s (--timeout)", FormatDuration(r.Deadline.Sub(r.Created)))
 	case !b.alive(r):
-		return storage.Cancelled, fmt.Sprintf("its waiting process (pid %d on %s) is gone", r.PID, r.Host)
+		return storage.Cancelled, fmt.Sprintf("its waiting process (pid %d on %s) is gone", r.Waiter.PID, r.Waiter.Host)
 	}
 	if err := b.possible(r); err != nil {
 		return storage.Cancelled, "it can never be granted: " + err.Error()
@@ -321,7 +354,7 @@ func (b *books) prioritise(entries []QueueEntry) {
 	used := usageAt(b.usage, b.parts, b.now, b.pol.HalfLife)
 	for i := range entries {
 		e := &entries[i]
-		e.Factor = fairShare(used[e.UID], len(b.inv.Devices), b.pol.HalfLife, b.limitsFor(e.UID, e.User).Share)
+		e.Factor = fairShare(used[e.UID], b.gpus, b.pol.HalfLife, b.limitsFor(e.UID, e.User).Share)
 		e.Priority = priority(e.Factor, b.now.Sub(e.Created), b.pol)
 	}
 	slices.SortStableFunc(entries, func(x, y QueueEntry) int {
@@ -329,59 +362,95 @@ func (b *books) prioritise(entries []QueueEntry) {
 	})
 }
 
-// waiterAlive says whether a request's waiting process still runs. A
-// process on another host is taken to run.
+// waiterAlive says whether a request's waiting process may still run.
+// Only a process of this machine is looked up (see fateOfProcess): one of
+// another host is left waiting, for that host's monitor and waiters to
+// look after.
 func waiterAlive(r storage.Request) bool {
-	if r.PID <= 0 || r.Host != thisHost() {
+	if r.Waiter.PID <= 0 {
 		return true
 	}
-	start, err := gpu.ProcStartTime(r.PID)
-	return err == nil && (r.PIDStart == 0 || start == r.PIDStart)
+	f := fateOfProcess(r.Waiter)
+	return f != processGone && f != processRebooted
 }
 
-func thisHost() string {
-	h, _ := os.Hostname()
-	return h
-}
+// What one request's leaving the line, or its grant, writes: the request
+// and its waiting index entry, and its event ("left"); or those and its
+// booking with the booking's live index entry (the event is "created").
+const (
+	leaveWrites = 3
+	grantWrites = 5
+)
 
-// applyLine writes what a plan decided.
-func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) error {
+// applyLine writes what a plan decided, in its order, while tx stays
+// within storage.WriteBudget; more says that some was left for a
+// transaction of its own (see placeRest). Any prefix of a plan is sound:
+// each grant was weighed with those before it booked and the places of
+// those still waiting kept.
+func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) (more bool, err error) {
+	fits := func(writes int) bool { return tx.Written()+writes <= storage.WriteBudget }
 	for _, r := range p.leaves {
+		if !fits(leaveWrites) {
+			return true, nil
+		}
 		if err := tx.PutRequest(&r); err != nil {
-			return err
+			return false, err
 		}
 		if err := c.lineEvent(tx, storage.EventLeft, r, r.Reason); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, g := range p.grants {
+		if !fits(grantWrites) {
+			return true, nil
+		}
 		owner := Identity{UID: g.req.UID, User: g.req.User}
 		note := fmt.Sprintf("request %d, after %s in line", g.req.ID, FormatDuration(b.now.Sub(g.req.Created)))
 		g.part.Request = g.req.ID
 		if err := c.book(tx, &g.part, owner, note); err != nil {
-			return err
+			return false, err
 		}
 		g.req.State, g.req.Partition, g.req.Ended = storage.Granted, g.part.ID, b.now
 		if err := tx.PutRequest(&g.req); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // placeLine places the waiting line, inside a transaction that may have
 // freed room or changed the rules: every release, expiry, cancellation and
-// policy change runs it.
-func (c *Client) placeLine(tx *storage.Tx) error {
+// policy change runs it. It grants only as many requests as the
+// transaction has room for (see applyLine); more says some are left, and
+// the process that commits the transaction places them with placeRest.
+func (c *Client) placeLine(tx *storage.Tx) (more bool, err error) {
 	line, err := tx.WaitingRequests()
 	if err != nil || len(line) == 0 {
-		return err
+		return false, err
 	}
 	b, p, err := c.lineIn(tx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	return c.applyLine(tx, b, p)
+}
+
+// placeRest places, after a transaction whose placement left some for
+// want of room in it, what is left: a pass at a time, each its own
+// transaction, until nothing more fits. A pass that fails (the ledger
+// busy) leaves the rest for the waiters and monitors, which place what
+// they find due when they next look; the change that freed the room has
+// committed whatever happens here.
+func (c *Client) placeRest(more bool) {
+	for more {
+		err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+			more, err = c.placeLine(tx)
+			return err
+		})
+		if err != nil {
+			return
+		}
+	}
 }
 
 // lineIn reads the books in tx and lays the waiting line out on them.
@@ -405,11 +474,7 @@ func (c *Client) lineIn(tx *storage.Tx, alive func(storage.Request) bool) (*book
 // lasts — with dozens of waiters, one joining the line waited out the
 // ledger's timeout.
 func (c *Client) readLine(tx *storage.Tx) (*books, error) {
-	inv, _, err := tx.Inventory()
-	if err != nil {
-		return nil, err
-	}
-	b, err := readBooks(tx, inv, c.now())
+	b, err := readBooks(tx, c.host, c.now())
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +493,7 @@ func (c *Client) book(tx *storage.Tx, p *storage.Partition, owner Identity, note
 	if err := tx.PutPartition(p); err != nil {
 		return err
 	}
-	detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatDuration(p.Expires.Sub(p.Start)))
+	detail := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(p.SharePPM), FormatBytes(p.Bytes), FormatGPU(p.Host, p.Device), FormatDuration(p.Expires.Sub(p.Start)))
 	if p.Start.After(p.Created) {
 		detail += ", from " + p.Start.UTC().Format(time.RFC3339)
 	}
@@ -446,15 +511,20 @@ func (c *Client) lineEvent(tx *storage.Tx, kind storage.EventKind, r storage.Req
 		Detail: fmt.Sprintf("request %d (%s): %s", r.ID, DescribeRequest(r), why)})
 }
 
-// DescribeRequest says what a request asks: "50% of GPU 0 for 2h".
+// DescribeRequest says what a request asks: "50% of GPU 0 for 2h", "50%
+// of any GPU of gpu3 for 2h".
 func DescribeRequest(r storage.Request) string {
 	what := FormatPercent(r.SharePPM)
 	if r.Bytes > 0 {
 		what = FormatBytes(r.Bytes)
 	}
-	gpuName := fmt.Sprintf("GPU %d", r.Device)
-	if r.Device == AnyDevice {
+	gpuName := "GPU " + FormatGPU(r.Host, r.Device)
+	switch {
+	case r.Device != AnyDevice:
+	case r.Host == "":
 		gpuName = "any GPU"
+	default:
+		gpuName = "any GPU of " + r.Host
 	}
 	s := fmt.Sprintf("%s of %s for %s", what, gpuName, FormatDuration(r.Duration))
 	if !r.NotBefore.IsZero() {
@@ -507,12 +577,22 @@ func (c *Client) Enqueue(req Request, o WaitOptions) (*Partition, *QueueEntry, e
 	return c.submit(req, &o)
 }
 
-// Cancel takes a waiting request out of the line. Its owner or root may.
+// Cancel takes a waiting request out of the line, and gives the place it
+// kept to those behind. Its owner or root may.
 func (c *Client) Cancel(id uint64) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
-		_, err := c.cancel(tx, id, storage.Cancelled, "cancelled by "+c.me.User)
+	var more bool
+	err := c.ledger.Update(func(tx *storage.Tx) error {
+		if _, err := c.cancel(tx, id, storage.Cancelled, "cancelled by "+c.me.User); err != nil {
+			return err
+		}
+		var err error
+		more, err = c.placeLine(tx)
 		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
+	return err
 }
 
 // errGranted says the request left the line with a booking.
@@ -540,10 +620,7 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 	if err := tx.PutRequest(&r); err != nil {
 		return r, err
 	}
-	if err := c.lineEvent(tx, storage.EventLeft, r, why); err != nil {
-		return r, err
-	}
-	return r, c.placeLine(tx)
+	return r, c.lineEvent(tx, storage.EventLeft, r, why)
 }
 
 // lineStatus reads a request and, while it waits, its place in line, and
@@ -607,10 +684,24 @@ func (c *Client) TendLine() (time.Time, error) {
 	if !p.pending() {
 		return next, nil
 	}
-	if err := c.ledger.Update(c.placeLine); err != nil {
+	if err := c.place(); err != nil {
 		return next, err
 	}
 	return c.now(), nil // look again: what it placed may move others
+}
+
+// place places the waiting line in a transaction of its own, and what
+// that leaves in more (see placeRest).
+func (c *Client) place() error {
+	var more bool
+	err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+		more, err = c.placeLine(tx)
+		return err
+	})
+	if err == nil {
+		c.placeRest(more)
+	}
+	return err
 }
 
 // soonest is the earlier of two instants, a zero one not counting.
@@ -662,7 +753,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 				// Someone can start (perhaps this request) or must leave,
 				// and no other process has placed them yet.
 				acted = true
-				if err := c.ledger.Update(c.placeLine); err != nil && !errors.Is(err, storage.ErrBusy) {
+				if err := c.place(); err != nil && !errors.Is(err, storage.ErrBusy) {
 					return nil, err
 				}
 				continue
@@ -711,17 +802,25 @@ func (c *Client) request(id uint64) (storage.Request, error) {
 // just now is released, since nobody waits for it any more.
 func (c *Client) leave(id uint64, why error) error {
 	var granted uint64
+	var more bool
 	err := c.ledger.Update(func(tx *storage.Tx) error {
+		granted, more = 0, false
 		r, err := c.cancel(tx, id, storage.Cancelled, "its waiter stopped waiting")
-		if errors.Is(err, errGranted) {
+		switch {
+		case errors.Is(err, errGranted):
 			granted = r.Partition
 			return nil
-		}
-		if errors.Is(err, ErrLeftLine) {
+		case errors.Is(err, ErrLeftLine):
 			return nil
+		case err != nil:
+			return err
 		}
+		more, err = c.placeLine(tx)
 		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	if err == nil && granted != 0 {
 		_, err = c.Release(granted)
 	}

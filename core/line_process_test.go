@@ -120,10 +120,10 @@ func TestWaitersGrantedInFairShareOrder(t *testing.T) {
 	require.NoError(t, os.Chmod(db, 0o666))
 	now := time.Now()
 	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
-		if err := tx.PutUsage(storage.Usage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
+		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
 		}
-		return tx.PutUsage(storage.Usage{UID: daemon, User: "daemon", GPUSeconds: 1000 * 3600, At: now})
+		return tx.PutUserUsage(storage.UserUsage{UID: daemon, User: "daemon", GPUSeconds: 1000 * 3600, At: now})
 	}))
 
 	users := []int{0, nobody, daemon}

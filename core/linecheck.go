@@ -53,7 +53,7 @@ func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 				return err
 			}
 			g := GrantCheck{Booking: p.ID, Request: r.ID, Without: map[uint64]time.Time{},
-				Priority: priority(fairShare(used[r.UID], len(b.inv.Devices), b.pol.HalfLife, b.limitsFor(r.UID, r.User).Share), b.now.Sub(r.Created), b.pol)}
+				Priority: priority(fairShare(used[r.UID], b.gpus, b.pol.HalfLife, b.limitsFor(r.UID, r.User).Share), b.now.Sub(r.Created), b.pol)}
 			b.parts = slices.Delete(slices.Clone(all), i, i+1)
 			without, err := b.plan(nil)
 			b.parts = all

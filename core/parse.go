@@ -54,7 +54,7 @@ func Quote(s string) string {
 func ParseRequest(device, memory, duration, compute string) (Request, error) {
 	var r Request
 	var err error
-	if r.Device, err = ParseDevice(device); err != nil {
+	if r.Host, r.Device, err = ParseGPU(device); err != nil {
 		return r, err
 	}
 	if r.Memory, err = ParseMemory(memory); err != nil {
@@ -317,6 +317,50 @@ func parseClock(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, errors.New("no form matched")
+}
+
+// ParseGPU reads a GPU as a person names it: an index on this host (0),
+// or host:index (gpu3:0) in a ledger many hosts share; any (or gpu3:any)
+// for whichever GPU of the host has room first.
+func ParseGPU(s string) (host string, device int, err error) {
+	h, d, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		device, err = ParseDevice(s)
+		return "", device, err
+	}
+	if !validHost(h) {
+		return "", 0, inputErr("%s: name a GPU as INDEX or HOST:INDEX (gpu3:0)", Quote(s))
+	}
+	device, err = ParseDevice(d)
+	return h, device, err
+}
+
+// validHost accepts host names as DNS writes them.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// FormatGPU names a GPU as people type it: its index, or host:index for
+// another host's; any for AnyDevice.
+func FormatGPU(host string, device int) string {
+	index := strconv.Itoa(device)
+	if device == AnyDevice {
+		index = "any"
+	}
+	if host == "" {
+		return index
+	}
+	return host + ":" + index
 }
 
 const ppm = 1_000_000

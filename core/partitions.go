@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -16,7 +17,11 @@ import (
 
 // Request asks for a booking.
 type Request struct {
-	// Device is the GPU's index, or AnyDevice for whichever has room.
+	// Host is the machine whose GPU is asked for, in a ledger many hosts
+	// share; empty means this host.
+	Host string
+	// Device is the GPU's index on that host, or AnyDevice for whichever
+	// of its GPUs has room first.
 	Device   int
 	Memory   Memory
 	Duration time.Duration
@@ -70,25 +75,30 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 	if req.Device < AnyDevice {
 		return nil, nil, inputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
 	}
-	ask := storage.Request{Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
+	host, err := c.gpuHost(req.Host)
+	if err != nil {
+		return nil, nil, err
+	}
+	ask := storage.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
 		UID: owner.UID, User: owner.User}
 	if req.Memory.Bytes == 0 {
 		ask.SharePPM = int64(math.Round(req.Memory.Fraction * ppm))
 	}
-	var waiter storage.Request
+	var waiter storage.Process
 	if wait != nil {
-		waiter.PID = cmp.Or(wait.PID, os.Getpid())
-		waiter.Host = thisHost()
-		waiter.PIDStart, _ = gpu.ProcStartTime(waiter.PID)
+		if waiter, err = thisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
+			return nil, nil, fmt.Errorf("wait in line: name the waiting process: %w", err)
+		}
 	}
 
 	var out *storage.Partition
 	var entry *QueueEntry
 	var room Availability
+	var more bool // placement left for a transaction of its own
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
-			out, entry = nil, nil
-			inv, ok, err := tx.Inventory()
+			out, entry, more = nil, nil, false
+			inv, ok, err := tx.HostInventory(host)
 			if err != nil {
 				return err
 			}
@@ -97,6 +107,9 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 				if err := c.cacheInventory(tx, inv); err != nil {
 					return err
 				}
+			}
+			if !ok && host != c.host {
+				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
 			}
 			if !ok {
 				return errNeedDevices
@@ -112,7 +125,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 				start = later(req.Start, now)
 				r.NotBefore = start
 			}
-			b, err := readBooks(tx, inv, now)
+			b, err := readBooks(tx, c.host, now)
 			if err != nil {
 				return err
 			}
@@ -130,7 +143,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 					// What the GPU physically holds matters to a booking
 					// that starts now.
 					dev, _ := findDevice(inv, out.Device)
-					room = availabilityOf(tx, inv, calendarOf(b.parts), b.parts, b.line, dev, now)
+					room = c.availabilityOf(tx, host, inv, calendarOf(b.parts), b.parts, b.line, dev, now)
 					if err := admitPhysical(b.pol, room, out.Bytes); err != nil {
 						return err
 					}
@@ -141,7 +154,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			case wait == nil:
 				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start)
 			default:
-				r.PID, r.Host, r.PIDStart = waiter.PID, waiter.Host, waiter.PIDStart
+				r.Waiter = waiter
 				if wait.Timeout > 0 {
 					r.Deadline = now.Add(wait.Timeout)
 				}
@@ -157,10 +170,11 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 					return err
 				}
 			}
-			return c.applyLine(tx, b, plan)
+			more, err = c.applyLine(tx, b, plan)
+			return err
 		})
 	}
-	err := create(nil)
+	err = create(nil)
 	if errors.Is(err, errNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
@@ -175,6 +189,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 	if err != nil {
 		return nil, nil, err
 	}
+	c.placeRest(more)
 	if out == nil {
 		return nil, entry, nil
 	}
@@ -254,19 +269,19 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 // overbooked says why f's GPU cannot take it from start: what is free
 // over the time asked and what was asked (rounded so that the free figure
 // never looks enough), who holds the rest and over when, and which GPUs
-// have room for the request over that time.
+// have room for the request over that time: its own host's first.
 func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
-	dev, share, end := f.dev, f.ask.share, start.Add(f.ask.length)
-	free := max(0, ppm-cal.peak(onDevice(dev.Index), start, end))
+	g, dev, share, end := f.ask.gpu, f.dev, f.ask.share, start.Add(f.ask.length)
+	free := max(0, ppm-cal.peak(onGPU(g), start, end))
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "GPU %d has %s (%s) free", dev.Index, FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)))
+	fmt.Fprintf(&sb, "GPU %s has %s (%s) free", b.gpuName(g), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)))
 	if start.After(b.now) {
 		fmt.Fprintf(&sb, " from %s to %s", FormatTime(start, b.now), FormatTime(end, b.now))
 	}
 	fmt.Fprintf(&sb, ", %s asked", FormatPercentUp(share))
 	var holders []storage.Partition
 	for _, p := range b.parts {
-		if p.Device == dev.Index && p.State == storage.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.now) {
+		if gpuOf(p) == g && p.State == storage.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.now) {
 			holders = append(holders, p)
 		}
 	}
@@ -290,15 +305,30 @@ func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
 		fmt.Fprintf(&sb, " and %d more", len(holders)-shown)
 	}
 	var room []string
-	for _, d := range b.inv.Devices {
-		if f := ppm - cal.peak(onDevice(d.Index), start, end); d.Index != dev.Index && f >= share {
-			room = append(room, fmt.Sprintf("GPU %d has %s free", d.Index, FormatPercentDown(f)))
+	// The host's own GPUs, then a few of other hosts'.
+	const shownElsewhere = 3
+	elsewhere := 0
+	hosts := slices.DeleteFunc(slices.Sorted(maps.Keys(b.invs)), func(h string) bool { return h == g.host })
+	for _, h := range append([]string{g.host}, hosts...) {
+		for _, d := range b.invs[h].Devices {
+			other := gpuID{host: h, device: d.Index}
+			if f := ppm - cal.peak(onGPU(other), start, end); other != g && f >= share {
+				if h != g.host {
+					if elsewhere++; elsewhere > shownElsewhere {
+						continue
+					}
+				}
+				room = append(room, fmt.Sprintf("GPU %s has %s free", b.gpuName(other), FormatPercentDown(f)))
+			}
 		}
+	}
+	if elsewhere > shownElsewhere {
+		room = append(room, fmt.Sprintf("%d more on other hosts", elsewhere-shownElsewhere))
 	}
 	switch {
 	case len(room) > 0:
 		sb.WriteString(". " + strings.Join(room, ", "))
-	case len(b.inv.Devices) > 1:
+	case b.gpus > 1:
 		fmt.Fprintf(&sb, ". No other GPU has %s free", FormatPercentUp(share))
 	}
 	return sb.String()
@@ -306,6 +336,41 @@ func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
 
 func bytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / ppm)
+}
+
+// gpuHost resolves the host a request names: none, or this host's own
+// name, is this host; another name is that host's GPU, which only a ledger
+// many hosts share holds.
+func (c *Client) gpuHost(host string) (string, error) {
+	switch {
+	case host == "" || host == c.host:
+		return c.host, nil
+	case c.host == "" && host == HostName():
+		return "", nil
+	case c.host == "":
+		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", ErrNoDevice, host, c.ledger)
+	}
+	return host, nil
+}
+
+// GPUName names a GPU as people type it: its index on this host,
+// host:index on another.
+func (c *Client) GPUName(host string, device int) string { return gpuName(c.host, host, device) }
+
+// gpuName names a GPU of host as people on host here type it.
+func gpuName(here, host string, device int) string {
+	if host == here {
+		host = ""
+	}
+	return FormatGPU(host, device)
+}
+
+// otherHost is host when it is another host, else empty.
+func (c *Client) otherHost(host string) string {
+	if host == c.host {
+		return ""
+	}
+	return host
 }
 
 // List returns bookings, oldest first: the live and upcoming ones, or with
@@ -321,18 +386,20 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		if err != nil {
 			return err
 		}
-		inv, ok, _ := tx.Inventory()
+		seen := c.seenIn(tx)
 		now := c.now()
+		var ids []uint64
 		for _, p := range parts {
 			if all || !p.EndedAt(now) {
-				w := c.wrapSeen(p, inv, ok)
-				if w.Usage, _, err = tx.BookingUsage(p.ID); err != nil {
-					return err
-				}
-				out = append(out, w)
+				out = append(out, seen(p))
+				ids = append(ids, p.ID)
 			}
 		}
-		return nil
+		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
+		for i := range usage {
+			out[i].Usage = usage[i]
+		}
+		return err
 	})
 	return out, err
 }
@@ -342,8 +409,7 @@ func (c *Client) Get(id uint64) (*Partition, error) {
 	var w Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		p, err := getPartition(tx, id)
-		inv, ok, _ := tx.Inventory()
-		w = c.wrapSeen(p, inv, ok)
+		w = c.seenIn(tx)(p)
 		return err
 	})
 	if err != nil {
@@ -385,6 +451,7 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 // may.
 func (c *Client) Release(id uint64) (Partition, error) {
 	var p storage.Partition
+	var more bool
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "release"); err != nil {
@@ -396,8 +463,12 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
 			return err
 		}
-		return c.placeLine(tx)
+		more, err = c.placeLine(tx)
+		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	return c.wrap(p), err
 }
 
@@ -429,11 +500,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			return err
 		}
 		now := c.now()
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, now)
+		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
 		}
@@ -457,8 +524,8 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			}
 			cal = append(cal, held...)
 		}
-		dev, _ := findDevice(inv, p.Device)
-		more := ask{device: p.Device, uid: p.UID, share: p.SharePPM, length: d, limits: lim}
+		dev, _ := findDevice(b.invs[p.Host], p.Device)
+		more := ask{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, length: d, limits: lim}
 		if blk := cal.check(more, p.Expires); blk != nil {
 			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires))
 		}
@@ -475,6 +542,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 // it what its memory physically holds; and, when bookings made ahead take
 // some of it later, how much is free from then.
 type Availability struct {
+	// Host is the device's host when it is another host's; empty for
+	// this host's.
+	Host      string
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
@@ -488,25 +558,30 @@ type Availability struct {
 	Waiting int
 }
 
-// availabilityOf is what is free on d at now, on the calendar of the
-// stored live bookings, with the requests waiting in line.
-func availabilityOf(tx *storage.Tx, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
-	free := max(0, ppm-cal.bookedAt(d.Index, now))
-	a := Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Physical: physicalIn(tx, inv, d, now)}
+// availabilityOf is what is free on d of host at now, on the calendar of
+// the stored live bookings, with the requests waiting in line.
+func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
+	g := gpuID{host: host, device: d.Index}
+	free := max(0, ppm-cal.bookedAt(g, now))
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal)}
+	if host == c.host {
+		// The stored readings are this host's GPUs'.
+		a.Physical = physicalIn(tx, inv, d, now)
+	}
 	for _, p := range parts {
 		switch {
-		case p.Device != d.Index:
+		case gpuOf(p) != g:
 		case p.LiveAt(now):
 			a.Bookings++
 		case p.Upcoming(now):
 			// The least free at any start ahead, when less than now.
-			if then := max(0, ppm-cal.bookedAt(d.Index, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
+			if then := max(0, ppm-cal.bookedAt(g, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
 				a.Ahead, a.FreeAheadPPM = p.Start, then
 			}
 		}
 	}
 	for _, r := range line {
-		if r.Device == d.Index || r.Device == AnyDevice {
+		if r.Host == host && (r.Device == d.Index || r.Device == AnyDevice) {
 			a.Waiting++
 		}
 	}
@@ -514,7 +589,7 @@ func availabilityOf(tx *storage.Tx, inv storage.Inventory, cal calendar, parts [
 }
 
 func (a Availability) String() string {
-	s := fmt.Sprintf("%s (%s) free on GPU %d", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), a.Device.Index)
+	s := fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
 	if !a.Ahead.IsZero() {
 		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, time.Now()))
 	}
@@ -524,9 +599,32 @@ func (a Availability) String() string {
 	return s
 }
 
-// Available says how much of every device (device < 0) or one device is free.
+// Available says how much of every device (device < 0) or one device of
+// this host is free.
 func (c *Client) Available(device int) ([]Availability, error) {
-	inv, err := c.Inventory()
+	return c.AvailableOn("", device)
+}
+
+// AvailableOn says how much of every device (device < 0) or one device of
+// host ("": this host) is free.
+func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
+	host, err := c.gpuHost(host)
+	if err != nil {
+		return nil, err
+	}
+	var inv storage.Inventory
+	if host == c.host {
+		inv, err = c.Inventory()
+	} else {
+		var ok bool
+		err = c.ledger.View(func(tx *storage.Tx) error {
+			inv, ok, err = tx.HostInventory(host)
+			return err
+		})
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +644,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			out = append(out, availabilityOf(tx, inv, cal, parts, line, d, now))
+			out = append(out, c.availabilityOf(tx, host, inv, cal, parts, line, d, now))
 		}
 		return nil
 	})
@@ -563,7 +661,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	var ok bool
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		var err error
-		inv, ok, err = tx.Inventory()
+		inv, ok, err = tx.HostInventory(c.host)
 		return err
 	})
 	if err != nil || ok {
@@ -584,7 +682,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 func (c *Client) SaveInventory(inv storage.Inventory) error {
 	same := false
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		old, ok, err := tx.Inventory()
+		old, ok, err := tx.HostInventory(c.host)
 		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
 		return nil
 	})
@@ -637,9 +735,9 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 			window = pol.MaxLength + attributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
-		inv, ok, _ := tx.Inventory()
+		seen := c.seenIn(tx)
 		for _, p := range parts {
-			out = append(out, c.wrapSeen(p, inv, ok))
+			out = append(out, seen(p))
 		}
 		return err
 	})

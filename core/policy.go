@@ -111,6 +111,7 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		return Policy{}, fmt.Errorf("%w: changing the policy", ErrNotRoot)
 	}
 	var p Policy
+	var more bool
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		var err error
 		if p, err = policyIn(tx); err != nil {
@@ -134,8 +135,12 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		if err := tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventPolicy, UID: c.me.UID, User: c.me.User, Detail: detail}); err != nil {
 			return err
 		}
-		return c.placeLine(tx)
+		more, err = c.placeLine(tx)
+		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	return p, err
 }
 

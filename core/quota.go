@@ -41,19 +41,19 @@ func lookupGroup(name string) (*user.Group, error) { return user.LookupGroup(nam
 
 // reason says in a few words why a request cannot start: what the queue
 // shows.
-func (b *blocker) reason(a ask) string {
-	switch b.kind {
+func (b *books) reason(blk *blocker, a ask) string {
+	switch blk.kind {
 	case blockedDevice:
-		return fmt.Sprintf("GPU %d has %s free, %s asked", b.device, FormatPercent(max(0, ppm-int64(b.figure))), FormatPercent(a.share))
+		return fmt.Sprintf("GPU %s has %s free, %s asked", b.gpuName(blk.gpu), FormatPercent(max(0, ppm-int64(blk.figure))), FormatPercent(a.share))
 	case blockedReserved:
-		return fmt.Sprintf("GPU %d's free share is kept for requests ahead", b.device)
+		return fmt.Sprintf("GPU %s's free share is kept for requests ahead", b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(int64(b.figure)), formatGPUs(a.share))
+		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(int64(blk.figure)), formatGPUs(a.share))
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.limits.UserHours, a.limits.HoursWindow),
-			formatGPUHours(b.figure), formatGPUHours(a.gpuHours()))
+			formatGPUHours(blk.figure), formatGPUHours(a.gpuHours()))
 	}
-	return b.kind
+	return blk.kind
 }
 
 func (a ask) gpuHours() float64 { return float64(a.share) / ppm * a.length.Hours() }
@@ -79,7 +79,7 @@ func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) erro
 	case blockedDevice:
 		return fmt.Errorf("%w: %s%s", ErrOverbooked, b.overbooked(cal, f, start), when)
 	case blockedReserved:
-		return fmt.Errorf("%w: GPU %d's free share is kept for requests waiting ahead of you%s", ErrOverbooked, blk.device, when)
+		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you%s", ErrOverbooked, b.gpuName(blk.gpu), when)
 	case blockedGPUs:
 		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)%s", ErrQuota,
 			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share), when)

@@ -97,7 +97,15 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		if err != nil {
 			return RunResult{}, err
 		}
+		if p.Host != c.host {
+			return RunResult{}, c.elsewhere(fmt.Sprintf("booking %d", p.ID), p.Host, p.Device)
+		}
 	} else {
+		if host, err := c.gpuHost(o.Request.Host); err != nil {
+			return RunResult{}, err
+		} else if host != c.host {
+			return RunResult{}, c.elsewhere("GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
+		}
 		got, err := c.bookForRun(ctx, o, say)
 		if err != nil {
 			return RunResult{}, err
@@ -259,6 +267,11 @@ func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, 
 	if o.Wait == nil {
 		return c.Create(o.Request)
 	}
+	// Listen before joining: a signal that came between joining the line
+	// and listening would be lost, and the request would wait on with
+	// nobody wanting it.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	got, entry, err := c.Enqueue(o.Request, *o.Wait)
 	if err != nil || got != nil {
 		return got, err
@@ -268,8 +281,6 @@ func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, 
 	if onChange == nil {
 		onChange = func(QueueEntry) {}
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	return c.Wait(ctx, entry.ID, onChange)
 }
 
@@ -298,9 +309,15 @@ func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(s
 	}
 }
 
+// elsewhere refuses to run a command here for a GPU of another host.
+func (c *Client) elsewhere(what, host string, device int) error {
+	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %s …)",
+		ErrOtherHost, what, host, c.host, host, FormatGPU("", device))
+}
+
 // releaseRetrying releases the booking a run made. A ledger held busy by
-// another process is tried again, backing off, for up to within (a minute
-// when zero): a release given up on would leave the GPU booked for hours
+// another process, or on an etcd that does not answer, is tried again,
+// backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
 // with nothing running in it.
 func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say func(string, ...any)) error {
 	if within <= 0 {
@@ -313,10 +330,10 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 		switch {
 		case err == nil || errors.Is(err, ErrNotLive):
 			if tries > 1 {
-				say("released booking %d at try %d: the ledger was busy", p.ID, tries)
+				say("released booking %d at try %d", p.ID, tries)
 			}
 			return nil
-		case !errors.Is(err, storage.ErrBusy):
+		case !errors.Is(err, storage.ErrBusy) && !errors.Is(err, storage.ErrUnavailable):
 			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
 		case time.Now().Add(wait).After(giveUp):
 			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",
@@ -336,9 +353,9 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 // caller got the claim.
 func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
-	won := false
+	won, more := false, false
 	err := c.ledger.Update(func(tx *storage.Tx) error {
-		won = false
+		won, more = false, false
 		claims, err := tx.Claims()
 		if err != nil {
 			return err
@@ -362,14 +379,20 @@ func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start u
 			if err := c.event(tx, storage.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
 				return err
 			}
-			if err := c.placeLine(tx); err != nil {
-				return err
-			}
+			more = true // the room it held goes to the line at once
 		}
 		won = true
-		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
+		err = tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
 			Process: &storage.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
+		if err != nil || !more {
+			return err
+		}
+		more, err = c.placeLine(tx)
+		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	return won, err
 }
 

@@ -16,16 +16,12 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	var out []UserUsage
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		now := c.now()
-		inv, _, err := tx.Inventory()
-		if err != nil {
-			return err
-		}
-		b, err := readBooks(tx, inv, now)
+		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
 		}
 		if b.usage == nil {
-			if b.usage, err = tx.Usage(); err != nil {
+			if b.usage, err = tx.UserUsages(); err != nil {
 				return err
 			}
 		}
@@ -56,7 +52,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
 				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
 				Usage:    used[uid] / 3600,
-				Factor:   fairShare(used[uid], len(inv.Devices), b.pol.HalfLife, l.Share),
+				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
 			}
 			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
 				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {

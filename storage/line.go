@@ -24,9 +24,13 @@ const AnyDevice = -1
 // Request is an ask for a booking that did not fit when it was made and
 // waits in line until it does.
 type Request struct {
-	V      int    `json:"v"`
-	ID     uint64 `json:"id"`
-	Device int    `json:"device"` // AnyDevice: the first GPU with room
+	V  int    `json:"v"`
+	ID uint64 `json:"id"`
+	// Host is the machine whose GPU is asked for, as in Partition (empty
+	// in a host's own ledger file); Device its index, or AnyDevice for the
+	// first of its GPUs with room.
+	Host   string `json:"host,omitempty"`
+	Device int    `json:"device"`
 	// The memory asked: a share of the GPU in parts per million, or a size.
 	SharePPM   int64         `json:"share_ppm,omitempty"`
 	Bytes      uint64        `json:"bytes,omitempty"`
@@ -39,10 +43,9 @@ type Request struct {
 	Created   time.Time `json:"created"`
 	// Deadline is when it leaves the line unbooked (--timeout); zero: never.
 	Deadline time.Time `json:"deadline,omitzero"`
-	// The waiting process: when it is gone, the request leaves the line.
-	Host     string `json:"host,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	PIDStart uint64 `json:"pid_start,omitempty"`
+	// Waiter is the waiting process, which may run on another host than
+	// the GPU's: when it is gone, the request leaves the line. PID 0: none.
+	Waiter Process `json:"waiter,omitzero"`
 
 	State     RequestState `json:"state"`
 	Partition uint64       `json:"partition,omitempty"` // the booking it got
@@ -77,21 +80,34 @@ func (tx *Tx) Requests() ([]Request, error) {
 	return out, err
 }
 
-// WaitingRequests returns the requests in the line, oldest first.
+// WaitingRequests returns the requests in the line, oldest first, in as
+// few reads as the engine allows.
 func (tx *Tx) WaitingRequests() ([]Request, error) {
-	var out []Request
+	var ids []uint64
 	err := tx.scan(bucketWaiting, nil, false, func(k, _ []byte) (bool, error) {
 		if len(k) != 8 {
 			return false, fmt.Errorf("%w: waiting index key %x", ErrDamaged, k)
 		}
-		r, err := tx.Request(binary.BigEndian.Uint64(k))
-		if err != nil {
-			return false, fmt.Errorf("waiting index: %w", err)
-		}
-		out = append(out, r)
+		ids = append(ids, binary.BigEndian.Uint64(k))
 		return true, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	vals, err := tx.getMany(bucketRequests, idKeys(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, len(ids))
+	for i, v := range vals {
+		if v == nil {
+			return nil, fmt.Errorf("waiting index: request %d: %w", ids[i], ErrNotFound)
+		}
+		if err := decode(v, &out[i]); err != nil {
+			return nil, fmt.Errorf("waiting index: request %d: %w", ids[i], err)
+		}
+	}
+	return out, nil
 }
 
 // PutRequest stores r, giving it the next request id when it has none yet,
@@ -116,27 +132,27 @@ func (tx *Tx) PutRequest(r *Request) error {
 	return raw.Delete(bucketWaiting, key(r.ID))
 }
 
-// Usage is one user's use of the GPUs, decayed: GPU-seconds (a 50%
+// UserUsage is one user's use of the GPUs, decayed: GPU-seconds (a 50%
 // booking held an hour is 1,800) as of At. Fair-share order reads it.
-type Usage struct {
+type UserUsage struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	GPUSeconds float64   `json:"gpu_seconds"`
 	At         time.Time `json:"at"`
 }
 
-// Usage returns every user's usage record, by uid.
-func (tx *Tx) Usage() ([]Usage, error) {
-	var out []Usage
-	err := each(tx, bucketUsage, func(_ []byte, u Usage) error {
+// UserUsages returns every user's usage record, by uid.
+func (tx *Tx) UserUsages() ([]UserUsage, error) {
+	var out []UserUsage
+	err := each(tx, bucketUsage, func(_ []byte, u UserUsage) error {
 		out = append(out, u)
 		return nil
 	})
 	return out, err
 }
 
-// UsageOf returns uid's usage record; ok is false when they have none.
-func (tx *Tx) UsageOf(uid int) (u Usage, ok bool, err error) {
+// UserUsage returns uid's usage record; ok is false when they have none.
+func (tx *Tx) UserUsage(uid int) (u UserUsage, ok bool, err error) {
 	if uid < 0 {
 		return u, false, nil
 	}
@@ -150,8 +166,8 @@ func (tx *Tx) UsageOf(uid int) (u Usage, ok bool, err error) {
 	return u, true, nil
 }
 
-// PutUsage stores one user's usage record.
-func (tx *Tx) PutUsage(u Usage) error {
+// PutUserUsage stores one user's usage record.
+func (tx *Tx) PutUserUsage(u UserUsage) error {
 	raw, err := tx.writable("put usage")
 	if err != nil {
 		return err
@@ -221,14 +237,20 @@ func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
 	return out, err
 }
 
-// DropHeld lets go of uid's intervals that ended before cutoff.
+// HeldDropMax is the most intervals one call of DropHeld lets go of: a
+// booking that ends adds one, so dropping up to two each time keeps up,
+// and the transaction that ends it stays small (see WriteBudget).
+const HeldDropMax = 2
+
+// DropHeld lets go of uid's intervals that ended before cutoff, up to
+// HeldDropMax of them.
 func (tx *Tx) DropHeld(uid int, cutoff time.Time) error {
 	raw, err := tx.writable("drop held")
 	if err != nil {
 		return err
 	}
 	end := heldKey(uid, cutoff, 0)
-	return deleteWhere(tx, raw, bucketHeld, heldKey(uid, time.Unix(0, 0), 0), func(k, _ []byte) (bool, bool) {
+	return deleteWhere(tx, raw, bucketHeld, heldKey(uid, time.Unix(0, 0), 0), HeldDropMax, func(k, _ []byte) (bool, bool) {
 		old := len(k) == 24 && string(k) < string(end)
 		return old, old
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,14 +22,14 @@ import (
 // booking granted to a request of lower priority makes a request ahead of
 // it wait longer than it was told.
 type checker struct {
-	l     *storage.Ledger
+	l     storage.Store
 	line  *core.Client
 	grace time.Duration
 	views atomic.Int64
 	lat   Hist
 
 	mu         sync.Mutex
-	maxPPM     map[int]int64
+	maxPPM     map[gpuKey]int64 // the most each GPU was seen booked
 	overbooked []string
 	overQuota  []string
 	late       map[uint64]bool
@@ -57,8 +58,8 @@ const orderMargin = 0.05
 // longer than any window the soak sets, plus bookings that reach into it.
 const hoursLookback = 10 * time.Minute
 
-func newChecker(l *storage.Ledger, grace time.Duration) *checker {
-	return &checker{l: l, line: core.NewClient(core.Options{Ledger: l}), grace: grace, maxPPM: map[int]int64{},
+func newChecker(l storage.Store, grace time.Duration) *checker {
+	return &checker{l: l, line: core.NewClient(core.Options{Ledger: l}), grace: grace, maxPPM: map[gpuKey]int64{},
 		late: map[uint64]bool{}, ends: map[uint64]int{}, grants: map[uint64]int{}, prevETA: map[uint64]time.Time{}, checked: map[uint64]bool{}}
 }
 
@@ -97,11 +98,15 @@ func (c *checker) once() {
 	var now time.Time
 	deep := c.views.Load()%50 == 0 // GPU-hour windows cost more: a few times a second
 	err := c.l.View(func(tx *storage.Tx) error {
-		now = time.Now() // the instant this transaction sees
 		var err error
 		if live, err = tx.LivePartitions(); err != nil {
 			return err
 		}
+		// An instant after the transaction's first read: what it reads
+		// was so then (a file is locked at the start; etcd pins the
+		// revision of the first read), and every booking it holds was
+		// admitted before, so none that ended by now is counted.
+		now = time.Now()
 		if pol, _, err = tx.Policy(); err != nil {
 			return err
 		}
@@ -130,11 +135,10 @@ func (c *checker) once() {
 			note(&c.lateMsgs, fmt.Sprintf("booking %d still live %s after its deadline", p.ID, now.Sub(p.Expires).Round(time.Millisecond)))
 		}
 	}
-	byDevice := func(p storage.Partition) int { return p.Device }
-	for dev, pk := range peaks(live, now, byDevice) {
-		c.maxPPM[dev] = max(c.maxPPM[dev], pk.ppm)
+	for g, pk := range peaks(live, now, gpuOf) {
+		c.maxPPM[g] = max(c.maxPPM[g], pk.ppm)
 		if pk.ppm > 1_000_000 {
-			note(&c.overbooked, fmt.Sprintf("GPU %d booked %.4f%% at %s", dev, float64(pk.ppm)/1e4, pk.at.Format(time.RFC3339Nano)))
+			note(&c.overbooked, fmt.Sprintf("GPU %s booked %.4f%% at %s", g, float64(pk.ppm)/1e4, pk.at.Format(time.RFC3339Nano)))
 		}
 	}
 	if pol.UserGPUs > 0 {
@@ -226,19 +230,35 @@ type peak struct {
 	at  time.Time
 }
 
-// peaks is, per key (a GPU, a user), the most the bookings stored as live
-// hold at now or at any start after it: the sum only rises where a booking
-// starts. Written apart from core's calendar, so the two check each other.
-func peaks(live []storage.Partition, now time.Time, key func(storage.Partition) int) map[int]peak {
+// gpuKey is one GPU of one host: the unit of "never over 100%".
+type gpuKey struct {
+	host   string
+	device int
+}
+
+func gpuOf(p storage.Partition) gpuKey { return gpuKey{p.Host, p.Device} }
+
+func (g gpuKey) String() string {
+	if g.host == "" {
+		return strconv.Itoa(g.device)
+	}
+	return g.host + ":" + strconv.Itoa(g.device)
+}
+
+// peaks is, per key (a GPU, a user across hosts), the most the bookings
+// stored as live hold at now or at any start after it: the sum only rises
+// where a booking starts. Written apart from core's calendar, so the two
+// check each other.
+func peaks[K comparable](live []storage.Partition, now time.Time, key func(storage.Partition) K) map[K]peak {
 	instants := []time.Time{now}
 	for _, p := range live {
 		if p.Start.After(now) {
 			instants = append(instants, p.Start)
 		}
 	}
-	out := map[int]peak{}
+	out := map[K]peak{}
 	for _, t := range instants {
-		sums := map[int]int64{}
+		sums := map[K]int64{}
 		for _, p := range live {
 			if p.State == storage.Live && !t.Before(p.Start) && t.Before(p.Expires) {
 				sums[key(p)] += p.SharePPM

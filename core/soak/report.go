@@ -124,14 +124,14 @@ func (r *report) markdown() string {
 	c := r.checker
 	c.mu.Lock()
 	w("\n### Invariants\n\n| check | result |\n|---|---|\n")
-	var devs []int
-	for d := range c.maxPPM {
-		devs = append(devs, d)
+	var gpus []gpuKey
+	for g := range c.maxPPM {
+		gpus = append(gpus, g)
 	}
-	slices.Sort(devs)
+	slices.SortFunc(gpus, func(a, b gpuKey) int { return strings.Compare(a.String(), b.String()) })
 	var peaks []string
-	for _, d := range devs {
-		peaks = append(peaks, fmt.Sprintf("GPU %d %.1f%%", d, float64(c.maxPPM[d])/1e4))
+	for _, g := range gpus {
+		peaks = append(peaks, fmt.Sprintf("GPU %s %.1f%%", g, float64(c.maxPPM[g])/1e4))
 	}
 	w("| most booked at any instant the checker saw | %s |\n", strings.Join(peaks, ", "))
 	w("| instants over 100%% (now or at any start ahead) | %d |\n", len(c.overbooked))
