@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -157,27 +158,7 @@ type blocker struct {
 
 // check says what stops a starting at start; nil: nothing.
 func (c calendar) check(a ask, start time.Time) *blocker {
-	end := start.Add(a.length)
-	if used := c.peak(onGPU(a.gpu), start, end); used+a.share > ppm {
-		return &blocker{kind: blockedDevice, gpu: a.gpu, figure: float64(used)}
-	}
-	if used := c.peak(onGPUOrKept(a.gpu), start, end); used+a.share > ppm {
-		return &blocker{kind: blockedReserved, gpu: a.gpu, figure: float64(used)}
-	}
-	if a.limits.Exempt {
-		return nil
-	}
-	if lim := a.limits.UserGPUs; lim > 0 {
-		if held := c.peak(ofUser(a.uid), start, end); float64(held+a.share) > lim*ppm+0.5 {
-			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
-		}
-	}
-	if lim := a.limits.UserHours; lim > 0 {
-		if used, over := c.hoursPeak(a, start); over {
-			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
-		}
-	}
-	return nil
+	return newLayout(c).weigh(a).check(start)
 }
 
 // hoursPeak checks every rolling window that holds part of the new slot:
@@ -278,63 +259,264 @@ func (a ask) never() *blocker {
 }
 
 // earliest is the first instant at or after from when a fits, and what
+// stops it at from (nil when it starts at from).
+func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
+	return newLayout(c).earliest(a, from)
+}
+
+// layout is a calendar with its slots kept by GPU and by user, each as
+// the changes of what they hold in time order: laying out a line of
+// hundreds weighs each request at hundreds of starts against a calendar
+// that grows by a slot each time, and sorting it anew each time would cost
+// the line's length squared.
+type layout struct {
+	cal   calendar
+	gpus  map[gpuID]*track
+	users map[int]*track
+}
+
+// track is the slots of one GPU or one user, and the changes of what they
+// hold: the bookings alone, and with the places kept for requests.
+type track struct {
+	slots       calendar
+	booked, all []change
+}
+
+// change is a rise (a slot starts) or fall (it ends) at an instant.
+type change struct {
+	at    time.Time
+	delta int64
+}
+
+func newLayout(c calendar) *layout {
+	l := &layout{cal: make(calendar, 0, len(c)), gpus: map[gpuID]*track{}, users: map[int]*track{}}
+	for _, s := range c {
+		l.add(s)
+	}
+	return l
+}
+
+// add puts s in the calendar.
+func (l *layout) add(s slot) {
+	l.cal = append(l.cal, s)
+	for _, t := range []*track{trackIn(l.gpus, s.gpu), trackIn(l.users, s.uid)} {
+		t.slots = append(t.slots, s)
+		if !s.end.After(s.start) {
+			continue
+		}
+		t.all = addChange(addChange(t.all, s.start, s.share), s.end, -s.share)
+		if s.request == 0 {
+			t.booked = addChange(addChange(t.booked, s.start, s.share), s.end, -s.share)
+		}
+	}
+}
+
+func trackIn[K comparable](m map[K]*track, k K) *track {
+	t, ok := m[k]
+	if !ok {
+		t = &track{}
+		m[k] = t
+	}
+	return t
+}
+
+func addChange(cs []change, at time.Time, delta int64) []change {
+	i, _ := slices.BinarySearchFunc(cs, at, func(c change, t time.Time) int { return c.at.Compare(t) })
+	return slices.Insert(cs, i, change{at, delta})
+}
+
+// weighing is one request weighed against a layout: what its GPU and its
+// owner hold, as steps.
+type weighing struct {
+	a            ask
+	booked, kept steps // the GPU's bookings; and with the places kept
+	mine         steps // the owner's, on every GPU and host (user-gpus)
+	mineSlots    calendar
+}
+
+func (l *layout) weigh(a ask) weighing {
+	g, u := trackIn(l.gpus, a.gpu), trackIn(l.users, a.uid)
+	w := weighing{a: a, booked: stepsOf(g.booked), kept: stepsOf(g.all), mineSlots: u.slots}
+	if a.limits.UserGPUs > 0 && !a.limits.Exempt {
+		w.mine = stepsOf(u.all)
+	}
+	return w
+}
+
+// check says what stops the request starting at start; nil: nothing.
+func (w weighing) check(start time.Time) *blocker {
+	a := w.a
+	end := start.Add(a.length)
+	if used := w.booked.mostIn(start, end); used+a.share > ppm {
+		return &blocker{kind: blockedDevice, gpu: a.gpu, figure: float64(used)}
+	}
+	if used := w.kept.mostIn(start, end); used+a.share > ppm {
+		return &blocker{kind: blockedReserved, gpu: a.gpu, figure: float64(used)}
+	}
+	if a.limits.Exempt {
+		return nil
+	}
+	if lim := a.limits.UserGPUs; lim > 0 {
+		if held := w.mine.mostIn(start, end); float64(held+a.share) > lim*ppm+0.5 {
+			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
+		}
+	}
+	if lim := a.limits.UserHours; lim > 0 {
+		if used, over := w.mineSlots.hoursPeak(a, start); over {
+			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
+		}
+	}
+	return nil
+}
+
+// earliest is the first instant at or after from when a fits, and what
 // stops it at from (nil when it starts at from). The calendar's slots all
 // end, so a request that is not refused by never() always fits somewhere:
 // at the latest once every slot it meets has ended, and for the hours
 // quota, a window after that.
-func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
-	first := c.check(a, from)
+func (l *layout) earliest(a ask, from time.Time) (time.Time, *blocker) {
+	w := l.weigh(a)
+	first := w.check(from)
 	if first == nil {
 		return from, nil
 	}
-	// Room can only appear where a slot ends, and the hours quota frees as
-	// old slots slide out of the window: where they leave the window
-	// ending when a would end.
+	if a.limits.UserHours > 0 && !a.limits.Exempt {
+		return w.earliestByHours(l, from), first
+	}
+	// Room on the GPU, and under user-gpus, can each only appear where one
+	// of its slots ends: go from the first instant with room on the GPU
+	// to the first with room under the quota, and back, until both hold.
+	gpuRoom := ppm - a.share
+	quotaRoom := int64(math.Floor(a.limits.UserGPUs*ppm+0.5)) - a.share
+	for t, ok := from, true; ok; {
+		if t, ok = w.kept.roomFrom(t, a.length, gpuRoom); !ok || w.check(t) == nil {
+			return t, first
+		}
+		// Only user-gpus stops it at t.
+		if t, ok = w.mine.roomFrom(t, a.length, quotaRoom); ok && w.check(t) == nil {
+			return t, first
+		}
+	}
+	// Not reached for a request never() allows; fail safe, not forever.
+	return time.Time{}, first
+}
+
+// earliestByHours is earliest under an hours quota, which frees as old
+// use slides out of its window as well as where slots end: it weighs
+// every instant where room may appear — where a slot of the GPU or of its
+// owner ends, or where one leaves the window ending when a would end —
+// then refines.
+func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
+	a := w.a
 	var at []time.Time
 	consider := func(t time.Time) {
 		if t.After(from) {
 			at = append(at, t)
 		}
 	}
-	w := a.limits.HoursWindow
-	for _, s := range c {
-		if s.gpu == a.gpu || s.uid == a.uid {
-			consider(s.end)
-		}
-		if s.uid == a.uid && a.limits.UserHours > 0 {
-			consider(s.start.Add(w - a.length))
-			consider(s.end.Add(w - a.length))
-			consider(s.start.Add(w))
-			consider(s.end.Add(w))
-		}
+	for _, s := range trackIn(l.gpus, a.gpu).slots {
+		consider(s.end)
+	}
+	win := a.limits.HoursWindow
+	for _, s := range w.mineSlots {
+		consider(s.end)
+		consider(s.start.Add(win - a.length))
+		consider(s.end.Add(win - a.length))
+		consider(s.start.Add(win))
+		consider(s.end.Add(win))
 	}
 	slices.SortFunc(at, time.Time.Compare)
 	prev := from
 	for _, t := range slices.Compact(at) {
-		if c.check(a, t) != nil {
+		if w.check(t) != nil {
 			prev = t
 			continue
 		}
-		if a.limits.UserHours > 0 && !a.limits.Exempt {
-			t = c.refine(a, prev, t)
-		}
-		return t, first
+		return w.refine(prev, t)
 	}
-	// Not reached for a request never() allows; fail safe, not forever.
-	return time.Time{}, first
+	return time.Time{}
 }
 
 // refine moves a start that fits earlier, towards one that does not, while
 // it still fits: the hours quota frees continuously as old use slides out
 // of the window, not only where slots begin or end.
-func (c calendar) refine(a ask, bad, good time.Time) time.Time {
+func (w weighing) refine(bad, good time.Time) time.Time {
 	for good.Sub(bad) > time.Second {
 		mid := bad.Add(good.Sub(bad) / 2)
-		if c.check(a, mid) == nil {
+		if w.check(mid) == nil {
 			good = mid
 		} else {
 			bad = mid
 		}
 	}
 	return good
+}
+
+// steps is what a set of slots holds over time, a step function: from
+// at[i] until at[i+1] they hold sum[i] (before at[0], nothing).
+type steps struct {
+	at  []time.Time
+	sum []int64
+}
+
+// stepsOf sums changes in time order; where some slots end and others
+// start at one instant, only what holds from then on counts (intervals
+// are half-open).
+func stepsOf(changes []change) steps {
+	var f steps
+	var sum int64
+	for i, ch := range changes {
+		sum += ch.delta
+		if i+1 < len(changes) && changes[i+1].at.Equal(ch.at) {
+			continue
+		}
+		f.at, f.sum = append(f.at, ch.at), append(f.sum, sum)
+	}
+	return f
+}
+
+// holding is the step that holds at t: -1 before the first.
+func (f steps) holding(t time.Time) int {
+	i, found := slices.BinarySearchFunc(f.at, t, time.Time.Compare)
+	if !found {
+		i--
+	}
+	return i
+}
+
+// mostIn is the most f holds at any instant of [from, to).
+func (f steps) mostIn(from, to time.Time) int64 {
+	var most int64
+	for i := max(f.holding(from), 0); i < len(f.at) && f.at[i].Before(to); i++ {
+		most = max(most, f.sum[i])
+	}
+	return most
+}
+
+// roomFrom is the first start at or after t over whose length f never
+// holds more than limit; false when there is none.
+func (f steps) roomFrom(t time.Time, length time.Duration, limit int64) (time.Time, bool) {
+	if limit < 0 {
+		return time.Time{}, false
+	}
+	i := f.holding(t)
+	for {
+		if i >= 0 && f.sum[i] > limit {
+			// Too much from at[i] on: no start before the next step.
+			if i+1 == len(f.at) {
+				return time.Time{}, false
+			}
+			i++
+			t = f.at[i]
+			continue
+		}
+		k := i + 1
+		for k < len(f.at) && f.at[k].Before(t.Add(length)) && f.sum[k] <= limit {
+			k++
+		}
+		if k == len(f.at) || !f.at[k].Before(t.Add(length)) {
+			return t, true
+		}
+		i = k // too much from at[k] on, within the length
+	}
 }

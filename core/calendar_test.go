@@ -41,13 +41,13 @@ func randomGPU(rng *rand.Rand) gpuID {
 }
 
 // earliest gives the first instant a request fits, checked against every
-// whole second before it on random calendars: no earlier second fits, and
-// the one it names does.
+// whole second before it on random calendars of two hosts' GPUs, kept
+// places and quotas: no earlier second fits, and the one it names does.
 func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 2000 {
+	for round := range 3000 {
 		var cal calendar
-		for range rng.IntN(8) {
+		for range rng.IntN(12) {
 			start := rng.IntN(60)
 			s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
 				start: at(start), end: at(start + 1 + rng.IntN(40))}
@@ -61,6 +61,9 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			a.limits.UserGPUs = float64(1+rng.IntN(15)) / 10
 		}
+		if rng.IntN(4) == 0 {
+			a.limits.UserHours, a.limits.HoursWindow = float64(1+rng.IntN(40))/3600, time.Duration(10+rng.IntN(40))*time.Second
+		}
 		if a.never() != nil {
 			continue
 		}
@@ -69,8 +72,49 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 		require.False(t, got.IsZero(), "round %d: no fit found", round)
 		require.Nil(t, cal.check(a, got), "round %d: %v does not fit", round, got)
 		require.Equal(t, got.Equal(from), why == nil, "round %d", round)
-		for s := from; s.Before(got); s = s.Add(time.Second) {
+		// Under an hours quota, room comes as old use slides out of the
+		// window: earliest finds it to within a second.
+		var slack time.Duration
+		if a.limits.UserHours > 0 {
+			slack = time.Second
+		}
+		for s := from; s.Add(slack).Before(got); s = s.Add(time.Second) {
 			require.NotNil(t, cal.check(a, s), "round %d: %v fits, earlier than %v", round, s, got)
+		}
+	}
+}
+
+// What a GPU or a user holds, as the steps laying out a line weighs it,
+// agrees with the sweep over the whole calendar on random calendars and
+// spans, and the first start with room is the first the sweep finds.
+func TestStepsAgreeWithTheSweep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 3000 {
+		var cal calendar
+		for range rng.IntN(12) {
+			start := rng.IntN(60)
+			s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+				start: at(start), end: at(start + rng.IntN(40))} // some empty
+			if rng.IntN(4) == 0 {
+				s.request = uint64(1 + rng.IntN(5))
+			}
+			cal = append(cal, s)
+		}
+		lay := newLayout(cal)
+		g, uid := randomGPU(rng), rng.IntN(3)
+		from := at(rng.IntN(70))
+		to := from.Add(time.Duration(1+rng.IntN(30)) * time.Second)
+		gt, ut := trackIn(lay.gpus, g), trackIn(lay.users, uid)
+		require.Equal(t, cal.peak(onGPU(g), from, to), stepsOf(gt.booked).mostIn(from, to), "round %d", round)
+		require.Equal(t, cal.peak(onGPUOrKept(g), from, to), stepsOf(gt.all).mostIn(from, to), "round %d", round)
+		require.Equal(t, cal.peak(ofUser(uid), from, to), stepsOf(ut.all).mostIn(from, to), "round %d", round)
+
+		length, limit := to.Sub(from), int64(rng.IntN(11))*100_000
+		got, ok := stepsOf(gt.all).roomFrom(from, length, limit)
+		require.True(t, ok, "round %d: every slot ends", round)
+		require.LessOrEqual(t, cal.peak(onGPUOrKept(g), got, got.Add(length)), limit, "round %d", round)
+		for s := from; s.Before(got); s = s.Add(time.Second) {
+			require.Greater(t, cal.peak(onGPUOrKept(g), s, s.Add(length)), limit, "round %d: %v has room, earlier than %v", round, s, got)
 		}
 	}
 }
