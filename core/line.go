@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -197,7 +198,7 @@ func (b *books) possible(r storage.Request) error {
 // earliest is where and when r can first start at or after from, and what
 // stops it at from (nil: it starts at from). Among GPUs that fit as soon,
 // the first listed wins.
-func (b *books) earliest(cal calendar, r storage.Request, from time.Time) (fit, *blocker) {
+func (b *books) earliest(lay *layout, r storage.Request, from time.Time) (fit, *blocker) {
 	devs, _ := b.devicesFor(r.Host, r.Device)
 	var best fit
 	var why *blocker
@@ -206,7 +207,7 @@ func (b *books) earliest(cal calendar, r storage.Request, from time.Time) (fit, 
 		if err != nil || a.never() != nil {
 			continue
 		}
-		t, blk := cal.earliest(a, from)
+		t, blk := lay.earliest(a, from)
 		if !t.IsZero() && (best.start.IsZero() || t.Before(best.start)) {
 			best, why = fit{dev: d, ask: a, start: t}, blk
 		}
@@ -302,17 +303,17 @@ func (b *books) plan(cand *storage.Request) (linePlan, error) {
 	if err != nil {
 		return p, err
 	}
-	p.cal = append(p.cal, held...)
+	lay := newLayout(append(p.cal, held...))
 	for _, e := range entries {
 		from := later(b.now, e.NotBefore)
-		f, blk := b.earliest(p.cal, e.Request, from)
+		f, blk := b.earliest(lay, e.Request, from)
 		isCand := cand != nil && e.ID == 0
 		if f.start.IsZero() {
 			continue // possible() said it can; keep no place rather than a wrong one
 		}
 		if blk == nil {
 			part := b.booking(e.Request, f)
-			p.cal = append(p.cal, slotOf(part))
+			lay.add(slotOf(part))
 			if isCand {
 				p.candPart = &part
 			} else {
@@ -325,12 +326,13 @@ func (b *books) plan(cand *storage.Request) (linePlan, error) {
 		if isCand {
 			keep = keptForCandidate
 		}
-		p.cal = append(p.cal, f.ask.slot(f.start, keep))
+		lay.add(f.ask.slot(f.start, keep))
 		p.order = append(p.order, e)
 		if isCand {
 			p.cand, p.candFit, p.candBlk = &e, f, blk
 		}
 	}
+	p.cal = lay.cal
 	return p, nil
 }
 
@@ -627,6 +629,12 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 // whether a placement is due (someone can start, or must leave) that
 // nobody has made yet.
 func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due bool, err error) {
+	r, e, due, _, err = c.lineStatusOf(id)
+	return r, e, due, err
+}
+
+// lineStatusOf is lineStatus, and how many wait in line.
+func (c *Client) lineStatusOf(id uint64) (r storage.Request, e QueueEntry, due bool, waiting int, err error) {
 	var b *books
 	err = c.ledger.View(func(tx *storage.Tx) error {
 		if r, err = tx.Request(id); err != nil {
@@ -642,17 +650,17 @@ func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due boo
 		return err
 	})
 	if err != nil || b == nil {
-		return r, e, due, err
+		return r, e, due, 0, err
 	}
 	p, err := b.planRead()
 	if err != nil {
-		return r, e, due, err
+		return r, e, due, 0, err
 	}
 	due = p.pending()
 	if i := slices.IndexFunc(p.order, func(q QueueEntry) bool { return q.ID == id }); i >= 0 {
 		e = p.order[i]
 	}
-	return r, e, due, nil
+	return r, e, due, len(b.line), nil
 }
 
 // TendLine makes the placements that time alone has made due — an ETA
@@ -719,9 +727,13 @@ func soonest(a, b time.Time) time.Time {
 // line (releasing a booking granted at that moment) and returns ctx's
 // error.
 //
-// A change costs one read of the request; the line is laid out again at
-// most once a second, since hundreds of waiters may watch one ledger and
-// readers hold writers off.
+// A change costs one read of the request: whoever makes a change that
+// lets requests start places them in the same transaction, so a waiter
+// learns of its booking from its own request. It lays the line out again,
+// to learn its place and ETA, only now and then (see layoutEvery), since
+// hundreds of waiters may watch one ledger and every layout reads the
+// whole line: readers hold a file's writers off, and laying out a long
+// line takes a while.
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry)) (*Partition, error) {
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
@@ -729,7 +741,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var last QueueEntry
-	var planned, wake time.Time // when the line was last laid out; when to look next
+	var next, wake time.Time // when the line may be laid out again; when to look next
 	acted, look := false, true
 	for {
 		r, err := c.request(id)
@@ -743,12 +755,12 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			return c.Get(r.Partition)
 		case r.State == storage.Cancelled || r.State == storage.TimedOut:
 			return nil, fmt.Errorf("%w: request %d %s: %s", ErrLeftLine, id, r.State, r.Reason)
-		case look || !c.now().Before(planned.Add(time.Second)):
-			_, e, due, err := c.lineStatus(id)
+		case look || !c.now().Before(next):
+			_, e, due, waiting, err := c.lineStatusOf(id)
 			if err != nil && !errors.Is(err, storage.ErrBusy) {
 				return nil, err
 			}
-			planned, look = c.now(), false
+			next, look = c.now().Add(layoutEvery(waiting)), false
 			if due && !acted {
 				// Someone can start (perhaps this request) or must leave,
 				// and no other process has placed them yet.
@@ -769,9 +781,9 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 				wake = c.now().Add(time.Hour)
 			}
 		default:
-			// Changed since the line was laid out: lay it out again once
-			// the second is up, unless the ETA comes first.
-			wake = soonest(wake, planned.Add(time.Second))
+			// Changed since the line was laid out: lay it out again when
+			// its time comes, unless the ETA comes first.
+			wake = soonest(wake, next)
 		}
 		timer.Reset(max(time.Until(wake), 0))
 		select {
@@ -783,6 +795,16 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			acted, look = false, true
 		}
 	}
+}
+
+// layoutEvery is how long a waiter leaves between laying out a line of n
+// after the ledger changed: a second, and for a long line longer, so that
+// all its waiters together lay it out about a hundred times a second at
+// most; plus as much again at random, so that the waiters a change woke
+// together do not read together.
+func layoutEvery(n int) time.Duration {
+	d := max(time.Second, time.Duration(n)*10*time.Millisecond)
+	return d + rand.N(d)
 }
 
 // request reads one request.

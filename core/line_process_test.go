@@ -24,12 +24,22 @@ import (
 // roleLeft is a waiter's exit status when it left the line unbooked.
 const roleLeft = 5
 
-// playWaiter is a waiting process: it asks for arg (a share of GPU 0) for
-// an hour, says "queued ID" when it joins the line, waits, and says
-// "booked ID" when it is booked. SIGINT or SIGTERM makes it leave.
+// playWaiter is a waiting process: it asks for arg — a share of GPU 0, or
+// "GPU SHARE" (gpu3:0 0.5) — for an hour, says "queued ID" when it joins
+// the line, waits, and says "booked ID" when it is booked. SIGINT or
+// SIGTERM makes it leave.
 func playWaiter(c *Client, arg string) int {
-	share, _ := strconv.ParseFloat(arg, 64)
-	p, entry, err := c.Enqueue(Request{Device: 0, Memory: Fraction(share), Duration: time.Hour}, WaitOptions{})
+	gpuName, shareText, ok := strings.Cut(arg, " ")
+	if !ok {
+		gpuName, shareText = "0", arg
+	}
+	host, dev, err := ParseGPU(gpuName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return roleFailed
+	}
+	share, _ := strconv.ParseFloat(shareText, 64)
+	p, entry, err := c.Enqueue(Request{Host: host, Device: dev, Memory: Fraction(share), Duration: time.Hour}, WaitOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return roleFailed
