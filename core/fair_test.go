@@ -2,7 +2,6 @@ package core
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,19 +10,21 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-// onLedger is one ledger with a client per identity, on one fake clock.
+// onLedger is one ledger, on either engine, with a client per identity,
+// on one fake clock.
 type onLedger struct {
-	path  string
+	open  storetest.Opener
 	clock *fakeClock
 }
 
-func newLedger(t *testing.T) *onLedger {
-	return &onLedger{path: filepath.Join(t.TempDir(), "chronos.db"), clock: newFakeClock()}
+func newLedger(open storetest.Opener) *onLedger {
+	return &onLedger{open: open, clock: newFakeClock()}
 }
 
-func (l *onLedger) as(who Identity) *Client { return clientAt(l.path, l.clock, who) }
+func (l *onLedger) as(who Identity) *Client { return clientOn(l.open(), l.clock, who) }
 
 func (l *onLedger) events(t *testing.T) []storage.Event {
 	t.Helper()
@@ -40,7 +41,11 @@ func half(dev int, d time.Duration) Request {
 // that overlaps it is refused (naming when it would fit), one that ends
 // before it starts, or fits beside it, is admitted.
 func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testBookingAheadBlocksOverlapAdmitsTheRest)
+}
+
+func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
 	now := l.clock.Now()
 	ahead, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
@@ -85,8 +90,10 @@ func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
 
 // A start that has passed, or beyond the policy's "ahead", is refused
 // and writes nothing.
-func TestBookingAheadLimits(t *testing.T) {
-	l := newLedger(t)
+func TestBookingAheadLimits(t *testing.T) { storetest.Each(t, testBookingAheadLimits) }
+
+func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a := l.as(alice)
 	now := l.clock.Now()
 	_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Start: now.Add(15 * 24 * time.Hour)})
@@ -100,8 +107,10 @@ func TestBookingAheadLimits(t *testing.T) {
 
 // Each quota refuses with its limit, the user's figure and when it frees;
 // root is held to them until the policy exempts it.
-func TestQuotaRefusals(t *testing.T) {
-	l := newLedger(t)
+func TestQuotaRefusals(t *testing.T) { storetest.Each(t, testQuotaRefusals) }
+
+func testQuotaRefusals(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	r, a := l.as(root), l.as(alice)
 	_, err := r.SetPolicy([]string{"user-gpus=1", "user-hours=3/1d"})
 	require.NoError(t, err)
@@ -202,10 +211,14 @@ func TestPolicyKnobsReadBack(t *testing.T) {
 // transaction that frees it grants them in fair-share order, and a small
 // request may pass a large one only where it cannot delay it.
 func TestLineGrantsInOrderAndBackfills(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testLineGrantsInOrderAndBackfills)
+}
+
+func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, b, r := l.as(alice), l.as(bob), l.as(root)
 	// Alice has used the machine a lot; bob not at all.
-	require.NoError(t, storage.New(l.path).Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
 		return tx.PutUserUsage(storage.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
 	}))
 	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
@@ -260,7 +273,7 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 	// is behind her: her request may start only where it cannot delay
 	// alice's ETA (backfill).
 	carol := Identity{UID: 1003, User: "carol"}
-	require.NoError(t, storage.New(l.path).Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
 		return tx.PutUserUsage(storage.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
 	}))
 	c := l.as(carol)
@@ -286,7 +299,11 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 // queue, in its waiter's status and to whoever tends the line as the
 // transaction that queued it computed.
 func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testLineReadThenLaidOutWeighsHeldHours)
+}
+
+func testLineReadThenLaidOutWeighsHeldHours(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	r, a := l.as(root), l.as(alice)
 	_, err := r.SetPolicy([]string{"user-hours=2/1d"})
 	require.NoError(t, err)
@@ -322,7 +339,11 @@ func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
 // placed by whoever tends the line (a waiter, a monitor) with nothing
 // else happening.
 func TestLineTimersWithNoOtherActivity(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testLineTimersWithNoOtherActivity)
+}
+
+func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
 	hold, err := a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
 	require.NoError(t, err)
@@ -366,7 +387,11 @@ func TestLineTimersWithNoOtherActivity(t *testing.T) {
 // A policy change that makes a waiting request impossible sends it away
 // with the reason, in the same transaction.
 func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testPolicyChangeSendsAwayWhatCanNeverFit)
+}
+
+func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, r := l.as(alice), l.as(root)
 	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -385,8 +410,10 @@ func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
 
 // Cancelling is for the owner or root; the cancelled request leaves with
 // an event and its room goes to the next.
-func TestCancel(t *testing.T) {
-	l := newLedger(t)
+func TestCancel(t *testing.T) { storetest.Each(t, testCancel) }
+
+func testCancel(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
 	_, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -401,7 +428,11 @@ func TestCancel(t *testing.T) {
 // Extending takes room like a new booking: not over a booking made ahead,
 // not over the room kept for those waiting, not past a quota.
 func TestExtendIsAdmittedLikeABooking(t *testing.T) {
-	l := newLedger(t)
+	storetest.Each(t, testExtendIsAdmittedLikeABooking)
+}
+
+func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
 	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
@@ -426,8 +457,10 @@ func TestExtendIsAdmittedLikeABooking(t *testing.T) {
 
 // Usage is charged at the end for the time held, decays by half each
 // half-life, and orders fair share: F = 0.5 at one's share of the machine.
-func TestUsageChargedForTimeHeld(t *testing.T) {
-	l := newLedger(t)
+func TestUsageChargedForTimeHeld(t *testing.T) { storetest.Each(t, testUsageChargedForTimeHeld) }
+
+func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
 	a, r := l.as(alice), l.as(root)
 	_, err := r.SetPolicy([]string{"halflife=1d"})
 	require.NoError(t, err)

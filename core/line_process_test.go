@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // roleLeft is a waiter's exit status when it left the line unbooked.
@@ -101,6 +103,29 @@ func (w *waiterProc) booked(t *testing.T) uint64 {
 	return id
 }
 
+// eachWaitLedger runs fn on each engine with a ledger that waiters of
+// other uids can use — a file in a directory they may write, or a prefix
+// of etcd — and bin, the test binary where they may run it.
+func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, bin string)) {
+	t.Run("bbolt", func(t *testing.T) {
+		dir, bin := otherUserDir(t)
+		path := filepath.Join(dir, "chronos.db")
+		fn(t, func() storage.Store { return storage.New(path) }, bin)
+	})
+	t.Run("etcd", func(t *testing.T) {
+		_, bin := otherUserDir(t)
+		fn(t, storetest.Etcd(t, etcdtest.Shared(t)), bin)
+	})
+}
+
+// letAllWrite lets other uids' waiters write a ledger file once it exists;
+// an etcd ledger needs nothing.
+func letAllWrite(t *testing.T, s storage.Store) {
+	if l, ok := s.(*storage.Ledger); ok {
+		require.NoError(t, os.Chmod(l.Path, 0o666))
+	}
+}
+
 // uidOf looks a system user up; the test skips without it.
 func uidOf(t *testing.T, name string) int {
 	t.Helper()
@@ -111,25 +136,35 @@ func uidOf(t *testing.T, name string) int {
 	return id.UID
 }
 
-// Fifty real waiting processes of three real users (root, nobody, daemon)
+// waitingProcesses wait behind waitingHolders bookings in the fair-share
+// test: enough that each user has several waiters in line and the line
+// outlasts the bookings in its way; the two hundred at once are
+// BenchmarkWaiters200's (make bench-waiters).
+const waitingProcesses, waitingHolders = 15, 5
+
+// Real waiting processes of three real users (root, nobody, daemon)
 // share one ledger; as bookings end, one by one, the transaction that ends
 // each grants the next request in fair-share order: every waiter of the
 // user who used least first, and within a user, the oldest first. Each
 // waiter learns of its booking itself, and it is its own uid's.
 func TestWaitersGrantedInFairShareOrder(t *testing.T) {
-	dir, bin := otherUserDir(t)
+	eachWaitLedger(t, testWaitersGrantedInFairShareOrder)
+}
+
+func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin string) {
 	nobody, daemon := uidOf(t, "nobody"), uidOf(t, "daemon")
-	db := filepath.Join(dir, "chronos.db")
-	r := clientAt(db, nil, root)
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
 	var holders []uint64
-	for range 10 {
-		p, err := r.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	for range waitingHolders {
+		p, err := r.Create(Request{Device: 0, Memory: Fraction(1.0 / waitingHolders), Duration: time.Hour})
 		require.NoError(t, err)
 		holders = append(holders, p.ID)
 	}
-	require.NoError(t, os.Chmod(db, 0o666))
+	letAllWrite(t, s)
 	now := time.Now()
-	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, s.Update(func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
 		}
@@ -139,15 +174,15 @@ func TestWaitersGrantedInFairShareOrder(t *testing.T) {
 	users := []int{0, nobody, daemon}
 	rank := map[int]int{0: 0, nobody: 1, daemon: 2} // least used first
 	var waiters []*waiterProc
-	for i := range 50 {
-		waiters = append(waiters, startWaiter(t, bin, db, users[i%3], "0.1"))
+	for i := range waitingProcesses {
+		waiters = append(waiters, startWaiter(t, bin, db, users[i%3], fmt.Sprint(1.0/waitingHolders)))
 	}
 	want := slices.Clone(waiters)
 	slices.SortStableFunc(want, func(a, b *waiterProc) int { return rank[a.uid] - rank[b.uid] })
 
 	line, err := r.Queue()
 	require.NoError(t, err)
-	require.Len(t, line, 50)
+	require.Len(t, line, waitingProcesses)
 	for i, e := range line {
 		require.Equal(t, want[i].request, e.ID, "position %d", i+1)
 	}
@@ -183,7 +218,7 @@ func TestWaitersGrantedInFairShareOrder(t *testing.T) {
 			granted[e.Detail[strings.Index(e.Detail, "request "):]]++
 		}
 	}
-	require.Len(t, granted, 50)
+	require.Len(t, granted, waitingProcesses)
 }
 
 func (w *waiterProc) requestIn(t *testing.T, c *Client) storage.Request {
@@ -206,14 +241,16 @@ func (w *waiterProc) grantedAs(t *testing.T, c *Client) uint64 {
 // placement (here the one a monitor or another waiter makes when it tends
 // the line) finds its process gone and takes the request out, with an
 // event, before it could be granted a booking nobody would use.
-func TestKilledWaiterLeavesTheLine(t *testing.T) {
-	dir, bin := otherUserDir(t)
+func TestKilledWaiterLeavesTheLine(t *testing.T) { eachWaitLedger(t, testKilledWaiterLeavesTheLine) }
+
+func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin string) {
 	nobody := uidOf(t, "nobody")
-	db := filepath.Join(dir, "chronos.db")
-	r := clientAt(db, nil, root)
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
 	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(db, 0o666))
+	letAllWrite(t, s)
 	w := startWaiter(t, bin, db, nobody, "0.5")
 	next := startWaiter(t, bin, db, 0, "0.5")
 
@@ -250,8 +287,13 @@ func TestKilledWaiterLeavesTheLine(t *testing.T) {
 // Ctrl-C (SIGINT) or SIGTERM to a waiter takes its request out of the line
 // cleanly, and it exits saying so.
 func TestInterruptedWaiterLeavesCleanly(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	r := clientAt(db, nil, root)
+	storetest.Each(t, testInterruptedWaiterLeavesCleanly)
+}
+
+func testInterruptedWaiterLeavesCleanly(t *testing.T, open storetest.Opener) {
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
 	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
