@@ -520,7 +520,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 		server, _ = os.FindProcess(pid)
 		return true
 	}, 5*time.Second, 5*time.Millisecond)
-	t.Cleanup(func() { server.Kill() })
+	t.Cleanup(func() { _ = server.Kill() })
 	sim.Attach(idleGPU, server.Pid, 3<<30) // more than the booking holds
 
 	terminate := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
