@@ -257,6 +257,9 @@ func ParseDevice(s string) (int, error) {
 
 const ppm = 1_000_000
 
+// ShareOf is a share stored in parts per million as a fraction, 0 to 1.
+func ShareOf(partsPerMillion int64) float64 { return float64(partsPerMillion) / ppm }
+
 // FormatPercent prints a share in parts per million as a percent.
 func FormatPercent(sharePPM int64) string {
 	pct := float64(sharePPM) / ppm * 100
