@@ -49,6 +49,8 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code
 type globals struct {
 	db      string
 	backend string
+	// metrics, when --metrics serves them, times the ledger's transactions.
+	metrics *metricsServer
 }
 
 func main() {
@@ -103,6 +105,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(g *globals) *cobra.Command {
 	var mon monitorFlags
 	var appLog string
+	var mf metricsFlags
 	root := &cobra.Command{
 		Use:   "chronos",
 		Short: "Fair time-sharing of a machine's GPUs",
@@ -122,9 +125,9 @@ Run it with no command for the terminal app.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if mon.on {
-				return runMonitor(cmd, g, mon)
+				return runMonitor(cmd, g, mon, mf)
 			}
-			return runApp(cmd, g, appLog)
+			return runApp(cmd, g, appLog, mf)
 		},
 	}
 	root.SetVersionTemplate("chronos {{.Version}}\n")
@@ -133,6 +136,7 @@ Run it with no command for the terminal app.`,
 	root.Flags().StringVar(&mon.policy, "policy", "", `with --monitor: override the stored policy, e.g. "overbudget=terminate grace=10s"`)
 	root.Flags().StringVar(&mon.logFormat, "log-format", "text", "with --monitor: text or json")
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
+	mf.add(root.Flags())
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml, drm or sim (default: $CHRONOS_BACKEND, else auto)")
@@ -158,7 +162,7 @@ func (g *globals) client() (*core.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return core.NewClient(core.Options{Ledger: l, Devices: g.deviceSource()}), nil
+	return core.NewClient(core.Options{Ledger: g.metrics.timed(l), Devices: g.deviceSource()}), nil
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.
