@@ -145,7 +145,7 @@ Run it with no command for the terminal app.`,
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
 		holdCmd(g),
-		reportCmd(g),
+		reportCmd(g), showCmd(g),
 	)
 	return root
 }

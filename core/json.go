@@ -173,3 +173,11 @@ type ReportRow struct {
 	Reclaimed     int      `json:"reclaimed"`
 	Expired       int      `json:"expired"`
 }
+
+// BookingJSON is `chronos show ID --json`: the booking as `list --json`
+// prints it, the GPU processes that count against it now, and its events.
+type BookingJSON struct {
+	PartitionJSON
+	Processes []Attribution `json:"processes"`
+	Events    []EventJSON   `json:"events"`
+}

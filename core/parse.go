@@ -255,6 +255,20 @@ func ParseDevice(s string) (int, error) {
 	return i, nil
 }
 
+// ParseStatus reads a booking status as a person types it: its words, or
+// joined by a hyphen ("ending-soon", "gpu-gone"), in any case.
+func ParseStatus(s string) (BookingStatus, error) {
+	typed := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", " "))
+	names := make([]string, len(BookingStatuses))
+	for i, st := range BookingStatuses {
+		if strings.ToLower(string(st)) == typed {
+			return st, nil
+		}
+		names[i] = strings.ToLower(strings.ReplaceAll(string(st), " ", "-"))
+	}
+	return "", inputErr("state %s: use %s", Quote(s), strings.Join(names, ", "))
+}
+
 const ppm = 1_000_000
 
 // ShareOf is a share stored in parts per million as a fraction, 0 to 1.

@@ -402,6 +402,18 @@ func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
 	return out, err
 }
 
+// EventsBackward visits the audit trail from the newest event back, until
+// fn says stop.
+func (tx *Tx) EventsBackward(fn func(Event) (more bool, err error)) error {
+	return tx.scan(bucketEvents, nil, true, func(k, v []byte) (bool, error) {
+		var e Event
+		if err := decode(v, &e); err != nil {
+			return false, fmt.Errorf("event %x: %w", k, err)
+		}
+		return fn(e)
+	})
+}
+
 // LastEvent returns the sequence number of the newest event (0: none).
 func (tx *Tx) LastEvent() uint64 {
 	var last uint64
