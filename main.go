@@ -145,8 +145,9 @@ Run it with no command for the terminal app.`,
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
 		holdCmd(g),
-		reportCmd(g), showCmd(g),
+		reportCmd(g), showCmd(g), environmentCmd(), genManCmd(),
 	)
+	addCompletions(root, g)
 	return root
 }
 
