@@ -2,9 +2,11 @@ package core
 
 import (
 	"cmp"
+	"maps"
 	"os/user"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -147,10 +149,7 @@ func (f figures) row(key string, by ReportBy) ReportRow {
 // bookingFigures is what one booking adds to a report of [from, to).
 func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.Time) figures {
 	var f figures
-	end := p.Expires
-	if !p.Ended.IsZero() {
-		end = earlier(end, p.Ended)
-	}
+	end := endOf(p)
 	held := earlier(end, to).Sub(p.Created)
 	inside := earlier(end, to).Sub(later(p.Created, from))
 	if held > 0 && inside > 0 {
@@ -173,6 +172,15 @@ func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.T
 	return f
 }
 
+// endOf is when p stops holding its share: its deadline, or before it
+// when it was released or reclaimed.
+func endOf(p storage.Partition) time.Time {
+	if p.Ended.IsZero() {
+		return p.Expires
+	}
+	return earlier(p.Expires, p.Ended)
+}
+
 // GroupName is the name of uid's primary group: its number when the group
 // has no name, "?" when the user is unknown.
 func GroupName(uid int) string {
@@ -184,4 +192,97 @@ func GroupName(uid int) string {
 		return g.Name
 	}
 	return u.Gid
+}
+
+// settleAfter is how long after its end a booking's figures may still
+// change: monitors write a minute's accounting in the next minute, and one
+// that fell behind catches up within a few.
+const settleAfter = 10 * accountEvery
+
+// UserTotals is every user's figures since the ledger began, kept for
+// metrics, which Prometheus reads every few seconds for as long as the
+// machine is used. Each Read reads only what may still change: the
+// bookings not yet settled (ended more than settleAfter ago), and the
+// unbooked use of the last two days. A settled booking is added once and
+// not read again, so a scrape costs the same with a year of history.
+type UserTotals struct {
+	mu      sync.Mutex
+	next    uint64             // the bookings numbered below are all in settled
+	folded  map[uint64]bool    // bookings numbered next and up already in settled
+	settled map[string]figures // by user
+	daysTo  time.Time          // the unbooked use of the days before is in settled
+}
+
+// Read returns each user's figures since the ledger began, by name.
+func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.settled == nil {
+		t.next, t.folded, t.settled = 1, map[uint64]bool{}, map[string]figures{}
+	}
+	now := c.now()
+	y, m, d := now.UTC().Date()
+	closed := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1) // days before yesterday change no more
+	sums, settle := maps.Clone(t.settled), map[string]figures{}
+	add := func(into map[string]figures, user string, f figures) {
+		g := into[user]
+		g.add(f)
+		into[user] = g
+	}
+	var settledIDs []uint64
+	next := uint64(0)
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.PartitionsFrom(t.next)
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if t.folded[p.ID] {
+				continue
+			}
+			u, _, err := tx.BookingUsage(p.ID)
+			if err != nil {
+				return err
+			}
+			f := bookingFigures(p, u, time.Time{}, now)
+			add(sums, p.User, f)
+			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(endOf(p)) > settleAfter {
+				add(settle, p.User, f)
+				settledIDs = append(settledIDs, p.ID)
+			} else if next == 0 {
+				next = p.ID
+			}
+		}
+		if next == 0 && len(parts) > 0 {
+			next = parts[len(parts)-1].ID + 1
+		}
+		uses, err := tx.Unbooked(t.daysTo)
+		for _, u := range uses {
+			add(sums, u.User, figures{unbooked: u.GPUTime.Seconds()})
+			if u.Day.Before(closed) && !u.Day.Before(t.daysTo) {
+				add(settle, u.User, figures{unbooked: u.GPUTime.Seconds()})
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for user, f := range settle {
+		add(t.settled, user, f)
+	}
+	for _, id := range settledIDs {
+		t.folded[id] = true
+	}
+	if next > t.next {
+		t.next = next
+		maps.DeleteFunc(t.folded, func(id uint64, _ bool) bool { return id < next })
+	}
+	t.daysTo = later(t.daysTo, closed)
+	rows := make([]ReportRow, 0, len(sums))
+	for user, f := range sums {
+		rows = append(rows, f.row(user, ReportByUser))
+	}
+	slices.SortFunc(rows, func(a, b ReportRow) int { return cmp.Compare(a.Key, b.Key) })
+	return rows, nil
 }

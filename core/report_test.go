@@ -3,6 +3,8 @@ package core
 import (
 	"os/user"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +135,43 @@ func TestReportRefusesAnUnknownCut(t *testing.T) {
 	_, err := c.Report(time.Time{}, "host")
 	require.ErrorIs(t, err, ErrInput)
 	require.ErrorContains(t, err, `--by "host": use user, group or gpu`)
+}
+
+// UserTotals gives what a report since the ledger began gives, and reads a
+// settled booking only once.
+func TestUserTotalsAgreeAndSettle(t *testing.T) {
+	c, _ := reportLedger(t)
+	var totals UserTotals
+	all := func() []ReportRow {
+		r, err := c.Report(time.Time{}, ReportByUser)
+		require.NoError(t, err)
+		slices.SortFunc(r.Rows, func(a, b ReportRow) int { return strings.Compare(a.Key, b.Key) })
+		return r.Rows
+	}
+	read := func() []ReportRow {
+		rows, err := totals.Read(c)
+		require.NoError(t, err)
+		return rows
+	}
+	require.Equal(t, all(), read())
+	require.Equal(t, all(), read(), "a second read, from what settled")
+
+	// A new booking shows; root's live one keeps counting its time.
+	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, all(), read())
+
+	// A settled booking is not read again: what a monitor might still
+	// change there (it cannot, past settleAfter) does not cost a scrape.
+	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+		u, _, err := tx.BookingUsage(3)
+		u.GPUTime += time.Hour
+		if err != nil {
+			return err
+		}
+		return tx.PutBookingUsage(u)
+	}))
+	rows := read()
+	require.InDelta(t, all()[0].UsedHours-1, rows[0].UsedHours, 1e-9, "daemon's old booking, read once")
+	require.Equal(t, "daemon", rows[0].Key)
 }

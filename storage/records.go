@@ -260,6 +260,20 @@ func (tx *Tx) Partitions() ([]Partition, error) {
 	return out, err
 }
 
+// PartitionsFrom returns the partitions numbered id and up, oldest first.
+func (tx *Tx) PartitionsFrom(id uint64) ([]Partition, error) {
+	var out []Partition
+	err := tx.scan(bucketPartitions, key(id), false, func(k, v []byte) (bool, error) {
+		var p Partition
+		if err := decode(v, &p); err != nil {
+			return false, fmt.Errorf("partition %x: %w", k, err)
+		}
+		out = append(out, p)
+		return true, nil
+	})
+	return out, err
+}
+
 // Partition returns the partition with that id, or ErrNotFound.
 func (tx *Tx) Partition(id uint64) (Partition, error) {
 	var p Partition

@@ -150,7 +150,7 @@ func (s timedStore) since(began time.Time, mode string) {
 // Handler serves the metrics, reading the ledger through c on each
 // scrape. Call it once.
 func (e *Exporter) Handler(c *core.Client) http.Handler {
-	e.registry.MustRegister(ledgerCollector{e: e, c: c})
+	e.registry.MustRegister(ledgerCollector{e: e, c: c, totals: &core.UserTotals{}})
 	return promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{
 		// A ledger busy past its timeout costs its metrics, not the
 		// GPUs' or the monitor's.
@@ -272,8 +272,9 @@ var (
 
 // ledgerCollector reports the live bookings and each user's totals.
 type ledgerCollector struct {
-	e *Exporter
-	c *core.Client
+	e      *Exporter
+	c      *core.Client
+	totals *core.UserTotals
 }
 
 func (l ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -311,11 +312,11 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	for _, d := range inv.Devices {
 		ch <- prometheus.MustNewConstMetric(bookedRatio, prometheus.GaugeValue, core.ShareOf(booked[d.Index]), strconv.Itoa(d.Index), d.UUID, host)
 	}
-	r, err := l.c.Report(time.Time{}, core.ReportByUser)
+	rows, err := l.totals.Read(l.c)
 	if err != nil {
 		return err
 	}
-	for _, row := range r.Rows {
+	for _, row := range rows {
 		ch <- prometheus.MustNewConstMetric(userBooked, prometheus.CounterValue, row.BookedHours*3600, row.Key)
 		ch <- prometheus.MustNewConstMetric(userUsed, prometheus.CounterValue, row.UsedHours*3600, row.Key)
 		ch <- prometheus.MustNewConstMetric(userUnbookedUse, prometheus.CounterValue, *row.UnbookedHours*3600, row.Key)
