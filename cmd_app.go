@@ -68,7 +68,10 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		}
 	}}
 	g.metrics.observe(&opts)
-	host, _ := os.Hostname()
+	host := c.Host() // its name in a ledger many hosts share
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
 		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,8 @@ const (
 type bookingFilter struct {
 	mine   bool
 	user   string
-	gpu    int // -1: any
+	host   string // "": any
+	gpu    int    // -1: any
 	states []core.BookingStatus
 }
 
@@ -39,12 +41,13 @@ func (f bookingFilter) ended() bool {
 
 // narrows says whether the filter leaves any booking out.
 func (f bookingFilter) narrows() bool {
-	return f.mine || f.user != "" || f.gpu >= 0 || len(f.states) > 0
+	return f.mine || f.user != "" || f.host != "" || f.gpu >= 0 || len(f.states) > 0
 }
 
-func (f bookingFilter) keeps(p core.Partition, me core.Identity, st core.BookingStatus) bool {
-	return (!f.mine || p.UID == me.UID) &&
+func (f bookingFilter) keeps(p core.Partition, c *core.Client, st core.BookingStatus) bool {
+	return (!f.mine || p.UID == c.Me().UID) &&
 		(f.user == "" || p.User == f.user || strconv.Itoa(p.UID) == f.user) &&
+		(f.host == "" || c.HostOf(p.Partition) == f.host) &&
 		(f.gpu < 0 || p.Device == f.gpu) &&
 		(len(f.states) == 0 || slices.Contains(f.states, st))
 }
@@ -59,7 +62,7 @@ func listCmd(g *globals) *cobra.Command {
 		Short: "List bookings (live ones; --all for history)",
 		Long: `List bookings: the live ones, or with --all every booking the ledger holds.
 
---mine, --user NAME, --gpu N and --state STATE (the STATE column's words,
+--mine, --user NAME, --host NAME, --gpu N (or HOST:N) and --state STATE (the STATE column's words,
 joined with hyphens: live, ending-soon, orphaned, gpu-gone, expired,
 released; several with commas) keep only the bookings that match; asking for
 ended states reads the history too. -o wide adds columns, -o json prints the
@@ -81,11 +84,22 @@ every 2s (--watch 5s) until Ctrl-C.`,
 				return usageError{fmt.Errorf("-o %s: use wide, json or ids", core.Quote(output))}
 			}
 			filter.gpu = -1
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			if gpuArg != "" {
-				var err error
-				if filter.gpu, err = core.ParseDevice(gpuArg); err != nil {
+				host := ""
+				if host, filter.gpu, err = core.ParseGPU(gpuArg); err != nil {
 					return err
 				}
+				if host == "" {
+					host = c.Host() // an index names this host's GPU
+				}
+				if filter.host != "" && host != "" && host != filter.host {
+					return usageError{fmt.Errorf("list: --gpu %s is not on --host %s", gpuArg, filter.host)}
+				}
+				filter.host = cmp.Or(filter.host, host)
 			}
 			for _, s := range strings.FieldsFunc(states, func(r rune) bool { return r == ',' }) {
 				st, err := core.ParseStatus(s)
@@ -93,10 +107,6 @@ every 2s (--watch 5s) until Ctrl-C.`,
 					return err
 				}
 				filter.states = append(filter.states, st)
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
 			}
 			l := bookingList{c: c, all: all || filter.ended(), filter: filter, output: output, noHeaders: noHeaders}
 			return watch.run(cmd, "chronos list", l.write)
@@ -106,7 +116,8 @@ every 2s (--watch 5s) until Ctrl-C.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields documented in the README); -o json too")
 	cmd.Flags().BoolVar(&filter.mine, "mine", false, "only your bookings")
 	cmd.Flags().StringVar(&filter.user, "user", "", "only NAME's bookings (a login name or uid)")
-	cmd.Flags().StringVar(&gpuArg, "gpu", "", "only bookings of GPU N")
+	cmd.Flags().StringVar(&filter.host, "host", "", "only the bookings of this host's GPUs")
+	cmd.Flags().StringVar(&gpuArg, "gpu", "", "only bookings of GPU N (HOST:N, another host's)")
 	cmd.Flags().StringVar(&states, "state", "", "only bookings in these states, e.g. live,ending-soon (ended ones read the history)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "wide (more columns), json or ids (one id a line)")
 	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "leave out the table's header line")
@@ -136,7 +147,7 @@ func (l bookingList) write(w io.Writer) error {
 	now := c.Now()
 	kept := parts[:0]
 	for _, p := range parts {
-		if l.filter.keeps(p, c.Me(), p.Status(now, pol.WarnLead)) {
+		if l.filter.keeps(p, c, p.Status(now, pol.WarnLead)) {
 			kept = append(kept, p)
 		}
 	}

@@ -16,7 +16,10 @@ type envVar struct{ name, about string }
 // the code reads and sets no other.
 var (
 	envRead = []envVar{
-		{"CHRONOS_DB", "the ledger file, when --db is not given"},
+		{"CHRONOS_STORE", "the ledger, when --store and --db are not given: a file, or etcd://host:port,… shared by many hosts"},
+		{"CHRONOS_DB", "the ledger file, when neither --store, --db nor CHRONOS_STORE is given"},
+		{"CHRONOS_STORE_FILE", "the file naming a lab's ledger on etcd for every user of the host (/etc/chronos/store unless set)"},
+		{"CHRONOS_HOST", "this host's name in a ledger many hosts share (the host name up to its first dot unless set)"},
 		{"XDG_STATE_HOME", "the per-user ledger is $XDG_STATE_HOME/chronos/chronos.db (unset: ~/.local/state, from HOME)"},
 		{"HOME", "see XDG_STATE_HOME"},
 		{"CHRONOS_BACKEND", "the GPU backend: auto, nvml, drm or sim (--backend wins)"},

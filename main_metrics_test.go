@@ -144,3 +144,39 @@ func TestAppServesMetrics(t *testing.T) {
 		return err != nil
 	}, 5*time.Second, 50*time.Millisecond, "still serving after the app quit")
 }
+
+// On a ledger many hosts share, a host's monitor serves its own GPUs'
+// bookings, so that summing the hosts' series sums the lab.
+func TestMetricsOnALabServeThisHost(t *testing.T) {
+	lab := labStore(t)
+	for _, b := range []struct{ host, gpu, share string }{{"gpu1", "0", "60%"}, {"gpu2", "0", "10%"}, {"gpu2", "1", "20%"}} {
+		r := onHost(t, lab, b.host, "create", b.gpu, b.share, "1h")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	r := onHost(t, lab, "gpu2", "list", "--gpu", "gpu1:0", "-o", "ids")
+	require.Equal(t, "1\n", r.stdout, r.stderr)
+	r = onHost(t, lab, "gpu2", "list", "--gpu", "0", "-o", "ids")
+	require.Equal(t, "2\n", r.stdout, "an index names this host's GPU")
+
+	cmd := exec.Command(chronosBin, "--monitor", "--log-format", "json", "--metrics", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), binEnv("")...)
+	cmd.Env = append(cmd.Env, "CHRONOS_DB=", "CHRONOS_STORE="+lab, "CHRONOS_HOST=gpu2", "CHRONOS_STORE_FILE=/nonexistent")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	require.True(t, sc.Scan())
+	url := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(sc.Text())
+	require.NotNil(t, url, sc.Text())
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	text := scrapeText(t, url[1])
+	info := bookingInfo(text)
+	require.Len(t, info, 2, text)
+	require.Contains(t, info[2], `hostname="gpu2"`)
+	require.Contains(t, info[3], `gpu="1"`)
+	require.Regexp(t, `(?m)^chronos_gpu_booked_ratio\{UUID="[^"]+",gpu="0",hostname="gpu2"\} 0.1$`, text)
+	require.Regexp(t, `(?m)^chronos_user_booked_gpu_seconds_total\{user="[^"]+"\} `, text)
+	require.NotContains(t, text, "chronos_user_unbooked_gpu_seconds_total{", "not recorded per host")
+}

@@ -51,6 +51,11 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		return Report{}, err
 	}
 	now := c.now()
+	type gpuKey struct {
+		host string
+		dev  int
+	}
+	gpus := map[string]gpuKey{} // the GPU rows' order
 	rows := map[string]*figures{}
 	row := func(key string) *figures {
 		if rows[key] == nil {
@@ -82,7 +87,8 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		for _, p := range parts {
 			key := keyOf(p.UID, p.User)
 			if by == ReportByGPU {
-				key = strconv.Itoa(p.Device)
+				key = c.GPUName(p.Host, p.Device)
+				gpus[key] = gpuKey{c.otherHost(p.Host), p.Device}
 			}
 			row(key).add(bookingFigures(p, usage[p.ID], from, now))
 		}
@@ -109,9 +115,8 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 	r.Total = total.row("total", by)
 	slices.SortFunc(r.Rows, func(a, b ReportRow) int {
 		if by == ReportByGPU {
-			x, _ := strconv.Atoi(a.Key)
-			y, _ := strconv.Atoi(b.Key)
-			return cmp.Compare(x, y)
+			x, y := gpus[a.Key], gpus[b.Key]
+			return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.dev, y.dev))
 		}
 		return cmp.Or(cmp.Compare(b.BookedHours, a.BookedHours), cmp.Compare(a.Key, b.Key))
 	})
@@ -206,6 +211,11 @@ const settleAfter = 10 * accountEvery
 // unbooked use of the last two days. A settled booking is added once and
 // not read again, so a scrape costs the same with a year of history.
 type UserTotals struct {
+	// Keep picks the bookings counted (nil: all). Unbooked use, which is
+	// recorded per user and day but not per host, is counted only when
+	// every booking is.
+	Keep func(storage.Partition) bool
+
 	mu      sync.Mutex
 	next    uint64             // the bookings numbered below are all in settled
 	folded  map[uint64]bool    // bookings numbered next and up already in settled
@@ -230,31 +240,40 @@ func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
 		into[user] = g
 	}
 	var settledIDs []uint64
-	next := uint64(0)
+	next := t.next
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		parts, err := tx.PartitionsFrom(t.next)
 		if err != nil {
 			return err
 		}
-		for _, p := range parts {
-			if t.folded[p.ID] {
+		if len(parts) > 0 {
+			next = parts[len(parts)-1].ID + 1 // unless one below has not settled
+		}
+		parts = slices.DeleteFunc(parts, func(p storage.Partition) bool { return t.folded[p.ID] })
+		ids := make([]uint64, len(parts))
+		for i, p := range parts {
+			ids[i] = p.ID
+		}
+		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
+		if err != nil {
+			return err
+		}
+		for i, p := range parts {
+			if t.Keep != nil && !t.Keep(p) {
+				settledIDs = append(settledIDs, p.ID) // never counted: as good as settled
 				continue
 			}
-			u, _, err := tx.BookingUsage(p.ID)
-			if err != nil {
-				return err
-			}
-			f := bookingFigures(p, u, time.Time{}, now)
+			f := bookingFigures(p, usage[i], time.Time{}, now)
 			add(sums, p.User, f)
 			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(endOf(p)) > settleAfter {
 				add(settle, p.User, f)
 				settledIDs = append(settledIDs, p.ID)
-			} else if next == 0 {
-				next = p.ID
+			} else {
+				next = min(next, p.ID)
 			}
 		}
-		if next == 0 && len(parts) > 0 {
-			next = parts[len(parts)-1].ID + 1
+		if t.Keep != nil {
+			return nil
 		}
 		uses, err := tx.Unbooked(t.daysTo)
 		for _, u := range uses {

@@ -99,6 +99,10 @@ type readings struct {
 	avail  []core.Availability
 	policy core.Policy
 	attrs  []core.Attribution
+	// The other hosts of a ledger many hosts share, and warnings about
+	// their clocks.
+	hosts    []core.HostView
+	warnings []string
 }
 
 // mode is what the keyboard is talking to.
@@ -251,8 +255,13 @@ func (m *Model) quit() tea.Cmd {
 // View only draws.
 func (m *Model) derive() {
 	now := m.sh.now()
-	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(m.data.parts), now)
-	m.gpus.setBookings(bookedSegments(m.data.parts, now))
+	// This host's GPUs are sampled here; other hosts' bookings are drawn
+	// under their own GPUs.
+	client := m.opts.Client
+	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
+	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
+	m.gpus.setBookings(bookedSegments(here, now))
+	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
 	for _, t := range m.tabs {
 		t.setRows(&m.data, f, now)

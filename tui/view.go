@@ -13,12 +13,12 @@ import (
 // layout splits the height: header, GPU panel, tab line, body (a table,
 // the form or the help) and the two footer lines.
 type layout struct {
-	header, gpus, body int
-	fullGPUs           bool
+	header, gpus, hosts, body int
+	fullGPUs                  bool
 }
 
 func (m *Model) layout() layout {
-	l := layout{header: 1}
+	l := layout{header: 1 + len(m.data.warnings)}
 	if m.opts.Notice != "" {
 		l.header++
 	}
@@ -29,8 +29,11 @@ func (m *Model) layout() layout {
 	if m.mode == booking {
 		minBody = max(minBody, m.form.height())
 	}
-	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody)
-	l.body = max(1, rest-l.gpus)
+	// Other hosts' GPUs take what this host's leave, a line each.
+	hosts := hostsLines(m.data.hosts)
+	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody-min(hosts, 2))
+	l.hosts = max(0, min(hosts, rest-minBody-l.gpus))
+	l.body = max(1, rest-l.gpus-l.hosts)
 	return l
 }
 
@@ -50,7 +53,11 @@ func (m *Model) View() string {
 	if m.opts.Notice != "" {
 		lines = append(lines, cut(st.Notice.Render(Printable(m.opts.Notice)), m.width))
 	}
+	for _, w := range m.data.warnings {
+		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
+	}
 	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
+	lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
 	lines = append(lines, m.tabsView())
 
 	var body []string

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -55,7 +54,7 @@ type Options struct {
 	SampleEvery time.Duration
 }
 
-// Exporter is a monitor's metrics. It is the monitor's observer
+// Exporter is a monitor's metrics, of this host's GPUs and their bookings. It is the monitor's observer
 // (MonitorOptions.Observer), times the ledger's transactions (Timed), and
 // serves /metrics (Handler, Serve).
 type Exporter struct {
@@ -82,8 +81,7 @@ func New(o Options) *Exporter {
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Second
 	}
-	host, _ := os.Hostname()
-	e := &Exporter{o: o, host: host, registry: prometheus.NewRegistry(),
+	e := &Exporter{o: o, host: core.HostName(), registry: prometheus.NewRegistry(),
 		ticks: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_monitor_tick_seconds",
 			Help: "How long one pass of the monitor took: reading the ledger and the GPUs, acting, recording.", Buckets: durationBuckets}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_enforcement_signals_total",
@@ -125,12 +123,32 @@ func (e *Exporter) latest() (gpu.Sample, []core.Attribution, bool) {
 	return e.sample, e.atts, fresh
 }
 
-// Timed returns s with each transaction's duration observed.
-func (e *Exporter) Timed(s storage.Store) storage.Store { return timedStore{Store: s, h: e.ledgerTx} }
+// Timed returns s with each transaction's duration observed. It keeps
+// what else s offers that chronos asks a store about: a ledger many hosts
+// share (storage.Presence), and whether a file is this user's alone.
+func (e *Exporter) Timed(s storage.Store) storage.Store {
+	t := timedStore{Store: s, h: e.ledgerTx}
+	if p, ok := s.(storage.Presence); ok {
+		return timedSharedStore{timedStore: t, Presence: p}
+	}
+	return t
+}
 
 type timedStore struct {
 	storage.Store
 	h *prometheus.HistogramVec
+}
+
+type timedSharedStore struct {
+	timedStore
+	storage.Presence
+}
+
+// Private is the store's own answer; a store that cannot say is not
+// private.
+func (s timedStore) Private() bool {
+	p, ok := s.Store.(interface{ Private() bool })
+	return ok && p.Private()
 }
 
 func (s timedStore) View(fn func(*storage.Tx) error) error {
@@ -150,7 +168,13 @@ func (s timedStore) since(began time.Time, mode string) {
 // Handler serves the metrics, reading the ledger through c on each
 // scrape. Call it once.
 func (e *Exporter) Handler(c *core.Client) http.Handler {
-	e.registry.MustRegister(ledgerCollector{e: e, c: c, totals: &core.UserTotals{}})
+	totals := &core.UserTotals{}
+	if c.Host() != "" {
+		// A ledger many hosts share: each host serves its own GPUs'
+		// bookings, so that summing the hosts sums the lab.
+		totals.Keep = c.OnThisHost
+	}
+	e.registry.MustRegister(ledgerCollector{e: e, c: c, totals: totals})
 	return promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{
 		// A ledger busy past its timeout costs its metrics, not the
 		// GPUs' or the monitor's.
@@ -302,6 +326,9 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	host := l.e.host
 	booked := map[int]int64{}
 	for _, p := range parts {
+		if !l.c.OnThisHost(p.Partition) {
+			continue
+		}
 		booked[p.Device] += p.SharePPM
 		id := strconv.FormatUint(p.ID, 10)
 		ch <- prometheus.MustNewConstMetric(bookingInfo, prometheus.GaugeValue, 1, id, p.User, strconv.Itoa(p.Device), p.DeviceUUID, host)
@@ -319,7 +346,9 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	for _, row := range rows {
 		ch <- prometheus.MustNewConstMetric(userBooked, prometheus.CounterValue, row.BookedHours*3600, row.Key)
 		ch <- prometheus.MustNewConstMetric(userUsed, prometheus.CounterValue, row.UsedHours*3600, row.Key)
-		ch <- prometheus.MustNewConstMetric(userUnbookedUse, prometheus.CounterValue, *row.UnbookedHours*3600, row.Key)
+		if l.totals.Keep == nil {
+			ch <- prometheus.MustNewConstMetric(userUnbookedUse, prometheus.CounterValue, *row.UnbookedHours*3600, row.Key)
+		}
 	}
 	return nil
 }

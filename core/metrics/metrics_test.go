@@ -172,7 +172,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	live, err := r.c.List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 3)
-	host, _ := os.Hostname()
+	host := core.HostName()
 
 	info := series(fams["chronos_booking_info"])
 	require.Len(t, info, len(live), "ended bookings drop out")
@@ -218,7 +218,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 const prometheusCounter = "COUNTER"
 
 func gpuLabels(r *rig, dev int) string {
-	host, _ := os.Hostname()
+	host := core.HostName()
 	devs, err := r.sim.Devices()
 	require.NoError(r.t, err)
 	return "UUID=" + devs[dev].UUID + ",gpu=" + strconv.Itoa(dev) + ",hostname=" + host
