@@ -168,17 +168,24 @@ func stateWords() []string {
 	return out
 }
 
+// completing reads the bookings a completion offers from: the live ones,
+// or with all every one the ledger holds. A ledger that cannot be read
+// offers nothing (ok false), and says nothing: the shell is mid-line.
+func (g *globals) completing(all bool) (c *core.Client, parts []core.Partition, ok bool) {
+	c, err := g.client()
+	if err == nil {
+		parts, err = c.List(all)
+	}
+	return c, parts, err == nil
+}
+
 // completeBookings offers the live bookings, described by owner, GPU,
 // share and time left; onlyMine keeps the ones this user may change (all
 // of them for root). IDs already typed are not offered again.
 func (g *globals) completeBookings(onlyMine bool) completion {
 	return func(_ *cobra.Command, a []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		c, err := g.client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		parts, err := c.List(false)
-		if err != nil {
+		c, parts, ok := g.completing(false)
+		if !ok {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		now, me := c.Now(), c.Me()
@@ -188,14 +195,15 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 			if (onlyMine && p.UID != me.UID && !me.Root()) || slices.Contains(a, id) {
 				continue
 			}
-			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %d · %s · %s left",
-				core.Printable(p.User), p.Device, core.FormatPercent(p.SharePPM), timeLeft(p.Expires.Sub(now)))))
+			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s left",
+				core.Printable(p.User), c.GPUName(p.Host, p.Device), core.FormatPercent(p.SharePPM), timeLeft(p.Expires.Sub(now)))))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
-// completeGPUs offers the GPU indices with what each has free to book.
+// completeGPUs offers this host's GPU indices with what each has free to
+// book.
 func (g *globals) completeGPUs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	c, err := g.client()
 	if err != nil {
@@ -214,12 +222,8 @@ func (g *globals) completeGPUs(*cobra.Command, []string, string) ([]cobra.Comple
 
 // completeOwners offers the owners of the bookings the ledger holds.
 func (g *globals) completeOwners(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	c, err := g.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	parts, err := c.List(true)
-	if err != nil {
+	_, parts, ok := g.completing(true)
+	if !ok {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []cobra.Completion

@@ -69,17 +69,13 @@ func bookingInfo(text string) map[uint64]string {
 	return out
 }
 
-// The real `chronos --monitor --metrics` serves the live bookings, says
-// where in its first line, and stops serving when it stops.
-func TestMonitorServesMetrics(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
-	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "2h").code)
-	require.Equal(t, 0, cli(t, db, "release", "1").code)
-	require.Equal(t, 0, cli(t, db, "create", "1", "10%", "3h").code)
-
-	cmd := exec.Command(chronosBin, "--monitor", "--log-format", "json", "--metrics", "127.0.0.1:0", "--metrics-compat", "dcgm")
-	cmd.Env = append(os.Environ(), binEnv(db)...)
+// metricsMonitor starts the real `chronos --monitor --metrics 127.0.0.1:0`
+// with env and more flags, until the test ends, and returns it and the
+// address its first line says it serves at.
+func metricsMonitor(t *testing.T, env []string, flags ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(chronosBin, append([]string{"--monitor", "--log-format", "json", "--metrics", "127.0.0.1:0"}, flags...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -91,10 +87,22 @@ func TestMonitorServesMetrics(t *testing.T) {
 	url := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(started.Detail)
 	require.NotNil(t, url, started.Detail)
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return cmd, url[1]
+}
 
+// The real `chronos --monitor --metrics` serves the live bookings, says
+// where in its first line, and stops serving when it stops.
+func TestMonitorServesMetrics(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "2h").code)
+	require.Equal(t, 0, cli(t, db, "release", "1").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "10%", "3h").code)
+
+	cmd, url := metricsMonitor(t, binEnv(db), "--metrics-compat", "dcgm")
 	var text string
 	require.Eventually(t, func() bool { // the first reading of the GPUs
-		text = scrapeText(t, url[1])
+		text = scrapeText(t, url)
 		return strings.Contains(text, "DCGM_FI_DEV_GPU_UTIL{")
 	}, 10*time.Second, 50*time.Millisecond)
 	info := bookingInfo(text)
@@ -110,7 +118,7 @@ func TestMonitorServesMetrics(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait())
-	_, err = http.Get(url[1])
+	_, err := http.Get(url)
 	require.Error(t, err, "still serving after the monitor stopped")
 }
 
@@ -158,20 +166,8 @@ func TestMetricsOnALabServeThisHost(t *testing.T) {
 	r = onHost(t, lab, "gpu2", "list", "--gpu", "0", "-o", "ids")
 	require.Equal(t, "2\n", r.stdout, "an index names this host's GPU")
 
-	cmd := exec.Command(chronosBin, "--monitor", "--log-format", "json", "--metrics", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), binEnv("")...)
-	cmd.Env = append(cmd.Env, "CHRONOS_DB=", "CHRONOS_STORE="+lab, "CHRONOS_HOST=gpu2", "CHRONOS_STORE_FILE=/nonexistent")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	require.True(t, sc.Scan())
-	url := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(sc.Text())
-	require.NotNil(t, url, sc.Text())
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-
-	text := scrapeText(t, url[1])
+	_, url := metricsMonitor(t, append(binEnv(""), "CHRONOS_DB=", "CHRONOS_STORE="+lab, "CHRONOS_HOST=gpu2", "CHRONOS_STORE_FILE=/nonexistent"))
+	text := scrapeText(t, url)
 	info := bookingInfo(text)
 	require.Len(t, info, 2, text)
 	require.Contains(t, info[2], `hostname="gpu2"`)

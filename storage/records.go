@@ -248,7 +248,12 @@ func (tx *Tx) writable(what string) (RawTx, error) {
 
 // each decodes every record of a bucket in key order.
 func each[T any](tx *Tx, bucket []byte, fn func(k []byte, rec T) error) error {
-	return tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+	return eachFrom(tx, bucket, nil, fn)
+}
+
+// eachFrom is each from the first key >= from.
+func eachFrom[T any](tx *Tx, bucket, from []byte, fn func(k []byte, rec T) error) error {
+	return tx.scan(bucket, from, false, func(k, v []byte) (bool, error) {
 		var rec T
 		if err := decode(v, &rec); err != nil {
 			return false, fmt.Errorf("%s %x: %w", bucket, k, err)
@@ -270,13 +275,9 @@ func (tx *Tx) Partitions() ([]Partition, error) {
 // PartitionsFrom returns the partitions numbered id and up, oldest first.
 func (tx *Tx) PartitionsFrom(id uint64) ([]Partition, error) {
 	var out []Partition
-	err := tx.scan(bucketPartitions, key(id), false, func(k, v []byte) (bool, error) {
-		var p Partition
-		if err := decode(v, &p); err != nil {
-			return false, fmt.Errorf("partition %x: %w", k, err)
-		}
+	err := eachFrom(tx, bucketPartitions, key(id), func(_ []byte, p Partition) error {
 		out = append(out, p)
-		return true, nil
+		return nil
 	})
 	return out, err
 }

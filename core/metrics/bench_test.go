@@ -96,16 +96,7 @@ func BenchmarkScrape(b *testing.B) {
 			size := 0
 			for b.Loop() {
 				t0 := time.Now()
-				resp, err := http.Get(srv.URL)
-				if err != nil {
-					b.Fatal(err)
-				}
-				body, err := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusOK {
-					b.Fatal(resp.Status, err)
-				}
-				size = len(body)
+				size = get(b, srv.URL)
 				t1 := time.Now()
 				if _, err := c.List(false); err != nil {
 					b.Fatal(err)
@@ -163,12 +154,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 						b.Fatal(err)
 					}
 					if on && i%15 == 0 {
-						resp, err := http.Get(srv.URL)
-						if err != nil {
-							b.Fatal(err)
-						}
-						_, _ = io.Copy(io.Discard, resp.Body)
-						_ = resp.Body.Close()
+						get(b, srv.URL)
 					}
 				}
 				cpu += cpuTime() - cpu0
@@ -181,6 +167,20 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/hour")
 		})
 	}
+}
+
+// get scrapes url as Prometheus does and returns how many bytes came.
+func get(b *testing.B, url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatal(resp.Status, err)
+	}
+	return len(body)
 }
 
 // cpuTime is the CPU this process has used, user and kernel: the HTTP
