@@ -79,11 +79,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 
 // spanOf is p's time on its GPU within [from, to).
 func spanOf(p storage.Partition, from, to time.Time) (BookingSpan, bool) {
-	end := p.Expires
-	if !p.Ended.IsZero() {
-		end = earlier(end, p.Ended)
-	}
-	start, end := later(p.Created, from), earlier(end, to)
+	start, end := later(p.Created, from), earlier(endOf(p), to)
 	if !start.Before(end) {
 		return BookingSpan{}, false
 	}
