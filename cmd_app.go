@@ -58,15 +58,18 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
+	// The person's notices (ending soon, idle, reclaimed) stay on a line of
+	// their own until dismissed.
+	notices := make(chan core.Notice, 16)
 	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
 		select {
-		case acts <- "notice: " + n.String():
-		default:
+		case notices <- n:
+		default: // the screen is behind; the ledger has the notice anyway
 		}
 	}})
 	host, _ := os.Hostname()
 	return besideMonitor(cmd.Context(), m, func() error {
-		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
 	})
 }
 

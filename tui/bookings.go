@@ -175,6 +175,7 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 
 func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }
 func (t *bookingsTab) update(msg tea.KeyMsg) bool   { return t.table.update(msg) }
+func (t *bookingsTab) device() (int, bool)          { r, ok := t.table.selected(); return r.Device, ok }
 func (t *bookingsTab) enable(on bool)               { t.table.enable(on) }
 func (t *bookingsTab) ShortHelp() []key.Binding     { return t.table.ShortHelp() }
 func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() }

@@ -49,6 +49,16 @@ type watchingMsg struct{ changes <-chan struct{} }
 // actMsg is one line from the monitor: something it expired, warned or signalled.
 type actMsg string
 
+// noticeMsg is a notice to the person about one of their bookings.
+type noticeMsg core.Notice
+
+// historyMsg is one reading of a GPU's history from the ledger.
+type historyMsg struct {
+	device  int
+	history core.GPUHistory
+	err     error
+}
+
 // createdMsg, releasedMsg and extendedMsg answer the key that asked.
 type createdMsg struct {
 	part *core.Partition
@@ -124,6 +134,27 @@ func waitActCmd(acts <-chan string) tea.Cmd {
 			return nil
 		}
 		return actMsg(line)
+	}
+}
+
+// waitNoticeCmd waits for the next notice; the model re-arms it.
+func waitNoticeCmd(notices <-chan core.Notice) tea.Cmd {
+	if notices == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		n, ok := <-notices
+		if !ok {
+			return nil
+		}
+		return noticeMsg(n)
+	}
+}
+
+func historyCmd(c *core.Client, device int) tea.Cmd {
+	return func() tea.Msg {
+		h, err := c.History(device, historyWindow)
+		return historyMsg{device: device, history: h, err: err}
 	}
 }
 
