@@ -36,6 +36,7 @@ type historyView struct {
 	device int    // the GPU's index
 	name   string // its model, as the last reading named it
 	data   core.GPUHistory
+	judged time.Time // the end of the newest minute monitors judged
 	loaded bool
 	err    error
 	offset int // the first booking span shown
@@ -63,6 +64,10 @@ func (h *historyView) show(msg historyMsg) {
 		return // an answer for the GPU shown before
 	}
 	h.data, h.err, h.loaded = msg.history, msg.err, true
+	h.judged = time.Time{}
+	if n := len(h.data.Minutes); n > 0 {
+		h.judged = h.data.Minutes[n-1].Minute.Add(time.Minute)
+	}
 	h.version++
 	slices.SortStableFunc(h.data.Bookings, func(a, b core.BookingSpan) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
@@ -260,13 +265,20 @@ const (
 	spanIdle            // booked and idle
 )
 
+// judgedLag is how far behind now the monitors' newest judged minute may
+// be for a booking idle in it to be drawn idle up to now: the minute under
+// way is judged only once it is over.
+const judgedLag = 2 * time.Minute
+
 // spanCells lays a booking's span over the columns; a live one reaches
-// now. Idle wins a column it shares with work, so that short stretches
-// still show.
-func spanCells(tl timeline, b core.BookingSpan, to, now time.Time) []spanCell {
+// now, and one idle in the newest minute the monitors judged (judged is
+// its end) is idle up to now. Idle wins a column it shares with work, so
+// that short stretches still show.
+func spanCells(tl timeline, b core.BookingSpan, to, judged, now time.Time) []spanCell {
 	cells := make([]spanCell, tl.n)
 	end := b.End
-	if !end.Before(to) {
+	live := !end.Before(to)
+	if live {
 		end = now // live when read: it still is, or the next reading says otherwise
 	}
 	first, last := tl.cols(b.Start, end)
@@ -274,6 +286,9 @@ func spanCells(tl timeline, b core.BookingSpan, to, now time.Time) []spanCell {
 		cells[c] = spanBooked
 	}
 	for _, s := range b.Idle {
+		if live && !s.To.Before(judged) && now.Sub(judged) <= judgedLag {
+			s.To = end
+		}
 		first, last := tl.cols(s.From, s.To)
 		for c := first; c <= last; c++ {
 			cells[c] = spanIdle
@@ -292,7 +307,7 @@ func idleLabel(tl timeline, b core.BookingSpan, first, last int) string {
 			idle += s.To.Sub(s.From)
 		}
 	}
-	return " idle " + core.FormatDuration(max(idle, time.Minute).Round(time.Minute)) + " "
+	return " idle " + core.FormatDuration(max(idle, time.Minute).Truncate(time.Minute)) + " "
 }
 
 // lines draws the history in exactly h.height lines of h.width cells.
@@ -407,11 +422,11 @@ func (h *historyView) axis(tl timeline) string {
 }
 
 // spanLine is one booking: its id and owner in the gutter, then its span
-// in the owner's colour with idle stretches marked "░" and labelled with
-// how long they lasted, where the label fits.
+// in the owner's colour with idle stretches dimmed to "░" and labelled
+// with how long they lasted, where the label fits.
 func (h *historyView) spanLine(tl timeline, b core.BookingSpan, now time.Time) string {
 	st := &h.sh.styles
-	cells := spanCells(tl, b, h.data.To, now)
+	cells := spanCells(tl, b, h.data.To, h.judged, now)
 	owner := st.Owner(b.Owner)
 	if b.UID == h.sh.me.UID {
 		owner = st.Mine
@@ -431,11 +446,12 @@ func (h *historyView) spanLine(tl timeline, b core.BookingSpan, now time.Time) s
 		case spanBooked:
 			line.WriteString(owner.Render(strings.Repeat("━", n)))
 		case spanIdle:
-			run := []rune(strings.Repeat("░", n))
-			if label := []rune(idleLabel(tl, b, c, end-1)); len(label)+2 <= n {
-				copy(run[1:], label)
+			label := idleLabel(tl, b, c, end-1)
+			if w := len([]rune(label)); w+2 <= n {
+				line.WriteString(st.IdleSpan.Render("░") + st.IdleLabel.Render(label) + st.IdleSpan.Render(strings.Repeat("░", n-1-w)))
+			} else {
+				line.WriteString(st.IdleSpan.Render(strings.Repeat("░", n)))
 			}
-			line.WriteString(st.IdleSpan.Render(string(run)))
 		}
 		c = end
 	}

@@ -242,3 +242,27 @@ func TestHistoryScrollsBookings(t *testing.T) {
 	require.False(t, h.keys.Down.Enabled())
 	require.NotContains(t, m.View(), "scroll bookings")
 }
+
+// A booking idle in the newest minute the monitors judged is drawn idle
+// up to now (the minute under way is judged when it ends), unless the
+// monitors have fallen behind; an idle stretch that ended stays where it
+// ended.
+func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
+	now := t0.Add(50 * time.Second)
+	tl := newTimeline(now, 60)
+	judged := t0
+	b := core.BookingSpan{ID: 1, Start: t0.Add(-30 * time.Minute), End: t0, Idle: []core.Span{{From: t0.Add(-10 * time.Minute), To: t0}}}
+	cells := spanCells(tl, b, t0, judged, now)
+	require.Equal(t, spanBooked, cells[40])
+	require.Equal(t, spanIdle, cells[50])
+	require.Equal(t, spanIdle, cells[59], "still idle, as far as anyone knows")
+
+	later := now.Add(3 * time.Minute)
+	cells = spanCells(newTimeline(later, 60), b, t0, judged, later)
+	require.Equal(t, spanBooked, cells[59], "three minutes unjudged: not drawn idle")
+
+	b.Idle = []core.Span{{From: t0.Add(-10 * time.Minute), To: t0.Add(-5 * time.Minute)}}
+	cells = spanCells(tl, b, t0, judged, now)
+	require.Equal(t, spanIdle, cells[50])
+	require.Equal(t, spanBooked, cells[59], "it worked since")
+}

@@ -51,6 +51,7 @@ type Styles struct {
 	UtilGraph lipgloss.Style // the history view's graphs
 	MemGraph  lipgloss.Style
 	IdleSpan  lipgloss.Style // a booking's idle stretch in the history view
+	IdleLabel lipgloss.Style // how long it lasted, written in it
 
 	Form      lipgloss.Style
 	FormTitle lipgloss.Style
@@ -116,7 +117,8 @@ func DefaultStyles() Styles {
 
 	s.UtilGraph = lipgloss.NewStyle().Foreground(green)
 	s.MemGraph = lipgloss.NewStyle().Foreground(blue)
-	s.IdleSpan = lipgloss.NewStyle().Foreground(yellow)
+	s.IdleSpan = lipgloss.NewStyle().Foreground(subtle)
+	s.IdleLabel = lipgloss.NewStyle().Bold(true).Foreground(yellow)
 
 	s.Form = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(blue).Padding(0, 1)
 	s.FormTitle = lipgloss.NewStyle().Bold(true).Foreground(blue)
