@@ -67,7 +67,10 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 		default: // the screen is behind; the ledger has the notice anyway
 		}
 	}})
-	host, _ := os.Hostname()
+	host := c.Host() // its name in a ledger many hosts share
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	return besideMonitor(cmd.Context(), m, func() error {
 		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
 	})

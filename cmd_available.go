@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,15 +12,17 @@ import (
 func availableCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "available [DEVICE]",
+		Use:     "available [GPU | HOST:]",
 		Short:   "How much of each GPU is free to book",
-		Example: "  chronos available 0",
+		Example: "  chronos available 0\n  chronos available gpu3:",
 		Args:    args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dev := -1
+			dev, host := -1, ""
 			if len(a) == 1 {
 				var err error
-				if dev, err = core.ParseDevice(a[0]); err != nil {
+				if h, ok := strings.CutSuffix(a[0], ":"); ok {
+					host = h
+				} else if host, dev, err = core.ParseGPU(a[0]); err != nil {
 					return err
 				}
 			}
@@ -27,7 +30,7 @@ func availableCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			avail, err := c.Available(dev)
+			avail, err := c.AvailableOn(host, dev)
 			if err != nil {
 				return err
 			}

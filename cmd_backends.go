@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func backendsCmd(g *globals) *cobra.Command {
@@ -54,6 +55,9 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.Recommended = "time-sliced works now; for concurrency with memory limits, as root: nvidia-cuda-mps-control -d -M"
 			}
 			r.ActiveBackend = activeBackend(g.backendKind(), nvmlErr, drmErr)
+			if err := reportHosts(g, &r); err != nil {
+				return err
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
@@ -65,11 +69,47 @@ func backendsCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "recommended:         %s\n", r.Recommended)
 			fmt.Fprintf(out, "active backend:      %s\n", r.ActiveBackend)
 			fmt.Fprintf(out, "mode:                %s\n", mps.Label())
+			for _, h := range r.Hosts {
+				state := "live"
+				if !h.Live {
+					state = "not seen (no monitor publishing)"
+				}
+				skew := "clock not measured yet"
+				if h.SkewSeconds != nil {
+					skew = fmt.Sprintf("clock %+.2f s", *h.SkewSeconds)
+				}
+				fmt.Fprintf(out, "host %-15s %s, %d GPUs, %s\n", tui.Printable(h.Host)+":", state, h.GPUs, skew)
+			}
+			for _, w := range r.ClockWarnings {
+				fmt.Fprintf(out, "warning:             %s\n", tui.Printable(w))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// reportHosts adds the other hosts of a shared ledger, with their clocks'
+// skew as the monitors measure it, to the report.
+func reportHosts(g *globals, r *core.BackendsJSON) error {
+	cfg, err := g.storeConfig()
+	if err != nil || !cfg.Etcd() {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	hosts, err := c.Hosts()
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		r.Hosts = append(r.Hosts, h.JSON())
+	}
+	r.ClockWarnings = core.SkewWarnings(hosts)
+	return nil
 }
 
 // activeBackend says which backend gpu.Open would pick for kind, from what

@@ -14,13 +14,15 @@ func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create DEVICE MEMORY DURATION",
+		Use:   "create GPU MEMORY DURATION",
 		Short: "Book a share of a GPU's memory for a while",
 		Long: `Book a share of one GPU's memory for a bounded time.
 
+GPU is an index on this host (0), or HOST:INDEX (gpu3:0) for another host's
+in a ledger many hosts share.
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
 DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
-		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  sudo chronos create 0 0.3 8h --user alice",
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice",
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
@@ -47,9 +49,10 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Booked %d: %s (%s) of GPU %d for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), p.Device, p.User, core.FormatTime(p.Expires, c.Now()))
-			fmt.Fprintf(cmd.OutOrStdout(), "GPU %d had %s.\n", p.Device, p.Room.Room())
+			gpuName := tui.Printable(c.GPUName(p.Host, p.Device))
+			fmt.Fprintf(cmd.OutOrStdout(), "Booked %d: %s (%s) of GPU %s for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
+				core.FormatBytes(p.Bytes), gpuName, p.User, core.FormatTime(p.Expires, c.Now()))
+			fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", gpuName, p.Room.Room())
 			return nil
 		},
 	}

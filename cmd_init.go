@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -10,20 +11,32 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-func initCmd() *cobra.Command {
+func initCmd(g *globals) *cobra.Command {
 	var shared bool
 	var group string
 	cmd := &cobra.Command{
-		Use:   "init --shared [--group NAME]",
-		Short: "Create the machine's shared ledger (root)",
-		Long: `Create ` + core.SharedDir + ` for a group of users: owned by root and the group,
-setgid and sticky, mode 3770; the ledger inside gets mode 0660. Every user in the group
-then shares one ledger; everyone else cannot read or change it.`,
-		Example: "  sudo chronos init --shared --group gpu",
+		Use:   "init (--shared | --store etcd://…) [--group NAME]",
+		Short: "Create the machine's shared ledger, or point it at a lab's ledger on etcd (root)",
+		Long: `With --shared: create ` + core.SharedDir + ` for a group of users: owned by root
+and the group, setgid and sticky, mode 3770; the ledger inside gets mode 0660.
+Every user in the group then shares one ledger; everyone else cannot read or
+change it.
+
+With --store etcd://host:port,…: check that etcd answers, then write
+` + core.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
+shared by every host that names it, the ledger of every user of this host.
+--cacert, --cert and --key name the TLS files, kept in the same file.`,
+		Example: "  sudo chronos init --shared --group gpu\n  sudo chronos init --store etcd://gpu1:2379,gpu2:2379,gpu3:2379 --group gpu",
 		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.store.Store != "" {
+				if shared {
+					return usageError{errors.New("init: --shared or --store, not both")}
+				}
+				return initStore(cmd, g.store, group)
+			}
 			if !shared {
-				return usageError{errors.New("init: say --shared (a per-user ledger needs no init)")}
+				return usageError{errors.New("init: say --shared, or --store etcd://… (a per-user ledger needs no init)")}
 			}
 			path, err := core.InitShared(core.SharedDir, group)
 			if err != nil {
@@ -40,6 +53,30 @@ then shares one ledger; everyone else cannot read or change it.`,
 	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+core.SharedDir)
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
 	return cmd
+}
+
+// initStore is `chronos init --store`: the lab's ledger on etcd becomes this
+// host's, once etcd has answered.
+func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
+	if !cfg.Etcd() {
+		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
+	}
+	s, err := core.OpenStore(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.Update(func(*storage.Tx) error { return nil }); err != nil {
+		return err
+	}
+	if err := core.WriteStoreFile(core.StoreFile(), cfg, group); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host.\n",
+		s, core.StoreFile(), groupOrRoot(group))
+	return nil
 }
 
 func groupOrRoot(g string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 
 func listCmd(g *globals) *cobra.Command {
 	var all, asJSON bool
+	var host string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List bookings (live ones; --all for history)",
@@ -21,18 +23,22 @@ func listCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return listBookings(cmd.OutOrStdout(), c, all, asJSON)
+			return listBookings(cmd.OutOrStdout(), c, all, asJSON, host)
 		},
 	}
+	cmd.Flags().StringVar(&host, "host", "", "only the bookings of this host's GPUs")
 	cmd.Flags().BoolVar(&all, "all", false, "include released and expired bookings")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields documented in the README)")
 	return cmd
 }
 
-func listBookings(w io.Writer, c *core.Client, all, asJSON bool) error {
+func listBookings(w io.Writer, c *core.Client, all, asJSON bool, host string) error {
 	parts, err := c.List(all)
 	if err != nil {
 		return err
+	}
+	if host != "" {
+		parts = slices.DeleteFunc(parts, func(p core.Partition) bool { return c.HostOf(p.Partition) != host })
 	}
 	pol, err := c.Policy()
 	if err != nil {

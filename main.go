@@ -49,6 +49,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code
 type globals struct {
 	db      string
 	backend string
+	store   core.StoreConfig
 }
 
 func main() {
@@ -135,30 +136,50 @@ Run it with no command for the terminal app.`,
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
+	root.PersistentFlags().StringVar(&g.store.Store, "store", "", "the ledger: a file, or etcd://host:port,… shared by many hosts (default: $CHRONOS_STORE, else --db's rules, else "+core.StoreFile()+")")
+	root.PersistentFlags().StringVar(&g.store.CACert, "cacert", "", "etcd: CA certificate (PEM) that signed the members' certificates")
+	root.PersistentFlags().StringVar(&g.store.Cert, "cert", "", "etcd: this client's certificate (PEM)")
+	root.PersistentFlags().StringVar(&g.store.Key, "key", "", "etcd: this client's private key (PEM)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "GPU backend: auto, nvml, drm or sim (default: $CHRONOS_BACKEND, else auto)")
 	root.AddCommand(
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
-		policyCmd(g), eventsCmd(g), initCmd(), versionCmd(), doctorCmd(g),
-		holdCmd(g),
+		policyCmd(g), eventsCmd(g), initCmd(g), versionCmd(), doctorCmd(g),
+		holdCmd(g), migrateCmd(g),
 	)
 	return root
 }
 
+// storeConfig is the ledger the flags, environment and store file name.
+func (g *globals) storeConfig() (core.StoreConfig, error) {
+	flags := g.store
+	if g.db != "" {
+		if flags.Store != "" {
+			return flags, usageError{errors.New("give --store or --db, not both")}
+		}
+		flags.Store = g.db
+	}
+	return core.FindStore(flags)
+}
+
+// ledger is the ledger file, for the commands that work on a file's bytes.
 func (g *globals) ledger() (*storage.Ledger, error) {
-	path, err := core.LedgerPath(g.db)
+	cfg, err := g.storeConfig()
 	if err != nil {
 		return nil, err
 	}
-	return storage.New(path), nil
+	if cfg.Etcd() {
+		return nil, fmt.Errorf("the ledger is on etcd (%s), which keeps its own data whole: this command works on a ledger file (give --db PATH)", cfg.Store)
+	}
+	return storage.New(cfg.Store), nil
 }
 
 func (g *globals) client() (*core.Client, error) {
-	l, err := g.ledger()
+	cfg, err := g.storeConfig()
 	if err != nil {
 		return nil, err
 	}
-	return core.NewClient(core.Options{Ledger: l, Devices: g.deviceSource()}), nil
+	return core.OpenAt(cfg, g.deviceSource())
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
 // chronosBin is the real binary, built once for every test here, with
@@ -62,6 +63,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	etcdtest.StopShared()
 	os.Exit(code)
 }
 
@@ -144,14 +146,20 @@ func listJSON(t *testing.T, db string, args ...string) []core.PartitionJSON {
 // Sixteen real chronos processes race for 10% of GPU 0 each.
 func TestSixteenProcessesNeverOverbook(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
+	race(t, 16, func(int) int { return chronos(t, db, "create", "0", "0.1", "1h").code })
+	require.Len(t, listJSON(t, db), 10)
+	require.Equal(t, "0% (0 MiB) free on GPU 0\n", chronos(t, db, "available", "0").stdout)
+}
+
+// race runs n processes at once (run(i) starts the i-th and returns its
+// exit status) that each book 10% of one GPU: exactly ten may win, and
+// every other one is refused (status 1).
+func race(t *testing.T, n int, run func(i int) int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	codes := make([]int, 16)
+	codes := make([]int, n)
 	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = chronos(t, db, "create", "0", "0.1", "1h").code
-		}()
+		wg.Go(func() { codes[i] = run(i) })
 	}
 	wg.Wait()
 	ok := 0
@@ -163,8 +171,6 @@ func TestSixteenProcessesNeverOverbook(t *testing.T) {
 		}
 	}
 	require.Equal(t, 10, ok)
-	require.Len(t, listJSON(t, db), 10)
-	require.Equal(t, "0% (0 MiB) free on GPU 0\n", chronos(t, db, "available", "0").stdout)
 }
 
 func TestRunPassesStatusAndStopsAtDeadline(t *testing.T) {

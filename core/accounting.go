@@ -188,25 +188,53 @@ const (
 	verdictUnknown // the GPU could not tell: never counted as idle
 )
 
+// Writes account may make for one booking (its usage, an event, and a
+// release by the idle ladder: the booking and its live entry) and for one
+// GPU besides (its minute).
+const (
+	accountBookingWrites = 4
+	accountGPUWrites     = 1
+)
+
 // account writes the finished window, if any: for each GPU no other monitor
 // has written that minute for, its minute sample, its bookings' usage and
 // its unbooked use; then it moves the idle ladder of those bookings. It
-// returns the acts (warnings, reclaims) to report.
-func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time) ([]Act, error) {
+// returns the acts (warnings, reclaims) to report, and whether every GPU
+// is done: it writes whole GPUs only while they fit in budget writes (but
+// at least one), since etcd takes 128 writes in a transaction by default;
+// the next pass does the rest (skipTaken passes over those written).
+func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int) ([]Act, bool, error) {
 	w := m.acct.done
 	if w == nil {
-		return nil, nil
+		return nil, true, nil
 	}
 	var acts []Act
+	budget -= storage.DropMax // DropGPUMinutes
+	wrote := false
 	for _, idx := range sortedKeys(w.gpus) {
 		g := w.gpus[idx]
 		taken, err := tx.HasGPUMinute(w.start, g.dev.UUID)
 		if err != nil || taken {
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			continue
 		}
+		cost := accountGPUWrites
+		for _, b := range w.books {
+			if b.device == idx {
+				cost += accountBookingWrites
+			}
+		}
+		for k := range w.unbooked {
+			if k.device == idx {
+				cost++
+			}
+		}
+		if wrote && cost > budget {
+			return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept))
+		}
+		wrote, budget = true, budget-cost
 		minute := storage.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: gpu.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
 		if g.utilN > 0 {
 			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
@@ -218,7 +246,7 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time) ([]Act, err
 			}
 			more, verdict, err := m.accountBooking(tx, id, b, w, pol, now)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			acts = append(acts, more...)
 			switch verdict {
@@ -234,14 +262,14 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time) ([]Act, err
 			}
 			used := time.Duration(float64(accountEvery) * float64(u.smSum) / 100 / float64(g.samples))
 			if err := tx.AddUnbooked(w.start, k.uid, u.user, used); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if err := tx.PutGPUMinute(minute); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return acts, tx.DropGPUMinutes(now.Add(-samplesKept))
+	return acts, true, tx.DropGPUMinutes(now.Add(-samplesKept))
 }
 
 // accountBooking adds one window to one booking's usage and moves its

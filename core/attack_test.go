@@ -156,7 +156,7 @@ const daemonUID, nobodyUID = 1, 65534
 func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	dir, bin := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, filepath.Join(dir, "chronos.db"), sim, root, nil)
+	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
 	daemon := Identity{UID: daemonUID, User: UserName(daemonUID)}
 	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.Equal(t, tc.owner, mps.Owner)
 
 			sim := gpu.NewSim(gpu.SimOptions{})
-			c := simClient(t, filepath.Join(dir, "chronos-"+strconv.Itoa(tc.owner)+".db"), sim, root, nil)
+			c := simClient(t, storage.New(filepath.Join(dir, "chronos-"+strconv.Itoa(tc.owner)+".db")), sim, root, nil)
 			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
@@ -273,7 +273,7 @@ func alive(cmd *exec.Cmd) bool {
 func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	dir, _ := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, filepath.Join(dir, "chronos.db"), sim, root, nil)
+	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
 	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each

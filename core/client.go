@@ -28,6 +28,7 @@ var (
 	ErrTooLong      = errors.New("longer than the policy allows")
 	ErrUnknownUser  = errors.New("no such user")
 	ErrUnknownGroup = errors.New("no such group")
+	ErrOtherHost    = errors.New("that GPU is on another host")
 	ErrMemoryInUse  = errors.New("not enough memory physically free on that GPU")
 	errNeedDevices  = errors.New("no device inventory cached")
 )
@@ -83,6 +84,10 @@ type Options struct {
 	Now func() time.Time
 	// As is who acts; the zero value means the current process's user.
 	As *Identity
+	// Host is this machine's name in a ledger many hosts share (a store
+	// that is a storage.Presence); empty means HostName() there. A ledger
+	// file is one host's alone and has no host names.
+	Host string
 }
 
 // Client is the Go API: every call opens the ledger, runs one transaction
@@ -93,11 +98,16 @@ type Client struct {
 	devices DeviceSource
 	now     func() time.Time
 	me      Identity
+	host    string
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now, host: opts.Host}
+	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
+		// Every process on this host must book its GPUs under one name.
+		c.host = HostName()
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -109,15 +119,25 @@ func NewClient(opts Options) *Client {
 	return c
 }
 
-// Open is the short way to a client: the ledger path as the rules in
-// LedgerPath find it, the current user, and the GPU backend from
-// CHRONOS_BACKEND for the device inventory.
+// Open is the short way to a client: the ledger as FindStore finds it, the
+// current user, and the GPU backend from CHRONOS_BACKEND for the device
+// inventory.
 func Open() (*Client, error) {
-	path, err := LedgerPath("")
+	cfg, err := FindStore(StoreConfig{})
 	if err != nil {
 		return nil, err
 	}
-	return NewClient(Options{Ledger: storage.New(path), Devices: BackendDevices(gpu.KindFromEnv())}), nil
+	return OpenAt(cfg, BackendDevices(gpu.KindFromEnv()))
+}
+
+// OpenAt returns a client for the ledger cfg names, as the current user; on
+// a ledger many hosts share it acts as this host (HostName).
+func OpenAt(cfg StoreConfig, devices DeviceSource) (*Client, error) {
+	s, err := OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(Options{Ledger: s, Devices: devices}), nil
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.
@@ -155,6 +175,19 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 
 // Ledger is the ledger this client uses.
 func (c *Client) Ledger() storage.Store { return c.ledger }
+
+// Host is this machine's name in a ledger shared by many hosts; empty for a
+// ledger file, which is one host's alone.
+func (c *Client) Host() string { return c.host }
+
+// HostOf is the host whose GPU p holds: a ledger file's bookings are this
+// host's.
+func (c *Client) HostOf(p storage.Partition) string {
+	if p.Host == "" {
+		return HostName()
+	}
+	return p.Host
+}
 
 // Me is who this client acts as.
 func (c *Client) Me() Identity { return c.me }
@@ -263,6 +296,24 @@ func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) P
 	w := c.wrap(p)
 	w.GPUGone = gpuGone(inv, ok, p)
 	return w
+}
+
+// seenIn wraps bookings read in tx, each checked against its own host's
+// GPUs (a shared ledger holds each host's inventory).
+func (c *Client) seenIn(tx *storage.Tx) func(storage.Partition) Partition {
+	type known struct {
+		inv storage.Inventory
+		ok  bool
+	}
+	invs := map[string]known{}
+	return func(p storage.Partition) Partition {
+		k, read := invs[p.Host]
+		if !read {
+			k.inv, k.ok, _ = tx.HostInventory(p.Host)
+			invs[p.Host] = k
+		}
+		return c.wrapSeen(p, k.inv, k.ok)
+	}
 }
 
 func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {

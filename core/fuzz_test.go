@@ -131,6 +131,24 @@ func FuzzParseDevice(f *testing.F) {
 	})
 }
 
+// A GPU as people name it reads back the same after FormatGPU.
+func FuzzParseGPU(f *testing.F) {
+	for _, s := range []string{"0", "gpu3:0", "gpu3.lab:12", ":0", "gpu3:", "a:b:1", "gpu 3:0", "h:-1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		host, dev, err := ParseGPU(s)
+		if err != nil {
+			requireInputErr(t, s, err)
+			return
+		}
+		h2, d2, err := ParseGPU(FormatGPU(host, dev))
+		if err != nil || h2 != host || d2 != dev {
+			t.Fatalf("%q: %q %d printed as %q, read back as %q %d (%v)", s, host, dev, FormatGPU(host, dev), h2, d2, err)
+		}
+	})
+}
+
 func FuzzParseSignal(f *testing.F) {
 	for _, s := range []string{"SIGUSR1", "usr2", "10", "none", "", "0", "65", "SIGKILL", "sigterm", "-9"} {
 		f.Add(s)

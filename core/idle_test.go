@@ -36,7 +36,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, path, sim, owner, clock.Now)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock.Now)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with

@@ -22,7 +22,7 @@ const inventoryEvery = time.Minute
 // written only to a ledger that is this user's alone or by root: one
 // member's CHRONOS_BACKEND=sim must not change what everyone books on.
 func (c *Client) cacheInventory(tx *storage.Tx, inv storage.Inventory) error {
-	old, ok, err := tx.Inventory()
+	old, ok, err := tx.HostInventory(c.host)
 	if err != nil {
 		ok = false // a record that does not decode is replaced
 	}
@@ -32,7 +32,7 @@ func (c *Client) cacheInventory(tx *storage.Tx, inv storage.Inventory) error {
 	if !c.mayCache(old, ok, inv) {
 		return nil
 	}
-	if err := tx.PutInventory(inv); err != nil {
+	if err := tx.PutHostInventory(c.host, inv); err != nil {
 		return err
 	}
 	if !ok {

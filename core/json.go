@@ -13,7 +13,10 @@ import (
 // PartitionJSON is a booking as `chronos list --json` and `create --json`
 // print it.
 type PartitionJSON struct {
-	ID               uint64        `json:"id"`
+	ID uint64 `json:"id"`
+	// Host is the machine whose GPU is booked, in a ledger many hosts
+	// share (absent in a host's own ledger file).
+	Host             string        `json:"host,omitempty"`
 	Device           int           `json:"device"`
 	DeviceUUID       string        `json:"device_uuid,omitempty"`
 	Owner            string        `json:"owner"`
@@ -55,7 +58,7 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 		remaining = p.Expires.Sub(now).Seconds()
 	}
 	return PartitionJSON{
-		ID: p.ID, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
+		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
 		Share: float64(p.SharePPM) / ppm, Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
 		State: Status(p, now, warnLead),
@@ -86,6 +89,8 @@ func utc(t time.Time) time.Time {
 
 // AvailableJSON is one GPU as `chronos available --json` prints it.
 type AvailableJSON struct {
+	// Host is the GPU's host when it is another host's (see PartitionJSON).
+	Host      string  `json:"host,omitempty"`
 	Device    int     `json:"device"`
 	Free      float64 `json:"free"` // fraction of the device's memory, 0..1
 	FreeBytes uint64  `json:"free_bytes"`
@@ -94,7 +99,7 @@ type AvailableJSON struct {
 
 // JSON returns the availability in its script-facing form.
 func (a Availability) JSON() AvailableJSON {
-	return AvailableJSON{Device: a.Device.Index, Free: float64(a.FreePPM) / ppm, FreeBytes: a.FreeBytes, Bookings: a.Bookings}
+	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: float64(a.FreePPM) / ppm, FreeBytes: a.FreeBytes, Bookings: a.Bookings}
 }
 
 // Stats is one reading of the GPUs set against the bookings: what
@@ -146,4 +151,29 @@ type BackendsJSON struct {
 	Recommended        string   `json:"recommended"`
 	ActiveBackend      string   `json:"active_backend"`
 	Mode               gpu.Mode `json:"mode"`
+	// On a ledger many hosts share: the other hosts, and clocks more than
+	// SkewWarning from this host's.
+	Hosts         []HostJSON `json:"hosts,omitempty"`
+	ClockWarnings []string   `json:"clock_warnings,omitempty"`
+}
+
+// HostJSON is another host of a shared ledger as `chronos backends --json`
+// prints it.
+type HostJSON struct {
+	Host string `json:"host"`
+	// Live: a monitor of the host is publishing its status.
+	Live bool `json:"live"`
+	GPUs int  `json:"gpus"`
+	// SkewSeconds is its clock minus this host's, when measured.
+	SkewSeconds *float64 `json:"skew_seconds,omitempty"`
+}
+
+// JSON returns the host in its script-facing form.
+func (h HostView) JSON() HostJSON {
+	out := HostJSON{Host: h.Host, Live: h.Live(), GPUs: len(h.Inventory.Devices)}
+	if h.SkewKnown {
+		s := h.Skew.Seconds()
+		out.SkewSeconds = &s
+	}
+	return out
 }

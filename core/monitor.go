@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,10 +100,24 @@ type Monitor struct {
 	root          bool
 	nextSample    time.Time
 	nextInventory time.Time
-	snap          *snapshot // the ledger as last read; nil: read it again
+	snap          *snapshot  // the ledger as last read; nil: read it again
+	pub           *publisher // this host's status for the other hosts; nil on a ledger file
 	acct          accountant
 	notes         notifier
+
+	// While the ledger cannot be reached (etcd down), the monitor acts on
+	// the last snapshot it read (good): it stops processes of bookings
+	// past their deadline, remembering its signals in offline since it
+	// cannot claim them, and tries the ledger again at retryAt.
+	good    *snapshot
+	offline map[string]storage.Claim
+	retryAt time.Time
+	lastErr error
 }
+
+// offlineRetry is how often a monitor tries a ledger it cannot reach: each
+// try may wait out the store's timeout, and enforcement waits meanwhile.
+const offlineRetry = 15 * time.Second
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
@@ -148,6 +164,11 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 // ends.
 func (m *Monitor) Run(ctx context.Context) error {
 	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
+	var pubErrs <-chan error
+	if m.pub = newPublisher(m.c); m.pub != nil {
+		pubErrs = m.pub.errs
+		go m.pub.run(ctx)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	changed := true
@@ -164,8 +185,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 				m.report(Act{Time: now, Kind: storage.EventError, Detail: msg})
 				lastErr, lastErrAt = msg, now
 			}
-			next = now.Add(maxSleep)
+			if !next.After(now) {
+				next = now.Add(maxSleep)
+			}
 		}
+		m.lastErr = err
 		wait := min(max(time.Until(next), 0), maxSleep)
 		timer.Reset(wait)
 		select {
@@ -173,6 +197,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return nil
 		case <-changes:
 			changed = true
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case err := <-pubErrs:
+			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -207,6 +236,11 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
 		return s, nil
 	}
+	if m.good != nil && now.Before(m.retryAt) && m.lastErr != nil {
+		// Unreachable a moment ago: don't wait on it again yet, change
+		// notice or not; each try may take the store's whole timeout.
+		return nil, m.lastErr
+	}
 	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.ledger.View(func(tx *storage.Tx) error {
 		var err error
@@ -230,13 +264,16 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		s.events, err = m.notes.events(tx, now)
 		return err
 	})
+	if errors.Is(err, storage.ErrUnavailable) {
+		m.retryAt = now.Add(offlineRetry)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if m.o.Policy != nil {
 		s.pol = *m.o.Policy
 	}
-	m.snap = s
+	m.snap, m.good, m.retryAt = s, s, time.Time{}
 	return s, nil
 }
 
@@ -244,10 +281,17 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	m.notes.drain(m.report)
 	now := m.c.now()
 	snap, err := m.read(changed, now)
+	if err != nil && m.good != nil && errors.Is(err, storage.ErrUnavailable) {
+		return m.enforceOffline(m.c.now(), err) // the read may have taken a while
+	}
 	if err != nil {
 		return now, err
 	}
 	parts, claims, pol := snap.parts, snap.claims, snap.pol
+	// Every monitor keeps the books of every host's bookings (expiry is
+	// the same transaction wherever it runs); processes are matched only
+	// against this host's, whose GPUs it samples.
+	local := slices.DeleteFunc(slices.Clone(parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
 	if m.o.Backend != nil && !now.Before(m.nextInventory) {
 		m.nextInventory = now.Add(inventoryEvery)
 		if err := m.refreshInventory(); err != nil {
@@ -265,25 +309,45 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			return now, fmt.Errorf("sample GPUs: %w", err)
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
-		atts = Attribute(s, parts, now)
-		m.acct.observe(s, atts, parts, now)
+		m.pub.offer(s)
+		atts = Attribute(s, local, now)
+		m.acct.observe(s, atts, local, now)
 		if err := m.acct.skipTaken(m.c.ledger); err != nil {
 			return now, err
 		}
 		// Only readings of the GPUs the inventory lists: a simulated
-		// backend never speaks for a ledger of real GPUs.
-		if rs := readingOf(s, atts, now); snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
+		// backend never speaks for a ledger of real GPUs. A ledger many
+		// hosts share keeps none: hosts' live readings go in their
+		// published statuses instead.
+		if rs := readingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
 			readings = rs
 		}
-		release, orphaned = orphans(parts, atts, now)
+		release, orphaned = orphans(local, atts, now)
 	}
-	plans, notices := m.plan(atts, parts, claims, pol, now)
+	if len(m.offline) > 0 {
+		// Signals sent while the ledger was away count as claimed: no
+		// second SIGTERM, and SIGKILL after the grace from the first.
+		claims = maps.Clone(claims)
+		for k, c := range m.offline {
+			if _, ok := claims[k]; !ok {
+				claims[k] = c
+			}
+			if now.Sub(c.At) > attributionWindow {
+				delete(m.offline, k)
+			}
+		}
+	}
+	plans, notices := m.plan(atts, local, claims, pol, now)
+	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings}
+	acctBudget := todo.bound()
+	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
 	m.notes.prepare(snap, m.c.me, m.root)
 
-	if len(due)+len(warn)+len(plans)+len(notices)+len(release)+len(orphaned)+len(readings)+len(m.notes.want) > 0 || m.acct.done != nil {
+	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
+		accounted := false
 		err := m.c.ledger.Update(func(tx *storage.Tx) error {
 			acts, mine = nil, nil
 			var err error
@@ -299,10 +363,11 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if err != nil {
 				return err
 			}
-			more, err := m.account(tx, pol, now)
+			more, complete, err := m.account(tx, pol, now, acctBudget)
 			if err != nil {
 				return err
 			}
+			accounted = complete
 			acts = append(acts, more...)
 			if err := m.notes.claim(tx, fresh, m, now); err != nil {
 				return err
@@ -335,10 +400,17 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 			return tx.DropClaims(now.Add(-24 * time.Hour))
 		})
+		if errors.Is(err, storage.ErrUnavailable) && m.good != nil {
+			// The ledger went away: enforce what is due without it.
+			m.retryAt = now.Add(offlineRetry)
+			return m.enforceOffline(m.c.now(), err)
+		}
 		if err != nil {
 			return now, err
 		}
-		m.acct.accounted()
+		if accounted {
+			m.acct.accounted()
+		}
 		m.notes.done(pol.NotifyURL, m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
@@ -353,7 +425,101 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 	m.notes.done(pol.NotifyURL, m.o.OnNotice)
+	if m.acct.done != nil {
+		return now, nil // the rest of the window, at once
+	}
 	return m.nextWake(parts, claims, pol, now), nil
+}
+
+// passWrites bounds the writes of one pass's transaction: etcd takes at
+// most 128 in one by default. What does not fit stays due, and the next
+// pass, at once, does it.
+const passWrites = 100
+
+// pass is what one monitor pass means to write.
+type pass struct {
+	due, warn         []uint64
+	notices           []notice
+	plans             []signalPlan
+	release, orphaned []uint64 // bookings whose chronos run died
+	readings          []storage.DeviceReading
+}
+
+// bound keeps what the pass writes within passWrites: an expiry or a
+// release writes its booking, its live index entry and an event; a warning
+// or an orphan mark its booking and an event; a notice its claim and an
+// event; a signal its claim; readings a record each and as many deletions.
+// Old claims dropped and the event sequence take some; it returns what is
+// left for accounting (see Monitor.account).
+func (p *pass) bound() int {
+	budget := passWrites - storage.DropMax - 1 - 2*len(p.readings)
+	take := func(n, cost int) int {
+		k := max(0, min(n, budget/cost))
+		budget -= k * cost
+		return k
+	}
+	p.due = p.due[:take(len(p.due), 3)]
+	p.release = p.release[:take(len(p.release), 3)]
+	p.warn = p.warn[:take(len(p.warn), 2)]
+	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
+	p.notices = p.notices[:take(len(p.notices), 2)]
+	p.plans = p.plans[:take(len(p.plans), 1)]
+	return budget
+}
+
+func (p pass) empty() bool {
+	return len(p.due)+len(p.warn)+len(p.plans)+len(p.notices)+len(p.release)+len(p.orphaned)+len(p.readings) == 0
+}
+
+// enforceOffline is a pass while the ledger cannot be reached: bookings end
+// at their deadlines whether or not the ledger can record it, so this
+// host's processes of bookings past their deadline are stopped as the last
+// policy read says (SIGTERM, then SIGKILL after the grace). Nothing else is
+// done: no warning, no over-budget or unbooked act, nothing recorded; the
+// ledger catches up when it answers again. It returns cause, the reason.
+func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) {
+	snap := m.good
+	next := m.nextWake(snap.parts, snap.claims, snap.pol, now)
+	if m.o.Backend == nil {
+		return next, cause
+	}
+	s, err := m.o.Backend.Sample()
+	if err != nil {
+		return next, fmt.Errorf("sample GPUs: %w", err)
+	}
+	m.nextSample = now.Add(m.o.SampleEvery)
+	local := slices.DeleteFunc(slices.Clone(snap.parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
+	claims := maps.Clone(snap.claims)
+	maps.Copy(claims, m.offline)
+	plans, _ := m.plan(Attribute(s, local, now), local, claims, snap.pol, now)
+	if m.offline == nil {
+		m.offline = map[string]storage.Claim{}
+	}
+	for _, p := range plans {
+		if p.proc.Verdict != Ended {
+			continue
+		}
+		m.offline[p.key] = storage.Claim{By: m.o.Name, At: now}
+		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+			Detail: fmt.Sprintf("%s to %s: %s (the ledger cannot be reached: acted on what it last said, not recorded there)", signalName(p.sig), p.proc.Command, p.reason)}
+		switch err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig); {
+		case err == nil:
+		case errors.Is(err, ErrProcessGone):
+			continue
+		case errors.Is(err, ErrNoPermission):
+			a.Kind, a.Detail = storage.EventDenied, fmt.Sprintf("%s to %s (%s) needs root: %s", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
+		default:
+			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+		}
+		m.report(a)
+	}
+	maps.Copy(claims, m.offline)
+	// Bookings past their deadline stay live in the snapshot: wake for
+	// what lies ahead, else at the next sample.
+	if next = m.nextWake(snap.parts, claims, snap.pol, now); !next.After(now) {
+		next = now.Add(m.o.SampleEvery)
+	}
+	return next, cause
 }
 
 // refreshInventory puts the backend's GPUs in the ledger when they differ
@@ -393,11 +559,18 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 	if len(due) > 0 {
 		now = m.c.now() // sampling may have taken a while since the tick began
 	}
+	// Read them all at once: on etcd each read is a round trip, and a
+	// longer transaction loses more often to other writers.
+	read, err := tx.PartitionsByID(slices.Concat(due, warn))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uint64]storage.Partition, len(read))
+	for _, p := range read {
+		byID[p.ID] = p
+	}
 	for _, id := range due {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, err
-		}
+		p := byID[id]
 		if p.State != storage.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
@@ -420,10 +593,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		acts = append(acts, a)
 	}
 	for _, id := range warn {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, err
-		}
+		p := byID[id]
 		if p.Warned || !p.LiveAt(now) {
 			continue
 		}

@@ -17,14 +17,15 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // idleGPU is the simulated device with no made-up workload on it.
 const idleGPU = 3
 
-func simClient(t *testing.T, path string, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
+func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
 	t.Helper()
-	return NewClient(Options{Ledger: storage.New(path), As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+	return NewClient(Options{Ledger: s, As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
 	}})
@@ -60,9 +61,11 @@ func eventKinds(t *testing.T, c *Client, partition uint64) []string {
 	return out
 }
 
-func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
+func TestMonitorExpiresAndWarnsOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresAndWarnsOnce) }
+
+func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	var log actLog
@@ -94,9 +97,11 @@ func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
 }
 
-func TestMonitorWakesAtTheDeadline(t *testing.T) {
+func TestMonitorWakesAtTheDeadline(t *testing.T) { storetest.Each(t, testMonitorWakesAtTheDeadline) }
+
+func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, WarnLead: 0, Grace: time.Second}})
@@ -136,10 +141,11 @@ func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 
 // At expiry a booking's process gets SIGTERM; one that ignores it gets
 // SIGKILL after the grace period.
-func TestMonitorTerminatesThenKills(t *testing.T) {
+func TestMonitorTerminatesThenKills(t *testing.T) { storetest.Each(t, testMonitorTerminatesThenKills) }
+
+func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, path, sim, CurrentIdentity(), nil)
+	c := simClient(t, open(), sim, CurrentIdentity(), nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -171,10 +177,14 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 // A process using more memory than its booking holds is ended when the
 // policy says terminate, and only noted when it says warn.
 func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+	storetest.Each(t, testMonitorOverBudgetAndUnbooked)
+}
+
+func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	path := filepath.Join(t.TempDir(), "chronos.db")
+	s := open()
 	me := CurrentIdentity()
-	c := simClient(t, path, sim, me, nil)
+	c := simClient(t, s, sim, me, nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	hog := startChild(t, p.ID, "sleep 60")
@@ -191,11 +201,11 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 	require.Equal(t, []string{"overbudget"}, log.kinds(), "warned once, not once per sample")
 	// Once noted, a pass writes nothing: an idle monitor must not wake every
 	// other watcher of the ledger each second.
-	before := fileBytes(t, path)
+	before := storetest.Fingerprint(t, s)
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Equal(t, before, fileBytes(t, path))
+	require.Equal(t, before, storetest.Fingerprint(t, s))
 
 	// A process that `chronos run` started with the booking's MPS memory
 	// limit, under a daemon the booking can trust, is MPS's to hold to its
@@ -224,9 +234,12 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 
 // Monitors in separate processes, 200 bookings expiring within a second:
 // each expiry is recorded exactly once.
-func TestManyMonitorsExpireEachOnce(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	c := clientAt(db, nil, alice)
+func TestManyMonitorsExpireEachOnce(t *testing.T) { storetest.Each(t, testManyMonitorsExpireEachOnce) }
+
+func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
+	s := open()
+	db := s.String()
+	c := clientOn(s, nil, alice)
 	const n = 200
 	start := time.Now()
 	ids := map[uint64]bool{}
@@ -262,14 +275,24 @@ func TestManyMonitorsExpireEachOnce(t *testing.T) {
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
 func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+	storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot)
+}
+
+func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener) {
 	dir, bin := otherUserDir(t)
 
-	db := filepath.Join(dir, "chronos.db")
+	s := open()
+	if _, ok := s.(*storage.Ledger); ok {
+		s = storage.New(filepath.Join(dir, "chronos.db")) // a file the other uid may write
+	}
+	db := s.String()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, db, sim, root, nil)
+	c := simClient(t, s, sim, root, nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(db, 0o666))
+	if _, ok := s.(*storage.Ledger); ok {
+		require.NoError(t, os.Chmod(db, 0o666))
+	}
 	victim := startChild(t, p.ID, "sleep 60")
 
 	// The unprivileged monitor runs until it has expired the booking and
@@ -297,9 +320,11 @@ func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
 // Deadlines are wall-clock instants: a step of the clock backwards (NTP)
 // doesn't end a booking early, a step forwards past the deadline ends it at
 // the next pass, and no wait is ever longer than a second.
-func TestMonitorFollowsClockSteps(t *testing.T) {
+func TestMonitorFollowsClockSteps(t *testing.T) { storetest.Each(t, testMonitorFollowsClockSteps) }
+
+func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
@@ -319,6 +344,41 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended, "it ended at its deadline, whenever the monitor noticed")
+}
+
+// Many bookings ending at once are all expired, each once, in passes small
+// enough for any engine: etcd refuses a transaction of more than 128 writes
+// by default.
+func TestMonitorExpiresManyAtOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresManyAtOnce) }
+
+func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
+	clock := newFakeClock()
+	c := clientOn(open(), clock, alice)
+	const n = 150
+	for i := range n {
+		_, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.005), Duration: time.Hour})
+		require.NoError(t, err)
+	}
+	clock.Advance(2 * time.Hour)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	for pass := 0; len(log.kinds()) < n; pass++ {
+		require.Less(t, pass, 10, "expired %d of %d", len(log.kinds()), n)
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	evs, err := c.Events(0, 0)
+	require.NoError(t, err)
+	expired := map[uint64]int{}
+	for _, e := range evs {
+		if e.Kind == storage.EventExpired {
+			expired[e.Partition]++
+		}
+	}
+	require.Len(t, expired, n)
+	for id, k := range expired {
+		require.Equal(t, 1, k, "booking %d", id)
+	}
 }
 
 // A warning less than a second before the end says so, never "ends in 0s".
@@ -365,7 +425,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 		t.Skip("needs root to start a process as nobody")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, filepath.Join(t.TempDir(), "chronos.db"), sim, root, nil)
+	c := simClient(t, storetest.Bolt(t)(), sim, root, nil)
 	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour, For: "daemon"})
 	require.NoError(t, err)
 	stray := exec.Command("sleep", "60")
@@ -384,4 +444,35 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	require.Equal(t, &storage.EventProcess{PID: stray.Process.Pid, UID: 65534, User: UserName(65534)}, e.Process)
 	require.Equal(t, "root", e.User)
 	require.Contains(t, FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
+}
+
+// A minute's accounting of many bookings is written whole, in passes small
+// enough for any engine: etcd refuses a transaction of more than 128
+// writes by default, and one booking's usage is a write.
+func TestMonitorAccountsManyBookings(t *testing.T) {
+	storetest.Each(t, testMonitorAccountsManyBookings)
+}
+
+func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
+	me := CurrentIdentity()
+	c := NewClient(Options{Ledger: open(), As: &me, Now: clock.Now, Devices: simDevices(sim)})
+	const n = 150
+	for i := range n {
+		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})
+		require.NoError(t, err)
+	}
+	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	for range 2*60 + 30 { // past the end of the first whole minute
+		clock.Advance(time.Second)
+		m.nextSample = time.Time{}
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+	for id := uint64(1); id <= n; id++ {
+		u, err := c.BookingUsage(id)
+		require.NoError(t, err)
+		require.False(t, u.Through.IsZero(), "booking %d was not accounted", id)
+	}
 }

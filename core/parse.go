@@ -54,7 +54,7 @@ func Quote(s string) string {
 func ParseRequest(device, memory, duration, compute string) (Request, error) {
 	var r Request
 	var err error
-	if r.Device, err = ParseDevice(device); err != nil {
+	if r.Host, r.Device, err = ParseGPU(device); err != nil {
 		return r, err
 	}
 	if r.Memory, err = ParseMemory(memory); err != nil {
@@ -253,6 +253,45 @@ func ParseDevice(s string) (int, error) {
 		return 0, inputErr("%s is not a GPU index (0, 1, …)", Quote(s))
 	}
 	return i, nil
+}
+
+// ParseGPU reads a GPU as a person names it: an index on this host (0),
+// or host:index (gpu3:0) in a ledger many hosts share.
+func ParseGPU(s string) (host string, device int, err error) {
+	h, d, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		device, err = ParseDevice(s)
+		return "", device, err
+	}
+	if !validHost(h) {
+		return "", 0, inputErr("%q: name a GPU as INDEX or HOST:INDEX (gpu3:0)", s)
+	}
+	device, err = ParseDevice(d)
+	return h, device, err
+}
+
+// validHost accepts host names as DNS writes them.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// FormatGPU names a GPU as people type it: its index, or host:index for
+// another host's.
+func FormatGPU(host string, device int) string {
+	if host == "" {
+		return strconv.Itoa(device)
+	}
+	return host + ":" + strconv.Itoa(device)
 }
 
 const ppm = 1_000_000

@@ -111,6 +111,19 @@ func TestParseIDDeviceCompute(t *testing.T) {
 		_, err := ParseDevice(bad)
 		require.ErrorIs(t, err, ErrInput, bad)
 	}
+	for in, want := range map[string]struct {
+		host string
+		dev  int
+	}{"0": {"", 0}, "gpu3:1": {"gpu3", 1}, "gpu3.lab.example:12": {"gpu3.lab.example", 12}} {
+		host, dev, err := ParseGPU(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want.host, host, in)
+		require.Equal(t, want.dev, dev, in)
+	}
+	for _, bad := range []string{":0", "gpu3:", "gpu3:x", "a:b:1", "gpu 3:0", "gpu3:-1"} {
+		_, _, err := ParseGPU(bad)
+		require.ErrorIs(t, err, ErrInput, bad)
+	}
 	for in, want := range map[string]int{"": 0, "25%": 25, "0.25": 25, "25": 25, "100%": 100} {
 		got, err := ParseCompute(in)
 		require.NoError(t, err, in)

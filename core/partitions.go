@@ -15,6 +15,9 @@ import (
 
 // Request asks for a booking.
 type Request struct {
+	// Host is the machine whose GPU is asked for, in a ledger many hosts
+	// share; empty means this host.
+	Host     string
 	Device   int
 	Memory   Memory
 	Duration time.Duration
@@ -53,12 +56,16 @@ func (c *Client) Create(req Request) (*Partition, error) {
 	if req.Compute < 0 || req.Compute > 100 {
 		return nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
 	}
+	host, err := c.gpuHost(req.Host)
+	if err != nil {
+		return nil, err
+	}
 
 	var out storage.Partition
 	var room Availability
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
-			inv, ok, err := tx.Inventory()
+			inv, ok, err := tx.HostInventory(host)
 			if err != nil {
 				return err
 			}
@@ -67,6 +74,9 @@ func (c *Client) Create(req Request) (*Partition, error) {
 				if err := c.cacheInventory(tx, inv); err != nil {
 					return err
 				}
+			}
+			if !ok && host != c.host {
+				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
 			}
 			if !ok {
 				return errNeedDevices
@@ -91,29 +101,29 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if err != nil {
 				return err
 			}
-			if used := bookedPPM(parts, req.Device, now); used+share > ppm {
-				return overbooked(inv, parts, dev, share, now)
+			if used := bookedPPM(parts, host, req.Device, now); used+share > ppm {
+				return c.overbooked(host, inv, parts, dev, share, now)
 			}
-			room = availabilityOf(tx, inv, parts, dev, now)
+			room = c.availabilityOf(tx, host, inv, parts, dev, now)
 			if err := admitPhysical(pol, room, bytes); err != nil {
 				return err
 			}
 			out = storage.Partition{
-				Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
+				Host: host, Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
 				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
 				Created: now, Expires: now.Add(req.Duration), State: storage.Live,
 			}
 			if err := tx.PutPartition(&out); err != nil {
 				return err
 			}
-			detail := fmt.Sprintf("%s (%s) of GPU %d for %s", FormatPercent(share), FormatBytes(bytes), dev.Index, FormatDuration(req.Duration))
+			detail := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(share), FormatBytes(bytes), FormatGPU(host, dev.Index), FormatDuration(req.Duration))
 			if owner != c.me {
 				detail += " for " + owner.User
 			}
 			return c.event(tx, storage.EventCreated, out, detail)
 		})
 	}
-	err := create(nil)
+	err = create(nil)
 	if errors.Is(err, errNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
@@ -200,13 +210,13 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 // overbooked is the refusal of share on dev: what is free and what was
 // asked (rounded so that the free figure never looks enough), who holds the
 // rest and until when, and which GPUs have room for the request.
-func overbooked(inv storage.Inventory, parts []storage.Partition, dev storage.Device, share int64, now time.Time) error {
-	free := max(0, ppm-bookedPPM(parts, dev.Index, now))
+func (c *Client) overbooked(host string, inv storage.Inventory, parts []storage.Partition, dev storage.Device, share int64, now time.Time) error {
+	free := max(0, ppm-bookedPPM(parts, host, dev.Index, now))
 	var b strings.Builder
-	fmt.Fprintf(&b, "GPU %d has %s (%s) free, %s asked", dev.Index, FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)), FormatPercentUp(share))
+	fmt.Fprintf(&b, "GPU %s has %s (%s) free, %s asked", c.GPUName(host, dev.Index), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)), FormatPercentUp(share))
 	var holders []storage.Partition
 	for _, p := range parts {
-		if p.Device == dev.Index && p.LiveAt(now) {
+		if p.Host == host && p.Device == dev.Index && p.LiveAt(now) {
 			holders = append(holders, p)
 		}
 	}
@@ -227,8 +237,8 @@ func overbooked(inv storage.Inventory, parts []storage.Partition, dev storage.De
 	}
 	var room []string
 	for _, d := range inv.Devices {
-		if f := ppm - bookedPPM(parts, d.Index, now); d.Index != dev.Index && f >= share {
-			room = append(room, fmt.Sprintf("GPU %d has %s free", d.Index, FormatPercentDown(f)))
+		if f := ppm - bookedPPM(parts, host, d.Index, now); d.Index != dev.Index && f >= share {
+			room = append(room, fmt.Sprintf("GPU %s has %s free", c.GPUName(host, d.Index), FormatPercentDown(f)))
 		}
 	}
 	switch {
@@ -244,10 +254,39 @@ func bytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / ppm)
 }
 
-func bookedPPM(parts []storage.Partition, device int, now time.Time) int64 {
+// gpuHost resolves the host a request names: none, or this host's own
+// name, is this host; another name is that host's GPU, which only a ledger
+// many hosts share holds.
+func (c *Client) gpuHost(host string) (string, error) {
+	switch {
+	case host == "" || host == c.host:
+		return c.host, nil
+	case c.host == "" && host == HostName():
+		return "", nil
+	case c.host == "":
+		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", ErrNoDevice, host, c.ledger)
+	}
+	return host, nil
+}
+
+// GPUName names a GPU as people type it: its index on this host,
+// host:index on another.
+func (c *Client) GPUName(host string, device int) string {
+	return FormatGPU(c.otherHost(host), device)
+}
+
+// otherHost is host when it is another host, else empty.
+func (c *Client) otherHost(host string) string {
+	if host == c.host {
+		return ""
+	}
+	return host
+}
+
+func bookedPPM(parts []storage.Partition, host string, device int, now time.Time) int64 {
 	var sum int64
 	for _, p := range parts {
-		if p.Device == device && p.LiveAt(now) {
+		if p.Host == host && p.Device == device && p.LiveAt(now) {
 			sum += p.SharePPM
 		}
 	}
@@ -267,18 +306,20 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		if err != nil {
 			return err
 		}
-		inv, ok, _ := tx.Inventory()
+		seen := c.seenIn(tx)
 		now := c.now()
+		var ids []uint64
 		for _, p := range parts {
 			if all || p.LiveAt(now) {
-				w := c.wrapSeen(p, inv, ok)
-				if w.Usage, _, err = tx.BookingUsage(p.ID); err != nil {
-					return err
-				}
-				out = append(out, w)
+				out = append(out, seen(p))
+				ids = append(ids, p.ID)
 			}
 		}
-		return nil
+		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
+		for i := range usage {
+			out[i].Usage = usage[i]
+		}
+		return err
 	})
 	return out, err
 }
@@ -288,8 +329,7 @@ func (c *Client) Get(id uint64) (*Partition, error) {
 	var w Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		p, err := getPartition(tx, id)
-		inv, ok, _ := tx.Inventory()
-		w = c.wrapSeen(p, inv, ok)
+		w = c.seenIn(tx)(p)
 		return err
 	})
 	if err != nil {
@@ -375,6 +415,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 // Availability is how much of a device is free to book now, and next to
 // it what its memory physically holds.
 type Availability struct {
+	// Host is the device's host when it is another host's; empty for
+	// this host's.
+	Host      string
 	Device    storage.Device
 	FreePPM   int64
 	FreeBytes uint64
@@ -382,24 +425,52 @@ type Availability struct {
 	Physical  PhysicalMemory
 }
 
-func availabilityOf(tx *storage.Tx, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
-	free := max(0, ppm-bookedPPM(parts, d.Index, now))
+func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
+	free := max(0, ppm-bookedPPM(parts, host, d.Index, now))
 	n := 0
 	for _, p := range parts {
-		if p.Device == d.Index && p.LiveAt(now) {
+		if p.Host == host && p.Device == d.Index && p.LiveAt(now) {
 			n++
 		}
 	}
-	return Availability{Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n, Physical: physicalIn(tx, inv, d, now)}
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n}
+	if host == c.host {
+		// The stored readings are this host's GPUs'.
+		a.Physical = physicalIn(tx, inv, d, now)
+	}
+	return a
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %d", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), a.Device.Index)
+	return fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
 }
 
-// Available says how much of every device (device < 0) or one device is free.
+// Available says how much of every device (device < 0) or one device of
+// this host is free.
 func (c *Client) Available(device int) ([]Availability, error) {
-	inv, err := c.Inventory()
+	return c.AvailableOn("", device)
+}
+
+// AvailableOn says how much of every device (device < 0) or one device of
+// host ("": this host) is free.
+func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
+	host, err := c.gpuHost(host)
+	if err != nil {
+		return nil, err
+	}
+	var inv storage.Inventory
+	if host == c.host {
+		inv, err = c.Inventory()
+	} else {
+		var ok bool
+		err = c.ledger.View(func(tx *storage.Tx) error {
+			inv, ok, err = tx.HostInventory(host)
+			return err
+		})
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +485,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			out = append(out, availabilityOf(tx, inv, parts, d, now))
+			out = append(out, c.availabilityOf(tx, host, inv, parts, d, now))
 		}
 		return nil
 	})
@@ -431,7 +502,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 	var ok bool
 	err := c.ledger.View(func(tx *storage.Tx) error {
 		var err error
-		inv, ok, err = tx.Inventory()
+		inv, ok, err = tx.HostInventory(c.host)
 		return err
 	})
 	if err != nil || ok {
@@ -452,7 +523,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 func (c *Client) SaveInventory(inv storage.Inventory) error {
 	same := false
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		old, ok, err := tx.Inventory()
+		old, ok, err := tx.HostInventory(c.host)
 		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
 		return nil
 	})
@@ -505,9 +576,9 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 			window = pol.MaxLength + attributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
-		inv, ok, _ := tx.Inventory()
+		seen := c.seenIn(tx)
 		for _, p := range parts {
-			out = append(out, c.wrapSeen(p, inv, ok))
+			out = append(out, seen(p))
 		}
 		return err
 	})

@@ -10,11 +10,14 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-func TestCreateListReleaseExtend(t *testing.T) {
+func TestCreateListReleaseExtend(t *testing.T) { storetest.Each(t, testCreateListReleaseExtend) }
+
+func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
@@ -78,9 +81,11 @@ func TestCreateListReleaseExtend(t *testing.T) {
 	require.Len(t, every, 4)
 }
 
-func TestTimeIsTheTruth(t *testing.T) {
+func TestTimeIsTheTruth(t *testing.T) { storetest.Each(t, testTimeIsTheTruth) }
+
+func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	c := clientOn(open(), clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Minute})
 	require.NoError(t, err)
 
@@ -108,8 +113,10 @@ func TestTimeIsTheTruth(t *testing.T) {
 	require.Equal(t, StatusExpired, Status(all[0].Partition, clock.Now(), time.Minute))
 }
 
-func TestAdmissionAddsUpExactly(t *testing.T) {
-	c := newTestClient(t, nil, alice)
+func TestAdmissionAddsUpExactly(t *testing.T) { storetest.Each(t, testAdmissionAddsUpExactly) }
+
+func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, alice)
 	// Ten 10% bookings fill a device exactly, however the floats round.
 	for i := range 10 {
 		_, err := c.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
@@ -123,11 +130,15 @@ func TestAdmissionAddsUpExactly(t *testing.T) {
 // Every refusal names its reason and leaves the ledger file byte for byte as
 // it was.
 func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
+	storetest.Each(t, testRefusalsLeaveLedgerUnchanged)
+}
+
+func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	a := clientAt(path, clock, alice)
-	b := clientAt(path, clock, bob)
-	r := clientAt(path, clock, root)
+	s := open()
+	a := clientOn(s, clock, alice)
+	b := clientOn(open(), clock, bob)
+	r := clientOn(open(), clock, root)
 	mine, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	old, err := a.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Minute})
@@ -191,20 +202,21 @@ func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
 		{"bad policy", func() error { _, err := r.SetPolicy([]string{"expiry=explode"}); return err }, ErrInput, "terminate, notify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := fileBytes(t, path)
+			before := storetest.Fingerprint(t, s)
 			err := tc.do()
 			require.ErrorIs(t, err, tc.want)
 			require.ErrorContains(t, err, tc.msg)
-			require.Equal(t, before, fileBytes(t, path), "the ledger changed")
+			require.Equal(t, before, storetest.Fingerprint(t, s), "the ledger changed")
 		})
 	}
 }
 
-func TestRootMayActForOthers(t *testing.T) {
+func TestRootMayActForOthers(t *testing.T) { storetest.Each(t, testRootMayActForOthers) }
+
+func testRootMayActForOthers(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	a := clientAt(path, clock, alice)
-	r := clientAt(path, clock, root)
+	a := clientOn(open(), clock, alice)
+	r := clientOn(open(), clock, root)
 	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = r.Extend(p.ID, time.Hour)
@@ -217,8 +229,10 @@ func TestRootMayActForOthers(t *testing.T) {
 	require.Equal(t, 0, q.UID)
 }
 
-func TestPolicy(t *testing.T) {
-	c := newTestClient(t, nil, root)
+func TestPolicy(t *testing.T) { storetest.Each(t, testPolicy) }
+
+func testPolicy(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, root)
 	p, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, DefaultPolicy(), p)
@@ -250,10 +264,11 @@ func splitFields(s string) []string {
 	return out
 }
 
-func TestInventoryIsCachedOnce(t *testing.T) {
+func TestInventoryIsCachedOnce(t *testing.T) { storetest.Each(t, testInventoryIsCachedOnce) }
+
+func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	calls := 0
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := NewClient(Options{Ledger: storage.New(path), As: &alice, Devices: func() (string, []gpu.Device, error) {
+	c := NewClient(Options{Ledger: open(), As: &alice, Devices: func() (string, []gpu.Device, error) {
 		calls++
 		return testDevices()
 	}})
@@ -263,7 +278,7 @@ func TestInventoryIsCachedOnce(t *testing.T) {
 	}
 	require.Equal(t, 1, calls)
 
-	failing := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "x.db")), As: &alice,
+	failing := NewClient(Options{Ledger: storetest.Bolt(t)(), As: &alice,
 		Devices: func() (string, []gpu.Device, error) { return "", nil, errors.New("NVML: no driver") }})
 	_, err := failing.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.ErrorContains(t, err, "list GPUs: NVML: no driver")

@@ -19,6 +19,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // TestMain lets the test binary play a chronos process: tests start it again
@@ -28,7 +30,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	etcdtest.StopShared()
+	os.Exit(code)
 }
 
 // Exit statuses of a role process.
@@ -39,8 +43,9 @@ const (
 	roleNotOwner   = 4
 )
 
+// playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {
-	c := NewClient(Options{Ledger: storage.New(db), Devices: testDevices})
+	c := NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
 		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
@@ -100,6 +105,11 @@ func playRole(role, db, arg string) int {
 		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU.
 		d, _ := time.ParseDuration(arg)
 		sim := gpu.NewSim(gpu.SimOptions{})
+		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
+		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
 		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
 			pid, _ := strconv.Atoi(f)
 			sim.Attach(idleGPU, pid, 1<<30)
@@ -162,7 +172,11 @@ func exitCode(err error) int {
 
 // Sixteen processes race to book 10% of one GPU each: exactly ten win.
 func TestConcurrentProcessesNeverOverbook(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
+	storetest.Each(t, testConcurrentProcessesNeverOverbook)
+}
+
+func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
+	db := open().String()
 	const n = 16
 	cmds := make([]*exec.Cmd, n)
 	for i := range cmds {
@@ -178,7 +192,7 @@ func TestConcurrentProcessesNeverOverbook(t *testing.T) {
 	}
 	require.Equal(t, map[int]int{roleOK: 10, roleOverbooked: 6}, codes)
 
-	c := clientAt(db, nil, alice)
+	c := clientOn(openSpec(db), nil, alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, parts, 10)
@@ -196,10 +210,16 @@ func TestConcurrentProcessesNeverOverbook(t *testing.T) {
 // leaves a damaged ledger or half a booking: after every kill the ledger
 // opens, passes bbolt's check and holds only whole records.
 func TestKilledWriterLeavesWholeLedger(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chronos.db")
+	storetest.Each(t, testKilledWriterLeavesWholeLedger)
+}
+
+func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
+	s := open()
+	db := s.String()
+	_, file := s.(*storage.Ledger)
 	rounds := 300
-	if testing.Short() {
-		rounds = 30
+	if testing.Short() || !file {
+		rounds = 30 // etcd: what it keeps whole is its own affair; this checks the transactions
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for i := range rounds {
@@ -211,13 +231,15 @@ func TestKilledWriterLeavesWholeLedger(t *testing.T) {
 		require.NoError(t, cmd.Process.Kill())
 		_ = cmd.Wait()
 
-		if _, err := os.Stat(db); err != nil {
-			continue // killed before its first write
+		if file {
+			if _, err := os.Stat(db); err != nil {
+				continue // killed before its first write
+			}
+			l := storage.New(db)
+			problems, err := l.Check()
+			require.NoError(t, err, "round %d", i)
+			require.Empty(t, problems, "round %d", i)
 		}
-		l := storage.New(db)
-		problems, err := l.Check()
-		require.NoError(t, err, "round %d", i)
-		require.Empty(t, problems, "round %d", i)
 		requireWhole(t, db)
 	}
 }
@@ -226,7 +248,7 @@ func TestKilledWriterLeavesWholeLedger(t *testing.T) {
 // has the event of its creation (the two are written in one transaction).
 func requireWhole(t *testing.T, db string) {
 	t.Helper()
-	c := clientAt(db, nil, alice)
+	c := clientOn(openSpec(db), nil, alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	evs, err := c.Events(0, 0)

@@ -93,7 +93,15 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		if err != nil {
 			return RunResult{}, err
 		}
+		if p.Host != c.host {
+			return RunResult{}, c.elsewhere(fmt.Sprintf("booking %d", p.ID), p.Host, p.Device)
+		}
 	} else {
+		if host, err := c.gpuHost(o.Request.Host); err != nil {
+			return RunResult{}, err
+		} else if host != c.host {
+			return RunResult{}, c.elsewhere("GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
+		}
 		got, err := c.Create(o.Request)
 		if err != nil {
 			return RunResult{}, err
@@ -247,9 +255,15 @@ loop:
 	return res, nil
 }
 
+// elsewhere refuses to run a command here for a GPU of another host.
+func (c *Client) elsewhere(what, host string, device int) error {
+	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %d …)",
+		ErrOtherHost, what, host, c.host, host, device)
+}
+
 // releaseRetrying releases the booking a run made. A ledger held busy by
-// another process is tried again, backing off, for up to within (a minute
-// when zero): a release given up on would leave the GPU booked for hours
+// another process, or on an etcd that does not answer, is tried again,
+// backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
 // with nothing running in it.
 func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say func(string, ...any)) error {
 	if within <= 0 {
@@ -262,10 +276,10 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 		switch {
 		case err == nil || errors.Is(err, ErrNotLive):
 			if tries > 1 {
-				say("released booking %d at try %d: the ledger was busy", p.ID, tries)
+				say("released booking %d at try %d", p.ID, tries)
 			}
 			return nil
-		case !errors.Is(err, storage.ErrBusy):
+		case !errors.Is(err, storage.ErrBusy) && !errors.Is(err, storage.ErrUnavailable):
 			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
 		case time.Now().Add(wait).After(giveUp):
 			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",

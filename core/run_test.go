@@ -17,6 +17,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 func runOpts(cmd ...string) RunOptions {
@@ -26,8 +27,10 @@ func runOpts(cmd ...string) RunOptions {
 // The command gets the warning signal it asked for, then SIGTERM at the
 // deadline, then SIGKILL when it ignores SIGTERM; chronos reports the expiry
 // status.
-func TestRunWarnsTerminatesKills(t *testing.T) {
-	c := newTestClient(t, nil, CurrentIdentity())
+func TestRunWarnsTerminatesKills(t *testing.T) { storetest.Each(t, testRunWarnsTerminatesKills) }
+
+func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
@@ -83,8 +86,10 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 
 // A command that ends by itself passes on its status and its booking is
 // released at once.
-func TestRunReleasesAndPassesStatus(t *testing.T) {
-	c := newTestClient(t, nil, CurrentIdentity())
+func TestRunReleasesAndPassesStatus(t *testing.T) { storetest.Each(t, testRunReleasesAndPassesStatus) }
+
+func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, CurrentIdentity())
 	var out bytes.Buffer
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $KEEP"; exit 3`)
 	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
@@ -107,14 +112,16 @@ func TestRunReleasesAndPassesStatus(t *testing.T) {
 	require.Equal(t, 128+9, res.ExitCode)
 }
 
-func TestRunRefusals(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := clientAt(path, nil, Identity{UID: 4243, User: "runner"})
-	other := clientAt(path, nil, Identity{UID: 4242, User: "someone"})
+func TestRunRefusals(t *testing.T) { storetest.Each(t, testRunRefusals) }
+
+func testRunRefusals(t *testing.T, open storetest.Opener) {
+	s := open()
+	c := clientOn(s, nil, Identity{UID: 4243, User: "runner"})
+	other := clientOn(open(), nil, Identity{UID: 4242, User: "someone"})
 	theirs, err := other.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	before := fileBytes(t, path)
+	before := storetest.Fingerprint(t, s)
 	for _, tc := range []struct {
 		name string
 		o    RunOptions
@@ -129,14 +136,16 @@ func TestRunRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Run(context.Background(), tc.o)
 			require.ErrorIs(t, err, tc.want)
-			require.Equal(t, before, fileBytes(t, path), "the ledger changed")
+			require.Equal(t, before, storetest.Fingerprint(t, s), "the ledger changed")
 		})
 	}
 }
 
 // Running inside an existing booking leaves it live afterwards.
-func TestRunInsideExistingBooking(t *testing.T) {
-	c := newTestClient(t, nil, CurrentIdentity())
+func TestRunInsideExistingBooking(t *testing.T) { storetest.Each(t, testRunInsideExistingBooking) }
+
+func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, CurrentIdentity())
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.3), Duration: time.Hour})
 	require.NoError(t, err)
 	o := runOpts("true")
@@ -192,10 +201,11 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
-func TestRunAndMonitorSignalOnce(t *testing.T) {
+func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.Each(t, testRunAndMonitorSignalOnce) }
+
+func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, path, sim, CurrentIdentity(), nil)
+	c := simClient(t, open(), sim, CurrentIdentity(), nil)
 	dir := t.TempDir()
 	t.Setenv("LOG", filepath.Join(dir, "signals"))
 	t.Setenv("PIDFILE", filepath.Join(dir, "pid"))

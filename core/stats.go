@@ -15,9 +15,12 @@ func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	raw := make([]storage.Partition, len(parts))
-	for i, p := range parts {
-		raw[i] = p.Partition
+	// Only this host's bookings hold the GPUs sampled here.
+	var raw []storage.Partition
+	for _, p := range parts {
+		if c.OnThisHost(p.Partition) {
+			raw = append(raw, p.Partition)
+		}
 	}
 	now := c.now()
 	st := Stats{Sample: s, Mode: mps.Mode(), Booked: map[int]DeviceBooking{}, Processes: Attribute(s, raw, now)}

@@ -38,9 +38,13 @@ func (f *fakeClock) Advance(d time.Duration) {
 
 const testGPUMemory = 80 << 30
 
+// testBackend names the GPUs tests book on: stand-ins for real ones, which
+// any ledger records (simulated GPUs are not recorded in a shared one).
+const testBackend = "test"
+
 // testDevices is a DeviceSource of two 80 GiB GPUs.
 func testDevices() (string, []gpu.Device, error) {
-	return "simulated", []gpu.Device{
+	return testBackend, []gpu.Device{
 		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: testGPUMemory},
 		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: testGPUMemory},
 	}, nil
@@ -53,7 +57,12 @@ func newTestClient(t *testing.T, clock *fakeClock, who Identity) *Client {
 }
 
 func clientAt(path string, clock *fakeClock, who Identity) *Client {
-	opts := Options{Ledger: storage.New(path), Devices: testDevices, As: &who}
+	return clientOn(storage.New(path), clock, who)
+}
+
+// clientOn is a client of the test GPUs on any store.
+func clientOn(s storage.Store, clock *fakeClock, who Identity) *Client {
+	opts := Options{Ledger: s, Devices: testDevices, As: &who}
 	if clock != nil {
 		opts.Now = clock.Now
 	}
@@ -65,6 +74,16 @@ var (
 	bob   = Identity{UID: 1002, User: "bob"}
 	root  = Identity{UID: 0, User: "root"}
 )
+
+// openSpec opens a store by its String(): a file's path or an etcd URL, as
+// a process started by a test gets it.
+func openSpec(spec string) storage.Store {
+	s, err := OpenStore(StoreConfig{Store: spec})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
 
 func fileBytes(t *testing.T, path string) []byte {
 	t.Helper()

@@ -18,7 +18,7 @@ import (
 // machine, is left alone.
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, filepath.Join(t.TempDir(), "chronos.db"), sim, CurrentIdentity(), nil)
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
 	book := func(w storage.Wrapper) uint64 {
 		t.Helper()
 		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})

@@ -77,6 +77,25 @@ func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
 	return u, true, nil
 }
 
+// UsageOf returns the usage of each booking of ids, in that order (with no
+// usage yet: zero, Partition set), in as few reads as the engine allows.
+func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
+	vals, err := tx.getMany(bucketBookingUsage, idKeys(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BookingUsage, len(ids))
+	for i, v := range vals {
+		out[i].Partition = ids[i]
+		if v != nil {
+			if err := decode(v, &out[i]); err != nil {
+				return nil, fmt.Errorf("usage of %d: %w", ids[i], err)
+			}
+		}
+	}
+	return out, nil
+}
+
 // PutBookingUsage stores a booking's usage.
 func (tx *Tx) PutBookingUsage(u BookingUsage) error {
 	raw, err := tx.writable("put usage")

@@ -40,6 +40,9 @@ var (
 	ErrDamaged = errors.New("the ledger file is damaged or is not a chronos ledger")
 	// ErrNewerSchema means a newer chronos wrote the file.
 	ErrNewerSchema = errors.New("the ledger was written by a newer chronos")
+	// ErrUnavailable means a ledger on a server (etcd) did not answer in
+	// time.
+	ErrUnavailable = errors.New("the ledger cannot be reached")
 )
 
 var (

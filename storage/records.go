@@ -27,8 +27,11 @@ const (
 
 // Partition is one booking of a share of one device for a bounded time.
 type Partition struct {
-	V          int    `json:"v"`
-	ID         uint64 `json:"id"`
+	V  int    `json:"v"`
+	ID uint64 `json:"id"`
+	// Host is the machine whose GPU is booked, in a ledger many hosts
+	// share; empty in a host's own ledger file.
+	Host       string `json:"host,omitempty"`
 	Device     int    `json:"device"`
 	DeviceUUID string `json:"device_uuid,omitempty"`
 	// SharePPM is the booked share of the device's memory in parts per
@@ -210,6 +213,10 @@ type Tx struct {
 	raw RawTx
 }
 
+// Raw is the engine's transaction under tx (nil for a ledger not yet
+// written), for engine conformance tests and for copying a ledger whole.
+func (tx *Tx) Raw() RawTx { return tx.raw }
+
 func key(id uint64) []byte {
 	k := make([]byte, 8)
 	binary.BigEndian.PutUint64(k, id)
@@ -300,6 +307,52 @@ func (tx *Tx) PutPartition(p *Partition) error {
 	return raw.Delete(bucketLive, key(p.ID))
 }
 
+// getMany reads keys of bucket in as few reads as the engine allows (one
+// per key, or a ManyGetter's batches); nil for each key with no value.
+func (tx *Tx) getMany(bucket []byte, keys [][]byte) ([][]byte, error) {
+	if many, ok := tx.raw.(ManyGetter); ok {
+		return many.GetMany(bucket, keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.get(bucket, k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func idKeys(ids []uint64) [][]byte {
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = key(id)
+	}
+	return keys
+}
+
+// PartitionsByID reads the partitions with those ids, in that order, in as
+// few reads as the engine allows; a missing one is an error.
+func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
+	vals, err := tx.getMany(bucketPartitions, idKeys(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Partition, 0, len(ids))
+	for i, v := range vals {
+		var p Partition
+		if v == nil {
+			return nil, fmt.Errorf("partition %d: %w", ids[i], ErrNotFound)
+		}
+		if err := decode(v, &p); err != nil {
+			return nil, fmt.Errorf("partition %d: %w", ids[i], err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // liveIDs lists the ids in the live index.
 func (tx *Tx) liveIDs() ([]uint64, error) {
 	var ids []uint64
@@ -320,13 +373,9 @@ func (tx *Tx) LivePartitions() ([]Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Partition, 0, len(ids))
-	for _, id := range ids {
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, fmt.Errorf("live index: %w", err)
-		}
-		out = append(out, p)
+	out, err := tx.PartitionsByID(ids)
+	if err != nil {
+		return nil, fmt.Errorf("live index: %w", err)
 	}
 	return out, nil
 }
@@ -359,16 +408,12 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		p, err := tx.Partition(id)
-		if err != nil {
-			return nil, fmt.Errorf("live index: %w", err)
-		}
-		recent = append(recent, p)
+	ids = slices.DeleteFunc(ids, func(id uint64) bool { return seen[id] })
+	older, err := tx.PartitionsByID(ids)
+	if err != nil {
+		return nil, fmt.Errorf("live index: %w", err)
 	}
+	recent = append(recent, older...)
 	slices.SortFunc(recent, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
 	return recent, nil
 }
@@ -416,13 +461,52 @@ func (tx *Tx) LastEvent() uint64 {
 
 // Inventory returns the cached device inventory; ok is false when none was
 // stored yet.
-func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) {
-	ok, err = tx.getMeta(keyInventory, &inv)
+func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) { return tx.HostInventory("") }
+
+// PutInventory caches the device inventory.
+func (tx *Tx) PutInventory(inv Inventory) error { return tx.PutHostInventory("", inv) }
+
+// In a ledger many hosts share, each host's inventory has its own key:
+// inventory/<host>. The ledger's own host (a file's) keeps "inventory".
+func inventoryKey(host string) []byte {
+	if host == "" {
+		return keyInventory
+	}
+	return append(slices.Clone(keyInventory), "/"+host...)
+}
+
+// HostInventory returns host's cached device inventory ("" the ledger's own
+// host); ok is false when none was stored yet.
+func (tx *Tx) HostInventory(host string) (inv Inventory, ok bool, err error) {
+	ok, err = tx.getMeta(inventoryKey(host), &inv)
 	return inv, ok, err
 }
 
-// PutInventory caches the device inventory.
-func (tx *Tx) PutInventory(inv Inventory) error { return tx.putMeta(keyInventory, inv) }
+// PutHostInventory caches host's device inventory.
+func (tx *Tx) PutHostInventory(host string, inv Inventory) error {
+	return tx.putMeta(inventoryKey(host), inv)
+}
+
+// HostInventories returns the inventory of every host of a shared ledger,
+// by host name.
+func (tx *Tx) HostInventories() (map[string]Inventory, error) {
+	out := map[string]Inventory{}
+	from := inventoryKey("")
+	from = append(from, '/')
+	err := tx.scan(bucketMeta, from, false, func(k, v []byte) (bool, error) {
+		host, ok := bytes.CutPrefix(k, from)
+		if !ok {
+			return false, nil
+		}
+		var inv Inventory
+		if err := decode(v, &inv); err != nil {
+			return false, fmt.Errorf("%s: %w", k, err)
+		}
+		out[string(host)] = inv
+		return true, nil
+	})
+	return out, err
+}
 
 func readingKey(index int) []byte { return fmt.Appendf(nil, "%s%d", keyReadingPrefix, index) }
 
@@ -548,6 +632,11 @@ func (tx *Tx) PutClaim(key string, c Claim) error {
 	return put(raw, bucketClaims, []byte(key), c)
 }
 
+// DropMax is the most records one call of DropClaims or DropGPUMinutes
+// deletes, so that a transaction stays small enough for every engine (etcd
+// takes 128 writes in one by default); later calls delete the rest.
+const DropMax = 16
+
 // DropClaims deletes claims made before cutoff: the acts they guarded are
 // long done, and the processes they named long gone.
 func (tx *Tx) DropClaims(cutoff time.Time) error {
@@ -571,7 +660,7 @@ func deleteWhere(tx *Tx, raw RawTx, bucket []byte, drop func(k, v []byte) (del, 
 		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return more, nil
+		return more && len(old) < DropMax, nil
 	})
 	for _, k := range old {
 		if err == nil {

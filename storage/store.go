@@ -28,6 +28,27 @@ type Store interface {
 	String() string
 }
 
+// Presence is what a store many hosts share offers besides transactions:
+// each host's live status, kept only while the host keeps publishing it, so
+// that a host that dies fades from the live view within a TTL (its bookings
+// stay in the ledger). These writes are not ledger transactions: they wake
+// no watcher of Changes and conflict with nothing.
+type Presence interface {
+	// Publish sets host's status, to lapse ttl after the last Publish.
+	Publish(host string, status []byte, ttl time.Duration) error
+	// Present returns every status that has not lapsed, by host.
+	Present() (map[string][]byte, error)
+	// WatchPresence sends each status as it is published (Status nil: it
+	// lapsed). The channel closes when ctx ends.
+	WatchPresence(ctx context.Context) <-chan Published
+}
+
+// Published is one host's status as it was published.
+type Published struct {
+	Host   string
+	Status []byte
+}
+
 // RawTx is one transaction of a storage engine: named buckets of ordered
 // byte keys. Engines implement it; Tx builds every record on it, so the
 // records' layout is written once for all engines.
@@ -50,6 +71,19 @@ type RawTx interface {
 	// Writable reports whether this is a read-write transaction.
 	Writable() bool
 }
+
+// ManyGetter is an engine that reads many keys in one go (a server's, where
+// each read is a round trip); records read through it where they read
+// many keys at once.
+type ManyGetter interface {
+	// GetMany returns the values at keys, nil for each that has none.
+	GetMany(bucket []byte, keys [][]byte) ([][]byte, error)
+}
+
+// SmallBuckets are read by nearly every transaction and stay small (the
+// schema, policy and inventories): an engine that pays a round trip per
+// read does well to read them whole at a transaction's first read.
+var SmallBuckets = [][]byte{bucketMeta}
 
 // NewTx wraps an engine's transaction, checking (and on a new ledger,
 // writing) the schema version. A nil raw reads as an empty ledger.

@@ -94,6 +94,7 @@ type shared struct {
 	styles Styles
 	now    func() time.Time
 	me     core.Identity
+	host   string // this host in a ledger many hosts share; "" in a ledger file
 	after  func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
 
@@ -105,6 +106,10 @@ type readings struct {
 	avail  []core.Availability
 	policy core.Policy
 	attrs  []core.Attribution
+	// The other hosts of a ledger many hosts share, and warnings about
+	// their clocks.
+	hosts    []core.HostView
+	warnings []string
 }
 
 // mode is what the keyboard is talking to.
@@ -171,7 +176,7 @@ func New(opts Options) *Model {
 	if opts.after == nil {
 		opts.after = tea.Tick
 	}
-	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), after: opts.after}
+	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
@@ -263,8 +268,13 @@ func (m *Model) quit() tea.Cmd {
 // View only draws.
 func (m *Model) derive() {
 	now := m.sh.now()
-	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(m.data.parts), now)
-	m.gpus.setBookings(bookedSegments(m.data.parts, now))
+	// This host's GPUs are sampled here; other hosts' bookings are drawn
+	// under their own GPUs.
+	client := m.opts.Client
+	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
+	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
+	m.gpus.setBookings(bookedSegments(here, now))
+	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
 	for _, t := range m.tabs {
 		t.setRows(&m.data, f, now)

@@ -111,6 +111,7 @@ func sortBookings(rows []bookingRow, by sortKey) {
 const (
 	bkMark = iota
 	bkID
+	bkHost
 	bkOwner
 	bkGPU
 	bkShare
@@ -124,6 +125,7 @@ const (
 var bookingColumns = []column{
 	bkMark:    {width: markWidth},
 	bkID:      {title: "ID", width: 6},
+	bkHost:    {title: "HOST", width: 10},
 	bkOwner:   {title: "OWNER", width: 10},
 	bkGPU:     {title: "GPU", width: 3},
 	bkShare:   {title: "BOOKED", width: 14},
@@ -134,10 +136,19 @@ var bookingColumns = []column{
 	bkProcs:   {title: "PROCS", width: 5, right: true},
 }
 
+// bookingColumnsOneHost are the columns on a ledger of one host's (a
+// file): no HOST.
+var bookingColumnsOneHost = func() []column {
+	c := slices.Clone(bookingColumns)
+	c[bkHost].width = 0
+	return c
+}()
+
 // bookingCells is everything a bookings row shows; the row is drawn from
 // it alone.
 type bookingCells struct {
 	id      uint64
+	host    string
 	user    string
 	device  int
 	booked  string
@@ -158,7 +169,7 @@ type bookingsTab struct {
 
 func newBookingsTab(sh *shared) *bookingsTab {
 	t := &bookingsTab{warnLead: core.DefaultPolicy().WarnLead}
-	t.table.init(sh, bookingColumns, "  No bookings to show. Press n to book a GPU.")
+	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
 	t.table.id = func(r bookingRow) uint64 { return r.ID }
 	t.table.cells = t.cells
 	t.table.draw = t.draw
@@ -170,21 +181,32 @@ func (t *bookingsTab) setSize(width, height int) { t.table.setSize(width, height
 
 func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 	t.warnLead = r.policy.WarnLead
+	specs := bookingColumnsOneHost
+	if slices.ContainsFunc(r.parts, func(p core.Partition) bool { return p.Host != "" }) {
+		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
+	}
+	t.table.setColumns(specs)
 	t.table.setRows(bookingRows(r, f, t.table.sh.me.UID, now))
 }
 
 func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }
 func (t *bookingsTab) update(msg tea.KeyMsg) bool   { return t.table.update(msg) }
-func (t *bookingsTab) device() (int, bool)          { r, ok := t.table.selected(); return r.Device, ok }
 func (t *bookingsTab) enable(on bool)               { t.table.enable(on) }
 func (t *bookingsTab) ShortHelp() []key.Binding     { return t.table.ShortHelp() }
 func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() }
 func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
+// device is the selected booking's GPU when it is one of this host's: the
+// app reads only this host's GPUs.
+func (t *bookingsTab) device() (int, bool) {
+	r, ok := t.table.selected()
+	return r.Device, ok && r.Host == t.table.sh.host
+}
+
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
-	c := bookingCells{id: r.ID, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	if r.procs > 0 {
@@ -214,11 +236,12 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	cell := func(i int, text string) string { return cols.cell(i, text) }
 	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
 		cell(bkLeft, c.left), cell(bkState, string(c.status)), cell(bkInUse, c.inUse)
+	host := cell(bkHost, Printable(c.host))
 	barW := cols.widths[bkElapsed]
 	if selected || c.status.Ended() {
 		// One style over the whole line: the highlight unbroken, or the
 		// whole row faded.
-		line := cols.join(string(mark), id, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+		line := cols.join(string(mark), id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
 			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)))
 		if selected {
 			return st.Selected.Render(fit(line, width))
@@ -241,7 +264,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	if c.mine {
 		markCell = st.Mine.Render(markCell)
 	}
-	line := cols.join(markCell, id, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+	line := cols.join(markCell, id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
 		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)))
 	return cut(line, width)
 }

@@ -103,6 +103,24 @@ func loadCmd(c *core.Client) tea.Cmd {
 	}
 }
 
+// hostsMsg is one reading of the other hosts of a shared ledger.
+type hostsMsg struct {
+	hosts []core.HostView
+	err   error
+}
+
+// hostsCmd reads what the other hosts' monitors publish; nil on a ledger
+// file, which has no other hosts.
+func hostsCmd(c *core.Client) tea.Cmd {
+	if c.Host() == "" {
+		return nil
+	}
+	return func() tea.Msg {
+		hosts, err := c.Hosts()
+		return hostsMsg{hosts: hosts, err: err}
+	}
+}
+
 // watchCmd starts watching the ledger; ctx ends the watch.
 func watchCmd(ctx context.Context, ledger storage.Store, poll time.Duration) tea.Cmd {
 	return func() tea.Msg {

@@ -50,6 +50,10 @@ type gpuPanel struct {
 
 	drawnFor panelSize // what lines were drawn for; zero: draw again
 	lines    []string
+
+	// The other hosts of a ledger many hosts share (hosts.go).
+	hosts    []core.HostView
+	hostSegs map[string]map[int][]segment
 }
 
 // panelSize is the room the panel was drawn in.

@@ -266,3 +266,21 @@ func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
 	require.Equal(t, spanIdle, cells[50])
 	require.Equal(t, spanBooked, cells[59], "it worked since")
 }
+
+// In a ledger many hosts share, enter on another host's booking does not
+// open this host's GPU of the same number: the app reads only this host's
+// GPUs, and offers the first of them.
+func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
+	w := newWorld(t, 2)
+	m := w.model(80, 24)
+	theirs := core.Partition{Partition: storage.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
+		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: storage.Live}}
+	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: core.DefaultPolicy()})
+	row, ok := m.bookings.selected()
+	require.True(t, ok)
+	require.Equal(t, "gpu-b", row.Host)
+	m.syncKeys()
+	require.Equal(t, "GPU 0 history", m.keys.History.Help().Desc)
+	m = press(t, m, "enter")
+	require.Equal(t, 0, m.history.device)
+}

@@ -56,7 +56,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		cmds := []tea.Cmd{m.tickCmd()}
 		if due(now, m.sched.sampledAt, gpuEvery, m.opts.Refresh) {
 			m.sched.sampledAt = now
-			cmds = append(cmds, sampleCmd(m.opts.Backend))
+			cmds = append(cmds, sampleCmd(m.opts.Backend), hostsCmd(m.opts.Client))
 		}
 		if passed(now, m.sched.nextChange) || due(now, m.sched.loadedAt, reloadEvery, m.opts.Refresh) {
 			cmds = append(cmds, m.load())
@@ -73,6 +73,15 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.data.sample = msg.sample
 		m.gpus.record(msg.sample)
 		m.derive()
+		return nil
+
+	case hostsMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, fmt.Sprintf("reading the other hosts: %v", msg.err), true)
+		}
+		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(msg.hosts)
+		m.derive()
+		m.relayout()
 		return nil
 
 	case ledgerMsg:
@@ -137,8 +146,8 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.show(m.bookings)
 		m.derive()
 		m.bookings.table.selectID(p.ID)
-		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %d for %s", p.ID, core.FormatPercent(p.SharePPM),
-			core.FormatBytes(p.Bytes), p.Device, core.FormatDuration(p.Expires.Sub(p.Created))), false), m.load())
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, core.FormatPercent(p.SharePPM),
+			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Created))), false), m.load())
 
 	case releasedMsg:
 		if msg.err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,7 +30,12 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		history = history || p.Status(now, warnLead).Ended()
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// A ledger many hosts share says whose GPU each booking holds.
+	hosts := slices.ContainsFunc(parts, func(p core.Partition) bool { return p.Host != "" })
 	header := "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tIDLE\tSTATE\tCOMPUTE"
+	if hosts {
+		header = "ID\tHOST\t" + strings.TrimPrefix(header, "ID\t")
+	}
 	if history {
 		header += "\tENDED"
 	}
@@ -46,7 +52,11 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		if status.Ended() {
 			ended = endedAt(p.Partition).Local().Format("Jan 2 15:04:05")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, Printable(p.User), p.Device,
+		fmt.Fprintf(tw, "%d\t", p.ID)
+		if hosts {
+			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
 			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
 			p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {

@@ -10,18 +10,19 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// layout splits the height: header (with the backend's note and the
-// person's notice when there are), GPU panel, tab line, body (a table, the
-// form or the help) and the two footer lines. A GPU's history takes the
-// place of all between header and footer.
+// layout splits the height: header (with the backend's note, the ledger's
+// warnings and the person's notice when there are), GPU panel, other
+// hosts' GPUs, tab line, body (a table, the form or the help) and the two
+// footer lines. A GPU's history takes the place of all between header and
+// footer.
 type layout struct {
-	header, gpus, body int
-	fullGPUs           bool
-	history            int
+	header, gpus, hosts, body int
+	fullGPUs                  bool
+	history                   int
 }
 
 func (m *Model) layout() layout {
-	l := layout{header: 1}
+	l := layout{header: 1 + len(m.data.warnings)}
 	if m.opts.Notice != "" {
 		l.header++
 	}
@@ -36,8 +37,11 @@ func (m *Model) layout() layout {
 	if m.mode == booking {
 		minBody = max(minBody, m.form.height())
 	}
-	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody)
-	l.body = max(1, rest-l.gpus)
+	// Other hosts' GPUs take what this host's leave, a line each.
+	hosts := hostsLines(m.data.hosts)
+	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody-min(hosts, 2))
+	l.hosts = max(0, min(hosts, rest-minBody-l.gpus))
+	l.body = max(1, rest-l.gpus-l.hosts)
 	return l
 }
 
@@ -56,6 +60,9 @@ func (m *Model) View() string {
 	lines = append(lines, m.headerView(now))
 	if m.opts.Notice != "" {
 		lines = append(lines, cut(st.Notice.Render(Printable(m.opts.Notice)), m.width))
+	}
+	for _, w := range m.data.warnings {
+		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
 	}
 	if len(m.notices) > 0 {
 		lines = append(lines, m.noticeView())
@@ -76,6 +83,7 @@ func (m *Model) View() string {
 		return strings.Join(lines, "\n")
 	}
 	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
+	lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
 	lines = append(lines, m.tabsView())
 
 	var body []string

@@ -15,7 +15,7 @@ import (
 // no booking still stored as live a grace period past its deadline, no
 // booking ended twice.
 type checker struct {
-	l     *storage.Ledger
+	l     storage.Store
 	grace time.Duration
 	views atomic.Int64
 	lat   Hist
@@ -31,7 +31,7 @@ type checker struct {
 	errs       []string
 }
 
-func newChecker(l *storage.Ledger, grace time.Duration) *checker {
+func newChecker(l storage.Store, grace time.Duration) *checker {
 	return &checker{l: l, grace: grace, maxPPM: map[int]int64{}, late: map[uint64]bool{}, ends: map[uint64]int{}}
 }
 
@@ -68,11 +68,15 @@ func (c *checker) once() {
 	var evs []storage.Event
 	var now time.Time
 	err := c.l.View(func(tx *storage.Tx) error {
-		now = time.Now() // the instant this transaction sees
 		var err error
 		if live, err = tx.LivePartitions(); err != nil {
 			return err
 		}
+		// An instant after the transaction's first read: what it reads
+		// was so then (a file is locked at the start; etcd pins the
+		// revision of the first read), and every booking it holds was
+		// admitted before, so none that ended by now is counted.
+		now = time.Now()
 		evs, err = tx.Events(c.lastSeq, 0)
 		return err
 	})

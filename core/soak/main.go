@@ -40,6 +40,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
 type config struct {
@@ -59,6 +60,7 @@ type config struct {
 	checkEvery  time.Duration
 	report      string
 	keep        bool
+	etcd        int // members of a local etcd cluster to soak on; 0: a ledger file
 }
 
 func main() {
@@ -82,6 +84,7 @@ func main() {
 	flag.DurationVar(&cfg.checkEvery, "check-every", 10*time.Millisecond, "how often the checker reads the ledger")
 	flag.StringVar(&cfg.report, "report", "", "also write the summary as markdown to this file")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (ledger, logs) afterwards")
+	flag.IntVar(&cfg.etcd, "etcd", 0, "soak a ledger on a local etcd cluster of this many members (started here) instead of a file")
 	flag.Parse()
 	code, err := soak(cfg)
 	if err != nil {
@@ -95,7 +98,7 @@ type driver struct {
 	cfg     config
 	dir, db string
 	env     []string
-	ledger  *storage.Ledger
+	ledger  storage.Store
 	tally   *Tally
 	say     func(format string, args ...any)
 	started time.Time
@@ -120,8 +123,22 @@ func soak(cfg config) (int, error) {
 		defer os.RemoveAll(dir)
 	}
 	d := &driver{cfg: cfg, dir: dir, db: filepath.Join(dir, "chronos.db"), tally: newTally(), started: time.Now()}
-	d.env = append(os.Environ(), "CHRONOS_DB="+d.db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS="+strconv.Itoa(cfg.devices))
-	d.ledger = storage.New(d.db)
+	if cfg.etcd > 0 {
+		bin, err := etcdtest.Binary()
+		if err != nil {
+			return 0, err
+		}
+		c, err := etcdtest.StartIn(bin, dir, cfg.etcd)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Stop()
+		d.db = c.URL() // every process finds the store by its URL
+	}
+	d.env = append(os.Environ(), "CHRONOS_STORE="+d.db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS="+strconv.Itoa(cfg.devices))
+	if d.ledger, err = core.OpenStore(core.StoreConfig{Store: d.db}); err != nil {
+		return 0, err
+	}
 	d.say = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(d.started).Seconds(), fmt.Sprintf(format, args...))
 	}
@@ -329,17 +346,25 @@ func (d *driver) run() (int, error) {
 
 	rep.final = chk.final()
 	rep.checker = chk
-	problems, err := d.ledger.Check()
+	file, ok := d.ledger.(*storage.Ledger)
+	if !ok {
+		// etcd keeps its own data whole; the checker read the records.
+		rep.doctor = "healthy (etcd: no file to check)"
+		file = storage.New(filepath.Join(d.dir, "none.db"))
+	}
+	problems, err := file.Check()
 	rep.checkProblems = len(problems)
 	if err != nil {
 		rep.checkErr = err.Error()
 	}
-	diag, err := d.ledger.Diagnose()
-	if err != nil {
+	diag, err := file.Diagnose()
+	switch {
+	case !ok:
+	case err != nil:
 		rep.doctor = "could not run: " + err.Error()
-	} else if diag.Healthy {
+	case diag.Healthy:
 		rep.doctor = fmt.Sprintf("healthy (%d bookings, %d events)", diag.Partitions, diag.Events)
-	} else {
+	default:
 		rep.doctor = "problems: " + strings.Join(diag.Problems, "; ")
 	}
 	if st, err := os.Stat(d.db); err == nil {
@@ -618,7 +643,7 @@ func (d *driver) startTUI(i int) (*tuiProc, error) {
 	}
 	t := &tuiProc{name: fmt.Sprintf("terminal app %d", i+1), socket: fmt.Sprintf("chronos-soak-%d-%d", os.Getpid(), i), session: "soak"}
 	// exec, so that the pane's process is chronos itself.
-	shell := fmt.Sprintf("exec env CHRONOS_DB=%q CHRONOS_BACKEND=sim CHRONOS_SIM_GPUS=%d %q --log %q",
+	shell := fmt.Sprintf("exec env CHRONOS_STORE=%q CHRONOS_BACKEND=sim CHRONOS_SIM_GPUS=%d %q --log %q",
 		d.db, d.cfg.devices, d.cfg.bin, filepath.Join(d.dir, fmt.Sprintf("tui-%d.log", i)))
 	cmd := exec.Command(tmux, "-L", t.socket, "-f", "/dev/null", "new-session", "-d", "-s", t.session, "-x", "120", "-y", "40", shell)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")

@@ -63,7 +63,12 @@ func runWorker(raw string) int {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	rng := rand.New(rand.NewPCG(a.Seed, a.Seed^0x5eed))
-	c := core.NewClient(core.Options{Ledger: storage.New(a.DB), Devices: core.BackendDevices("sim")})
+	ledger, err := core.OpenStore(core.StoreConfig{Store: a.DB})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak worker:", err)
+		return 2
+	}
+	c := core.NewClient(core.Options{Ledger: ledger, Devices: core.BackendDevices("sim")})
 	var mine []uint64 // bookings this worker made that may still be live
 	timed := func(kind string, fn func() error) error {
 		t0 := time.Now()

@@ -1,0 +1,268 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// A monitor on a ledger many hosts share publishes its host's status every
+// presenceEvery; a status lapses presenceTTL after the last publication, so
+// a host whose monitors have all stopped fades from the others' live view
+// (its bookings stay).
+const (
+	presenceEvery = 2 * time.Second
+	presenceTTL   = 6 * time.Second
+)
+
+// SkewWarning is how far apart hosts' clocks may be before chronos warns:
+// deadlines are wall-clock instants, so a host whose clock is off ends its
+// bookings early or late by as much.
+const SkewWarning = time.Second
+
+// HostStatus is what a host's monitor publishes for the other hosts.
+type HostStatus struct {
+	Host string `json:"host"`
+	// Time is the publisher's clock when it published.
+	Time      time.Time `json:"time"`
+	Backend   string    `json:"backend"`
+	Simulated bool      `json:"simulated,omitempty"`
+	// Devices are the last reading of the host's GPUs, without processes.
+	Devices []gpu.DeviceSample `json:"devices"`
+	// Skew is how far other hosts' clocks are ahead of this host's, as its
+	// monitor measured them from their statuses, in seconds.
+	Skew map[string]float64 `json:"skew_seconds,omitempty"`
+}
+
+// HostView is another host of the ledger as this one sees it.
+type HostView struct {
+	Host string
+	// Status is its last published status; nil when none of its monitors
+	// published within the TTL: its GPUs are shown as last known.
+	Status *HostStatus
+	// Inventory is its GPUs as cached in the ledger.
+	Inventory storage.Inventory
+	// Skew is its clock minus this host's, when SkewKnown.
+	Skew      time.Duration
+	SkewKnown bool
+}
+
+// Live reports whether a monitor of the host is publishing.
+func (h HostView) Live() bool { return h.Status != nil }
+
+// OnThisHost reports whether p holds one of this host's GPUs: what this
+// host's monitor enforces and its GPU panel shows.
+func (c *Client) OnThisHost(p storage.Partition) bool { return p.Host == c.host }
+
+func (c *Client) presence() storage.Presence {
+	if c.host == "" {
+		return nil
+	}
+	p, _ := c.ledger.(storage.Presence)
+	return p
+}
+
+// Hosts returns the other hosts of a ledger many hosts share, by name: each
+// with its GPUs, whether its monitor is publishing, and its clock's skew.
+// A ledger file has none.
+func (c *Client) Hosts() ([]HostView, error) {
+	pr := c.presence()
+	if pr == nil {
+		return nil, nil
+	}
+	var invs map[string]storage.Inventory
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		invs, err = tx.HostInventories()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := pr.Present()
+	if err != nil {
+		return nil, err
+	}
+	statuses := map[string]*HostStatus{}
+	for host, data := range raw {
+		var st HostStatus
+		if json.Unmarshal(data, &st) == nil {
+			statuses[host] = &st
+		}
+	}
+	names := map[string]bool{}
+	for h := range invs {
+		names[h] = true
+	}
+	for h := range statuses {
+		names[h] = true
+	}
+	var out []HostView
+	for _, h := range slices.Sorted(maps.Keys(names)) {
+		if h == c.host {
+			continue
+		}
+		v := HostView{Host: h, Status: statuses[h], Inventory: invs[h]}
+		v.Skew, v.SkewKnown = skewOf(statuses, c.host, h)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// skewOf is host's clock minus me's: as my monitor measured it, else as
+// host's measured mine.
+func skewOf(statuses map[string]*HostStatus, me, host string) (time.Duration, bool) {
+	if st := statuses[me]; st != nil {
+		if s, ok := st.Skew[host]; ok {
+			return time.Duration(s * float64(time.Second)), true
+		}
+	}
+	if st := statuses[host]; st != nil {
+		if s, ok := st.Skew[me]; ok {
+			return -time.Duration(s * float64(time.Second)), true
+		}
+	}
+	return 0, false
+}
+
+// SkewWarnings says, for each other host whose clock is more than
+// SkewWarning from this one's, by how much.
+func SkewWarnings(hosts []HostView) []string {
+	var out []string
+	for _, h := range hosts {
+		if !h.SkewKnown || h.Skew.Abs() <= SkewWarning {
+			continue
+		}
+		dir := "ahead of"
+		if h.Skew < 0 {
+			dir = "behind"
+		}
+		out = append(out, fmt.Sprintf("%s's clock is %.1f s %s this host's: check NTP (deadlines are wall-clock instants)", h.Host, h.Skew.Abs().Seconds(), dir))
+	}
+	return out
+}
+
+// publisher publishes this host's status for the other hosts and measures
+// their clocks from theirs.
+type publisher struct {
+	c       *Client
+	pr      storage.Presence
+	samples chan gpu.Sample // the latest reading; a newer one replaces it
+	// errs carries a failure to publish to the monitor's goroutine, once
+	// per spell of failures.
+	errs    chan error
+	failing bool
+
+	mu      sync.Mutex
+	offsets map[string][]time.Duration // recent readings of each host's clock minus ours, less the delay
+}
+
+// skewWindow is how many of a host's statuses its skew is measured over.
+const skewWindow = 8
+
+func newPublisher(c *Client) *publisher {
+	pr := c.presence()
+	if pr == nil {
+		return nil
+	}
+	return &publisher{c: c, pr: pr, samples: make(chan gpu.Sample, 1), errs: make(chan error, 1), offsets: map[string][]time.Duration{}}
+}
+
+// offer hands over a new reading without waiting.
+func (p *publisher) offer(s gpu.Sample) {
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.samples:
+	default:
+	}
+	select {
+	case p.samples <- s:
+	default:
+	}
+}
+
+func (p *publisher) run(ctx context.Context) {
+	updates := p.pr.WatchPresence(ctx)
+	tick := time.NewTicker(presenceEvery)
+	defer tick.Stop()
+	var last gpu.Sample
+	published := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-p.samples:
+			last = s
+			if !published { // show up at once, then every presenceEvery
+				published = true
+				p.publish(last)
+			}
+		case <-tick.C:
+			p.publish(last)
+		case u, ok := <-updates:
+			if !ok {
+				updates = nil
+				continue
+			}
+			p.observe(u)
+		}
+	}
+}
+
+// observe measures another host's clock from a status it just published:
+// its clock when it published less ours when the watch delivered it is the
+// skew less the delivery's delay, so the largest of a few is the best
+// estimate.
+func (p *publisher) observe(u storage.Published) {
+	if u.Host == p.c.host || u.Status == nil {
+		return
+	}
+	var st HostStatus
+	if json.Unmarshal(u.Status, &st) != nil || st.Time.IsZero() {
+		return
+	}
+	off := st.Time.Sub(p.c.now())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := append(p.offsets[u.Host], off)
+	if len(rs) > skewWindow {
+		rs = rs[len(rs)-skewWindow:]
+	}
+	p.offsets[u.Host] = rs
+}
+
+func (p *publisher) publish(s gpu.Sample) {
+	st := HostStatus{Host: p.c.host, Time: p.c.now(), Backend: s.Backend, Simulated: s.Simulated}
+	for _, d := range s.Devices {
+		d.Processes = nil
+		st.Devices = append(st.Devices, d)
+	}
+	p.mu.Lock()
+	for h, rs := range p.offsets {
+		if st.Skew == nil {
+			st.Skew = map[string]float64{}
+		}
+		st.Skew[h] = slices.Max(rs).Seconds()
+	}
+	p.mu.Unlock()
+	data, err := json.Marshal(st)
+	if err == nil {
+		err = p.pr.Publish(p.c.host, data, presenceTTL)
+	}
+	if err != nil && !p.failing {
+		select {
+		case p.errs <- fmt.Errorf("publish this host's status: %w", err):
+		default:
+		}
+	}
+	p.failing = err != nil
+}

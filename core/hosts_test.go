@@ -1,0 +1,271 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// hostClient is a client acting as host on a ledger many hosts share.
+func hostClient(s storage.Store, host string, who Identity) *Client {
+	return NewClient(Options{Ledger: s, Devices: testDevices, As: &who, Host: host})
+}
+
+// Hosts sharing a ledger book their own GPUs by index and each other's as
+// host:index; admission counts each host's GPU 0 apart.
+func TestHostsShareALedger(t *testing.T) { storetest.Each(t, testHostsShareALedger) }
+
+func testHostsShareALedger(t *testing.T, open storetest.Opener) {
+	s := open()
+	g1 := hostClient(s, "gpu1", alice)
+	g2 := hostClient(open(), "gpu2", bob)
+
+	p, err := g1.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, "gpu1", p.Host)
+	q, err := g2.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err, "gpu2's GPU 0 is another GPU")
+	require.Equal(t, "gpu2", q.Host)
+
+	// From gpu2, gpu1's GPU 0 by name.
+	_, err = g2.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "GPU gpu1:0 has 40% (32.0 GiB) free")
+	r, err := g2.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.4), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, "gpu1", r.Host)
+	require.Equal(t, bob.UID, r.UID)
+	// Its own name is the same as no name.
+	own, err := g2.Create(Request{Host: "gpu2", Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, "gpu2", own.Host)
+
+	avail, err := g1.Available(0)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), avail[0].FreePPM)
+	require.Equal(t, 2, avail[0].Bookings)
+	avail, err = g2.Available(0)
+	require.NoError(t, err)
+	require.Equal(t, int64(400_000), avail[0].FreePPM)
+
+	evs, err := g1.Events(0, 0)
+	require.NoError(t, err)
+	require.Contains(t, evs[2].Detail, "of GPU gpu1:0", "the audit trail names the host")
+
+	before := storetest.Fingerprint(t, s)
+	_, err = g1.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrNoDevice)
+	require.ErrorContains(t, err, "no GPUs of host gpu9 are known")
+	_, err = g1.Create(Request{Host: "gpu2", Device: 7, Memory: Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrNoDevice)
+
+	// chronos run starts its command here: another host's GPU is refused,
+	// by booking or by name, and nothing is written.
+	_, err = g2.Run(context.Background(), RunOptions{Command: []string{"true"}, Partition: r.ID})
+	require.ErrorIs(t, err, ErrOtherHost)
+	require.ErrorContains(t, err, "booking 3 is on gpu1")
+	_, err = g2.Run(context.Background(), RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: Fraction(0.1), Duration: time.Hour}})
+	require.ErrorIs(t, err, ErrOtherHost)
+	require.ErrorContains(t, err, "run it on gpu1")
+	require.Equal(t, before, storetest.Fingerprint(t, s))
+}
+
+// A ledger file is one host's: it knows no other host, and its own name
+// means itself.
+func TestLedgerFileHasNoOtherHosts(t *testing.T) {
+	c := newTestClient(t, nil, alice)
+	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrNoDevice)
+	require.ErrorContains(t, err, "this host's alone")
+	p, err := c.Create(Request{Host: HostName(), Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Empty(t, p.Host, "a file's bookings carry no host")
+}
+
+// Each host's monitor matches processes only against its own host's
+// bookings: a booking of another host's GPU 3 neither claims a process on
+// this host's GPU 3 nor makes this GPU "booked" for the unbooked rule.
+func TestMonitorEnforcesOnlyItsHost(t *testing.T) { storetest.Each(t, testMonitorEnforcesOnlyItsHost) }
+
+func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
+	s := open()
+	me := CurrentIdentity()
+	sim := gpu.NewSim(gpu.SimOptions{})
+	here := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
+	there := NewClient(Options{Ledger: open(), As: &bob, Host: "gpu2", Devices: simDevices(sim)})
+	theirs, err := there.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	// A process here names gpu2's booking (a job copied from there), and
+	// one of another user has no booking at all.
+	named := startChild(t, theirs.ID, "sleep 60")
+	stray := startChild(t, 0, "sleep 60")
+	sim.Attach(idleGPU, named.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+
+	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	var log actLog
+	m := NewMonitor(here, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add})
+	_, err = m.Tick()
+	require.NoError(t, err)
+	require.Empty(t, log.kinds(), "nothing on this host's GPU 3 is booked, so nothing is enforced")
+	require.Nil(t, named.ProcessState)
+	require.Nil(t, stray.ProcessState)
+
+	st, err := here.Stats(sim, gpu.MPS{})
+	require.NoError(t, err)
+	require.Zero(t, st.Booked[idleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
+}
+
+// simDevices lists sim's GPUs as stand-ins for real ones (testBackend): a
+// ledger many hosts share records no simulated GPUs but root's.
+func simDevices(sim *gpu.Sim) DeviceSource {
+	return func() (string, []gpu.Device, error) {
+		devs, err := sim.Devices()
+		return testBackend, devs, err
+	}
+}
+
+// A host's monitor, killed, stops publishing: within the TTL its GPUs show
+// as not live (still listed, from the ledger), and its bookings stay.
+func TestDeadHostFades(t *testing.T) {
+	s := storetest.Etcd(t, etcdtest.Shared(t))()
+	other := hostClient(s, "gpu2", bob)
+	mon := roleCmd(t, "monitor", s.String(), "60s")
+	mon.Env = append(mon.Env, "CHRONOS_TEST_HOST=gpu1")
+	require.NoError(t, mon.Start())
+	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
+	gpu1 := func() HostView {
+		hosts, err := other.Hosts()
+		require.NoError(t, err)
+		for _, h := range hosts {
+			if h.Host == "gpu1" {
+				return h
+			}
+		}
+		return HostView{}
+	}
+	require.Eventually(t, func() bool { return gpu1().Live() }, 10*time.Second, 100*time.Millisecond)
+	require.Len(t, gpu1().Status.Devices, 4, "its GPUs, live")
+	p, err := other.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+
+	require.NoError(t, mon.Process.Kill())
+	_ = mon.Wait()
+	killed := time.Now()
+	require.Eventually(t, func() bool { return !gpu1().Live() }, presenceTTL+5*time.Second, 100*time.Millisecond)
+	t.Logf("faded %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	require.Len(t, gpu1().Inventory.Devices, 4, "its GPUs are still known")
+	got, err := other.Get(p.ID)
+	require.NoError(t, err)
+	require.True(t, got.LiveAt(time.Now()), "its bookings stay")
+}
+
+// Each monitor measures the other hosts' clocks from their statuses; a host
+// more than a second off is warned about, from either side.
+func TestClockSkewIsMeasured(t *testing.T) {
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	ahead := func() time.Time { return time.Now().Add(3 * time.Second) }
+	sim := gpu.NewSim(gpu.SimOptions{})
+	me := CurrentIdentity()
+	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpu1", Now: ahead, Devices: simDevices(sim)})
+	right := NewClient(Options{Ledger: open(), As: &me, Host: "gpu2", Devices: simDevices(sim)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []*Client{fast, right} {
+		go NewMonitor(c, MonitorOptions{Backend: sim}).Run(ctx)
+	}
+	for _, tc := range []struct {
+		c    *Client
+		peer string
+		skew time.Duration
+	}{{right, "gpu1", 3 * time.Second}, {fast, "gpu2", -3 * time.Second}} {
+		var view HostView
+		require.Eventually(t, func() bool {
+			hosts, err := tc.c.Hosts()
+			require.NoError(t, err)
+			for _, h := range hosts {
+				if h.Host == tc.peer {
+					view = h
+				}
+			}
+			return view.SkewKnown
+		}, 15*time.Second, 100*time.Millisecond)
+		require.InDelta(t, tc.skew.Seconds(), view.Skew.Seconds(), 0.25, "as %s sees %s", tc.c.Host(), tc.peer)
+		warnings := SkewWarnings([]HostView{view})
+		require.Len(t, warnings, 1)
+		require.Regexp(t, tc.peer+"'s clock is 3\\.[0-2] s", warnings[0])
+	}
+}
+
+// With etcd down, a host's monitor still ends bookings at their deadlines:
+// it stops their processes from what it last read (SIGTERM, then SIGKILL
+// after the grace), says it could not record that, and once etcd is back
+// the ledger catches up: the booking is expired, the act not repeated.
+func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	s := storetest.Etcd(t, cl)()
+	sim := gpu.NewSim(gpu.SimOptions{})
+	me := CurrentIdentity()
+	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: 4 * time.Second})
+	require.NoError(t, err)
+	polite := startChild(t, p.ID, "sleep 60")
+	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
+	sim.Attach(idleGPU, polite.Process.Pid, 1<<30)
+	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
+
+	var log actLog
+	pol := DefaultPolicy()
+	pol.Grace = time.Second
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	require.Eventually(t, func() bool { return slices.Contains(log.kinds(), "warned") }, 5*time.Second, 20*time.Millisecond)
+	cl.Members[0].Kill()
+
+	ws := waitStatus(t, polite, 15*time.Second)
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	t.Logf("SIGTERM %s after the deadline, etcd down", time.Since(p.Expires).Round(time.Millisecond))
+	log.mu.Lock()
+	for _, a := range log.acts {
+		t.Logf("  %+.3fs %s %s", a.Time.Sub(p.Expires).Seconds(), a.Kind, a.Detail)
+	}
+	log.mu.Unlock()
+	ws = waitStatus(t, stubborn, 10*time.Second)
+	require.Equal(t, syscall.SIGKILL, ws.Signal())
+	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, 3*time.Second, 10*time.Millisecond, "%v", log.kinds())
+	require.Contains(t, log.kinds(), "error", "the monitor says the ledger cannot be reached")
+
+	require.NoError(t, cl.Members[0].Restart())
+	require.NoError(t, cl.WaitHealthy(20*time.Second))
+	require.Eventually(t, func() bool {
+		got, err := c.Get(p.ID)
+		return err == nil && got.State == storage.Expired
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Equal(t, 3, strings.Count(strings.Join(log.kinds(), " "), "signalled"), "nothing signalled twice")
+}
+
+// On a ledger many hosts share, a client given no host name is this host,
+// so that every process here books this host's GPUs under one name: a
+// library user and the command line never each get a GPU 0 of their own.
+func TestUnnamedClientIsThisHost(t *testing.T) {
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	lib := clientOn(open(), nil, alice)
+	require.Equal(t, HostName(), lib.Host())
+	cli := hostClient(open(), HostName(), bob)
+	_, err := lib.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = cli.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// labStore is a fresh ledger on the test binary's etcd, as a store URL.
+func labStore(t *testing.T) string {
+	t.Helper()
+	return etcdtest.Shared(t).URL() + storetest.NewPrefix()
+}
+
+// onHost runs the real binary as if on host, with the ledger at store and
+// no ledger file or store file of the machine's in the way.
+func onHost(t testing.TB, store, host string, args ...string) result {
+	t.Helper()
+	return runEnv(t, []string{"CHRONOS_STORE=" + store, "CHRONOS_HOST=" + host, "CHRONOS_STORE_FILE=/nonexistent"}, args...)
+}
+
+// runEnv runs the real binary with env, and no ledger file (CHRONOS_DB
+// empty).
+func runEnv(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return runWith(t, chronosBin, "", nil, env, 0, args...)
+}
+
+// From any host of a lab a person books any host's GPU as HOST:INDEX; lists
+// say whose GPU each booking holds; chronos run refuses another host's.
+func TestHostsOnTheCommandLine(t *testing.T) {
+	lab := labStore(t)
+	r := onHost(t, lab, "gpu1", "create", "0", "60%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Booked 1: 60% (48.0 GiB) of GPU 0 for")
+
+	r = onHost(t, lab, "gpu2", "create", "gpu1:0", "50%", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "GPU gpu1:0 has 40% (32.0 GiB) free, 50% asked")
+	r = onHost(t, lab, "gpu2", "create", "gpu1:0", "40%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Booked 2: 40% (32.0 GiB) of GPU gpu1:0")
+	r = onHost(t, lab, "gpu2", "create", "0", "10%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = onHost(t, lab, "gpu2", "create", "gpu7:0", "10%", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "no GPUs of host gpu7 are known")
+
+	r = onHost(t, lab, "gpu2", "list", "--host", "gpu1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^ID\s+HOST\s+OWNER\s+GPU`, r.stdout)
+	require.Regexp(t, `(?m)^1\s+gpu1\s+\S+\s+0\s+60%`, r.stdout)
+	require.Regexp(t, `(?m)^2\s+gpu1\s+\S+\s+0\s+40%`, r.stdout)
+	require.NotContains(t, r.stdout, "gpu2")
+	r = onHost(t, lab, "gpu1", "list", "--json")
+	var parts []core.PartitionJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
+	require.Equal(t, []string{"gpu1", "gpu1", "gpu2"}, []string{parts[0].Host, parts[1].Host, parts[2].Host})
+	require.Contains(t, r.stdout, `"host": "gpu1"`)
+
+	r = onHost(t, lab, "gpu1", "available", "gpu2:")
+	require.Equal(t, "90% (72.0 GiB) free on GPU gpu2:0\n100% (80.0 GiB) free on GPU gpu2:1\n", r.stdout)
+
+	r = onHost(t, lab, "gpu2", "run", "--partition", "2", "--", "true")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "booking 2 is on gpu1")
+	r = onHost(t, lab, "gpu2", "run", "gpu1:1", "10%", "1h", "--", "true")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "run it on gpu1")
+	r = onHost(t, lab, "gpu2", "run", "0", "10%", "1h", "--", "sh", "-c", "echo $CHRONOS_PARTITION_ID")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "4\n", r.stdout)
+}
+
+// Sixteen chronos processes on two hosts race for 10% of one GPU each:
+// exactly ten win, whichever host they run on.
+func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
+	lab := labStore(t)
+	// gpuA's chronos has run once, so its GPUs are known to gpuB.
+	require.Equal(t, 0, onHost(t, lab, "gpuA", "available").code)
+	race(t, 16, func(i int) int {
+		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h").code
+	})
+	require.Equal(t, "0% (0 MiB) free on GPU gpuA:1\n", onHost(t, lab, "gpuB", "available", "gpuA:1").stdout)
+	require.Equal(t, "100% (80.0 GiB) free on GPU 1\n", onHost(t, lab, "gpuB", "available", "1").stdout)
+}
+
+// etcd that cannot be reached, or stops answering, gives a clear error and
+// exit 1 within the timeout; nothing is written, and once it answers again
+// everything carries on.
+func TestEtcdDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	nobody := "etcd://" + l.Addr().String()
+	_ = l.Close()
+	start := time.Now()
+	r := onHost(t, nobody, "gpu1", "list")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "chronos: the ledger cannot be reached: etcd at "+strings.TrimPrefix(nobody, "etcd://")+" did not answer within 5s")
+	require.Less(t, time.Since(start), 8*time.Second)
+
+	c := etcdtest.Start(t, 1)
+	lab := c.URL() + "/lab"
+	require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
+	c.Members[0].Pause()
+	r = onHost(t, lab, "gpu1", "create", "0", "10%", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "did not answer within 5s")
+	require.Contains(t, r.stderr, "nothing was written")
+	c.Members[0].Resume()
+	r = onHost(t, lab, "gpu1", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var parts []core.PartitionJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
+	require.Len(t, parts, 1)
+}
+
+// sudo chronos init --store checks that etcd answers, then writes the store
+// file, root:group 0640; every chronos on the host then uses that ledger.
+func TestInitStore(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	lab := labStore(t)
+	file := filepath.Join(t.TempDir(), "store")
+	env := []string{"CHRONOS_STORE_FILE=" + file, "CHRONOS_HOST=gpu1"}
+	r := runEnv(t, env, "init", "--store", "etcd://127.0.0.1:1", "--group", "daemon")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "cannot be reached")
+	require.NoFileExists(t, file, "nothing is written for an etcd that does not answer")
+
+	r = runEnv(t, env, "init", "--store", lab, "--group", "daemon")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "answers")
+	st, err := os.Stat(file)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), st.Mode().Perm())
+
+	require.Equal(t, 0, runEnv(t, env, "create", "0", "10%", "1h").code)
+	r = onHost(t, lab, "gpu2", "list", "--json")
+	require.Contains(t, r.stdout, `"host": "gpu1"`, "the booking went to the lab's ledger")
+
+	r = runEnv(t, env, "init", "--store", "/tmp/x.db")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "give an etcd URL")
+}
+
+// chronos backends lists the lab's other hosts, whether their monitors are
+// publishing, and their clocks as the monitors measure them; a host whose
+// monitor is killed is shown as not seen once its status lapses.
+func TestBackendsShowsHostsAndClocks(t *testing.T) {
+	lab := labStore(t)
+	monitor := func(host string) *exec.Cmd {
+		cmd := exec.Command(chronosBin, "--monitor")
+		cmd.Env = append(os.Environ(), "CHRONOS_DB=", "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_STORE="+lab,
+			"CHRONOS_HOST="+host, "CHRONOS_STORE_FILE=/nonexistent")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	monitor("gpu1")
+	other := monitor("gpu2")
+	require.Eventually(t, func() bool {
+		return regexp.MustCompile(`host gpu2:\s+live, 2 GPUs, clock [+-]0\.0`).MatchString(onHost(t, lab, "gpu1", "backends").stdout)
+	}, 20*time.Second, 200*time.Millisecond)
+	r := onHost(t, lab, "gpu1", "backends", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep core.BackendsJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Len(t, rep.Hosts, 1)
+	require.True(t, rep.Hosts[0].Live)
+	require.Empty(t, rep.ClockWarnings, "one machine's clock agrees with itself")
+
+	require.NoError(t, other.Process.Kill())
+	require.Eventually(t, func() bool {
+		return strings.Contains(onHost(t, lab, "gpu1", "backends").stdout, "host gpu2:           not seen")
+	}, 15*time.Second, 200*time.Millisecond)
+}
+
+// chronos migrate copies a host's file into the lab's ledger, once.
+func TestMigrateCommand(t *testing.T) {
+	lab := labStore(t)
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "1h").code)
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.5", "1h").code)
+	require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
+
+	r := onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", lab, "--host", "gpu3")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Copied 2 bookings (2 live) and 2 events of host gpu3")
+	require.Contains(t, r.stdout, "Booking 1 is now 2.\nBooking 2 is now 3.\n")
+	r = onHost(t, lab, "gpu1", "list", "--host", "gpu3")
+	require.Regexp(t, `(?m)^2\s+gpu3\s+\S+\s+0\s+50%`, r.stdout)
+
+	r = onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", lab, "--host", "gpu3")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "holds 2 bookings of host gpu3")
+	r = onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", db)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "give the lab's ledger")
+}

@@ -1,0 +1,284 @@
+package etcd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+)
+
+func TestMain(m *testing.M) { etcdtest.Main(m) }
+
+func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: "/fault-" + hex.EncodeToString(b), Timeout: timeout})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// addBooking writes what a booking is made of — the record, its live index
+// entry and its event — in one transaction, as core does.
+func addBooking(s storage.Store) (uint64, error) {
+	var id uint64
+	err := s.Update(func(tx *storage.Tx) error {
+		p := storage.Partition{SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		id = p.ID
+		return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID})
+	})
+	return id, err
+}
+
+// requireWhole checks that every booking has its live entry and its event,
+// and nothing else is there.
+func requireWhole(t *testing.T, s storage.Store) (bookings int) {
+	t.Helper()
+	require.NoError(t, s.View(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		require.NoError(t, err)
+		live, err := tx.LivePartitions()
+		require.NoError(t, err)
+		evs, err := tx.Events(0, 0)
+		require.NoError(t, err)
+		require.Equal(t, len(parts), len(live))
+		require.Equal(t, len(parts), len(evs))
+		for i, p := range parts {
+			require.Equal(t, p.ID, evs[i].Partition)
+		}
+		bookings = len(parts)
+		return nil
+	}))
+	return bookings
+}
+
+// An etcd nobody answers on gives a clear error within the timeout, for
+// reads and writes, never a hang.
+func TestUnreachableAtStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	s, err := Open(Config{Endpoints: []string{addr}, Timeout: 500 * time.Millisecond})
+	require.NoError(t, err, "opening does not wait for etcd")
+	defer func() { _ = s.Close() }()
+	for name, op := range map[string]func() error{
+		"update": func() error { _, err := addBooking(s); return err },
+		"view":   func() error { return s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err }) },
+	} {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		require.ErrorIs(t, err, storage.ErrUnavailable, name)
+		require.ErrorContains(t, err, "etcd at "+addr+" did not answer within 500ms", name)
+		require.Less(t, took, 2*time.Second, name)
+	}
+	_, err = addBooking(s)
+	require.ErrorContains(t, err, "nothing was written")
+}
+
+// etcd killed between a transaction's reads and its commit, and started
+// again: the commit waits for it and lands whole, once.
+func TestKilledBeforeCommitAndRestarted(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openOn(t, c, 10*time.Second)
+	_, err := addBooking(s)
+	require.NoError(t, err)
+	var kills atomic.Int32
+	s.beforeCommit = func() {
+		if kills.Add(1) == 1 {
+			c.Members[0].Kill()
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				if err := c.Members[0].Restart(); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	id, err := addBooking(s)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), id)
+	require.Equal(t, 2, requireWhole(t, s))
+}
+
+// etcd stopped while a commit is on its way, past the commit's deadline,
+// then continued (or killed and started again): whatever the command said —
+// written, nothing written, or not known — the ledger agrees, and no booking
+// is half there. Continued in time for the check, the answer is never "not
+// known".
+func TestStoppedDuringCommit(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "continued", true: "killed and restarted"}[kill], func(t *testing.T) {
+			c := etcdtest.Start(t, 1)
+			s := openOn(t, c, time.Second)
+			prefix := s.cfg.Prefix
+			_, err := addBooking(s)
+			require.NoError(t, err)
+			m := c.Members[0]
+			var once atomic.Int32
+			back := make(chan struct{})
+			s.beforeCommit = func() {
+				if once.Add(1) == 1 {
+					m.Pause()
+					go func() {
+						defer close(back)
+						time.Sleep(1200 * time.Millisecond) // the commit has timed out
+						if !kill {
+							m.Resume()
+							return
+						}
+						m.Kill()
+						if err := m.Restart(); err != nil {
+							t.Error(err)
+						}
+					}()
+				}
+			}
+			_, err = addBooking(s)
+			s.beforeCommit = nil
+			<-back
+			require.NoError(t, c.WaitHealthy(20*time.Second))
+			// Look with a patient handle: this one's 1 s may pass while
+			// the client reconnects.
+			s = openOn(t, c, 10*time.Second)
+			s.cfg.Prefix = prefix
+			n := requireWhole(t, s)
+			t.Logf("said: %v; %d bookings", err, n)
+			switch {
+			case err == nil:
+				require.Equal(t, 2, n, "said written")
+			case strings.Contains(err.Error(), "nothing was written"):
+				require.ErrorIs(t, err, storage.ErrUnavailable)
+				require.Equal(t, 1, n, "said nothing was written")
+			case strings.Contains(err.Error(), "not known whether"):
+				require.ErrorIs(t, err, storage.ErrUnavailable)
+				require.True(t, kill, "continued in time, the outcome is known")
+			default:
+				t.Fatalf("unexpected error: %v", err)
+			}
+			// And the ledger carries on.
+			_, err = addBooking(s)
+			require.NoError(t, err)
+			require.Equal(t, n+1, requireWhole(t, s))
+		})
+	}
+}
+
+// One member of three killed, whichever it is: every operation still
+// succeeds (after at most an election), and the member rejoins.
+func TestOneOfThreeMembersKilled(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	// An election takes a second or two, more on a loaded machine.
+	s := openOn(t, c, 15*time.Second)
+	made := 0
+	book := func(k int) {
+		for range k {
+			_, err := addBooking(s)
+			require.NoError(t, err)
+			made++
+		}
+	}
+	book(5)
+	for _, victim := range c.Members {
+		victim.Kill()
+		book(10)
+		require.NoError(t, s.View(func(tx *storage.Tx) error {
+			parts, err := tx.Partitions()
+			require.Len(t, parts, made)
+			return err
+		}))
+		require.NoError(t, victim.Restart())
+		require.NoError(t, c.WaitHealthy(20*time.Second))
+	}
+	require.Equal(t, made, requireWhole(t, s))
+}
+
+// Writers in parallel on a three-member cluster, with a member killed
+// meanwhile: every write succeeds, every booking gets its own id and is
+// written whole.
+func TestRacingWritersOnACluster(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	first := openOn(t, c, 15*time.Second)
+	const writers, each = 6, 15
+	errs := make(chan error, writers*each)
+	ids := make(chan uint64, writers*each)
+	var wg sync.WaitGroup
+	for range writers {
+		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: first.Prefix(), Timeout: 15 * time.Second})
+		require.NoError(t, err)
+		defer func() { _ = s.Close() }()
+		wg.Go(func() {
+			for range each {
+				id, err := addBooking(s)
+				errs <- err
+				ids <- id
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.Members[1].Kill()
+	wg.Wait()
+	close(errs)
+	close(ids)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	seen := map[uint64]bool{}
+	for id := range ids {
+		require.False(t, seen[id], "id %d handed out twice", id)
+		seen[id] = true
+	}
+	require.Equal(t, writers*each, requireWhole(t, first))
+}
+
+// A long transaction among writers in tight loops of short ones is not
+// starved: after a few losses it takes its turn and commits.
+func TestLongWriterIsNotStarved(t *testing.T) {
+	c := etcdtest.Shared(t)
+	long := openOn(t, c, 5*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		s, err := Open(Config{Endpoints: c.Endpoints(), Prefix: long.Prefix()})
+		require.NoError(t, err)
+		defer func() { _ = s.Close() }()
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = addBooking(s)
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(100 * time.Millisecond)
+	for range 5 {
+		start := time.Now()
+		err := long.Update(func(tx *storage.Tx) error {
+			if _, err := tx.LivePartitions(); err != nil {
+				return err
+			}
+			time.Sleep(30 * time.Millisecond) // a monitor sampling GPUs, say
+			return tx.AddEvent(storage.Event{Kind: storage.EventWarned})
+		})
+		require.NoError(t, err)
+		t.Logf("committed after %s", time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,806 @@
+// Package etcd keeps the ledger on etcd, for a lab of many GPU hosts. It is
+// a storage engine: a storage.RawTx over etcd under the same records, and
+// the same core, as the bbolt file.
+//
+// Layout under the prefix (/chronos unless the store URL names another):
+//
+//	<prefix>/<bucket>/<key>   a record (keys as the records write them)
+//	<prefix>/seq/<bucket>     the bucket's last sequence number, in decimal
+//	<prefix>/version          rewritten by every committed transaction
+//	<prefix>/hosts/<host>     a host's live status, under a lease
+//	<prefix>/turn             a starving writer's turn, under a lease (see takeTurn)
+//
+// A transaction reads at one revision (its first read pins it), keeps its
+// writes in an overlay its own reads see, and commits with one etcd Txn
+// that fails if the version key changed since that revision: any other
+// commit in between makes it retry from the start, so transactions are
+// serializable, as under bbolt's single writer, with no lock held across the
+// network — but for a writer that keeps losing, which takes a turn that the
+// others wait out (see takeTurn).
+package etcd
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/grpclog"
+	"google.golang.org/grpc/status"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// DefaultPrefix is where the ledger lives in etcd unless the URL says.
+const DefaultPrefix = "/chronos"
+
+// DefaultTimeout bounds every operation: an etcd that does not answer gives
+// an error within it, never a hang. It leaves room for a three-member
+// cluster to elect a new leader (about a second by etcd's defaults).
+const DefaultTimeout = 5 * time.Second
+
+// Config says how to reach the ledger.
+type Config struct {
+	// Endpoints are etcd members' client addresses, host:port.
+	Endpoints []string
+	// Prefix is the key prefix of the ledger; DefaultPrefix when empty.
+	Prefix string
+	// TLS secures the connection; nil means plain TCP.
+	TLS *tls.Config
+	// Timeout bounds each operation; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// Store is the ledger on etcd. It is safe for concurrent use; Close it when
+// done.
+type Store struct {
+	cli     *clientv3.Client
+	cfg     Config
+	version atomic.Int64 // the version key's last seen modification revision
+	leases  leaseHolder  // for hosts' statuses
+
+	// beforeCommit, when set (by tests), runs between a transaction's
+	// reads and its commit.
+	beforeCommit func()
+}
+
+var quietGRPC sync.Once
+
+// Open connects to etcd. It does not wait for an answer: an etcd that
+// cannot be reached makes the first operation fail within the timeout.
+func Open(cfg Config) (*Store, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcd: no endpoints")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	// gRPC logs connection failures to stderr on its own; chronos says what
+	// went wrong in its errors instead.
+	quietGRPC.Do(func() { grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)) })
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: cfg.Timeout,
+		TLS:         cfg.TLS,
+		Logger:      zap.NewNop(),
+		// Notice a dead member within a few seconds and fail over.
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	return &Store{cli: cli, cfg: cfg}, nil
+}
+
+// Close ends the connection; statuses this store published lapse a TTL
+// later.
+func (s *Store) Close() error {
+	s.leases.mu.Lock()
+	if s.leases.stop != nil {
+		s.leases.stop()
+	}
+	s.leases.mu.Unlock()
+	return s.cli.Close()
+}
+
+// Client is the etcd client, for the host status (hosts.go) and tests.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix is the ledger's key prefix.
+func (s *Store) Prefix() string { return s.cfg.Prefix }
+
+// String is the store's URL.
+func (s *Store) String() string {
+	u := "etcd://" + strings.Join(s.cfg.Endpoints, ",")
+	if s.cfg.Prefix != DefaultPrefix {
+		u += s.cfg.Prefix
+	}
+	return u
+}
+
+// Version is the revision of the last transaction this store has seen
+// committed, by itself or (while Changes runs) by anyone.
+func (s *Store) Version() string { return strconv.FormatInt(s.version.Load(), 10) }
+
+func (s *Store) seen(rev int64) {
+	for {
+		old := s.version.Load()
+		if rev <= old || s.version.CompareAndSwap(old, rev) {
+			return
+		}
+	}
+}
+
+func (s *Store) versionKey() string          { return s.cfg.Prefix + "/version" }
+func (s *Store) seqKey(bucket []byte) string { return s.cfg.Prefix + "/seq/" + string(bucket) }
+func (s *Store) bucketPrefix(bucket []byte) string {
+	return s.cfg.Prefix + "/" + string(bucket) + "/"
+}
+
+// reserved are names under the prefix that are not buckets.
+var reserved = []string{"seq", "version", "hosts", "turn"}
+
+func checkBucket(bucket []byte) error {
+	name := string(bucket)
+	if name == "" || strings.Contains(name, "/") || slices.Contains(reserved, name) {
+		return fmt.Errorf("etcd: %q cannot name a bucket", name)
+	}
+	return nil
+}
+
+// transient reports whether an error may pass by itself: a member down or
+// unreachable, a leader being elected.
+func transient(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	return status.Code(err) == codes.Unavailable
+}
+
+// unavailable turns a failed call into the error a person reads: etcd did
+// not answer in time, could not serve (no leader), or said why not.
+func (s *Store) unavailable(ctx context.Context, what string, err error) error {
+	eps := strings.Join(s.cfg.Endpoints, ",")
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %w)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
+	case transient(err):
+		return fmt.Errorf("%w: etcd at %s: %w (%s)", storage.ErrUnavailable, eps, err, what)
+	case errors.Is(err, rpctypes.ErrTooManyOps):
+		return fmt.Errorf("%s: etcd at %s: %w (start etcd with a larger --max-txn-ops, e.g. 4096)", what, eps, err)
+	}
+	return fmt.Errorf("%s: etcd at %s: %w", what, eps, err)
+}
+
+// pause waits a little, at random, before trying again; false when the
+// deadline came first.
+func pause(ctx context.Context, attempt int) bool {
+	wait := time.Duration(rand.Int64N(int64(min(attempt, 20))*int64(time.Millisecond))) + time.Millisecond
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(wait):
+		return true
+	}
+}
+
+// outcome is how a commit ended.
+type outcome int
+
+const (
+	committed  outcome = iota
+	conflicted         // another transaction committed first: run fn again
+	notWritten         // etcd failed and the commit is known not to have happened
+	unknown            // etcd failed and whether the commit happened is not known
+	refused            // etcd refused it for good (too many operations, say)
+)
+
+// Update runs fn in one serializable read-write transaction. fn may run
+// more than once (after losing to another writer, or after etcd failed
+// before the commit), so it must not act outside the transaction. When
+// etcd fails while committing, Update finds out whether the commit
+// happened before saying so.
+func (s *Store) Update(fn func(*storage.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	lost := 0 // attempts that lost to another writer
+	busy := func() error {
+		return fmt.Errorf("%w: lost to other writers %d times in %s; nothing was written", storage.ErrBusy, lost, s.cfg.Timeout)
+	}
+	var turn string // this writer's turn (see takeTurn), once it has one
+	defer func() {
+		if turn != "" {
+			s.endTurn(turn)
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		if lost >= turnAfter && turn == "" {
+			turn = s.takeTurn(ctx) // empty: another writer has the turn; wait for it
+		}
+		t := &tx{s: s, ctx: ctx, writable: true, turn: turn}
+		stx, err := storage.NewTx(t)
+		if err == nil {
+			err = fn(stx)
+		}
+		if err == nil {
+			err = t.err // a read failed though fn carried on
+		}
+		if errors.Is(err, storage.ErrUnavailable) && lost > 0 && ctx.Err() != nil {
+			return busy() // the time went on losing, not on an etcd that did not answer
+		}
+		if errors.Is(err, storage.ErrUnavailable) {
+			return fmt.Errorf("%w; nothing was written", err)
+		}
+		if err != nil || len(t.writes) == 0 {
+			return err
+		}
+		if s.beforeCommit != nil {
+			s.beforeCommit()
+		}
+		how, err := t.commit()
+		switch how {
+		case committed:
+			turn = "" // the commit ended it
+			return nil
+		case conflicted:
+			lost++
+			if !pause(ctx, attempt) { // the deadline bounds the attempts
+				return busy()
+			}
+		case notWritten:
+			if ctx.Err() != nil && lost > 0 {
+				return busy()
+			}
+			if ctx.Err() != nil || !pause(ctx, attempt) {
+				return fmt.Errorf("%w; nothing was written", err)
+			}
+		case unknown:
+			return fmt.Errorf("%w; it is not known whether this change was written: look again once etcd answers", err)
+		default:
+			return err
+		}
+	}
+}
+
+// A writer that keeps losing to others — a long transaction, such as a
+// monitor's, among many short ones — would starve. After turnAfter losses
+// it takes the turn: a key every commit requires absent (or holding its own
+// token), so that the others wait while it commits, which deletes the key.
+// The key is under the store's lease, kept alive while the process runs, so
+// a writer that dies or is stopped holding the turn frees it within turnTTL.
+const (
+	turnAfter = 2
+	turnTTL   = 6 * time.Second
+)
+
+func (s *Store) turnKey() string { return s.cfg.Prefix + "/turn" }
+
+// takeTurn claims the turn; it returns its token, or "" when another writer
+// holds it (or etcd did not answer).
+func (s *Store) takeTurn(ctx context.Context) string {
+	lease, err := s.lease(ctx, turnTTL)
+	if err != nil {
+		return ""
+	}
+	token := newToken()
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
+		Then(clientv3.OpPut(s.turnKey(), token, clientv3.WithLease(lease))).Commit()
+	if err != nil || !resp.Succeeded {
+		return ""
+	}
+	return token
+}
+
+// endTurn gives the turn up without committing (fn failed, or the deadline
+// came).
+func (s *Store) endTurn(token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	_, _ = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(s.turnKey()), "=", token)).Then(clientv3.OpDelete(s.turnKey())).Commit()
+}
+
+// View runs fn in one read-only transaction at one revision.
+func (s *Store) View(fn func(*storage.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	t := &tx{s: s, ctx: ctx}
+	stx, err := storage.NewTx(t)
+	if err == nil {
+		err = fn(stx)
+	}
+	if err == nil {
+		err = t.err
+	}
+	return err
+}
+
+// Changes sends when a transaction commits, from etcd's watch of the
+// version key. A watch that breaks (etcd down, no leader) is started again
+// every poll, from the last revision seen; once it is back it sends once,
+// since a commit may have gone unseen. Nothing is sent while etcd cannot
+// be reached: a notice means there is something to read.
+func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(out)
+		broke := false
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			opts := []clientv3.OpOption{clientv3.WithCreatedNotify()}
+			if v := s.version.Load(); v > 0 {
+				opts = append(opts, clientv3.WithRev(v+1))
+			}
+			for wr := range s.cli.Watch(wctx, s.versionKey(), opts...) {
+				if wr.Err() != nil {
+					break
+				}
+				if wr.Created && broke {
+					broke = false
+					notify()
+				}
+				for _, ev := range wr.Events {
+					s.seen(ev.Kv.ModRevision)
+				}
+				if len(wr.Events) > 0 {
+					notify()
+				}
+			}
+			cancel()
+			broke = true
+			select {
+			case <-ctx.Done():
+			case <-time.After(poll):
+			}
+		}
+	}()
+	return out
+}
+
+// write is one buffered change: a value, or a deletion.
+type write struct {
+	value   []byte
+	deleted bool
+}
+
+// tx is one transaction: reads at rev, writes buffered until commit.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	writable bool
+	rev      int64 // every read is at this revision; 0 until the first
+	writes   map[string]write
+	err      error  // the first failed read
+	turn     string // the turn this writer holds, if any
+	// Keys read at rev, nil for absent ones; and prefixes read whole at the
+	// first read (storage.SmallBuckets and the sequences), whose keys not
+	// in read are absent.
+	read  map[string][]byte
+	whole []string
+}
+
+func (t *tx) Writable() bool { return t.writable }
+
+func (t *tx) failed(what string, err error) error {
+	err = t.s.unavailable(t.ctx, what, err)
+	if t.err == nil {
+		t.err = err
+	}
+	return err
+}
+
+// rangeAt reads at the transaction's revision. The first read pins it,
+// reading the version key alongside in the same round trip. A member down
+// or a leader being elected is waited out, within the deadline.
+func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := t.rangeOnce(key, opts...)
+		if err == nil {
+			return resp, nil
+		}
+		if !transient(err) || !pause(t.ctx, attempt) {
+			return nil, t.failed("read", err)
+		}
+	}
+}
+
+// rangeOnce reads once. The first read of a transaction also reads the
+// version key and the small buckets whole, in the same round trip.
+func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.rev != 0 {
+		return t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
+	}
+	whole := []string{t.s.cfg.Prefix + "/seq/"}
+	for _, b := range storage.SmallBuckets {
+		whole = append(whole, t.s.bucketPrefix(b))
+	}
+	ops := []clientv3.Op{clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)}
+	for _, p := range whole {
+		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
+	}
+	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	t.rev = resp.Header.Revision
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		t.s.seen(kvs[0].ModRevision)
+	}
+	t.read = map[string][]byte{}
+	for _, r := range resp.Responses[2:] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			t.read[string(kv.Key)] = stored(kv.Value)
+		}
+	}
+	t.whole = whole
+	return (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange()), nil
+}
+
+// cached answers a read from what the transaction has read: the value,
+// and whether it is known.
+func (t *tx) cached(key string) ([]byte, bool) {
+	if v, ok := t.read[key]; ok {
+		return v, true
+	}
+	for _, p := range t.whole {
+		if strings.HasPrefix(key, p) {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+func (t *tx) getKey(key string) ([]byte, error) {
+	if w, ok := t.writes[key]; ok {
+		if w.deleted {
+			return nil, nil
+		}
+		return w.value, nil
+	}
+	if v, ok := t.cached(key); ok {
+		return v, nil
+	}
+	resp, err := t.rangeAt(key)
+	if err != nil {
+		return nil, err
+	}
+	var v []byte
+	if len(resp.Kvs) > 0 {
+		v = stored(resp.Kvs[0].Value)
+	}
+	t.read[key] = v
+	return v, nil
+}
+
+// getBatch is how many keys GetMany reads in one round trip: etcd takes
+// 128 operations in a transaction by default.
+const getBatch = 100
+
+// GetMany reads keys in as few round trips as etcd allows.
+func (t *tx) GetMany(bucket []byte, keys [][]byte) ([][]byte, error) {
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	if t.rev == 0 {
+		if _, err := t.rangeAt(t.s.versionKey()); err != nil {
+			return nil, err
+		}
+	}
+	prefix := t.s.bucketPrefix(bucket)
+	var missing []string
+	for _, k := range keys {
+		full := prefix + string(k)
+		_, mine := t.writes[full]
+		if _, known := t.cached(full); !mine && !known {
+			missing = append(missing, full)
+		}
+	}
+	for len(missing) > 0 {
+		n := min(len(missing), getBatch)
+		ops := make([]clientv3.Op, n)
+		for i, k := range missing[:n] {
+			ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev))
+		}
+		var resp *clientv3.TxnResponse
+		for attempt := 1; ; attempt++ {
+			var err error
+			if resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit(); err == nil {
+				break
+			}
+			if !transient(err) || !pause(t.ctx, attempt) {
+				return nil, t.failed("read", err)
+			}
+		}
+		for i, r := range resp.Responses {
+			var v []byte
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+				v = stored(kvs[0].Value)
+			}
+			t.read[missing[i]] = v
+		}
+		missing = missing[n:]
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		var err error
+		if out[i], err = t.getKey(prefix + string(k)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// stored keeps a stored empty value apart from a missing one: etcd answers
+// nil for both.
+func stored(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+func (t *tx) Get(bucket, key []byte) ([]byte, error) {
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	return t.getKey(t.s.bucketPrefix(bucket) + string(key))
+}
+
+func (t *tx) put(key string, w write) error {
+	if !t.writable {
+		return errors.New("etcd: write in a read-only transaction")
+	}
+	if t.writes == nil {
+		t.writes = map[string]write{}
+	}
+	t.writes[key] = w
+	return nil
+}
+
+func (t *tx) Put(bucket, key, value []byte) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return t.put(t.s.bucketPrefix(bucket)+string(key), write{value: append([]byte{}, value...)})
+}
+
+func (t *tx) Delete(bucket, key []byte) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return t.put(t.s.bucketPrefix(bucket)+string(key), write{deleted: true})
+}
+
+func (t *tx) NextSequence(bucket []byte) (uint64, error) {
+	if err := checkBucket(bucket); err != nil {
+		return 0, err
+	}
+	k := t.s.seqKey(bucket)
+	v, err := t.getKey(k)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	if v != nil {
+		if n, err = strconv.ParseUint(string(v), 10, 64); err != nil {
+			return 0, fmt.Errorf("%w: sequence %s: %q", storage.ErrDamaged, k, v)
+		}
+	}
+	n++
+	return n, t.put(k, write{value: []byte(strconv.FormatUint(n, 10))})
+}
+
+// scanPage is the first page of a scan; later pages grow, so that a scan
+// stopped early (the newest event, say) reads little and a long one takes
+// few round trips.
+const (
+	scanPage    = 64
+	scanPageMax = 1024
+)
+
+func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	prefix := t.s.bucketPrefix(bucket)
+	lo, hi := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	switch {
+	case from != nil && reverse:
+		hi = prefix + string(from) + "\x00" // keys <= from
+	case from != nil:
+		lo = prefix + string(from)
+	}
+	// This transaction's own writes in the range, in scan order, merged
+	// with what etcd holds.
+	var mine []string
+	for k := range t.writes {
+		if k >= lo && k < hi {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	if reverse {
+		slices.Reverse(mine)
+	}
+	ahead := func(a, b string) bool { // a comes strictly before b
+		if reverse {
+			return a > b
+		}
+		return a < b
+	}
+	// emit calls fn for key k unless this transaction deleted it.
+	emit := func(k string, v []byte) (bool, error) {
+		if w, ok := t.writes[k]; ok {
+			if w.deleted {
+				return true, nil
+			}
+			v = w.value
+		}
+		return fn([]byte(k[len(prefix):]), v)
+	}
+	order := clientv3.SortAscend
+	if reverse {
+		order = clientv3.SortDescend
+	}
+	limit := int64(scanPage)
+	for {
+		resp, err := t.rangeAt(lo, clientv3.WithRange(hi), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(limit))
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			for len(mine) > 0 && ahead(mine[0], k) {
+				if more, err := emit(mine[0], nil); err != nil || !more {
+					return err
+				}
+				mine = mine[1:]
+			}
+			if len(mine) > 0 && mine[0] == k {
+				mine = mine[1:]
+			}
+			if more, err := emit(k, stored(kv.Value)); err != nil || !more {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if reverse {
+			hi = last
+		} else {
+			lo = last + "\x00"
+		}
+		limit = min(limit*4, scanPageMax)
+	}
+	for _, k := range mine {
+		if more, err := emit(k, nil); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit writes the buffered changes and a new version in one etcd Txn, if
+// no other transaction committed since this one's revision. When etcd fails
+// to answer, it finds out whether the Txn was applied.
+func (t *tx) commit() (outcome, error) {
+	s := t.s
+	if t.rev == 0 {
+		if _, err := t.rangeAt(s.versionKey()); err != nil {
+			return notWritten, err
+		}
+	}
+	token := newToken()
+	ops := make([]clientv3.Op, 0, len(t.writes)+1)
+	for _, k := range slices.Sorted(maps.Keys(t.writes)) {
+		if w := t.writes[k]; w.deleted {
+			ops = append(ops, clientv3.OpDelete(k))
+		} else {
+			ops = append(ops, clientv3.OpPut(k, string(w.value)))
+		}
+	}
+	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)}
+	if t.turn != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.turnKey()), "=", t.turn))
+		ops = append(ops, clientv3.OpDelete(s.turnKey()))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0))
+	}
+	resp, err := s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	switch {
+	case err == nil && resp.Succeeded:
+		s.seen(resp.Header.Revision)
+		return committed, nil
+	case err == nil:
+		return conflicted, nil
+	case errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return refused, s.unavailable(t.ctx, "commit", err)
+	}
+	// The Txn may or may not have been applied before etcd failed: ask,
+	// with a fresh deadline.
+	err = s.unavailable(t.ctx, "commit", err)
+	applied, rerr := s.applied(token, t.rev)
+	switch {
+	case rerr != nil:
+		return unknown, err
+	case applied:
+		return committed, nil
+	default:
+		return notWritten, err
+	}
+}
+
+// applied finds out whether the commit that wrote token to the version key
+// happened. A commit etcd failed to answer may still be on its way, so it
+// first fences it off: it rewrites the version key, after which the commit
+// in doubt can no longer apply (it wants the key unchanged since rev). Then
+// the key's history since rev says whether it did before.
+func (s *Store) applied(token string, rev int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	var fence *clientv3.PutResponse
+	for attempt := 1; ; attempt++ { // past a member that just died, say
+		var err error
+		if fence, err = s.cli.Put(ctx, s.versionKey(), "fence-"+token); err == nil {
+			break
+		}
+		if !transient(err) || !pause(ctx, attempt) {
+			return false, err
+		}
+	}
+	last := fence.Header.Revision
+	for attempt := 1; ; attempt++ {
+		for wr := range s.cli.Watch(clientv3.WithRequireLeader(ctx), s.versionKey(), clientv3.WithRev(rev+1)) {
+			if err := wr.Err(); err != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if string(ev.Kv.Value) == token {
+					s.seen(ev.Kv.ModRevision)
+					return true, nil
+				}
+				if ev.Kv.ModRevision >= last {
+					return false, nil
+				}
+			}
+		}
+		if !pause(ctx, attempt) {
+			return false, ctx.Err()
+		}
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 12)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}

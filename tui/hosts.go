@@ -1,0 +1,112 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+)
+
+// The other hosts of a ledger many hosts share are drawn under this host's
+// GPUs: a line naming each host, then a compact line per GPU, from what its
+// monitor publishes; a host none of whose monitors publishes shows its GPUs
+// as last cached in the ledger, marked as not seen (its bookings stand).
+
+// hostSegments is, for each other host, each owner's live booked share of
+// each of its GPUs.
+func hostSegments(parts []core.Partition, c *core.Client, now time.Time) map[string]map[int][]segment {
+	byHost := map[string][]core.Partition{}
+	for _, p := range parts {
+		if !c.OnThisHost(p.Partition) {
+			byHost[p.Host] = append(byHost[p.Host], p)
+		}
+	}
+	out := make(map[string]map[int][]segment, len(byHost))
+	for h, ps := range byHost {
+		out[h] = bookedSegments(ps, now)
+	}
+	return out
+}
+
+// setHosts takes the other hosts and their bookings.
+func (p *gpuPanel) setHosts(hosts []core.HostView, segs map[string]map[int][]segment) {
+	p.hosts, p.hostSegs = hosts, segs
+}
+
+// hostsLines is how many lines the other hosts take in full.
+func hostsLines(hosts []core.HostView) int {
+	n := 0
+	for _, h := range hosts {
+		n += 1 + len(hostDevices(h))
+	}
+	return n
+}
+
+// hostDevices are a host's GPUs: its monitor's last reading, else the
+// inventory cached in the ledger, with no readings.
+func hostDevices(h core.HostView) []gpu.DeviceSample {
+	if h.Live() {
+		return h.Status.Devices
+	}
+	out := make([]gpu.DeviceSample, 0, len(h.Inventory.Devices))
+	for _, d := range h.Inventory.Devices {
+		out = append(out, gpu.DeviceSample{Device: gpu.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal},
+			Util: gpu.NA, MemUtil: gpu.NA, TempC: gpu.NA, PowerW: -1})
+	}
+	return out
+}
+
+// hostsView draws the other hosts in at most lines lines of width cells.
+func (p *gpuPanel) hostsView(width, lines int) []string {
+	st := &p.sh.styles
+	hosts, segs := p.hosts, p.hostSegs
+	var out []string
+	for i, h := range hosts {
+		left := lines - len(out)
+		if left <= 0 {
+			break
+		}
+		if left == 1 && i < len(hosts)-1 {
+			out = append(out, st.Faint.Render(fmt.Sprintf("… %d more hosts (enlarge the terminal to see them)", len(hosts)-i)))
+			break
+		}
+		devs := hostDevices(h)
+		title := st.Label.Render(Printable(h.Host))
+		switch {
+		case !h.Live():
+			title += "  " + st.Notice.Render("not seen: no chronos monitor publishes from it (host down?); its bookings stand")
+		case h.Status.Simulated:
+			title += st.Faint.Render(fmt.Sprintf("  simulated · %d GPUs", len(devs)))
+		default:
+			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", Printable(h.Status.Backend), len(devs)))
+		}
+		out = append(out, fit(title, width))
+		for _, d := range devs {
+			if len(out) >= lines {
+				break
+			}
+			out = append(out, p.remote(h.Host, d, segs[h.Host][d.Index], h.Live(), width))
+		}
+	}
+	return out
+}
+
+// remote is one GPU of another host on one line: its name, load and memory
+// with the bookings on it.
+func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
+	st := &p.sh.styles
+	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(core.FormatGPU(host, d.Index))))
+	if !live {
+		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
+		return cut(line, width)
+	}
+	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C")
+	fixed := ansi.StringWidth(name) + 10 + 5 + 1 + ansi.StringWidth(tail)
+	memW := max(6, min(40, width-fixed))
+	line := name + p.utilBar(d, 10) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
+	return cut(strings.TrimRight(line, " "), width)
+}
