@@ -37,6 +37,7 @@ type historyView struct {
 	name   string // its model, as the last reading named it
 	data   core.GPUHistory
 	judged time.Time // the end of the newest minute monitors judged
+	readAt time.Time // when it was last asked for
 	loaded bool
 	err    error
 	offset int // the first booking span shown

@@ -203,6 +203,10 @@ func TestHistorySwitchesGPUsAndFollowsTheLedger(t *testing.T) {
 
 	w.book(erin, 3, "10%", 5*time.Minute, time.Hour)
 	update(t, m, ledgerChangedMsg{})
+	require.Len(t, m.history.data.Bookings, 3, "read at most every %s", historyEvery)
+	update(t, m, changeSpacingMsg{})
+	w.clock.Set(t0.Add(historyEvery))
+	update(t, m, ledgerChangedMsg{})
 	require.Len(t, m.history.data.Bookings, 4)
 	require.Contains(t, m.View(), "#5 erin")
 }

@@ -184,6 +184,7 @@ func (m *Model) openHistory(dev int) tea.Cmd {
 		}
 	}
 	m.history = newHistoryView(m.sh, dev, name)
+	m.history.readAt = m.sh.now()
 	m.mode, m.fullHelp = viewingHistory, false
 	return historyCmd(m.opts.Client, dev)
 }

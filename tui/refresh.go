@@ -31,12 +31,19 @@ func due(now, last time.Time, ticks int, every time.Duration) bool {
 // passed reports whether the instant t (zero: none) has come.
 func passed(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) }
 
+// historyEvery is the least time between two reads of an open history
+// with the ledger: monitors add a minute once a minute, and the readings
+// they store every few seconds change nothing in it.
+const historyEvery = 15 * time.Second
+
 // load asks for the ledger and notes when; an open history is read again
-// with it.
+// with it, now and then.
 func (m *Model) load() tea.Cmd {
-	m.sched.loadedAt = m.sh.now()
-	if m.history != nil {
-		return tea.Batch(loadCmd(m.opts.Client), historyCmd(m.opts.Client, m.history.device))
+	now := m.sh.now()
+	m.sched.loadedAt = now
+	if h := m.history; h != nil && now.Sub(h.readAt) >= historyEvery {
+		h.readAt = now
+		return tea.Batch(loadCmd(m.opts.Client), historyCmd(m.opts.Client, h.device))
 	}
 	return loadCmd(m.opts.Client)
 }
