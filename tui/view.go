@@ -67,27 +67,14 @@ func (m *Model) View() string {
 	if len(m.notices) > 0 {
 		lines = append(lines, m.noticeView())
 	}
-	if m.mode == viewingHistory {
-		body := m.historyLines(now)
+	var body []string
+	rows := l.body
+	switch {
+	case m.mode == viewingHistory:
+		rows, body = l.history, m.historyLines(now)
 		if m.fullHelp {
 			body = m.helpLines()
 		}
-		for i := range l.history {
-			line := ""
-			if i < len(body) {
-				line = body[i]
-			}
-			lines = append(lines, line)
-		}
-		lines = append(lines, cut(m.statusView(), m.width), m.footer())
-		return strings.Join(lines, "\n")
-	}
-	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
-	lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
-	lines = append(lines, m.tabsView())
-
-	var body []string
-	switch {
 	case m.mode == booking:
 		body = cutAll(strings.Split(m.form.view(min(m.width, 90)), "\n"), m.width)
 	case m.fullHelp:
@@ -95,7 +82,12 @@ func (m *Model) View() string {
 	default:
 		body = m.current().view(now) // a tab's lines fit already
 	}
-	for i := range l.body {
+	if m.mode != viewingHistory {
+		lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
+		lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
+		lines = append(lines, m.tabsView())
+	}
+	for i := range rows {
 		line := ""
 		if i < len(body) {
 			line = body[i]
