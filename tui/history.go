@@ -101,14 +101,15 @@ func (h *historyView) layout() {
 }
 
 // enable turns on the keys that apply: scrolling only when some spans do
-// not fit, other GPUs only when there are some.
-func (h *historyView) enable(on bool, gpus int) {
+// not fit, other GPUs only when there are some, and esc for back unless
+// it closes the help first.
+func (h *historyView) enable(on bool, gpus int, help bool) {
 	h.keys.Prev.SetEnabled(on && gpus > 1)
 	h.keys.Next.SetEnabled(on && gpus > 1)
 	scroll := on && len(h.data.Bookings) > h.spansShown
 	h.keys.Up.SetEnabled(scroll)
 	h.keys.Down.SetEnabled(scroll)
-	h.keys.Back.SetEnabled(on)
+	h.keys.Back.SetEnabled(on && !help)
 }
 
 // scroll moves the spans by one; it reports whether the key was for that.

@@ -288,3 +288,24 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 	m = press(t, m, "enter")
 	require.Equal(t, 0, m.history.device)
 }
+
+// In the history ? shows its keys; esc closes that help first, then the
+// history. q quits from it as from anywhere.
+func TestHistoryHelpAndWayOut(t *testing.T) {
+	w := newWorld(t, 2)
+	m := press(t, w.model(80, 24), "enter", "?")
+	require.True(t, m.fullHelp)
+	v := m.View()
+	require.Contains(t, v, "other GPU")
+	require.Contains(t, v, "close help")
+	require.NotContains(t, v, "new booking", "the bookings' keys do nothing here")
+	m = press(t, m, "esc")
+	require.False(t, m.fullHelp)
+	require.Equal(t, viewingHistory, m.mode)
+	m = press(t, m, "esc")
+	require.Equal(t, browsing, m.mode)
+	m = press(t, m, "enter", "n")
+	require.Equal(t, viewingHistory, m.mode, "n is not a key of the history")
+	_, cmd := m.Update(keyMsg("q"))
+	require.IsType(t, tea.QuitMsg{}, cmd())
+}

@@ -56,7 +56,7 @@ func (m *Model) syncKeys() {
 	k.History.SetEnabled(browse && ok)
 	k.History.SetHelp("enter", fmt.Sprintf("GPU %d history", dev))
 	if m.history != nil {
-		m.history.enable(history && !m.fullHelp, len(m.data.sample.Devices))
+		m.history.enable(history, len(m.data.sample.Devices), m.fullHelp)
 	}
 	r, ok := m.bookings.selected()
 	onBooking := browse && m.current() == m.bookings && ok && r.LiveAt(m.sh.now())
