@@ -272,25 +272,29 @@ const (
 // way is judged only once it is over.
 const judgedLag = 2 * time.Minute
 
-// spanCells lays a booking's span over the columns; a live one reaches
-// now, and one idle in the newest minute the monitors judged (judged is
-// its end) is idle up to now. Idle wins a column it shares with work, so
-// that short stretches still show.
-func spanCells(tl timeline, b core.BookingSpan, to, judged, now time.Time) []spanCell {
-	cells := make([]spanCell, tl.n)
-	end := b.End
-	live := !end.Before(to)
-	if live {
-		end = now // live when read: it still is, or the next reading says otherwise
+// asDrawn is a booking's span as the history draws it: a live one
+// reaches now, and one idle in the newest minute the monitors judged
+// (judged is its end) is idle up to now.
+func asDrawn(b core.BookingSpan, to, judged, now time.Time) core.BookingSpan {
+	if b.End.Before(to) {
+		return b // ended when read
 	}
-	first, last := tl.cols(b.Start, end)
+	b.End = now // live when read: it still is, or the next reading says otherwise
+	if n := len(b.Idle); n > 0 && !b.Idle[n-1].To.Before(judged) && now.Sub(judged) <= judgedLag {
+		b.Idle = append(slices.Clone(b.Idle[:n-1]), core.Span{From: b.Idle[n-1].From, To: now})
+	}
+	return b
+}
+
+// spanCells lays a booking's span over the columns. Idle wins a column it
+// shares with work, so that short stretches still show.
+func spanCells(tl timeline, b core.BookingSpan) []spanCell {
+	cells := make([]spanCell, tl.n)
+	first, last := tl.cols(b.Start, b.End)
 	for c := first; c <= last; c++ {
 		cells[c] = spanBooked
 	}
 	for _, s := range b.Idle {
-		if live && !s.To.Before(judged) && now.Sub(judged) <= judgedLag {
-			s.To = end
-		}
 		first, last := tl.cols(s.From, s.To)
 		for c := first; c <= last; c++ {
 			cells[c] = spanIdle
@@ -428,7 +432,8 @@ func (h *historyView) axis(tl timeline) string {
 // with how long they lasted, where the label fits.
 func (h *historyView) spanLine(tl timeline, b core.BookingSpan, now time.Time) string {
 	st := &h.sh.styles
-	cells := spanCells(tl, b, h.data.To, h.judged, now)
+	b = asDrawn(b, h.data.To, h.judged, now)
+	cells := spanCells(tl, b)
 	owner := st.Owner(b.Owner)
 	if b.UID == h.sh.me.UID {
 		owner = st.Mine

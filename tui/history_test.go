@@ -252,21 +252,23 @@ func TestHistoryScrollsBookings(t *testing.T) {
 // monitors have fallen behind; an idle stretch that ended stays where it
 // ended.
 func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
-	now := t0.Add(50 * time.Second)
+	now := t0.Add(90 * time.Second)
 	tl := newTimeline(now, 60)
 	judged := t0
 	b := core.BookingSpan{ID: 1, Start: t0.Add(-30 * time.Minute), End: t0, Idle: []core.Span{{From: t0.Add(-10 * time.Minute), To: t0}}}
-	cells := spanCells(tl, b, t0, judged, now)
+	cells := spanCells(tl, asDrawn(b, t0, judged, now))
 	require.Equal(t, spanBooked, cells[40])
 	require.Equal(t, spanIdle, cells[50])
 	require.Equal(t, spanIdle, cells[59], "still idle, as far as anyone knows")
 
 	later := now.Add(3 * time.Minute)
-	cells = spanCells(newTimeline(later, 60), b, t0, judged, later)
+	cells = spanCells(newTimeline(later, 60), asDrawn(b, t0, judged, later))
 	require.Equal(t, spanBooked, cells[59], "three minutes unjudged: not drawn idle")
 
+	require.Contains(t, idleLabel(tl, asDrawn(b, t0, judged, now), 50, 59), "idle 11m", "counted up to now, as drawn")
+
 	b.Idle = []core.Span{{From: t0.Add(-10 * time.Minute), To: t0.Add(-5 * time.Minute)}}
-	cells = spanCells(tl, b, t0, judged, now)
+	cells = spanCells(tl, asDrawn(b, t0, judged, now))
 	require.Equal(t, spanIdle, cells[50])
 	require.Equal(t, spanBooked, cells[59], "it worked since")
 }
