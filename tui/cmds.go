@@ -128,45 +128,35 @@ func watchCmd(ctx context.Context, ledger storage.Store, poll time.Duration) tea
 	}
 }
 
-// waitChangeCmd waits for the next change notice; the model re-arms it.
-func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+// waitCmd waits for the next value on ch and hands it over as msg makes
+// it; the model re-arms it. A closed channel (its source ended) ends the
+// wait.
+func waitCmd[T any](ch <-chan T, msg func(T) tea.Msg) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
 	return func() tea.Msg {
-		if _, ok := <-ch; !ok {
-			return nil // the watch ended
+		v, ok := <-ch
+		if !ok {
+			return nil
 		}
-		return ledgerChangedMsg{}
+		return msg(v)
 	}
 }
 
-// waitActCmd waits for the monitor's next act; the model re-arms it.
+// waitChangeCmd waits for the ledger's next change notice.
+func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+	return waitCmd(ch, func(struct{}) tea.Msg { return ledgerChangedMsg{} })
+}
+
+// waitActCmd waits for the monitor's next act.
 func waitActCmd(acts <-chan string) tea.Cmd {
-	if acts == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		line, ok := <-acts
-		if !ok {
-			return nil
-		}
-		return actMsg(line)
-	}
+	return waitCmd(acts, func(a string) tea.Msg { return actMsg(a) })
 }
 
-// waitNoticeCmd waits for the next notice; the model re-arms it.
+// waitNoticeCmd waits for the next notice to the person.
 func waitNoticeCmd(notices <-chan core.Notice) tea.Cmd {
-	if notices == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		n, ok := <-notices
-		if !ok {
-			return nil
-		}
-		return noticeMsg(n)
-	}
+	return waitCmd(notices, func(n core.Notice) tea.Msg { return noticeMsg(n) })
 }
 
 func historyCmd(c *core.Client, device int) tea.Cmd {
