@@ -61,10 +61,13 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
+	// The person's notices (ending soon, idle, reclaimed) stay on a line of
+	// their own until dismissed.
+	notices := make(chan core.Notice, 16)
 	opts := core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
 		select {
-		case acts <- "notice: " + n.String():
-		default:
+		case notices <- n:
+		default: // the screen is behind; the ledger has the notice anyway
 		}
 	}}
 	g.metrics.observe(&opts)
@@ -73,7 +76,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		host, _ = os.Hostname()
 	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
-		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
 	})
 }
 

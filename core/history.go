@@ -62,6 +62,11 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 			return err
 		}
 		for _, p := range parts {
+			// This GPU's bookings only: by index, and by UUID where the
+			// booking knows it (the index may since name another card).
+			if p.Device != device || p.DeviceUUID != "" && p.DeviceUUID != dev.UUID {
+				continue
+			}
 			if span, ok := spanOf(p, h.From, h.To); ok {
 				h.Bookings = append(h.Bookings, span)
 			}
