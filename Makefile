@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test check lint vet tidy bench soak soak-etcd fuzz screenshots tools tools-cc clean install
+.PHONY: all build run test check lint vet tidy bench soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -32,11 +32,23 @@ build: tools-cc
 run: build
 	./$(BIN) $(ARGS)
 
-# The binary, this README (the unit's Documentation=) and the systemd unit
-# with its paths under PREFIX.
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/chronos $(DESTDIR)$(PREFIX)/lib/systemd/system
+# The man pages, from the commands' definitions, dated by the last commit.
+MANDIR   ?= bin/man
+man: build
+	rm -rf $(MANDIR)
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-man $(MANDIR)
+
+# The binary, its man pages and shell completions, this README (the unit's
+# Documentation=) and the systemd unit with its paths under PREFIX.
+install: build man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/chronos $(DESTDIR)$(PREFIX)/lib/systemd/system \
+	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/chronos
+	install -m 0644 $(MANDIR)/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/chronos
+	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_chronos
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/chronos.fish
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/chronos/README.md
 	sed 's|/usr/local/|$(PREFIX)/|g' contrib/chronos-monitor.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service

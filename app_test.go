@@ -53,6 +53,11 @@ func (s *tmuxSession) keys(keys ...string) {
 
 func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", s.name) }
 
+// format is a tmux format of the pane, such as #{alternate_on}.
+func (s *tmuxSession) format(f string) string {
+	return strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, f))
+}
+
 // waitFor polls the screen until it contains want.
 func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 	s.t.Helper()

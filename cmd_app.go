@@ -18,9 +18,12 @@ import (
 
 // runApp is `chronos`: the terminal app, with the monitor engine running
 // inside it so that bookings are enforced whenever anyone has it open.
-func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
+func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (err error) {
 	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
 		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
+	}
+	if g.metrics, err = mf.start(0); err != nil {
+		return err
 	}
 	c, err := g.client()
 	if err != nil {
@@ -58,18 +61,22 @@ func runApp(cmd *cobra.Command, g *globals, logPath string) (err error) {
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
+	// The person's notices (ending soon, idle, reclaimed) stay on a line of
+	// their own until dismissed.
+	notices := make(chan core.Notice, 16)
+	opts := core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
 		select {
-		case acts <- "notice: " + n.String():
-		default:
+		case notices <- n:
+		default: // the screen is behind; the ledger has the notice anyway
 		}
-	}})
+	}}
+	g.metrics.observe(&opts)
 	host := c.Host() // its name in a ledger many hosts share
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	return besideMonitor(cmd.Context(), m, func() error {
-		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
+	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
+		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
 	})
 }
 

@@ -2,31 +2,49 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
 func eventsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var last int
+	var booking, since string
+	var f core.EventFilter
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Show the audit trail (who created, extended, released; what expired)",
-		Args:  args(noArgs),
+		Long: `Show the audit trail, newest last: who created, extended and released
+bookings, what expired, what monitors signalled.
+
+--booking ID keeps the events about one booking; --user NAME those about one
+user (what they did, their processes, their bookings); --since 1h those of
+the last hour. -n limits the output to the newest N (50; 0 for all).`,
+		Example: "  chronos events --booking 7\n  chronos events --user alice --since 1d -n 0",
+		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if booking != "" {
+				var err error
+				if f.Booking, err = core.ParseID(booking); err != nil {
+					return err
+				}
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			read := func() ([]storage.Event, error) { return c.Events(0, 0) }
-			if last > 0 {
-				read = func() ([]storage.Event, error) { return c.LastEvents(last) }
+			if since != "" {
+				d, err := core.ParseDuration(since)
+				if err != nil {
+					return err
+				}
+				f.Since = c.Now().Add(-d)
 			}
-			evs, err := read()
+			evs, err := c.FindEvents(f, last)
 			if err != nil {
 				return err
 			}
@@ -34,16 +52,23 @@ func eventsCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), core.EventsJSON(evs))
 			}
 			if len(evs) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "No events yet in %s: creating, extending or releasing a booking records one.\n", c.Ledger())
+				if f == (core.EventFilter{}) {
+					fmt.Fprintf(cmd.OutOrStdout(), "No events yet in %s: creating, extending or releasing a booking records one.\n", c.Ledger())
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "No events match.")
+				}
 				return nil
 			}
-			for _, e := range evs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), tui.Printable(core.FormatEvent(e)))
-			}
-			return nil
+			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+				tui.WriteEvents(w, evs, "")
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVarP(&last, "last", "n", 50, "show only the newest N (0: all)")
+	cmd.Flags().StringVar(&booking, "booking", "", "only events about booking ID")
+	cmd.Flags().StringVar(&f.User, "user", "", "only events about NAME (a login name or uid): theirs, their processes', their bookings'")
+	cmd.Flags().StringVar(&since, "since", "", "only events of the last DURATION, e.g. 1h or 2d")
 	return cmd
 }

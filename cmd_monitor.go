@@ -24,9 +24,12 @@ type monitorFlags struct {
 
 // runMonitor is `chronos --monitor`: the monitor engine with no screen. It
 // runs until the command's context ends (SIGINT or SIGTERM).
-func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
+func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags) error {
 	logAct, err := actLogger(cmd.ErrOrStderr(), f.logFormat)
 	if err != nil {
+		return err
+	}
+	if g.metrics, err = mf.start(f.sampleEvery); err != nil {
 		return err
 	}
 	c, err := g.client()
@@ -56,9 +59,13 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags) error {
 	if notice != "" {
 		start.Detail += "; " + notice
 	}
+	if url := g.metrics.url(); url != "" {
+		start.Detail += "; metrics at " + url
+	}
 	logAct(start)
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct})
-	err = m.Run(cmd.Context())
+	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct}
+	g.metrics.observe(&opts)
+	err = g.metrics.beside(core.NewMonitor(c, opts), c).Run(cmd.Context())
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
 	return err
 }

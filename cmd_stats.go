@@ -12,10 +12,13 @@ import (
 
 func statsCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var watch watchFlag
 	cmd := &cobra.Command{
-		Use:   "stats",
-		Short: "Each GPU's memory, load and processes, with the booking each counts against",
-		Args:  args(noArgs),
+		Use:     "stats",
+		Short:   "Each GPU's memory, load and processes, with the booking each counts against",
+		Long:    "Each GPU's memory, load and processes, with the booking each counts against.\n\n--watch redraws every 2s (--watch 5s) until Ctrl-C, like nvidia-smi -l.",
+		Example: "  chronos stats\n  chronos stats --watch\n  chronos stats --watch 5s",
+		Args:    args(watch.args),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -29,16 +32,20 @@ func statsCmd(g *globals) *cobra.Command {
 			if notice != "" && !asJSON {
 				fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", notice)
 			}
-			st, err := c.Stats(b, gpu.DetectMPS(""))
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), st)
-			}
-			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error { return tui.WriteStats(w, st) })
+			mps := gpu.DetectMPS("")
+			return watch.run(cmd, "chronos stats", func(w io.Writer) error {
+				st, err := c.Stats(b, mps)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(w, st)
+				}
+				return writeBuffered(w, func(w io.Writer) error { return tui.WriteStats(w, st) })
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	watch.add(cmd)
 	return cmd
 }

@@ -144,6 +144,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"policy", "set"}, 2, "policy set: requires at least 1 arg(s), only received 0 (see chronos policy set --help)"},
 		{[]string{"run", "--grace", "abc", "0", "0.1", "1h", "--", "true"}, 2, `--grace "abc": not a duration`},
 		{[]string{"list", "--frob"}, 2, `unknown flag "--frob" (see chronos list --help)`},
+		{[]string{"report", "--by", "host"}, 2, `--by "host": use user, group or gpu`},
+		{[]string{"report", "--since", "soon"}, 2, `duration "soon" is not seconds`},
+		{[]string{"report", "--json", "--csv"}, 2, "--json or --csv, not both"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := cli(t, db, tc.args...)

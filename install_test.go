@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,9 @@ func TestMakeInstall(t *testing.T) {
 	}
 	dest := t.TempDir()
 	// GO=true: the binary the tests built is the one installed.
-	out, err := exec.Command("make", "install", "DESTDIR="+dest, "PREFIX=/opt/chronos", "GO=true", "BIN="+chronosBin).CombinedOutput()
+	install := exec.Command("make", "install", "DESTDIR="+dest, "PREFIX=/opt/chronos", "GO=true", "BIN="+chronosBin, "MANDIR="+filepath.Join(t.TempDir(), "man"))
+	install.Env = append(os.Environ(), "GOCOVERDIR="+coverDir)
+	out, err := install.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	st, err := os.Stat(filepath.Join(dest, "opt/chronos/bin/chronos"))
@@ -31,5 +34,27 @@ func TestMakeInstall(t *testing.T) {
 		m := regexp.MustCompile(pattern).FindSubmatch(unit)
 		require.NotNil(t, m, pattern)
 		require.FileExists(t, filepath.Join(dest, string(m[1])), "the unit names %s", m[1])
+	}
+
+	// The man pages, one a command, chronos(1) with the environment; the
+	// completions where bash-completion, zsh and fish look.
+	man := filepath.Join(dest, "opt/chronos/share/man/man1")
+	for _, page := range []string{"chronos.1", "chronos-report.1", "chronos-list.1", "chronos-show.1", "chronos-completion-bash.1"} {
+		require.FileExists(t, filepath.Join(man, page))
+	}
+	page, err := os.ReadFile(filepath.Join(man, "chronos-list.1"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), `\fB--mine\fP`)
+	page, err = os.ReadFile(filepath.Join(man, "chronos.1"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?s)\.SH ENVIRONMENT.*CHRONOS_DB.*CHRONOS_DEADLINE_UNIX`, string(page))
+	for file, first := range map[string]string{
+		"share/bash-completion/completions/chronos":    "# bash completion V2 for chronos",
+		"share/zsh/site-functions/_chronos":            "#compdef chronos",
+		"share/fish/vendor_completions.d/chronos.fish": "# fish completion for chronos",
+	} {
+		data, err := os.ReadFile(filepath.Join(dest, "opt/chronos", file))
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(data), first), file)
 	}
 }

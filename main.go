@@ -50,6 +50,8 @@ type globals struct {
 	db      string
 	backend string
 	store   core.StoreConfig
+	// metrics, when --metrics serves them, times the ledger's transactions.
+	metrics *metricsServer
 }
 
 func main() {
@@ -104,6 +106,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(g *globals) *cobra.Command {
 	var mon monitorFlags
 	var appLog string
+	var mf metricsFlags
 	root := &cobra.Command{
 		Use:   "chronos",
 		Short: "Fair time-sharing of a machine's GPUs",
@@ -123,9 +126,9 @@ Run it with no command for the terminal app.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if mon.on {
-				return runMonitor(cmd, g, mon)
+				return runMonitor(cmd, g, mon, mf)
 			}
-			return runApp(cmd, g, appLog)
+			return runApp(cmd, g, appLog, mf)
 		},
 	}
 	root.SetVersionTemplate("chronos {{.Version}}\n")
@@ -134,6 +137,7 @@ Run it with no command for the terminal app.`,
 	root.Flags().StringVar(&mon.policy, "policy", "", `with --monitor: override the stored policy, e.g. "overbudget=terminate grace=10s"`)
 	root.Flags().StringVar(&mon.logFormat, "log-format", "text", "with --monitor: text or json")
 	root.Flags().DurationVar(&mon.sampleEvery, "sample-every", time.Second, "with --monitor: how often GPU processes are checked")
+	mf.add(root.Flags())
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
 	root.PersistentFlags().StringVar(&g.store.Store, "store", "", "the ledger: a file, or etcd://host:port,… shared by many hosts (default: $CHRONOS_STORE, else --db's rules, else "+core.StoreFile()+")")
@@ -146,7 +150,9 @@ Run it with no command for the terminal app.`,
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(g), versionCmd(), doctorCmd(g),
 		holdCmd(g), migrateCmd(g), queueCmd(g), usageCmd(g),
+		reportCmd(g), showCmd(g), environmentCmd(), genManCmd(),
 	)
+	addCompletions(root, g)
 	return root
 }
 
@@ -179,7 +185,11 @@ func (g *globals) client() (*core.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return core.OpenAt(cfg, g.deviceSource())
+	s, err := core.OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource()}), nil
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.

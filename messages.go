@@ -75,6 +75,8 @@ func flagError(cmd *cobra.Command, err error) error {
 			want = "not a duration like 30s or 5m"
 		case "bool":
 			want = "not true or false"
+		case watchValue{}.Type():
+			want = bad.Unwrap().Error()
 		}
 		err = fmt.Errorf("--%s %s: %s", bad.GetFlag().Name, core.Quote(bad.GetValue()), want)
 	case errors.As(err, &unknown):

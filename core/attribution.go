@@ -21,6 +21,10 @@ const (
 	OverBudget Verdict = "over budget"
 	// Ended: it was started inside a booking that has since ended.
 	Ended Verdict = "ended"
+	// MPSServer: the MPS server, which runs every client's work on the GPU.
+	// It belongs to no booking and is never signalled: stopping it would
+	// stop every user's job at once.
+	MPSServer Verdict = "mps server"
 )
 
 // Attribution is one GPU process and the booking it counts against.
@@ -50,6 +54,10 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 	used := map[uint64]uint64{}
 	for _, d := range s.Devices {
 		for _, proc := range d.Processes {
+			if proc.MPSServer {
+				out = append(out, Attribution{Process: proc, Device: d.Index, Verdict: MPSServer})
+				continue
+			}
 			a := Attribution{Process: proc, Device: d.Index, Verdict: Unbooked}
 			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
 				switch p, ok := byID[id]; {

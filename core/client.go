@@ -259,6 +259,9 @@ const (
 	StatusGPUGone BookingStatus = "GPU gone"
 )
 
+// BookingStatuses are every status, in the order of a booking's life.
+var BookingStatuses = []BookingStatus{StatusUpcoming, StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReleased}
+
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
 

@@ -62,6 +62,11 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 			return err
 		}
 		for _, p := range parts {
+			// This GPU's bookings only: by index, and by UUID where the
+			// booking knows it (the index may since name another card).
+			if p.Device != device || p.DeviceUUID != "" && p.DeviceUUID != dev.UUID {
+				continue
+			}
 			if span, ok := spanOf(p, h.From, h.To); ok {
 				h.Bookings = append(h.Bookings, span)
 			}
@@ -79,11 +84,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 
 // spanOf is p's time on its GPU within [from, to).
 func spanOf(p storage.Partition, from, to time.Time) (BookingSpan, bool) {
-	end := p.Expires
-	if !p.Ended.IsZero() {
-		end = earlier(end, p.Ended)
-	}
-	start, end := later(p.Created, from), earlier(end, to)
+	start, end := later(p.Created, from), earlier(endOf(p), to)
 	if !start.Before(end) {
 		return BookingSpan{}, false
 	}

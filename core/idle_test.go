@@ -439,6 +439,9 @@ func TestGPUHistory(t *testing.T) {
 	r := newIdleRig(t, alice)
 	r.clock.Advance(-30 * time.Second) // book mid-minute
 	first, pid := r.book(true)
+	// Another GPU's booking is not this GPU's history.
+	_, err := r.c.Create(Request{Device: idleGPU - 1, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
 	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
 	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
 	r.sim.SetSM(pid, 80)
@@ -446,7 +449,7 @@ func TestGPUHistory(t *testing.T) {
 	r.sim.SetSM(pid, 0)
 	second, _ := r.book(false)
 	r.run(5*time.Minute, 10*time.Second, m) // 12:05–12:10 idle
-	_, err := r.c.Release(second)
+	_, err = r.c.Release(second)
 	require.NoError(t, err)
 
 	h, err := r.c.History(idleGPU, time.Hour)
@@ -461,7 +464,7 @@ func TestGPUHistory(t *testing.T) {
 	require.Equal(t, []uint64{first}, h.Minutes[6].Idle, "the second is within its idle-start")
 	require.Equal(t, []uint64{first, second}, h.Minutes[9].Idle)
 
-	require.Len(t, h.Bookings, 2)
+	require.Len(t, h.Bookings, 2, "GPU %d's bookings only", idleGPU)
 	b := h.Bookings[0]
 	require.Equal(t, first, b.ID)
 	require.Equal(t, "alice", b.Owner)

@@ -56,7 +56,7 @@ type UsageJSON struct {
 func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
 	return PartitionJSON{
 		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
-		Share: float64(p.SharePPM) / ppm, Bytes: p.Bytes, ComputePercent: p.ComputePct,
+		Share: ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
 		State: Status(p, now, warnLead),
 	}
@@ -158,7 +158,7 @@ type AvailableJSON struct {
 
 // JSON returns the availability in its script-facing form.
 func (a Availability) JSON() AvailableJSON {
-	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: float64(a.FreePPM) / ppm, FreeBytes: a.FreeBytes, Bookings: a.Bookings}
+	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: ShareOf(a.FreePPM), FreeBytes: a.FreeBytes, Bookings: a.Bookings}
 }
 
 // Stats is one reading of the GPUs set against the bookings: what
@@ -235,4 +235,38 @@ func (h HostView) JSON() HostJSON {
 		out.SkewSeconds = &s
 	}
 	return out
+}
+
+// Report is `chronos report --json`: GPU use in [from, to) by user, group
+// or GPU (see Client.Report). GPU-hours are share-weighted where they are
+// booked (50% of a GPU for 2h is 1) and measured where they are used (a
+// whole GPU busy for an hour is 1).
+type Report struct {
+	From  time.Time   `json:"from"` // the zero time: since the ledger began
+	To    time.Time   `json:"to"`
+	By    ReportBy    `json:"by"`
+	Rows  []ReportRow `json:"rows"`
+	Total ReportRow   `json:"total"`
+}
+
+// ReportRow is one user's, group's or GPU's figures.
+type ReportRow struct {
+	Key         string  `json:"key"` // user name, group name or GPU index
+	BookedHours float64 `json:"booked_gpu_hours"`
+	UsedHours   float64 `json:"used_gpu_hours"`
+	IdleHours   float64 `json:"idle_gpu_hours"`
+	// UnbookedHours is GPU time used with no booking; not recorded per GPU
+	// (null with --by gpu).
+	UnbookedHours *float64 `json:"unbooked_gpu_hours"`
+	Bookings      int      `json:"bookings"`
+	Reclaimed     int      `json:"reclaimed"`
+	Expired       int      `json:"expired"`
+}
+
+// BookingJSON is `chronos show ID --json`: the booking as `list --json`
+// prints it, the GPU processes that count against it now, and its events.
+type BookingJSON struct {
+	PartitionJSON
+	Processes []Attribution `json:"processes"`
+	Events    []EventJSON   `json:"events"`
 }

@@ -76,6 +76,9 @@ type MonitorOptions struct {
 	OnNotice func(Notice)
 	// Notify says how notices reach owners' terminals and the webhook.
 	Notify NotifyOptions
+	// Observer is told of each pass, reading and signal (metrics); nil:
+	// nobody.
+	Observer MonitorObserver
 }
 
 // attributionWindow is how long after its end an expired booking can still
@@ -149,6 +152,9 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Second
 	}
+	if o.Observer == nil {
+		o.Observer = unobserved{}
+	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -177,7 +183,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 	var lastErr string
 	var lastErrAt time.Time
 	for {
+		began := time.Now()
 		next, err := m.tick(changed)
+		m.o.Observer.Ticked(time.Since(began))
 		changed = false
 		if err != nil {
 			// The same error every second (a ledger it may only read, say)
@@ -225,6 +233,7 @@ type signalPlan struct {
 	sig    syscall.Signal
 	proc   Attribution
 	reason string
+	cause  storage.EventKind // expired, overbudget or unbooked
 }
 
 // Tick makes one pass: it expires and warns what is due and applies the
@@ -318,6 +327,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		m.nextSample = now.Add(m.o.SampleEvery)
 		m.pub.offer(s)
 		atts = Attribute(s, local, now)
+		m.o.Observer.Sampled(s, atts)
 		m.acct.observe(s, atts, local, now)
 		if err := m.acct.skipTaken(m.c.ledger); err != nil {
 			return now, err
@@ -662,12 +672,13 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 	}
 	for _, a := range atts {
 		var action, reason string
+		var cause storage.EventKind
 		switch {
 		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
-			action, reason = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition)
+			action, reason, cause = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), storage.EventExpired
 		case a.Verdict == OverBudget && !limitedByMPS(m.o.MPS, a, byID[a.Partition]) && pol.OverBudget != ActOff:
 			p := byID[a.Partition]
-			action, reason = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes))
+			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes)), storage.EventOverBudget
 			if action == ActWarn {
 				note(notice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
@@ -677,7 +688,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			if c, ok := byID[a.Claimed]; ok {
 				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
 			}
-			action, reason = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim)
+			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), storage.EventUnbooked
 			if action == ActWarn {
 				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
@@ -691,9 +702,9 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		kc, killed := claims[kill]
 		switch {
 		case claimable(tc, termed, m.root):
-			plans = append(plans, signalPlan{key: term, sig: syscall.SIGTERM, proc: a, reason: reason})
+			plans = append(plans, signalPlan{key: term, sig: syscall.SIGTERM, proc: a, reason: reason, cause: cause})
 		case termed && !tc.NeedsRoot && !now.Before(tc.At.Add(pol.Grace)) && claimable(kc, killed, m.root):
-			plans = append(plans, signalPlan{key: kill, sig: syscall.SIGKILL, proc: a, reason: reason + ", still running " + FormatDuration(pol.Grace) + " after SIGTERM"})
+			plans = append(plans, signalPlan{key: kill, sig: syscall.SIGKILL, proc: a, reason: reason + ", still running " + FormatDuration(pol.Grace) + " after SIGTERM", cause: cause})
 		}
 	}
 	return plans, notes
@@ -743,6 +754,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:
+			m.o.Observer.Signalled(p.sig, p.cause)
 		case errors.Is(err, ErrProcessGone):
 			continue
 		case errors.Is(err, ErrNoPermission):

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -478,4 +479,65 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 		require.NoError(t, err)
 		require.False(t, u.Through.IsZero(), "booking %d was not accounted", id)
 	}
+}
+
+// NVML lists the MPS server among a GPU's processes, holding memory of its
+// own and owned by whoever started the daemon (root, for a multi-user one).
+// Seen on an H200: a root monitor with overbudget=terminate counted it
+// against root's booking and sent it SIGTERM, which would stop every
+// client's job. The server is nobody's job and is never signalled.
+func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the MPS programs must be root's files")
+	}
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storetest.Bolt(t)(), sim, CurrentIdentity(), nil)
+	_, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 30), Duration: time.Hour})
+	require.NoError(t, err)
+
+	// Root's programs named as MPS's: a control daemon (a copy of sh) that
+	// starts its server (a copy of sleep).
+	dir := t.TempDir()
+	for name, from := range map[string]string{"nvidia-cuda-mps-control": "sh", "nvidia-cuda-mps-server": "sleep"} {
+		path, err := exec.LookPath(from)
+		require.NoError(t, err)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o755))
+	}
+	control := exec.Command(filepath.Join(dir, "nvidia-cuda-mps-control"), "-c", filepath.Join(dir, "nvidia-cuda-mps-server")+" 60; :")
+	require.NoError(t, control.Start())
+	t.Cleanup(func() { control.Process.Kill(); control.Wait() })
+	var server *os.Process
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", control.Process.Pid, control.Process.Pid))
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return false
+		}
+		pid, _ := strconv.Atoi(f[0])
+		info, err := gpu.ReadProc(pid)
+		if err != nil || !info.MPSServer {
+			return false
+		}
+		server, _ = os.FindProcess(pid)
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	t.Cleanup(func() { _ = server.Kill() })
+	sim.Attach(idleGPU, server.Pid, 3<<30) // more than the booking holds
+
+	terminate := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, OnAct: log.add})
+	_, err = m.Tick()
+	require.NoError(t, err)
+	st, err := c.Stats(sim, gpu.MPS{})
+	require.NoError(t, err)
+	i := slices.IndexFunc(st.Processes, func(a Attribution) bool { return a.PID == server.Pid })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, MPSServer, st.Processes[i].Verdict)
+	require.Zero(t, st.Processes[i].Partition, "the server counts against no booking")
+	require.NotContains(t, log.kinds(), "signalled")
+	require.NotContains(t, log.kinds(), "overbudget")
+	require.NoError(t, server.Signal(syscall.Signal(0)), "the server still runs")
 }

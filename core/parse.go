@@ -319,6 +319,20 @@ func parseClock(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, errors.New("no form matched")
 }
 
+// ParseStatus reads a booking status as a person types it: its words, or
+// joined by a hyphen ("ending-soon", "gpu-gone"), in any case.
+func ParseStatus(s string) (BookingStatus, error) {
+	typed := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", " "))
+	names := make([]string, len(BookingStatuses))
+	for i, st := range BookingStatuses {
+		if strings.ToLower(string(st)) == typed {
+			return st, nil
+		}
+		names[i] = strings.ToLower(strings.ReplaceAll(string(st), " ", "-"))
+	}
+	return "", inputErr("state %s: use %s", Quote(s), strings.Join(names, ", "))
+}
+
 // ParseGPU reads a GPU as a person names it: an index on this host (0),
 // or host:index (gpu3:0) in a ledger many hosts share; any (or gpu3:any)
 // for whichever GPU of the host has room first.
@@ -364,6 +378,9 @@ func FormatGPU(host string, device int) string {
 }
 
 const ppm = 1_000_000
+
+// ShareOf is a share stored in parts per million as a fraction, 0 to 1.
+func ShareOf(partsPerMillion int64) float64 { return float64(partsPerMillion) / ppm }
 
 // FormatPercent prints a share in parts per million as a percent.
 func FormatPercent(sharePPM int64) string {

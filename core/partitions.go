@@ -706,20 +706,7 @@ func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
 
 // LastEvents returns the newest n audit events, oldest first, reading only
 // those: the trail grows for as long as the machine is used.
-func (c *Client) LastEvents(n int) ([]storage.Event, error) {
-	var out []storage.Event
-	err := c.ledger.View(func(tx *storage.Tx) error {
-		last := tx.LastEvent()
-		from := uint64(0)
-		if last > uint64(n) {
-			from = last - uint64(n)
-		}
-		var err error
-		out, err = tx.Events(from, n)
-		return err
-	})
-	return out, err
-}
+func (c *Client) LastEvents(n int) ([]storage.Event, error) { return c.FindEvents(EventFilter{}, n) }
 
 // Recent returns the live bookings and those made within the window (zero:
 // long enough that every booking that can still have processes is in it):

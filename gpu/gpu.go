@@ -52,6 +52,9 @@ type Process struct {
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
 	// Container is the container it runs in; zero outside one.
 	Container Container `json:"container,omitzero"`
+	// MPSServer: an MPS server, which serves every client on the GPU and is
+	// nobody's job.
+	MPSServer bool `json:"mps_server,omitempty"`
 	// CUDA is what its environment asks of CUDA; private to its owner and
 	// root, so never printed.
 	CUDA CUDAEnv `json:"-"`
@@ -61,6 +64,7 @@ type Process struct {
 func (p *Process) withInfo(pi ProcInfo) {
 	p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
 	p.PartitionID, p.StartTime, p.Container, p.CUDA = pi.PartitionID, pi.StartTime, pi.Container, pi.CUDA
+	p.MPSServer = pi.MPSServer
 }
 
 // DeviceSample is one reading of one device.

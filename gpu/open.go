@@ -18,6 +18,9 @@ const (
 	KindSim  Kind = "sim"
 )
 
+// Kinds are the backends a person can ask for, auto first.
+var Kinds = []Kind{KindAuto, KindNVML, KindDRM, KindSim}
+
 // BackendEnv selects the backend: auto, nvml, drm or sim.
 const BackendEnv = "CHRONOS_BACKEND"
 

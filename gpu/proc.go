@@ -55,6 +55,9 @@ type ProcInfo struct {
 	StartTime uint64
 	// Container is the container the process runs in; zero when none.
 	Container Container
+	// MPSServer: the process is an MPS server, started by an MPS control
+	// daemon, both from root's binaries (see isMPSServer).
+	MPSServer bool
 }
 
 // ProcReader reads processes from a proc file system mounted at Root, and
@@ -133,7 +136,42 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	}
 
 	r.readContainer(dir, status, st.ppid, &info)
+	info.MPSServer = r.isMPSServer(dir, st.ppid)
 	return info, nil
+}
+
+// MPS's programs, as their executables are named.
+const (
+	mpsServerExe  = "nvidia-cuda-mps-server"
+	mpsControlExe = "nvidia-cuda-mps-control"
+)
+
+// isMPSServer says whether the process in dir is an MPS server: NVML lists
+// the server among a GPU's processes, with memory of its own, but it is no
+// one's job — it serves every client, and stopping it stops them all. It
+// counts only when its executable and its parent's (the control daemon's)
+// are root's files of those names: /proc's exe link names the file actually
+// run, so a user cannot pass off a program of theirs by naming or linking
+// it so.
+func (r ProcReader) isMPSServer(dir string, ppid int) bool {
+	return rootsProgram(dir, mpsServerExe) && ppid > 0 &&
+		rootsProgram(filepath.Join(r.root(), strconv.Itoa(ppid)), mpsControlExe)
+}
+
+// rootsProgram says whether the process in dir runs a file named name that
+// root owns. Another user's exe link is readable only by root, so an
+// ordinary user's reading says false.
+func rootsProgram(dir, name string) bool {
+	exe, err := os.Readlink(filepath.Join(dir, "exe"))
+	if err != nil || filepath.Base(exe) != name {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "exe"))
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && sys.Uid == 0
 }
 
 // readContainer finds the container the process runs in, from its cgroup

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,4 +268,67 @@ func TestProcCache(t *testing.T) {
 	_, err = c.lookup(42)
 	require.ErrorIs(t, err, ErrProcessGone)
 	require.Empty(t, c.known)
+}
+
+// startMPSLike starts a copy of sh named like MPS's control daemon which
+// starts a copy of sleep named like its server, both owned by uid, and
+// returns the two pids.
+func startMPSLike(t *testing.T, uid int) (control, server int) {
+	t.Helper()
+	dir := t.TempDir()
+	copyProgram := func(from, name string) string {
+		path, err := exec.LookPath(from)
+		require.NoError(t, err)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		to := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(to, data, 0o755))
+		require.NoError(t, os.Lchown(to, uid, -1))
+		return to
+	}
+	ctl := copyProgram("sh", mpsControlExe)
+	srv := copyProgram("sleep", mpsServerExe)
+	cmd := exec.Command(ctl, "-c", srv+" 30; :")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	children := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "task", strconv.Itoa(cmd.Process.Pid), "children")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(children)
+		if err != nil || len(strings.Fields(string(b))) == 0 {
+			return false
+		}
+		server, err = strconv.Atoi(strings.Fields(string(b))[0])
+		exe, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(server), "exe"))
+		return err == nil && filepath.Base(exe) == mpsServerExe
+	}, 5*time.Second, time.Millisecond)
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	return cmd.Process.Pid, server
+}
+
+// The MPS server is listed by NVML among a GPU's processes; it must be
+// known as such (never signalled as someone's job), and only when it really
+// is root's server started by root's control daemon.
+func TestReadProcMPSServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the programs must be root's files")
+	}
+	control, server := startMPSLike(t, 0)
+	info, err := ReadProc(server)
+	require.NoError(t, err)
+	require.True(t, info.MPSServer, "root's server under root's control daemon")
+	info, err = ReadProc(control)
+	require.NoError(t, err)
+	require.False(t, info.MPSServer, "the control daemon itself is not the server")
+
+	_, forged := startMPSLike(t, 65534)
+	info, err = ReadProc(forged)
+	require.NoError(t, err)
+	require.False(t, info.MPSServer, "a user's own programs named like MPS's are not MPS")
+
+	info, err = ReadProc(startSleep(t).Process.Pid)
+	require.NoError(t, err)
+	require.False(t, info.MPSServer)
 }

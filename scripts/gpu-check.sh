@@ -111,7 +111,8 @@ echo "--- audit trail"
 step "memory in use: an unbooked job holds 20 GiB, stats stores a reading (expect create 100% to warn, naming its user and pid; admit=physical to refuse)"
 $LOAD hold --gib 20 --seconds 60 &
 HOG=$!
-for _ in $(seq 60); do nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -q "^$HOG" && break; sleep 0.5; done
+# Wait until it holds the 20 GiB, not merely until its CUDA context shows.
+for _ in $(seq 120); do nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', ' -v p="$HOG" '$1==p && $2>=19000 {f=1} END {exit !f}' && break; sleep 0.5; done
 "$CHRONOS" stats > /dev/null
 "$CHRONOS" create 0 100% 10m --json > "$WORK/physical.json"; echo "exit $? (0: admitted on booked shares)"
 "$CHRONOS" release "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$WORK/physical.json")"

@@ -128,6 +128,7 @@ def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="mode", required=True)
     h = sub.add_parser("hold"); h.add_argument("--gib", type=float, default=4); h.add_argument("--seconds", type=float, default=20)
+    h.add_argument("--tag", default="", help="ignored: text that only shows in the command line")
     a = sub.add_parser("alloc"); a.add_argument("--gib", type=float, required=True)
     b = sub.add_parser("bench"); b.add_argument("--windows", type=int, default=12); b.add_argument("--seconds", type=float, default=5)
     b.add_argument("--monitor", required=True)

@@ -16,7 +16,10 @@ and prints one Markdown table row per program. Python 3 standard library only,
 Linux only (/proc), so it runs on a bare GPU machine.
 
   scripts/ptybench.py [--size 120x40] [--seconds 30] [--warmup 5] \\
-      [--ready NAME=TEXT ...] NAME=COMMAND [NAME=COMMAND ...]
+      [--ready NAME=TEXT ...] [--keys NAME=KEYS ...] NAME=COMMAND [NAME=COMMAND ...]
+
+--keys types KEYS (Python escapes: '\\r' is enter) once the program's first
+frame shows, to measure a view other than its first.
 
   scripts/ptybench.py --ready chronos='Bookings (' chronos=bin/chronos nvtop=nvtop
 """
@@ -112,7 +115,7 @@ def spawn(argv, rows, cols, env):
     return pid, master
 
 
-def measure(name, argv, rows, cols, warmup, seconds, ready):
+def measure(name, argv, rows, cols, warmup, seconds, ready, keys=None):
     env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", LINES=str(rows), COLUMNS=str(cols))
     start = time.monotonic()
     pid, fd = spawn(argv, rows, cols, env)
@@ -158,6 +161,8 @@ def measure(name, argv, rows, cols, warmup, seconds, ready):
             screen = (screen + data)[-65536:]
             if ready.encode() in ESCAPES.sub(b"", screen):
                 first_frame = (time.monotonic() - start) * 1000
+                if keys:
+                    os.write(fd, keys)
     elapsed = time.monotonic() - window_start
     ticks1, rss = usage(pid)
     peak = max(peak, rss)
@@ -199,16 +204,19 @@ def main():
     ap.add_argument("--warmup", type=float, default=5, help="seconds before measuring (default 5)")
     ap.add_argument("--ready", action="append", default=[], metavar="NAME=TEXT",
                     help="the program's first frame is the first screen holding TEXT")
+    ap.add_argument("--keys", action="append", default=[], metavar="NAME=KEYS",
+                    help="keys to type once the first frame shows (Python escapes)")
     ap.add_argument("programs", nargs="+", metavar="NAME=COMMAND")
     a = ap.parse_args()
     cols, rows = (int(x) for x in a.size.lower().split("x"))
     ready = dict(r.split("=", 1) for r in a.ready)
+    keys = {n: k.encode().decode("unicode_escape").encode() for n, k in (x.split("=", 1) for x in a.keys)}
     print(f"| program | terminal | CPU, % of one core | peak RSS, MiB | output, KiB/s | first output, ms | first frame, ms |")
     print(f"|---|---|--:|--:|--:|--:|--:|")
     failed = False
     for spec in a.programs:
         name, _, command = spec.partition("=")
-        r = measure(name, shlex.split(command), rows, cols, a.warmup, a.seconds, ready.get(name))
+        r = measure(name, shlex.split(command), rows, cols, a.warmup, a.seconds, ready.get(name), keys.get(name))
         if "error" in r:
             print(f"| {name} | {cols}×{rows} | {r['error']} | | | | |", flush=True)
             failed = True

@@ -63,12 +63,14 @@ echo "booking $ID"
 
 if [ "${NOBODY_GPU:-yes}" = yes ]; then
 	step "nobody claims booking $ID in their environment and holds 20 GiB, with escapes in argv"
-	as_nobody env CHRONOS_BOOKING_ID="$ID" python3 "$WORK/gpu_workload.py" hold --gib 20 --seconds 120 $'\e]2;pwned\a' &
+	as_nobody env CHRONOS_BOOKING_ID="$ID" python3 "$WORK/gpu_workload.py" hold --gib 20 --seconds 120 --tag $'\e]2;pwned\a' &
 	for _ in $(seq 60); do [ "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)" -ge 2 ] && break; sleep 0.5; done
 	sleep 2
 	echo "expect: nobody's process FALSE CLAIM #$ID, root's job #$ID, no title change, \\x1b]2;pwned shown"
 	"$CHRONOS" stats
 	"$CHRONOS" stats | grep -q $'\e' && echo "FAIL: an escape reached the terminal" || echo "ok: no escape on the terminal"
+	pgrep -u nobody -f gpu_workload.py >/dev/null && echo "ok: nobody's process runs" || echo "FAIL: nobody's process never ran (the rest of this step proves nothing)"
+	"$CHRONOS" stats | grep -q "FALSE CLAIM #$ID" && echo "ok: shown as FALSE CLAIM #$ID" || echo "FAIL: no FALSE CLAIM #$ID"
 
 	step "root monitor, overbudget=terminate unbooked=terminate: expect nobody's process SIGTERMed, root's job untouched"
 	"$CHRONOS" --monitor --policy "overbudget=terminate unbooked=terminate grace=5s" 2> "$WORK/monitor.log" &

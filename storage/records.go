@@ -354,7 +354,12 @@ func (tx *Tx) writable(what string) (RawTx, error) {
 
 // each decodes every record of a bucket in key order.
 func each[T any](tx *Tx, bucket []byte, fn func(k []byte, rec T) error) error {
-	return tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+	return eachFrom(tx, bucket, nil, fn)
+}
+
+// eachFrom is each from the first key >= from.
+func eachFrom[T any](tx *Tx, bucket, from []byte, fn func(k []byte, rec T) error) error {
+	return tx.scan(bucket, from, false, func(k, v []byte) (bool, error) {
 		var rec T
 		if err := decode(v, &rec); err != nil {
 			return false, fmt.Errorf("%s %x: %w", bucket, k, err)
@@ -367,6 +372,16 @@ func each[T any](tx *Tx, bucket []byte, fn func(k []byte, rec T) error) error {
 func (tx *Tx) Partitions() ([]Partition, error) {
 	var out []Partition
 	err := each(tx, bucketPartitions, func(_ []byte, p Partition) error {
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// PartitionsFrom returns the partitions numbered id and up, oldest first.
+func (tx *Tx) PartitionsFrom(id uint64) ([]Partition, error) {
+	var out []Partition
+	err := eachFrom(tx, bucketPartitions, key(id), func(_ []byte, p Partition) error {
 		out = append(out, p)
 		return nil
 	})
@@ -551,6 +566,18 @@ func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
 		return limit <= 0 || len(out) < limit, nil
 	})
 	return out, err
+}
+
+// EventsBackward visits the audit trail from the newest event back, until
+// fn says stop.
+func (tx *Tx) EventsBackward(fn func(Event) (more bool, err error)) error {
+	return tx.scan(bucketEvents, nil, true, func(k, v []byte) (bool, error) {
+		var e Event
+		if err := decode(v, &e); err != nil {
+			return false, fmt.Errorf("event %x: %w", k, err)
+		}
+		return fn(e)
+	})
 }
 
 // LastEvent returns the sequence number of the newest event (0: none).

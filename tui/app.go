@@ -5,12 +5,14 @@
 //
 // The app is a root Model that composes components, each a file of its own:
 // the GPU panel (gpus.go), one tab per table (bookings.go, processes.go, both
-// on the table component in table.go), the booking form (form.go) and the
-// prompt on the status line (prompt.go). Every component draws from what
-// the root hands it, keeps its own keys (a help.KeyMap) and is sized by the
-// root. All reading and writing happens in tea.Cmds (cmds.go).
+// on the table component in table.go), the booking form (form.go), the
+// prompt on the status line (prompt.go) and a GPU's history, which takes
+// the screen (history.go). The person's notices stay on a line under the
+// header until dismissed. Every component draws from what the root hands
+// it, keeps its own keys (a help.KeyMap) and is sized by the root. All
+// reading and writing happens in tea.Cmds (cmds.go).
 //
-// To add a tab (a waiting line, a GPU's history): write a type that meets
+// To add a tab (a waiting line, say): write a type that meets
 // the tab interface in tabs.go — usually a table of its own rows, shaped by
 // a pure function from the readings — and append it to the tabs in New. The
 // root then switches to it with tab, sizes it, hands it every new reading
@@ -45,6 +47,10 @@ type Options struct {
 	// Acts carries one line per monitor act (expired, warned, signalled),
 	// shown in the status line. May be nil.
 	Acts <-chan string
+	// Notices carries the notices to this user about their own bookings
+	// (ending soon, idle, reclaimed), shown on a line that stays until
+	// dismissed. May be nil.
+	Notices <-chan core.Notice
 	// Now is the clock; nil means the client's.
 	Now func() time.Time
 	// Refresh is how often the screen ticks; zero means a second. The GPUs
@@ -88,6 +94,7 @@ type shared struct {
 	styles Styles
 	now    func() time.Time
 	me     core.Identity
+	host   string // this host in a ledger many hosts share; "" in a ledger file
 	after  func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
 
@@ -109,11 +116,12 @@ type readings struct {
 type mode int
 
 const (
-	browsing  mode = iota
-	booking        // the new-booking form
-	releasing      // the prompt waits for y to confirm a release
-	extending      // the prompt takes an extension
-	filtering      // the prompt takes a filter, applied as it is typed
+	browsing       mode = iota
+	booking             // the new-booking form
+	releasing           // the prompt waits for y to confirm a release
+	extending           // the prompt takes an extension
+	filtering           // the prompt takes a filter, applied as it is typed
+	viewingHistory      // one GPU's history fills the screen
 )
 
 // Model is the root of the app: it owns the readings, schedules reading
@@ -140,6 +148,7 @@ type Model struct {
 	active    int
 	form      *bookingForm
 	prompt    *prompt
+	history   *historyView // while viewingHistory
 	help      help.Model
 
 	mode     mode
@@ -149,8 +158,11 @@ type Model struct {
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 
-	status statusLine
-	memos  struct{ header, tabs, footer memo }
+	// notices are the person's notices not yet dismissed, at most one per
+	// booking, the newest last: it is the one shown.
+	notices []core.Notice
+	status  statusLine
+	memos   struct{ header, tabs, footer memo }
 }
 
 // New returns the app's root model.
@@ -164,13 +176,13 @@ func New(opts Options) *Model {
 	if opts.after == nil {
 		opts.after = tea.Tick
 	}
-	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), after: opts.after}
+	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
 		width: 80, height: 24,
 		data:      readings{policy: core.DefaultPolicy()},
-		gpus:      newGPUPanel(sh),
+		gpus:      newGPUPanel(sh, int(historyWindow/(gpuEvery*opts.Refresh))+1),
 		bookings:  newBookingsTab(sh),
 		processes: newProcessesTab(sh),
 		prompt:    newPrompt(sh),
@@ -209,6 +221,7 @@ func (m *Model) Init() tea.Cmd {
 		m.tickCmd(),
 		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
 		waitActCmd(m.opts.Acts),
+		waitNoticeCmd(m.opts.Notices),
 	)
 }
 
@@ -278,6 +291,9 @@ func (m *Model) relayout() {
 	l := m.layout()
 	for _, t := range m.tabs {
 		t.setSize(m.width, l.body)
+	}
+	if m.history != nil {
+		m.history.setSize(m.width, l.history)
 	}
 }
 

@@ -2,37 +2,53 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 )
 
-// ring keeps the last readings of one number, oldest first when read.
-type ring struct {
-	vals []int
-	next int
-	full bool
+// point is one reading of one GPU as the app keeps it: small, since an
+// hour of them is kept for every GPU.
+type point struct {
+	at   int64  // Unix nanoseconds
+	mem  uint64 // bytes in use
+	util int32  // percent; negative: the GPU did not say
 }
 
-func newRing(n int) *ring { return &ring{vals: make([]int, n)} }
+func (p point) time() time.Time { return time.Unix(0, p.at) }
 
-func (r *ring) push(v int) {
-	r.vals[r.next] = v
+// trace is the app's own readings of one GPU, oldest first, up to its
+// capacity: the panel's sparkline and the history view's finer grain. Its
+// room is taken as readings come, not all at once.
+type trace struct {
+	vals     []point
+	capacity int
+	next     int // where the next reading goes once vals is full
+}
+
+func newTrace(capacity int) *trace { return &trace{capacity: max(1, capacity)} }
+
+func (r *trace) push(p point) {
+	if len(r.vals) < r.capacity {
+		r.vals = append(r.vals, p)
+		return
+	}
+	r.vals[r.next] = p
 	r.next = (r.next + 1) % len(r.vals)
-	if r.next == 0 {
-		r.full = true
-	}
 }
 
-// last returns up to n of the newest readings, oldest first.
-func (r *ring) last(n int) []int {
-	size := r.next
-	if r.full {
-		size = len(r.vals)
-	}
-	n = min(n, size)
+// len is how many readings it holds; at(i) is the i-th oldest.
+func (r *trace) len() int       { return len(r.vals) }
+func (r *trace) at(i int) point { return r.vals[(r.next+i)%len(r.vals)] }
+func (r *trace) newest() point  { return r.at(r.len() - 1) }
+
+// lastUtil returns the utilisation of up to n of the newest readings,
+// oldest first.
+func (r *trace) lastUtil(n int) []int {
+	n = min(n, r.len())
 	out := make([]int, n)
 	for i := range n {
-		out[i] = r.vals[(r.next-n+i+len(r.vals))%len(r.vals)]
+		out[i] = int(r.at(r.len() - n + i).util)
 	}
 	return out
 }

@@ -196,6 +196,13 @@ func (t *bookingsTab) ShortHelp() []key.Binding     { return t.table.ShortHelp()
 func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() }
 func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
+// device is the selected booking's GPU when it is one of this host's: the
+// app reads only this host's GPUs.
+func (t *bookingsTab) device() (int, bool) {
+	r, ok := t.table.selected()
+	return r.Device, ok && r.Host == t.table.sh.host
+}
+
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.

@@ -46,7 +46,7 @@ func TestReadingsNotGivenReadNA(t *testing.T) {
 	require.NoError(t, WriteStats(&out, core.Stats{Sample: s, Processes: core.Attribute(s, nil, t0)}))
 	require.Contains(t, out.String(), "util n/a  mem-bw n/a  temp n/a  power n/a")
 
-	p := newGPUPanel(&shared{styles: DefaultStyles(), now: func() time.Time { return t0 }})
+	p := newGPUPanel(&shared{styles: DefaultStyles(), now: func() time.Time { return t0 }}, 10)
 	p.record(s)
 	for _, full := range []bool{true, false} {
 		v := ansi.Strip(p.draw(panelSize{width: 100, lines: 3, full: full})[0])

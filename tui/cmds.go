@@ -49,6 +49,16 @@ type watchingMsg struct{ changes <-chan struct{} }
 // actMsg is one line from the monitor: something it expired, warned or signalled.
 type actMsg string
 
+// noticeMsg is a notice to the person about one of their bookings.
+type noticeMsg core.Notice
+
+// historyMsg is one reading of a GPU's history from the ledger.
+type historyMsg struct {
+	device  int
+	history core.GPUHistory
+	err     error
+}
+
 // createdMsg, releasedMsg and extendedMsg answer the key that asked.
 type createdMsg struct {
 	part *core.Partition
@@ -118,30 +128,41 @@ func watchCmd(ctx context.Context, ledger storage.Store, poll time.Duration) tea
 	}
 }
 
-// waitChangeCmd waits for the next change notice; the model re-arms it.
-func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+// waitCmd waits for the next value on ch and hands it over as msg makes
+// it; the model re-arms it. A closed channel (its source ended) ends the
+// wait.
+func waitCmd[T any](ch <-chan T, msg func(T) tea.Msg) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
 	return func() tea.Msg {
-		if _, ok := <-ch; !ok {
-			return nil // the watch ended
-		}
-		return ledgerChangedMsg{}
-	}
-}
-
-// waitActCmd waits for the monitor's next act; the model re-arms it.
-func waitActCmd(acts <-chan string) tea.Cmd {
-	if acts == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		line, ok := <-acts
+		v, ok := <-ch
 		if !ok {
 			return nil
 		}
-		return actMsg(line)
+		return msg(v)
+	}
+}
+
+// waitChangeCmd waits for the ledger's next change notice.
+func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+	return waitCmd(ch, func(struct{}) tea.Msg { return ledgerChangedMsg{} })
+}
+
+// waitActCmd waits for the monitor's next act.
+func waitActCmd(acts <-chan string) tea.Cmd {
+	return waitCmd(acts, func(a string) tea.Msg { return actMsg(a) })
+}
+
+// waitNoticeCmd waits for the next notice to the person.
+func waitNoticeCmd(notices <-chan core.Notice) tea.Cmd {
+	return waitCmd(notices, func(n core.Notice) tea.Msg { return noticeMsg(n) })
+}
+
+func historyCmd(c *core.Client, device int) tea.Cmd {
+	return func() tea.Msg {
+		h, err := c.History(device, historyWindow)
+		return historyMsg{device: device, history: h, err: err}
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // TestGolden runs the real program (Init, ticks, the ledger watch) at fixed
@@ -55,6 +58,33 @@ func TestGolden(t *testing.T) {
 					tm.Send(tea.KeyMsg{Type: tea.KeyTab})
 				}
 			}
+			require.NoError(t, tm.Quit())
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			require.True(t, ok)
+			golden.RequireEqual(t, []byte(final.View()))
+		})
+	}
+}
+
+// TestGoldenHistory is the history of GPU 3 after an hour of a lab (see
+// busyHour), with a notice to alice on its line, at the sizes the app must
+// read at. Regenerate with: go test ./tui -run TestGoldenHistory -update
+func TestGoldenHistory(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			w := newWorld(t, 4)
+			ids := w.busyHour()
+			w.notices = make(chan core.Notice, 1)
+			w.notices <- core.Notice{Time: t0.Add(-2 * time.Minute), Kind: storage.EventWarned, Partition: ids[0], UID: alice.UID,
+				User: "alice", Detail: "ends in 5m (GPU 0)"}
+			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+				return bytes.Contains(b, []byte("ends in 5m")) && bytes.Contains(b, []byte("/80.0 GiB"))
+			}, teatest.WithDuration(5*time.Second))
+			tm.Send(tea.KeyMsg{Type: tea.KeyEnter}) // the first row: carol's, on GPU 3
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("idle 50m")) },
+				teatest.WithDuration(5*time.Second))
 			require.NoError(t, tm.Quit())
 			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 			require.True(t, ok)

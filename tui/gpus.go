@@ -12,10 +12,6 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
-// historyLen is how many readings each sparkline remembers: ten minutes at
-// the GPUs' reading every other second.
-const historyLen = 300
-
 // segment is one owner's booked share of a device's memory.
 type segment struct {
 	user  string
@@ -45,11 +41,12 @@ func bookedSegments(parts []core.Partition, now time.Time) map[int][]segment {
 // room, one compact line each when there is not. Its lines change only
 // with a reading or a booking, so they are drawn then and kept.
 type gpuPanel struct {
-	sh      *shared
-	sample  gpu.Sample
-	segs    map[int][]segment
-	history map[int]*ring // utilisation by device index
-	last    time.Time     // time of the last reading recorded
+	sh     *shared
+	sample gpu.Sample
+	segs   map[int][]segment
+	traces map[int]*trace // the app's own readings, by device index
+	keep   int            // readings each trace keeps
+	last   time.Time      // time of the last reading recorded
 
 	drawnFor panelSize // what lines were drawn for; zero: draw again
 	lines    []string
@@ -65,26 +62,32 @@ type panelSize struct {
 	full         bool
 }
 
-func newGPUPanel(sh *shared) *gpuPanel {
-	return &gpuPanel{sh: sh, history: map[int]*ring{}}
+// newGPUPanel keeps keep readings of each GPU: its sparklines, and the
+// history view's readings since the app opened.
+func newGPUPanel(sh *shared, keep int) *gpuPanel {
+	return &gpuPanel{sh: sh, traces: map[int]*trace{}, keep: keep}
 }
 
-// record takes a reading and adds it to the sparklines. A reading taken at
-// the same instant as the last one adds nothing, so a stopped clock
-// (tests, a paused simulation) draws a steady line.
+// record takes a reading and adds it to the traces. A reading taken at the
+// same instant as the last one adds nothing, so a stopped clock (tests, a
+// paused simulation) draws a steady line.
 func (p *gpuPanel) record(s gpu.Sample) {
 	p.sample, p.drawnFor = s, panelSize{}
-	if !s.Time.IsZero() && s.Time.Equal(p.last) {
+	at := s.Time
+	if at.IsZero() {
+		at = p.sh.now()
+	}
+	if at.Equal(p.last) {
 		return
 	}
-	p.last = s.Time
+	p.last = at
 	for _, d := range s.Devices {
-		r := p.history[d.Index]
+		r := p.traces[d.Index]
 		if r == nil {
-			r = newRing(historyLen)
-			p.history[d.Index] = r
+			r = newTrace(p.keep)
+			p.traces[d.Index] = r
 		}
-		r.push(d.Util)
+		r.push(point{at: at.UnixNano(), mem: d.MemoryUsed, util: int32(d.Util)})
 	}
 }
 
@@ -143,11 +146,11 @@ func (p *gpuPanel) draw(size panelSize) []string {
 func utilFrac(d gpu.DeviceSample) float64 { return float64(max(0, d.Util)) / 100 }
 
 func (p *gpuPanel) spark(index, width int) string {
-	r := p.history[index]
+	r := p.traces[index]
 	if r == nil || width <= 0 {
 		return ""
 	}
-	return p.sh.styles.Spark.Render(sparkline(r.last(width)))
+	return p.sh.styles.Spark.Render(sparkline(r.lastUtil(width)))
 }
 
 func memText(d gpu.DeviceSample) string {

@@ -52,6 +52,8 @@ type world struct {
 	gpus   *countingBackend
 	ledger *countingStore
 	client *core.Client
+	// notices, when made, carries a monitor's notices to the app.
+	notices chan core.Notice
 }
 
 // countingBackend is the simulated GPUs, counting how often they are read.
@@ -138,6 +140,7 @@ func (w *world) options() Options {
 		Host:    "gpu-box",
 		Now:     w.clock.Now,
 		Notice:  "no NVIDIA driver found; showing simulated GPUs",
+		Notices: w.notices,
 		after: func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 			return func() tea.Msg { return timerMsg{after: d, msg: fn(t0.Add(d))} }
 		},

@@ -2,11 +2,13 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // appKeys are the root's keys: what to do with the bookings, how to look
@@ -14,6 +16,7 @@ import (
 // have keys of their own. A binding that does not apply now is disabled
 // (SetEnabled): it then neither acts nor shows in the help.
 type appKeys struct {
+	Dismiss, History        key.Binding
 	New, Release, Extend    key.Binding
 	Switch, Filter, Mine    key.Binding
 	Sort, Close, Help, Quit key.Binding
@@ -21,6 +24,8 @@ type appKeys struct {
 
 func defaultAppKeys() appKeys {
 	return appKeys{
+		Dismiss: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "dismiss notice")),
+		History: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "GPU history")),
 		New:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new booking")),
 		Release: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "release")),
 		Extend:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend")),
@@ -35,19 +40,29 @@ func defaultAppKeys() appKeys {
 }
 
 // syncKeys enables the keys that apply now: the root's while browsing (x
-// and e only on a live booking), the active tab's while nothing else has
-// the keyboard.
+// and e only on a live booking, enter once there is a GPU to show), the
+// active tab's while nothing else has the keyboard, the history's while it
+// is open.
 func (m *Model) syncKeys() {
 	k := &m.keys
-	browse := m.mode == browsing
-	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort, &k.Help, &k.Quit} {
+	browse, history := m.mode == browsing, m.mode == viewingHistory
+	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort} {
 		b.SetEnabled(browse)
+	}
+	k.Help.SetEnabled(browse || history)
+	k.Quit.SetEnabled(browse || history)
+	k.Dismiss.SetEnabled((browse || history) && len(m.notices) > 0)
+	dev, ok := m.historyDevice()
+	k.History.SetEnabled(browse && ok)
+	k.History.SetHelp("enter", fmt.Sprintf("GPU %d history", dev))
+	if m.history != nil {
+		m.history.enable(history, len(m.data.sample.Devices), m.fullHelp)
 	}
 	r, ok := m.bookings.selected()
 	onBooking := browse && m.current() == m.bookings && ok && !r.EndedAt(m.sh.now()) // upcoming ones too
 	k.Release.SetEnabled(onBooking)
 	k.Extend.SetEnabled(onBooking)
-	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != ""))
+	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != "") || history && m.fullHelp)
 	if m.fullHelp {
 		k.Close.SetHelp("esc", "close help")
 	} else {
@@ -86,6 +101,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.quit()
 	case key.Matches(msg, k.Help):
 		m.fullHelp = !m.fullHelp
+	case key.Matches(msg, k.Dismiss):
+		m.notices = m.notices[:len(m.notices)-1]
+	case m.mode == viewingHistory:
+		return m.historyKey(msg)
+	case key.Matches(msg, k.History):
+		dev, _ := m.historyDevice()
+		return m.openHistory(dev)
 	case key.Matches(msg, k.Close):
 		if m.fullHelp {
 			m.fullHelp = false
@@ -138,6 +160,55 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 	}
 	m.mode = extending
 	m.prompt.askText(fmt.Sprintf("Extend #%d by ", r.ID), "e.g. 30m", "1h", "extend", "cancel", 12)
+	return nil
+}
+
+// historyDevice is the GPU enter opens the history of: the selected row's,
+// else the first GPU read.
+func (m *Model) historyDevice() (int, bool) {
+	if dev, ok := m.current().device(); ok {
+		return dev, true
+	}
+	if len(m.data.sample.Devices) > 0 {
+		return m.data.sample.Devices[0].Index, true
+	}
+	return 0, false
+}
+
+// openHistory shows a GPU's history and reads it from the ledger.
+func (m *Model) openHistory(dev int) tea.Cmd {
+	name := ""
+	for _, d := range m.data.sample.Devices {
+		if d.Index == dev {
+			name = d.Name
+		}
+	}
+	m.history = newHistoryView(m.sh, dev, name)
+	m.history.readAt = m.sh.now()
+	m.mode, m.fullHelp = viewingHistory, false
+	return historyCmd(m.opts.Client, dev)
+}
+
+// historyKey takes a key while the history is open: esc goes back (or
+// closes the help first), ←/→ show the GPU before or after.
+func (m *Model) historyKey(msg tea.KeyMsg) tea.Cmd {
+	h := m.history
+	switch {
+	case key.Matches(msg, m.keys.Close):
+		m.fullHelp = false
+	case key.Matches(msg, h.keys.Back):
+		m.mode, m.history = browsing, nil
+	case key.Matches(msg, h.keys.Prev), key.Matches(msg, h.keys.Next):
+		devs := m.data.sample.Devices
+		i := slices.IndexFunc(devs, func(d gpu.DeviceSample) bool { return d.Index == h.device })
+		step := 1
+		if key.Matches(msg, h.keys.Prev) {
+			step = len(devs) - 1
+		}
+		return m.openHistory(devs[(i+step)%len(devs)].Index)
+	default:
+		h.scroll(msg)
+	}
 	return nil
 }
 
@@ -202,20 +273,26 @@ func (m *Model) setFilter(text string) {
 // browsing, help and quit come last and are kept when the line is short
 // (see footer).
 func (m *Model) ShortHelp() []key.Binding {
+	k := m.keys
 	switch m.mode {
 	case booking:
 		return m.form.ShortHelp()
 	case releasing, extending, filtering:
 		return m.prompt.ShortHelp()
+	case viewingHistory:
+		return append([]key.Binding{k.Dismiss, k.Close}, append(m.history.ShortHelp(), k.Help, k.Quit)...)
 	}
-	k := m.keys
-	return append(m.current().ShortHelp(), k.New, k.Release, k.Extend, k.Switch, k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit)
+	return append([]key.Binding{k.Dismiss}, append(m.current().ShortHelp(),
+		k.New, k.Release, k.Extend, k.Switch, k.History, k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit)...)
 }
 
 // FullHelp is the help shown with ?: the tab's keys, then the root's.
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.keys
+	if m.mode == viewingHistory {
+		return append(m.history.FullHelp(), []key.Binding{k.Dismiss, k.Close, k.Help, k.Quit})
+	}
 	return append(m.current().FullHelp(),
-		[]key.Binding{k.New, k.Release, k.Extend, k.Switch},
-		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit})
+		[]key.Binding{k.New, k.Release, k.Extend, k.Switch, k.History},
+		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Dismiss, k.Close, k.Help, k.Quit})
 }

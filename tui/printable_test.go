@@ -84,7 +84,7 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 	require.Contains(t, m.View(), `unbooked: pid 7: \x1b]2;pwned`)
 
 	var list bytes.Buffer
-	require.NoError(t, WriteBookings(&list, []core.Partition{p}, t0, time.Minute))
+	require.NoError(t, WriteBookings(&list, []core.Partition{p}, t0, time.Minute, TableOptions{Wide: true}))
 	noTerminalControl(t, list.String())
 	require.Contains(t, list.String(), `mal\x1b[2Jlory`)
 

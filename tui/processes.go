@@ -51,8 +51,8 @@ func sortProcesses(rows []processRow, by sortKey) {
 
 // verdictText says what a process counts against, in the words both the
 // app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
-// "UNBOOKED", or "FALSE CLAIM #7" for an unbooked process whose environment
-// names someone else's booking.
+// "UNBOOKED", "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking, or "MPS SERVER".
 func verdictText(a core.Attribution) string {
 	switch a.Verdict {
 	case core.Unbooked:
@@ -64,6 +64,8 @@ func verdictText(a core.Attribution) string {
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
 	case core.Ended:
 		return fmt.Sprintf("ENDED #%d", a.Partition)
+	case core.MPSServer:
+		return "MPS SERVER"
 	}
 	return fmt.Sprintf("#%d", a.Partition)
 }
@@ -144,6 +146,7 @@ func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.table.setRows(rows)
 }
 func (t *processesTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
+func (t *processesTab) device() (int, bool)         { r, ok := t.table.selected(); return r.Device, ok }
 func (t *processesTab) enable(on bool)              { t.table.enable(on) }
 func (t *processesTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
 func (t *processesTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }

@@ -31,9 +31,20 @@ func due(now, last time.Time, ticks int, every time.Duration) bool {
 // passed reports whether the instant t (zero: none) has come.
 func passed(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) }
 
-// load asks for the ledger and notes when.
+// historyEvery is the least time between two reads of an open history
+// with the ledger: monitors add a minute once a minute, and the readings
+// they store every few seconds change nothing in it.
+const historyEvery = 15 * time.Second
+
+// load asks for the ledger and notes when; an open history is read again
+// with it, now and then.
 func (m *Model) load() tea.Cmd {
-	m.sched.loadedAt = m.sh.now()
+	now := m.sh.now()
+	m.sched.loadedAt = now
+	if h := m.history; h != nil && now.Sub(h.readAt) >= historyEvery {
+		h.readAt = now
+		return tea.Batch(loadCmd(m.opts.Client), historyCmd(m.opts.Client, h.device))
+	}
 	return loadCmd(m.opts.Client)
 }
 
@@ -117,6 +128,16 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case actMsg:
 		return tea.Batch(m.status.set(m.sh, string(msg), false), waitActCmd(m.opts.Acts), m.load())
 
+	case noticeMsg:
+		m.notice(core.Notice(msg))
+		return tea.Batch(waitNoticeCmd(m.opts.Notices), m.load())
+
+	case historyMsg:
+		if m.history != nil {
+			m.history.show(msg)
+		}
+		return nil
+
 	case createdMsg:
 		if msg.err != nil {
 			if m.mode == booking {
@@ -140,6 +161,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
 		m.replace(msg.part)
+		m.answered(msg.part.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Released #%d", msg.part.ID), false), m.load())
 
 	case extendedMsg:
@@ -147,6 +169,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
 		m.replace(msg.part)
+		m.answered(msg.part.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, core.FormatDuration(msg.by),
 			timeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
 	}
@@ -155,6 +178,22 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 
 func (m *Model) spacingCmd() tea.Cmd {
 	return m.sh.after(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
+}
+
+// notice puts a notice on the notice line: the person's own only, and a
+// booking's newer notice in place of its older one.
+func (m *Model) notice(n core.Notice) {
+	if n.UID != m.sh.me.UID {
+		return
+	}
+	m.answered(n.Partition)
+	m.notices = append(m.notices, n)
+}
+
+// answered drops a booking's notice: a newer one came, or the person acted
+// on the booking (released or extended it).
+func (m *Model) answered(id uint64) {
+	m.notices = slices.DeleteFunc(m.notices, func(n core.Notice) bool { return n.Partition == id })
 }
 
 // replace puts a changed booking in place of its old copy.

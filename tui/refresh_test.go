@@ -57,7 +57,7 @@ func TestTickRefreshesAndCountsDown(t *testing.T) {
 
 	w.clock.Set(t0.Add(2 * time.Second))
 	update(t, m, tickMsg(t0))
-	require.Equal(t, 2, len(m.gpus.history[0].last(10)), "a new reading at a new instant")
+	require.Equal(t, 2, m.gpus.traces[0].len(), "a new reading at a new instant")
 
 	w.clock.Set(t0.Add(time.Hour + time.Minute))
 	update(t, m, tickMsg(t0))

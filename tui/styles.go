@@ -24,8 +24,10 @@ type Styles struct {
 	Simulated lipgloss.Style
 	NVML      lipgloss.Style
 	Notice    lipgloss.Style
-	Faint     lipgloss.Style
-	Label     lipgloss.Style
+	// NoticeLine is a notice to the person about their own booking.
+	NoticeLine lipgloss.Style
+	Faint      lipgloss.Style
+	Label      lipgloss.Style
 
 	Tab       lipgloss.Style
 	ActiveTab lipgloss.Style
@@ -45,6 +47,11 @@ type Styles struct {
 	TimeUsed  lipgloss.Style
 	TimeSoon  lipgloss.Style
 	TimeEmpty lipgloss.Style
+
+	UtilGraph lipgloss.Style // the history view's graphs
+	MemGraph  lipgloss.Style
+	IdleSpan  lipgloss.Style // a booking's idle stretch in the history view
+	IdleLabel lipgloss.Style // how long it lasted, written in it
 
 	Form      lipgloss.Style
 	FormTitle lipgloss.Style
@@ -85,6 +92,7 @@ func DefaultStyles() Styles {
 	s.Simulated = lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(magenta)
 	s.NVML = lipgloss.NewStyle().Bold(true).Foreground(green)
 	s.Notice = lipgloss.NewStyle().Foreground(magenta)
+	s.NoticeLine = lipgloss.NewStyle().Bold(true).Foreground(yellow)
 	s.Faint = lipgloss.NewStyle().Foreground(subtle)
 	s.Label = lipgloss.NewStyle().Bold(true)
 
@@ -106,6 +114,11 @@ func DefaultStyles() Styles {
 	s.TimeUsed = lipgloss.NewStyle().Foreground(blue)
 	s.TimeSoon = lipgloss.NewStyle().Foreground(yellow)
 	s.TimeEmpty = lipgloss.NewStyle().Foreground(subtle)
+
+	s.UtilGraph = lipgloss.NewStyle().Foreground(green)
+	s.MemGraph = lipgloss.NewStyle().Foreground(blue)
+	s.IdleSpan = lipgloss.NewStyle().Foreground(subtle)
+	s.IdleLabel = lipgloss.NewStyle().Bold(true).Foreground(yellow)
 
 	s.Form = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(blue).Padding(0, 1)
 	s.FormTitle = lipgloss.NewStyle().Bold(true).Foreground(blue)

@@ -27,6 +27,8 @@ type tab interface {
 	// enable turns the tab's keys on or off: off while a form or prompt
 	// has the keyboard.
 	enable(on bool)
+	// device is the GPU of the selected row, whose history enter opens.
+	device() (int, bool)
 	view(now time.Time) []string
 }
 

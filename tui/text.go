@@ -18,11 +18,22 @@ import (
 // through it before it reaches a terminal.
 func Printable(s string) string { return core.Printable(s) }
 
+// TableOptions shape a plain table: Wide adds columns, NoHeaders leaves
+// out the header line (and the "No bookings." of an empty table) for
+// scripts.
+type TableOptions struct {
+	Wide, NoHeaders bool
+}
+
 // WriteBookings prints bookings as a plain table for `chronos list`: no
 // colour, one line each, columns aligned, so it reads well and greps well.
-// COMPUTE comes last, then ENDED, which appears only with history.
-func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead time.Duration) error {
+// COMPUTE comes last, then ENDED, which appears only with history, then
+// the wide columns.
+func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead time.Duration, o TableOptions) error {
 	if len(parts) == 0 {
+		if o.NoHeaders {
+			return nil
+		}
 		_, err := fmt.Fprintln(w, "No bookings.")
 		return err
 	}
@@ -40,7 +51,12 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 	if history {
 		header += "\tENDED"
 	}
-	fmt.Fprintln(tw, header)
+	if o.Wide {
+		header += "\tCREATED\tGPU TIME\tPEAK\tUUID"
+	}
+	if !o.NoHeaders {
+		fmt.Fprintln(tw, header)
+	}
 	for _, p := range parts {
 		compute, ended := "-", "-"
 		status := p.Status(now, warnLead)
@@ -60,6 +76,13 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 			core.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {
 			fmt.Fprintf(tw, "\t%s", ended)
+		}
+		if o.Wide {
+			gpuTime, peak := "-", "-"
+			if !p.Usage.Through.IsZero() {
+				gpuTime, peak = core.FormatDuration(p.Usage.GPUTime), core.FormatBytes(p.Usage.MemoryPeak)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", p.Created.Local().Format("Jan 2 15:04:05"), gpuTime, peak, orDash(p.DeviceUUID))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -139,23 +162,13 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		n := 0
+		var procs []core.Attribution
 		for _, a := range st.Processes {
-			if a.Device != d.Index {
-				continue
+			if a.Device == d.Index {
+				procs = append(procs, a)
 			}
-			if n == 0 {
-				fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
-			}
-			n++
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
-				containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 		}
-		if n == 0 {
-			fmt.Fprintln(tw, "  no compute processes")
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeProcesses(w, procs, containers); err != nil {
 			return err
 		}
 	}
@@ -172,6 +185,22 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 	}
 	return nil
+}
+
+// writeProcesses prints GPU processes as an indented table, with the
+// booking each counts against; CONTAINER when containers is set.
+func writeProcesses(w io.Writer, procs []core.Attribution, containers bool) error {
+	if len(procs) == 0 {
+		_, err := fmt.Fprintln(w, "  no compute processes")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
+	for _, a := range procs {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
+			containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
+	}
+	return tw.Flush()
 }
 
 // anyInContainer reports whether a process runs in a container: only then

@@ -10,11 +10,15 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// layout splits the height: header, GPU panel, tab line, body (a table,
-// the form or the help) and the two footer lines.
+// layout splits the height: header (with the backend's note, the ledger's
+// warnings and the person's notice when there are), GPU panel, other
+// hosts' GPUs, tab line, body (a table, the form or the help) and the two
+// footer lines. A GPU's history takes the place of all between header and
+// footer.
 type layout struct {
 	header, gpus, hosts, body int
 	fullGPUs                  bool
+	history                   int
 }
 
 func (m *Model) layout() layout {
@@ -22,6 +26,10 @@ func (m *Model) layout() layout {
 	if m.opts.Notice != "" {
 		l.header++
 	}
+	if len(m.notices) > 0 {
+		l.header++
+	}
+	l.history = max(1, m.height-l.header-2)
 	rest := m.height - l.header - 1 /* tabs */ - 2 /* status, help */
 	// The tables are what people act on: the GPU panel shrinks to compact
 	// rows before they get less than half the room.
@@ -56,20 +64,30 @@ func (m *Model) View() string {
 	for _, w := range m.data.warnings {
 		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
 	}
-	lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
-	lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
-	lines = append(lines, m.tabsView())
-
+	if len(m.notices) > 0 {
+		lines = append(lines, m.noticeView())
+	}
 	var body []string
+	rows := l.body
 	switch {
+	case m.mode == viewingHistory:
+		rows, body = l.history, m.historyLines(now)
+		if m.fullHelp {
+			body = m.helpLines()
+		}
 	case m.mode == booking:
 		body = cutAll(strings.Split(m.form.view(min(m.width, 90)), "\n"), m.width)
 	case m.fullHelp:
-		body = cutAll(append([]string{st.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...), m.width)
+		body = m.helpLines()
 	default:
 		body = m.current().view(now) // a tab's lines fit already
 	}
-	for i := range l.body {
+	if m.mode != viewingHistory {
+		lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
+		lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
+		lines = append(lines, m.tabsView())
+	}
+	for i := range rows {
 		line := ""
 		if i < len(body) {
 			line = body[i]
@@ -78,6 +96,34 @@ func (m *Model) View() string {
 	}
 	lines = append(lines, cut(m.statusView(), m.width), m.footer())
 	return strings.Join(lines, "\n")
+}
+
+// helpLines is the full help, in place of the body.
+func (m *Model) helpLines() []string {
+	return cutAll(append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...), m.width)
+}
+
+// historyLines draws the GPU history with the app's own readings of it.
+func (m *Model) historyLines(now time.Time) []string {
+	h := m.history
+	var total uint64
+	for _, d := range m.data.sample.Devices {
+		if d.Index == h.device {
+			total = d.MemoryTotal
+		}
+	}
+	return h.lines(m.gpus.traces[h.device], total, now)
+}
+
+// noticeView is the notice line: the person's newest notice, and how many
+// more wait behind it.
+func (m *Model) noticeView() string {
+	n := m.notices[len(m.notices)-1]
+	text := fmt.Sprintf("⚠ %s your booking #%d: %s", n.Time.Local().Format("15:04"), n.Partition, Printable(n.Detail))
+	if more := len(m.notices) - 1; more > 0 {
+		text += fmt.Sprintf(" (+%d more)", more)
+	}
+	return cut(m.sh.styles.NoticeLine.Render(text), m.width)
 }
 
 // memo keeps one drawn part of the screen and what it was drawn from, so
@@ -195,7 +241,7 @@ func (m *Model) footer() string {
 
 func (m *Model) drawFooter(bindings []key.Binding) string {
 	var kept []key.Binding
-	if m.mode == browsing {
+	if m.mode == browsing || m.mode == viewingHistory {
 		kept = []key.Binding{m.keys.Help, m.keys.Quit}
 		bindings = bindings[:len(bindings)-len(kept)]
 	}

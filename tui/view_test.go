@@ -28,7 +28,7 @@ func TestEveryLineFitsTheTerminal(t *testing.T) {
 	w := newWorld(t, 8)
 	w.seed()
 	for _, size := range [][2]int{{60, 16}, {80, 24}, {100, 30}, {140, 40}, {220, 60}, {40, 10}} {
-		for _, keys := range [][]string{nil, {"tab"}, {"n"}, {"?"}, {"x"}, {"e"}, {"/", "bo"}} {
+		for _, keys := range [][]string{nil, {"tab"}, {"n"}, {"?"}, {"x"}, {"e"}, {"/", "bo"}, {"enter"}, {"enter", "?"}} {
 			m := press(t, w.model(size[0], size[1]), keys...)
 			lines := strings.Split(m.View(), "\n")
 			require.Len(t, lines, size[1], "%v after %v", size, keys)

@@ -1,9 +1,13 @@
 // Command demoledger fills a ledger with bookings by the simulated GPUs'
 // users (alice, bob, carol, …), so that screenshots and demos show the app
 // as a busy lab sees it. It acts as those users through core's Go API; the
-// real command line always books as the OS user who runs it. With -week
-// it first gives them a week of past bookings, each released at its end,
-// so that `chronos usage` has use to show.
+// real command line always books as the OS user who runs it. A monitor
+// watches the simulated GPUs through the hour before now, on a clock of its
+// own, with each booking made at its time: the GPUs' history then holds
+// the hour, as if monitors had run all along (erin's booking on GPU 3 has
+// done nothing for most of it).
+// With -week it first gives them a week of past bookings, each released
+// at its end, so that `chronos usage` has use to show.
 //
 //	go run ./scripts/demoledger /tmp/demo.db
 //	go run ./scripts/demoledger -week /tmp/demo.db
@@ -13,12 +17,35 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
+
+// demoBookings were made ago, for length in all.
+var demoBookings = []struct {
+	uid         int
+	user        string
+	device      int
+	share       float64
+	ago, length time.Duration
+}{
+	{2001, "alice", 0, 0.60, 100 * time.Minute, 4*time.Hour + 52*time.Minute},
+	{2005, "erin", 3, 0.50, 70 * time.Minute, time.Hour + 57*time.Minute},
+	{2004, "dave", 1, 0.20, 55 * time.Minute, 59*time.Minute + 30*time.Second},
+	{2002, "bob", 1, 0.30, 50 * time.Minute, 2*time.Hour + 55*time.Minute},
+	{2003, "carol", 3, 0.25, 45 * time.Minute, 20 * time.Minute},
+	{2006, "frank", 3, 0.25, 30 * time.Minute, 55 * time.Minute},
+	{2002, "bob", 2, 0.25, 20 * time.Minute, 8 * time.Hour},
+}
+
+// noSignals: the simulated GPUs' processes are made up.
+type noSignals struct{}
+
+func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 
 func main() {
 	week := flag.Bool("week", false, "first give the users a week of past bookings")
@@ -27,8 +54,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: demoledger [-week] LEDGER")
 		os.Exit(2)
 	}
+	now := time.Now()
+	at := now.Add(-2 * time.Hour)
+	clock := func() time.Time { return at }
 	ledger := storage.New(flag.Arg(0))
-	sim := gpu.NewSim(gpu.SimOptions{})
+	sim := gpu.NewSim(gpu.SimOptions{Now: clock})
 	devices := func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
@@ -36,25 +66,35 @@ func main() {
 	if *week {
 		pastWeek(ledger, devices)
 	}
-	for _, b := range []struct {
-		uid    int
-		user   string
-		device int
-		share  float64
-		length time.Duration
-	}{
-		{2001, "alice", 0, 0.60, 3*time.Hour + 12*time.Minute},
-		{2002, "bob", 1, 0.30, 2*time.Hour + 5*time.Minute},
-		{2004, "dave", 1, 0.20, 4*time.Minute + 30*time.Second},
-		{2002, "bob", 2, 0.25, 7*time.Hour + 40*time.Minute},
-		{2005, "erin", 3, 0.50, 47 * time.Minute},
-		{2006, "frank", 3, 0.25, 25 * time.Minute},
-	} {
-		c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, As: &core.Identity{UID: b.uid, User: b.user}})
-		if _, err := c.Create(core.Request{Device: b.device, Memory: core.Fraction(b.share), Duration: b.length}); err != nil {
-			fmt.Fprintln(os.Stderr, "demoledger:", err)
-			os.Exit(1)
+	client := func(id core.Identity) *core.Client {
+		return core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &id})
+	}
+	made := make([]bool, len(demoBookings))
+	book := func() {
+		for i, b := range demoBookings {
+			when := now.Add(-b.ago)
+			if made[i] || at.Before(when) {
+				continue
+			}
+			saved := at
+			at = when
+			_, err := client(core.Identity{UID: b.uid, User: b.user}).Create(core.Request{Device: b.device, Memory: core.Fraction(b.share), Duration: b.length})
+			at, made[i] = saved, true
+			check(err)
 		}
+	}
+	mon := core.NewMonitor(client(core.CurrentIdentity()), core.MonitorOptions{Backend: sim, Signaller: noSignals{}})
+	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
+		book()
+		_, err := mon.Tick()
+		check(err)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demoledger:", err)
+		os.Exit(1)
 	}
 }
 
@@ -89,10 +129,7 @@ func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
 				_, err = c.Release(p.ID)
 				at = at.Add(-held)
 			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "demoledger:", err)
-				os.Exit(1)
-			}
+			check(err)
 		}
 		at = at.Add(24 * time.Hour)
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// noSignals lets a monitor act without signalling anything.
+type noSignals struct{}
+
+func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
+
+// recordPastHour has a monitor watch the simulated GPUs through the hour
+// before now, on a clock of its own, as monitors would have: nobody's
+// booking on GPU 1, made 65 minutes ago, does nothing all along; ours on
+// GPU 0, made 56 minutes ago for an hour, was warned a minute ago that it
+// ends in 5 minutes.
+func recordPastHour(t *testing.T, db string) {
+	t.Helper()
+	now := time.Now()
+	at := now.Add(-65 * time.Minute)
+	clock := func() time.Time { return at }
+	sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: clock})
+	devices := func() (string, []gpu.Device, error) {
+		d, err := sim.Devices()
+		return sim.Name(), d, err
+	}
+	client := func(id core.Identity) *core.Client {
+		return core.NewClient(core.Options{Ledger: storage.New(db), Devices: devices, Now: clock, As: &id})
+	}
+	book := func(id core.Identity, device int, d time.Duration) {
+		_, err := client(id).Create(core.Request{Device: device, Memory: core.Fraction(0.25), Duration: d})
+		require.NoError(t, err)
+	}
+	book(core.Identity{UID: 65534, User: "nobody"}, 1, 3*time.Hour)
+	mon := core.NewMonitor(client(core.CurrentIdentity()), core.MonitorOptions{Backend: sim, Signaller: noSignals{}})
+	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
+		if at.Equal(now.Add(-56 * time.Minute)) {
+			book(core.CurrentIdentity(), 0, time.Hour)
+		}
+		_, err := mon.Tick()
+		require.NoError(t, err)
+	}
+}
+
+// A freshly opened app shows a GPU's last hour at once, from what monitors
+// recorded in the ledger: enter on a booking opens its GPU, the booking
+// that did nothing for 50 minutes says so, ←/→ go to the other GPU, esc
+// back. And the app's monitor tells its user, on the notice line, that
+// their booking ends soon.
+func TestAppHistoryAndNotices(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	recordPastHour(t, db)
+	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
+	s := newTmux(t, 80, 24, env...)
+	s.keys(chronosBin, "Enter")
+	s.waitFor("Bookings (2)", 10*time.Second)
+	scr := s.waitFor("⚠", 5*time.Second)
+	require.Contains(t, scr, "your booking #2: ends in 5m (GPU 0)", "a monitor that starts tells of the last two minutes' notices")
+	s.waitFor("GPU 1 ", 10*time.Second) // the first reading of the GPUs
+
+	// The second row: nobody's, on GPU 1, ending last.
+	s.keys("j", "Enter")
+	scr = s.waitFor("idle 50m", 5*time.Second)
+	require.Contains(t, scr, "GPU 1  Simulated H100 80GB")
+	require.Regexp(t, `#1 nobody│━+░ idle 50m ░+`, scr)
+	require.NotContains(t, scr, "#2 root", "GPU 0's booking")
+	s.keys("Right")
+	scr = s.waitFor("GPU 0  Simulated", 3*time.Second)
+	require.Contains(t, scr, "#2 root")
+	s.keys("d")
+	require.Eventually(t, func() bool { return !strings.Contains(s.screen(), "⚠") }, 3*time.Second, 50*time.Millisecond)
+	s.keys("Escape")
+	s.waitFor("Bookings (2)", 3*time.Second)
+	s.keys("q")
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+// showCmd is `chronos show ID`: everything about one booking.
+func showCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Everything about one booking: its state, usage, processes and events",
+		Example: "  chronos show 7\n  chronos show 7 --json",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			id, err := core.ParseID(a[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Get(id)
+			if err != nil {
+				return err
+			}
+			if p.Usage, err = c.BookingUsage(id); err != nil {
+				return err
+			}
+			pol, err := c.Policy()
+			if err != nil {
+				return err
+			}
+			evs, err := c.FindEvents(core.EventFilter{Booking: id}, 0)
+			if err != nil {
+				return err
+			}
+			procs, note := bookingProcesses(c, g.backendKind(), id)
+			now := c.Now()
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), core.BookingJSON{PartitionJSON: p.JSON(now, pol.WarnLead), Processes: procs, Events: core.EventsJSON(evs)})
+			}
+			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+				return tui.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the booking as list --json has it, with processes and events")
+	return cmd
+}
+
+// bookingProcesses reads the GPUs now and returns the processes that count
+// against booking id or claim it; when the GPUs cannot be read, why.
+func bookingProcesses(c *core.Client, backend string, id uint64) ([]core.Attribution, string) {
+	b, _, err := c.OpenGPUs(backend)
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
+	}
+	defer b.Close()
+	st, err := c.Stats(b, gpu.DetectMPS(""))
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
+	}
+	procs := []core.Attribution{}
+	for _, a := range st.Processes {
+		if a.Partition == id || a.Claimed == id {
+			procs = append(procs, a)
+		}
+	}
+	return procs, ""
+}

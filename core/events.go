@@ -1,0 +1,71 @@
+package core
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// EventFilter picks audit events; its zero value picks every one.
+type EventFilter struct {
+	// Booking: only events about this booking (0: any).
+	Booking uint64
+	// User: only events about this user, by login name or uid: those they
+	// caused, those about their processes, and those about their
+	// bookings.
+	User string
+	// Since: only events recorded at or after this time (zero: all).
+	Since time.Time
+}
+
+// keeps says whether the filter picks e; owner finds a booking's owner.
+func (f EventFilter) keeps(e storage.Event, owner func(uint64) (storage.Partition, bool)) bool {
+	if f.Booking != 0 && e.Partition != f.Booking {
+		return false
+	}
+	if f.User == "" {
+		return true
+	}
+	is := func(name string, uid int) bool { return name == f.User || strconv.Itoa(uid) == f.User }
+	if is(e.User, e.UID) || (e.Process != nil && is(e.Process.User, e.Process.UID)) {
+		return true
+	}
+	p, ok := owner(e.Partition)
+	return ok && is(p.User, p.UID)
+}
+
+// FindEvents returns the newest limit (0: all) events the filter picks,
+// oldest first. It reads the trail from its end back, only as far as it
+// must: the trail grows for as long as the machine is used.
+func (c *Client) FindEvents(f EventFilter, limit int) ([]storage.Event, error) {
+	var out []storage.Event
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		owners := map[uint64]storage.Partition{}
+		owner := func(id uint64) (storage.Partition, bool) {
+			if id == 0 {
+				return storage.Partition{}, false
+			}
+			p, ok := owners[id]
+			if !ok {
+				var err error
+				p, err = tx.Partition(id)
+				ok = err == nil
+				owners[id] = p
+			}
+			return p, ok && p.ID != 0
+		}
+		return tx.EventsBackward(func(e storage.Event) (bool, error) {
+			if !f.Since.IsZero() && e.Time.Before(f.Since) {
+				return false, nil
+			}
+			if f.keeps(e, owner) {
+				out = append(out, e)
+			}
+			return limit <= 0 || len(out) < limit, nil
+		})
+	})
+	slices.Reverse(out)
+	return out, err
+}

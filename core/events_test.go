@@ -1,0 +1,50 @@
+package core
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+func TestFindEvents(t *testing.T) {
+	clock := newFakeClock()
+	path := t.TempDir() + "/chronos.db"
+	byAlice, byBob, byRoot := clientAt(path, clock, alice), clientAt(path, clock, bob), clientAt(path, clock, root)
+	a, err := byAlice.Create(Request{Device: 0, Memory: Fraction(0.25), Duration: time.Hour}) // event 1
+	require.NoError(t, err)
+	clock.Advance(30 * time.Minute)
+	b, err := byBob.Create(Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}) // 2
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = byRoot.Extend(a.ID, time.Hour) // 3: root acted on alice's booking
+	require.NoError(t, err)
+	require.NoError(t, byRoot.ledger.Update(func(tx *storage.Tx) error { // 4: bob's process, no booking
+		return tx.AddEvent(storage.Event{Time: clock.Now(), Kind: storage.EventUnbooked, UID: 0, User: "root",
+			Process: &storage.EventProcess{PID: 42, UID: bob.UID, User: bob.User}})
+	}))
+	_, err = byBob.Release(b.ID) // 5
+	require.NoError(t, err)
+
+	seqs := func(f EventFilter, limit int) []uint64 {
+		t.Helper()
+		evs, err := byAlice.FindEvents(f, limit)
+		require.NoError(t, err)
+		var out []uint64
+		for _, e := range evs {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	require.Equal(t, []uint64{1, 2, 3, 4, 5}, seqs(EventFilter{}, 0))
+	require.Equal(t, []uint64{4, 5}, seqs(EventFilter{}, 2), "the newest, oldest first")
+	require.Equal(t, []uint64{1, 3}, seqs(EventFilter{Booking: a.ID}, 0))
+	require.Equal(t, []uint64{1, 3}, seqs(EventFilter{User: "alice"}, 0), "her own act, and root's on her booking")
+	require.Equal(t, []uint64{2, 4, 5}, seqs(EventFilter{User: "1002"}, 0), "by uid: bob's bookings and his process")
+	require.Equal(t, []uint64{3, 4}, seqs(EventFilter{User: "root"}, 0))
+	require.Equal(t, []uint64{3, 4, 5}, seqs(EventFilter{Since: clock.Now().Add(-time.Second)}, 0))
+	require.Equal(t, []uint64{5}, seqs(EventFilter{User: "bob", Since: clock.Now().Add(-time.Second)}, 1))
+	require.Empty(t, seqs(EventFilter{Booking: 99}, 0))
+}

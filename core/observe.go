@@ -1,0 +1,30 @@
+package core
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// MonitorObserver is told what a monitor does as it does it, for metrics:
+// how long each pass took, the GPU reading it judged, and each signal it
+// sent. Its methods run on the monitor's goroutine and must return at once.
+type MonitorObserver interface {
+	// Ticked: one pass over the ledger and the GPUs took this long.
+	Ticked(took time.Duration)
+	// Sampled: the latest reading of the GPUs, and each process set
+	// against the bookings.
+	Sampled(s gpu.Sample, atts []Attribution)
+	// Signalled: a signal reached a process; cause is why (expired,
+	// overbudget or unbooked), a word from a small set.
+	Signalled(sig syscall.Signal, cause storage.EventKind)
+}
+
+// unobserved is the observer of a monitor nobody watches.
+type unobserved struct{}
+
+func (unobserved) Ticked(time.Duration)                        {}
+func (unobserved) Sampled(gpu.Sample, []Attribution)           {}
+func (unobserved) Signalled(syscall.Signal, storage.EventKind) {}

@@ -1,0 +1,307 @@
+package core
+
+import (
+	"cmp"
+	"maps"
+	"os/user"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// ReportBy is what a usage report's rows are: users, their groups, or GPUs.
+type ReportBy string
+
+const (
+	ReportByUser  ReportBy = "user"
+	ReportByGroup ReportBy = "group"
+	ReportByGPU   ReportBy = "gpu"
+)
+
+// ReportBys are the ways a report can be cut, as --by takes them.
+var ReportBys = []ReportBy{ReportByUser, ReportByGroup, ReportByGPU}
+
+// ParseReportBy reads --by.
+func ParseReportBy(s string) (ReportBy, error) {
+	if slices.Contains(ReportBys, ReportBy(s)) {
+		return ReportBy(s), nil
+	}
+	return "", inputErr("--by %s: use user, group or gpu", Quote(s))
+}
+
+// Report sums the ledger's record of GPU use in [from, now), one row per
+// user (or group, or GPU), largest booker first, with a total:
+//
+//   - booked: share-weighted GPU-hours held (50% of a GPU for 2h is 1);
+//   - used: GPU time the bookings' processes used, as monitors measured it;
+//   - idle: share-weighted GPU-hours held while the booking sat idle;
+//   - unbooked: GPU time a user's processes used with no booking (by day:
+//     every day from the one from falls in; not recorded per GPU);
+//   - bookings made, reclaimed for idling, and expired (ended at their
+//     deadline, not released).
+//
+// Monitors record a booking's use as one running total, so a booking that
+// straddles from counts the part of its used and idle time in proportion
+// to its time held inside the window. A zero from reports everything.
+func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
+	if _, err := ParseReportBy(string(by)); err != nil {
+		return Report{}, err
+	}
+	now := c.now()
+	type gpuKey struct {
+		host string
+		dev  int
+	}
+	gpus := map[string]gpuKey{} // the GPU rows' order
+	rows := map[string]*figures{}
+	row := func(key string) *figures {
+		if rows[key] == nil {
+			rows[key] = &figures{}
+		}
+		return rows[key]
+	}
+	groups := map[int]string{}
+	keyOf := func(uid int, name string) string {
+		if by != ReportByGroup {
+			return name
+		}
+		g, ok := groups[uid]
+		if !ok {
+			g = GroupName(uid)
+			groups[uid] = g
+		}
+		return g
+	}
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		if err != nil {
+			return err
+		}
+		usage, err := tx.BookingUsages()
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			key := keyOf(p.UID, p.User)
+			if by == ReportByGPU {
+				key = c.GPUName(p.Host, p.Device)
+				gpus[key] = gpuKey{c.otherHost(p.Host), p.Device}
+			}
+			row(key).add(bookingFigures(p, usage[p.ID], from, now))
+		}
+		if by == ReportByGPU {
+			return nil
+		}
+		unbooked, err := tx.Unbooked(from)
+		for _, d := range unbooked {
+			row(keyOf(d.UID, d.User)).unbooked += d.GPUTime.Seconds()
+		}
+		return err
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{From: from.UTC(), To: now.UTC(), By: by}
+	var total figures
+	for key, f := range rows {
+		if *f != (figures{}) {
+			r.Rows = append(r.Rows, f.row(key, by))
+			total.add(*f)
+		}
+	}
+	r.Total = total.row("total", by)
+	slices.SortFunc(r.Rows, func(a, b ReportRow) int {
+		if by == ReportByGPU {
+			x, y := gpus[a.Key], gpus[b.Key]
+			return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.dev, y.dev))
+		}
+		return cmp.Or(cmp.Compare(b.BookedHours, a.BookedHours), cmp.Compare(a.Key, b.Key))
+	})
+	return r, nil
+}
+
+// figures are one booking's or one row's sums, in seconds.
+type figures struct {
+	booked, used, idle, unbooked float64
+	bookings, reclaimed, expired int
+}
+
+func (f *figures) add(g figures) {
+	f.booked += g.booked
+	f.used += g.used
+	f.idle += g.idle
+	f.unbooked += g.unbooked
+	f.bookings += g.bookings
+	f.reclaimed += g.reclaimed
+	f.expired += g.expired
+}
+
+// row is f as a report prints it, in hours; unbooked use is not recorded
+// per GPU.
+func (f figures) row(key string, by ReportBy) ReportRow {
+	r := ReportRow{Key: key, BookedHours: f.booked / 3600, UsedHours: f.used / 3600, IdleHours: f.idle / 3600,
+		Bookings: f.bookings, Reclaimed: f.reclaimed, Expired: f.expired}
+	if by != ReportByGPU {
+		h := f.unbooked / 3600
+		r.UnbookedHours = &h
+	}
+	return r
+}
+
+// bookingFigures is what one booking adds to a report of [from, to).
+func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.Time) figures {
+	var f figures
+	end := endOf(p)
+	held := earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
+	inside := earlier(end, to).Sub(later(p.Start, from))
+	if held > 0 && inside > 0 {
+		share := ShareOf(p.SharePPM)
+		part := inside.Seconds() / held.Seconds()
+		f.booked = share * inside.Seconds()
+		f.used = u.GPUTime.Seconds() * part
+		f.idle = share * u.Idle.Seconds() * part
+	}
+	within := func(t time.Time) bool { return !t.IsZero() && !t.Before(from) && t.Before(to) }
+	if within(p.Created) {
+		f.bookings = 1
+	}
+	switch {
+	case within(u.Reclaimed):
+		f.reclaimed = 1
+	case u.Reclaimed.IsZero() && p.State != storage.Released && within(end):
+		f.expired = 1 // ran out its time, whether or not a monitor has flipped it yet
+	}
+	return f
+}
+
+// endOf is when p stops holding its share: its deadline, or before it
+// when it was released or reclaimed.
+func endOf(p storage.Partition) time.Time {
+	if p.Ended.IsZero() {
+		return p.Expires
+	}
+	return earlier(p.Expires, p.Ended)
+}
+
+// GroupName is the name of uid's primary group: its number when the group
+// has no name, "?" when the user is unknown.
+func GroupName(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return "?"
+	}
+	if g, err := user.LookupGroupId(u.Gid); err == nil {
+		return g.Name
+	}
+	return u.Gid
+}
+
+// settleAfter is how long after its end a booking's figures may still
+// change: monitors write a minute's accounting in the next minute, and one
+// that fell behind catches up within a few.
+const settleAfter = 10 * accountEvery
+
+// UserTotals is every user's figures since the ledger began, kept for
+// metrics, which Prometheus reads every few seconds for as long as the
+// machine is used. Each Read reads only what may still change: the
+// bookings not yet settled (ended more than settleAfter ago), and the
+// unbooked use of the last two days. A settled booking is added once and
+// not read again, so a scrape costs the same with a year of history.
+type UserTotals struct {
+	// Keep picks the bookings counted (nil: all). Unbooked use, which is
+	// recorded per user and day but not per host, is counted only when
+	// every booking is.
+	Keep func(storage.Partition) bool
+
+	mu      sync.Mutex
+	next    uint64             // the bookings numbered below are all in settled
+	folded  map[uint64]bool    // bookings numbered next and up already in settled
+	settled map[string]figures // by user
+	daysTo  time.Time          // the unbooked use of the days before is in settled
+}
+
+// Read returns each user's figures since the ledger began, by name.
+func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.settled == nil {
+		t.next, t.folded, t.settled = 1, map[uint64]bool{}, map[string]figures{}
+	}
+	now := c.now()
+	y, m, d := now.UTC().Date()
+	closed := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1) // days before yesterday change no more
+	sums, settle := maps.Clone(t.settled), map[string]figures{}
+	add := func(into map[string]figures, user string, f figures) {
+		g := into[user]
+		g.add(f)
+		into[user] = g
+	}
+	var settledIDs []uint64
+	next := t.next
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		parts, err := tx.PartitionsFrom(t.next)
+		if err != nil {
+			return err
+		}
+		if len(parts) > 0 {
+			next = parts[len(parts)-1].ID + 1 // unless one below has not settled
+		}
+		parts = slices.DeleteFunc(parts, func(p storage.Partition) bool { return t.folded[p.ID] })
+		ids := make([]uint64, len(parts))
+		for i, p := range parts {
+			ids[i] = p.ID
+		}
+		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
+		if err != nil {
+			return err
+		}
+		for i, p := range parts {
+			if t.Keep != nil && !t.Keep(p) {
+				settledIDs = append(settledIDs, p.ID) // never counted: as good as settled
+				continue
+			}
+			f := bookingFigures(p, usage[i], time.Time{}, now)
+			add(sums, p.User, f)
+			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(endOf(p)) > settleAfter {
+				add(settle, p.User, f)
+				settledIDs = append(settledIDs, p.ID)
+			} else {
+				next = min(next, p.ID)
+			}
+		}
+		if t.Keep != nil {
+			return nil
+		}
+		uses, err := tx.Unbooked(t.daysTo)
+		for _, u := range uses {
+			add(sums, u.User, figures{unbooked: u.GPUTime.Seconds()})
+			if u.Day.Before(closed) && !u.Day.Before(t.daysTo) {
+				add(settle, u.User, figures{unbooked: u.GPUTime.Seconds()})
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for user, f := range settle {
+		add(t.settled, user, f)
+	}
+	for _, id := range settledIDs {
+		t.folded[id] = true
+	}
+	if next > t.next {
+		t.next = next
+		maps.DeleteFunc(t.folded, func(id uint64, _ bool) bool { return id < next })
+	}
+	t.daysTo = later(t.daysTo, closed)
+	rows := make([]ReportRow, 0, len(sums))
+	for user, f := range sums {
+		rows = append(rows, f.row(user, ReportByUser))
+	}
+	slices.SortFunc(rows, func(a, b ReportRow) int { return cmp.Compare(a.Key, b.Key) })
+	return rows, nil
+}

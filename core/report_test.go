@@ -1,0 +1,196 @@
+package core
+
+import (
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// reportLedger is a ledger holding bookings and usage whose report figures
+// are known exactly. now is 2026-11-29 12:00 UTC; users are real ones (root,
+// daemon, nobody), so that their groups can be looked up.
+func reportLedger(t *testing.T) (*Client, time.Time) {
+	t.Helper()
+	clock := newFakeClock()
+	now := clock.Now()
+	c := clientAt(filepath.Join(t.TempDir(), "chronos.db"), clock, root)
+	h := time.Hour
+	day := 24 * h
+	type seed struct {
+		uid          int
+		user         string
+		device       int
+		share        float64
+		created, end time.Duration // before now (end may be after: negative)
+		state        storage.State
+		used, idle   time.Duration
+		reclaimed    bool
+	}
+	for _, s := range []seed{
+		// root: 50% of GPU 0 for 2h, ran out, used 30m, idle 1h.
+		{0, "root", 0, 0.5, 3 * h, h, storage.Expired, 30 * time.Minute, h, false},
+		// root: 25% of GPU 1 for the last hour, live another hour, used 12m.
+		{0, "root", 1, 0.25, h, -h, storage.Live, 12 * time.Minute, 0, false},
+		// daemon: all of GPU 0 ten days ago, released after 2 of its 4h.
+		{1, "daemon", 0, 1, 10 * day, 10*day - 2*h, storage.Released, h, 0, false},
+		// daemon: 50% of GPU 0 for 3h, reclaimed after 2h idle.
+		{1, "daemon", 0, 0.5, 5 * h, 2 * h, storage.Expired, 0, 2 * h, true},
+		// nobody: 50% of GPU 1 from 8 days ago to 6 days ago: half in a 7-day window.
+		{65534, "nobody", 1, 0.5, 8 * day, 6 * day, storage.Expired, 10 * h, 4 * h, false},
+	} {
+		require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+			p := storage.Partition{Device: s.device, DeviceUUID: "GPU-x", SharePPM: int64(s.share * ppm), UID: s.uid, User: s.user,
+				Created: now.Add(-s.created), Expires: now.Add(-s.end), State: s.state}
+			if s.state == storage.Released {
+				p.Expires = p.Created.Add(4 * h)
+			}
+			if s.state != storage.Live {
+				p.Ended = now.Add(-s.end)
+			}
+			if err := tx.PutPartition(&p); err != nil {
+				return err
+			}
+			u := storage.BookingUsage{Partition: p.ID, Through: now, GPUTime: s.used, Idle: s.idle}
+			if s.reclaimed {
+				u.Reclaimed = p.Ended
+			}
+			return tx.PutBookingUsage(u)
+		}))
+	}
+	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+		if err := tx.AddUnbooked(now.Add(-day), 65534, "nobody", 90*time.Minute); err != nil {
+			return err
+		}
+		return tx.AddUnbooked(now.Add(-40*day), 0, "root", 5*h)
+	}))
+	return c, now
+}
+
+func hours(h float64) *float64 { return &h }
+
+func TestReportFiguresAreExact(t *testing.T) {
+	c, now := reportLedger(t)
+
+	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.Equal(t, []ReportRow{
+		// 2 days held, 1 inside: half the share-hours, half of the used and idle time.
+		{Key: "nobody", BookedHours: 12, UsedHours: 5, IdleHours: 1, UnbookedHours: hours(1.5), Expired: 1},
+		{Key: "daemon", BookedHours: 1.5, IdleHours: 1, UnbookedHours: hours(0), Bookings: 1, Reclaimed: 1},
+		{Key: "root", BookedHours: 1.25, UsedHours: 0.7, IdleHours: 0.5, UnbookedHours: hours(0), Bookings: 2, Expired: 1},
+	}, r.Rows)
+	require.Equal(t, ReportRow{Key: "total", BookedHours: 14.75, UsedHours: 5.7, IdleHours: 2.5, UnbookedHours: hours(1.5), Bookings: 3, Reclaimed: 1, Expired: 2}, r.Total)
+
+	// Thirty days take in daemon's old booking (the 2h it was held), not
+	// root's unbooked use 40 days ago.
+	r, err = c.Report(now.Add(-30*24*time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.Equal(t, ReportRow{Key: "nobody", BookedHours: 24, UsedHours: 10, IdleHours: 2, UnbookedHours: hours(1.5), Bookings: 1, Expired: 1}, r.Rows[0])
+	require.Equal(t, ReportRow{Key: "daemon", BookedHours: 3.5, UsedHours: 1, IdleHours: 1, UnbookedHours: hours(0), Bookings: 2, Reclaimed: 1}, r.Rows[1])
+
+	// Since the ledger began: root's unbooked use too.
+	r, err = c.Report(time.Time{}, ReportByUser)
+	require.NoError(t, err)
+	require.Equal(t, hours(5), r.Rows[2].UnbookedHours)
+
+	// By GPU: no unbooked figure, GPUs in order.
+	r, err = c.Report(now.Add(-7*24*time.Hour), ReportByGPU)
+	require.NoError(t, err)
+	require.Equal(t, []ReportRow{
+		{Key: "0", BookedHours: 2.5, UsedHours: 0.5, IdleHours: 1.5, Bookings: 2, Reclaimed: 1, Expired: 1},
+		{Key: "1", BookedHours: 12.25, UsedHours: 5.2, IdleHours: 1, Bookings: 1, Expired: 1},
+	}, r.Rows)
+}
+
+// A booking made ahead counts from its start: nothing before, then what
+// has passed of it.
+func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	now := clock.Now()
+	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
+	require.NoError(t, err)
+	clock.Advance(30 * time.Minute)
+	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.Zero(t, r.Total.BookedHours)
+	require.Equal(t, 1, r.Total.Bookings)
+	clock.Advance(2 * time.Hour) // 1.5h into it
+	r, err = c.Report(now.Add(-time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.InDelta(t, 0.75, r.Total.BookedHours, 1e-9)
+}
+
+func TestReportByGroup(t *testing.T) {
+	c, now := reportLedger(t)
+	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByGroup)
+	require.NoError(t, err)
+	group := func(name string) string {
+		u, err := user.Lookup(name)
+		require.NoError(t, err)
+		g, err := user.LookupGroupId(u.Gid)
+		require.NoError(t, err)
+		return g.Name
+	}
+	byKey := map[string]ReportRow{}
+	for _, row := range r.Rows {
+		byKey[row.Key] = row
+	}
+	require.InDelta(t, 12, byKey[group("nobody")].BookedHours, 1e-9)
+	require.InDelta(t, 1.25, byKey[group("root")].BookedHours, 1e-9)
+	require.InDelta(t, 1.5, *byKey[group("nobody")].UnbookedHours, 1e-9)
+	require.Equal(t, "?", GroupName(54321), "a uid with no user")
+}
+
+func TestReportRefusesAnUnknownCut(t *testing.T) {
+	c, _ := reportLedger(t)
+	_, err := c.Report(time.Time{}, "host")
+	require.ErrorIs(t, err, ErrInput)
+	require.ErrorContains(t, err, `--by "host": use user, group or gpu`)
+}
+
+// UserTotals gives what a report since the ledger began gives, and reads a
+// settled booking only once.
+func TestUserTotalsAgreeAndSettle(t *testing.T) {
+	c, _ := reportLedger(t)
+	var totals UserTotals
+	all := func() []ReportRow {
+		r, err := c.Report(time.Time{}, ReportByUser)
+		require.NoError(t, err)
+		slices.SortFunc(r.Rows, func(a, b ReportRow) int { return strings.Compare(a.Key, b.Key) })
+		return r.Rows
+	}
+	read := func() []ReportRow {
+		rows, err := totals.Read(c)
+		require.NoError(t, err)
+		return rows
+	}
+	require.Equal(t, all(), read())
+	require.Equal(t, all(), read(), "a second read, from what settled")
+
+	// A new booking shows; root's live one keeps counting its time.
+	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, all(), read())
+
+	// A settled booking is not read again: what a monitor might still
+	// change there (it cannot, past settleAfter) does not cost a scrape.
+	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+		u, _, err := tx.BookingUsage(3)
+		u.GPUTime += time.Hour
+		if err != nil {
+			return err
+		}
+		return tx.PutBookingUsage(u)
+	}))
+	rows := read()
+	require.InDelta(t, all()[0].UsedHours-1, rows[0].UsedHours, 1e-9, "daemon's old booking, read once")
+	require.Equal(t, "daemon", rows[0].Key)
+}

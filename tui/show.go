@@ -1,0 +1,76 @@
+package tui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// WriteBooking prints everything known of one booking for `chronos show`:
+// its record and state, what monitors measured, its holds, the GPU
+// processes that count against it now (or why they could not be read: a
+// non-empty procsNote), and its audit trail.
+func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procsNote string, evs []storage.Event, now time.Time, warnLead time.Duration) error {
+	status := p.Status(now, warnLead)
+	fmt.Fprintf(w, "Booking %d: %s (%s) of GPU %d for %s\n", p.ID, core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), p.Device, Printable(p.User))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	field := func(name, format string, a ...any) { fmt.Fprintf(tw, "  %s\t%s\n", name, fmt.Sprintf(format, a...)) }
+	switch {
+	case status.Ended():
+		field("state", "%s at %s", status, core.FormatTime(endedAt(p.Partition), now))
+	default:
+		field("state", "%s, %s left, until %s", status, Countdown(p.Expires.Sub(now)), core.FormatTime(p.Expires, now))
+	}
+	field("created", "%s", core.FormatTime(p.Created, now))
+	field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
+	if p.ComputePct > 0 {
+		field("compute", "%d%% of SMs", p.ComputePct)
+	}
+	if r := p.Wrapper; r != nil {
+		field("run by", "chronos run, pid %d on %s", r.PID, Printable(r.Host))
+	}
+	u := p.Usage
+	if u.Through.IsZero() {
+		field("usage", "not measured (no monitor has watched it)")
+	} else {
+		parts := []string{"GPU time " + core.FormatDuration(u.GPUTime), "idle " + core.FormatDuration(u.Idle) + " in all"}
+		if d := core.IdleFor(p.Partition, u, now); d > 0 {
+			parts = append(parts, "idle now for "+core.FormatDuration(d.Truncate(time.Minute)))
+		}
+		parts = append(parts, "memory peak "+core.FormatBytes(u.MemoryPeak))
+		if !u.LastActive.IsZero() {
+			parts = append(parts, "last active "+core.FormatTime(u.LastActive, now))
+		}
+		field("usage", "%s (measured until %s)", strings.Join(parts, ", "), core.FormatTime(u.Through, now))
+	}
+	if u.Holds > 0 {
+		field("holds", "%d, the last until %s: %s", u.Holds, core.FormatTime(u.HeldUntil, now), Printable(u.HoldReason))
+	}
+	if !u.Reclaimed.IsZero() {
+		field("reclaimed", "%s, for sitting idle", core.FormatTime(u.Reclaimed, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nProcesses now:\n")
+	if procsNote != "" {
+		fmt.Fprintf(w, "  %s\n", Printable(procsNote))
+	} else if err := writeProcesses(w, procs, anyInContainer(procs)); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nEvents:\n")
+	WriteEvents(w, evs, "  ")
+	return nil
+}
+
+// WriteEvents prints audit events one a line, each after indent.
+func WriteEvents(w io.Writer, evs []storage.Event, indent string) {
+	for _, e := range evs {
+		fmt.Fprintf(w, "%s%s  %s\n", indent, e.Time.Local().Format("2006-01-02 15:04:05.000"), Printable(core.FormatEvent(e)))
+	}
+}

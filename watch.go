@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+)
+
+// defaultWatch is how often --watch redraws when given no interval, as
+// watch(1) does.
+const defaultWatch = 2 * time.Second
+
+// watchFlag is --watch [INTERVAL] of list and stats: redraw in place, like
+// watch or nvidia-smi -l, until Ctrl-C.
+type watchFlag struct {
+	on    bool
+	every time.Duration
+}
+
+func (w *watchFlag) add(cmd *cobra.Command) {
+	f := cmd.Flags().VarPF(watchValue{w}, "watch", "w", "redraw every INTERVAL (2s unless given: --watch 5s) until Ctrl-C")
+	f.NoOptDefVal = defaultWatch.String()
+}
+
+// watchValue is --watch as pflag sets it.
+type watchValue struct{ w *watchFlag }
+
+func (v watchValue) String() string {
+	if v.w == nil || !v.w.on {
+		return ""
+	}
+	return v.w.interval()
+}
+
+// minWatch is the shortest --watch interval.
+const minWatch = 100 * time.Millisecond
+
+// Set reads seconds, as watch -n takes them (0.5), or a duration (500ms,
+// 5s, 1m).
+func (v watchValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if secs, ferr := strconv.ParseFloat(s, 64); ferr == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) {
+		d, err = time.Duration(secs*float64(time.Second)), nil
+	}
+	switch {
+	case err != nil:
+		return errors.New("not seconds (2) or a duration (500ms, 5s, 1m)")
+	case d < minWatch:
+		return fmt.Errorf("more often than every %s", minWatch)
+	case d > time.Hour:
+		return errors.New("less often than every hour: use cron")
+	}
+	v.w.on, v.w.every = true, d
+	return nil
+}
+
+// Type names the value in help.
+func (watchValue) Type() string { return "interval" }
+
+// interval is the interval as a person writes it: 2s, 500ms, 1m30s.
+func (w *watchFlag) interval() string {
+	if w.every%time.Second != 0 {
+		return w.every.String()
+	}
+	return core.FormatDuration(w.every)
+}
+
+// args takes no arguments but the interval after a bare --watch: pflag
+// reads `--watch 5s` as --watch and an argument 5s.
+func (w *watchFlag) args(cmd *cobra.Command, a []string) error {
+	if w.on && w.every == defaultWatch && len(a) == 1 {
+		if err := (watchValue{w}).Set(a[0]); err == nil {
+			return nil
+		}
+	}
+	return noArgs(cmd, a)
+}
+
+// run prints one frame, or with --watch one every interval until the
+// command's context ends (Ctrl-C). On a terminal each frame replaces the
+// last on the alternate screen, cut to the window, and the screen is put
+// back as it was at the end; elsewhere frames follow one another. An error
+// in the first frame ends it; later ones are shown in the frame.
+func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) error) error {
+	out := cmd.OutOrStdout()
+	if !w.on {
+		return frame(out)
+	}
+	var buf bytes.Buffer
+	if err := frame(&buf); err != nil {
+		return err
+	}
+	screen, tty := out.(*os.File)
+	tty = tty && isTerminal(screen)
+	if tty {
+		// The alternate screen, without a cursor; and back at the end.
+		fmt.Fprint(out, ansi.SetModeAltScreenSaveCursor+ansi.HideCursor)
+		defer fmt.Fprint(out, ansi.ShowCursor+ansi.ResetModeAltScreenSaveCursor)
+	}
+	host, _ := os.Hostname()
+	tick := time.NewTicker(w.every)
+	defer tick.Stop()
+	for {
+		head := fmt.Sprintf("Every %s: %s    %s: %s", w.interval(), title, host, time.Now().Format("Mon Jan 2 15:04:05"))
+		if tty {
+			width, height, err := term.GetSize(screen.Fd())
+			if err != nil {
+				width, height = 80, 24
+			}
+			fmt.Fprint(out, fitScreen(head+"\n\n"+buf.String(), width, height))
+		} else {
+			fmt.Fprintf(out, "%s\n\n%s\n", head, buf.String())
+		}
+		select {
+		case <-cmd.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+		buf.Reset()
+		if err := frame(&buf); err != nil {
+			buf.Reset()
+			fmt.Fprintln(&buf, "chronos:", core.Printable(err.Error()))
+		}
+	}
+}
+
+// fitScreen is text drawn from the top left of a width×height screen: each
+// line cut to the width and cleared to its end, lines past the height
+// left out, and the rest of the screen cleared.
+func fitScreen(text string, width, height int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	var b strings.Builder
+	b.WriteString(ansi.CursorHomePosition)
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString(ansi.Truncate(l, width, ""))
+		b.WriteString(ansi.EraseLineRight)
+	}
+	b.WriteString(ansi.EraseScreenBelow)
+	return b.String()
+}
