@@ -505,7 +505,7 @@ func (c *Client) book(tx *storage.Tx, p *storage.Partition, owner Identity, note
 	if note != "" {
 		detail += " (" + note + ")"
 	}
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventCreated, Partition: p.ID, UID: owner.UID, User: owner.User, Detail: detail})
+	return c.event(tx, storage.EventCreated, *p, detail) // by whoever made it: for a grant, whoever freed the room
 }
 
 func (c *Client) lineEvent(tx *storage.Tx, kind storage.EventKind, r storage.Request, why string) error {

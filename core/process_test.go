@@ -129,6 +129,8 @@ func playRole(role, db, arg string) int {
 		return playWaiter(c, arg)
 	case "pingwait":
 		return playPingWaiter(c)
+	case "runwait":
+		return playRunWaiter(c)
 	case "sleep":
 		// Stand in for a GPU job (or a daemon: the binary may be copied
 		// under another name) until killed or arg passes.
