@@ -358,7 +358,7 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 		require.Equal(t, roleLeft, exitCode(err))
 	case <-time.After(15 * time.Second):
 		_ = cmd.Process.Kill()
-		<-done
+		_ = <-done
 		t.Fatal("run --wait waited on in line after SIGTERM")
 	}
 	require.NotContains(t, out.String(), "ran")
