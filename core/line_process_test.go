@@ -358,8 +358,7 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 		require.Equal(t, roleLeft, exitCode(err))
 	case <-time.After(15 * time.Second):
 		_ = cmd.Process.Kill()
-		_ = <-done
-		t.Fatal("run --wait waited on in line after SIGTERM")
+		t.Fatalf("run --wait waited on in line after SIGTERM (then killed: %v)", <-done)
 	}
 	require.NotContains(t, out.String(), "ran")
 	line, err := r.Queue()
