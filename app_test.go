@@ -134,4 +134,5 @@ func TestAppOnDamagedLedger(t *testing.T) {
 	scr := s.waitFor("exit=1", 10*time.Second)
 	require.Contains(t, scr, "damaged")
 	require.Contains(t, scr, "`chronos doctor` says what is wrong")
+	require.NotContains(t, scr, `\x0a`)
 }

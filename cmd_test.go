@@ -327,8 +327,17 @@ func TestLedgerProblemsInWords(t *testing.T) {
 		r := cli(t, damaged, args...)
 		require.Equal(t, exitError, r.code)
 		require.Contains(t, r.stderr, "damaged")
-		require.Contains(t, r.stderr, "`chronos doctor` says what is wrong", args)
+		require.Contains(t, r.stderr, "\n`chronos doctor` says what is wrong", args)
+		require.NotContains(t, r.stderr, `\x0a`, args)
 	}
+	// A line break in the ledger's own words (here its path) stays escaped;
+	// only the break before our advice is one.
+	odd := filepath.Join(dir, "dam\naged.db")
+	require.NoError(t, os.WriteFile(odd, []byte("not a database at all, just some words\n"), 0o600))
+	r := cli(t, odd, "list")
+	require.Equal(t, exitError, r.code)
+	require.Contains(t, r.stderr, `dam\x0aaged.db`)
+	require.Equal(t, 2, strings.Count(r.stderr, "\n"), r.stderr)
 
 	file := filepath.Join(dir, "a-file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))

@@ -95,7 +95,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exit.code
 	}
-	fmt.Fprintln(stderr, "chronos:", tui.Printable(err.Error()))
+	fmt.Fprintln(stderr, "chronos:", printable(err))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage

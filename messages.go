@@ -99,9 +99,29 @@ func (g *globals) explain(cmd *cobra.Command, err error) error {
 		return ledgerPathError{path: path, from: g.ledgerSource(), err: pathErr}
 	}
 	if errors.Is(err, storage.ErrDamaged) && cmd.Name() != "doctor" {
-		return fmt.Errorf("%w\n`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read", err)
+		return hintedError{err, "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
 	}
 	return err
+}
+
+// hintedError is an error with our advice on a line of its own: the
+// error's text may carry the ledger's or a user's words, escaped when
+// printed, while the line break between them is ours and stays one.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e hintedError) Error() string { return e.err.Error() + "\n" + e.hint }
+func (e hintedError) Unwrap() error { return e.err }
+
+// printable is err's text made safe for a terminal, line by line where the
+// lines are ours.
+func printable(err error) string {
+	if h, ok := err.(hintedError); ok {
+		return core.Printable(h.err.Error()) + "\n" + core.Printable(h.hint)
+	}
+	return core.Printable(err.Error())
 }
 
 // ledgerSource says where the ledger's path came from, for messages.
