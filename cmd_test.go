@@ -347,7 +347,7 @@ func TestLedgerProblemsInWords(t *testing.T) {
 		{filepath.Join(dir, "no", "such", "chronos.db"), "its directory " + filepath.Join(dir, "no", "such") + " does not exist"},
 		{filepath.Join(file, "chronos.db"), "a part of the path is a file, not a directory"},
 	} {
-		for _, args := range [][]string{{"create", "0", "0.1", "1h"}, {"stats"}} {
+		for _, args := range [][]string{{"create", "0", "0.1", "1h"}, {"stats"}, {"list"}, {"events"}, {"available"}} {
 			r := cli(t, tc.db, args...)
 			require.Equal(t, exitError, r.code)
 			require.Equal(t, "chronos: cannot use the ledger "+tc.db+" (--db): "+tc.want+"\n", r.stderr)

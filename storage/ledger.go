@@ -99,9 +99,14 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 }
 
 // View runs fn in one read-only transaction. A ledger that does not exist yet
-// reads as empty; View never creates the file.
+// reads as empty; View never creates the file. A ledger whose directory does
+// not exist is a mistyped path, not an empty ledger: View says so, as a
+// writer's open would.
 func (l *Ledger) View(fn func(*Tx) error) error {
 	if l.unwritten() {
+		if _, err := os.Stat(filepath.Dir(l.Path)); errors.Is(err, fs.ErrNotExist) {
+			return &fs.PathError{Op: "open", Path: l.Path, Err: syscall.ENOENT}
+		}
 		if err := l.notLost(); err != nil {
 			return err
 		}
