@@ -7,10 +7,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -122,6 +124,15 @@ func printable(err error) string {
 		return core.Printable(h.err.Error()) + "\n" + core.Printable(h.hint)
 	}
 	return core.Printable(err.Error())
+}
+
+// warnOnce prints a warning to w the first time it is told one: a command
+// that reads the ledger many times (--watch) says it once.
+func warnOnce(w io.Writer) func(string) {
+	var once sync.Once
+	return func(msg string) {
+		once.Do(func() { fmt.Fprintln(w, "chronos: warning:", core.Printable(msg)) })
+	}
 }
 
 // ledgerSource says where the ledger's path came from, for messages.

@@ -80,6 +80,12 @@ type Ledger struct {
 	// replaces it with a copy of the ledger it just wrote. Zero means
 	// DefaultBackupEvery; negative turns the backup off.
 	BackupEvery time.Duration
+	// Warn, when set, hears what a read found wrong that does not stop it:
+	// a damaged newest meta page, which makes bbolt read the file as it was
+	// before its last write. Writers refuse such a file (see
+	// checkForWrite); a reader still shows what can be read, with the
+	// warning.
+	Warn func(msg string)
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
@@ -186,6 +192,7 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	}
 	var txErr error
 	if readOnly {
+		l.warnRolledBack(file)
 		txErr = db.View(func(btx *bolt.Tx) error { return runTx(btx, fn) })
 	} else {
 		txErr = db.Update(func(btx *bolt.Tx) error {
@@ -340,6 +347,25 @@ func (l *Ledger) checkForWrite(f *os.File) error {
 		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", ErrDamaged, l.Path, msg)
 	}
 	return nil
+}
+
+// warnRolledBack tells Warn when the open file f reads as it was before its
+// last write, because its newest meta page is damaged.
+func (l *Ledger) warnRolledBack(f *os.File) {
+	if l.Warn == nil {
+		return
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return
+	}
+	head, err := readHead(f, st.Size())
+	if err != nil {
+		return
+	}
+	if page, ok := damagedMeta(head); ok {
+		l.Warn(fmt.Sprintf("the ledger's newest write may be missing: meta page %d of %s is damaged; run `chronos doctor`", page, l.Path))
+	}
 }
 
 func (l *Ledger) openError(err error, timeout time.Duration) error {
