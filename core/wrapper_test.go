@@ -78,3 +78,34 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	require.Equal(t, []string{"created", "orphaned", "released"}, eventKinds(t, c, onGPU))
 	require.Equal(t, os.Getpid(), alive.PID)
 }
+
+// Before any monitor has run, a booking whose chronos run died on this
+// machine already reads as orphaned — in list's table and JSON alike — while
+// a live wrapper's, or one on another machine, reads as live.
+func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
+	alive, err := thisWrapper(0)
+	require.NoError(t, err)
+	dead := alive
+	dead.Start++ // this pid, but not the process that started then
+	elsewhere := dead
+	elsewhere.Host += "-other"
+	want := map[uint64]BookingStatus{}
+	for _, w := range []struct {
+		wrapper storage.Wrapper
+		status  BookingStatus
+	}{{alive, StatusLive}, {dead, StatusOrphaned}, {elsewhere, StatusLive}} {
+		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, c.recordWrapper(p.ID, w.wrapper))
+		want[p.ID] = w.status
+	}
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, len(want))
+	for _, p := range parts {
+		require.Equal(t, want[p.ID], p.Status(time.Now(), time.Minute), "#%d", p.ID)
+		require.Equal(t, want[p.ID], p.JSON(time.Now(), time.Minute).State, "#%d", p.ID)
+		require.True(t, p.Orphaned.IsZero(), "nothing is written by reading")
+	}
+}
