@@ -249,6 +249,7 @@ func TestHelpText(t *testing.T) {
 	require.Contains(t, r.stdout, "--booking string")
 	require.Contains(t, r.stdout, "CHRONOS_BOOKING_ID")
 	require.NotContains(t, r.stdout, "--partition string")
+	require.Regexp(t, `--signal string +send SIG to the command LEAD before the end, as SIG@LEAD \(USR1@5m\) \(default "none"\)\n`, r.stdout, "the default said once")
 	for _, command := range []string{"create", "run", "extend"} {
 		r = cli(t, db, command, "--help")
 		require.Contains(t, r.stdout, "2d", command)
