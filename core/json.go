@@ -202,6 +202,9 @@ type ReportRow struct {
 	Bookings      int      `json:"bookings"`
 	Reclaimed     int      `json:"reclaimed"`
 	Expired       int      `json:"expired"`
+	// Forced: of the expired, those whose processes still ran at the
+	// deadline and were signalled.
+	Forced int `json:"forced"`
 }
 
 // BookingJSON is `chronos show ID --json`: the booking as `list --json`
