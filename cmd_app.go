@@ -76,7 +76,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		host, _ = os.Hostname()
 	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
-		return tui.Run(tui.Options{Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
+		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
 	})
 }
 
