@@ -208,6 +208,9 @@ type Partition struct {
 	// WrapperGone says the `chronos run` that made it, on this machine, is
 	// gone: it shows as orphaned before a monitor has recorded it so.
 	WrapperGone bool
+	// CapNotApplied says its compute cap is only recorded: its GPU, AMD or
+	// Intel, has no MPS to apply it.
+	CapNotApplied bool
 	// Usage is what monitors measured of it (List fills it in): idle and
 	// GPU time, its place on the idle ladder, its holds.
 	Usage  storage.BookingUsage
@@ -312,6 +315,7 @@ func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) P
 	w := c.wrap(p)
 	w.GPUGone = gpuGone(inv, ok, p)
 	w.WrapperGone = wrapperDied(p)
+	w.CapNotApplied = capNotApplied(inv, ok, p)
 	return w
 }
 
