@@ -92,3 +92,28 @@ func flipNewestMeta(t *testing.T, path string) int {
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 	return newest
 }
+
+// A backup cut short is damage doctor reports with exit 1, saying that the
+// ledger itself is healthy.
+func TestDoctorOnDamagedBackup(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
+	require.FileExists(t, storage.BackupPath(db))
+	r := cli(t, db, "doctor")
+	require.Equal(t, 0, r.code, r.stdout)
+	require.NoError(t, os.Truncate(storage.BackupPath(db), 12288))
+
+	r = cli(t, db, "doctor")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stdout, "healthy. 1 bookings")
+	require.Contains(t, r.stdout, "The backup is damaged; the ledger itself is healthy.")
+	r = cli(t, db, "doctor", "--json")
+	require.Equal(t, 1, r.code)
+	var d storage.Diagnosis
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+	require.True(t, d.Healthy)
+	require.True(t, d.BackupDamaged)
+
+	require.NoError(t, os.Remove(storage.BackupPath(db)))
+	require.Equal(t, 0, cli(t, db, "doctor").code, "no backup is no damage")
+}
