@@ -53,6 +53,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
 	require.Contains(t, d.Backup, "cut short")
+	require.True(t, d.BackupDamaged)
 	problems, err := l.Check()
 	require.NoError(t, err)
 	require.Empty(t, problems)
