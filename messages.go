@@ -120,7 +120,8 @@ func (e hintedError) Unwrap() error { return e.err }
 // printable is err's text made safe for a terminal, line by line where the
 // lines are ours.
 func printable(err error) string {
-	if h, ok := err.(hintedError); ok {
+	var h hintedError
+	if errors.As(err, &h) && h.Error() == err.Error() { // nothing wraps it
 		return core.Printable(h.err.Error()) + "\n" + core.Printable(h.hint)
 	}
 	return core.Printable(err.Error())
