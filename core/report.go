@@ -236,6 +236,8 @@ const settleAfter = 10 * accountEvery
 // bookings not yet settled (ended more than settleAfter ago), and the
 // unbooked use of the last two days. A settled booking is added once and
 // not read again, so a scrape costs the same with a year of history.
+// Forced expiries are left out: counting them reads the audit trail, and
+// no metric serves them.
 type UserTotals struct {
 	// Keep picks the bookings counted (nil: all). Unbooked use, which is
 	// recorded per user and day but not per host, is counted only when

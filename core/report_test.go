@@ -162,6 +162,9 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 		r, err := c.Report(time.Time{}, ReportByUser)
 		require.NoError(t, err)
 		slices.SortFunc(r.Rows, func(a, b ReportRow) int { return strings.Compare(a.Key, b.Key) })
+		for i := range r.Rows {
+			r.Rows[i].Forced = 0 // not counted for metrics: see UserTotals
+		}
 		return r.Rows
 	}
 	read := func() []ReportRow {
