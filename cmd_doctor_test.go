@@ -34,10 +34,7 @@ func TestDoctorCommand(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stdout, "problem")
 	require.Contains(t, r.stdout, "chronos doctor --repair")
-	r = cli(t, db, "doctor", "--json")
-	require.Equal(t, 1, r.code)
-	var d storage.Diagnosis
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+	d := doctorJSON(t, db, 1)
 	require.False(t, d.Healthy)
 	require.NotEmpty(t, d.Problems)
 
@@ -107,13 +104,20 @@ func TestDoctorOnDamagedBackup(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stdout)
 	require.Contains(t, r.stdout, "healthy. 1 bookings")
 	require.Contains(t, r.stdout, "The backup is damaged; the ledger itself is healthy.")
-	r = cli(t, db, "doctor", "--json")
-	require.Equal(t, 1, r.code)
-	var d storage.Diagnosis
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+	d := doctorJSON(t, db, 1)
 	require.True(t, d.Healthy)
 	require.True(t, d.BackupDamaged)
 
 	require.NoError(t, os.Remove(storage.BackupPath(db)))
 	require.Equal(t, 0, cli(t, db, "doctor").code, "no backup is no damage")
+}
+
+// doctorJSON runs doctor --json on db, expecting exit status code.
+func doctorJSON(t *testing.T, db string, code int) storage.Diagnosis {
+	t.Helper()
+	r := cli(t, db, "doctor", "--json")
+	require.Equal(t, code, r.code, r.stderr)
+	var d storage.Diagnosis
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+	return d
 }
