@@ -138,20 +138,20 @@ func tlsError(ep string, cfg *tls.Config, err error) error {
 	)
 	switch {
 	case errors.As(err, &authority) && cfg.RootCAs == nil:
-		return fmt.Errorf("%w: etcd at %s shows a certificate signed by a CA this host does not trust (%v): give --cacert the CA that signed etcd's certificate", ErrTLS, ep, err)
+		return fmt.Errorf("%w: etcd at %s shows a certificate signed by a CA this host does not trust (%w): give --cacert the CA that signed etcd's certificate", ErrTLS, ep, err)
 	case errors.As(err, &authority):
-		return fmt.Errorf("%w: etcd at %s shows a certificate that the CA given by --cacert did not sign (%v): give --cacert the CA that signed etcd's certificate", ErrTLS, ep, err)
+		return fmt.Errorf("%w: etcd at %s shows a certificate that the CA given by --cacert did not sign (%w): give --cacert the CA that signed etcd's certificate", ErrTLS, ep, err)
 	case errors.As(err, &hostname):
-		return fmt.Errorf("%w: etcd at %s shows a certificate for another name (%v): name the member in the store URL as its certificate does", ErrTLS, ep, err)
+		return fmt.Errorf("%w: etcd at %s shows a certificate for another name (%w): name the member in the store URL as its certificate does", ErrTLS, ep, err)
 	case errors.As(err, &invalid):
-		return fmt.Errorf("%w: etcd at %s shows a certificate that is not valid (%v)", ErrTLS, ep, err)
+		return fmt.Errorf("%w: etcd at %s shows a certificate that is not valid (%w)", ErrTLS, ep, err)
 	case errors.As(err, &header):
 		return fmt.Errorf("%w: etcd at %s does not speak TLS: drop --cacert, --cert and --key, or serve clients over TLS", ErrTLS, ep)
 	case remoteAlert(err):
 		if len(cfg.Certificates) == 0 {
-			return fmt.Errorf("%w: etcd at %s asks for a client certificate (%v): give --cert and --key, a certificate signed by the CA etcd trusts (its --trusted-ca-file)", ErrTLS, ep, err)
+			return fmt.Errorf("%w: etcd at %s asks for a client certificate (%w): give --cert and --key, a certificate signed by the CA etcd trusts (its --trusted-ca-file)", ErrTLS, ep, err)
 		}
-		return fmt.Errorf("%w: etcd at %s refused this client's certificate (%v): give --cert and --key a certificate signed by the CA etcd trusts (its --trusted-ca-file)", ErrTLS, ep, err)
+		return fmt.Errorf("%w: etcd at %s refused this client's certificate (%w): give --cert and --key a certificate signed by the CA etcd trusts (its --trusted-ca-file)", ErrTLS, ep, err)
 	}
 	return nil
 }
