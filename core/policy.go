@@ -149,7 +149,7 @@ func ApplyPolicy(p Policy, settings []string) (Policy, error) {
 		case "idle-warn", "idle_warn":
 			p.IdleWarn, err = policyDurations(k, v)
 		case "idle-sm", "idle_sm":
-			p.IdleSM, err = ParseCompute(v)
+			p.IdleSM, err = idleSM(v)
 		case "idle-start", "idle_start":
 			p.IdleStart, err = policyDuration(k, v, 0)
 		case "hold-max", "hold_max":
@@ -265,4 +265,14 @@ func FormatPolicy(p Policy) string {
 		s += " notify-url=" + p.NotifyURL
 	}
 	return s
+}
+
+// idleSM reads idle-sm: the mean SM activity under which a minute counts as
+// idle, a whole percent from 1 to 100 written as a compute share is.
+func idleSM(v string) (int, error) {
+	pct, err := ParseCompute(v)
+	if err != nil || pct == 0 {
+		return 0, inputErr("idle-sm %s: the SM activity under which a minute counts as idle is a percent from 1%% to 100%%, like 5%%", Quote(v))
+	}
+	return pct, nil
 }

@@ -29,7 +29,7 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 	field("created", "%s", core.FormatTime(p.Created, now))
 	field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
 	if p.ComputePct > 0 {
-		field("compute", "%d%% of SMs", p.ComputePct)
+		field("compute", "%s", computeCap(p))
 	}
 	if r := p.Wrapper; r != nil {
 		field("run by", "chronos run, pid %d on %s", r.PID, Printable(r.Host))
