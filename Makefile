@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test check lint vet tidy bench soak soak-etcd fuzz screenshots tools tools-cc clean install man
+.PHONY: all build run test check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -80,6 +80,11 @@ tidy:
 
 bench: tools-cc
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
+
+# The issue's two hundred waiters at once: 200 real waiting processes on a
+# ledger file, and laying out a line of 200 (see BENCHMARKS.md).
+bench-waiters: tools-cc
+	$(GO) test ./core -run '^$$' -bench 'Waiters200|LineLayout200' -benchtime 1x -count 1 -timeout 30m
 
 soak: build
 	$(GO) run ./core/soak -bin $(BIN)

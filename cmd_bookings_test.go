@@ -48,6 +48,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 	require.Equal(t, "3", ids(t, db, "--state", "released"), "an ended state reads the history")
 	require.Equal(t, "1 2 3", ids(t, db, "--state", "LIVE,Released"))
 	require.Empty(t, ids(t, db, "--state", "ending-soon"))
+	require.Empty(t, ids(t, db, "--state", "upcoming"))
 
 	r := cli(t, db, "list", "--mine", "-o", "wide")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -79,7 +80,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 		{[]string{"list", "-o", "yaml"}, `-o "yaml": use wide, json or ids`},
 		{[]string{"list", "--json", "-o", "ids"}, "--json or -o ids, not both"},
 		{[]string{"list", "--mine", "--user", "nobody"}, "--mine or --user, not both"},
-		{[]string{"list", "--state", "asleep"}, `state "asleep": use live, ending-soon, orphaned, gpu-gone, expired, released`},
+		{[]string{"list", "--state", "asleep"}, `state "asleep": use upcoming, live, ending-soon, orphaned, gpu-gone, expired, released`},
 		{[]string{"list", "--gpu", "zero"}, `"zero" is not a GPU index`},
 	} {
 		r := cli(t, db, tc.args...)

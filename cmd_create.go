@@ -13,28 +13,35 @@ import (
 func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
 	var asJSON bool
+	var line lineFlags
 	cmd := &cobra.Command{
 		Use:   "create GPU MEMORY DURATION",
 		Short: "Book a share of a GPU's memory for a while",
 		Long: `Book a share of one GPU's memory for a bounded time.
 
 GPU is an index on this host (0), or HOST:INDEX (gpu3:0) for another host's
-in a ledger many hosts share.
+in a ledger many hosts share; any (or HOST:any) for whichever GPU of the
+host has room first.
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
-DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
-		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice",
-		Args:    args(cobra.ExactArgs(3)),
+DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
+--at books ahead; --wait joins the waiting line when it cannot start now.`,
+		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice\n" +
+			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00",
+		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
 			if err != nil {
 				return err
 			}
 			req.For = forUser
+			if err := line.apply(&req); err != nil {
+				return err
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			p, err := c.Create(req)
+			p, err := bookOrWait(cmd, c, req, line)
 			if err != nil {
 				return err
 			}
@@ -49,13 +56,14 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
 			}
-			gpuName := tui.Printable(c.GPUName(p.Host, p.Device))
-			fmt.Fprintf(cmd.OutOrStdout(), "Booked %d: %s (%s) of GPU %s for %s, until %s.\n", p.ID, core.FormatPercent(p.SharePPM),
-				core.FormatBytes(p.Bytes), gpuName, p.User, core.FormatTime(p.Expires, c.Now()))
-			fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", gpuName, p.Room.Room())
+			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(c, p))
+			if p.Room.FreePPM > 0 { // read when it was booked for now, not from the line or ahead
+				fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", tui.Printable(c.GPUName(p.Host, p.Device)), p.Room.Room())
+			}
 			return nil
 		},
 	}
+	line.add(cmd)
 	cmd.Flags().StringVar(&forUser, "user", "", "book for another user (root only)")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS where it runs)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the booking as JSON")

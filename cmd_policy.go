@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 func policyCmd(g *globals) *cobra.Command {
@@ -22,8 +25,7 @@ func policyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), core.FormatPolicy(p))
-			return nil
+			return writePolicy(cmd.OutOrStdout(), p)
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -38,16 +40,26 @@ func policyCmd(g *globals) *cobra.Command {
   max=7d                         longest booking (and most time left after an extension)
   admit=booked|physical          admit on booked shares only (memory in use is a warning),
                                  or also refuse what is not physically free
-  reclaim=off|always             release bookings idle for idle= (off until root turns it on;
-                                 when-waiting, only when someone waits, needs the waiting line)
+  reclaim=off|when-waiting|always  release bookings idle for idle= (off until root turns it on;
+                                 when-waiting: only when someone waits in line for the GPU)
   idle=2h                        idle time after which a booking is reclaimed
   idle-warn=1h,1h45m             when its owner is warned first (none: never)
   idle-sm=5%                     mean SM activity under which a minute counts as idle
   idle-start=15m                 a booking with no GPU process yet is not idle before this
   hold-max=4h                    longest 'chronos hold'
-  notify-url=https://…|off       Slack-compatible webhook that gets every notice`,
-		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s",
-		Args:    args(cobra.MinimumNArgs(1)),
+  notify-url=https://…|off       Slack-compatible webhook that gets every notice
+  user-gpus=1.5|none             GPU-equivalents one user may hold at once (50% of a GPU is 0.5)
+  user-hours=200/7d|none         share-weighted GPU-hours one user may book in any rolling window
+  ahead=14d                      how far ahead a booking may start (--at)
+  halflife=7d                    half-life of the usage that orders the waiting line
+  age-weight=1  max-age=1d       priority for time waited: the full weight after max-age
+With for=NAME or for=@GROUP the settings apply to that user or group only
+(user-gpus, user-hours, ahead, max, and share=N, their fair-share weight, and
+exempt=yes, no quotas: root is not exempt unless set). VALUE default undoes one.`,
+		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s\n" +
+			"  sudo chronos policy set user-gpus=1.5 user-hours=200/7d ahead=14d max=2d\n" +
+			"  sudo chronos policy set user-gpus=4 for=alice\n  sudo chronos policy set share=2 for=@students",
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -57,9 +69,29 @@ func policyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), core.FormatPolicy(p))
-			return nil
+			return writePolicy(cmd.OutOrStdout(), p)
 		},
 	})
 	return cmd
+}
+
+// writePolicy prints every policy knob with its value, its default and
+// what it does, then each user's or group's settings: what `chronos
+// policy` and `policy set` show.
+func writePolicy(w io.Writer, p core.Policy) error {
+	knobs, overrides := core.Knobs(p)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tMEANING")
+	for _, k := range knobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Key, k.Value, k.Default, k.Meaning)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range overrides {
+		if _, err := fmt.Fprintln(w, "set: "+tui.Printable(o)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -27,13 +27,9 @@ a pipe) it releases nothing unless --yes says so.`,
 			return cobra.MinimumNArgs(1)(cmd, a)
 		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			ids := make([]uint64, 0, len(a))
-			for _, s := range a {
-				id, err := core.ParseID(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
+			ids, err := parseIDs(a)
+			if err != nil {
+				return err
 			}
 			c, err := g.client()
 			if err != nil {
@@ -45,19 +41,10 @@ a pipe) it releases nothing unless --yes says so.`,
 				}
 			}
 			// Release what can be released; report each refusal on its own.
-			status := 0
-			for _, id := range ids {
-				if _, err := c.Release(id); err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
-					status = exitError
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Released %d.\n", id)
-			}
-			if status != 0 {
-				return exitStatus{code: status}
-			}
-			return nil
+			return doEach(cmd, c, ids, func(c *core.Client, id uint64) (string, error) {
+				_, err := c.Release(id)
+				return fmt.Sprintf("Released %d.", id), err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&mine, "mine", false, "release all your live bookings")

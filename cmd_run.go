@@ -16,6 +16,7 @@ import (
 func runCmd(g *globals) *cobra.Command {
 	var booking, compute, warnSignal string
 	var grace graceFlag
+	var line lineFlags
 	cmd := &cobra.Command{
 		Use:   "run [DEVICE MEMORY DURATION | --booking ID] -- COMMAND [ARGS...]",
 		Short: "Run a command inside a booking, ended at the booking's deadline",
@@ -34,8 +35,12 @@ CHRONOS_DEADLINE_UNIX. --signal USR1@5m sends SIGUSR1 to the command's process
 group five minutes before the end (as Slurm's --signal; handle it, since
 SIGUSR1's default action ends a program). At the deadline the group gets
 SIGTERM, then SIGKILL after the grace period. chronos exits with the command's
-status, or 124 when it stopped the command because the booking ended.`,
-		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --booking 7 -- python eval.py",
+status, or 124 when it stopped the command because the booking ended.
+
+With --wait a request that cannot start now waits in line (Ctrl-C leaves
+it); with --at the booking is made ahead and the command starts at its start.`,
+		Example: "  chronos run 0 0.5 1h -- python train.py\n  chronos run 0 0.5 8h --signal USR1@5m -- python train.py\n  chronos run --booking 7 -- python eval.py\n" +
+			"  chronos run 0 50% 2h --wait -- python train.py\n  chronos run 0 50% 2h --at 14:00 -- python train.py",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash == len(a) {
@@ -61,12 +66,19 @@ status, or 124 when it stopped the command because the booking ended.`,
 				if opts.Request, err = core.ParseRequest(spec[0], spec[1], spec[2], compute); err != nil {
 					return err
 				}
+				if err := line.apply(&opts.Request); err != nil {
+					return err
+				}
+				opts.Wait = line.waitOptions()
 			default:
 				return usageError{errors.New("run: give DEVICE MEMORY DURATION, or --booking ID, before --")}
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
+			}
+			if opts.Wait != nil {
+				opts.OnQueue = func(e core.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
 			}
 			opts.MPS = gpu.DetectMPS("")
 			// Ctrl-C and SIGTERM go on to the command, which decides when
@@ -81,6 +93,7 @@ status, or 124 when it stopped the command because the booking ended.`,
 			return exitStatus{code: res.ExitCode}
 		},
 	}
+	line.add(cmd)
 	cmd.Flags().StringVar(&booking, "booking", "", "run inside this live booking of yours instead of booking (--partition works too)")
 	// --partition, the old name, is read as --booking.
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {

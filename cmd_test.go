@@ -108,6 +108,20 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"--monitor", "--log-format", "xml"}, 2, "use text or json"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
+		// The line, bookings ahead and quotas.
+		{[]string{"create", "0", "0.1", "1h", "--at", "00:00:01"}, 2, "has passed"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
+		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
+		{[]string{"create", "0", "0.5", "1h", "--wait", "--timeout", "-5m"}, 2, "negative values"},
+		{[]string{"create", "3", "0.5", "1h", "--wait"}, 1, "no such GPU: GPU 3"},
+		{[]string{"create", "0", "100GiB", "1h", "--wait"}, 2, "more than GPU 0 has"},
+		{[]string{"create", "0", "0.5", "8d", "--wait"}, 1, "the most is 7d"},
+		{[]string{"queue", "cancel", "7"}, 1, "no such waiting request: 7"},
+		{[]string{"policy", "set", "user-gpus=lots"}, 2, `user-gpus="lots": expected a number`},
+		{[]string{"policy", "set", "share=2"}, 2, "add for=NAME"},
+		{[]string{"policy", "set", "user-gpus=1", "for=no-such-user-x"}, 1, "no such user"},
+		{[]string{"policy", "set", "user-gpus=1", "for=@no-such-group-x"}, 1, "no such group"},
 		{[]string{"hold", "1", "2h"}, 2, "a hold needs a reason"},
 		{[]string{"hold", "1", "2h", "--reason", " "}, 2, "a hold needs a reason"},
 		{[]string{"hold", "1", "5h", "--reason", "x"}, 1, "the most is 4h"},
@@ -115,7 +129,6 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"hold", "7", "1h", "--reason", "x"}, 1, "no such booking: 7"},
 		{[]string{"hold", "1", "--reason", "x"}, 2, "accepts 2 arg(s)"},
 		{[]string{"hold", "1", "-1h", "--reason", "x"}, 2, "negative values are not allowed"},
-		{[]string{"policy", "set", "reclaim=when-waiting"}, 2, "needs the waiting line (issue 12)"},
 		{[]string{"policy", "set", "idle=1h", "idle-warn=2h"}, 2, "every warning must come before idle=1h"},
 		{[]string{"policy", "set", "notify-url=file:///etc/passwd"}, 2, "expected an http(s) address"},
 		// A wrong command line exits 2 and says what to type instead.
@@ -270,6 +283,10 @@ func TestHugeArgumentsAreNotEchoed(t *testing.T) {
 		{"run", "--booking", huge, "--", "true"},
 		{huge}, {"list", huge}, {"policy", huge}, {"--backend", huge, "list"}, {"events", "-n", huge}, {"list", "--" + huge},
 		{"--monitor", "--log-format", huge}, {"--monitor", "--policy", huge},
+		{"create", "0", "0.5", "1h", "--at", huge}, {"create", "0", "0.5", "1h", "--at", "+" + huge},
+		{"run", "0", "0.1", "1h", "--at", huge, "--", "true"}, {"queue", "cancel", huge}, {"queue", huge}, {"usage", huge},
+		{"policy", "set", "user-gpus=" + huge}, {"policy", "set", "user-hours=" + huge}, {"policy", "set", "share=2", "for=" + huge},
+		{"policy", "set", "share=2", "for=@" + huge}, {"policy", "set", "exempt=" + huge, "for=root"},
 	} {
 		r := cli(t, db, args...)
 		require.NotEqual(t, 0, r.code)
@@ -302,7 +319,7 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.2", "1h", "--compute", "25%").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
 	r = cli(t, db, "list")
-	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+EXPIRES\s+IDLE\s+STATE\s+COMPUTE$`, r.stdout)
+	require.Regexp(t, `(?m)^ID\s+OWNER\s+GPU\s+SHARE\s+MEMORY\s+LEFT\s+STARTS\s+EXPIRES\s+IDLE\s+STATE\s+COMPUTE$`, r.stdout)
 	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
 	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
 

@@ -156,7 +156,7 @@ Run it with no command for the terminal app.`,
 		createCmd(g), listCmd(g), releaseCmd(g), extendCmd(g), availableCmd(g),
 		runCmd(g), statsCmd(g), backendsCmd(g),
 		policyCmd(g), eventsCmd(g), initCmd(g), versionCmd(), doctorCmd(g),
-		holdCmd(g), migrateCmd(g),
+		holdCmd(g), migrateCmd(g), queueCmd(g), usageCmd(g),
 		reportCmd(g), showCmd(g), environmentCmd(), genManCmd(),
 	)
 	addCompletions(root, g)

@@ -365,7 +365,8 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
 	r := chronos(t, db, "create", "0", "0.5", "1h")
 	require.Equal(t, 1, r.code)
-	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until \d\d:\d\d:\d\d\)\. GPU 1 has 100% free\n$`, r.stderr)
+	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until \d\d:\d\d:\d\d\)\. GPU 1 has 100% free\. `+
+		`It would fit at \d\d:\d\d:\d\d \(--wait joins the line\)\n$`, r.stderr)
 
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.000001", "1h").code)
 	r = chronos(t, db, "create", "1", "100%", "1h")
@@ -431,7 +432,7 @@ func TestCreateWarnsOfMemoryInUse(t *testing.T) {
 
 	r = chronos(t, db, "policy", "set", "admit=physical")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "admit=physical")
+	require.Regexp(t, `(?m)^admit +physical +booked `, r.stdout)
 	before := readFile(t, db)
 	r = chronos(t, db, "create", "0", "80GiB", "1h")
 	require.Equal(t, 1, r.code)

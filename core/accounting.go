@@ -190,10 +190,10 @@ const (
 )
 
 // Writes account may make for one booking (its usage, an event, and a
-// release by the idle ladder: the booking and its live entry) and for one
-// GPU besides (its minute).
+// release by the idle ladder: the booking and its live entry, and its
+// owner charged) and for one GPU besides (its minute).
 const (
-	accountBookingWrites = 4
+	accountBookingWrites = 4 + chargeWrites
 	accountGPUWrites     = 1
 )
 
@@ -348,7 +348,7 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-func sortedKeys[K int | uint64, V any](m map[K]V) []K {
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -74,6 +74,9 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
 				switch p, ok := byID[id]; {
 				case !ok || p.Device != d.Index:
+				case p.Upcoming(now):
+					// A process naming a booking that has not started
+					// runs on no booking: unbooked.
 				case proc.UID != p.UID && proc.UID != 0:
 					a.Claimed = id
 				default:
@@ -86,7 +89,7 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 			if a.Partition == 0 && proc.UID != gpu.NA {
 				if p, ok := ownersBooking(parts, proc.UID, d.Index, now); ok {
 					a.Partition = p.ID
-				} else if p, ok := ownersExpiredBooking(parts, proc, d.Index); ok {
+				} else if p, ok := ownersExpiredBooking(parts, proc, d.Index, now); ok {
 					a.Partition, a.Verdict = p.ID, Ended
 				}
 			}
@@ -123,7 +126,7 @@ func ownersBooking(parts []storage.Partition, uid, device int, now time.Time) (s
 // ownersExpiredBooking is the expired booking of proc's owner on device that
 // was live when proc started: the process ran under it and outlived it. A
 // process started after its owner's booking ended is unbooked instead.
-func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device int) (storage.Partition, bool) {
+func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device int, now time.Time) (storage.Partition, bool) {
 	started := gpu.StartedAt(proc.StartTime)
 	if started.IsZero() {
 		return storage.Partition{}, false
@@ -134,7 +137,9 @@ func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device in
 		if p.UID != proc.UID || p.Device != device || p.State == storage.Released {
 			continue
 		}
-		if p.State != storage.Expired && p.State != storage.Live {
+		// Expired, or past its deadline and not flipped yet; one live or
+		// still to start has not ended.
+		if p.State != storage.Expired && (p.State != storage.Live || now.Before(p.Expires)) {
 			continue
 		}
 		if started.Before(p.Expires) && (!found || p.Expires.After(best.Expires)) {

@@ -199,7 +199,7 @@ func BenchmarkCreateReadsPhysical(b *testing.B) {
 				return err
 			}
 			if physical {
-				if a := c.availabilityOf(tx, c.host, inv, parts, inv.Devices[1], time.Now()); !a.Physical.Known {
+				if a := c.availabilityOf(tx, c.host, inv, calendarOf(parts), parts, nil, inv.Devices[1], time.Now()); !a.Physical.Known {
 					b.Fatal("no reading")
 				}
 			}

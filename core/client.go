@@ -217,12 +217,17 @@ type Partition struct {
 	client *Client
 }
 
-// TimeRemaining is how long the booking has left (zero once it has ended).
+// TimeRemaining is how long the booking has left (zero once it has ended;
+// its whole length while it has not started).
 func (p *Partition) TimeRemaining() time.Duration {
-	if p.State != storage.Live {
+	return remaining(p.Partition, p.client.now())
+}
+
+func remaining(p storage.Partition, now time.Time) time.Duration {
+	if p.EndedAt(now) {
 		return 0
 	}
-	return max(0, p.Expires.Sub(p.client.now()))
+	return p.Expires.Sub(later(now, p.Start))
 }
 
 // Release ends the booking now.
@@ -248,6 +253,7 @@ type BookingStatus string
 
 // The statuses, as list, --json and the app print them.
 const (
+	StatusUpcoming   BookingStatus = "upcoming" // booked ahead, not started
 	StatusLive       BookingStatus = "live"
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
@@ -260,7 +266,7 @@ const (
 )
 
 // BookingStatuses are every status, in the order of a booking's life.
-var BookingStatuses = []BookingStatus{StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReleased}
+var BookingStatuses = []BookingStatus{StatusUpcoming, StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReleased}
 
 // Ended reports whether the booking no longer holds its share.
 func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
@@ -285,14 +291,16 @@ func (p Partition) state(now time.Time, warnLead time.Duration) BookingStatus {
 	return s
 }
 
-// Status is what a person sees: live, ending soon, orphaned, expired or
-// released.
+// Status is what a person sees: upcoming, live, ending soon, orphaned,
+// expired or released.
 func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
 	switch {
 	case p.State == storage.Released:
 		return StatusReleased
 	case p.State == storage.Expired || !now.Before(p.Expires):
 		return StatusExpired
+	case p.Upcoming(now):
+		return StatusUpcoming
 	case !p.Orphaned.IsZero():
 		return StatusOrphaned
 	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
@@ -305,7 +313,7 @@ func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingS
 // WarnLead is how long before its end a partition counts as ending soon: the
 // policy's lead, or a tenth of a booking too short for it.
 func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
-	return min(lead, p.Expires.Sub(p.Created)/10)
+	return min(lead, p.Expires.Sub(p.Start)/10)
 }
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,7 +117,7 @@ func FuzzParseID(f *testing.F) {
 }
 
 func FuzzParseDevice(f *testing.F) {
-	for _, s := range []string{"0", "1", " 3", "-1", "gpu0", "99999999999999999999", ""} {
+	for _, s := range []string{"0", "1", " 3", "-1", "gpu0", "99999999999999999999", "", "any", " ANY "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -125,7 +126,7 @@ func FuzzParseDevice(f *testing.F) {
 			requireInputErr(t, s, err)
 			return
 		}
-		if i < 0 {
+		if i == AnyDevice && !strings.EqualFold(strings.TrimSpace(s), "any") || i < AnyDevice {
 			t.Fatalf("%q gave device %d", s, i)
 		}
 	})
@@ -198,7 +199,8 @@ func FuzzApplyPolicy(f *testing.F) {
 	for _, s := range []string{"expiry=terminate grace=30s", "overbudget=warn unbooked=off", "max=7d warn=5m", "expiry=explode",
 		"grace", "=", "max=30s", "grace=0", "warn-lead=1h over_budget=terminate", "max=366d grace=-1s", "admit=physical", "admit=both",
 		"reclaim=always idle=2h idle-warn=1h,1h45m", "idle-warn=none,idle-sm=5%", "idle=30m idle-warn=40m", "notify-url=https://hooks.example/T/B?x=Y",
-		"hold-max=4h idle-start=0", "reclaim=when-waiting", "notify-url=ftp://x", "idle-warn=1.2s,1.4s"} {
+		"hold-max=4h idle-start=0", "reclaim=when-waiting", "notify-url=ftp://x", "idle-warn=1.2s,1.4s",
+		"user-gpus=1.5 user-hours=200/7d ahead=14d", "halflife=3d age-weight=0.5 max-age=12h", "user-gpus=4 for=alice", "share=2", "user-hours=5/0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -218,7 +220,7 @@ func FuzzApplyPolicy(f *testing.F) {
 		if p.Grace < 0 || p.WarnLead < 0 || p.MaxLength < time.Minute {
 			t.Fatalf("%q: durations %v %v %v", s, p.Grace, p.WarnLead, p.MaxLength)
 		}
-		if p.Reclaim != ReclaimOff && p.Reclaim != ReclaimAlways || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
+		if !slices.Contains([]string{ReclaimOff, ReclaimWhenWaiting, ReclaimAlways}, p.Reclaim) || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
 			t.Fatalf("%q: ladder %+v", s, p)
 		}
 		for i, w := range p.IdleWarn {
@@ -241,7 +243,9 @@ func FuzzApplyPolicy(f *testing.F) {
 		if back.Expiry != p.Expiry || back.OverBudget != p.OverBudget || back.Unbooked != p.Unbooked || back.Admit != p.Admit ||
 			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) ||
 			back.Reclaim != p.Reclaim || !near(back.Idle, p.Idle) || !steps || back.IdleSM != p.IdleSM ||
-			!near(back.IdleStart, p.IdleStart) || !near(back.HoldMax, p.HoldMax) || back.NotifyURL != p.NotifyURL {
+			!near(back.IdleStart, p.IdleStart) || !near(back.HoldMax, p.HoldMax) || back.NotifyURL != p.NotifyURL ||
+			back.UserGPUs != p.UserGPUs || back.UserHours != p.UserHours || !near(back.HoursWindow, p.HoursWindow) ||
+			!near(back.Ahead, p.Ahead) || !near(back.HalfLife, p.HalfLife) || back.AgeWeight != p.AgeWeight || !near(back.MaxAge, p.MaxAge) {
 			t.Fatalf("%q: %+v reads back as %+v", s, p, back)
 		}
 	})
@@ -304,3 +308,28 @@ func FuzzStoredPartition(f *testing.F) {
 type noSignals struct{}
 
 func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
+
+// FuzzParseStart reads --at as a person types it. An accepted start is no
+// more than the typing minute in the past, not absurdly far ahead, and its
+// RFC 3339 form reads back to the same instant.
+func FuzzParseStart(f *testing.F) {
+	for _, s := range []string{"14:00", "14:00:30", "tomorrow 09:00", "today 13:00", "2026-12-01 09:00", "2026-12-01T09:00:00Z",
+		"+2h", "+90m", "now", "", "25:00", "+-1h", "+400d", "tomorrow", "yesterday", "2026-12-01T09:00:00+01:00", "9:5"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 29, 12, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseStart(s, now)
+		if err != nil {
+			requireInputErr(t, s, err)
+			return
+		}
+		if got.Before(now.Add(-startSlack)) || got.After(now.Add(maxParsedDuration)) {
+			t.Fatalf("%q parsed to %v, outside [now-1m, now+366d]", s, got)
+		}
+		back, err := ParseStart(got.Format(time.RFC3339Nano), now)
+		if err != nil || !back.Equal(got) {
+			t.Fatalf("%q: %v prints as %q, which reads back as %v (%v)", s, got, got.Format(time.RFC3339Nano), back, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		return nil, nil
 	}
 	if pol.Reclaim == ReclaimWhenWaiting {
-		waiting, err := someoneWaits(tx, p.Device, now)
+		waiting, err := someoneWaits(tx, gpuOf(*p), now)
 		if err != nil || !waiting {
 			return nil, err
 		}
@@ -66,10 +67,10 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 
 // reclaim ends a booking early, as if its deadline were now: its
 // processes are then handled as at expiry, and one started after now is
-// no longer its.
+// no longer its. Its owner is charged for the time it was held.
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
-	p.State, p.Ended, p.Expires = storage.Expired, now, now
-	return tx.PutPartition(p)
+	p.Expires = now
+	return endBooking(tx, p, storage.Expired, now)
 }
 
 // reclaimWhen says what happens at the end of the ladder, in left.
@@ -81,16 +82,14 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 	return fmt.Sprintf("it will be released after %s idle (%s)", FormatDuration(pol.Idle), in)
 }
 
-// someoneWaits reports whether a request in the waiting line wants device.
-// This chronos has no waiting line yet, so nobody waits: ApplyPolicy
-// refuses reclaim=when-waiting, and a ledger that names it anyway reclaims
-// nothing.
-func someoneWaits(_ *storage.Tx, _ int, _ time.Time) (bool, error) {
-	return false, nil
+// someoneWaits reports whether a request in the waiting line wants GPU g
+// (or any GPU of its host).
+func someoneWaits(tx *storage.Tx, g gpuID, now time.Time) (bool, error) {
+	line, err := tx.WaitingRequests()
+	return slices.ContainsFunc(line, func(r storage.Request) bool {
+		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && (r.Deadline.IsZero() || now.Before(r.Deadline))
+	}), err
 }
-
-// errNoLine: reclaim=when-waiting needs the waiting line of issue 12.
-var errNoLine = fmt.Errorf("%w: reclaim=when-waiting needs the waiting line (issue 12), which this chronos does not have yet; use reclaim=always or off", ErrInput)
 
 // Hold exempts a live booking from idle reclaim for d (at most the
 // policy's hold-max), saying why. Its owner or root may; the hold goes in

@@ -155,7 +155,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 	require.Equal(t, 3*time.Minute, u.Idle)
 }
 
-// Without a waiting line nobody waits: reclaim=when-waiting only warns.
+// With nobody waiting, reclaim=when-waiting only warns.
 func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
@@ -307,12 +307,35 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	require.Len(t, minutes, 5*4, "one sample per GPU per minute")
 }
 
-// reclaim=when-waiting needs the waiting line, which this chronos lacks:
-// setting it is refused in words, not accepted and ignored.
-func TestWhenWaitingNeedsTheLine(t *testing.T) {
-	_, err := ApplyPolicy(DefaultPolicy(), []string{"reclaim=when-waiting"})
-	require.ErrorIs(t, err, ErrInput)
-	require.ErrorContains(t, err, "needs the waiting line (issue 12)")
+// reclaim=when-waiting releases an idle booking once someone waits for
+// its GPU, and in the same transaction the room goes to the one waiting;
+// the idle owner is charged for the time held.
+func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock.Now)
+	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
+	require.NoError(t, err, "the GPU is now full")
+	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	r.run(6*time.Minute, 10*time.Second, m)
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State, "idle past idle=, but nobody waits")
+
+	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	r.run(time.Minute, 10*time.Second, m)
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	st, _, _, err := bobs.lineStatus(q.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Granted, st.State, "the reclaimed room went to the line")
+	users, err := r.c.Usage()
+	require.NoError(t, err)
+	for _, u := range users {
+		if u.User == "alice" {
+			require.Greater(t, u.Usage, 0.0, "charged for the time held")
+		}
+	}
 }
 
 func TestLadderPolicy(t *testing.T) {

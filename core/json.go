@@ -25,6 +25,7 @@ type PartitionJSON struct {
 	Bytes            uint64        `json:"bytes"`
 	ComputePercent   int           `json:"compute_percent,omitempty"`
 	Created          time.Time     `json:"created"`
+	Start            time.Time     `json:"start"`
 	Expires          time.Time     `json:"expires"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
@@ -53,14 +54,10 @@ type UsageJSON struct {
 
 // JSON returns the booking in its script-facing form, as seen at now.
 func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
-	remaining := 0.0
-	if p.LiveAt(now) {
-		remaining = p.Expires.Sub(now).Seconds()
-	}
 	return PartitionJSON{
 		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
 		Share: ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
-		Created: p.Created.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining,
+		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
 		State: Status(p, now, warnLead),
 	}
 }
@@ -85,6 +82,68 @@ func utc(t time.Time) time.Time {
 		return t
 	}
 	return t.UTC()
+}
+
+// QueueJSON is a waiting request as `chronos queue --json` prints it: a
+// stable interface for scripts, like PartitionJSON.
+type QueueJSON struct {
+	ID              uint64    `json:"id"`
+	Position        int       `json:"position"` // 1 is next; 0: leaving or starting at the next placement
+	Owner           string    `json:"owner"`
+	UID             int       `json:"uid"`
+	Host            string    `json:"host,omitempty"` // as in PartitionJSON
+	Device          *int      `json:"device"`         // null: any GPU of the host
+	Share           float64   `json:"share,omitempty"`
+	Bytes           uint64    `json:"bytes,omitempty"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	ComputePercent  int       `json:"compute_percent,omitempty"`
+	Created         time.Time `json:"created"`
+	NotBefore       time.Time `json:"not_before,omitzero"`
+	Deadline        time.Time `json:"deadline,omitzero"`
+	WaitedSeconds   float64   `json:"waited_seconds"`
+	FairShare       float64   `json:"fair_share"`
+	Priority        float64   `json:"priority"`
+	ETA             time.Time `json:"eta,omitzero"`
+	ETADevice       int       `json:"eta_device"`
+	Reason          string    `json:"reason"`
+}
+
+// QueueEntryJSON returns a waiting request in its script-facing form.
+func QueueEntryJSON(e QueueEntry, now time.Time) QueueJSON {
+	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Host: e.Host, Share: float64(e.SharePPM) / ppm, Bytes: e.Bytes,
+		DurationSeconds: e.Duration.Seconds(), ComputePercent: e.ComputePct, Created: e.Created.UTC(), NotBefore: e.NotBefore.UTC(),
+		Deadline: e.Deadline.UTC(), WaitedSeconds: now.Sub(e.Created).Seconds(), FairShare: e.Factor, Priority: e.Priority,
+		ETA: e.ETA.UTC(), ETADevice: e.ETADevice, Reason: e.Reason}
+	if e.Device != AnyDevice {
+		d := e.Device
+		out.Device = &d
+	}
+	return out
+}
+
+// UserUsage is one user's use of the GPUs and what their quotas leave, as
+// `chronos usage` shows it and `usage --json` prints it. GPU-hours are
+// share-weighted: a 50% booking held an hour is half a GPU-hour.
+type UserUsage struct {
+	UID  int    `json:"uid"`
+	User string `json:"user"`
+	// GPU-hours held in the last 7 and 30 days (bookings released early
+	// count the time they were held).
+	Hours7d  float64 `json:"gpu_hours_7d"`
+	Hours30d float64 `json:"gpu_hours_30d"`
+	// GPUs is the GPU-equivalents held now; Ahead, those booked to start
+	// later.
+	GPUs  float64 `json:"gpus_now"`
+	Ahead float64 `json:"gpus_booked_ahead"`
+	// What the quotas leave now; nil where there is no limit (or the user
+	// is exempt).
+	GPUsLeft  *float64 `json:"user_gpus_left"`
+	HoursLeft *float64 `json:"user_hours_left"`
+	// Usage is the decayed usage that orders the line, in GPU-hours, and
+	// Factor the fair-share factor from it (1: no use; 0.5: at one's share).
+	Usage   float64 `json:"usage_gpu_hours"`
+	Factor  float64 `json:"fair_share"`
+	Waiting int     `json:"waiting"`
 }
 
 // AvailableJSON is one GPU as `chronos available --json` prints it.

@@ -103,6 +103,7 @@ type Monitor struct {
 	root          bool
 	nextSample    time.Time
 	nextInventory time.Time
+	nextLine      time.Time  // when the waiting line next needs a look
 	snap          *snapshot  // the ledger as last read; nil: read it again
 	pub           *publisher // this host's status for the other hosts; nil on a ledger file
 	acct          accountant
@@ -126,10 +127,11 @@ const offlineRetry = 15 * time.Second
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
 // every booking every second.
 type snapshot struct {
-	parts  []storage.Partition
-	claims map[string]storage.Claim
-	events []storage.Event // new since the last snapshot
-	pol    Policy
+	parts   []storage.Partition
+	claims  map[string]storage.Claim
+	events  []storage.Event // new since the last snapshot
+	waiting bool            // someone waits in line
+	pol     Policy
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
 	readings         []storage.DeviceReading
@@ -263,6 +265,11 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		if s.claims, err = tx.Claims(); err != nil {
 			return err
 		}
+		line, err := tx.WaitingRequests()
+		if err != nil {
+			return err
+		}
+		s.waiting = len(line) > 0
 		inv, _, err := tx.Inventory()
 		if err != nil {
 			return err
@@ -357,9 +364,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
-		accounted := false
+		accounted, placeMore := false, false
 		err := m.c.ledger.Update(func(tx *storage.Tx) error {
-			acts, mine = nil, nil
+			acts, mine, placeMore = nil, nil, false
 			var err error
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
 				return err
@@ -408,7 +415,13 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 					return err
 				}
 			}
-			return tx.DropClaims(now.Add(-24 * time.Hour))
+			if err := tx.DropClaims(now.Add(-24 * time.Hour)); err != nil {
+				return err
+			}
+			// The room that expiries, releases and reclaims freed goes to
+			// the line at once, in the writes the pass left.
+			placeMore, err = m.c.placeLine(tx)
+			return err
 		})
 		if errors.Is(err, storage.ErrUnavailable) && m.good != nil {
 			// The ledger went away: enforce what is due without it.
@@ -421,6 +434,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if accounted {
 			m.acct.accounted()
 		}
+		m.c.placeRest(placeMore)
 		m.notes.done(pol.NotifyURL, m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
@@ -438,13 +452,24 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	if m.acct.done != nil {
 		return now, nil // the rest of the window, at once
 	}
-	return m.nextWake(parts, claims, pol, now), nil
+	next := m.nextWake(parts, claims, pol, now)
+	if snap.waiting || !m.nextLine.IsZero() && !now.Before(m.nextLine) {
+		// Time alone can make a placement due: an ETA reached, a quota's
+		// window slid on, a timeout, a waiting process gone.
+		if m.nextLine, err = m.c.TendLine(); err != nil {
+			return now, err
+		}
+		if !m.nextLine.IsZero() && m.nextLine.Before(next) {
+			next = m.nextLine
+		}
+	}
+	return next, nil
 }
 
-// passWrites bounds the writes of one pass's transaction: etcd takes at
-// most 128 in one by default. What does not fit stays due, and the next
-// pass, at once, does it.
-const passWrites = 100
+// passWrites bounds the writes of one pass's transaction (see
+// storage.WriteBudget). What does not fit stays due, and the next pass, at
+// once, does it.
+const passWrites = storage.WriteBudget
 
 // pass is what one monitor pass means to write.
 type pass struct {
@@ -456,11 +481,13 @@ type pass struct {
 }
 
 // bound keeps what the pass writes within passWrites: an expiry or a
-// release writes its booking, its live index entry and an event; a warning
-// or an orphan mark its booking and an event; a notice its claim and an
-// event; a signal its claim; readings a record each and as many deletions.
-// Old claims dropped and the event sequence take some; it returns what is
-// left for accounting (see Monitor.account).
+// release writes its booking, its live index entry and an event, and
+// charges its owner (see charge); a warning or an orphan mark its booking
+// and an event; a notice its claim and an event; a signal its claim;
+// readings a record each and as many deletions. Old claims dropped and the
+// event sequence take some; it returns what is left for accounting (see
+// Monitor.account). Placing the waiting line comes last, in what the pass
+// left (see Client.placeLine).
 func (p *pass) bound() int {
 	budget := passWrites - storage.DropMax - 1 - 2*len(p.readings)
 	take := func(n, cost int) int {
@@ -468,8 +495,8 @@ func (p *pass) bound() int {
 		budget -= k * cost
 		return k
 	}
-	p.due = p.due[:take(len(p.due), 3)]
-	p.release = p.release[:take(len(p.release), 3)]
+	p.due = p.due[:take(len(p.due), 3+chargeWrites)]
+	p.release = p.release[:take(len(p.release), 3+chargeWrites)]
 	p.warn = p.warn[:take(len(p.warn), 2)]
 	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
 	p.notices = p.notices[:take(len(p.notices), 2)]
@@ -584,8 +611,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		if p.State != storage.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		p.State, p.Ended = storage.Expired, p.Expires
-		if err := tx.PutPartition(&p); err != nil {
+		if err := endBooking(tx, &p, storage.Expired, p.Expires); err != nil {
 			return nil, err
 		}
 		n := 0

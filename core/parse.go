@@ -246,13 +246,77 @@ func ParseID(s string) (uint64, error) {
 	return id, nil
 }
 
-// ParseDevice reads a device index.
+// ParseDevice reads a device index, or "any" (AnyDevice): whichever GPU
+// has room.
 func ParseDevice(s string) (int, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "any") {
+		return AnyDevice, nil
+	}
 	i, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || i < 0 {
-		return 0, inputErr("%s is not a GPU index (0, 1, …)", Quote(s))
+		return 0, inputErr("%s is not a GPU index (0, 1, …) or any", Quote(s))
 	}
 	return i, nil
+}
+
+// ParseStart reads when a booking made ahead starts (--at), as seen at
+// now: a time today ("14:00", "14:00:30"), "tomorrow 09:00" (or "today"),
+// a date and time ("2026-12-01 09:00"), RFC 3339, or a delay ("+2h",
+// "+90m"). Local times are in the machine's zone. A start that has passed
+// (by more than the minute being typed) or lies absurdly far ahead is
+// refused; the policy's "ahead" is checked where the booking is made.
+func ParseStart(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	lower := strings.ToLower(s)
+	var t time.Time
+	switch {
+	case s == "":
+		return t, inputErr("empty start (try 14:00, \"tomorrow 09:00\", +2h or RFC 3339)")
+	case lower == "now":
+		return now, nil
+	case strings.HasPrefix(s, "+"):
+		d, err := ParseDuration(s[1:])
+		if err != nil {
+			return t, inputErr("start %s: %v", Quote(s), err)
+		}
+		t = now.Add(d)
+	default:
+		var err error
+		if t, err = parseClock(lower, now.In(time.Local)); err != nil {
+			return t, inputErr("start %s is not a time (14:00, \"tomorrow 09:00\", 2026-12-01 09:00, RFC 3339 or +2h)", Quote(s))
+		}
+	}
+	switch {
+	case t.Before(now.Add(-startSlack)):
+		return t, inputErr("start %s (%s) has passed", Quote(s), t.Local().Format("Jan 2 15:04:05"))
+	case t.After(now.Add(maxParsedDuration)):
+		return t, inputErr("start %s is absurdly far ahead (at most %s)", Quote(s), formatDuration(maxParsedDuration))
+	}
+	return t, nil
+}
+
+// parseClock reads the forms of ParseStart that name a clock time.
+func parseClock(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); err == nil {
+		return t, nil
+	}
+	day, named := now, false
+	if rest, ok := strings.CutPrefix(s, "tomorrow"); ok {
+		day, s, named = now.AddDate(0, 0, 1), strings.TrimSpace(rest), true
+	} else if rest, ok := strings.CutPrefix(s, "today"); ok {
+		s, named = strings.TrimSpace(rest), true
+	}
+	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02t15:04", "2006-01-02t15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil && !named {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04", "15:04:05"} {
+		if c, err := time.Parse(layout, s); err == nil {
+			return time.Date(day.Year(), day.Month(), day.Day(), c.Hour(), c.Minute(), c.Second(), 0, now.Location()), nil
+		}
+	}
+	return time.Time{}, errors.New("no form matched")
 }
 
 // ParseStatus reads a booking status as a person types it: its words, or
@@ -270,7 +334,8 @@ func ParseStatus(s string) (BookingStatus, error) {
 }
 
 // ParseGPU reads a GPU as a person names it: an index on this host (0),
-// or host:index (gpu3:0) in a ledger many hosts share.
+// or host:index (gpu3:0) in a ledger many hosts share; any (or gpu3:any)
+// for whichever GPU of the host has room first.
 func ParseGPU(s string) (host string, device int, err error) {
 	h, d, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
@@ -278,7 +343,7 @@ func ParseGPU(s string) (host string, device int, err error) {
 		return "", device, err
 	}
 	if !validHost(h) {
-		return "", 0, inputErr("%q: name a GPU as INDEX or HOST:INDEX (gpu3:0)", s)
+		return "", 0, inputErr("%s: name a GPU as INDEX or HOST:INDEX (gpu3:0)", Quote(s))
 	}
 	device, err = ParseDevice(d)
 	return h, device, err
@@ -300,12 +365,16 @@ func validHost(h string) bool {
 }
 
 // FormatGPU names a GPU as people type it: its index, or host:index for
-// another host's.
+// another host's; any for AnyDevice.
 func FormatGPU(host string, device int) string {
-	if host == "" {
-		return strconv.Itoa(device)
+	index := strconv.Itoa(device)
+	if device == AnyDevice {
+		index = "any"
 	}
-	return host + ":" + strconv.Itoa(device)
+	if host == "" {
+		return index
+	}
+	return host + ":" + index
 }
 
 const ppm = 1_000_000

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +19,9 @@ import (
 type Request struct {
 	// Host is the machine whose GPU is asked for, in a ledger many hosts
 	// share; empty means this host.
-	Host     string
+	Host string
+	// Device is the GPU's index on that host, or AnyDevice for whichever
+	// of its GPUs has room first.
 	Device   int
 	Memory   Memory
 	Duration time.Duration
@@ -26,45 +30,74 @@ type Request struct {
 	Compute int
 	// For books on behalf of another user; root only. Empty: yourself.
 	For string
+	// Start books ahead: the booking holds its share from Start (zero:
+	// now) until Start + Duration.
+	Start time.Time
 }
 
-// Create books a share of a device. Admission — never more than 100% of a
-// device booked — is decided inside the transaction that writes the booking,
-// so no interleaving of processes can overbook.
+// Create books a share of a device, now or ahead of time. Admission — at
+// no instant of the booking more than 100% of the device booked, the
+// owner's quotas kept, no request waiting ahead in line delayed — is
+// decided inside the transaction that writes the booking, so no
+// interleaving of processes can overbook.
 func (c *Client) Create(req Request) (*Partition, error) {
+	p, _, err := c.submit(req, nil)
+	return p, err
+}
+
+// submit books req, or with wait set, puts it in the waiting line when it
+// cannot start yet.
+func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry, error) {
 	owner := c.me
 	if req.For != "" {
 		if !c.me.Root() {
-			return nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
+			return nil, nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
 		}
 		var err error
 		if owner, err = LookupUser(req.For); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
-		return nil, inputErr("no memory share given")
+		return nil, nil, inputErr("no memory share given")
 	}
 	if req.Memory.Bytes == 0 {
 		if _, err := checkFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if req.Duration < time.Second {
-		return nil, inputErr("duration %s must be at least a second", req.Duration)
+		return nil, nil, inputErr("duration %s must be at least a second", req.Duration)
 	}
 	if req.Compute < 0 || req.Compute > 100 {
-		return nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+		return nil, nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+	}
+	if req.Device < AnyDevice {
+		return nil, nil, inputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
 	}
 	host, err := c.gpuHost(req.Host)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ask := storage.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
+		UID: owner.UID, User: owner.User}
+	if req.Memory.Bytes == 0 {
+		ask.SharePPM = int64(math.Round(req.Memory.Fraction * ppm))
+	}
+	var waiter storage.Process
+	if wait != nil {
+		if waiter, err = thisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
+			return nil, nil, fmt.Errorf("wait in line: name the waiting process: %w", err)
+		}
 	}
 
-	var out storage.Partition
+	var out *storage.Partition
+	var entry *QueueEntry
 	var room Availability
+	var more bool // placement left for a transaction of its own
 	create := func(fetched *storage.Inventory) error {
 		return c.ledger.Update(func(tx *storage.Tx) error {
+			out, entry, more = nil, nil, false
 			inv, ok, err := tx.HostInventory(host)
 			if err != nil {
 				return err
@@ -81,67 +114,93 @@ func (c *Client) Create(req Request) (*Partition, error) {
 			if !ok {
 				return errNeedDevices
 			}
-			pol, err := policyIn(tx)
-			if err != nil {
-				return err
-			}
-			if req.Duration > pol.MaxLength {
-				return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(req.Duration), FormatDuration(pol.MaxLength))
-			}
-			dev, err := findDevice(inv, req.Device)
-			if err != nil {
-				return err
-			}
-			share, bytes, err := shareOf(req.Memory, dev)
-			if err != nil {
-				return err
-			}
 			now := c.now()
-			parts, err := tx.LivePartitions()
+			r := ask
+			r.Created = now
+			start := now
+			if !req.Start.IsZero() {
+				if req.Start.Before(now.Add(-startSlack)) {
+					return inputErr("the start %s has passed", FormatTime(req.Start, now))
+				}
+				start = later(req.Start, now)
+				r.NotBefore = start
+			}
+			b, err := readBooks(tx, c.host, now)
 			if err != nil {
 				return err
 			}
-			if used := bookedPPM(parts, host, req.Device, now); used+share > ppm {
-				return c.overbooked(host, inv, parts, dev, share, now)
-			}
-			room = c.availabilityOf(tx, host, inv, parts, dev, now)
-			if err := admitPhysical(pol, room, bytes); err != nil {
+			if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
 				return err
 			}
-			out = storage.Partition{
-				Host: host, Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: share, Bytes: bytes,
-				ComputePct: req.Compute, UID: owner.UID, User: owner.User,
-				Created: now, Expires: now.Add(req.Duration), State: storage.Live,
-			}
-			if err := tx.PutPartition(&out); err != nil {
+			plan, err := b.plan(&r)
+			if err != nil {
 				return err
 			}
-			detail := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(share), FormatBytes(bytes), FormatGPU(host, dev.Index), FormatDuration(req.Duration))
-			if owner != c.me {
-				detail += " for " + owner.User
+			switch {
+			case plan.candPart != nil:
+				out = plan.candPart
+				if !out.Start.After(now) {
+					// What the GPU physically holds matters to a booking
+					// that starts now.
+					dev, _ := findDevice(inv, out.Device)
+					room = c.availabilityOf(tx, host, inv, calendarOf(b.parts), b.parts, b.line, dev, now)
+					if err := admitPhysical(b.pol, room, out.Bytes); err != nil {
+						return err
+					}
+				}
+				if err := c.book(tx, out, owner, ""); err != nil {
+					return err
+				}
+			case wait == nil:
+				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start)
+			default:
+				r.Waiter = waiter
+				if wait.Timeout > 0 {
+					r.Deadline = now.Add(wait.Timeout)
+				}
+				r.State = storage.Waiting
+				if err := tx.PutRequest(&r); err != nil {
+					return err
+				}
+				e := *plan.cand
+				e.Request = r
+				entry = &e
+				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, FormatTime(e.ETA, now), e.Reason)
+				if err := c.lineEvent(tx, storage.EventQueued, r, why); err != nil {
+					return err
+				}
 			}
-			return c.event(tx, storage.EventCreated, out, detail)
+			more, err = c.applyLine(tx, b, plan)
+			return err
 		})
 	}
 	err = create(nil)
 	if errors.Is(err, errNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
-			return nil, ierr
+			return nil, nil, ierr
 		}
 		if !c.mayCache(storage.Inventory{}, false, inv) {
-			return nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
+			return nil, nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
 				"run `chronos stats` on this machine once (as root, for simulated GPUs)", ErrNoDevice, c.ledger)
 		}
 		err = create(&inv)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p := c.wrap(out)
+	c.placeRest(more)
+	if out == nil {
+		return nil, entry, nil
+	}
+	p := c.wrap(*out)
 	p.Room = room
-	return &p, nil
+	return &p, nil, nil
 }
+
+// startSlack is how far in the past a start may be and still mean now: the
+// minute a person typed.
+const startSlack = time.Minute
 
 // admitPhysical refuses, when the policy says admit=physical, a booking
 // of more memory than is physically free. With no fresh reading nothing is
@@ -207,16 +266,22 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 	return share, bytesOf(share, dev.MemoryTotal), nil
 }
 
-// overbooked is the refusal of share on dev: what is free and what was
-// asked (rounded so that the free figure never looks enough), who holds the
-// rest and until when, and which GPUs have room for the request.
-func (c *Client) overbooked(host string, inv storage.Inventory, parts []storage.Partition, dev storage.Device, share int64, now time.Time) error {
-	free := max(0, ppm-bookedPPM(parts, host, dev.Index, now))
-	var b strings.Builder
-	fmt.Fprintf(&b, "GPU %s has %s (%s) free, %s asked", c.GPUName(host, dev.Index), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)), FormatPercentUp(share))
+// overbooked says why f's GPU cannot take it from start: what is free
+// over the time asked and what was asked (rounded so that the free figure
+// never looks enough), who holds the rest and over when, and which GPUs
+// have room for the request over that time: its own host's first.
+func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
+	g, dev, share, end := f.ask.gpu, f.dev, f.ask.share, start.Add(f.ask.length)
+	free := max(0, ppm-cal.peak(onGPU(g), start, end))
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "GPU %s has %s (%s) free", b.gpuName(g), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)))
+	if start.After(b.now) {
+		fmt.Fprintf(&sb, " from %s to %s", FormatTime(start, b.now), FormatTime(end, b.now))
+	}
+	fmt.Fprintf(&sb, ", %s asked", FormatPercentUp(share))
 	var holders []storage.Partition
-	for _, p := range parts {
-		if p.Host == host && p.Device == dev.Index && p.LiveAt(now) {
+	for _, p := range b.parts {
+		if gpuOf(p) == g && p.State == storage.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.now) {
 			holders = append(holders, p)
 		}
 	}
@@ -230,24 +295,43 @@ func (c *Client) overbooked(host string, inv storage.Inventory, parts []storage.
 		if i == 0 {
 			sep = ": held by "
 		}
-		fmt.Fprintf(&b, "%s%s (%s, #%d, until %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, FormatTime(p.Expires, now))
+		from := ""
+		if p.Upcoming(b.now) {
+			from = "from " + FormatTime(p.Start, b.now) + " "
+		}
+		fmt.Fprintf(&sb, "%s%s (%s, #%d, %suntil %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, from, FormatTime(p.Expires, b.now))
 	}
 	if len(holders) > shown {
-		fmt.Fprintf(&b, " and %d more", len(holders)-shown)
+		fmt.Fprintf(&sb, " and %d more", len(holders)-shown)
 	}
 	var room []string
-	for _, d := range inv.Devices {
-		if f := ppm - bookedPPM(parts, host, d.Index, now); d.Index != dev.Index && f >= share {
-			room = append(room, fmt.Sprintf("GPU %s has %s free", c.GPUName(host, d.Index), FormatPercentDown(f)))
+	// The host's own GPUs, then a few of other hosts'.
+	const shownElsewhere = 3
+	elsewhere := 0
+	hosts := slices.DeleteFunc(slices.Sorted(maps.Keys(b.invs)), func(h string) bool { return h == g.host })
+	for _, h := range append([]string{g.host}, hosts...) {
+		for _, d := range b.invs[h].Devices {
+			other := gpuID{host: h, device: d.Index}
+			if f := ppm - cal.peak(onGPU(other), start, end); other != g && f >= share {
+				if h != g.host {
+					if elsewhere++; elsewhere > shownElsewhere {
+						continue
+					}
+				}
+				room = append(room, fmt.Sprintf("GPU %s has %s free", b.gpuName(other), FormatPercentDown(f)))
+			}
 		}
+	}
+	if elsewhere > shownElsewhere {
+		room = append(room, fmt.Sprintf("%d more on other hosts", elsewhere-shownElsewhere))
 	}
 	switch {
 	case len(room) > 0:
-		b.WriteString(". " + strings.Join(room, ", "))
-	case len(inv.Devices) > 1:
-		fmt.Fprintf(&b, ". No other GPU has %s free", FormatPercentUp(share))
+		sb.WriteString(". " + strings.Join(room, ", "))
+	case b.gpus > 1:
+		fmt.Fprintf(&sb, ". No other GPU has %s free", FormatPercentUp(share))
 	}
-	return fmt.Errorf("%w: %s", ErrOverbooked, b.String())
+	return sb.String()
 }
 
 func bytesOf(share int64, total uint64) uint64 {
@@ -271,8 +355,14 @@ func (c *Client) gpuHost(host string) (string, error) {
 
 // GPUName names a GPU as people type it: its index on this host,
 // host:index on another.
-func (c *Client) GPUName(host string, device int) string {
-	return FormatGPU(c.otherHost(host), device)
+func (c *Client) GPUName(host string, device int) string { return gpuName(c.host, host, device) }
+
+// gpuName names a GPU of host as people on host here type it.
+func gpuName(here, host string, device int) string {
+	if host == here {
+		host = ""
+	}
+	return FormatGPU(host, device)
 }
 
 // otherHost is host when it is another host, else empty.
@@ -283,18 +373,8 @@ func (c *Client) otherHost(host string) string {
 	return host
 }
 
-func bookedPPM(parts []storage.Partition, host string, device int, now time.Time) int64 {
-	var sum int64
-	for _, p := range parts {
-		if p.Host == host && p.Device == device && p.LiveAt(now) {
-			sum += p.SharePPM
-		}
-	}
-	return sum
-}
-
-// List returns bookings, oldest first: the live ones, or with all, every
-// booking ever made that the ledger still holds.
+// List returns bookings, oldest first: the live and upcoming ones, or with
+// all, every booking ever made that the ledger still holds.
 func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
@@ -309,7 +389,7 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		seen := c.seenIn(tx)
 		now := c.now()
 		for _, p := range parts {
-			if all || p.LiveAt(now) {
+			if all || !p.EndedAt(now) {
 				out = append(out, seen(p))
 			}
 		}
@@ -357,8 +437,8 @@ func getPartition(tx *storage.Tx, id uint64) (storage.Partition, error) {
 	return p, err
 }
 
-// mine fetches a live partition the client may change: its owner's, or any
-// for root.
+// mine fetches a live or upcoming partition the client may change: its
+// owner's, or any for root.
 func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition, error) {
 	p, err := getPartition(tx, id)
 	if err != nil {
@@ -367,7 +447,7 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 	if p.UID != c.me.UID && !c.me.Root() {
 		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", ErrNotOwner, id, p.User, verb)
 	}
-	if now := c.now(); !p.LiveAt(now) {
+	if now := c.now(); p.EndedAt(now) {
 		state := p.State
 		if state == storage.Live {
 			state = storage.Expired
@@ -377,25 +457,49 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 	return p, nil
 }
 
-// Release ends a live booking now. Its owner or root may.
+// Release ends a live booking now (or cancels an upcoming one), and in the
+// same transaction gives the room to the waiting line. Its owner or root
+// may.
 func (c *Client) Release(id uint64) (Partition, error) {
 	var p storage.Partition
+	var more bool
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
 		}
-		p.State, p.Ended = storage.Released, c.now()
-		if err := tx.PutPartition(&p); err != nil {
+		if err := endBooking(tx, &p, storage.Released, c.now()); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventReleased, p, "")
+		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
+			return err
+		}
+		more, err = c.placeLine(tx)
+		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	return c.wrap(p), err
 }
 
-// Extend moves a live booking's deadline later by d. Its owner or root may;
-// the time left afterwards may not exceed the policy's maximum length.
+// endBooking ends p (released or expired) at ended and charges its owner's
+// fair-share usage for the time it held, in the transaction that ends it.
+func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time) error {
+	pol, err := policyIn(tx)
+	if err != nil {
+		return err
+	}
+	p.State, p.Ended = state, ended
+	if err := tx.PutPartition(p); err != nil {
+		return err
+	}
+	return charge(tx, *p, ended, pol)
+}
+
+// Extend moves a live or upcoming booking's deadline later by d. Its owner
+// or root may; the time left afterwards may not exceed the policy's
+// maximum length, and the added time is admitted like a new booking.
 func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	if d < time.Second {
 		return Partition{}, inputErr("extension %s must be at least a second", d)
@@ -406,13 +510,35 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if p, err = c.mine(tx, id, "extend"); err != nil {
 			return err
 		}
-		pol, err := policyIn(tx)
+		now := c.now()
+		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
 		}
+		lim := b.limitsFor(p.UID, p.User)
 		expires := p.Expires.Add(d)
-		if left := expires.Sub(c.now()); left > pol.MaxLength {
-			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(pol.MaxLength))
+		if left := expires.Sub(later(now, p.Start)); left > lim.MaxLength && !lim.Exempt {
+			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(lim.MaxLength))
+		}
+		// The added time is a new interval on the calendar: it must fit
+		// beside the bookings (some may start ahead), the owner's quotas,
+		// and the places kept for requests waiting in line.
+		plan, err := b.plan(nil)
+		if err != nil {
+			return err
+		}
+		cal := plan.cal
+		if !plan.heldOf[p.UID] {
+			held, err := b.held(p.UID)
+			if err != nil {
+				return err
+			}
+			cal = append(cal, held...)
+		}
+		dev, _ := findDevice(b.invs[p.Host], p.Device)
+		more := ask{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, length: d, limits: lim}
+		if blk := cal.check(more, p.Expires); blk != nil {
+			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {
@@ -424,7 +550,8 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 }
 
 // Availability is how much of a device is free to book now, and next to
-// it what its memory physically holds.
+// it what its memory physically holds; and, when bookings made ahead take
+// some of it later, how much is free from then.
 type Availability struct {
 	// Host is the device's host when it is another host's; empty for
 	// this host's.
@@ -434,26 +561,53 @@ type Availability struct {
 	FreeBytes uint64
 	Bookings  int
 	Physical  PhysicalMemory
+	// Ahead is when bookings made ahead leave the least free (zero: they
+	// never leave less than now), and FreeAheadPPM how much.
+	Ahead        time.Time
+	FreeAheadPPM int64
+	// Waiting counts the requests in line for this GPU (or any).
+	Waiting int
 }
 
-func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, parts []storage.Partition, d storage.Device, now time.Time) Availability {
-	free := max(0, ppm-bookedPPM(parts, host, d.Index, now))
-	n := 0
-	for _, p := range parts {
-		if p.Host == host && p.Device == d.Index && p.LiveAt(now) {
-			n++
-		}
-	}
-	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), Bookings: n}
+// availabilityOf is what is free on d of host at now, on the calendar of
+// the stored live bookings, with the requests waiting in line.
+func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
+	g := gpuID{host: host, device: d.Index}
+	free := max(0, ppm-cal.bookedAt(g, now))
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal)}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
 		a.Physical = physicalIn(tx, inv, d, now)
+	}
+	for _, p := range parts {
+		switch {
+		case gpuOf(p) != g:
+		case p.LiveAt(now):
+			a.Bookings++
+		case p.Upcoming(now):
+			// The least free at any start ahead, when less than now.
+			if then := max(0, ppm-cal.bookedAt(g, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
+				a.Ahead, a.FreeAheadPPM = p.Start, then
+			}
+		}
+	}
+	for _, r := range line {
+		if r.Host == host && (r.Device == d.Index || r.Device == AnyDevice) {
+			a.Waiting++
+		}
 	}
 	return a
 }
 
 func (a Availability) String() string {
-	return fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
+	s := fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
+	if !a.Ahead.IsZero() {
+		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, time.Now()))
+	}
+	if a.Waiting > 0 {
+		s += fmt.Sprintf("; %d waiting in line", a.Waiting)
+	}
+	return s
 }
 
 // Available says how much of every device (device < 0) or one device of
@@ -491,12 +645,17 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 		if err != nil {
 			return err
 		}
+		line, err := tx.WaitingRequests()
+		if err != nil {
+			return err
+		}
 		now := c.now()
+		cal := calendarOf(parts)
 		for _, d := range inv.Devices {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			out = append(out, c.availabilityOf(tx, host, inv, parts, d, now))
+			out = append(out, c.availabilityOf(tx, host, inv, cal, parts, line, d, now))
 		}
 		return nil
 	})

@@ -301,7 +301,8 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 	require.ErrorIs(t, err, ErrOverbooked)
 	now := clock.Now()
 	require.EqualError(t, err, "not enough free share on that GPU: GPU 0 has 0% (0 MiB) free, 10% asked: held by alice (60%, #1, until "+
-		FormatTime(first.Expires, now)+"), bob (40%, #2, until "+FormatTime(second.Expires, now)+"). GPU 1 has 60% free")
+		FormatTime(first.Expires, now)+"), bob (40%, #2, until "+FormatTime(second.Expires, now)+"). GPU 1 has 60% free. "+
+		"It would fit at "+FormatTime(first.Expires, now)+" (--wait joins the line)")
 	require.NotEqual(t, FormatTime(first.Expires, now), FormatTime(second.Expires, now), "a date three days ahead names its day")
 
 	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})

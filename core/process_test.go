@@ -125,6 +125,12 @@ func playRole(role, db, arg string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return roleFailed
 		}
+	case "wait":
+		return playWaiter(c, arg)
+	case "pingwait":
+		return playPingWaiter(c)
+	case "runwait":
+		return playRunWaiter(c)
 	case "sleep":
 		// Stand in for a GPU job (or a daemon: the binary may be copied
 		// under another name) until killed or arg passes.
@@ -151,7 +157,7 @@ func playRole(role, db, arg string) int {
 	return roleOK
 }
 
-func roleCmd(t *testing.T, role, db, arg string) *exec.Cmd {
+func roleCmd(t testing.TB, role, db, arg string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)

@@ -181,8 +181,8 @@ func (f figures) row(key string, by ReportBy) ReportRow {
 func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.Time) figures {
 	var f figures
 	end := endOf(p)
-	held := earlier(end, to).Sub(p.Created)
-	inside := earlier(end, to).Sub(later(p.Created, from))
+	held := earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
+	inside := earlier(end, to).Sub(later(p.Start, from))
 	if held > 0 && inside > 0 {
 		share := ShareOf(p.SharePPM)
 		part := inside.Seconds() / held.Seconds()

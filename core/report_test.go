@@ -125,6 +125,25 @@ func TestReportFiguresAreExact(t *testing.T) {
 	}, r.Rows)
 }
 
+// A booking made ahead counts from its start: nothing before, then what
+// has passed of it.
+func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	now := clock.Now()
+	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
+	require.NoError(t, err)
+	clock.Advance(30 * time.Minute)
+	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.Zero(t, r.Total.BookedHours)
+	require.Equal(t, 1, r.Total.Bookings)
+	clock.Advance(2 * time.Hour) // 1.5h into it
+	r, err = c.Report(now.Add(-time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.InDelta(t, 0.75, r.Total.BookedHours, 1e-9)
+}
+
 func TestReportByGroup(t *testing.T) {
 	c, now := reportLedger(t)
 	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByGroup)

@@ -33,6 +33,10 @@ type RunOptions struct {
 	WarnSignal WarnSignal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
+	// Wait, when set, joins the waiting line if the request cannot start
+	// now; OnQueue hears its place in line as it changes.
+	Wait    *WaitOptions
+	OnQueue func(QueueEntry)
 	// ReleaseWithin bounds how long a release that meets a busy ledger is
 	// retried; zero means a minute.
 	ReleaseWithin time.Duration
@@ -102,7 +106,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		} else if host != c.host {
 			return RunResult{}, c.elsewhere("GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
 		}
-		got, err := c.Create(o.Request)
+		got, err := c.bookForRun(ctx, o, say)
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -117,6 +121,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 			return nil
 		}
 		return c.releaseRetrying(p, o.ReleaseWithin, say)
+	}
+	if err := c.awaitStart(ctx, p, say); err != nil {
+		return RunResult{Partition: p.ID}, errors.Join(err, release())
 	}
 
 	if note := c.ComputeCapNote(p, o.MPS); note != "" {
@@ -255,10 +262,57 @@ loop:
 	return res, nil
 }
 
+// bookForRun books o's request, waiting in line when o says so.
+func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, ...any)) (*Partition, error) {
+	if o.Wait == nil {
+		return c.Create(o.Request)
+	}
+	// Listen before joining: a signal that came between joining the line
+	// and listening would be lost, and the request would wait on with
+	// nobody wanting it.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	got, entry, err := c.Enqueue(o.Request, *o.Wait)
+	if err != nil || got != nil {
+		return got, err
+	}
+	say("waiting in line: request %d", entry.ID)
+	onChange := o.OnQueue
+	if onChange == nil {
+		onChange = func(QueueEntry) {}
+	}
+	return c.Wait(ctx, entry.ID, onChange)
+}
+
+// awaitStart waits for a booking made ahead to start. Ctrl-C or SIGTERM
+// ends the wait; the caller releases what it booked.
+func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(string, ...any)) error {
+	wait := p.Start.Sub(c.now())
+	if wait <= 0 {
+		return nil
+	}
+	say("booking %d starts at %s: waiting %s", p.ID, FormatTime(p.Start, c.now()), FormatDuration(wait))
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	for {
+		// Wall-clock deadlines: look again each second, so a step of the
+		// clock (NTP) does not move the start.
+		left := p.Start.Sub(c.now())
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, ctx.Err())
+		case <-time.After(min(left, maxSleep)):
+		}
+	}
+}
+
 // elsewhere refuses to run a command here for a GPU of another host.
 func (c *Client) elsewhere(what, host string, device int) error {
-	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %d …)",
-		ErrOtherHost, what, host, c.host, host, device)
+	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %s …)",
+		ErrOtherHost, what, host, c.host, host, FormatGPU("", device))
 }
 
 // releaseRetrying releases the booking a run made. A ledger held busy by
@@ -299,9 +353,9 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 // caller got the claim.
 func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
-	won := false
+	won, more := false, false
 	err := c.ledger.Update(func(tx *storage.Tx) error {
-		won = false
+		won, more = false, false
 		claims, err := tx.Claims()
 		if err != nil {
 			return err
@@ -318,19 +372,27 @@ func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start u
 			return err
 		}
 		if cur.State == storage.Live && !now.Before(cur.Expires) {
-			cur.State, cur.Ended = storage.Expired, cur.Expires
-			if err := tx.PutPartition(&cur); err != nil {
+			if err := endBooking(tx, &cur, storage.Expired, cur.Expires); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
 			if err := c.event(tx, storage.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
 				return err
 			}
+			more = true // the room it held goes to the line at once
 		}
 		won = true
-		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
+		err = tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
 			Process: &storage.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
+		if err != nil || !more {
+			return err
+		}
+		more, err = c.placeLine(tx)
+		return err
 	})
+	if err == nil {
+		c.placeRest(more)
+	}
 	return won, err
 }
 

@@ -34,18 +34,56 @@ var thisMachine = sync.OnceValue(func() machine {
 	return machine{host: host, boot: strings.TrimSpace(string(boot)), pidNS: ns}
 })
 
+// thisProcess names process pid of this machine.
+func thisProcess(pid int) (storage.Process, error) {
+	m := thisMachine()
+	start, err := gpu.ProcStartTime(pid)
+	if err != nil {
+		return storage.Process{}, err
+	}
+	if m.host == "" || m.boot == "" || m.pidNS == "" {
+		return storage.Process{}, errors.New("cannot tell this machine's host, boot and pid namespace")
+	}
+	return storage.Process{Host: m.host, Boot: m.boot, PIDNamespace: m.pidNS, PID: pid, Start: start}, nil
+}
+
 // thisWrapper names the running process as the wrapper of a command whose
 // process group is group.
 func thisWrapper(group int) (storage.Wrapper, error) {
+	p, err := thisProcess(os.Getpid())
+	return storage.Wrapper{Process: p, Group: group}, err
+}
+
+// processFate is what this machine can tell of a recorded process.
+type processFate int
+
+const (
+	processUnknown  processFate = iota // on another machine or pid namespace, or /proc could not say
+	processAlive                       // it runs
+	processGone                        // it ended
+	processRebooted                    // its machine rebooted since: every pid of then is gone
+)
+
+// fateOfProcess looks at p from this machine. Only a process of this
+// machine (its host, boot and pid namespace) is looked up; of any other
+// nothing is known.
+func fateOfProcess(p storage.Process) processFate {
 	m := thisMachine()
-	start, err := gpu.ProcStartTime(os.Getpid())
-	if err != nil {
-		return storage.Wrapper{}, err
+	switch {
+	case p.Host != m.host:
+		return processUnknown
+	case p.Boot != m.boot:
+		return processRebooted
+	case p.PIDNamespace != m.pidNS:
+		return processUnknown
 	}
-	if m.host == "" || m.boot == "" || m.pidNS == "" {
-		return storage.Wrapper{}, errors.New("cannot tell this machine's host, boot and pid namespace")
+	switch start, err := gpu.ProcStartTime(p.PID); {
+	case err == nil && start == p.Start:
+		return processAlive
+	case err != nil && !errors.Is(err, gpu.ErrProcessGone):
+		return processUnknown // /proc could not say: never act on a guess
 	}
-	return storage.Wrapper{Host: m.host, Boot: m.boot, PIDNamespace: m.pidNS, PID: os.Getpid(), Start: start, Group: group}, nil
+	return processGone
 }
 
 // recordWrapper stores w in the live booking id.
@@ -72,20 +110,17 @@ const (
 
 // fateOf looks at p's wrapper from this machine.
 func fateOf(p storage.Partition) wrapperFate {
-	w, m := p.Wrapper, thisMachine()
-	switch {
-	case w == nil || w.Host != m.host:
-		return wrapperUnknown
-	case w.Boot != m.boot:
-		return wrapperGone // the machine rebooted since: every pid then is gone
-	case w.PIDNamespace != m.pidNS:
+	w := p.Wrapper
+	if w == nil {
 		return wrapperUnknown
 	}
-	switch start, err := gpu.ProcStartTime(w.PID); {
-	case err == nil && start == w.Start:
+	switch fateOfProcess(w.Process) {
+	case processUnknown:
+		return wrapperUnknown
+	case processAlive:
 		return wrapperAlive
-	case err != nil && !errors.Is(err, gpu.ErrProcessGone):
-		return wrapperUnknown // /proc could not say: never release on a guess
+	case processRebooted:
+		return wrapperGone
 	}
 	// Signal 0 tests for the group: ESRCH means no process is left in it;
 	// EPERM means one is, of another user.
@@ -153,7 +188,12 @@ func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time
 		if !p.LiveAt(now) || p.Wrapper == nil || !change(&p) {
 			return nil
 		}
-		if err := tx.PutPartition(&p); err != nil {
+		put := tx.PutPartition
+		if p.State == storage.Released {
+			// Charged for the time held, like any end.
+			put = func(p *storage.Partition) error { return endBooking(tx, p, storage.Released, now) }
+		}
+		if err := put(&p); err != nil {
 			return err
 		}
 		a := Act{Time: now, Kind: kind, Partition: id, User: p.User, Detail: wrapperText(p.Wrapper) + why}

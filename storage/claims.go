@@ -52,7 +52,7 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	return deleteWhere(tx, raw, bucketClaims, func(_, v []byte) (bool, bool) {
+	return deleteWhere(tx, raw, bucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
 		var c Claim
 		return decode(v, &c) != nil || c.At.Before(cutoff), true
 	})

@@ -25,8 +25,13 @@ const (
 	EventUnbooked   EventKind = "unbooked"
 	EventPolicy     EventKind = "policy"
 	EventRepaired   EventKind = "repaired"
-	EventOrphaned   EventKind = "orphaned"
-	EventInventory  EventKind = "inventory" // the machine's GPUs changed
+	// The waiting line: a request joined it, or left it without a booking
+	// (cancelled, timed out, its process gone, or it can never fit). A
+	// request granted leaves with the booking's "created" event.
+	EventQueued    EventKind = "queued"
+	EventLeft      EventKind = "left"
+	EventOrphaned  EventKind = "orphaned"
+	EventInventory EventKind = "inventory" // the machine's GPUs changed
 	// The idle ladder: a warning to the owner of an idle booking, the
 	// booking released for being idle, and a hold that exempts it.
 	EventIdle      EventKind = "idle"

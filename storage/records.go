@@ -42,10 +42,17 @@ type Partition struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	Created    time.Time `json:"created"`
-	Expires    time.Time `json:"expires"`
-	State      State     `json:"state"`
-	Ended      time.Time `json:"ended,omitzero"`
-	Warned     bool      `json:"warned,omitempty"`
+	// Start is when the booking begins to hold its share: Created for a
+	// booking made for now, later for one made ahead (--at). A record
+	// written before bookings had a start reads Start = Created.
+	Start   time.Time `json:"start,omitzero"`
+	Expires time.Time `json:"expires"`
+	State   State     `json:"state"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Warned  bool      `json:"warned,omitempty"`
+	// Request is the waiting request this booking was granted for (0: it
+	// was booked directly).
+	Request uint64 `json:"request,omitempty"`
 	// Wrapper is the `chronos run` that made the booking and releases it
 	// when its command ends; nil for a booking made otherwise.
 	Wrapper *Wrapper `json:"wrapper,omitempty"`
@@ -54,29 +61,58 @@ type Partition struct {
 	Orphaned time.Time `json:"orphaned,omitzero"`
 }
 
+// Process names one process of one machine, so that a process on the same
+// machine (only there do pids mean the same processes) can tell whether it
+// still runs.
+type Process struct {
+	Host string `json:"host"`
+	// Boot and PIDNamespace say which boot of the host, and which pid
+	// namespace, the pid belongs to.
+	Boot         string `json:"boot"`
+	PIDNamespace string `json:"pid_namespace"`
+	PID          int    `json:"pid"`
+	// Start is the process's start time (clock ticks since boot): with the
+	// pid, it names one process even when pids are reused.
+	Start uint64 `json:"start_ticks"`
+}
+
 // Wrapper names one `chronos run` process, and the process group of the
 // command it started, so that a monitor on the same machine can tell when
 // the wrapper died without releasing its booking.
 type Wrapper struct {
-	Host string `json:"host"`
-	// Boot and PIDNamespace say which boot of the host, and which pid
-	// namespace, the pids belong to.
-	Boot         string `json:"boot"`
-	PIDNamespace string `json:"pid_namespace"`
-	PID          int    `json:"pid"`
-	// Start is the wrapper's start time (clock ticks since boot): with the
-	// pid, it names one process even when pids are reused.
-	Start uint64 `json:"start_ticks"`
+	Process
 	// Group is the command's process group; 0 until it started.
 	Group int `json:"group,omitempty"`
 }
 
-// LiveAt reports whether the partition holds its share at instant now.
+// LiveAt reports whether the partition holds its share at instant now:
+// stored as live, started, and not past its deadline.
 func (p Partition) LiveAt(now time.Time) bool {
-	return p.State == Live && now.Before(p.Expires)
+	return p.State == Live && !now.Before(p.Start) && now.Before(p.Expires)
 }
 
-// Policy is what the admin chose the monitor should do.
+// Upcoming reports whether the partition is booked ahead and has not
+// started at instant now.
+func (p Partition) Upcoming(now time.Time) bool {
+	return p.State == Live && now.Before(p.Start)
+}
+
+// EndedAt reports whether the partition no longer holds, nor will hold,
+// its share at instant now: released, expired, or past its deadline.
+func (p Partition) EndedAt(now time.Time) bool {
+	return p.State != Live || !now.Before(p.Expires)
+}
+
+// fillDefaults fills in what a partition stored before bookings had a
+// start lacks: it started when it was made.
+func (p *Partition) fillDefaults() {
+	if p.Start.IsZero() {
+		p.Start = p.Created
+	}
+}
+
+// Policy is what the admin chose the monitor should do, and the rules of
+// fair sharing: quotas and the waiting line's order.
 type Policy struct {
 	Expiry     string        `json:"expiry"`      // "terminate" or "notify"
 	OverBudget string        `json:"over_budget"` // "off", "warn" or "terminate"
@@ -97,12 +133,75 @@ type Policy struct {
 	HoldMax   time.Duration   `json:"hold_max,omitempty"`
 	// NotifyURL receives every notice as a Slack-compatible JSON POST.
 	NotifyURL string `json:"notify_url,omitempty"`
+
+	// Quotas; zero means no limit.
+	UserGPUs    float64       `json:"user_gpus,omitempty"`    // GPU-equivalents a user holds at once
+	UserHours   float64       `json:"user_hours,omitempty"`   // share-weighted GPU-hours in any HoursWindow
+	HoursWindow time.Duration `json:"hours_window,omitempty"` // the rolling window of UserHours
+	Ahead       time.Duration `json:"ahead"`                  // how far ahead a booking may start
+	// The line's order. A policy stored before these existed has a zero
+	// HalfLife, and reads with the defaults.
+	HalfLife  time.Duration `json:"half_life"`
+	AgeWeight float64       `json:"age_weight"`
+	MaxAge    time.Duration `json:"max_age"`
+	// Overrides are per-user ("alice") or per-group ("@students")
+	// settings, in the form `chronos policy set` reads them.
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override is the settings that apply to one user or group instead of
+// the policy's own: key to value, as typed ("user-gpus" -> "4").
+type Override struct {
+	For      string            `json:"for"`
+	Settings map[string]string `json:"settings"`
 }
 
 // Tx is one open transaction on the ledger, over any engine. A Tx from
 // View over a ledger that does not exist yet reads as empty.
 type Tx struct {
 	raw RawTx
+	// written is the keys the transaction has written (see Written).
+	written map[string]struct{}
+}
+
+// WriteBudget is the most keys one transaction should write: etcd takes
+// 128 operations in a transaction by default, and a commit adds some of
+// its own (the version key, a turn). Work that may grow with the ledger
+// (the monitor's pass, placing the waiting line) stops at it and leaves
+// the rest to a transaction of its own.
+const WriteBudget = 100
+
+// Written is how many keys the transaction has written so far (a key
+// written twice counts once; so does a bucket's sequence): what its
+// commit will ask of the engine.
+func (tx *Tx) Written() int { return len(tx.written) }
+
+// counted is the engine's transaction, counting what it writes.
+type counted struct {
+	RawTx
+	tx *Tx
+}
+
+func (c counted) Put(bucket, k, v []byte) error {
+	c.tx.wrote(bucket, k)
+	return c.RawTx.Put(bucket, k, v)
+}
+
+func (c counted) Delete(bucket, k []byte) error {
+	c.tx.wrote(bucket, k)
+	return c.RawTx.Delete(bucket, k)
+}
+
+func (c counted) NextSequence(bucket []byte) (uint64, error) {
+	c.tx.wrote(nil, bucket)
+	return c.RawTx.NextSequence(bucket)
+}
+
+func (tx *Tx) wrote(bucket, k []byte) {
+	if tx.written == nil {
+		tx.written = map[string]struct{}{}
+	}
+	tx.written[string(bucket)+"/"+string(k)] = struct{}{}
 }
 
 // Raw is the engine's transaction under tx (nil for a ledger not yet
@@ -130,12 +229,13 @@ func (tx *Tx) get(bucket, k []byte) ([]byte, error) {
 	return tx.raw.Get(bucket, k)
 }
 
-// writable returns the engine's transaction when it may write.
+// writable returns the engine's transaction when it may write, counting
+// its writes.
 func (tx *Tx) writable(what string) (RawTx, error) {
 	if tx.raw == nil || !tx.raw.Writable() {
 		return nil, fmt.Errorf("%s: read-only transaction", what)
 	}
-	return tx.raw, nil
+	return counted{RawTx: tx.raw, tx: tx}, nil
 }
 
 // each decodes every record of a bucket in key order.
@@ -362,24 +462,29 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 }
 
 // decode reads one stored record; a record that doesn't decode is damage.
+// A record stored by an older chronos gets the fields it lacks.
 func decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
 		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	if d, ok := into.(interface{ fillDefaults() }); ok {
+		d.fillDefaults()
 	}
 	return nil
 }
 
 // deleteWhere deletes the keys of bucket that drop picks, scanning in key
-// order until it says no more; keys are collected first, since a scan may
-// not delete as it goes.
-func deleteWhere(tx *Tx, raw RawTx, bucket []byte, drop func(k, v []byte) (del, more bool)) error {
+// order from the first key >= from (nil: the first) until it says no more
+// or most are picked; keys are collected first, since a scan may not
+// delete as it goes.
+func deleteWhere(tx *Tx, raw RawTx, bucket, from []byte, most int, drop func(k, v []byte) (del, more bool)) error {
 	var old [][]byte
-	err := tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
+	err := tx.scan(bucket, from, false, func(k, v []byte) (bool, error) {
 		del, more := drop(k, v)
 		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
-		return more && len(old) < DropMax, nil
+		return more && len(old) < most, nil
 	})
 	for _, k := range old {
 		if err == nil {

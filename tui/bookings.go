@@ -64,11 +64,11 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 	}
 	var rows []bookingRow
 	for _, p := range r.parts {
-		live := p.LiveAt(now)
-		if !live && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
+		ended := p.EndedAt(now) // one booked ahead is not: it can be released or extended
+		if ended && now.Sub(endedAt(p.Partition)) > shownAfterEnd {
 			continue
 		}
-		row := bookingRow{Partition: p, mine: p.UID == me, live: live}
+		row := bookingRow{Partition: p, mine: p.UID == me, live: !ended}
 		var commands []string
 		if u := uses[p.ID]; u != nil {
 			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
@@ -216,11 +216,14 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	if r.procs > 0 {
 		c.inUse = core.FormatBytes(r.inUse)
 	}
+	c.left = bookingLeft(r.Partition.Partition, now, timeLeft)
 	frac := 1.0
-	if r.LiveAt(now) {
-		c.left = timeLeft(r.Expires.Sub(now))
-		if total := r.Expires.Sub(r.Created); total > 0 {
-			frac = float64(now.Sub(r.Created)) / float64(total)
+	switch {
+	case r.Upcoming(now):
+		frac = 0
+	case r.LiveAt(now):
+		if total := r.Expires.Sub(r.Start); total > 0 {
+			frac = float64(now.Sub(r.Start)) / float64(total)
 		}
 	}
 	c.elapsed = barCells(frac, cols.widths[bkElapsed])

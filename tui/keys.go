@@ -59,7 +59,7 @@ func (m *Model) syncKeys() {
 		m.history.enable(history, len(m.data.sample.Devices), m.fullHelp)
 	}
 	r, ok := m.bookings.selected()
-	onBooking := browse && m.current() == m.bookings && ok && r.LiveAt(m.sh.now())
+	onBooking := browse && m.current() == m.bookings && ok && !r.EndedAt(m.sh.now()) // upcoming ones too
 	k.Release.SetEnabled(onBooking)
 	k.Extend.SetEnabled(onBooking)
 	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != "") || history && m.fullHelp)

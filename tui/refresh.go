@@ -154,7 +154,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.derive()
 		m.bookings.table.selectID(p.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, core.FormatPercent(p.SharePPM),
-			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Created))), false), m.load())
+			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
 
 	case releasedMsg:
 		if msg.err != nil {
@@ -215,14 +215,17 @@ func rawPartitions(parts []core.Partition) []storage.Partition {
 	return raw
 }
 
-// nextChange is the first instant after after at which a booking ends or
-// an ended one leaves the table: the ledger is read again then, even if a
+// nextChange is the first instant after after at which a booking starts
+// (one booked ahead), ends, or an ended one leaves the table: the ledger is read again then, even if a
 // sample re-derives the rows first.
 func nextChange(parts []core.Partition, after time.Time) time.Time {
 	var next time.Time
 	for _, p := range parts {
 		t := p.Expires
-		if !p.LiveAt(after) {
+		switch {
+		case p.Upcoming(after):
+			t = p.Start
+		case !p.LiveAt(after):
 			t = endedAt(p.Partition).Add(shownAfterEnd)
 		}
 		if t.After(after) && (next.IsZero() || t.Before(next)) {

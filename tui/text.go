@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Printable is core.Printable: every string another user controls passes
@@ -43,7 +44,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// A ledger many hosts share says whose GPU each booking holds.
 	hosts := slices.ContainsFunc(parts, func(p core.Partition) bool { return p.Host != "" })
-	header := "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tEXPIRES\tIDLE\tSTATE\tCOMPUTE"
+	header := "ID\tOWNER\tGPU\tSHARE\tMEMORY\tLEFT\tSTARTS\tEXPIRES\tIDLE\tSTATE\tCOMPUTE"
 	if hosts {
 		header = "ID\tHOST\t" + strings.TrimPrefix(header, "ID\t")
 	}
@@ -57,10 +58,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		fmt.Fprintln(tw, header)
 	}
 	for _, p := range parts {
-		left, compute, ended := "-", "-", "-"
-		if p.LiveAt(now) {
-			left = Countdown(p.Expires.Sub(now))
-		}
+		compute, ended := "-", "-"
 		status := p.Status(now, warnLead)
 		if p.ComputePct > 0 {
 			compute = computeCap(p)
@@ -72,9 +70,10 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		if hosts {
 			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
-			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), left,
-			p.Expires.Local().Format("Jan 2 15:04:05"), core.FormatIdle(p.Partition, p.Usage, now), status, compute)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
+			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
+			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
+			core.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {
 			fmt.Fprintf(tw, "\t%s", ended)
 		}
@@ -88,6 +87,18 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// bookingLeft is a booking's countdown in the given form: the time it has
+// left, its whole length while it has not started, "-" once it has ended.
+func bookingLeft(p storage.Partition, now time.Time, form func(time.Duration) string) string {
+	switch {
+	case p.Upcoming(now):
+		return form(p.Expires.Sub(p.Start))
+	case p.LiveAt(now):
+		return form(p.Expires.Sub(now))
+	}
+	return "-"
 }
 
 // Countdown prints time left as h:mm:ss (d+h:mm:ss past a day).

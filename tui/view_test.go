@@ -168,3 +168,23 @@ func TestFormWarnsOfMemoryInUse(t *testing.T) {
 	require.Len(t, parts, 1)
 	require.Equal(t, 0, parts[0].Device)
 }
+
+// A booking made ahead shows in the app's table as upcoming, counted down
+// from its whole length with nothing of it elapsed; it can be released and
+// extended; the table is read again when it starts.
+func TestBookingAheadShowsUpcoming(t *testing.T) {
+	w := newWorld(t, 2)
+	p, err := w.client.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
+	require.NoError(t, err)
+	m := w.model(140, 40)
+	require.Len(t, m.bookings.table.rows, 1)
+	r := m.bookings.table.rows[0]
+	require.True(t, r.live, "not ended: it is yours to release or extend")
+	c := m.bookings.cells(r, t0, m.bookings.table.cols)
+	require.Equal(t, core.StatusUpcoming, c.status)
+	require.Equal(t, "3h00m", c.left)
+	require.Zero(t, c.elapsed, "nothing of it has elapsed")
+	require.Equal(t, p.Start, nextChange(m.data.parts, t0), "read again when it starts")
+	m.syncKeys()
+	require.True(t, m.keys.Release.Enabled())
+}

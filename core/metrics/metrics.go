@@ -327,7 +327,7 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	host := l.e.host
 	booked := map[int]int64{}
 	for _, p := range parts {
-		if !l.c.OnThisHost(p.Partition) {
+		if !l.c.OnThisHost(p.Partition) || !p.LiveAt(now) { // one booked ahead holds nothing yet
 			continue
 		}
 		booked[p.Device] += p.SharePPM

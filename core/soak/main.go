@@ -3,9 +3,17 @@
 // invocations of the real binary, at least three headless monitors and a
 // terminal app under tmux — while a checker reads the ledger continuously.
 //
+// Some API creates are booked ahead (--at), some wait in line, under a
+// policy with quotas and a fast-moving fair share; as root, the workers
+// run as root, nobody and daemon in turn.
+//
 // It holds these, continuously and at the end: no device is ever more than
-// 100% booked; every booking ends exactly once (one "released" or "expired"
-// event) and none is still live a second past its deadline; the ledger
+// 100% booked at any instant of any booking, those ahead included; no user
+// is ever over a quota; no request is granted twice, and none is granted
+// out of the line's order (no grant to a request of lower priority makes
+// one ahead of it wait past what it was told); every booking ends exactly
+// once (one "released" or "expired" event) and none is still live a second
+// past its deadline; the ledger
 // passes bbolt's check and chronos doctor; long-lived processes keep their
 // descriptors, threads and memory flat; no operation fails (a refusal for
 // want of free share is an answer, not a failure; a busy ledger is a
@@ -60,6 +68,10 @@ type config struct {
 	checkEvery  time.Duration
 	report      string
 	keep        bool
+	ahead       float64
+	waits       float64
+	policy      string
+	users       bool
 	etcd        int // members of a local etcd cluster to soak on; 0: a ledger file
 }
 
@@ -84,6 +96,11 @@ func main() {
 	flag.DurationVar(&cfg.checkEvery, "check-every", 10*time.Millisecond, "how often the checker reads the ledger")
 	flag.StringVar(&cfg.report, "report", "", "also write the summary as markdown to this file")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (ledger, logs) afterwards")
+	flag.Float64Var(&cfg.ahead, "ahead", 0.2, "share of API creates booked ahead of time (--at)")
+	flag.Float64Var(&cfg.waits, "waits", 0.1, "share of API creates that wait in line when they do not fit")
+	flag.StringVar(&cfg.policy, "policy", "user-gpus=1.5 user-hours=0.1/1m max=1m ahead=10s halflife=1m max-age=30s age-weight=0.5; share=5 for=nobody; share=0.2 for=daemon",
+		"policy set before the run (settings; more for=USER settings after semicolons): quotas, and a line whose order moves within the run")
+	flag.BoolVar(&cfg.users, "users", true, "as root, run API workers as root, nobody and daemon in turn (quotas and fair share per user)")
 	flag.IntVar(&cfg.etcd, "etcd", 0, "soak a ledger on a local etcd cluster of this many members (started here) instead of a file")
 	flag.Parse()
 	code, err := soak(cfg)
@@ -102,6 +119,10 @@ type driver struct {
 	tally   *Tally
 	say     func(format string, args ...any)
 	started time.Time
+	// uids the API workers run as, in turn; self is the binary they run
+	// (a copy other users can reach, when there are other users).
+	uids []int
+	self string
 }
 
 func soak(cfg config) (int, error) {
@@ -165,6 +186,9 @@ func (d *driver) run() (int, error) {
 			return 0, err
 		}
 	}
+	if err := d.setUp(); err != nil {
+		return 0, err
+	}
 	var tuis []*tuiProc
 	for i := range cfg.tuis {
 		t, err := d.startTUI(i)
@@ -227,7 +251,8 @@ func (d *driver) run() (int, error) {
 	mainStart := time.Now()
 	per := (cfg.ops + int64(cfg.apiWorkers) - 1) / int64(max(cfg.apiWorkers, 1))
 	var progress atomic.Int64
-	workers, err := d.startWorkers("api", cfg.apiWorkers, workerArgs{Ops: per, Until: until, Reads: cfg.reads, Pause: cfg.pause, Devices: cfg.devices}, &progress)
+	workers, err := d.startWorkers("api", cfg.apiWorkers, workerArgs{Ops: per, Until: until, Reads: cfg.reads, Pause: cfg.pause, Devices: cfg.devices,
+		Ahead: cfg.ahead, Waits: cfg.waits}, &progress)
 	if err != nil {
 		return 0, err
 	}
@@ -286,6 +311,13 @@ func (d *driver) run() (int, error) {
 				if p.Expires.After(latest) {
 					latest = p.Expires
 				}
+			}
+			if err != nil {
+				return err
+			}
+			line, err := tx.WaitingRequests()
+			if len(line) > 0 && latest.Before(time.Now()) {
+				latest = time.Now() // someone still waits: look again
 			}
 			return err
 		})
@@ -388,6 +420,43 @@ func (d *driver) run() (int, error) {
 	return 1, nil
 }
 
+// setUp sets the soak's policy and, as root, lets other users' workers
+// at the ledger: the directory, the file and a copy of this binary they
+// can run.
+func (d *driver) setUp() error {
+	admin := core.NewClient(core.Options{Ledger: d.ledger, As: &core.Identity{UID: 0, User: "root"}})
+	for _, set := range strings.Split(d.cfg.policy, ";") {
+		if _, err := admin.SetPolicy(strings.Fields(set)); err != nil {
+			return fmt.Errorf("soak policy %q: %w", set, err)
+		}
+	}
+	d.uids = []int{os.Getuid()}
+	if !d.cfg.users || os.Geteuid() != 0 {
+		return nil
+	}
+	for _, name := range []string{"nobody", "daemon"} {
+		if id, err := core.LookupUser(name); err == nil && id.UID != 0 {
+			d.uids = append(d.uids, id.UID)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		return err
+	}
+	d.self = filepath.Join(d.dir, "soak-worker")
+	if err := os.WriteFile(d.self, data, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(d.dir, 0o777); err != nil {
+		return err
+	}
+	return os.Chmod(d.db, 0o666)
+}
+
 func mergeCounts(a, b map[string]int64) map[string]int64 {
 	if a == nil {
 		a = map[string]int64{}
@@ -410,15 +479,27 @@ func (d *driver) startWorkers(role string, n int, base workerArgs, progress *ato
 	if err != nil {
 		return nil, err
 	}
+	if d.self != "" {
+		self = d.self
+	}
 	var ws []*workerProc
 	for i := range n {
 		a := base
 		a.Role, a.DB, a.Seed = role, d.db, uint64(time.Now().UnixNano())+uint64(i)*7919
 		a.Out = filepath.Join(d.dir, fmt.Sprintf("%s-%d.json", role, i))
+		// Workers of other users write their tally here.
+		if f, err := os.OpenFile(a.Out, os.O_CREATE|os.O_WRONLY, 0o666); err == nil {
+			f.Close()
+			_ = os.Chmod(a.Out, 0o666)
+		}
 		a.Progress = progress != nil
 		raw, _ := json.Marshal(a)
 		cmd := exec.Command(self)
 		cmd.Env = append(slices.Clone(d.env), workerEnv+"="+string(raw))
+		if uid := d.uids[i%len(d.uids)]; role == "api" && uid != os.Getuid() {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+			cmd.Env = append(cmd.Env, "HOME=/nonexistent")
+		}
 		cmd.Stderr = os.Stderr
 		var stdout io.ReadCloser
 		if progress != nil {
@@ -476,10 +557,18 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 		switch {
 		case r < 4:
 			kind, args = "cli.list", []string{"list", "--json"}
-		case r < 6:
+		case r < 5:
 			kind, args = "cli.available", []string{"available"}
+		case r < 6:
+			kind, args = "cli.queue", []string{"queue", "--json"}
+			if rng.IntN(2) == 0 {
+				kind, args = "cli.usage", []string{"usage", "--json"}
+			}
 		case r < 8 || len(mine) == 0:
 			kind, args = "cli.create", []string{"create", strconv.Itoa(rng.IntN(d.cfg.devices)), fmt.Sprintf("%d%%", 1+rng.IntN(30)), strconv.Itoa(1 + rng.IntN(5))}
+			if rng.IntN(4) == 0 {
+				kind, args = "cli.ahead", append(args, "--at", fmt.Sprintf("+%ds", 1+rng.IntN(5)))
+			}
 		case r < 9:
 			kind, args = "cli.extend", []string{"extend", strconv.FormatUint(mine[rng.IntN(len(mine))], 10), "2"}
 		default:
@@ -498,17 +587,19 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 		switch {
 		case err == nil:
 			d.tally.Add(kind, outOK, took, "")
-			if kind == "cli.create" {
+			if kind == "cli.create" || kind == "cli.ahead" {
 				var id uint64
 				if _, err := fmt.Sscanf(out.String(), "Booked %d:", &id); err == nil {
 					mine = append(mine, id)
 				}
 			}
-			if kind == "cli.list" && !json.Valid(out.Bytes()) {
-				d.tally.Add("cli.list-json", outFailed, 0, "list --json printed invalid JSON")
+			if (kind == "cli.list" || kind == "cli.queue" || kind == "cli.usage") && !json.Valid(out.Bytes()) {
+				d.tally.Add(kind+"-json", outFailed, 0, kind+" --json printed invalid JSON")
 			}
 		case strings.Contains(msg, core.ErrOverbooked.Error()):
 			d.tally.Add(kind, outOverbooked, took, "")
+		case strings.Contains(msg, core.ErrQuota.Error()):
+			d.tally.Add(kind, outQuota, took, "")
 		case strings.Contains(msg, core.ErrNotLive.Error()):
 			d.tally.Add(kind, outEnded, took, "")
 			mine = slices.DeleteFunc(mine, func(id uint64) bool { return slices.Contains(args, strconv.FormatUint(id, 10)) })

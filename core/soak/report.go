@@ -53,10 +53,10 @@ func leaky(p ProcFigures) bool {
 func (r *report) invariantViolations() int {
 	c := r.checker
 	c.mu.Lock()
-	n := len(c.overbooked) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.errs)
+	n := len(c.overbooked) + len(c.overQuota) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.twice) + len(c.misordered) + len(c.errs)
 	c.mu.Unlock()
 	f := r.final
-	n += len(f.missingCreated) + len(f.doubleCreated) + len(f.missingEnd) + len(f.doubleEnd) + len(f.wrongEnd) + f.stillLive
+	n += len(f.missingCreated) + len(f.doubleCreated) + len(f.missingEnd) + len(f.doubleEnd) + len(f.wrongEnd) + f.stillLive + len(f.badGrants)
 	if f.err != "" || r.checkErr != "" || r.checkProblems > 0 || !strings.HasPrefix(r.doctor, "healthy") {
 		n++
 	}
@@ -103,8 +103,8 @@ func (r *report) markdown() string {
 	w("| invariant violations | **%d** |\n", r.invariantViolations())
 	w("| whole run | %s |\n\n", r.end.Sub(r.start).Round(time.Second))
 
-	w("### Operations\n\nLatency of every attempt, from the caller's side, under contention (CLI: the whole process). Overbooked: refused for want of free share (an answer, not a failure). Ended: extend or release of a booking that had just expired.\n\n")
-	w("| operation | n | ok | overbooked | ended | busy | failed | p50 | p99 | worst |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	w("### Operations\n\nLatency of every attempt, from the caller's side, under contention (CLI: the whole process; api.wait: until booked or out of the line). Overbooked: refused for want of free share; quota: refused by a quota; left: waited %s in line and left (answers, not failures). Ended: extend or release of a booking that had just expired.\n\n", waitTimeout)
+	w("| operation | n | ok | overbooked | quota | left | ended | busy | failed | p50 | p99 | worst |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var worst time.Duration
 	var worstKind string
 	for _, k := range r.tally.kinds() {
@@ -112,7 +112,7 @@ func (r *report) markdown() string {
 		if d := time.Duration(h.Max) * time.Microsecond; d > worst && k != "monitor" && k != "tui" && k != "worker" {
 			worst, worstKind = d, k
 		}
-		w("| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", k, h.N, o[outOK], o[outOverbooked], o[outEnded], o[outBusy], o[outFailed],
+		w("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", k, h.N, o[outOK], o[outOverbooked], o[outQuota], o[outLeft], o[outEnded], o[outBusy], o[outFailed],
 			fmtDur(h.Quantile(0.5)), fmtDur(h.Quantile(0.99)), fmtDur(time.Duration(h.Max)*time.Microsecond))
 	}
 	w("\nWorst wait of any operation: **%s** (%s); the lock timeout is %s.\n", fmtDur(worst), worstKind, storage.DefaultTimeout)
@@ -124,17 +124,20 @@ func (r *report) markdown() string {
 	c := r.checker
 	c.mu.Lock()
 	w("\n### Invariants\n\n| check | result |\n|---|---|\n")
-	var devs []int
-	for d := range c.maxPPM {
-		devs = append(devs, d)
+	var gpus []gpuKey
+	for g := range c.maxPPM {
+		gpus = append(gpus, g)
 	}
-	slices.Sort(devs)
+	slices.SortFunc(gpus, func(a, b gpuKey) int { return strings.Compare(a.String(), b.String()) })
 	var peaks []string
-	for _, d := range devs {
-		peaks = append(peaks, fmt.Sprintf("GPU %d %.1f%%", d, float64(c.maxPPM[d])/1e4))
+	for _, g := range gpus {
+		peaks = append(peaks, fmt.Sprintf("GPU %s %.1f%%", g, float64(c.maxPPM[g])/1e4))
 	}
 	w("| most booked at any instant the checker saw | %s |\n", strings.Join(peaks, ", "))
-	w("| instants over 100%% | %d |\n", len(c.overbooked))
+	w("| instants over 100%% (now or at any start ahead) | %d |\n", len(c.overbooked))
+	w("| instants or windows over a quota (%s) | %d |\n", r.cfg.policy, len(c.overQuota))
+	w("| requests granted twice (seen live) | %d |\n", len(c.twice))
+	w("| grants out of the line's order (looks with someone waiting: %d; grants weighed against a request ahead: %d) | %d |\n", c.waited, c.pairs, len(c.misordered))
 	w("| bookings live more than %s past their deadline | %d |\n", cfg.expiryGrace, len(c.lateMsgs))
 	w("| bookings ended twice (seen live) | %d |\n", len(c.doubleEnds))
 	c.mu.Unlock()
@@ -142,6 +145,8 @@ func (r *report) markdown() string {
 	w("| bookings at the end | %d: %d released, %d expired, %d still live |\n", f.partitions, f.released, f.expired, f.stillLive)
 	w("| without exactly one created event | %d |\n", len(f.missingCreated)+len(f.doubleCreated))
 	w("| without exactly one released/expired event matching its state | %d |\n", len(f.missingEnd)+len(f.doubleEnd)+len(f.wrongEnd))
+	w("| waiting requests | %d: %d granted, %d timed out, %d cancelled; granted twice, or a booking for none: %d |\n",
+		f.requests, f.granted, f.timedOut, f.cancelled, len(f.badGrants))
 	w("| expiry lateness (deadline to expired event) | p50 %s, p99 %s, worst %s (%d expiries) |\n",
 		fmtDur(f.expiryLateness.Quantile(0.5)), fmtDur(f.expiryLateness.Quantile(0.99)), fmtDur(time.Duration(f.expiryLateness.Max)*time.Microsecond), f.expiryLateness.N)
 	check := fmt.Sprintf("%d problems", r.checkProblems)
@@ -189,12 +194,11 @@ func (r *report) markdown() string {
 	var fails []string
 	fails = append(fails, r.tally.Failures...)
 	c.mu.Lock()
-	fails = append(fails, c.overbooked...)
-	fails = append(fails, c.lateMsgs...)
-	fails = append(fails, c.doubleEnds...)
-	fails = append(fails, c.errs...)
+	for _, l := range [][]string{c.overbooked, c.overQuota, c.lateMsgs, c.doubleEnds, c.twice, c.misordered, c.errs} {
+		fails = append(fails, l...)
+	}
 	c.mu.Unlock()
-	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd} {
+	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd, f.badGrants} {
 		fails = append(fails, l...)
 	}
 	if f.err != "" {

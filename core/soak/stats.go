@@ -17,6 +17,8 @@ const (
 	outEnded      = "ended" // extend or release of a booking that expired meanwhile
 	outBusy       = "busy"
 	outFailed     = "failed"
+	outQuota      = "quota" // refused by a quota: an answer
+	outLeft       = "left"  // a waiting request timed out in line: an answer
 )
 
 // histBase is the ratio between neighbouring latency buckets: percentiles

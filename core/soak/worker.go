@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,13 +26,18 @@ type workerArgs struct {
 	Until    time.Time `json:"until"` // or at this instant
 	Reads    float64   `json:"reads"` // share of reads (api)
 	Pause    time.Duration
-	Devices  int    `json:"devices"`
-	Device   int    `json:"device"` // contend: the one device all hammer
-	Out      string `json:"out"`    // where the worker writes its Tally
-	Progress bool   `json:"progress"`
+	Devices  int     `json:"devices"`
+	Ahead    float64 `json:"ahead"`  // share of creates booked ahead
+	Waits    float64 `json:"waits"`  // share of creates that wait in line
+	Device   int     `json:"device"` // contend: the one device all hammer
+	Out      string  `json:"out"`    // where the worker writes its Tally
+	Progress bool    `json:"progress"`
 }
 
 const workerEnv = "CHRONOS_SOAK_WORKER"
+
+// waitTimeout is how long a soak worker's request waits in line.
+const waitTimeout = 3 * time.Second
 
 // classify turns an operation's error into an outcome; a failure gets its
 // message kept.
@@ -43,6 +49,10 @@ func classify(err error) (string, string) {
 		return outOverbooked, ""
 	case errors.Is(err, core.ErrNotLive):
 		return outEnded, ""
+	case errors.Is(err, core.ErrQuota):
+		return outQuota, ""
+	case errors.Is(err, core.ErrLeftLine):
+		return outLeft, ""
 	case errors.Is(err, storage.ErrBusy):
 		return outBusy, err.Error()
 	default:
@@ -129,11 +139,33 @@ loop:
 			})
 		case r < a.Reads+(1-a.Reads)*0.5 || len(mine) == 0:
 			share := float64(1+rng.IntN(30)) / 100
-			d := time.Duration(1+rng.IntN(5)) * time.Second
+			req := core.Request{Device: rng.IntN(a.Devices), Memory: core.Fraction(share), Duration: time.Duration(1+rng.IntN(5)) * time.Second}
+			kind := "api.create"
+			switch x := rng.Float64(); {
+			case x < a.Ahead:
+				// A booking ahead of time.
+				kind, req.Start = "api.ahead", time.Now().Add(time.Duration(500+rng.IntN(5000))*time.Millisecond)
+			case x < a.Ahead+a.Waits:
+				// Wait in line for up to a few seconds (any GPU, at times).
+				kind = "api.wait"
+				if rng.IntN(4) == 0 {
+					req.Device = core.AnyDevice
+				}
+			}
 			var p *core.Partition
-			err := timed("api.create", func() error {
+			err := timed(kind, func() error {
 				var err error
-				p, err = c.Create(core.Request{Device: rng.IntN(a.Devices), Memory: core.Fraction(share), Duration: d})
+				if kind != "api.wait" {
+					p, err = c.Create(req)
+					return err
+				}
+				var entry *core.QueueEntry
+				if p, entry, err = c.Enqueue(req, core.WaitOptions{Timeout: waitTimeout}); err != nil || p != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+				defer cancel()
+				p, err = c.Wait(ctx, entry.ID, nil)
 				return err
 			})
 			if err == nil {

@@ -6,11 +6,15 @@
 // own, with each booking made at its time: the GPUs' history then holds
 // the hour, as if monitors had run all along (erin's booking on GPU 3 has
 // done nothing for most of it).
+// With -week it first gives them a week of past bookings, each released
+// at its end, so that `chronos usage` has use to show.
 //
 //	go run ./scripts/demoledger /tmp/demo.db
+//	go run ./scripts/demoledger -week /tmp/demo.db
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"syscall"
@@ -44,18 +48,23 @@ type noSignals struct{}
 func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: demoledger LEDGER")
+	week := flag.Bool("week", false, "first give the users a week of past bookings")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: demoledger [-week] LEDGER")
 		os.Exit(2)
 	}
 	now := time.Now()
 	at := now.Add(-2 * time.Hour)
 	clock := func() time.Time { return at }
-	ledger := storage.New(os.Args[1])
+	ledger := storage.New(flag.Arg(0))
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock})
 	devices := func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
+	}
+	if *week {
+		pastWeek(ledger, devices)
 	}
 	client := func(id core.Identity) *core.Client {
 		return core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &id})
@@ -86,5 +95,42 @@ func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demoledger:", err)
 		os.Exit(1)
+	}
+}
+
+// pastWeek books, on a clock set back a week, each user's habits day by
+// day, and releases each booking just before its end: the ledger's own accounting
+// (fair-share usage, held intervals) is what `chronos usage` then reports.
+func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
+	at := time.Now().Add(-7 * 24 * time.Hour)
+	clock := func() time.Time { return at }
+	for day := range 7 {
+		for _, h := range []struct {
+			uid    int
+			user   string
+			device int
+			share  float64
+			length time.Duration
+			every  int // days
+		}{
+			{2001, "alice", 0, 1.0, 10 * time.Hour, 1},
+			{2002, "bob", 1, 0.5, 6 * time.Hour, 1},
+			{2003, "carol", 2, 0.25, 3 * time.Hour, 2},
+			{2004, "dave", 3, 0.5, 2 * time.Hour, 3},
+		} {
+			if day%h.every != 0 {
+				continue
+			}
+			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &core.Identity{UID: h.uid, User: h.user}})
+			p, err := c.Create(core.Request{Device: h.device, Memory: core.Fraction(h.share), Duration: h.length})
+			if err == nil {
+				held := h.length - time.Minute // released just before its end
+				at = at.Add(held)
+				_, err = c.Release(p.ID)
+				at = at.Add(-held)
+			}
+			check(err)
+		}
+		at = at.Add(24 * time.Hour)
 	}
 }

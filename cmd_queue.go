@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+// queueCmd is `chronos queue`: the waiting line, in order, with each
+// request's reason and ETA; `queue cancel ID` takes a request out.
+func queueCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "The waiting line: who waits for what, in order, why, and when it should start",
+		Long: `Show the requests waiting for room (made with create --wait or run --wait), in
+the order room goes to them: highest priority first. Priority is the owner's
+fair-share factor (1 for no recent use, 0.5 at their share; see chronos usage)
+plus a bonus for time waited. ETA is when a request should start given the
+bookings and the requests ahead of it; a request further down starts earlier
+only where it cannot delay anyone ahead (backfill).`,
+		Args: args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			line, err := c.Queue()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				rows := make([]core.QueueJSON, 0, len(line))
+				for _, e := range line {
+					rows = append(rows, core.QueueEntryJSON(e, c.Now()))
+				}
+				return printJSON(out, rows)
+			}
+			return writeQueue(out, c, line)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(&cobra.Command{
+		Use:     "cancel REQUEST...",
+		Short:   "Take waiting requests out of the line (yours; root: anyone's)",
+		Example: "  chronos queue cancel 3",
+		Args:    args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return eachID(cmd, g, a, func(c *core.Client, id uint64) (string, error) {
+				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
+			})
+		},
+	})
+	return cmd
+}
+
+// eachID reads every id first (a bad one changes nothing), then does each
+// in turn (see doEach).
+func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, id uint64) (string, error)) error {
+	ids, err := parseIDs(a)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	return doEach(cmd, c, ids, do)
+}
+
+// parseIDs reads ids as typed; the first bad one is the error.
+func parseIDs(a []string) ([]uint64, error) {
+	ids := make([]uint64, 0, len(a))
+	for _, s := range a {
+		id, err := core.ParseID(s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// doEach does each id in turn, saying what it did or why not: one refusal
+// does not stop the others, and makes the exit status 1.
+func doEach(cmd *cobra.Command, c *core.Client, ids []uint64, do func(c *core.Client, id uint64) (string, error)) error {
+	status := 0
+	for _, id := range ids {
+		done, err := do(c, id)
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
+			status = exitError
+			continue
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), done)
+	}
+	if status != 0 {
+		return exitStatus{code: status}
+	}
+	return nil
+}
+
+func writeQueue(w io.Writer, c *core.Client, line []core.QueueEntry) error {
+	now := c.Now()
+	if len(line) == 0 {
+		_, err := fmt.Fprintln(w, "Nobody is waiting.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tREQUEST\tOWNER\tGPU\tSHARE\tFOR\tWAITED\tPRIORITY\tETA\tWHY")
+	for _, e := range line {
+		pos, eta := "-", "-"
+		if e.Position > 0 {
+			pos = strconv.Itoa(e.Position)
+		}
+		if !e.ETA.IsZero() {
+			eta = core.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUName(e.Host, e.ETADevice)) + ")"
+		}
+		gpu := tui.Printable(c.GPUName(e.Host, e.Device))
+		share := core.FormatPercent(e.SharePPM)
+		if e.Bytes > 0 {
+			share = core.FormatBytes(e.Bytes)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, tui.Printable(e.User), gpu, share,
+			core.FormatDuration(e.Duration), core.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
+	}
+	return tw.Flush()
+}
+
+// lineFlags are the flags create and run share for booking ahead and
+// waiting in line.
+type lineFlags struct {
+	wait    bool
+	timeout time.Duration
+	at      string
+}
+
+func (f *lineFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.wait, "wait", false, "if it cannot start now (GPU full, a quota reached), wait in line until it can")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "with --wait: leave the line after this long (default: wait as long as it takes)")
+	cmd.Flags().StringVar(&f.at, "at", "", `start later: 14:00, "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h`)
+}
+
+// apply checks the flags and puts the start into req.
+func (f *lineFlags) apply(req *core.Request) error {
+	if f.timeout < 0 || (f.timeout > 0 && !f.wait) {
+		return usageError{errors.New("--timeout goes with --wait, and must be positive")}
+	}
+	if f.at == "" {
+		return nil
+	}
+	start, err := core.ParseStart(f.at, time.Now())
+	req.Start = start
+	return err
+}
+
+// waitOptions are the waiting line's options, or nil without --wait.
+func (f *lineFlags) waitOptions() *core.WaitOptions {
+	if !f.wait {
+		return nil
+	}
+	return &core.WaitOptions{Timeout: f.timeout}
+}
+
+// bookOrWait books req; with --wait, a request that cannot start now waits
+// in line, saying where it stands as that changes, until it is booked.
+// Ctrl-C or SIGTERM takes it out of the line.
+func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlags) (*core.Partition, error) {
+	if !f.wait {
+		return c.Create(req)
+	}
+	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
+	// line as cleanly. Listen before joining, so that none is lost.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
+	defer stop()
+	p, entry, err := c.Enqueue(req, *f.waitOptions())
+	if err != nil || p != nil {
+		return p, err
+	}
+	say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
+	return c.Wait(ctx, entry.ID, say)
+}
+
+// waitingLine is what a waiter says when its place in line changes.
+func waitingLine(c *core.Client, e core.QueueEntry) string {
+	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
+		core.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUName(e.Host, e.ETADevice)), tui.Printable(e.Reason))
+}
+
+// bookedLine is what create prints for a booking.
+func bookedLine(c *core.Client, p *core.Partition) string {
+	now := c.Now()
+	when := "until " + core.FormatTime(p.Expires, now)
+	if p.Start.After(now) {
+		when = "from " + core.FormatTime(p.Start, now) + " " + when
+	}
+	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, core.FormatPercent(p.SharePPM),
+		core.FormatBytes(p.Bytes), tui.Printable(c.GPUName(p.Host, p.Device)), p.User, when)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+// usageCmd is `chronos usage`: per user, the GPU-hours held, what is held
+// now, what the quotas leave, and the fair-share factor that orders the
+// waiting line.
+func usageCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "usage",
+		Short: "Per user: GPU-hours used (7 and 30 days), held now, quota left, fair-share factor",
+		Long: `Show, for everyone who booked in the last 30 days or waits in line:
+GPU-hours held in the last 7 and 30 days (share-weighted: 50% of a GPU for an
+hour is 0.5), GPU-equivalents held now and booked ahead, what the user-gpus
+and user-hours quotas leave, and the fair-share factor that orders the line:
+1 for no recent use, 0.5 at an equal share of the machine, lower above it
+(usage decays with the policy's half-life).`,
+		Args: args(noArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			users, err := c.Usage()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if users == nil {
+					users = []core.UserUsage{}
+				}
+				return printJSON(cmd.OutOrStdout(), users)
+			}
+			return writeUsage(cmd.OutOrStdout(), users)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeUsage(w io.Writer, users []core.UserUsage) error {
+	if len(users) == 0 {
+		_, err := fmt.Fprintln(w, "No use in the last 30 days.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER\tGPU-H 7D\tGPU-H 30D\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
+	for _, u := range users {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User), u.Hours7d, u.Hours30d,
+			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft), left(u.HoursLeft), u.Usage, u.Factor, u.Waiting)
+	}
+	return tw.Flush()
+}
+
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func left(f *float64) string {
+	if f == nil {
+		return "no limit"
+	}
+	return strconv.FormatFloat(*f, 'f', 1, 64)
+}

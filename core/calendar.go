@@ -1,0 +1,522 @@
+package core
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// gpuID is a GPU as fairness sees it: its host (empty in a host's own
+// ledger file) and its index there. Two hosts' GPU 0 are two GPUs.
+type gpuID struct {
+	host   string
+	device int
+}
+
+func gpuOf(p storage.Partition) gpuID { return gpuID{host: p.Host, device: p.Device} }
+
+// noGPU marks a slot that holds no GPU: what an ended booking held, which
+// only quotas and reports look back on.
+var noGPU = gpuID{device: AnyDevice - 1}
+
+// slot is one interval of the calendar: a share of a GPU held by a user
+// over [start, end). Every booking is a slot, ended ones over the time they
+// were held (the hours quota looks back); so is the place the line keeps
+// for a request ahead that cannot start yet.
+type slot struct {
+	gpu        gpuID
+	uid        int
+	share      int64 // parts per million of the device
+	start, end time.Time
+	request    uint64 // a place kept for this waiting request; 0: a booking
+}
+
+// slotOf is the interval a booking holds (or held) its share.
+func slotOf(p storage.Partition) slot {
+	end := p.Expires
+	if p.State == storage.Released && p.Ended.Before(end) {
+		end = p.Ended
+	}
+	return slot{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
+}
+
+// calendar is the slots that admission weighs a request against.
+type calendar []slot
+
+// calendarOf is the calendar of a set of bookings.
+func calendarOf(parts []storage.Partition) calendar {
+	cal := make(calendar, 0, len(parts))
+	for _, p := range parts {
+		if s := slotOf(p); s.end.After(s.start) {
+			cal = append(cal, s)
+		}
+	}
+	return cal
+}
+
+// peak is the most the matching slots hold at any instant of [from, to),
+// in parts per million. The sum is piecewise constant and rises only where
+// a slot starts, so a sweep over the starts and ends inside the interval
+// finds it.
+func (c calendar) peak(match func(slot) bool, from, to time.Time) int64 {
+	type step struct {
+		at    time.Time
+		delta int64
+	}
+	var sum int64
+	var steps []step
+	for _, s := range c {
+		if !match(s) || !s.start.Before(to) || !s.end.After(from) {
+			continue
+		}
+		if s.start.After(from) {
+			steps = append(steps, step{s.start, s.share})
+		} else {
+			sum += s.share
+		}
+		if s.end.Before(to) {
+			steps = append(steps, step{s.end, -s.share})
+		}
+	}
+	// At one instant, ends come before starts: intervals are half-open.
+	slices.SortFunc(steps, func(a, b step) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.delta, b.delta))
+	})
+	most := sum
+	for _, st := range steps {
+		sum += st.delta
+		most = max(most, sum)
+	}
+	return most
+}
+
+// bookedAt is the share of g booked at instant t.
+func (c calendar) bookedAt(g gpuID, t time.Time) int64 {
+	return c.peak(onGPU(g), t, t.Add(time.Nanosecond))
+}
+
+func onGPU(g gpuID) func(slot) bool {
+	return func(s slot) bool { return s.gpu == g && s.request == 0 }
+}
+
+func onGPUOrKept(g gpuID) func(slot) bool {
+	return func(s slot) bool { return s.gpu == g }
+}
+
+func ofUser(uid int) func(slot) bool {
+	return func(s slot) bool { return s.uid == uid }
+}
+
+// gpuSeconds is the share-weighted time the user's slots hold within
+// [from, to): a 50% booking held an hour is 1,800.
+func (c calendar) gpuSeconds(uid int, from, to time.Time) float64 {
+	var sum float64
+	for _, s := range c {
+		if s.uid != uid {
+			continue
+		}
+		a, b := later(s.start, from), earlier(s.end, to)
+		if b.After(a) {
+			sum += float64(s.share) / ppm * b.Sub(a).Seconds()
+		}
+	}
+	return sum
+}
+
+// ask is one request weighed against the calendar on one GPU.
+type ask struct {
+	gpu    gpuID
+	uid    int
+	share  int64
+	length time.Duration
+	limits Limits
+}
+
+func (a ask) slot(start time.Time, request uint64) slot {
+	return slot{gpu: a.gpu, uid: a.uid, share: a.share, start: start, end: start.Add(a.length), request: request}
+}
+
+// Why a request cannot start at an instant.
+const (
+	blockedDevice   = "device"    // the GPU is booked
+	blockedReserved = "reserved"  // the room is kept for requests ahead in line
+	blockedGPUs     = "user-gpus" // the user's quota of GPUs held at once
+	blockedHours    = "user-hours"
+)
+
+// blocker is why a request cannot start at an instant, with the figure
+// that stands in the way: the share booked or held (parts per million of
+// a GPU), or the GPU-hours used. Quotas count across every host.
+type blocker struct {
+	kind   string
+	gpu    gpuID
+	figure float64
+}
+
+// check says what stops a starting at start; nil: nothing.
+func (c calendar) check(a ask, start time.Time) *blocker {
+	return newLayout(c).weigh(a).check(start)
+}
+
+// hoursPeak checks every rolling window that holds part of the new slot:
+// the GPU-hours in it, with the new slot, may not pass the limit. The sum
+// over a window is piecewise linear in where the window ends, so its most
+// is at a window ending where some slot starts or ends, or a window's
+// length after, or just after the new slot starts. It returns the
+// GPU-hours the user has, before the new
+// slot, in the window that the new slot fills fullest, and whether that
+// window goes over.
+func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
+	w := a.limits.HoursWindow
+	limit := a.limits.UserHours * 3600
+	fresh := calendar{a.slot(start, 0)}
+	var mine calendar
+	for _, s := range c {
+		if s.uid == a.uid && s.end.After(start.Add(-w)) {
+			mine = append(mine, s)
+		}
+	}
+	held := mine.cumulative()
+	last := fresh[0].end.Add(w)
+	fullest, before := -1.0, 0.0
+	for _, s := range append(mine, fresh[0]) {
+		for _, t := range [5]time.Time{start, s.start, s.end, s.start.Add(w), s.end.Add(w)} {
+			// Windows ending in (start, last] hold some of the new slot;
+			// the one ending at start stands for those ending just after.
+			if t.Before(start) || t.After(last) {
+				continue
+			}
+			old := held.by(t) - held.by(t.Add(-w))
+			if total := old + fresh.gpuSeconds(a.uid, t.Add(-w), t); total > fullest {
+				fullest, before = total, old
+			}
+		}
+	}
+	return before / 3600, fullest > limit+1e-6
+}
+
+// cumulative is the share-weighted time a set of slots has held by each
+// instant: a piecewise linear function, kept as its breakpoints.
+type cumulative struct {
+	at   []time.Time
+	sum  []float64 // GPU-seconds held by at[i]
+	rate []float64 // GPUs held from at[i] to the next breakpoint
+}
+
+func (c calendar) cumulative() cumulative {
+	type step struct {
+		at    time.Time
+		delta float64
+	}
+	steps := make([]step, 0, 2*len(c))
+	for _, s := range c {
+		steps = append(steps, step{s.start, float64(s.share) / ppm}, step{s.end, -float64(s.share) / ppm})
+	}
+	slices.SortFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
+	var f cumulative
+	sum, rate := 0.0, 0.0
+	for i, st := range steps {
+		if i > 0 {
+			sum += rate * st.at.Sub(steps[i-1].at).Seconds()
+		}
+		rate += st.delta
+		if n := len(f.at); n > 0 && f.at[n-1].Equal(st.at) {
+			f.rate[n-1] = rate
+			continue
+		}
+		f.at, f.sum, f.rate = append(f.at, st.at), append(f.sum, sum), append(f.rate, rate)
+	}
+	return f
+}
+
+// by is the GPU-seconds held by instant t.
+func (f cumulative) by(t time.Time) float64 {
+	i, found := slices.BinarySearchFunc(f.at, t, time.Time.Compare)
+	switch {
+	case found:
+		return f.sum[i]
+	case i == 0:
+		return 0
+	}
+	return f.sum[i-1] + f.rate[i-1]*t.Sub(f.at[i-1]).Seconds()
+}
+
+// never says why a could not start whatever the calendar held: it asks
+// more than a quota allows by itself.
+func (a ask) never() *blocker {
+	switch {
+	case a.limits.Exempt:
+		return nil
+	case a.limits.UserGPUs > 0 && float64(a.share) > a.limits.UserGPUs*ppm+0.5:
+		return &blocker{kind: blockedGPUs, gpu: a.gpu}
+	case a.limits.UserHours > 0 && float64(a.share)/ppm*a.length.Hours() > a.limits.UserHours+1e-9:
+		return &blocker{kind: blockedHours, gpu: a.gpu}
+	}
+	return nil
+}
+
+// earliest is the first instant at or after from when a fits, and what
+// stops it at from (nil when it starts at from).
+func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
+	return newLayout(c).earliest(a, from)
+}
+
+// layout is a calendar with its slots kept by GPU and by user, each as
+// the changes of what they hold in time order: laying out a line of
+// hundreds weighs each request at hundreds of starts against a calendar
+// that grows by a slot each time, and sorting it anew each time would cost
+// the line's length squared.
+type layout struct {
+	cal   calendar
+	gpus  map[gpuID]*track
+	users map[int]*track
+}
+
+// track is the slots of one GPU or one user, and the changes of what they
+// hold: the bookings alone, and with the places kept for requests.
+type track struct {
+	slots       calendar
+	booked, all []change
+}
+
+// change is a rise (a slot starts) or fall (it ends) at an instant.
+type change struct {
+	at    time.Time
+	delta int64
+}
+
+func newLayout(c calendar) *layout {
+	l := &layout{cal: make(calendar, 0, len(c)), gpus: map[gpuID]*track{}, users: map[int]*track{}}
+	for _, s := range c {
+		l.add(s)
+	}
+	return l
+}
+
+// add puts s in the calendar.
+func (l *layout) add(s slot) {
+	l.cal = append(l.cal, s)
+	for _, t := range []*track{trackIn(l.gpus, s.gpu), trackIn(l.users, s.uid)} {
+		t.slots = append(t.slots, s)
+		if !s.end.After(s.start) {
+			continue
+		}
+		t.all = addChange(addChange(t.all, s.start, s.share), s.end, -s.share)
+		if s.request == 0 {
+			t.booked = addChange(addChange(t.booked, s.start, s.share), s.end, -s.share)
+		}
+	}
+}
+
+func trackIn[K comparable](m map[K]*track, k K) *track {
+	t, ok := m[k]
+	if !ok {
+		t = &track{}
+		m[k] = t
+	}
+	return t
+}
+
+func addChange(cs []change, at time.Time, delta int64) []change {
+	i, _ := slices.BinarySearchFunc(cs, at, func(c change, t time.Time) int { return c.at.Compare(t) })
+	return slices.Insert(cs, i, change{at, delta})
+}
+
+// weighing is one request weighed against a layout: what its GPU and its
+// owner hold, as steps.
+type weighing struct {
+	a            ask
+	booked, kept steps // the GPU's bookings; and with the places kept
+	mine         steps // the owner's, on every GPU and host (user-gpus)
+	mineSlots    calendar
+}
+
+func (l *layout) weigh(a ask) weighing {
+	g, u := trackIn(l.gpus, a.gpu), trackIn(l.users, a.uid)
+	w := weighing{a: a, booked: stepsOf(g.booked), kept: stepsOf(g.all), mineSlots: u.slots}
+	if a.limits.UserGPUs > 0 && !a.limits.Exempt {
+		w.mine = stepsOf(u.all)
+	}
+	return w
+}
+
+// check says what stops the request starting at start; nil: nothing.
+func (w weighing) check(start time.Time) *blocker {
+	a := w.a
+	end := start.Add(a.length)
+	if used := w.booked.mostIn(start, end); used+a.share > ppm {
+		return &blocker{kind: blockedDevice, gpu: a.gpu, figure: float64(used)}
+	}
+	if used := w.kept.mostIn(start, end); used+a.share > ppm {
+		return &blocker{kind: blockedReserved, gpu: a.gpu, figure: float64(used)}
+	}
+	if a.limits.Exempt {
+		return nil
+	}
+	if lim := a.limits.UserGPUs; lim > 0 {
+		if held := w.mine.mostIn(start, end); float64(held+a.share) > lim*ppm+0.5 {
+			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
+		}
+	}
+	if lim := a.limits.UserHours; lim > 0 {
+		if used, over := w.mineSlots.hoursPeak(a, start); over {
+			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
+		}
+	}
+	return nil
+}
+
+// earliest is the first instant at or after from when a fits, and what
+// stops it at from (nil when it starts at from). The calendar's slots all
+// end, so a request that is not refused by never() always fits somewhere:
+// at the latest once every slot it meets has ended, and for the hours
+// quota, a window after that.
+func (l *layout) earliest(a ask, from time.Time) (time.Time, *blocker) {
+	w := l.weigh(a)
+	first := w.check(from)
+	if first == nil {
+		return from, nil
+	}
+	if a.limits.UserHours > 0 && !a.limits.Exempt {
+		return w.earliestByHours(l, from), first
+	}
+	// Room on the GPU, and under user-gpus, can each only appear where one
+	// of its slots ends: go from the first instant with room on the GPU
+	// to the first with room under the quota, and back, until both hold.
+	gpuRoom := ppm - a.share
+	quotaRoom := int64(math.Floor(a.limits.UserGPUs*ppm+0.5)) - a.share
+	for t, ok := from, true; ok; {
+		if t, ok = w.kept.roomFrom(t, a.length, gpuRoom); !ok || w.check(t) == nil {
+			return t, first
+		}
+		// Only user-gpus stops it at t.
+		if t, ok = w.mine.roomFrom(t, a.length, quotaRoom); ok && w.check(t) == nil {
+			return t, first
+		}
+	}
+	// Not reached for a request never() allows; fail safe, not forever.
+	return time.Time{}, first
+}
+
+// earliestByHours is earliest under an hours quota, which frees as old
+// use slides out of its window as well as where slots end: it weighs
+// every instant where room may appear — where a slot of the GPU or of its
+// owner ends, or where one leaves the window ending when a would end —
+// then refines.
+func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
+	a := w.a
+	var at []time.Time
+	consider := func(t time.Time) {
+		if t.After(from) {
+			at = append(at, t)
+		}
+	}
+	for _, s := range trackIn(l.gpus, a.gpu).slots {
+		consider(s.end)
+	}
+	win := a.limits.HoursWindow
+	for _, s := range w.mineSlots {
+		consider(s.end)
+		consider(s.start.Add(win - a.length))
+		consider(s.end.Add(win - a.length))
+		consider(s.start.Add(win))
+		consider(s.end.Add(win))
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	prev := from
+	for _, t := range slices.Compact(at) {
+		if w.check(t) != nil {
+			prev = t
+			continue
+		}
+		return w.refine(prev, t)
+	}
+	return time.Time{}
+}
+
+// refine moves a start that fits earlier, towards one that does not, while
+// it still fits: the hours quota frees continuously as old use slides out
+// of the window, not only where slots begin or end.
+func (w weighing) refine(bad, good time.Time) time.Time {
+	for good.Sub(bad) > time.Second {
+		mid := bad.Add(good.Sub(bad) / 2)
+		if w.check(mid) == nil {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good
+}
+
+// steps is what a set of slots holds over time, a step function: from
+// at[i] until at[i+1] they hold sum[i] (before at[0], nothing).
+type steps struct {
+	at  []time.Time
+	sum []int64
+}
+
+// stepsOf sums changes in time order; where some slots end and others
+// start at one instant, only what holds from then on counts (intervals
+// are half-open).
+func stepsOf(changes []change) steps {
+	var f steps
+	var sum int64
+	for i, ch := range changes {
+		sum += ch.delta
+		if i+1 < len(changes) && changes[i+1].at.Equal(ch.at) {
+			continue
+		}
+		f.at, f.sum = append(f.at, ch.at), append(f.sum, sum)
+	}
+	return f
+}
+
+// holding is the step that holds at t: -1 before the first.
+func (f steps) holding(t time.Time) int {
+	i, found := slices.BinarySearchFunc(f.at, t, time.Time.Compare)
+	if !found {
+		i--
+	}
+	return i
+}
+
+// mostIn is the most f holds at any instant of [from, to).
+func (f steps) mostIn(from, to time.Time) int64 {
+	var most int64
+	for i := max(f.holding(from), 0); i < len(f.at) && f.at[i].Before(to); i++ {
+		most = max(most, f.sum[i])
+	}
+	return most
+}
+
+// roomFrom is the first start at or after t over whose length f never
+// holds more than limit; false when there is none.
+func (f steps) roomFrom(t time.Time, length time.Duration, limit int64) (time.Time, bool) {
+	if limit < 0 {
+		return time.Time{}, false
+	}
+	i := f.holding(t)
+	for {
+		if i >= 0 && f.sum[i] > limit {
+			// Too much from at[i] on: no start before the next step.
+			if i+1 == len(f.at) {
+				return time.Time{}, false
+			}
+			i++
+			t = f.at[i]
+			continue
+		}
+		k := i + 1
+		for k < len(f.at) && f.at[k].Before(t.Add(length)) && f.sum[k] <= limit {
+			k++
+		}
+		if k == len(f.at) || !f.at[k].Before(t.Add(length)) {
+			return t, true
+		}
+		i = k // too much from at[k] on, within the length
+	}
+}

@@ -1,0 +1,546 @@
+package core
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// onLedger is one ledger, on either engine, with a client per identity,
+// on one fake clock.
+type onLedger struct {
+	open  storetest.Opener
+	clock *fakeClock
+}
+
+func newLedger(open storetest.Opener) *onLedger {
+	return &onLedger{open: open, clock: newFakeClock()}
+}
+
+func (l *onLedger) as(who Identity) *Client { return clientOn(l.open(), l.clock, who) }
+
+func (l *onLedger) events(t *testing.T) []storage.Event {
+	t.Helper()
+	evs, err := l.as(root).Events(0, 0)
+	require.NoError(t, err)
+	return evs
+}
+
+func half(dev int, d time.Duration) Request {
+	return Request{Device: dev, Memory: Fraction(0.5), Duration: d}
+}
+
+// A booking made ahead holds its share only over its interval: a request
+// that overlaps it is refused (naming when it would fit), one that ends
+// before it starts, or fits beside it, is admitted.
+func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
+	storetest.Each(t, testBookingAheadBlocksOverlapAdmitsTheRest)
+}
+
+func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, b := l.as(alice), l.as(bob)
+	now := l.clock.Now()
+	ahead, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, now.Add(2*time.Hour), ahead.Start)
+	require.Equal(t, StatusUpcoming, Status(ahead.Partition, now, 5*time.Minute))
+	require.Equal(t, 3*time.Hour, ahead.TimeRemaining(), "its whole length while it has not started")
+
+	_, err = b.Create(half(0, 3*time.Hour))
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by alice (60%, #1, from "+
+		FormatTime(ahead.Start, now)+" until "+FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
+	require.ErrorContains(t, err, FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
+
+	_, err = b.Create(half(0, 2*time.Hour))
+	require.NoError(t, err, "ends as the booking ahead starts")
+	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.45), Duration: 8 * time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked, "50% now, then 60% ahead, leave 40% over those 8 hours")
+	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: time.Hour, Start: now.Add(4 * time.Hour)})
+	require.NoError(t, err, "fits beside the booking ahead")
+
+	// Now is not its time: it counts toward nothing live, yet is listed.
+	avail, err := b.Available(0)
+	require.NoError(t, err)
+	require.Equal(t, int64(500_000), avail[0].FreePPM)
+	require.Equal(t, now.Add(4*time.Hour), avail[0].Ahead, "the least free is once both ahead have started")
+	require.Equal(t, int64(0), avail[0].FreeAheadPPM)
+	parts, err := b.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 3)
+
+	// The monitor neither warns nor expires it before its time.
+	m := NewMonitor(a, MonitorOptions{})
+	l.clock.Advance(2*time.Hour + time.Minute)
+	_, err = m.Tick()
+	require.NoError(t, err)
+	got, err := a.Get(ahead.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusLive, Status(got.Partition, l.clock.Now(), 5*time.Minute))
+	require.False(t, got.Warned)
+}
+
+// A start that has passed, or beyond the policy's "ahead", is refused
+// and writes nothing.
+func TestBookingAheadLimits(t *testing.T) { storetest.Each(t, testBookingAheadLimits) }
+
+func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a := l.as(alice)
+	now := l.clock.Now()
+	_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Start: now.Add(15 * 24 * time.Hour)})
+	require.ErrorIs(t, err, ErrTooFarAhead)
+	require.ErrorContains(t, err, "the furthest is 14d (ahead=14d)")
+	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Start: now.Add(-time.Hour)})
+	require.ErrorIs(t, err, ErrInput)
+	require.ErrorContains(t, err, "has passed")
+	require.Empty(t, l.events(t))
+}
+
+// Each quota refuses with its limit, the user's figure and when it frees;
+// root is held to them until the policy exempts it.
+func TestQuotaRefusals(t *testing.T) { storetest.Each(t, testQuotaRefusals) }
+
+func testQuotaRefusals(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	r, a := l.as(root), l.as(alice)
+	_, err := r.SetPolicy([]string{"user-gpus=1", "user-hours=3/1d"})
+	require.NoError(t, err)
+
+	first, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = a.Create(half(1, time.Hour))
+	require.ErrorIs(t, err, ErrQuota)
+	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.1 GPUs at once (0.6 already, 0.5 asked). It would fit at "+
+		FormatTime(first.Expires, l.clock.Now()))
+	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.4), Duration: time.Hour})
+	require.NoError(t, err, "exactly at the limit")
+
+	// 0.6 + 0.4 GPU-hours booked; 2 more hours of a whole GPU is 3.
+	_, err = a.Create(Request{Device: 1, Memory: Fraction(1), Duration: 3 * time.Hour, Start: first.Expires})
+	require.ErrorIs(t, err, ErrQuota)
+	require.ErrorContains(t, err, "user-hours=3/1d: 1.0 GPU-hours booked in the window, 3.0 asked")
+	_, err = a.Create(Request{Device: 1, Memory: Fraction(1), Duration: 2 * time.Hour, Start: first.Expires})
+	require.NoError(t, err)
+
+	// More than a quota allows by itself is refused as never, even with --wait.
+	_, _, err = a.Enqueue(Request{Device: 0, Memory: Fraction(1), Duration: 4 * time.Hour}, WaitOptions{})
+	require.ErrorIs(t, err, ErrQuota)
+	require.ErrorContains(t, err, "4.0 GPU-hours asked can never be granted")
+
+	// Root is not exempt by default; the policy can make it so.
+	_, err = r.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 8 * time.Hour})
+	require.ErrorIs(t, err, ErrQuota)
+	_, err = r.SetPolicy([]string{"exempt=yes", "for=root"})
+	require.NoError(t, err)
+	_, err = r.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 8 * time.Hour})
+	require.NoError(t, err)
+
+	// A user's own setting wins over the policy's.
+	_, err = r.SetPolicy([]string{"user-gpus=2", "user-hours=none", "for=1001"})
+	require.NoError(t, err)
+	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: 10 * time.Hour, Start: l.clock.Now().Add(4 * time.Hour)})
+	require.NoError(t, err)
+	_, err = r.SetPolicy([]string{"user-gpus=default", "user-hours=default", "for=1001"})
+	require.NoError(t, err)
+	pol, err := r.Policy()
+	require.NoError(t, err)
+	require.Len(t, pol.Overrides, 1, "alice's override is gone once empty; root's stays")
+}
+
+// A group's setting applies to its members, and a member's own wins.
+func TestGroupOverride(t *testing.T) {
+	u, err := LookupUser("nobody")
+	if err != nil {
+		t.Skip("no nobody user here")
+	}
+	groups := groupsOf(u.UID)
+	if len(groups) == 0 {
+		t.Skip("nobody is in no group here")
+	}
+	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
+	require.NoError(t, err)
+	require.Equal(t, 0.25, LimitsFor(p, u).UserGPUs)
+	require.Zero(t, LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
+	p, err = ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
+	require.NoError(t, err)
+	require.Equal(t, 3.0, LimitsFor(p, u).UserGPUs)
+}
+
+func TestPolicyKnobsReadBack(t *testing.T) {
+	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
+	require.NoError(t, err)
+	require.Equal(t, 1.5, p.UserGPUs)
+	require.Equal(t, 200.0, p.UserHours)
+	require.Equal(t, 7*24*time.Hour, p.HoursWindow)
+	back, err := ApplyPolicy(DefaultPolicy(), strings.Fields(FormatPolicy(p)))
+	require.NoError(t, err)
+	require.Equal(t, p, back)
+
+	p, err = ApplyPolicy(p, []string{"share=2", "max=2d", "for=alice"})
+	require.NoError(t, err)
+	require.Equal(t, "max=2d share=2 for=alice", FormatOverride(p.Overrides[0]))
+	back, err = ApplyPolicy(DefaultPolicy(), strings.Fields(FormatOverride(p.Overrides[0])))
+	require.NoError(t, err)
+	require.Equal(t, p.Overrides, back.Overrides)
+
+	for _, bad := range [][]string{{"share=2"}, {"expiry=notify", "for=alice"}, {"user-gpus=-1"}, {"user-hours=5/0"},
+		{"for=alice", "for=bob", "max=1d"}, {"for=a b", "max=1d"}, {"exempt=maybe", "for=alice"}} {
+		_, err := ApplyPolicy(DefaultPolicy(), bad)
+		require.ErrorIs(t, err, ErrInput, "%v", bad)
+	}
+	c := newTestClient(t, nil, root)
+	_, err = c.SetPolicy([]string{"user-gpus=1", "for=no-such-user-here"})
+	require.ErrorIs(t, err, ErrUnknownUser)
+
+	// A policy stored before fairness reads with its defaults.
+	old := DefaultPolicy()
+	old.Ahead, old.HalfLife, old.AgeWeight, old.MaxAge = 0, 0, 0, 0
+	require.Equal(t, DefaultPolicy(), withDefaults(old))
+}
+
+// The line: requests that do not fit wait; when room appears, the
+// transaction that frees it grants them in fair-share order, and a small
+// request may pass a large one only where it cannot delay it.
+func TestLineGrantsInOrderAndBackfills(t *testing.T) {
+	storetest.Each(t, testLineGrantsInOrderAndBackfills)
+}
+
+func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, b, r := l.as(alice), l.as(bob), l.as(root)
+	// Alice has used the machine a lot; bob not at all.
+	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
+		return tx.PutUserUsage(storage.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
+	}))
+	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+
+	_, qa, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.9), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, qa.Position)
+	require.Equal(t, hold.Expires, qa.ETA)
+	l.clock.Advance(time.Minute)
+	_, qb, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.8), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, qb.Position, "bob's fair share puts him ahead of alice, who came first")
+	line, err := b.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, 2)
+	require.Equal(t, qb.ID, line[0].ID)
+	require.Equal(t, 2, line[1].Position)
+	require.Greater(t, line[0].Factor, line[1].Factor)
+	require.Equal(t, hold.Expires.Add(time.Hour), line[1].ETA, "alice waits for bob's hour too")
+	require.Contains(t, line[1].Reason, "GPU 0 has 0% free")
+
+	// Backfill: GPU 1 is free, so a request there starts at once; on GPU 0
+	// a plain create may not take room kept for those waiting.
+	_, err = a.Create(half(1, time.Hour))
+	require.NoError(t, err)
+	_, err = a.Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err, "any GPU: GPU 1's other half")
+	// GPU 0 is full anyway now; give it 20% of room by ending the holder
+	// and booking 80% ahead, as root (ahead of nobody: root's usage is 0).
+
+	_, err = r.Release(hold.ID)
+	require.NoError(t, err)
+	// The release granted bob (80%); alice's 90% does not fit beside it.
+	got, err := b.List(false)
+	require.NoError(t, err)
+	var bobs *Partition
+	for i := range got {
+		if got[i].UID == bob.UID {
+			bobs = &got[i]
+		}
+	}
+	require.NotNil(t, bobs, "bob was granted by the release")
+	require.Equal(t, int64(800_000), bobs.SharePPM)
+	line, err = a.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, 1)
+	require.Equal(t, qa.ID, line[0].ID)
+	require.Equal(t, bobs.Expires, line[0].ETA)
+
+	// 20% is free on GPU 0 now. Carol used even more than alice, so she
+	// is behind her: her request may start only where it cannot delay
+	// alice's ETA (backfill).
+	carol := Identity{UID: 1003, User: "carol"}
+	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
+		return tx.PutUserUsage(storage.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
+	}))
+	c := l.as(carol)
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: 2 * time.Hour})
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "kept for requests waiting ahead of you")
+	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: 30 * time.Minute})
+	require.NoError(t, err, "ends before alice's ETA: backfill")
+	// Root, who used nothing, is ahead of alice: it may take the room.
+	_, err = r.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: time.Minute})
+	require.ErrorIs(t, err, ErrOverbooked, "GPU 1 is full")
+
+	var kinds []storage.EventKind
+	for _, e := range l.events(t) {
+		kinds = append(kinds, e.Kind)
+	}
+	require.Contains(t, kinds, storage.EventQueued)
+}
+
+// Readers lay the line out after their transaction ends, from what they
+// read in it: a request held back by an hours quota, which weighs what its
+// owner's ended bookings held, shows the same place, ETA and reason in
+// queue, in its waiter's status and to whoever tends the line as the
+// transaction that queued it computed.
+func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
+	storetest.Each(t, testLineReadThenLaidOutWeighsHeldHours)
+}
+
+func testLineReadThenLaidOutWeighsHeldHours(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	r, a := l.as(root), l.as(alice)
+	_, err := r.SetPolicy([]string{"user-hours=2/1d"})
+	require.NoError(t, err)
+	held, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: 2 * time.Hour})
+	require.NoError(t, err)
+	l.clock.Advance(90 * time.Minute)
+	_, err = a.Release(held.ID)
+	require.NoError(t, err)
+
+	p, q, err := a.Enqueue(Request{Device: 1, Memory: Fraction(1), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.Nil(t, p, "GPU 1 is free: only the 1.5 GPU-hours held keep it waiting")
+	require.Contains(t, q.Reason, "user-hours=2/1d: 1.5 GPU-hours booked in the window")
+	require.True(t, q.ETA.After(l.clock.Now()))
+
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, 1)
+	require.Equal(t, q.Position, line[0].Position)
+	require.Equal(t, q.ETA, line[0].ETA)
+	require.Equal(t, q.Reason, line[0].Reason)
+	_, e, due, err := a.lineStatus(q.ID)
+	require.NoError(t, err)
+	require.False(t, due)
+	require.Equal(t, q.ETA, e.ETA)
+	require.Equal(t, q.Reason, e.Reason)
+	next, err := r.TendLine()
+	require.NoError(t, err)
+	require.Equal(t, q.ETA, next)
+}
+
+// A request whose time runs out leaves the line; one whose ETA arrives is
+// placed by whoever tends the line (a waiter, a monitor) with nothing
+// else happening.
+func TestLineTimersWithNoOtherActivity(t *testing.T) {
+	storetest.Each(t, testLineTimersWithNoOtherActivity)
+}
+
+func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, b := l.as(alice), l.as(bob)
+	hold, err := a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
+	require.NoError(t, err)
+	_, waits, err := b.Enqueue(half(0, time.Hour), WaitOptions{})
+	require.NoError(t, err)
+	_, brief, err := b.Enqueue(half(0, time.Hour), WaitOptions{Timeout: 10 * time.Minute})
+	require.NoError(t, err)
+
+	l.clock.Advance(11 * time.Minute)
+	next, err := b.TendLine()
+	require.NoError(t, err)
+	require.False(t, next.IsZero())
+	_, _, due, err := b.lineStatus(brief.ID)
+	require.NoError(t, err)
+	require.False(t, due)
+	r, _, _, err := b.lineStatus(brief.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.TimedOut, r.State)
+
+	l.clock.Advance(hold.Expires.Sub(l.clock.Now()))
+	_, err = b.TendLine() // the deadline passed; no monitor flipped it
+	require.NoError(t, err)
+	r, _, _, err = b.lineStatus(waits.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Granted, r.State)
+	p, err := b.Get(r.Partition)
+	require.NoError(t, err)
+	require.Equal(t, "bob", p.User)
+	require.Equal(t, l.clock.Now(), p.Start)
+
+	var left []string
+	for _, e := range l.events(t) {
+		if e.Kind == storage.EventLeft {
+			left = append(left, e.Detail)
+		}
+	}
+	require.Len(t, left, 1)
+	require.Contains(t, left[0], "waited 10m (--timeout)")
+}
+
+// A policy change that makes a waiting request impossible sends it away
+// with the reason, in the same transaction.
+func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
+	storetest.Each(t, testPolicyChangeSendsAwayWhatCanNeverFit)
+}
+
+func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, r := l.as(alice), l.as(root)
+	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	_, q, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.8), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	_, err = r.SetPolicy([]string{"user-gpus=0.5"})
+	require.NoError(t, err)
+	st, _, _, err := a.lineStatus(q.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Cancelled, st.State)
+	require.Contains(t, st.Reason, "it can never be granted: over your quota: user-gpus=0.5: 0.8 GPUs asked at once")
+	line, err := a.Queue()
+	require.NoError(t, err)
+	require.Empty(t, line)
+}
+
+// Cancelling is for the owner or root; the cancelled request leaves with
+// an event and its room goes to the next.
+func TestCancel(t *testing.T) { storetest.Each(t, testCancel) }
+
+func testCancel(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, b := l.as(alice), l.as(bob)
+	_, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	_, q, err := a.Enqueue(half(0, time.Hour), WaitOptions{})
+	require.NoError(t, err)
+	require.ErrorIs(t, b.Cancel(q.ID), ErrNotOwner)
+	require.NoError(t, a.Cancel(q.ID))
+	require.ErrorIs(t, a.Cancel(q.ID), ErrLeftLine)
+	require.ErrorIs(t, a.Cancel(99), ErrNoRequest)
+}
+
+// Extending takes room like a new booking: not over a booking made ahead,
+// not over the room kept for those waiting, not past a quota.
+func TestExtendIsAdmittedLikeABooking(t *testing.T) {
+	storetest.Each(t, testExtendIsAdmittedLikeABooking)
+}
+
+func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, b := l.as(alice), l.as(bob)
+	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour, Start: p.Expires.Add(30 * time.Minute)})
+	require.NoError(t, err)
+	_, err = a.Extend(p.ID, 20*time.Minute)
+	require.NoError(t, err)
+	_, err = a.Extend(p.ID, 20*time.Minute)
+	require.ErrorIs(t, err, ErrOverbooked, "it would run into bob's booking ahead")
+
+	_, _, err = b.Enqueue(half(1, time.Hour), WaitOptions{}) // GPU 1 is free: booked at once
+	require.NoError(t, err)
+	q, err := a.Create(half(1, time.Hour))
+	require.NoError(t, err)
+	_, w, err := b.Enqueue(Request{Device: 1, Memory: Fraction(0.6), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.Equal(t, q.Expires, w.ETA)
+	_, err = a.Extend(q.ID, time.Minute)
+	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "kept for requests waiting ahead")
+}
+
+// Usage is charged at the end for the time held, decays by half each
+// half-life, and orders fair share: F = 0.5 at one's share of the machine.
+func TestUsageChargedForTimeHeld(t *testing.T) { storetest.Each(t, testUsageChargedForTimeHeld) }
+
+func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	a, r := l.as(alice), l.as(root)
+	_, err := r.SetPolicy([]string{"halflife=1d"})
+	require.NoError(t, err)
+	p, err := a.Create(half(0, 2*time.Hour))
+	require.NoError(t, err)
+	l.clock.Advance(time.Hour)
+	users, err := a.Usage()
+	require.NoError(t, err)
+	require.Len(t, users, 1)
+	require.InDelta(t, 0.5, users[0].Usage, 1e-9, "a running booking counts what it has held")
+	require.InDelta(t, 0.5, users[0].GPUs, 1e-9)
+	require.NoError(t, p.Release())
+	l.clock.Advance(24 * time.Hour)
+	users, err = a.Usage()
+	require.NoError(t, err)
+	require.InDelta(t, 0.25, users[0].Usage, 1e-9, "charged 0.5 GPU-hours at release, halved a day later")
+	require.InDelta(t, 0.5, users[0].Hours7d, 1e-9)
+	require.Zero(t, users[0].GPUs)
+
+	// At an equal share: two GPUs used for ever at the rate that keeps
+	// usage steady is u = 1, F = 0.5.
+	steady := 2 * (24 * time.Hour).Seconds() / 0.6931471805599453
+	require.InDelta(t, 0.5, fairShare(steady, 2, 24*time.Hour, 1), 1e-12)
+	require.InDelta(t, 1.0, priority(0.5, 12*time.Hour, DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
+}
+
+// A process that names a booking which has not started runs on no booking;
+// an owner's booking ahead does not claim their processes either.
+func TestBookingAheadClaimsNoProcess(t *testing.T) {
+	now := time.Now() // the process's real start is before the booking's end
+	ahead := storage.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
+		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: storage.Live}
+	pid := os.Getpid()
+	start, err := gpu.ProcStartTime(pid)
+	require.NoError(t, err)
+	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0}, Processes: []gpu.Process{
+		{PID: pid, UID: 1001, StartTime: start, MemoryUsed: 1 << 20, PartitionID: "3"},
+		{PID: pid, UID: 1001, StartTime: start, MemoryUsed: 1 << 20},
+	}}}}
+	for _, a := range Attribute(s, []storage.Partition{ahead}, now) {
+		require.Equal(t, Unbooked, a.Verdict)
+		require.Zero(t, a.Partition)
+	}
+}
+
+func TestParseStart(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 30, 0, 0, time.Local)
+	for in, want := range map[string]time.Time{
+		"14:00":                     time.Date(2026, 11, 29, 14, 0, 0, 0, time.Local),
+		"14:00:30":                  time.Date(2026, 11, 29, 14, 0, 30, 0, time.Local),
+		"tomorrow 09:00":            time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local),
+		"Tomorrow 9:00":             time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local),
+		"today 13:00":               time.Date(2026, 11, 29, 13, 0, 0, 0, time.Local),
+		"2026-12-01 09:00":          time.Date(2026, 12, 1, 9, 0, 0, 0, time.Local),
+		"2026-12-01T09:00":          time.Date(2026, 12, 1, 9, 0, 0, 0, time.Local),
+		"2026-12-01T09:00:00Z":      time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+		"2026-12-01T09:00:00+01:00": time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC),
+		"+2h":                       now.Add(2 * time.Hour),
+		"+90m":                      now.Add(90 * time.Minute),
+		"now":                       now,
+		"12:30":                     now,
+	} {
+		got, err := ParseStart(in, now)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%s: %v, want %v", in, got, want)
+	}
+	for in, msg := range map[string]string{
+		"11:00":           "has passed",
+		"today 11:00":     "has passed",
+		"2025-01-01 9:00": "has passed",
+		"+0s":             "must be positive",
+		"+-1h":            "must be positive",
+		"soon":            "is not a time",
+		"":                "empty start",
+		"tomorrow":        "is not a time",
+		"25:00":           "is not a time",
+		"+400d":           "absurdly",
+	} {
+		_, err := ParseStart(in, now)
+		require.ErrorIs(t, err, ErrInput, in)
+		require.ErrorContains(t, err, msg, in)
+	}
+}

@@ -1,0 +1,367 @@
+package core
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// roleLeft is a waiter's exit status when it left the line unbooked.
+const roleLeft = 5
+
+// playWaiter is a waiting process: it asks for arg — a share of GPU 0, or
+// "GPU SHARE" (gpu3:0 0.5) — for an hour, says "queued ID" when it joins
+// the line, waits, and says "booked ID" when it is booked. SIGINT or
+// SIGTERM makes it leave.
+func playWaiter(c *Client, arg string) int {
+	gpuName, shareText, ok := strings.Cut(arg, " ")
+	if !ok {
+		gpuName, shareText = "0", arg
+	}
+	host, dev, err := ParseGPU(gpuName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return roleFailed
+	}
+	share, _ := strconv.ParseFloat(shareText, 64)
+	p, entry, err := c.Enqueue(Request{Host: host, Device: dev, Memory: Fraction(share), Duration: time.Hour}, WaitOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return roleFailed
+	}
+	if p == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		fmt.Printf("queued %d\n", entry.ID)
+		if p, err = c.Wait(ctx, entry.ID, nil); errors.Is(err, ErrLeftLine) {
+			fmt.Fprintln(os.Stderr, err)
+			return roleLeft
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return roleFailed
+		}
+	}
+	fmt.Printf("booked %d\n", p.ID)
+	return roleOK
+}
+
+// waiterProc is a waiting process started by a test.
+type waiterProc struct {
+	cmd     *exec.Cmd
+	lines   *bufio.Scanner
+	request uint64
+	uid     int
+}
+
+// startWaiter starts a waiter process as uid (0: root) and returns once it
+// has joined the line.
+func startWaiter(t *testing.T, bin, db string, uid int, share string) *waiterProc {
+	t.Helper()
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	w := &waiterProc{cmd: cmd, lines: bufio.NewScanner(out), uid: uid}
+	require.True(t, w.lines.Scan(), "the waiter said nothing")
+	_, err = fmt.Sscanf(w.lines.Text(), "queued %d", &w.request)
+	require.NoError(t, err, "the waiter said %q", w.lines.Text())
+	return w
+}
+
+// booked waits for the waiter to say it is booked and to exit.
+func (w *waiterProc) booked(t *testing.T) uint64 {
+	t.Helper()
+	require.True(t, w.lines.Scan(), "the waiter exited unbooked")
+	var id uint64
+	_, err := fmt.Sscanf(w.lines.Text(), "booked %d", &id)
+	require.NoError(t, err)
+	require.NoError(t, w.cmd.Wait())
+	return id
+}
+
+// eachWaitLedger runs fn on each engine with a ledger that waiters of
+// other uids can use — a file in a directory they may write, or a prefix
+// of etcd — and bin, the test binary where they may run it.
+func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, bin string)) {
+	t.Run("bbolt", func(t *testing.T) {
+		dir, bin := otherUserDir(t)
+		path := filepath.Join(dir, "chronos.db")
+		fn(t, func() storage.Store { return storage.New(path) }, bin)
+	})
+	t.Run("etcd", func(t *testing.T) {
+		_, bin := otherUserDir(t)
+		fn(t, storetest.Etcd(t, etcdtest.Shared(t)), bin)
+	})
+}
+
+// letAllWrite lets other uids' waiters write a ledger file once it exists;
+// an etcd ledger needs nothing.
+func letAllWrite(t *testing.T, s storage.Store) {
+	if l, ok := s.(*storage.Ledger); ok {
+		require.NoError(t, os.Chmod(l.Path, 0o666))
+	}
+}
+
+// uidOf looks a system user up; the test skips without it.
+func uidOf(t *testing.T, name string) int {
+	t.Helper()
+	id, err := LookupUser(name)
+	if err != nil || id.UID == 0 {
+		t.Skipf("no %s user here", name)
+	}
+	return id.UID
+}
+
+// waitingProcesses wait behind waitingHolders bookings in the fair-share
+// test: enough that each user has several waiters in line and the line
+// outlasts the bookings in its way; the two hundred at once are
+// BenchmarkWaiters200's (make bench-waiters).
+const waitingProcesses, waitingHolders = 15, 5
+
+// Real waiting processes of three real users (root, nobody, daemon)
+// share one ledger; as bookings end, one by one, the transaction that ends
+// each grants the next request in fair-share order: every waiter of the
+// user who used least first, and within a user, the oldest first. Each
+// waiter learns of its booking itself, and it is its own uid's.
+func TestWaitersGrantedInFairShareOrder(t *testing.T) {
+	eachWaitLedger(t, testWaitersGrantedInFairShareOrder)
+}
+
+func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin string) {
+	nobody, daemon := uidOf(t, "nobody"), uidOf(t, "daemon")
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
+	var holders []uint64
+	for range waitingHolders {
+		p, err := r.Create(Request{Device: 0, Memory: Fraction(1.0 / waitingHolders), Duration: time.Hour})
+		require.NoError(t, err)
+		holders = append(holders, p.ID)
+	}
+	letAllWrite(t, s)
+	now := time.Now()
+	require.NoError(t, s.Update(func(tx *storage.Tx) error {
+		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
+			return err
+		}
+		return tx.PutUserUsage(storage.UserUsage{UID: daemon, User: "daemon", GPUSeconds: 1000 * 3600, At: now})
+	}))
+
+	users := []int{0, nobody, daemon}
+	rank := map[int]int{0: 0, nobody: 1, daemon: 2} // least used first
+	var waiters []*waiterProc
+	for i := range waitingProcesses {
+		waiters = append(waiters, startWaiter(t, bin, db, users[i%3], fmt.Sprint(1.0/waitingHolders)))
+	}
+	want := slices.Clone(waiters)
+	slices.SortStableFunc(want, func(a, b *waiterProc) int { return rank[a.uid] - rank[b.uid] })
+
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, waitingProcesses)
+	for i, e := range line {
+		require.Equal(t, want[i].request, e.ID, "position %d", i+1)
+	}
+
+	// End one booking at a time; each end grants exactly the next in line.
+	for i, w := range want {
+		var end uint64
+		if i < len(holders) {
+			end = holders[i]
+		} else {
+			end = want[i-len(holders)].grantedAs(t, r)
+		}
+		_, err := r.Release(end)
+		require.NoError(t, err)
+		got := w.booked(t)
+		p, err := r.Get(got)
+		require.NoError(t, err)
+		require.Equal(t, w.uid, p.UID, "waiter %d (request %d) got a booking of uid %d", i, w.request, p.UID)
+		req := w.requestIn(t, r)
+		require.Equal(t, storage.Granted, req.State)
+		require.Equal(t, got, req.Partition)
+	}
+	line, err = r.Queue()
+	require.NoError(t, err)
+	require.Empty(t, line)
+
+	// Each request was granted once: one booking names it.
+	evs, err := r.Events(0, 0)
+	require.NoError(t, err)
+	granted := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == storage.EventCreated && strings.Contains(e.Detail, "request ") {
+			granted[e.Detail[strings.Index(e.Detail, "request "):]]++
+		}
+	}
+	require.Len(t, granted, waitingProcesses)
+}
+
+func (w *waiterProc) requestIn(t *testing.T, c *Client) storage.Request {
+	t.Helper()
+	var r storage.Request
+	require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+		var err error
+		r, err = tx.Request(w.request)
+		return err
+	}))
+	return r
+}
+
+func (w *waiterProc) grantedAs(t *testing.T, c *Client) uint64 {
+	t.Helper()
+	return w.requestIn(t, c).Partition
+}
+
+// A waiter killed with SIGKILL cannot take its request with it: the next
+// placement (here the one a monitor or another waiter makes when it tends
+// the line) finds its process gone and takes the request out, with an
+// event, before it could be granted a booking nobody would use.
+func TestKilledWaiterLeavesTheLine(t *testing.T) { eachWaitLedger(t, testKilledWaiterLeavesTheLine) }
+
+func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin string) {
+	nobody := uidOf(t, "nobody")
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
+	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	letAllWrite(t, s)
+	w := startWaiter(t, bin, db, nobody, "0.5")
+	next := startWaiter(t, bin, db, 0, "0.5")
+
+	require.NoError(t, w.cmd.Process.Kill())
+	_ = w.cmd.Wait()
+	_, err = r.TendLine()
+	require.NoError(t, err)
+	req := w.requestIn(t, r)
+	require.Equal(t, storage.Cancelled, req.State)
+	require.Contains(t, req.Reason, fmt.Sprintf("its waiting process (pid %d on", w.cmd.Process.Pid))
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Len(t, line, 1)
+	require.Equal(t, next.request, line[0].ID)
+
+	// The room goes to the living waiter.
+	_, err = r.Release(hold.ID)
+	require.NoError(t, err)
+	p, err := r.Get(next.booked(t))
+	require.NoError(t, err)
+	require.Equal(t, 0, p.UID)
+	var left []storage.Event
+	evs, err := r.Events(0, 0)
+	require.NoError(t, err)
+	for _, e := range evs {
+		if e.Kind == storage.EventLeft {
+			left = append(left, e)
+		}
+	}
+	require.Len(t, left, 1)
+	require.Contains(t, left[0].Detail, fmt.Sprintf("request %d", w.request))
+}
+
+// Ctrl-C (SIGINT) or SIGTERM to a waiter takes its request out of the line
+// cleanly, and it exits saying so.
+func TestInterruptedWaiterLeavesCleanly(t *testing.T) {
+	storetest.Each(t, testInterruptedWaiterLeavesCleanly)
+}
+
+func testInterruptedWaiterLeavesCleanly(t *testing.T, open storetest.Opener) {
+	s := open()
+	db := s.String()
+	r := clientOn(s, nil, root)
+	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		w := startWaiter(t, os.Args[0], db, 0, "0.5")
+		require.NoError(t, w.cmd.Process.Signal(sig))
+		require.Equal(t, roleLeft, exitCode(w.cmd.Wait()), "%s", sig)
+		req := w.requestIn(t, r)
+		require.Equal(t, storage.Cancelled, req.State, "%s", sig)
+		require.Equal(t, "its waiter stopped waiting", req.Reason)
+	}
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Empty(t, line)
+}
+
+// playRunWaiter is chronos run --wait (arg: its command) as the command
+// line runs it — the first SIGINT or SIGTERM ends main's context, which
+// run does not watch (it forwards signals to its command) — and it signals
+// itself SIGTERM the moment it has joined the line.
+func playRunWaiter(c *Client) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	_, err := c.Run(context.WithoutCancel(ctx), RunOptions{
+		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout,
+		Request: Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, Wait: &WaitOptions{},
+		Say: func(format string, _ ...any) {
+			if strings.HasPrefix(format, "waiting in line") {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				time.Sleep(200 * time.Millisecond) // delivered
+			}
+		},
+	})
+	if errors.Is(err, context.Canceled) {
+		return roleLeft
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return roleFailed
+	}
+	return roleOK
+}
+
+// run --wait listens for SIGINT and SIGTERM before it joins the line: one
+// that comes as it joins takes its request out of the line, and the
+// command never runs. (Listening only once in line, it lost such a
+// signal to main's handler and waited on.)
+func TestRunWaitSignalledAsItJoins(t *testing.T) { storetest.Each(t, testRunWaitSignalledAsItJoins) }
+
+func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
+	s := open()
+	r := clientOn(s, nil, root)
+	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	cmd := roleCmd(t, "runwait", s.String(), "")
+	var out strings.Builder
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.Equal(t, roleLeft, exitCode(err))
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("run --wait waited on in line after SIGTERM (then killed: %v)", <-done)
+	}
+	require.NotContains(t, out.String(), "ran")
+	line, err := r.Queue()
+	require.NoError(t, err)
+	require.Empty(t, line)
+}

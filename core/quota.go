@@ -1,0 +1,120 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"os/user"
+	"strconv"
+	"time"
+)
+
+// Refusals of fair sharing, each wrapped with the limit, the figure and
+// when it frees.
+var (
+	ErrQuota       = errors.New("over your quota")
+	ErrTooFarAhead = errors.New("starts further ahead than the policy allows")
+	ErrLeftLine    = errors.New("left the waiting line without a booking")
+	ErrNoRequest   = errors.New("no such waiting request")
+)
+
+// groupsOf is the names of the groups uid belongs to; none when it has no
+// account here.
+func groupsOf(uid int) []string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return nil
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if g, err := user.LookupGroupId(id); err == nil {
+			names = append(names, g.Name)
+		}
+	}
+	return names
+}
+
+func lookupGroup(name string) (*user.Group, error) { return user.LookupGroup(name) }
+
+// reason says in a few words why a request cannot start: what the queue
+// shows.
+func (b *books) reason(blk *blocker, a ask) string {
+	switch blk.kind {
+	case blockedDevice:
+		return fmt.Sprintf("GPU %s has %s free, %s asked", b.gpuName(blk.gpu), FormatPercent(max(0, ppm-int64(blk.figure))), FormatPercent(a.share))
+	case blockedReserved:
+		return fmt.Sprintf("GPU %s's free share is kept for requests ahead", b.gpuName(blk.gpu))
+	case blockedGPUs:
+		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(int64(blk.figure)), formatGPUs(a.share))
+	case blockedHours:
+		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.limits.UserHours, a.limits.HoursWindow),
+			formatGPUHours(blk.figure), formatGPUHours(a.gpuHours()))
+	}
+	return blk.kind
+}
+
+func (a ask) gpuHours() float64 { return float64(a.share) / ppm * a.length.Hours() }
+
+// formatGPUs prints a share in parts per million of a GPU as
+// GPU-equivalents: 600000 is 0.6.
+func formatGPUs(sharePPM int64) string {
+	return strconv.FormatFloat(float64(sharePPM)/ppm, 'f', -1, 64)
+}
+
+func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
+
+// refusal is the error for a request that cannot start when asked
+// (start): which limit, the figure, and when it would fit (f.start; zero
+// when unknown).
+func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) error {
+	lim := f.ask.limits
+	when := ""
+	if !f.start.IsZero() {
+		when = ". It would fit at " + FormatTime(f.start, b.now) + " (--wait joins the line)"
+	}
+	switch blk.kind {
+	case blockedDevice:
+		return fmt.Errorf("%w: %s%s", ErrOverbooked, b.overbooked(cal, f, start), when)
+	case blockedReserved:
+		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you%s", ErrOverbooked, b.gpuName(blk.gpu), when)
+	case blockedGPUs:
+		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)%s", ErrQuota,
+			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share), when)
+	case blockedHours:
+		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked%s", ErrQuota,
+			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()), when)
+	}
+	return fmt.Errorf("%w: %s", ErrOverbooked, blk.kind)
+}
+
+// neverRefusal is the error for a request no calendar could ever grant.
+func neverRefusal(blk *blocker, a ask) error {
+	lim := a.limits
+	switch blk.kind {
+	case blockedGPUs:
+		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", ErrQuota, formatNumber(lim.UserGPUs), formatGPUs(a.share))
+	case blockedHours:
+		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", ErrQuota,
+			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(a.gpuHours()))
+	}
+	return fmt.Errorf("%w: %s", ErrQuota, blk.kind)
+}
+
+// checkLength checks a request's length and start against the user's
+// limits: max and ahead.
+func checkLength(lim Limits, length time.Duration, start, now time.Time) error {
+	if lim.Exempt {
+		return nil
+	}
+	if length > lim.MaxLength {
+		return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(length), FormatDuration(lim.MaxLength))
+	}
+	if ahead := start.Sub(now); ahead > lim.Ahead {
+		return fmt.Errorf("%w: it would start in %s, the furthest is %s (ahead=%s)", ErrTooFarAhead,
+			FormatDuration(ahead), FormatDuration(lim.Ahead), FormatDuration(lim.Ahead))
+	}
+	return nil
+}

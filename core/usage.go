@@ -1,0 +1,85 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+const usageMonth = 30 * 24 * time.Hour
+
+// Usage reports, for everyone who booked in the last 30 days, waits in
+// line or has usage on record, what they used and what is left them.
+func (c *Client) Usage() ([]UserUsage, error) {
+	var out []UserUsage
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		now := c.now()
+		b, err := readBooks(tx, c.host, now)
+		if err != nil {
+			return err
+		}
+		if b.usage == nil {
+			if b.usage, err = tx.UserUsages(); err != nil {
+				return err
+			}
+		}
+		// What live bookings have held so far, and ended ones held.
+		cal := calendarOf(b.parts)
+		for _, u := range b.usage {
+			held, err := heldSlots(tx, u.UID, now.Add(-usageMonth))
+			if err != nil {
+				return err
+			}
+			cal = append(cal, held...)
+		}
+		used := usageAt(b.usage, b.parts, now, b.pol.HalfLife)
+		users := map[int]string{}
+		for _, u := range b.usage {
+			users[u.UID] = u.User
+		}
+		for _, p := range b.parts {
+			users[p.UID] = p.User
+		}
+		for _, r := range b.line {
+			users[r.UID] = r.User
+		}
+		for uid, name := range users {
+			l := b.limitsFor(uid, name)
+			u := UserUsage{UID: uid, User: name,
+				Hours7d:  cal.gpuSeconds(uid, now.Add(-7*24*time.Hour), now) / 3600,
+				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
+				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
+				Usage:    used[uid] / 3600,
+				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
+			}
+			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
+				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
+				continue // nothing in the last 30 days
+			}
+			for _, p := range b.parts {
+				if p.UID == uid && p.Upcoming(now) {
+					u.Ahead += float64(p.SharePPM) / ppm
+				}
+			}
+			for _, r := range b.line {
+				if r.UID == uid {
+					u.Waiting++
+				}
+			}
+			if !l.Exempt && l.UserGPUs > 0 {
+				left := max(0, l.UserGPUs-u.GPUs)
+				u.GPUsLeft = &left
+			}
+			if !l.Exempt && l.UserHours > 0 {
+				left := max(0, l.UserHours-cal.gpuSeconds(uid, now.Add(-l.HoursWindow), now)/3600)
+				u.HoursLeft = &left
+			}
+			out = append(out, u)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b UserUsage) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.User, b.User)) })
+	return out, err
+}
