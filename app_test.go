@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,4 +135,23 @@ func TestAppOnDamagedLedger(t *testing.T) {
 	scr := s.waitFor("exit=1", 10*time.Second)
 	require.Contains(t, scr, "damaged")
 	require.Contains(t, scr, "`chronos doctor` says what is wrong")
+	require.NotContains(t, scr, `\x0a`)
+}
+
+// The app's --log is opened as the ledger is: a FIFO there (which would
+// block the open for ever) or a symbolic link is refused, with the reason.
+func TestAppLogMustBeARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), link))
+	for log, why := range map[string]string{fifo: "a FIFO or socket", link: "a symbolic link"} {
+		s := newTmux(t, 120, 30, "CHRONOS_DB="+filepath.Join(dir, "c.db"), "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
+		s.keys(chronosBin+" --log "+log+"; echo exit=$?", "Enter")
+		scr := s.waitFor("exit=1", 10*time.Second)
+		require.Contains(t, scr, "open log: "+log+" is not a regular file ("+why+")")
+	}
+	_, err := os.Lstat(filepath.Join(dir, "elsewhere"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing is created through the link")
 }

@@ -49,7 +49,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
 			}
 			if p.ComputePct > 0 {
-				if note := core.ComputeCapNote(p.ComputePct, gpu.DetectMPS("")); note != "" {
+				if note := c.ComputeCapNote(p.Partition, gpu.DetectMPS("")); note != "" {
 					fmt.Fprintln(cmd.ErrOrStderr(), "chronos: note:", note)
 				}
 			}

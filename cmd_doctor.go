@@ -26,7 +26,8 @@ file lost is taken from the rolling backup <ledger>.backup when that is good,
 and the new file replaces the old one. A file that never was a chronos
 ledger (no bbolt header, no chronos bucket, no backup beside it) is left
 alone unless --force is given too. Exits 0 when the ledger is healthy (or
-was repaired), 1 when problems remain.`,
+was repaired) and its backup, if any, is usable; 1 when problems remain or
+the backup is damaged (it says whether the ledger itself is healthy).`,
 		Example: "  chronos doctor\n  sudo chronos doctor --repair",
 		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,6 +45,14 @@ was repaired), 1 when problems remain.`,
 					}
 				}
 				fmt.Fprintln(out, "Backup:", d.Backup)
+				if d.BackupDamaged {
+					whole := ""
+					if d.Healthy {
+						whole = "; the ledger itself is healthy"
+					}
+					fmt.Fprintf(out, "The backup is damaged%s. The first write 10 minutes after the backup last changed replaces it; "+
+						"remove it to have the next write make a fresh one.\n", whole)
+				}
 			}
 			l, err := g.ledger()
 			if err != nil {
@@ -60,7 +69,7 @@ was repaired), 1 when problems remain.`,
 				if err != nil {
 					return err
 				}
-				healthy, result = r.After.Healthy, r
+				healthy, result = r.After.Healthy && !r.After.BackupDamaged, r
 				if !asJSON {
 					if !r.Done {
 						printDiagnosis(r.Before)
@@ -81,7 +90,7 @@ was repaired), 1 when problems remain.`,
 				if err != nil {
 					return err
 				}
-				healthy, result = d.Healthy, d
+				healthy, result = d.Healthy && !d.BackupDamaged, d
 				if !asJSON {
 					printDiagnosis(d)
 					if !d.Healthy {

@@ -101,7 +101,8 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 		r := slog.NewRecord(a.Time, level, a.Detail, 0)
 		r.AddAttrs(slog.String("kind", string(a.Kind)))
 		if a.Partition != 0 {
-			r.AddAttrs(slog.Uint64("partition", a.Partition))
+			// partition is booking's old name, kept for old scripts.
+			r.AddAttrs(slog.Uint64("booking", a.Partition), slog.Uint64("partition", a.Partition))
 		}
 		if a.User != "" {
 			r.AddAttrs(slog.String("user", a.User))

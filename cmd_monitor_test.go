@@ -32,7 +32,7 @@ func TestActLogger(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
 	require.Equal(t, map[string]any{"time": "2026-11-30T09:15:42.123456789Z", "level": "INFO", "kind": "signalled",
-		"partition": 7.0, "user": "carol", "uid": 1003.0, "pid": 4242.0, "detail": "SIGTERM to python: booking #7 expired"}, got)
+		"booking": 7.0, "partition": 7.0, "user": "carol", "uid": 1003.0, "pid": 4242.0, "detail": "SIGTERM to python: booking #7 expired"}, got)
 	var back core.Act // what a script reading the old fields gets
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &back))
 	require.Equal(t, signalled, back)
@@ -44,7 +44,7 @@ func TestActLogger(t *testing.T) {
 	logAct, err = actLogger(&out, "text")
 	require.NoError(t, err)
 	logAct(signalled)
-	require.Equal(t, `time=2026-11-30T09:15:42.123Z level=INFO detail="SIGTERM to python: booking #7 expired" kind=signalled partition=7 user=carol uid=1003 pid=4242`+"\n", out.String())
+	require.Equal(t, `time=2026-11-30T09:15:42.123Z level=INFO detail="SIGTERM to python: booking #7 expired" kind=signalled booking=7 partition=7 user=carol uid=1003 pid=4242`+"\n", out.String())
 
 	_, err = actLogger(&out, "xml")
 	var usage usageError

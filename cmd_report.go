@@ -28,7 +28,8 @@ holds), one row per user, primary group or GPU:
   IDLE       share-weighted GPU-hours held while the booking did no GPU work
   UNBOOKED   GPU-hours used with no booking (counted by whole days; not per GPU)
   BOOKINGS   bookings made; RECLAIMED, released for sitting idle; EXPIRED,
-             ended at their deadline rather than released
+             ended at their deadline rather than released; FORCED, expired
+             with processes still running, which were signalled to stop
 
 A booking that began before the window counts the part of its used and idle
 time that its time inside the window is of its whole. Usage is measured only

@@ -37,21 +37,21 @@ func TestReportCommand(t *testing.T) {
 	r := cli(t, db, "report", "--since", "7d")
 	require.Equal(t, 0, r.code, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	require.Regexp(t, `^USER\s+BOOKED\s+USED\s+IDLE\s+UNBOOKED\s+BOOKINGS\s+RECLAIMED\s+EXPIRED$`, lines[2])
+	require.Regexp(t, `^USER\s+BOOKED\s+USED\s+IDLE\s+UNBOOKED\s+BOOKINGS\s+RECLAIMED\s+EXPIRED\s+FORCED$`, lines[2])
 	// daemon booked 2 GPU-hours and used 3 (work beyond its share counts
 	// as used): its bar is full and solid; nobody's a quarter, unused.
-	require.Regexp(t, `^daemon\s+█{16}\s+2\.00\s+3\.00\s+0\.50\s+0\.00\s+1\s+0\s+1$`, lines[3])
-	require.Regexp(t, `^nobody\s+▒{4}\s+0\.50\s+0\.00\s+0\.50\s+0\.00\s+1\s+0\s+1$`, lines[4])
-	require.Regexp(t, `^TOTAL\s+2\.50\s+3\.00\s+1\.00\s+0\.00\s+2\s+0\s+2$`, lines[5])
+	require.Regexp(t, `^daemon\s+█{16}\s+2\.00\s+3\.00\s+0\.50\s+0\.00\s+1\s+0\s+1\s+0$`, lines[3])
+	require.Regexp(t, `^nobody\s+▒{4}\s+0\.50\s+0\.00\s+0\.50\s+0\.00\s+1\s+0\s+1\s+0$`, lines[4])
+	require.Regexp(t, `^TOTAL\s+2\.50\s+3\.00\s+1\.00\s+0\.00\s+2\s+0\s+2\s+0$`, lines[5])
 
 	r = cli(t, db, "report", "--since", "all", "--by", "gpu", "--csv")
 	require.Equal(t, 0, r.code, r.stderr)
 	rows, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, [][]string{
-		{"gpu", "booked_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "unbooked_gpu_hours", "bookings", "reclaimed", "expired"},
-		{"0", "2", "3", "0.5", "", "1", "0", "1"},
-		{"1", "0.5", "0", "0.5", "", "1", "0", "1"},
+		{"gpu", "booked_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "unbooked_gpu_hours", "bookings", "reclaimed", "expired", "forced"},
+		{"0", "2", "3", "0.5", "", "1", "0", "1", "0"},
+		{"1", "0.5", "0", "0.5", "", "1", "0", "1", "0"},
 	}, rows)
 
 	r = cli(t, db, "report", "--json", "--since", "1h")

@@ -103,7 +103,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 		return pflag.NormalizedName(name)
 	})
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS)")
-	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m); none by default")
+	cmd.Flags().StringVar(&warnSignal, "signal", "none", "send SIG to the command LEAD before the end, as SIG@LEAD (USR1@5m)")
 	cmd.Flags().StringVar(&warnSignal, "warn-signal", "none", "the old name of --signal")
 	cmd.Flags().Var(&grace, "grace", "time between SIGTERM and SIGKILL, e.g. 10s (default: the policy's, 30s unless root changed it)")
 	return cmd

@@ -262,6 +262,7 @@ func TestHelpText(t *testing.T) {
 	require.Contains(t, r.stdout, "--booking string")
 	require.Contains(t, r.stdout, "CHRONOS_BOOKING_ID")
 	require.NotContains(t, r.stdout, "--partition string")
+	require.Regexp(t, `--signal string +send SIG to the command LEAD before the end, as SIG@LEAD \(USR1@5m\) \(default "none"\)\n`, r.stdout, "the default said once")
 	for _, command := range []string{"create", "run", "extend"} {
 		r = cli(t, db, command, "--help")
 		require.Contains(t, r.stdout, "2d", command)
@@ -344,8 +345,17 @@ func TestLedgerProblemsInWords(t *testing.T) {
 		r := cli(t, damaged, args...)
 		require.Equal(t, exitError, r.code)
 		require.Contains(t, r.stderr, "damaged")
-		require.Contains(t, r.stderr, "`chronos doctor` says what is wrong", args)
+		require.Contains(t, r.stderr, "\n`chronos doctor` says what is wrong", args)
+		require.NotContains(t, r.stderr, `\x0a`, args)
 	}
+	// A line break in the ledger's own words (here its path) stays escaped;
+	// only the break before our advice is one.
+	odd := filepath.Join(dir, "dam\naged.db")
+	require.NoError(t, os.WriteFile(odd, []byte("not a database at all, just some words\n"), 0o600))
+	r := cli(t, odd, "list")
+	require.Equal(t, exitError, r.code)
+	require.Contains(t, r.stderr, `dam\x0aaged.db`)
+	require.Equal(t, 2, strings.Count(r.stderr, "\n"), r.stderr)
 
 	file := filepath.Join(dir, "a-file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
@@ -355,7 +365,7 @@ func TestLedgerProblemsInWords(t *testing.T) {
 		{filepath.Join(dir, "no", "such", "chronos.db"), "its directory " + filepath.Join(dir, "no", "such") + " does not exist"},
 		{filepath.Join(file, "chronos.db"), "a part of the path is a file, not a directory"},
 	} {
-		for _, args := range [][]string{{"create", "0", "0.1", "1h"}, {"stats"}} {
+		for _, args := range [][]string{{"create", "0", "0.1", "1h"}, {"stats"}, {"list"}, {"events"}, {"available"}} {
 			r := cli(t, tc.db, args...)
 			require.Equal(t, exitError, r.code)
 			require.Equal(t, "chronos: cannot use the ledger "+tc.db+" (--db): "+tc.want+"\n", r.stderr)

@@ -52,6 +52,10 @@ type globals struct {
 	store   core.StoreConfig
 	// metrics, when --metrics serves them, times the ledger's transactions.
 	metrics *metricsServer
+	// warn prints what a read of the ledger found wrong that did not stop
+	// it (see storage.Ledger.Warn); nil in the app, whose screen it would
+	// break.
+	warn func(msg string)
 }
 
 func main() {
@@ -95,7 +99,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exit.code
 	}
-	fmt.Fprintln(stderr, "chronos:", tui.Printable(err.Error()))
+	fmt.Fprintln(stderr, "chronos:", printable(err))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
 		return exitUsage
@@ -118,7 +122,10 @@ Run it with no command for the terminal app.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          args(noArgs),
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd != cmd.Root() || mon.on {
+				g.warn = warnOnce(cmd.ErrOrStderr())
+			}
 			if _, err := gpu.ParseKind(g.backend); g.backend != "" && err != nil {
 				return usageError{fmt.Errorf("--backend %s: use auto, nvml, drm or sim", core.Quote(g.backend))}
 			}
@@ -188,6 +195,9 @@ func (g *globals) client() (*core.Client, error) {
 	s, err := core.OpenStore(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := s.(*storage.Ledger); ok {
+		l.Warn = g.warn
 	}
 	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource()}), nil
 }

@@ -59,3 +59,31 @@ func TestDRMBackendEndToEnd(t *testing.T) {
 	require.Contains(t, r.stdout, "HIP_VISIBLE_DEVICES=0\n")
 	require.Contains(t, r.stdout, "CHRONOS_BOOKING_ID=3\n")
 }
+
+// A compute cap on an AMD or Intel GPU is recorded, not applied: create and
+// run say so in those GPUs' terms (not NVIDIA's MPS advice), and list and
+// show mark it.
+func TestComputeCapOnDRMIsOnlyRecorded(t *testing.T) {
+	t.Setenv("CHRONOS_DRM_ROOT", filepath.Join("gpu", "testdata", "drm", "multi"))
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	const note = "chronos: note: the 50% compute cap is only recorded, not applied: AMD and Intel GPUs have no MPS here\n"
+	r := cli(t, db, "--backend", "drm", "create", "1", "0.5", "1h", "--compute", "50%")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, note, r.stderr)
+	r = cli(t, db, "--backend", "drm", "run", "1", "0.1", "1m", "--compute", "50%", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the 50% compute cap is only recorded, not applied: AMD and Intel GPUs have no MPS here")
+	require.NotContains(t, r.stderr, "nvidia-cuda-mps-control")
+
+	r = cli(t, db, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^1\s.*\s50% of SMs \(not applied\)$`, r.stdout)
+	r = cli(t, db, "show", "1")
+	require.Contains(t, r.stdout, "50% of SMs (not applied)")
+
+	// On an NVIDIA GPU (here simulated) the cap is applied where MPS runs:
+	// list shows it plainly.
+	sim := filepath.Join(t.TempDir(), "sim.db")
+	require.Equal(t, 0, cli(t, sim, "create", "0", "0.5", "1h", "--compute", "50%").code)
+	require.Regexp(t, `(?m)^1\s.*\s50% of SMs$`, cli(t, sim, "list").stdout)
+}

@@ -7,10 +7,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -99,9 +101,39 @@ func (g *globals) explain(cmd *cobra.Command, err error) error {
 		return ledgerPathError{path: path, from: g.ledgerSource(), err: pathErr}
 	}
 	if errors.Is(err, storage.ErrDamaged) && cmd.Name() != "doctor" {
-		return fmt.Errorf("%w\n`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read", err)
+		return hintedError{err, "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
 	}
 	return err
+}
+
+// hintedError is an error with our advice on a line of its own: the
+// error's text may carry the ledger's or a user's words, escaped when
+// printed, while the line break between them is ours and stays one.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e hintedError) Error() string { return e.err.Error() + "\n" + e.hint }
+func (e hintedError) Unwrap() error { return e.err }
+
+// printable is err's text made safe for a terminal, line by line where the
+// lines are ours.
+func printable(err error) string {
+	var h hintedError
+	if errors.As(err, &h) && h.Error() == err.Error() { // nothing wraps it
+		return core.Printable(h.err.Error()) + "\n" + core.Printable(h.hint)
+	}
+	return core.Printable(err.Error())
+}
+
+// warnOnce prints a warning to w the first time it is told one: a command
+// that reads the ledger many times (--watch) says it once.
+func warnOnce(w io.Writer) func(string) {
+	var once sync.Once
+	return func(msg string) {
+		once.Do(func() { fmt.Fprintln(w, "chronos: warning:", core.Printable(msg)) })
+	}
 }
 
 // ledgerSource says where the ledger's path came from, for messages.

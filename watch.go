@@ -78,12 +78,14 @@ func (w *watchFlag) interval() string {
 }
 
 // args takes no arguments but the interval after a bare --watch: pflag
-// reads `--watch 5s` as --watch and an argument 5s.
+// reads `--watch 5s` as --watch and an argument 5s. A lone argument there
+// is meant as the interval, so a bad one gets the interval's own error.
 func (w *watchFlag) args(cmd *cobra.Command, a []string) error {
 	if w.on && w.every == defaultWatch && len(a) == 1 {
-		if err := (watchValue{w}).Set(a[0]); err == nil {
-			return nil
+		if err := (watchValue{w}).Set(a[0]); err != nil {
+			return fmt.Errorf("--watch %s: %w", core.Quote(a[0]), err)
 		}
+		return nil
 	}
 	return noArgs(cmd, a)
 }

@@ -81,6 +81,8 @@ func TestWatchIntervalIsChecked(t *testing.T) {
 		"list --watch=0.01":  `--watch "0.01": more often than every 100ms`,
 		"list --watch=2h":    "use cron",
 		"stats --watch 5s x": `no arguments expected, got "5s"`,
+		"list --watch 10ms":  `--watch "10ms": more often than every 100ms`,
+		"stats --watch abc":  `--watch "abc": not seconds (2) or a duration (500ms, 5s, 1m)`,
 	} {
 		r := cli(t, db, strings.Fields(args)...)
 		require.Equal(t, exitUsage, r.code, args)

@@ -411,13 +411,19 @@ func IdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) time.Du
 	return u.IdleFor
 }
 
+// FormatIdleFor is how long a booking has been idle as of now, to the
+// minute: "" while it works.
+func FormatIdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) string {
+	if d := IdleFor(p, u, now); d > 0 {
+		return FormatDuration(d.Truncate(time.Minute))
+	}
+	return ""
+}
+
 // FormatIdle is a booking's IDLE cell: "-" while it works, else how long
 // it has been idle, and "held" while a hold exempts it.
 func FormatIdle(p storage.Partition, u storage.BookingUsage, now time.Time) string {
-	s := "-"
-	if d := IdleFor(p, u, now); d > 0 {
-		s = FormatDuration(d.Truncate(time.Minute))
-	}
+	s := cmp.Or(FormatIdleFor(p, u, now), "-")
 	if p.LiveAt(now) && u.HeldUntil.After(now) {
 		s += fmt.Sprintf(" (held %s)", FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
 	}

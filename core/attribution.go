@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -37,6 +38,17 @@ type Attribution struct {
 	// so the claim is ignored, and shown.
 	Claimed uint64  `json:"claimed,omitempty"`
 	Verdict Verdict `json:"verdict"`
+}
+
+// MarshalJSON adds booking and booking_id, the names people read, beside
+// partition and partition_id, their old names, kept for old scripts.
+func (a Attribution) MarshalJSON() ([]byte, error) {
+	type fields Attribution // without this method
+	return json.Marshal(struct {
+		fields
+		Booking   uint64 `json:"booking,omitempty"`
+		BookingID string `json:"booking_id,omitempty"`
+	}{fields(a), a.Partition, a.PartitionID})
 }
 
 // Attribute matches every process in the sample to a booking: the one named

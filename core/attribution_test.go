@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -40,4 +41,21 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 		}
 	}
 	require.True(t, found, "%+v", st.Processes)
+}
+
+// stats --json names the booking a process counts against "booking" (and
+// what its environment claims "booking_id"), keeping the old names beside
+// them for scripts written before.
+func TestAttributionJSONSaysBooking(t *testing.T) {
+	now := time.Now()
+	parts := []storage.Partition{{ID: 3, UID: 1000, Device: 0, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}}
+	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0},
+		Processes: []gpu.Process{{PID: 42, UID: 1000, User: "alice", Command: "python", SM: gpu.NA, PartitionID: "3"}}}}}
+	out, err := json.Marshal(Attribute(s, parts, now))
+	require.NoError(t, err)
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Equal(t, []map[string]any{{"pid": 42.0, "uid": 1000.0, "user": "alice", "command": "python", "memory_used_bytes": 0.0,
+		"sm_percent": float64(gpu.NA), "device": 0.0, "verdict": "booked",
+		"booking": 3.0, "partition": 3.0, "booking_id": "3", "partition_id": "3"}}, got)
 }

@@ -205,6 +205,12 @@ type Partition struct {
 	// removed, the driver's view changed): the booking stands, and is
 	// shown as such.
 	GPUGone bool
+	// WrapperGone says the `chronos run` that made it, on this machine, is
+	// gone: it shows as orphaned before a monitor has recorded it so.
+	WrapperGone bool
+	// CapNotApplied says its compute cap is only recorded: its GPU, AMD or
+	// Intel, has no MPS to apply it.
+	CapNotApplied bool
 	// Usage is what monitors measured of it (List fills it in): idle and
 	// GPU time, its place on the idle ladder, its holds.
 	Usage  storage.BookingUsage
@@ -268,9 +274,19 @@ func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusRe
 // Status is what a person sees of the booking: Status, or StatusGPUGone
 // while it is live on a GPU that is gone.
 func (p Partition) Status(now time.Time, warnLead time.Duration) BookingStatus {
-	s := Status(p.Partition, now, warnLead)
+	s := p.state(now, warnLead)
 	if p.GPUGone && !s.Ended() {
 		return StatusGPUGone
+	}
+	return s
+}
+
+// state is the record's Status, orphaned too when this machine sees its
+// wrapper gone.
+func (p Partition) state(now time.Time, warnLead time.Duration) BookingStatus {
+	s := Status(p.Partition, now, warnLead)
+	if p.WrapperGone && !s.Ended() {
+		return StatusOrphaned
 	}
 	return s
 }
@@ -306,6 +322,8 @@ func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partitio
 func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) Partition {
 	w := c.wrap(p)
 	w.GPUGone = gpuGone(inv, ok, p)
+	w.WrapperGone = wrapperDied(p)
+	w.CapNotApplied = capNotApplied(inv, ok, p)
 	return w
 }
 

@@ -358,6 +358,10 @@ func TestLadderPolicy(t *testing.T) {
 		_, err := c.SetPolicy(bad)
 		require.ErrorIs(t, err, ErrInput, "%v", bad)
 	}
+	for _, bad := range []string{"150%", "0", "lots"} {
+		_, err := c.SetPolicy([]string{"idle-sm=" + bad})
+		require.EqualError(t, err, "idle-sm "+Quote(bad)+": the SM activity under which a minute counts as idle is a percent from 1% to 100%, like 5%", "a utilization threshold, not a compute share")
+	}
 	again, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, p, again, "refused settings change nothing")

@@ -66,7 +66,7 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 // beside its record (its GPU gone, what monitors measured), as seen at now.
 func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
 	j := JSON(p.Partition, now, warnLead)
-	j.GPUGone = p.GPUGone
+	j.State, j.GPUGone = p.state(now, warnLead), p.GPUGone
 	idle := IdleFor(p.Partition, p.Usage, now)
 	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
 	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {
@@ -261,6 +261,9 @@ type ReportRow struct {
 	Bookings      int      `json:"bookings"`
 	Reclaimed     int      `json:"reclaimed"`
 	Expired       int      `json:"expired"`
+	// Forced: of the expired, those whose processes still ran at the
+	// deadline and were signalled.
+	Forced int `json:"forced"`
 }
 
 // BookingJSON is `chronos show ID --json`: the booking as `list --json`

@@ -388,20 +388,31 @@ func (c *Client) List(all bool) ([]Partition, error) {
 		}
 		seen := c.seenIn(tx)
 		now := c.now()
-		var ids []uint64
 		for _, p := range parts {
 			if all || !p.EndedAt(now) {
 				out = append(out, seen(p))
-				ids = append(ids, p.ID)
 			}
 		}
-		usage, err := tx.UsageOf(ids) // at once: on etcd a read is a round trip
-		for i := range usage {
-			out[i].Usage = usage[i]
-		}
-		return err
+		return withUsage(tx, out, func(Partition) bool { return true })
 	})
 	return out, err
+}
+
+// withUsage fills in what monitors measured of the bookings of parts that
+// want it, in one read: on etcd a read is a round trip.
+func withUsage(tx *storage.Tx, parts []Partition, want func(Partition) bool) error {
+	var ids []uint64
+	var at []int
+	for i, p := range parts {
+		if want(p) {
+			ids, at = append(ids, p.ID), append(at, i)
+		}
+	}
+	usage, err := tx.UsageOf(ids)
+	for i := range usage {
+		parts[at[i]].Usage = usage[i]
+	}
+	return err
 }
 
 // Get returns one booking, live or not.
@@ -711,6 +722,7 @@ func (c *Client) LastEvents(n int) ([]storage.Event, error) { return c.FindEvent
 // Recent returns the live bookings and those made within the window (zero:
 // long enough that every booking that can still have processes is in it):
 // what attributing GPU processes needs, without reading the whole history.
+// Live bookings come with their usage.
 func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
@@ -726,7 +738,12 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 		for _, p := range parts {
 			out = append(out, seen(p))
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Whether each live booking sits idle; what ended has no idle to show.
+		now := c.now()
+		return withUsage(tx, out, func(p Partition) bool { return p.LiveAt(now) })
 	})
 	return out, err
 }

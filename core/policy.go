@@ -277,7 +277,7 @@ var knobs = []knob{
 		set:  func(p *Policy, v string) (err error) { p.IdleWarn, err = policyDurations("idle-warn", v); return }},
 	{key: "idle-sm", aliases: []string{"idle_sm"}, meaning: "mean SM activity under which a minute counts as idle",
 		show: func(p Policy) string { return fmt.Sprintf("%d%%", p.IdleSM) },
-		set:  func(p *Policy, v string) (err error) { p.IdleSM, err = ParseCompute(v); return }},
+		set:  func(p *Policy, v string) (err error) { p.IdleSM, err = idleSM(v); return }},
 	{key: "idle-start", aliases: []string{"idle_start"}, meaning: "a booking with no GPU process yet is not idle before this",
 		show: func(p Policy) string { return FormatDuration(p.IdleStart) },
 		set:  func(p *Policy, v string) (err error) { p.IdleStart, err = policyDuration("idle-start", v, 0); return }},
@@ -664,4 +664,14 @@ func Knobs(p Policy) (knobList []PolicyKnob, overrides []string) {
 		overrides = append(overrides, FormatOverride(o))
 	}
 	return knobList, overrides
+}
+
+// idleSM reads idle-sm: the mean SM activity under which a minute counts as
+// idle, a whole percent from 1 to 100 written as a compute share is.
+func idleSM(v string) (int, error) {
+	pct, err := ParseCompute(v)
+	if err != nil || pct == 0 {
+		return 0, inputErr("idle-sm %s: the SM activity under which a minute counts as idle is a percent from 1%% to 100%%, like 5%%", Quote(v))
+	}
+	return pct, nil
 }

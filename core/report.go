@@ -41,7 +41,9 @@ func ParseReportBy(s string) (ReportBy, error) {
 //   - unbooked: GPU time a user's processes used with no booking (by day:
 //     every day from the one from falls in; not recorded per GPU);
 //   - bookings made, reclaimed for idling, and expired (ended at their
-//     deadline, not released).
+//     deadline, not released); of the expired, those forced: whose
+//     processes still ran at the deadline and were signalled (by a monitor
+//     or their chronos run), as the audit trail records.
 //
 // Monitors record a booking's use as one running total, so a booking that
 // straddles from counts the part of its used and idle time in proportion
@@ -84,13 +86,21 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		if err != nil {
 			return err
 		}
+		signalled, err := lastSignals(tx, from)
+		if err != nil {
+			return err
+		}
 		for _, p := range parts {
 			key := keyOf(p.UID, p.User)
 			if by == ReportByGPU {
 				key = c.GPUName(p.Host, p.Device)
 				gpus[key] = gpuKey{c.otherHost(p.Host), p.Device}
 			}
-			row(key).add(bookingFigures(p, usage[p.ID], from, now))
+			f := bookingFigures(p, usage[p.ID], from, now)
+			if at, ok := signalled[p.ID]; ok && f.expired == 1 && !at.Before(p.Expires) {
+				f.forced = 1
+			}
+			row(key).add(f)
 		}
 		if by == ReportByGPU {
 			return nil
@@ -123,10 +133,25 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 	return r, nil
 }
 
+// lastSignals is when each booking's processes were last signalled, from
+// the audit trail's events since from. A booking that expired inside the
+// window was signalled for it at or after its deadline, so inside the window
+// too; the scan goes an hour further back in case hosts' clocks differ.
+func lastSignals(tx *storage.Tx, from time.Time) (map[uint64]time.Time, error) {
+	last := map[uint64]time.Time{}
+	err := tx.EventsBackward(func(e storage.Event) (bool, error) {
+		if e.Kind == storage.EventSignalled && e.Partition != 0 && e.Time.After(last[e.Partition]) {
+			last[e.Partition] = e.Time
+		}
+		return from.IsZero() || !e.Time.Before(from.Add(-time.Hour)), nil
+	})
+	return last, err
+}
+
 // figures are one booking's or one row's sums, in seconds.
 type figures struct {
-	booked, used, idle, unbooked float64
-	bookings, reclaimed, expired int
+	booked, used, idle, unbooked         float64
+	bookings, reclaimed, expired, forced int
 }
 
 func (f *figures) add(g figures) {
@@ -137,13 +162,14 @@ func (f *figures) add(g figures) {
 	f.bookings += g.bookings
 	f.reclaimed += g.reclaimed
 	f.expired += g.expired
+	f.forced += g.forced
 }
 
 // row is f as a report prints it, in hours; unbooked use is not recorded
 // per GPU.
 func (f figures) row(key string, by ReportBy) ReportRow {
 	r := ReportRow{Key: key, BookedHours: f.booked / 3600, UsedHours: f.used / 3600, IdleHours: f.idle / 3600,
-		Bookings: f.bookings, Reclaimed: f.reclaimed, Expired: f.expired}
+		Bookings: f.bookings, Reclaimed: f.reclaimed, Expired: f.expired, Forced: f.forced}
 	if by != ReportByGPU {
 		h := f.unbooked / 3600
 		r.UnbookedHours = &h
@@ -210,6 +236,8 @@ const settleAfter = 10 * accountEvery
 // bookings not yet settled (ended more than settleAfter ago), and the
 // unbooked use of the last two days. A settled booking is added once and
 // not read again, so a scrape costs the same with a year of history.
+// Forced expiries are left out: counting them reads the audit trail, and
+// no metric serves them.
 type UserTotals struct {
 	// Keep picks the bookings counted (nil: all). Unbooked use, which is
 	// recorded per user and day but not per host, is counted only when

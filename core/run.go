@@ -126,7 +126,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		return RunResult{Partition: p.ID}, errors.Join(err, release())
 	}
 
-	if note := ComputeCapNote(p.ComputePct, o.MPS); note != "" {
+	if note := c.ComputeCapNote(p, o.MPS); note != "" {
 		say("%s", note)
 	}
 
@@ -443,13 +443,33 @@ func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
 	return append(out, ours...)
 }
 
-// ComputeCapNote says when a booking's compute cap is not applied: only an
-// MPS daemon applies it, through RunEnv, to commands started while it runs.
-// It is empty when there is no cap or MPS runs.
-func ComputeCapNote(computePct int, mps gpu.MPS) string {
-	if computePct == 0 || mps.Running {
+// ComputeCapNote says when booking p's compute cap is not applied: only an
+// NVIDIA MPS daemon applies it, through RunEnv, to commands started while it
+// runs; AMD and Intel GPUs have none. It is empty when there is no cap or
+// MPS applies it.
+func (c *Client) ComputeCapNote(p storage.Partition, mps gpu.MPS) string {
+	if p.ComputePct == 0 {
+		return ""
+	}
+	var inv storage.Inventory
+	var ok bool
+	_ = c.ledger.View(func(tx *storage.Tx) (err error) {
+		inv, ok, err = tx.HostInventory(p.Host)
+		return err
+	})
+	switch {
+	case capNotApplied(inv, ok, p):
+		return fmt.Sprintf("the %d%% compute cap is only recorded, not applied: AMD and Intel GPUs have no MPS here", p.ComputePct)
+	case mps.Running:
 		return ""
 	}
 	return fmt.Sprintf("the %d%% compute cap is recorded but not applied: no MPS daemon runs (%s). "+
-		"`chronos run` applies it to commands it starts once one does (as root: nvidia-cuda-mps-control -d -M)", computePct, mps.PipeDir)
+		"`chronos run` applies it to commands it starts once one does (as root: nvidia-cuda-mps-control -d -M)", p.ComputePct, mps.PipeDir)
+}
+
+// capNotApplied says whether p's compute cap can never be applied on its
+// GPU, read from its host's inventory (inv, when ok): a DRM GPU, AMD or
+// Intel, has no MPS.
+func capNotApplied(inv storage.Inventory, ok bool, p storage.Partition) bool {
+	return p.ComputePct > 0 && ok && inv.Backend == string(gpu.KindDRM)
 }

@@ -151,19 +151,13 @@ func WriteStoreFile(path string, cfg StoreConfig, group string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+	return storage.WriteAtomically(path, 0o640, func(f *os.File) error {
+		if err := f.Chown(0, gid); err != nil {
+			return err
+		}
+		_, err := f.WriteString(b.String())
 		return err
-	}
-	if err := os.Chown(tmp, 0, gid); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o640); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }
 
 // HostName is this host's name in a ledger shared by many hosts:

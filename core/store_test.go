@@ -101,4 +101,21 @@ func TestWriteStoreFile(t *testing.T) {
 	got, err := ReadStoreFile(path)
 	require.NoError(t, err)
 	require.Equal(t, cfg, got)
+
+	// Root writes through no name someone else could have made: a link
+	// planted where the old code wrote <path>.new leaves its target alone.
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep\n"), 0o644))
+	require.NoError(t, os.Symlink(victim, path+".new"))
+	cfg.Store = "etcd://gpu2:2379"
+	require.NoError(t, WriteStoreFile(path, cfg, "daemon"))
+	kept, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, "keep\n", string(kept))
+	vst, err := os.Stat(victim)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), vst.Mode().Perm(), "nor its mode")
+	got, err = ReadStoreFile(path)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
 }

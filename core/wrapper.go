@@ -130,6 +130,17 @@ func fateOf(p storage.Partition) wrapperFate {
 	return wrapperGone
 }
 
+// wrapperDied says whether p, live and not yet marked orphaned, was made by
+// a `chronos run` on this machine that is gone. It costs a read of /proc
+// for a booking with a wrapper here, nothing for others.
+func wrapperDied(p storage.Partition) bool {
+	if p.State != storage.Live || p.Wrapper == nil || !p.Orphaned.IsZero() {
+		return false
+	}
+	f := fateOf(p)
+	return f == wrapperGone || f == wrapperGoneCommandRuns
+}
+
 // orphans sorts the live bookings whose wrapper died on this machine: those
 // to release (nothing of the command runs: no process in its group and no
 // GPU process of the booking in atts) and those to mark orphaned.

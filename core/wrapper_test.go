@@ -26,12 +26,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 		require.NoError(t, c.recordWrapper(p.ID, w))
 		return p.ID
 	}
-	alive, err := thisWrapper(0)
-	require.NoError(t, err)
-	dead := alive
-	dead.Start++ // this pid, but not the process that started then
-	elsewhere := dead
-	elsewhere.Host += "-other"
+	alive, dead, elsewhere := testWrappers(t)
 	otherNS := dead
 	otherNS.PIDNamespace = "pid:[1]"
 	rebooted := dead
@@ -48,7 +43,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
-	_, err = m.Tick()
+	_, err := m.Tick()
 	require.NoError(t, err)
 	state := func(id uint64) BookingStatus {
 		p, err := c.Get(id)
@@ -77,4 +72,44 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	require.Equal(t, StatusReleased, state(onGPU))
 	require.Equal(t, []string{"created", "orphaned", "released"}, eventKinds(t, c, onGPU))
 	require.Equal(t, os.Getpid(), alive.PID)
+}
+
+// Before any monitor has run, a booking whose chronos run died on this
+// machine already reads as orphaned — in list's table and JSON alike — while
+// a live wrapper's, or one on another machine, reads as live.
+func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
+	alive, dead, elsewhere := testWrappers(t)
+	want := map[uint64]BookingStatus{}
+	for _, w := range []struct {
+		wrapper storage.Wrapper
+		status  BookingStatus
+	}{{alive, StatusLive}, {dead, StatusOrphaned}, {elsewhere, StatusLive}} {
+		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, c.recordWrapper(p.ID, w.wrapper))
+		want[p.ID] = w.status
+	}
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, len(want))
+	for _, p := range parts {
+		require.Equal(t, want[p.ID], p.Status(time.Now(), time.Minute), "#%d", p.ID)
+		require.Equal(t, want[p.ID], p.JSON(time.Now(), time.Minute).State, "#%d", p.ID)
+		require.True(t, p.Orphaned.IsZero(), "nothing is written by reading")
+	}
+}
+
+// testWrappers names this test process as a wrapper (alive), a wrapper
+// that is gone (this pid, but not the process that started then), and a
+// gone one on another host.
+func testWrappers(t *testing.T) (alive, dead, elsewhere storage.Wrapper) {
+	t.Helper()
+	alive, err := thisWrapper(0)
+	require.NoError(t, err)
+	dead = alive
+	dead.Start++
+	elsewhere = dead
+	elsewhere.Host += "-other"
+	return alive, dead, elsewhere
 }

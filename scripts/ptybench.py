@@ -8,6 +8,9 @@ for the given seconds, it measures:
 
   CPU       % of one core, of the program and every process it started
   RSS       the peak resident memory of those processes together, MiB
+  private   of which private (RssAnon: the heap and stacks, what the program
+            itself costs the machine); the rest is pages of the program's
+            files and libraries, shared with every process that maps them
   output    bytes written to the terminal per second, KiB/s
   first     ms from start to the first byte written, and to the first frame
             (the first time the screen holds the --ready text, escapes removed)
@@ -52,12 +55,17 @@ ESCAPES = re.compile(rb"\x1b(\[[0-9;?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\
 
 
 def proc_stat(pid):
-    """(utime + stime + waited-for children's, rss pages) of one process."""
+    """(utime + stime + waited-for children's, rss pages, private bytes) of one process."""
     with open(f"/proc/{pid}/stat") as f:
         s = f.read()
     fields = s[s.rfind(")") + 2:].split()
     ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
-    return ticks, int(fields[21])
+    anon = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1]) * 1024
+    return ticks, int(fields[21]), anon
 
 
 def parents():
@@ -83,15 +91,15 @@ def tree(root):
 
 
 def usage(root):
-    """CPU ticks and resident bytes of root and its descendants."""
-    ticks = rss = 0
+    """CPU ticks, resident bytes and private bytes of root and its descendants."""
+    ticks = rss = anon = 0
     for pid in tree(root):
         try:
-            t, r = proc_stat(pid)
+            t, r, a = proc_stat(pid)
         except OSError:
             continue
-        ticks, rss = ticks + t, rss + r * PAGE
-    return ticks, rss
+        ticks, rss, anon = ticks + t, rss + r * PAGE, anon + a
+    return ticks, rss, anon
 
 
 def spawn(argv, rows, cols, env):
@@ -124,7 +132,7 @@ def measure(name, argv, rows, cols, warmup, seconds, ready, keys=None):
     window_start = start + warmup
     end = window_start + seconds
     ticks0 = bytes0 = None
-    peak = 0
+    peak = peak_anon = 0
     next_sample = window_start
     exited = False
     while True:
@@ -132,11 +140,12 @@ def measure(name, argv, rows, cols, warmup, seconds, ready, keys=None):
         if now >= end:
             break
         if ticks0 is None and now >= window_start:
-            ticks0, _ = usage(pid)
+            ticks0, _, _ = usage(pid)
             bytes0, window_start = total, now
             end = now + seconds
         if ticks0 is not None and now >= next_sample:
-            peak = max(peak, usage(pid)[1])
+            _, r, a = usage(pid)
+            peak, peak_anon = max(peak, r), max(peak_anon, a)
             next_sample = now + 0.5
         r, _, _ = select.select([fd], [], [], 0.05)
         if not r:
@@ -164,8 +173,8 @@ def measure(name, argv, rows, cols, warmup, seconds, ready, keys=None):
                 if keys:
                     os.write(fd, keys)
     elapsed = time.monotonic() - window_start
-    ticks1, rss = usage(pid)
-    peak = max(peak, rss)
+    ticks1, rss, anon = usage(pid)
+    peak, peak_anon = max(peak, rss), max(peak_anon, anon)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pid, sig)
@@ -186,6 +195,7 @@ def measure(name, argv, rows, cols, warmup, seconds, ready, keys=None):
         "name": name,
         "cpu": (ticks1 - ticks0) / HZ / elapsed * 100,
         "rss": peak / 2**20,
+        "anon": peak_anon / 2**20,
         "kib": (total - bytes0) / elapsed / 1024,
         "first": first_byte,
         "frame": first_frame,
@@ -211,17 +221,17 @@ def main():
     cols, rows = (int(x) for x in a.size.lower().split("x"))
     ready = dict(r.split("=", 1) for r in a.ready)
     keys = {n: k.encode().decode("unicode_escape").encode() for n, k in (x.split("=", 1) for x in a.keys)}
-    print(f"| program | terminal | CPU, % of one core | peak RSS, MiB | output, KiB/s | first output, ms | first frame, ms |")
-    print(f"|---|---|--:|--:|--:|--:|--:|")
+    print(f"| program | terminal | CPU, % of one core | peak RSS, MiB | of which private, MiB | output, KiB/s | first output, ms | first frame, ms |")
+    print(f"|---|---|--:|--:|--:|--:|--:|--:|")
     failed = False
     for spec in a.programs:
         name, _, command = spec.partition("=")
         r = measure(name, shlex.split(command), rows, cols, a.warmup, a.seconds, ready.get(name), keys.get(name))
         if "error" in r:
-            print(f"| {name} | {cols}×{rows} | {r['error']} | | | | |", flush=True)
+            print(f"| {name} | {cols}×{rows} | {r['error']} | | | | | |", flush=True)
             failed = True
             continue
-        print(f"| {name} | {cols}×{rows} | {r['cpu']:.2f} | {r['rss']:.1f} | {r['kib']:.2f} | {ms(r['first'])} | {ms(r['frame'])} |", flush=True)
+        print(f"| {name} | {cols}×{rows} | {r['cpu']:.2f} | {r['rss']:.1f} | {r['anon']:.1f} | {r['kib']:.2f} | {ms(r['first'])} | {ms(r['frame'])} |", flush=True)
     sys.exit(1 if failed else 0)
 
 

@@ -51,7 +51,7 @@ func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error 
 		return fmt.Errorf("not backed up: %w", errors.Join(append([]error{err}, problems...)...))
 	}
 	write := func(f *os.File) error { _, err := f.Write(data); return err }
-	err := writeAtomically(backup, mode, write)
+	err := WriteAtomically(backup, mode, write)
 	if errors.Is(err, fs.ErrPermission) {
 		// In a shared (sticky) directory only the backup's owner may
 		// replace it: write into it instead. Readers of the backup hold

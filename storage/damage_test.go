@@ -53,6 +53,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
 	require.Contains(t, d.Backup, "cut short")
+	require.True(t, d.BackupDamaged)
 	problems, err := l.Check()
 	require.NoError(t, err)
 	require.Empty(t, problems)
@@ -116,6 +117,15 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	err = l.Update(func(*Tx) error { return nil })
 	require.ErrorIs(t, err, ErrDamaged)
 	require.ErrorContains(t, err, "chronos doctor")
+	// A reader still reads the older state, and is warned that it is older.
+	var warned []string
+	l.Warn = func(msg string) { warned = append(warned, msg) }
+	require.NoError(t, l.View(func(tx *Tx) error {
+		_, err := tx.Partition(last.ID)
+		require.ErrorIs(t, err, ErrNotFound)
+		return nil
+	}))
+	require.Equal(t, []string{fmt.Sprintf("the ledger's newest write may be missing: meta page %d of %s is damaged; run `chronos doctor`", newest, l.Path)}, warned)
 
 	r, err := l.Repair()
 	require.NoError(t, err)
@@ -127,6 +137,9 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 		return nil
 	}))
 	require.Greater(t, addOne(t, l).ID, last.ID, "an id was handed out twice")
+	warned = nil
+	require.NoError(t, l.View(func(*Tx) error { return nil }))
+	require.Empty(t, warned, "a repaired ledger reads without a warning")
 }
 
 var baseImage = sync.OnceValues(func() ([]byte, []byte) {

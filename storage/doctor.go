@@ -24,6 +24,9 @@ type Diagnosis struct {
 	Events     int      `json:"events"`
 	Claims     int      `json:"claims"`
 	Backup     string   `json:"backup"`
+	// BackupDamaged: the backup is there but cannot be used; Healthy still
+	// speaks of the ledger alone.
+	BackupDamaged bool `json:"backup_damaged"`
 }
 
 const maxProblems = 50
@@ -54,7 +57,7 @@ func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 	var have, backup counters
 	// The backup is read while the ledger is locked: writers refresh it
 	// under the ledger's lock.
-	readBackup := func() { d.Backup, backup = inspectBackup(l.Path) }
+	readBackup := func() { d.Backup, backup, d.BackupDamaged = inspectBackup(l.Path) }
 	data, err := l.readLocked(readBackup)
 	switch {
 	case errors.Is(err, ErrBusy):
@@ -110,28 +113,29 @@ func guard(fn func() error, onFail func(msg string)) {
 	}
 }
 
-// inspectBackup describes the rolling backup of the ledger at path and says
-// how far its counters went (zero when it is missing or not usable).
-func inspectBackup(path string) (string, counters) {
+// inspectBackup describes the rolling backup of the ledger at path, says
+// how far its counters went (zero when it is missing or not usable), and
+// whether it is damaged: there, but not usable.
+func inspectBackup(path string) (desc string, c counters, damaged bool) {
 	b := BackupPath(path)
 	data, st, err := readFile(b)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "none", counters{}
+		return "none", counters{}, false
 	case err != nil:
-		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
+		// One that cannot be read here (another's) may well be whole.
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}, !errors.Is(err, fs.ErrPermission)
 	}
 	switch problems, err := checkImage(data); {
 	case err != nil:
-		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}, true
 	case len(problems) > 0:
-		return fmt.Sprintf("%s fails bbolt's check: %v", b, problems[0]), counters{}
+		return fmt.Sprintf("%s fails bbolt's check: %v", b, problems[0]), counters{}, true
 	}
-	var c counters
 	if err := viewImage(data, func(btx *bolt.Tx) error { c = countersOf(btx); return nil }); err != nil {
-		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}
+		return fmt.Sprintf("%s is not usable: %v", b, err), counters{}, true
 	}
-	return fmt.Sprintf("%s, written %s", b, st.ModTime().Format(time.RFC3339)), c
+	return fmt.Sprintf("%s, written %s", b, st.ModTime().Format(time.RFC3339)), c, false
 }
 
 // countersOf reads the id counters of a ledger's buckets.

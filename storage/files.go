@@ -31,18 +31,40 @@ var ErrReadOnly = errors.New("the ledger is read-only here")
 
 const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
-// openRegular opens the file at path without following a symbolic link or
-// blocking on a FIFO, and refuses anything but a regular file. A missing
-// file gives an error that matches fs.ErrNotExist.
+// openRegular opens the ledger's file at path without following a
+// symbolic link or blocking on a FIFO, and refuses anything but a regular
+// file. A missing file gives an error that matches fs.ErrNotExist.
 func openRegular(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|noFollow, 0)
+	f, err := openNoFollow(path, flag, 0)
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	return f, err
+}
+
+// OpenAppend opens the file at path to append to, creating it with mode
+// when there is none, as the ledger's files are opened: a symbolic link is
+// refused, a FIFO does not block, and anything but a regular file is
+// refused. For logs a person names.
+func OpenAppend(path string, mode fs.FileMode) (*os.File, error) {
+	return openNoFollow(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, mode)
+}
+
+// errNotRegular: the path names something other than a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openNoFollow opens path with flag (and perm, when it creates the file)
+// without following a symbolic link or blocking on a FIFO, and checks on
+// the descriptor that it opened a regular file.
+func openNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow, perm)
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, fmt.Errorf("%w: %s is not a regular file (a symbolic link)", ErrDamaged, path)
+		return nil, fmt.Errorf("%s is %w (a symbolic link)", path, errNotRegular)
 	case errors.Is(err, unix.EISDIR):
-		return nil, fmt.Errorf("%w: %s is not a regular file (a directory)", ErrDamaged, path)
+		return nil, fmt.Errorf("%s is %w (a directory)", path, errNotRegular)
 	case errors.Is(err, unix.ENXIO):
-		return nil, fmt.Errorf("%w: %s is not a regular file (a FIFO or socket)", ErrDamaged, path)
+		return nil, fmt.Errorf("%s is %w (a FIFO or socket)", path, errNotRegular)
 	case err != nil:
 		return nil, err
 	}
@@ -53,7 +75,7 @@ func openRegular(path string, flag int) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrDamaged, path, kind(st.Mode()))
+		return nil, fmt.Errorf("%s is %w (%s)", path, errNotRegular, kind(st.Mode()))
 	}
 	return f, nil
 }
@@ -156,11 +178,12 @@ func groupName(gid int) string {
 	return "gid " + strconv.Itoa(gid)
 }
 
-// writeAtomically writes a new version of the file at path: a file with a
-// random name beside it, written, synced and renamed over path, so readers
+// WriteAtomically writes a new version of the file at path: a file of
+// mode with a random name beside it, written (and, if need be, chowned) by
+// write through its descriptor, synced and renamed over path, so readers
 // see the old file or the new one, whole, and nothing is written through a
 // name someone else made.
-func writeAtomically(path string, mode fs.FileMode, write func(*os.File) error) error {
+func WriteAtomically(path string, mode fs.FileMode, write func(*os.File) error) error {
 	f, err := createTemp(path, mode)
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +89,12 @@ type Ledger struct {
 	// replaces it with a copy of the ledger it just wrote. Zero means
 	// DefaultBackupEvery; negative turns the backup off.
 	BackupEvery time.Duration
+	// Warn, when set, hears what a read found wrong that does not stop it:
+	// a damaged newest meta page, which makes bbolt read the file as it was
+	// before its last write. Writers refuse such a file (see
+	// checkForWrite); a reader still shows what can be read, with the
+	// warning.
+	Warn func(msg string)
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
@@ -109,9 +114,14 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 }
 
 // View runs fn in one read-only transaction. A ledger that does not exist yet
-// reads as empty; View never creates the file.
+// reads as empty; View never creates the file. A ledger whose directory does
+// not exist is a mistyped path, not an empty ledger: View says so, as a
+// writer's open would.
 func (l *Ledger) View(fn func(*Tx) error) error {
 	if l.unwritten() {
+		if _, err := os.Stat(filepath.Dir(l.Path)); errors.Is(err, fs.ErrNotExist) {
+			return &fs.PathError{Op: "open", Path: l.Path, Err: syscall.ENOENT}
+		}
 		if err := l.notLost(); err != nil {
 			return err
 		}
@@ -191,6 +201,7 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	}
 	var txErr error
 	if readOnly {
+		l.warnRolledBack(file)
 		txErr = db.View(func(btx *bolt.Tx) error { return runTx(btx, fn) })
 	} else {
 		txErr = db.Update(func(btx *bolt.Tx) error {
@@ -347,6 +358,25 @@ func (l *Ledger) checkForWrite(f *os.File) error {
 	return nil
 }
 
+// warnRolledBack tells Warn when the open file f reads as it was before its
+// last write, because its newest meta page is damaged.
+func (l *Ledger) warnRolledBack(f *os.File) {
+	if l.Warn == nil {
+		return
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return
+	}
+	head, err := readHead(f, st.Size())
+	if err != nil {
+		return
+	}
+	if page, ok := damagedMeta(head); ok {
+		l.Warn(fmt.Sprintf("the ledger's newest write may be missing: meta page %d of %s is damaged; run `chronos doctor`", page, l.Path))
+	}
+}
+
 func (l *Ledger) openError(err error, timeout time.Duration) error {
 	switch {
 	case err == nil:
@@ -394,103 +424,6 @@ func runTx(btx *bolt.Tx, fn func(*Tx) error) error {
 		return err
 	}
 	return fn(tx)
-}
-
-// boltTx is bbolt's transaction as a RawTx: a bucket per name, created on
-// first write.
-type boltTx struct{ btx *bolt.Tx }
-
-func (t boltTx) Get(bucket, k []byte) ([]byte, error) {
-	if b := t.btx.Bucket(bucket); b != nil {
-		return b.Get(k), nil
-	}
-	return nil, nil
-}
-
-func (t boltTx) writeBucket(name []byte) (*bolt.Bucket, error) {
-	if b := t.btx.Bucket(name); b != nil {
-		return b, nil
-	}
-	b, err := t.btx.CreateBucket(name)
-	if err != nil {
-		return nil, fmt.Errorf("create bucket %s: %w", name, err)
-	}
-	return b, nil
-}
-
-func (t boltTx) Put(bucket, k, v []byte) error {
-	b, err := t.writeBucket(bucket)
-	if err != nil {
-		return err
-	}
-	return b.Put(k, v)
-}
-
-func (t boltTx) Delete(bucket, k []byte) error {
-	if b := t.btx.Bucket(bucket); b != nil {
-		return b.Delete(k)
-	}
-	return nil
-}
-
-func (t boltTx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	b := t.btx.Bucket(bucket)
-	if b == nil {
-		return nil
-	}
-	c := b.Cursor()
-	var k, v []byte
-	switch {
-	case !reverse && from == nil:
-		k, v = c.First()
-	case !reverse:
-		k, v = c.Seek(from)
-	case from == nil:
-		k, v = c.Last()
-	default:
-		// The last key <= from: Seek finds the first key >= from.
-		if k, v = c.Seek(from); k == nil {
-			k, v = c.Last()
-		} else if !bytes.Equal(k, from) {
-			k, v = c.Prev()
-		}
-	}
-	for ; k != nil; k, v = step(c, reverse) {
-		if v == nil && b.Bucket(k) != nil {
-			continue // a nested bucket is no record
-		}
-		more, err := fn(k, v)
-		if err != nil || !more {
-			return err
-		}
-	}
-	return nil
-}
-
-func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
-	if reverse {
-		return c.Prev()
-	}
-	return c.Next()
-}
-
-func (t boltTx) NextSequence(bucket []byte) (uint64, error) {
-	b, err := t.writeBucket(bucket)
-	if err != nil {
-		return 0, err
-	}
-	return b.NextSequence()
-}
-
-func (t boltTx) Writable() bool { return t.btx.Writable() }
-
-func bucketNames(btx *bolt.Tx) []string {
-	var names []string
-	_ = btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-		names = append(names, string(name))
-		return nil
-	})
-	return names
 }
 
 // Check runs bbolt's consistency check over the whole file and returns every

@@ -45,6 +45,13 @@ func TestRoundTrip(t *testing.T) {
 	}))
 	_, err := os.Stat(l.Path)
 	require.ErrorIs(t, err, fs.ErrNotExist)
+	// One whose directory does not exist is a mistyped path, not empty.
+	typo := New(filepath.Join(t.TempDir(), "typo", "chronos.db"))
+	err = typo.View(func(*Tx) error { return nil })
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	var pathErr *fs.PathError
+	require.ErrorAs(t, err, &pathErr)
+	require.Equal(t, typo.Path, pathErr.Path)
 
 	p1, p2 := addOne(t, l), addOne(t, l)
 	require.Equal(t, uint64(1), p1.ID)

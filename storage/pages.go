@@ -117,20 +117,36 @@ func current(m [2]rawMeta, valid [2]bool) (rawMeta, bool) {
 // must not carry on from there. head holds at least the file's first two
 // pages, or all of it.
 func metaDamage(head []byte) string {
-	pageSize, _, valid := metas(head)
-	switch {
-	case len(head) < 2*pageSize:
-		return "" // bbolt reports a short file itself
-	case !valid[0] && !valid[1]:
-		return "" // and a file with no valid meta page
-	case !valid[0] || !valid[1]:
-		bad := 0
-		if !valid[1] {
-			bad = 1
-		}
+	if bad, ok := damagedMeta(head); ok {
 		return fmt.Sprintf("meta page %d is damaged: the file now reads as it was before its last write, which may be lost", bad)
 	}
 	return ""
+}
+
+// damagedMeta is the meta page that is damaged while the other is whole,
+// which bbolt silently reads instead (see metaDamage).
+func damagedMeta(head []byte) (page int, ok bool) {
+	pageSize, _, valid := metas(head)
+	switch {
+	case len(head) < 2*pageSize:
+		return 0, false // bbolt reports a short file itself
+	case valid[0] == valid[1]:
+		return 0, false // both whole, or none, which bbolt refuses itself
+	case !valid[1]:
+		return 1, true
+	}
+	return 0, true
+}
+
+// readHead reads the start of the open ledger file f of size bytes: enough
+// for both meta pages of any page size chronos meets, or all of a smaller
+// file.
+func readHead(f io.ReaderAt, size int64) ([]byte, error) {
+	head := make([]byte, min(size, int64(max(16<<10, 2*os.Getpagesize()))))
+	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return head, nil
 }
 
 const errNoFreelist = "the meta page says the free page list is not stored, which chronos never does"
@@ -247,8 +263,8 @@ func checkFreelist(p []byte, id, hwm uint64) string {
 // outside the file or do not hold together, which would make it fault or
 // rebuild the list in a goroutine that crashes the process on damage.
 func writerDamage(f io.ReaderAt, size int64) (string, error) {
-	head := make([]byte, min(size, int64(max(16<<10, 2*os.Getpagesize()))))
-	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
+	head, err := readHead(f, size)
+	if err != nil {
 		return "", err
 	}
 	if msg := metaDamage(head); msg != "" {

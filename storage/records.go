@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -112,111 +111,8 @@ func (p *Partition) fillDefaults() {
 	}
 }
 
-// EventKind says what an audit event records. The words are stored and
-// printed as they are, so they never change.
-type EventKind string
-
-// The audit trail's kinds, and the monitor's acts (which become events).
-const (
-	EventCreated    EventKind = "created"
-	EventReleased   EventKind = "released"
-	EventExtended   EventKind = "extended"
-	EventExpired    EventKind = "expired"
-	EventWarned     EventKind = "warned"
-	EventSignalled  EventKind = "signalled"
-	EventDenied     EventKind = "denied"
-	EventOverBudget EventKind = "overbudget"
-	EventUnbooked   EventKind = "unbooked"
-	EventPolicy     EventKind = "policy"
-	EventRepaired   EventKind = "repaired"
-	// The waiting line: a request joined it, or left it without a booking
-	// (cancelled, timed out, its process gone, or it can never fit). A
-	// request granted leaves with the booking's "created" event.
-	EventQueued    EventKind = "queued"
-	EventLeft      EventKind = "left"
-	EventOrphaned  EventKind = "orphaned"
-	EventInventory EventKind = "inventory" // the machine's GPUs changed
-	// The idle ladder: a warning to the owner of an idle booking, the
-	// booking released for being idle, and a hold that exempts it.
-	EventIdle      EventKind = "idle"
-	EventReclaimed EventKind = "reclaimed"
-	EventHeld      EventKind = "held"
-	// Acts a monitor reports that are not stored as events.
-	EventError   EventKind = "error"
-	EventStarted EventKind = "started"
-	EventStopped EventKind = "stopped"
-	// A notice delivered to its owner's terminals or the webhook.
-	EventNotified EventKind = "notified"
-)
-
-// Event is one line of the audit trail. UID and User are who acted (a
-// monitor's user, for its acts); Process is the process an act was about.
-type Event struct {
-	Seq       uint64        `json:"seq"`
-	Time      time.Time     `json:"time"`
-	Kind      EventKind     `json:"kind"`
-	Partition uint64        `json:"partition,omitempty"`
-	UID       int           `json:"uid"`
-	User      string        `json:"user"`
-	Process   *EventProcess `json:"process,omitempty"`
-	Detail    string        `json:"detail,omitempty"`
-}
-
-// EventProcess is the process an event is about, and its owner: for an
-// unbooked or over-budget process, the one whose process it is.
-type EventProcess struct {
-	PID  int    `json:"pid"`
-	UID  int    `json:"uid"`
-	User string `json:"user"`
-}
-
-// Device is one GPU of the cached inventory.
-type Device struct {
-	Index       int    `json:"index"`
-	UUID        string `json:"uuid"`
-	Name        string `json:"name"`
-	MemoryTotal uint64 `json:"memory_total_bytes"`
-}
-
-// Inventory is the device list last seen by a process that opened a GPU
-// backend, kept so that `create` can validate a device without paying for
-// NVML's start. It says which backend, on which host, wrote it.
-type Inventory struct {
-	Backend string    `json:"backend"`
-	Host    string    `json:"host,omitempty"`
-	Updated time.Time `json:"updated"`
-	Devices []Device  `json:"devices"`
-}
-
 // Policy is what the admin chose the monitor should do, and the rules of
 // fair sharing: quotas and the waiting line's order.
-// DeviceReading is the latest compact reading of one GPU's memory, stored
-// by the processes that sample the GPUs anyway (monitors, the app, stats),
-// so that `create` can say what is physically free without starting NVML.
-// Each GPU's is a record of its own: create decodes only the one it books.
-type DeviceReading struct {
-	Time        time.Time `json:"time"`
-	Backend     string    `json:"backend"`
-	Index       int       `json:"index"`
-	UUID        string    `json:"uuid"`
-	MemoryTotal uint64    `json:"memory_total_bytes"`
-	MemoryUsed  uint64    `json:"memory_used_bytes"`
-	// Holders are the largest users of the memory, largest first.
-	Holders []Holder `json:"holders,omitempty"`
-}
-
-// Holder is the memory one user's processes use on a GPU under one live
-// booking (Partition 0: under none).
-type Holder struct {
-	User      string `json:"user"`
-	UID       int    `json:"uid"`
-	Partition uint64 `json:"partition,omitempty"`
-	Bytes     uint64 `json:"bytes"`
-	// PIDs are the largest of the processes, largest first.
-	PIDs []int `json:"pids"`
-}
-
-// Policy is what the admin chose the monitor should do.
 type Policy struct {
 	Expiry     string        `json:"expiry"`      // "terminate" or "notify"
 	OverBudget string        `json:"over_budget"` // "off", "warn" or "terminate"
@@ -258,16 +154,6 @@ type Policy struct {
 type Override struct {
 	For      string            `json:"for"`
 	Settings map[string]string `json:"settings"`
-}
-
-// Claim records that one monitor took on one act (signalling a process,
-// say), so that however many monitors run, each act is done once. A claim
-// whose holder lacked permission is marked NeedsRoot: it waits for a monitor
-// running as root to take it over.
-type Claim struct {
-	By        string    `json:"by"`
-	At        time.Time `json:"at"`
-	NeedsRoot bool      `json:"needs_root,omitempty"`
 }
 
 // Tx is one open transaction on the ledger, over any engine. A Tx from
@@ -539,165 +425,6 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 	return recent, nil
 }
 
-// AddEvent appends e to the audit trail, numbering it.
-func (tx *Tx) AddEvent(e Event) error {
-	raw, err := tx.writable("add event")
-	if err != nil {
-		return err
-	}
-	seq, err := raw.NextSequence(bucketEvents)
-	if err != nil {
-		return err
-	}
-	e.Seq = seq
-	return put(raw, bucketEvents, key(seq), e)
-}
-
-// Events returns the events numbered after seq, oldest first, at most limit
-// of them (0: all).
-func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
-	var out []Event
-	err := tx.scan(bucketEvents, key(after+1), false, func(k, v []byte) (bool, error) {
-		var e Event
-		if err := decode(v, &e); err != nil {
-			return false, fmt.Errorf("event %x: %w", k, err)
-		}
-		out = append(out, e)
-		return limit <= 0 || len(out) < limit, nil
-	})
-	return out, err
-}
-
-// EventsBackward visits the audit trail from the newest event back, until
-// fn says stop.
-func (tx *Tx) EventsBackward(fn func(Event) (more bool, err error)) error {
-	return tx.scan(bucketEvents, nil, true, func(k, v []byte) (bool, error) {
-		var e Event
-		if err := decode(v, &e); err != nil {
-			return false, fmt.Errorf("event %x: %w", k, err)
-		}
-		return fn(e)
-	})
-}
-
-// LastEvent returns the sequence number of the newest event (0: none).
-func (tx *Tx) LastEvent() uint64 {
-	var last uint64
-	_ = tx.scan(bucketEvents, nil, true, func(k, _ []byte) (bool, error) {
-		if len(k) == 8 {
-			last = binary.BigEndian.Uint64(k)
-		}
-		return false, nil
-	})
-	return last
-}
-
-// Inventory returns the cached device inventory; ok is false when none was
-// stored yet.
-func (tx *Tx) Inventory() (inv Inventory, ok bool, err error) { return tx.HostInventory("") }
-
-// PutInventory caches the device inventory.
-func (tx *Tx) PutInventory(inv Inventory) error { return tx.PutHostInventory("", inv) }
-
-// In a ledger many hosts share, each host's inventory has its own key:
-// inventory/<host>. The ledger's own host (a file's) keeps "inventory".
-func inventoryKey(host string) []byte {
-	if host == "" {
-		return keyInventory
-	}
-	return append(slices.Clone(keyInventory), "/"+host...)
-}
-
-// HostInventory returns host's cached device inventory ("" the ledger's own
-// host); ok is false when none was stored yet.
-func (tx *Tx) HostInventory(host string) (inv Inventory, ok bool, err error) {
-	ok, err = tx.getMeta(inventoryKey(host), &inv)
-	return inv, ok, err
-}
-
-// PutHostInventory caches host's device inventory.
-func (tx *Tx) PutHostInventory(host string, inv Inventory) error {
-	return tx.putMeta(inventoryKey(host), inv)
-}
-
-// HostInventories returns the inventory of every host of a shared ledger,
-// by host name.
-func (tx *Tx) HostInventories() (map[string]Inventory, error) {
-	out := map[string]Inventory{}
-	from := inventoryKey("")
-	from = append(from, '/')
-	err := tx.scan(bucketMeta, from, false, func(k, v []byte) (bool, error) {
-		host, ok := bytes.CutPrefix(k, from)
-		if !ok {
-			return false, nil
-		}
-		var inv Inventory
-		if err := decode(v, &inv); err != nil {
-			return false, fmt.Errorf("%s: %w", k, err)
-		}
-		out[string(host)] = inv
-		return true, nil
-	})
-	return out, err
-}
-
-func readingKey(index int) []byte { return fmt.Appendf(nil, "%s%d", keyReadingPrefix, index) }
-
-// DeviceReading returns the stored reading of GPU index; ok is false when
-// there is none.
-func (tx *Tx) DeviceReading(index int) (r DeviceReading, ok bool, err error) {
-	ok, err = tx.getMeta(readingKey(index), &r)
-	return r, ok, err
-}
-
-// DeviceReadings returns every stored GPU reading.
-func (tx *Tx) DeviceReadings() ([]DeviceReading, error) {
-	var out []DeviceReading
-	err := tx.scan(bucketMeta, keyReadingPrefix, false, func(k, v []byte) (bool, error) {
-		if !bytes.HasPrefix(k, keyReadingPrefix) {
-			return false, nil
-		}
-		var r DeviceReading
-		if err := decode(v, &r); err != nil {
-			return false, fmt.Errorf("%s: %w", k, err)
-		}
-		out = append(out, r)
-		return true, nil
-	})
-	slices.SortFunc(out, func(a, b DeviceReading) int { return cmp.Compare(a.Index, b.Index) })
-	return out, err
-}
-
-// PutDeviceReadings replaces the stored GPU readings with rs.
-func (tx *Tx) PutDeviceReadings(rs []DeviceReading) error {
-	raw, err := tx.writable("put readings")
-	if err != nil {
-		return err
-	}
-	var old [][]byte
-	err = tx.scan(bucketMeta, keyReadingPrefix, false, func(k, _ []byte) (bool, error) {
-		if !bytes.HasPrefix(k, keyReadingPrefix) {
-			return false, nil
-		}
-		old = append(old, append([]byte(nil), k...))
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range old {
-		if err := raw.Delete(bucketMeta, k); err != nil {
-			return err
-		}
-	}
-	for _, r := range rs {
-		if err := put(raw, bucketMeta, readingKey(r.Index), r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Policy returns the stored policy; ok is false when the admin set none.
 func (tx *Tx) Policy() (p Policy, ok bool, err error) {
 	ok, err = tx.getMeta(keyPolicy, &p)
@@ -744,47 +471,6 @@ func decode(data []byte, into any) error {
 		d.fillDefaults()
 	}
 	return nil
-}
-
-// Claims returns every claim by key.
-func (tx *Tx) Claims() (map[string]Claim, error) {
-	out := map[string]Claim{}
-	err := tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
-		var c Claim
-		if err := decode(v, &c); err != nil {
-			return false, fmt.Errorf("claim %q: %w", k, err)
-		}
-		out[string(k)] = c
-		return true, nil
-	})
-	return out, err
-}
-
-// PutClaim stores (or replaces) the claim on key.
-func (tx *Tx) PutClaim(key string, c Claim) error {
-	raw, err := tx.writable("put claim")
-	if err != nil {
-		return err
-	}
-	return put(raw, bucketClaims, []byte(key), c)
-}
-
-// DropMax is the most records one call of DropClaims or DropGPUMinutes
-// deletes, so that a transaction stays small enough for every engine (etcd
-// takes 128 writes in one by default); later calls delete the rest.
-const DropMax = 16
-
-// DropClaims deletes claims made before cutoff: the acts they guarded are
-// long done, and the processes they named long gone.
-func (tx *Tx) DropClaims(cutoff time.Time) error {
-	raw, err := tx.writable("drop claims")
-	if err != nil {
-		return err
-	}
-	return deleteWhere(tx, raw, bucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
-		var c Claim
-		return decode(v, &c) != nil || c.At.Before(cutoff), true
-	})
 }
 
 // deleteWhere deletes the keys of bucket that drop picks, scanning in key

@@ -161,7 +161,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 		}
 		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%w); %s is unchanged", err, l.Path)
 	}
-	err = writeAtomically(l.Path, mode, func(f *os.File) error {
+	err = WriteAtomically(l.Path, mode, func(f *os.File) error {
 		if uid >= 0 && os.Geteuid() == 0 {
 			// Keep the ledger its owner's and group's.
 			if err := f.Chown(uid, gid); err != nil {

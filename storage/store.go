@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -84,6 +85,9 @@ type ManyGetter interface {
 // schema, policy and inventories): an engine that pays a round trip per
 // read does well to read them whole at a transaction's first read.
 var SmallBuckets = [][]byte{bucketMeta}
+
+// Buckets are every bucket a ledger may hold, for engines' tests.
+func Buckets() [][]byte { return slices.Clone(knownBuckets) }
 
 // NewTx wraps an engine's transaction, checking (and on a new ledger,
 // writing) the schema version. A nil raw reads as an empty ledger.

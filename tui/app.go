@@ -35,6 +35,9 @@ import (
 
 // Options configure the app.
 type Options struct {
+	// Context is the command's: when it ends, so do the app's watches of
+	// the ledger. Nil means context.Background().
+	Context context.Context
 	Client  *core.Client
 	Backend gpu.Backend
 	// Notice is shown under the header, e.g. "no NVIDIA driver found;
@@ -177,7 +180,10 @@ func New(opts Options) *Model {
 		opts.after = tea.Tick
 	}
 	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
-	ctx, stop := context.WithCancel(context.Background())
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
+	ctx, stop := context.WithCancel(opts.Context)
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
 		width: 80, height: 24,

@@ -157,6 +157,7 @@ type bookingCells struct {
 	left    string
 	elapsed int // cells of the ELAPSED bar filled
 	status  core.BookingStatus
+	idle    string // how long a live booking has sat idle; "" while it works
 	procs   int
 	mine    bool
 }
@@ -209,6 +210,9 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
+	if c.status == core.StatusLive {
+		c.idle = core.FormatIdleFor(r.Partition.Partition, r.Usage, now)
+	}
 	if r.procs > 0 {
 		c.inUse = core.FormatBytes(r.inUse)
 	}
@@ -237,8 +241,12 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		mark[1] = '•'
 	}
 	cell := func(i int, text string) string { return cols.cell(i, text) }
+	stateText := string(c.status)
+	if c.idle != "" {
+		stateText = "idle " + c.idle // live, and nobody uses it
+	}
 	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
-		cell(bkLeft, c.left), cell(bkState, string(c.status)), cell(bkInUse, c.inUse)
+		cell(bkLeft, c.left), cell(bkState, stateText), cell(bkInUse, c.inUse)
 	host := cell(bkHost, Printable(c.host))
 	barW := cols.widths[bkElapsed]
 	if selected || c.status.Ended() {
@@ -260,6 +268,9 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		inUse = st.OverBudget.Render(inUse)
 	}
 	filled := &st.TimeUsed
+	if c.idle != "" {
+		state = st.IdleLabel.Render(state)
+	}
 	if c.status == core.StatusEndingSoon {
 		left, state, filled = st.EndingSoon.Render(left), st.EndingSoon.Render(state), &st.TimeSoon
 	}

@@ -92,3 +92,24 @@ func TestGoldenHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenIdle is the bookings of that hour (see busyHour): bob's and
+// carol's rows say how long each has sat idle, at the sizes the app must
+// read at. Regenerate with: go test ./tui -run TestGoldenIdle -update
+func TestGoldenIdle(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			w := newWorld(t, 4)
+			w.busyHour()
+			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+				return bytes.Contains(b, []byte("idle 50m")) && bytes.Contains(b, []byte("/80.0 GiB"))
+			}, teatest.WithDuration(5*time.Second))
+			require.NoError(t, tm.Quit())
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			require.True(t, ok)
+			golden.RequireEqual(t, []byte(final.View()))
+		})
+	}
+}

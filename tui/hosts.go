@@ -61,36 +61,74 @@ func hostDevices(h core.HostView) []gpu.DeviceSample {
 }
 
 // hostsView draws the other hosts in at most lines lines of width cells.
+// When they do not all fit, nothing vanishes unsaid: each host shown keeps
+// its title line, the GPU lines left are shared out among the hosts in
+// turn, a title says how many of its GPUs are not shown, and a last line
+// counts the hosts with no room at all.
 func (p *gpuPanel) hostsView(width, lines int) []string {
 	st := &p.sh.styles
 	hosts, segs := p.hosts, p.hostSegs
-	var out []string
+	devs := make([][]gpu.DeviceSample, len(hosts))
 	for i, h := range hosts {
-		left := lines - len(out)
-		if left <= 0 {
-			break
+		devs[i] = hostDevices(h)
+	}
+	shown := len(hosts)
+	if shown > lines {
+		shown = max(0, lines-1) // the last line counts the rest
+	}
+	spare := lines - shown
+	if shown < len(hosts) {
+		spare-- // for the line that counts the rest
+	}
+	rows := make([]int, shown) // GPU lines each host shown gets
+	for more := true; spare > 0 && more; {
+		more = false
+		for i := range rows {
+			if spare > 0 && rows[i] < len(devs[i]) {
+				rows[i]++
+				spare--
+				more = true
+			}
 		}
-		if left == 1 && i < len(hosts)-1 {
-			out = append(out, st.Faint.Render(fmt.Sprintf("… %d more hosts (enlarge the terminal to see them)", len(hosts)-i)))
-			break
+	}
+	var out []string
+	for i, h := range hosts[:shown] {
+		hidden := ""
+		if n := len(devs[i]) - rows[i]; n > 0 {
+			hidden = fmt.Sprintf("+%d more %s not shown (enlarge the terminal)", n, plural(n, "GPU", "GPUs"))
 		}
-		devs := hostDevices(h)
 		title := st.Label.Render(Printable(h.Host))
 		switch {
 		case !h.Live():
-			title += "  " + st.Notice.Render("not seen: no chronos monitor publishes from it (host down?); its bookings stand")
-		case h.Status.Simulated:
-			title += st.Faint.Render(fmt.Sprintf("  simulated · %d GPUs", len(devs)))
-		default:
-			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", Printable(h.Status.Backend), len(devs)))
-		}
-		out = append(out, fit(title, width))
-		for _, d := range devs {
-			if len(out) >= lines {
-				break
+			sep := "  "
+			if hidden != "" {
+				title, sep = title+"  "+st.Faint.Render(hidden), " · "
 			}
+			title += sep + st.Notice.Render("not seen: no chronos monitor publishes from it (host down?); its bookings stand")
+		case h.Status.Simulated:
+			title += st.Faint.Render(fmt.Sprintf("  simulated · %d GPUs", len(devs[i])))
+		default:
+			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", Printable(h.Status.Backend), len(devs[i])))
+		}
+		if hidden != "" && h.Live() {
+			title += st.Faint.Render(" · " + hidden)
+		}
+		out = append(out, cut(title, width))
+		for _, d := range devs[i][:rows[i]] {
 			out = append(out, p.remote(h.Host, d, segs[h.Host][d.Index], h.Live(), width))
 		}
+	}
+	if rest := hosts[shown:]; len(rest) > 0 && lines > 0 {
+		gpus := 0
+		for i := range rest {
+			gpus += len(devs[shown+i])
+		}
+		what := "more"
+		if shown == 0 {
+			what = "other"
+		}
+		out = append(out, cut(st.Faint.Render(fmt.Sprintf("… %d %s %s, %d GPUs (enlarge the terminal to see them)",
+			len(rest), what, plural(len(rest), "host", "hosts"), gpus)), width))
 	}
 	return out
 }
@@ -109,4 +147,12 @@ func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live 
 	memW := max(6, min(40, width-fixed))
 	line := name + p.utilBar(d, 10) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
 	return cut(strings.TrimRight(line, " "), width)
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

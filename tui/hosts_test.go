@@ -2,11 +2,16 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -82,4 +87,80 @@ func TestAppShowsEveryHost(t *testing.T) {
 	require.Contains(t, screen, "gpu2  not seen")
 	require.Contains(t, screen, "gpu2:1 ")
 	require.Regexp(t, `#1\s+gpu2\s+bob`, screen, "its bookings stand")
+}
+
+// At 40 rows a lab of three hosts, four GPUs each, does not fit: the other
+// two hosts share the lines left, each title saying how many of its GPUs
+// are not shown, rather than the last host's GPUs vanishing unsaid.
+// Regenerate with: go test ./tui -run TestGoldenHostsCut -update
+func TestGoldenHostsCut(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	now := func() time.Time { return t0 }
+	host := func(name string, who core.Identity) (*core.Client, *gpu.Sim) {
+		sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: now})
+		s := open()
+		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+			d, err := sim.Devices()
+			return "test", d, err
+		}})
+		return c, sim
+	}
+	here, hereSim := host("gpu1", alice)
+	for _, name := range []string{"gpu2", "gpu3"} {
+		c, sim := host(name, bob)
+		_, err := c.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour})
+		require.NoError(t, err)
+		sample, err := sim.Sample()
+		require.NoError(t, err)
+		st := core.HostStatus{Host: name, Time: t0, Backend: sample.Backend, Simulated: sample.Simulated}
+		for _, d := range sample.Devices {
+			d.Processes = nil
+			st.Devices = append(st.Devices, d)
+		}
+		data, err := json.Marshal(st)
+		require.NoError(t, err)
+		require.NoError(t, c.Ledger().(storage.Presence).Publish(name, data, time.Minute))
+	}
+
+	m := New(Options{Client: here, Backend: hereSim, Host: "gpu1", Mode: "time-sliced", Now: now})
+	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	m = run(t, m, sampleCmd(hereSim))
+	m = run(t, m, loadCmd(here))
+	m = run(t, m, hostsCmd(here))
+	screen := m.View()
+	require.Contains(t, ansi.Strip(screen), "gpu3  simulated · 4 GPUs · +2 more GPUs not shown")
+	golden.RequireEqual(t, []byte(screen))
+}
+
+// However few the lines, every other host is accounted for: titles while
+// they fit, then a line counting the hosts and GPUs left out; a host not
+// seen says how many of its GPUs are not shown before why it is not seen.
+func TestHostsViewCountsWhatItLeavesOut(t *testing.T) {
+	m := newWorld(t, 1).model(80, 24)
+	sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: func() time.Time { return t0 }})
+	sample, err := sim.Sample()
+	require.NoError(t, err)
+	devices, err := sim.Devices()
+	require.NoError(t, err)
+	var inv storage.Inventory
+	for _, d := range devices {
+		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
+	}
+	live := &core.HostStatus{Simulated: true, Devices: sample.Devices}
+	m.gpus.setHosts([]core.HostView{{Host: "gpu2", Status: live}, {Host: "gpu3", Inventory: inv}, {Host: "gpu4", Status: live}}, nil)
+	view := func(lines int) string {
+		out := m.gpus.hostsView(80, lines)
+		require.LessOrEqual(t, len(out), lines)
+		return ansi.Strip(strings.Join(out, "\n"))
+	}
+	require.Empty(t, view(0))
+	require.Equal(t, "… 3 other hosts, 12 GPUs (enlarge the terminal to see them)", view(1))
+	require.Equal(t, "gpu2  simulated · 4 GPUs · +4 more GPUs not shown (enlarge the terminal)\n"+
+		"… 2 more hosts, 8 GPUs (enlarge the terminal to see them)", strings.TrimRight(view(2), " "))
+	v := view(6) // a title and a GPU each
+	require.Contains(t, v, "gpu2  simulated · 4 GPUs · +3 more GPUs not shown")
+	require.Contains(t, v, "gpu3  +3 more GPUs not shown (enlarge the terminal) · not seen")
+	require.Contains(t, v, "gpu4  simulated · 4 GPUs · +3 more GPUs not shown")
+	require.NotContains(t, view(15), "not shown", "all fit")
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -165,4 +166,28 @@ func TestTickReadsOnlyWhatIsDue(t *testing.T) {
 		require.Equal(t, step.want, tickReads(t, w, m), "at %s", step.at)
 	}
 	require.Contains(t, m.View(), "expired")
+}
+
+// The app's watch of the ledger lives as long as the command that runs
+// the app: cancelling the command's context ends it.
+func TestWatchEndsWithTheCommandsContext(t *testing.T) {
+	w := newWorld(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := w.options()
+	opts.Context = ctx
+	m := New(opts)
+	changes := watchCmd(m.ctx, w.ledger, time.Millisecond)().(watchingMsg).changes
+	cancel()
+	closed := make(chan struct{})
+	go func() {
+		for range changes {
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch outlived the command's context")
+	}
 }

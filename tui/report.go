@@ -29,7 +29,7 @@ func WriteReport(w io.Writer, r core.Report, now time.Time) error {
 	}
 	fmt.Fprintf(w, "GPU use %s, by %s. GPU-hours: booked share-weighted (50%% of a GPU for 1h is 0.5), used as measured.\n\n", since, r.By)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\t\tBOOKED\tUSED\tIDLE\tUNBOOKED\tBOOKINGS\tRECLAIMED\tEXPIRED\n", strings.ToUpper(string(r.By)))
+	fmt.Fprintf(tw, "%s\t\tBOOKED\tUSED\tIDLE\tUNBOOKED\tBOOKINGS\tRECLAIMED\tEXPIRED\tFORCED\n", strings.ToUpper(string(r.By)))
 	most := 0.0
 	for _, row := range r.Rows {
 		most = max(most, row.BookedHours)
@@ -39,8 +39,8 @@ func WriteReport(w io.Writer, r core.Report, now time.Time) error {
 		if row.UnbookedHours != nil {
 			unbooked = gpuHours(*row.UnbookedHours)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", key, bar, gpuHours(row.BookedHours), gpuHours(row.UsedHours),
-			gpuHours(row.IdleHours), unbooked, row.Bookings, row.Reclaimed, row.Expired)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", key, bar, gpuHours(row.BookedHours), gpuHours(row.UsedHours),
+			gpuHours(row.IdleHours), unbooked, row.Bookings, row.Reclaimed, row.Expired, row.Forced)
 	}
 	for _, row := range r.Rows {
 		bar := ""
@@ -55,7 +55,7 @@ func WriteReport(w io.Writer, r core.Report, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "\nbar: GPU-hours booked, █ used, ▒ not used. IDLE: booked hours the booking sat idle. UNBOOKED: used with no booking.")
+	_, err := fmt.Fprintln(w, "\nbar: GPU-hours booked, █ used, ▒ not used. IDLE: booked hours the booking sat idle. UNBOOKED: used with no booking. FORCED: expired with processes still running, signalled.")
 	return err
 }
 
@@ -66,7 +66,7 @@ func gpuHours(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64) }
 // first, figures in full precision; unbooked use is empty by GPU.
 func WriteReportCSV(w io.Writer, r core.Report) error {
 	out := csv.NewWriter(w)
-	_ = out.Write([]string{string(r.By), "booked_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "unbooked_gpu_hours", "bookings", "reclaimed", "expired"})
+	_ = out.Write([]string{string(r.By), "booked_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "unbooked_gpu_hours", "bookings", "reclaimed", "expired", "forced"})
 	number := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	for _, row := range r.Rows {
 		unbooked := ""
@@ -74,7 +74,7 @@ func WriteReportCSV(w io.Writer, r core.Report) error {
 			unbooked = number(*row.UnbookedHours)
 		}
 		_ = out.Write([]string{row.Key, number(row.BookedHours), number(row.UsedHours), number(row.IdleHours), unbooked,
-			strconv.Itoa(row.Bookings), strconv.Itoa(row.Reclaimed), strconv.Itoa(row.Expired)})
+			strconv.Itoa(row.Bookings), strconv.Itoa(row.Reclaimed), strconv.Itoa(row.Expired), strconv.Itoa(row.Forced)})
 	}
 	out.Flush()
 	return out.Error()

@@ -29,7 +29,7 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 	field("created", "%s", core.FormatTime(p.Created, now))
 	field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
 	if p.ComputePct > 0 {
-		field("compute", "%d%% of SMs", p.ComputePct)
+		field("compute", "%s", computeCap(p))
 	}
 	if r := p.Wrapper; r != nil {
 		field("run by", "chronos run, pid %d on %s", r.PID, Printable(r.Host))
@@ -39,8 +39,8 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 		field("usage", "not measured (no monitor has watched it)")
 	} else {
 		parts := []string{"GPU time " + core.FormatDuration(u.GPUTime), "idle " + core.FormatDuration(u.Idle) + " in all"}
-		if d := core.IdleFor(p.Partition, u, now); d > 0 {
-			parts = append(parts, "idle now for "+core.FormatDuration(d.Truncate(time.Minute)))
+		if idle := core.FormatIdleFor(p.Partition, u, now); idle != "" {
+			parts = append(parts, "idle now for "+idle)
 		}
 		parts = append(parts, "memory peak "+core.FormatBytes(u.MemoryPeak))
 		if !u.LastActive.IsZero() {

@@ -61,7 +61,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		compute, ended := "-", "-"
 		status := p.Status(now, warnLead)
 		if p.ComputePct > 0 {
-			compute = fmt.Sprintf("%d%% of SMs", p.ComputePct)
+			compute = computeCap(p)
 		}
 		if status.Ended() {
 			ended = endedAt(p.Partition).Local().Format("Jan 2 15:04:05")
@@ -227,4 +227,14 @@ func migLabel(mig bool) string {
 		return "  (MIG enabled)"
 	}
 	return ""
+}
+
+// computeCap is a booking's cap on the share of SMs, and whether it is
+// only recorded (AMD and Intel GPUs have no MPS to apply it).
+func computeCap(p core.Partition) string {
+	s := fmt.Sprintf("%d%% of SMs", p.ComputePct)
+	if p.CapNotApplied {
+		s += " (not applied)"
+	}
+	return s
 }

@@ -280,7 +280,8 @@ func (g gpuCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+// mib is b in whole MiB, rounded down, as dcgm-exporter prints them.
+func mib(b uint64) float64 { return float64(b >> 20) }
 
 // The metrics read from the ledger.
 var (

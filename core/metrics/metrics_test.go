@@ -142,9 +142,10 @@ func value(m *dto.Metric) float64 {
 func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	r := newRig(t, metrics.CompatDCGM)
 	first := r.book(3, 0.5, time.Hour)
-	r.book(3, 0.25, 2*time.Hour)
+	second := r.book(3, 0.25, 2*time.Hour)
 	r.book(0, 0.1, 30*time.Minute)
 	ending := r.book(3, 0.125, 2*time.Second)
+	r.process(3, 3<<19, second.ID, 0) // 1.5 MiB
 	r.process(3, 2<<30, first.ID, 0)
 	stopped := r.process(3, 1<<30, ending.ID, 0)
 	r.process(3, 3<<30, 0, 65534) // nobody's, with no booking: warned, not stopped
@@ -218,7 +219,10 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 		require.Len(t, fams[name].GetMetric(), 4, name)
 	}
 	used := series(fams["DCGM_FI_DEV_FB_USED"])["UUID=SIM-00000000-0000-0000-0000-000000000003,gpu=3,hostname="+host+",modelName=Simulated H100 80GB"]
-	require.Equal(t, float64(5<<10), value(used), "GPU 3 holds 2 GiB booked and 3 GiB unbooked, in MiB")
+	// In whole MiB, rounded down, as dcgm-exporter prints them.
+	require.Equal(t, float64(5<<10+1), value(used), "GPU 3 holds 2 GiB and 1.5 MiB booked and 3 GiB unbooked")
+	free := series(fams["DCGM_FI_DEV_FB_FREE"])["UUID=SIM-00000000-0000-0000-0000-000000000003,gpu=3,hostname="+host+",modelName=Simulated H100 80GB"]
+	require.Equal(t, float64(75<<10-2), value(free), "80 GiB less 5 GiB and 1.5 MiB")
 }
 
 const prometheusCounter = "COUNTER"

@@ -182,7 +182,9 @@ func transient(err error) bool {
 // not answer in time, could not serve (no leader), or said why not.
 func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 	eps := strings.Join(s.cfg.Endpoints, ",")
-	switch {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrTLS):
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, cause)
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %w)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
 	case transient(err):
@@ -222,7 +224,7 @@ const (
 // etcd fails while committing, Update finds out whether the commit
 // happened before saying so.
 func (s *Store) Update(fn func(*storage.Tx) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	ctx, cancel := s.operation()
 	defer cancel()
 	lost := 0 // attempts that lost to another writer
 	busy := func() error {
@@ -322,7 +324,7 @@ func (s *Store) endTurn(token string) {
 
 // View runs fn in one read-only transaction at one revision.
 func (s *Store) View(fn func(*storage.Tx) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	ctx, cancel := s.operation()
 	defer cancel()
 	t := &tx{s: s, ctx: ctx}
 	stx, err := storage.NewTx(t)

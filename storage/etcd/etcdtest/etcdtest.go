@@ -5,6 +5,7 @@
 package etcdtest
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,7 @@ type Member struct {
 	DataDir   string
 	args      []string
 	bin       string
+	tls       *tls.Config // the client's, to ask a TLS member for its health
 	mu        sync.Mutex
 	cmd       *exec.Cmd
 	exited    chan struct{}
@@ -76,6 +78,32 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// StartTLS starts one member that serves clients over TLS only, with the
+// certificates certs holds; clientCerts makes it require a client
+// certificate signed by the same CA. It stops when the test ends.
+func StartTLS(t testing.TB, certs *Certs, clientCerts bool) *Cluster {
+	t.Helper()
+	bin := need(t)
+	var c *Cluster
+	var err error
+	for range 3 { // as StartIn: a port picked free may be taken meanwhile
+		if c, err = startOnce(bin, t.TempDir(), 1, &tlsServer{certs, clientCerts}); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// tlsServer is how a member serves clients over TLS.
+type tlsServer struct {
+	certs       *Certs
+	clientCerts bool
 }
 
 var shared struct {
@@ -134,7 +162,7 @@ func StartIn(bin, dir string, n int) (*Cluster, error) {
 	// A port picked free may be taken by another test process before
 	// etcd binds it: pick again.
 	for range 3 {
-		c, err := startOnce(bin, dir, n)
+		c, err := startOnce(bin, dir, n, nil)
 		if err == nil {
 			return c, nil
 		}
@@ -143,7 +171,7 @@ func StartIn(bin, dir string, n int) (*Cluster, error) {
 	return nil, lastErr
 }
 
-func startOnce(bin, dir string, n int) (*Cluster, error) {
+func startOnce(bin, dir string, n int, secure *tlsServer) (*Cluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
@@ -153,9 +181,17 @@ func startOnce(bin, dir string, n int) (*Cluster, error) {
 	for i := range n {
 		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
 	}
+	scheme := "http"
+	var clientTLS *tls.Config
+	if secure != nil {
+		scheme = "https"
+		if clientTLS, err = secure.certs.ClientTLS(); err != nil {
+			return nil, err
+		}
+	}
 	c := &Cluster{}
 	for i := range n {
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
+		client := fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i])
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
 		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: client, DataDir: filepath.Join(dir, fmt.Sprintf("%s-m%d", token, i)), bin: bin}
 		m.args = []string{
@@ -165,6 +201,13 @@ func startOnce(bin, dir string, n int) (*Cluster, error) {
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", token,
 			"--logger", "zap", "--log-level", "error", "--log-outputs", "stderr",
+		}
+		if secure != nil {
+			m.tls = clientTLS
+			m.args = append(m.args, "--cert-file", secure.certs.ServerCert, "--key-file", secure.certs.ServerKey)
+			if secure.clientCerts {
+				m.args = append(m.args, "--client-cert-auth", "--trusted-ca-file", secure.certs.CA)
+			}
 		}
 		if err := m.start(); err != nil {
 			c.Stop()
@@ -227,7 +270,10 @@ func (m *Member) start() error {
 }
 
 // Endpoint is the member's client address, host:port.
-func (m *Member) Endpoint() string { return strings.TrimPrefix(m.ClientURL, "http://") }
+func (m *Member) Endpoint() string {
+	_, hostPort, _ := strings.Cut(m.ClientURL, "://")
+	return hostPort
+}
 
 // Endpoints are every member's client address.
 func (c *Cluster) Endpoints() []string {
@@ -284,7 +330,7 @@ func (m *Member) Restart() error {
 
 // Healthy reports whether the member answers and sees a leader.
 func (m *Member) Healthy() bool {
-	cl := http.Client{Timeout: time.Second}
+	cl := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: m.tls, DisableKeepAlives: true}}
 	resp, err := cl.Get(m.ClientURL + "/health")
 	if err != nil {
 		return false

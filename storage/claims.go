@@ -1,0 +1,59 @@
+package storage
+
+// Claims: which monitor took on which act.
+
+import (
+	"fmt"
+	"time"
+)
+
+// Claim records that one monitor took on one act (signalling a process,
+// say), so that however many monitors run, each act is done once. A claim
+// whose holder lacked permission is marked NeedsRoot: it waits for a monitor
+// running as root to take it over.
+type Claim struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	NeedsRoot bool      `json:"needs_root,omitempty"`
+}
+
+// Claims returns every claim by key.
+func (tx *Tx) Claims() (map[string]Claim, error) {
+	out := map[string]Claim{}
+	err := tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+		var c Claim
+		if err := decode(v, &c); err != nil {
+			return false, fmt.Errorf("claim %q: %w", k, err)
+		}
+		out[string(k)] = c
+		return true, nil
+	})
+	return out, err
+}
+
+// PutClaim stores (or replaces) the claim on key.
+func (tx *Tx) PutClaim(key string, c Claim) error {
+	raw, err := tx.writable("put claim")
+	if err != nil {
+		return err
+	}
+	return put(raw, bucketClaims, []byte(key), c)
+}
+
+// DropMax is the most records one call of DropClaims or DropGPUMinutes
+// deletes, so that a transaction stays small enough for every engine (etcd
+// takes 128 writes in one by default); later calls delete the rest.
+const DropMax = 16
+
+// DropClaims deletes claims made before cutoff: the acts they guarded are
+// long done, and the processes they named long gone.
+func (tx *Tx) DropClaims(cutoff time.Time) error {
+	raw, err := tx.writable("drop claims")
+	if err != nil {
+		return err
+	}
+	return deleteWhere(tx, raw, bucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
+		var c Claim
+		return decode(v, &c) != nil || c.At.Before(cutoff), true
+	})
+}
