@@ -113,7 +113,7 @@ func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
 	m = press(t, m, "50%", "enter")
 	require.Equal(t, booking, m.mode)
 	require.Contains(t, m.form.err, core.ErrOverbooked.Error())
-	require.True(t, m.status.isErr)
+	require.Empty(t, m.status.text, "the form says it; the status line does not repeat it")
 	require.Len(t, live(t, w.client), 1)
 }
 

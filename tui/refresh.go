@@ -143,7 +143,8 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case createdMsg:
 		if msg.err != nil {
 			if m.mode == booking {
-				m.form.failed(msg.err)
+				m.form.failed(msg.err) // the form says it, and when it would fit
+				return nil
 			}
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
