@@ -111,7 +111,7 @@ func TestFormBooksAhead(t *testing.T) {
 	require.Contains(t, v, "starts "+start)
 	require.Contains(t, v, "next: alice 50% at "+start)
 	require.True(t, m.keys.Release.Enabled(), "a booking ahead can be released")
-	m = press(t, m, "x", "y")
+	press(t, m, "x", "y")
 	require.Empty(t, live(t, w.client))
 }
 
