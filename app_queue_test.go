@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,16 +13,8 @@ import (
 // books it, and the app shows the booking.
 func TestAppJoinsTheLineFromTheForm(t *testing.T) {
 	bin, db := rootsLedgerForAll(t, "1")
-	cover, err := os.MkdirTemp("", "chronos-cover-") // nobody cannot write the test's
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(cover, 0o777))
-	t.Cleanup(func() {
-		files, _ := os.ReadDir(cover)
-		for _, f := range files {
-			_ = os.Rename(filepath.Join(cover, f.Name()), filepath.Join(coverDir, f.Name()))
-		}
-		os.RemoveAll(cover)
-	})
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
 	env := append(binEnv(db), "GOCOVERDIR="+cover, "HOME=/nonexistent", "PS1=$ ")
 	s := newTmux(t, 100, 30, env...)
 	s.keys("runuser -u nobody -- "+bin, "Enter")
