@@ -92,18 +92,8 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), binEnv(db)...)
 	if cred != nil {
-		// Another uid cannot write to the test's coverage directory: it
-		// writes to its own, and its data is moved over afterwards.
-		dir, err := os.MkdirTemp("", "chronos-cover-")
-		require.NoError(t, err)
-		require.NoError(t, os.Chmod(dir, 0o777))
-		defer func() {
-			files, _ := os.ReadDir(dir)
-			for _, f := range files {
-				_ = os.Rename(filepath.Join(dir, f.Name()), filepath.Join(coverDir, f.Name()))
-			}
-			os.RemoveAll(dir)
-		}()
+		dir, collect := otherUserCoverDir(t)
+		defer collect()
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+dir)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
@@ -130,6 +120,22 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 
 // binEnv is the environment the binary runs in: the ledger at db, two
 // simulated 80 GiB GPUs, and where to write coverage.
+// otherUserCoverDir is a coverage directory for the binary run as another
+// uid, which cannot write to the test's: collect moves its data over.
+func otherUserCoverDir(t testing.TB) (dir string, collect func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chronos-cover-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o777))
+	return dir, func() {
+		files, _ := os.ReadDir(dir)
+		for _, f := range files {
+			_ = os.Rename(filepath.Join(dir, f.Name()), filepath.Join(coverDir, f.Name()))
+		}
+		os.RemoveAll(dir)
+	}
+}
+
 func binEnv(db string) []string {
 	return []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "GOCOVERDIR=" + coverDir}
 }
