@@ -68,28 +68,19 @@ only where it cannot delay anyone ahead (backfill).`,
 // eachID reads every id first (a bad one changes nothing), then does each
 // in turn (see doEach).
 func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, id uint64) (string, error)) error {
-	ids, err := parseIDs(a)
-	if err != nil {
-		return err
+	ids := make([]uint64, 0, len(a))
+	for _, s := range a {
+		id, err := core.ParseID(s)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
 	}
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
 	return doEach(cmd, c, ids, do)
-}
-
-// parseIDs reads ids as typed; the first bad one is the error.
-func parseIDs(a []string) ([]uint64, error) {
-	ids := make([]uint64, 0, len(a))
-	for _, s := range a {
-		id, err := core.ParseID(s)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 // doEach does each id in turn, saying what it did or why not: one refusal

@@ -27,24 +27,23 @@ a pipe) it releases nothing unless --yes says so.`,
 			return cobra.MinimumNArgs(1)(cmd, a)
 		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			ids, err := parseIDs(a)
-			if err != nil {
-				return err
+			release := func(c *core.Client, id uint64) (string, error) {
+				_, err := c.Release(id)
+				return fmt.Sprintf("Released %d.", id), err
+			}
+			// Release what can be released; report each refusal on its own.
+			if !mine {
+				return eachID(cmd, g, a, release)
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			if mine {
-				if ids, err = confirmMine(cmd, c, yes); err != nil || len(ids) == 0 {
-					return err
-				}
+			ids, err := confirmMine(cmd, c, yes)
+			if err != nil || len(ids) == 0 {
+				return err
 			}
-			// Release what can be released; report each refusal on its own.
-			return doEach(cmd, c, ids, func(c *core.Client, id uint64) (string, error) {
-				_, err := c.Release(id)
-				return fmt.Sprintf("Released %d.", id), err
-			})
+			return doEach(cmd, c, ids, release)
 		},
 	}
 	cmd.Flags().BoolVar(&mine, "mine", false, "release all your live bookings")

@@ -275,17 +275,11 @@ type layout struct {
 	users map[int]*track
 }
 
-// track is the slots of one GPU or one user, and the changes of what they
-// hold: the bookings alone, and with the places kept for requests.
+// track is the slots of one GPU or one user, and what they hold over
+// time: the bookings alone, and with the places kept for requests.
 type track struct {
 	slots       calendar
-	booked, all []change
-}
-
-// change is a rise (a slot starts) or fall (it ends) at an instant.
-type change struct {
-	at    time.Time
-	delta int64
+	booked, all steps
 }
 
 func newLayout(c calendar) *layout {
@@ -304,9 +298,9 @@ func (l *layout) add(s slot) {
 		if !s.end.After(s.start) {
 			continue
 		}
-		t.all = addChange(addChange(t.all, s.start, s.share), s.end, -s.share)
+		t.all.add(s.start, s.end, s.share)
 		if s.request == 0 {
-			t.booked = addChange(addChange(t.booked, s.start, s.share), s.end, -s.share)
+			t.booked.add(s.start, s.end, s.share)
 		}
 	}
 }
@@ -320,11 +314,6 @@ func trackIn[K comparable](m map[K]*track, k K) *track {
 	return t
 }
 
-func addChange(cs []change, at time.Time, delta int64) []change {
-	i, _ := slices.BinarySearchFunc(cs, at, func(c change, t time.Time) int { return c.at.Compare(t) })
-	return slices.Insert(cs, i, change{at, delta})
-}
-
 // weighing is one request weighed against a layout: what its GPU and its
 // owner hold, as steps.
 type weighing struct {
@@ -336,9 +325,9 @@ type weighing struct {
 
 func (l *layout) weigh(a ask) weighing {
 	g, u := trackIn(l.gpus, a.gpu), trackIn(l.users, a.uid)
-	w := weighing{a: a, booked: stepsOf(g.booked), kept: stepsOf(g.all), mineSlots: u.slots}
+	w := weighing{a: a, booked: g.booked, kept: g.all, mineSlots: u.slots}
 	if a.limits.UserGPUs > 0 && !a.limits.Exempt {
-		w.mine = stepsOf(u.all)
+		w.mine = u.all
 	}
 	return w
 }
@@ -459,20 +448,28 @@ type steps struct {
 	sum []int64
 }
 
-// stepsOf sums changes in time order; where some slots end and others
-// start at one instant, only what holds from then on counts (intervals
-// are half-open).
-func stepsOf(changes []change) steps {
-	var f steps
-	var sum int64
-	for i, ch := range changes {
-		sum += ch.delta
-		if i+1 < len(changes) && changes[i+1].at.Equal(ch.at) {
-			continue
-		}
-		f.at, f.sum = append(f.at, ch.at), append(f.sum, sum)
+// add adds delta to what f holds over [from, to): a slot kept up to date
+// as the line is laid out, rather than summed again for every request.
+func (f *steps) add(from, to time.Time, delta int64) {
+	i, j := f.split(from), f.split(to)
+	for k := i; k < j; k++ {
+		f.sum[k] += delta
 	}
-	return f
+}
+
+// split makes a step start at t, holding what held there, and returns its
+// index.
+func (f *steps) split(t time.Time) int {
+	i, found := slices.BinarySearchFunc(f.at, t, time.Time.Compare)
+	if found {
+		return i
+	}
+	var held int64
+	if i > 0 {
+		held = f.sum[i-1]
+	}
+	f.at, f.sum = slices.Insert(f.at, i, t), slices.Insert(f.sum, i, held)
+	return i
 }
 
 // holding is the step that holds at t: -1 before the first.

@@ -40,22 +40,30 @@ func randomGPU(rng *rand.Rand) gpuID {
 	return gpuID{host: []string{"", "gpu3"}[rng.IntN(2)], device: rng.IntN(2)}
 }
 
+// randomCalendar is up to 12 slots of three users on two hosts' GPUs, a
+// quarter of them places kept for requests, each at least shortest
+// seconds long.
+func randomCalendar(rng *rand.Rand, shortest int) calendar {
+	var cal calendar
+	for range rng.IntN(12) {
+		start := rng.IntN(60)
+		s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
+			start: at(start), end: at(start + shortest + rng.IntN(40))}
+		if rng.IntN(4) == 0 {
+			s.request = uint64(1 + rng.IntN(5)) // a place kept for a request ahead
+		}
+		cal = append(cal, s)
+	}
+	return cal
+}
+
 // earliest gives the first instant a request fits, checked against every
 // whole second before it on random calendars of two hosts' GPUs, kept
 // places and quotas: no earlier second fits, and the one it names does.
 func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 3000 {
-		var cal calendar
-		for range rng.IntN(12) {
-			start := rng.IntN(60)
-			s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
-				start: at(start), end: at(start + 1 + rng.IntN(40))}
-			if rng.IntN(4) == 0 {
-				s.request = uint64(1 + rng.IntN(5)) // a place kept for a request ahead
-			}
-			cal = append(cal, s)
-		}
+		cal := randomCalendar(rng, 1)
 		a := ask{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
 			length: time.Duration(1+rng.IntN(20)) * time.Second, limits: Limits{Share: 1}}
 		if rng.IntN(2) == 0 {
@@ -90,27 +98,18 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 func TestStepsAgreeWithTheSweep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := range 3000 {
-		var cal calendar
-		for range rng.IntN(12) {
-			start := rng.IntN(60)
-			s := slot{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
-				start: at(start), end: at(start + rng.IntN(40))} // some empty
-			if rng.IntN(4) == 0 {
-				s.request = uint64(1 + rng.IntN(5))
-			}
-			cal = append(cal, s)
-		}
+		cal := randomCalendar(rng, 0) // some slots empty
 		lay := newLayout(cal)
 		g, uid := randomGPU(rng), rng.IntN(3)
 		from := at(rng.IntN(70))
 		to := from.Add(time.Duration(1+rng.IntN(30)) * time.Second)
 		gt, ut := trackIn(lay.gpus, g), trackIn(lay.users, uid)
-		require.Equal(t, cal.peak(onGPU(g), from, to), stepsOf(gt.booked).mostIn(from, to), "round %d", round)
-		require.Equal(t, cal.peak(onGPUOrKept(g), from, to), stepsOf(gt.all).mostIn(from, to), "round %d", round)
-		require.Equal(t, cal.peak(ofUser(uid), from, to), stepsOf(ut.all).mostIn(from, to), "round %d", round)
+		require.Equal(t, cal.peak(onGPU(g), from, to), gt.booked.mostIn(from, to), "round %d", round)
+		require.Equal(t, cal.peak(onGPUOrKept(g), from, to), gt.all.mostIn(from, to), "round %d", round)
+		require.Equal(t, cal.peak(ofUser(uid), from, to), ut.all.mostIn(from, to), "round %d", round)
 
 		length, limit := to.Sub(from), int64(rng.IntN(11))*100_000
-		got, ok := stepsOf(gt.all).roomFrom(from, length, limit)
+		got, ok := gt.all.roomFrom(from, length, limit)
 		require.True(t, ok, "round %d: every slot ends", round)
 		require.LessOrEqual(t, cal.peak(onGPUOrKept(g), got, got.Add(length)), limit, "round %d", round)
 		for s := from; s.Before(got); s = s.Add(time.Second) {

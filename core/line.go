@@ -742,6 +742,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 	defer timer.Stop()
 	var last QueueEntry
 	var next, wake time.Time // when the line may be laid out again; when to look next
+	crowd := 0               // how many waited when the line was last laid out
 	acted, look := false, true
 	for {
 		r, err := c.request(id)
@@ -760,7 +761,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			if err != nil && !errors.Is(err, storage.ErrBusy) {
 				return nil, err
 			}
-			next, look = c.now().Add(layoutEvery(waiting)), false
+			next, look, crowd = c.now().Add(layoutEvery(waiting)), false, waiting
 			if due && !acted {
 				// Someone can start (perhaps this request) or must leave,
 				// and no other process has placed them yet.
@@ -791,6 +792,19 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			return nil, c.leave(id, ctx.Err())
 		case <-changes:
 			acted = false
+			// A change wakes every waiter at once. In a long line each
+			// reads after a random part of settleFor(crowd), with the
+			// changes that come meanwhile, rather than all together after
+			// each: a file's readers hold its writers off.
+			select {
+			case <-ctx.Done():
+				return nil, c.leave(id, ctx.Err())
+			case <-time.After(rand.N(settleFor(crowd))):
+			}
+			select {
+			case <-changes:
+			default:
+			}
 		case <-timer.C:
 			acted, look = false, true
 		}
@@ -799,12 +813,23 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 
 // layoutEvery is how long a waiter leaves between laying out a line of n
 // after the ledger changed: a second, and for a long line longer, so that
-// all its waiters together lay it out about a hundred times a second at
-// most; plus as much again at random, so that the waiters a change woke
-// together do not read together.
+// all its waiters together lay it out about twenty times a second at most
+// (a line of 200 takes some 5 ms to read and lay out, much more on a
+// loaded machine); plus as much again at random, so that the waiters a
+// change woke together do not read together.
 func layoutEvery(n int) time.Duration {
-	d := max(time.Second, time.Duration(n)*10*time.Millisecond)
+	d := max(time.Second, time.Duration(n)*50*time.Millisecond)
 	return d + rand.N(d)
+}
+
+// settleFor is how long, at most, a waiter in a line of n lets a change
+// settle before it reads its request: 10 ms a waiter, up to 2 s — so that
+// a line's waiters read about two hundred times a second at most after a
+// burst of changes (a file's readers hold its writers off), and each
+// learns of its booking within a second in a line of up to a hundred,
+// within two in a longer one.
+func settleFor(n int) time.Duration {
+	return min(time.Duration(max(n, 1))*10*time.Millisecond, 2*time.Second)
 }
 
 // request reads one request.

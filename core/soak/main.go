@@ -454,6 +454,9 @@ func (d *driver) setUp() error {
 	if err := os.Chmod(d.dir, 0o777); err != nil {
 		return err
 	}
+	if d.cfg.etcd > 0 {
+		return nil // a ledger on etcd is the server's: no file to share
+	}
 	return os.Chmod(d.db, 0o666)
 }
 
