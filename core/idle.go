@@ -87,8 +87,32 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 func someoneWaits(tx *storage.Tx, g gpuID, now time.Time) (bool, error) {
 	line, err := tx.WaitingRequests()
 	return slices.ContainsFunc(line, func(r storage.Request) bool {
-		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && (r.Deadline.IsZero() || now.Before(r.Deadline))
+		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && stillWaits(r, now)
 	}), err
+}
+
+// stillWaits is whether r, in the line, still waits at now: one past its
+// --timeout leaves at the next placement, and wants nothing meanwhile.
+func stillWaits(r storage.Request, now time.Time) bool {
+	return r.Deadline.IsZero() || now.Before(r.Deadline)
+}
+
+// Waiting counts the requests waiting in line for this host's GPUs, by GPU
+// index; AnyDevice counts those for any of its GPUs. Requests past their
+// --timeout are left out, as the idle ladder leaves them out.
+func (c *Client) Waiting() (map[int]int, error) {
+	n := map[int]int{}
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		line, err := tx.WaitingRequests()
+		now := c.now()
+		for _, r := range line {
+			if r.Host == c.host && stillWaits(r, now) {
+				n[r.Device]++
+			}
+		}
+		return err
+	})
+	return n, err
 }
 
 // Hold exempts a live booking from idle reclaim for d (at most the
