@@ -10,12 +10,22 @@ import (
 
 const usageMonth = 30 * 24 * time.Hour
 
-// Usage reports, for everyone who booked in the last 30 days, waits in
-// line or has usage on record, what they used and what is left them.
+// Usage reports, for everyone who booked or used a GPU in the last 30
+// days, waits in line or has usage on record, what they used and what is
+// left them. Used, idle and unbooked GPU-hours are the report's, of the
+// last 7 and 30 days.
 func (c *Client) Usage() ([]UserUsage, error) {
+	now := c.now()
+	week, err := c.reportByUser(now.Add(-7 * 24 * time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	month, err := c.reportByUser(now.Add(-usageMonth))
+	if err != nil {
+		return nil, err
+	}
 	var out []UserUsage
-	err := c.ledger.View(func(tx *storage.Tx) error {
-		now := c.now()
+	err = c.ledger.View(func(tx *storage.Tx) error {
 		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
@@ -45,6 +55,13 @@ func (c *Client) Usage() ([]UserUsage, error) {
 		for _, r := range b.line {
 			users[r.UID] = r.User
 		}
+		unbooked, err := tx.Unbooked(now.Add(-usageMonth))
+		if err != nil {
+			return err
+		}
+		for _, d := range unbooked {
+			users[d.UID] = d.User
+		}
 		for uid, name := range users {
 			l := b.limitsFor(uid, name)
 			u := UserUsage{UID: uid, User: name,
@@ -54,7 +71,11 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				Usage:    used[uid] / 3600,
 				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
 			}
-			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
+			w, m := week[name], month[name]
+			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, unbookedHours(w)
+			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, unbookedHours(m)
+			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && m.UsedHours == 0 && u.Unbooked30d == 0 &&
+				!slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
 				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
 				continue // nothing in the last 30 days
 			}
@@ -82,4 +103,22 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	})
 	slices.SortFunc(out, func(a, b UserUsage) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.User, b.User)) })
 	return out, err
+}
+
+// reportByUser is the report of [from, now) by user, its rows by name.
+func (c *Client) reportByUser(from time.Time) (map[string]ReportRow, error) {
+	r, err := c.Report(from, ReportByUser)
+	rows := make(map[string]ReportRow, len(r.Rows))
+	for _, row := range r.Rows {
+		rows[row.Key] = row
+	}
+	return rows, err
+}
+
+// unbookedHours is the row's unbooked use; none when it has no row.
+func unbookedHours(r ReportRow) float64 {
+	if r.UnbookedHours == nil {
+		return 0
+	}
+	return *r.UnbookedHours
 }
