@@ -20,8 +20,7 @@ func usageCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage",
 		Short: "Per user: GPU-hours booked, used and idle (7 and 30 days), held now, quota left, fair share",
-		Long: `Show, for everyone who booked or used a GPU in the last 30 days or waits in
-line: GPU-equivalents held now and booked ahead, what the user-gpus and
+		Long: `Show, for everyone who booked in the last 30 days or waits in line: GPU-equivalents held now and booked ahead, what the user-gpus and
 user-hours quotas leave, and the fair-share factor that orders the line: 1 for
 no recent use, 0.5 at an equal share of the machine, lower above it (usage
 decays with the policy's half-life).

@@ -24,14 +24,16 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 	// whole GPU for 2h twenty days ago (1h used, 30m idle).
 	seedUsage(t, db, 1, "daemon", 0, 500_000, now.Add(-72*time.Hour), 4*time.Hour, 3*time.Hour, time.Hour)
 	seedUsage(t, db, 1, "daemon", 1, 1_000_000, now.Add(-20*24*time.Hour), 2*time.Hour, time.Hour, 30*time.Minute)
-	// nobody booked nothing, but used GPUs unbooked: 1.5h two days ago,
-	// 30m ten days ago.
+	// nobody: a quarter of a GPU for 2h ten days ago, all idle; and GPUs
+	// used with no booking: 1.5h two days ago, 30m ten days ago.
+	seedUsage(t, db, 65534, "nobody", 1, 250_000, now.Add(-10*24*time.Hour), 2*time.Hour, 0, 2*time.Hour)
 	require.NoError(t, ledgerAt(db).Update(func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		for _, p := range parts { // what the ending of each wrote for fair share
 			err = cmpErr(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: p.Ended, SharePPM: p.SharePPM}))
 		}
 		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 1, User: "daemon", GPUSeconds: 4 * 3600, At: now.Add(-68 * time.Hour)}))
+		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 1800, At: now.Add(-238 * time.Hour)}))
 		err = cmpErr(err, tx.AddUnbooked(now.Add(-48*time.Hour), 65534, "nobody", 90*time.Minute))
 		return cmpErr(err, tx.AddUnbooked(now.Add(-10*24*time.Hour), 65534, "nobody", 30*time.Minute))
 	}))
@@ -46,7 +48,7 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 	require.Equal(t, "", lines[3])
 	require.Regexp(t, `^USER\s+BOOKED 7D\s+30D\s+USED 7D\s+30D\s+IDLE 7D\s+30D\s+UNBOOKED 7D\s+30D$`, lines[5])
 	require.Regexp(t, `^daemon\s+2\.0\s+4\.0\s+3\.0\s+4\.0\s+0\.5\s+1\.0\s+0\.0\s+0\.0$`, lines[6])
-	require.Regexp(t, `^nobody\s+0\.0\s+0\.0\s+0\.0\s+0\.0\s+0\.0\s+0\.0\s+1\.5\s+2\.0$`, lines[7])
+	require.Regexp(t, `^nobody\s+0\.0\s+0\.5\s+0\.0\s+0\.0\s+0\.0\s+0\.5\s+1\.5\s+2\.0$`, lines[7])
 	for _, l := range lines {
 		require.LessOrEqual(t, len([]rune(l)), 80, l)
 	}
@@ -58,7 +60,8 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 	require.Len(t, users, 2)
 	require.Equal(t, core.UserUsage{UID: 1, User: "daemon", Hours7d: 2, Hours30d: 4, Used7d: 3, Used30d: 4, Idle7d: 0.5, Idle30d: 1,
 		Usage: users[0].Usage, Factor: users[0].Factor}, users[0], "usage and fair share decay with time")
-	require.Equal(t, core.UserUsage{UID: 65534, User: "nobody", Unbooked7d: 1.5, Unbooked30d: 2, Factor: 1}, users[1])
+	require.Equal(t, core.UserUsage{UID: 65534, User: "nobody", Hours30d: 0.5, Idle30d: 0.5, Unbooked7d: 1.5, Unbooked30d: 2,
+		Usage: users[1].Usage, Factor: users[1].Factor}, users[1])
 	require.Contains(t, r.stdout, `"used_gpu_hours_7d": 3,`)
 	require.Contains(t, r.stdout, `"unbooked_gpu_hours_30d": 2,`)
 }

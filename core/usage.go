@@ -10,9 +10,8 @@ import (
 
 const usageMonth = 30 * 24 * time.Hour
 
-// Usage reports, for everyone who booked or used a GPU in the last 30
-// days, waits in line or has usage on record, what they used and what is
-// left them. Used, idle and unbooked GPU-hours are the report's, of the
+// Usage reports, for everyone who booked in the last 30 days, waits in
+// line or has usage on record, what they used and what is left them. Used, idle and unbooked GPU-hours are the report's, of the
 // last 7 and 30 days.
 func (c *Client) Usage() ([]UserUsage, error) {
 	now := c.now()
@@ -55,13 +54,6 @@ func (c *Client) Usage() ([]UserUsage, error) {
 		for _, r := range b.line {
 			users[r.UID] = r.User
 		}
-		unbooked, err := tx.Unbooked(now.Add(-usageMonth))
-		if err != nil {
-			return err
-		}
-		for _, d := range unbooked {
-			users[d.UID] = d.User
-		}
 		for uid, name := range users {
 			l := b.limitsFor(uid, name)
 			u := UserUsage{UID: uid, User: name,
@@ -74,8 +66,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 			w, m := week[name], month[name]
 			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, unbookedHours(w)
 			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, unbookedHours(m)
-			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && m.UsedHours == 0 && u.Unbooked30d == 0 &&
-				!slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
+			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
 				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
 				continue // nothing in the last 30 days
 			}
