@@ -39,7 +39,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		u.Warnings, u.WarnedAt = k+1, now
 		a := Act{Time: now, Kind: storage.EventIdle, Partition: p.ID, User: p.User,
 			Detail: fmt.Sprintf("idle for %s on GPU %d: %s — do GPU work, or `chronos hold %d %s --reason …`",
-				FormatDuration(u.IdleFor.Truncate(time.Minute)), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, FormatDuration(pol.HoldMax))}
+				formatIdle(u.IdleFor), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, FormatDuration(pol.HoldMax))}
 		return []Act{a}, m.record(tx, a)
 	}
 	if !due(pol.Idle) {
@@ -61,7 +61,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 	}
 	a := Act{Time: now, Kind: storage.EventReclaimed, Partition: p.ID, User: p.User,
 		Detail: fmt.Sprintf("released after %s idle on GPU %d (%s); its processes are handled as at expiry (%s)",
-			FormatDuration(u.IdleFor.Truncate(time.Minute)), p.Device, why, pol.Expiry)}
+			formatIdle(u.IdleFor), p.Device, why, pol.Expiry)}
 	return []Act{a}, m.record(tx, a)
 }
 
@@ -71,6 +71,16 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
 	p.Expires = now
 	return endBooking(tx, p, storage.Expired, now)
+}
+
+// formatIdle is how long a booking has been idle, for its owner: in whole
+// minutes, or seconds under a minute (a ladder shortened for a test warns
+// then, and "idle for 0s" would say it was not idle).
+func formatIdle(d time.Duration) string {
+	if d < time.Minute {
+		return FormatDuration(d.Truncate(time.Second))
+	}
+	return FormatDuration(d.Truncate(time.Minute))
 }
 
 // reclaimWhen says what happens at the end of the ladder, in left.
