@@ -101,7 +101,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 		if e.Booking != 0 {
 			kinds[e.Booking] = append(kinds[e.Booking], string(e.Kind))
 			if e.Kind == storage.EventIdle {
-				require.Regexp(t, `^idle for [1-9]\d*s on GPU \d: it will be released after 1m idle if someone is waiting for the GPU`, e.Detail)
+				require.Regexp(t, `^idle for [1-9]\d*[sm] on GPU \d: it will be released after 1m idle if someone is waiting for the GPU`, e.Detail)
 			}
 		}
 	}

@@ -36,7 +36,7 @@ exec > >(tee "$LOG") 2>&1
 
 # A minute, not hours: the sleeper is warned after 30 idle seconds; at 1
 # idle minute it would be released, but only once someone waits for GPU 0.
-LADDER="reclaim=when-waiting idle=1m idle-warn=30s idle-sm=5% idle-start=30s expiry=terminate grace=10s"
+LADDER="reclaim=when-waiting idle=1m idle-warn=30s idle-sm=5% idle-start=0s expiry=terminate grace=10s"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
