@@ -61,18 +61,8 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "1", "80%", "1h").code)
 	require.NoError(t, os.Chmod(db, 0o666))
 
-	cover, err := os.MkdirTemp("", "chronos-cover-") // nobody's coverage, moved over at the end
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(cover, 0o777))
-	t.Cleanup(func() {
-		files, _ := os.ReadDir(cover)
-		for _, f := range files {
-			_ = os.Rename(filepath.Join(cover, f.Name()), filepath.Join(coverDir, f.Name()))
-		}
-		os.RemoveAll(cover)
-	})
 	waiter := exec.Command(bin, "create", "0", "50%", "10m", "--wait")
-	waiter.Env = append(os.Environ(), append(binEnv(db), "HOME=/nonexistent", "GOCOVERDIR="+cover)...)
+	waiter.Env = append(os.Environ(), append(binEnv(db), "HOME=/nonexistent", "GOCOVERDIR="+otherUserCover(t))...)
 	waiter.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
 	var booked bytes.Buffer
 	waiter.Stdout = &booked

@@ -92,19 +92,7 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), binEnv(db)...)
 	if cred != nil {
-		// Another uid cannot write to the test's coverage directory: it
-		// writes to its own, and its data is moved over afterwards.
-		dir, err := os.MkdirTemp("", "chronos-cover-")
-		require.NoError(t, err)
-		require.NoError(t, os.Chmod(dir, 0o777))
-		defer func() {
-			files, _ := os.ReadDir(dir)
-			for _, f := range files {
-				_ = os.Rename(filepath.Join(dir, f.Name()), filepath.Join(coverDir, f.Name()))
-			}
-			os.RemoveAll(dir)
-		}()
-		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+dir)
+		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+otherUserCover(t))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	cmd.Env = append(cmd.Env, env...)
@@ -126,6 +114,24 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), code}
+}
+
+// otherUserCover is a coverage directory for a binary run as another uid,
+// which cannot write to the test's: its data is moved over when the test
+// ends.
+func otherUserCover(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chronos-cover-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o777))
+	t.Cleanup(func() {
+		files, _ := os.ReadDir(dir)
+		for _, f := range files {
+			_ = os.Rename(filepath.Join(dir, f.Name()), filepath.Join(coverDir, f.Name()))
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // binEnv is the environment the binary runs in: the ledger at db, two
