@@ -61,8 +61,10 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "1", "80%", "1h").code)
 	require.NoError(t, os.Chmod(db, 0o666))
 
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
 	waiter := exec.Command(bin, "create", "0", "50%", "10m", "--wait")
-	waiter.Env = append(os.Environ(), append(binEnv(db), "HOME=/nonexistent", "GOCOVERDIR="+otherUserCover(t))...)
+	waiter.Env = append(os.Environ(), append(binEnv(db), "HOME=/nonexistent", "GOCOVERDIR="+cover)...)
 	waiter.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
 	var booked bytes.Buffer
 	waiter.Stdout = &booked

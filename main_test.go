@@ -92,7 +92,9 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), binEnv(db)...)
 	if cred != nil {
-		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+otherUserCover(t))
+		dir, collect := otherUserCoverDir(t)
+		defer collect()
+		cmd.Env = append(cmd.Env, "HOME=/nonexistent", "GOCOVERDIR="+dir)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	cmd.Env = append(cmd.Env, env...)
@@ -116,22 +118,20 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 	return result{out.String(), errb.String(), code}
 }
 
-// otherUserCover is a coverage directory for a binary run as another uid,
-// which cannot write to the test's: its data is moved over when the test
-// ends.
-func otherUserCover(t testing.TB) string {
+// otherUserCoverDir is a coverage directory for the binary run as another
+// uid, which cannot write to the test's: collect moves its data over.
+func otherUserCoverDir(t testing.TB) (dir string, collect func()) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "chronos-cover-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o777))
-	t.Cleanup(func() {
+	return dir, func() {
 		files, _ := os.ReadDir(dir)
 		for _, f := range files {
 			_ = os.Rename(filepath.Join(dir, f.Name()), filepath.Join(coverDir, f.Name()))
 		}
 		os.RemoveAll(dir)
-	})
-	return dir
+	}
 }
 
 // binEnv is the environment the binary runs in: the ledger at db, two

@@ -304,6 +304,10 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 		FormatTime(first.Expires, now)+"), bob (40%, #2, until "+FormatTime(second.Expires, now)+"). GPU 1 has 60% free. "+
 		"It would fit at "+FormatTime(first.Expires, now)+" (--wait joins the line)")
 	require.NotEqual(t, FormatTime(first.Expires, now), FormatTime(second.Expires, now), "a date three days ahead names its day")
+	var later *FitsLaterError // the app offers to wait in line with it
+	require.ErrorAs(t, err, &later)
+	require.Equal(t, first.Expires, later.At)
+	require.NotContains(t, later.Why.Error(), "It would fit")
 
 	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
 	require.ErrorContains(t, err, ". No other GPU has 70% free")

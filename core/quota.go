@@ -66,26 +66,44 @@ func formatGPUs(sharePPM int64) string {
 
 func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
 
+// FitsLaterError is a refusal of a request that cannot start when asked
+// but would at At, given the calendar: the app offers to wait in line.
+// Its message says so as the command line does; Why is the refusal alone.
+type FitsLaterError struct {
+	Why     error
+	At, Now time.Time
+}
+
+func (e *FitsLaterError) Error() string {
+	return e.Why.Error() + ". It would fit at " + FormatTime(e.At, e.Now) + " (--wait joins the line)"
+}
+
+func (e *FitsLaterError) Unwrap() error { return e.Why }
+
 // refusal is the error for a request that cannot start when asked
 // (start): which limit, the figure, and when it would fit (f.start; zero
-// when unknown).
+// when unknown), as a *FitsLaterError.
 func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) error {
-	lim := f.ask.limits
-	when := ""
-	if !f.start.IsZero() {
-		when = ". It would fit at " + FormatTime(f.start, b.now) + " (--wait joins the line)"
+	err := b.refusalNow(cal, blk, f, start)
+	if f.start.IsZero() {
+		return err
 	}
+	return &FitsLaterError{Why: err, At: f.start, Now: b.now}
+}
+
+func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time) error {
+	lim := f.ask.limits
 	switch blk.kind {
 	case blockedDevice:
-		return fmt.Errorf("%w: %s%s", ErrOverbooked, b.overbooked(cal, f, start), when)
+		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start))
 	case blockedReserved:
-		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you%s", ErrOverbooked, b.gpuName(blk.gpu), when)
+		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)%s", ErrQuota,
-			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share), when)
+		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)", ErrQuota,
+			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share))
 	case blockedHours:
-		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked%s", ErrQuota,
-			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()), when)
+		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", ErrQuota,
+			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()))
 	}
 	return fmt.Errorf("%w: %s", ErrOverbooked, blk.kind)
 }

@@ -17,7 +17,10 @@ fi
 WORK=$(mktemp -d)
 SOCK=$WORK/tmux.sock
 trap 'tmux -S "$SOCK" kill-server 2>/dev/null; rm -rf "$WORK"' EXIT
-go run ./scripts/demoledger "$WORK/demo.db" # the bookings, and an hour of the GPUs' history
+# The line's requests wait while their waiter runs: this sleep, ended on exit.
+sleep 900 & WAITER=$!
+trap 'kill $WAITER 2>/dev/null; tmux -S "$SOCK" kill-server 2>/dev/null; rm -rf "$WORK"' EXIT
+go run ./scripts/demoledger -waiter $WAITER "$WORK/demo.db" # the bookings, an hour of the GPUs' history, a waiting line
 
 # explicit: rewrites each colour change as the whole state in the forms
 # freeze draws, for it knows neither "default colour" (SGR 39, 49) nor
@@ -79,11 +82,15 @@ start 120 38
 shot app
 keys Tab
 shot processes
-keys Tab n
+keys Tab
+shot queue
+keys n Up 0 Down 5 0 % Enter # GPU 0 is full: the form offers to wait in line
 shot booking-form
 keys Escape
-sleep 0.3 # alone: an escape followed at once by j reads as alt+j
-keys j j Enter # erin's booking: GPU 3's last hour
+sleep 0.3 # alone: an escape followed at once by a key reads as alt+key
+keys Tab / d a v e Enter # dave's booking, idle all along, on busy GPU 1
+sleep 0.3
+keys Enter
 shot history
 start 80 24
 shot app-80x24

@@ -12,7 +12,7 @@
 // it, keeps its own keys (a help.KeyMap) and is sized by the root. All
 // reading and writing happens in tea.Cmds (cmds.go).
 //
-// To add a tab (a waiting line, say): write a type that meets
+// To add a tab: write a type that meets
 // the tab interface in tabs.go — usually a table of its own rows, shaped by
 // a pure function from the readings — and append it to the tabs in New. The
 // root then switches to it with tab, sizes it, hands it every new reading
@@ -113,6 +113,9 @@ type readings struct {
 	// their clocks.
 	hosts    []core.HostView
 	warnings []string
+	// The waiting line, read only while the Queue tab is shown (queueRead).
+	queue     []core.QueueEntry
+	queueRead bool
 }
 
 // mode is what the keyboard is talking to.
@@ -124,6 +127,7 @@ const (
 	releasing           // the prompt waits for y to confirm a release
 	extending           // the prompt takes an extension
 	filtering           // the prompt takes a filter, applied as it is typed
+	cancelling          // the prompt waits for y to take a request out of the line
 	viewingHistory      // one GPU's history fills the screen
 )
 
@@ -147,6 +151,7 @@ type Model struct {
 	gpus      *gpuPanel
 	bookings  *bookingsTab
 	processes *processesTab
+	queue     *queueTab
 	tabs      []tab
 	active    int
 	form      *bookingForm
@@ -160,6 +165,7 @@ type Model struct {
 	sortBy   sortKey
 	fullHelp bool
 	target   bookingRow // what x or e acts on
+	request  queueRow   // the request x cancels in the Queue tab
 
 	// notices are the person's notices not yet dismissed, at most one per
 	// booking, the newest last: it is the one shown.
@@ -191,10 +197,11 @@ func New(opts Options) *Model {
 		gpus:      newGPUPanel(sh, int(historyWindow/(gpuEvery*opts.Refresh))+1),
 		bookings:  newBookingsTab(sh),
 		processes: newProcessesTab(sh),
+		queue:     newQueueTab(sh),
 		prompt:    newPrompt(sh),
 		help:      help.New(),
 	}
-	m.tabs = []tab{m.bookings, m.processes}
+	m.tabs = []tab{m.bookings, m.processes, m.queue}
 	m.help.Styles.FullKey = sh.styles.Label
 	m.help.Styles.FullDesc = sh.styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
@@ -223,7 +230,7 @@ func Run(opts Options) error {
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(
 		sampleCmd(m.opts.Backend),
-		loadCmd(m.opts.Client),
+		loadCmd(m.opts.Client, false),
 		m.tickCmd(),
 		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
 		waitActCmd(m.opts.Acts),
@@ -279,7 +286,7 @@ func (m *Model) derive() {
 	client := m.opts.Client
 	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
 	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
-	m.gpus.setBookings(bookedSegments(here, now))
+	m.gpus.setBookings(bookedSegments(here, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
 	for _, t := range m.tabs {

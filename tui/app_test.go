@@ -26,7 +26,7 @@ func TestNewBookingLandsInTheLedgerAndTheTable(t *testing.T) {
 	m = press(t, m, "n")
 	require.Equal(t, booking, m.mode)
 	require.Equal(t, fieldMemory, m.form.focus)
-	require.Equal(t, 3, m.form.fields, "no 'for user' field for an ordinary user")
+	require.Equal(t, 4, m.form.fields, "no 'for user' field for an ordinary user")
 
 	m = press(t, m, "shift+tab", "right", "tab", "40GiB", "tab", "right", "enter")
 	require.Equal(t, browsing, m.mode, "form closes once booked")
@@ -86,7 +86,7 @@ func TestBookingFormExplainsInvalidInputAndStaysOpen(t *testing.T) {
 		{"memory not a number", []string{"lots", "enter"}, fieldMemory, "not a fraction"},
 		{"memory empty", []string{"enter"}, fieldMemory, "empty memory share"},
 		{"memory over 100%", []string{"150%", "enter"}, fieldMemory, "at most 100%"},
-		{"more than is free", []string{"90%", "enter"}, fieldMemory, "has only 70% (56.0 GiB) free"},
+		{"more than is free", []string{"90%", "enter"}, fieldMemory, "GPU 0 has 70% (56.0 GiB) free, 90% asked"},
 		{"duration zero", []string{"10%", "tab", "ctrl+u", "0", "enter"}, fieldDuration, "must be positive"},
 		{"duration garbage", []string{"10%", "tab", "ctrl+u", "soon", "enter"}, fieldDuration, "not seconds"},
 	} {
@@ -113,7 +113,7 @@ func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
 	m = press(t, m, "50%", "enter")
 	require.Equal(t, booking, m.mode)
 	require.Contains(t, m.form.err, core.ErrOverbooked.Error())
-	require.True(t, m.status.isErr)
+	require.Empty(t, m.status.text, "the form says it; the status line does not repeat it")
 	require.Len(t, live(t, w.client), 1)
 }
 
@@ -122,9 +122,9 @@ func TestRootBooksForSomeoneElse(t *testing.T) {
 	w.client = w.as(root)
 	m := w.model(80, 24)
 	m = press(t, m, "n")
-	require.Equal(t, 4, m.form.fields)
+	require.Equal(t, 5, m.form.fields)
 	require.Contains(t, m.View(), "For user")
-	m = press(t, m, "10%", "tab", "tab", "2002", "enter")
+	m = press(t, m, "10%", "tab", "tab", "tab", "2002", "enter")
 	require.Equal(t, browsing, m.mode)
 	parts := live(t, w.client)
 	require.Len(t, parts, 1)

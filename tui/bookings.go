@@ -132,7 +132,7 @@ var bookingColumns = []column{
 	bkInUse:   {title: "IN USE", width: 9, right: true},
 	bkLeft:    {title: "LEFT", width: 8, right: true},
 	bkElapsed: {title: "ELAPSED", flex: true, min: 5, max: 30},
-	bkState:   {title: "STATE", width: 11},
+	bkState:   {title: "STATE", width: 12},
 	bkProcs:   {title: "PROCS", width: 5, right: true},
 }
 
@@ -158,8 +158,19 @@ type bookingCells struct {
 	elapsed int // cells of the ELAPSED bar filled
 	status  core.BookingStatus
 	idle    string // how long a live booking has sat idle; "" while it works
+	starts  string // when a booking ahead starts: "14:00", "Tue 14:00"
 	procs   int
 	mine    bool
+}
+
+// startClock is when something starts, to the minute, as a row has room
+// for: the time on now's day, else the weekday too.
+func startClock(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Mon 15:04")
 }
 
 // bookingsTab lists bookings with their countdowns.
@@ -210,8 +221,11 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
-	if c.status == core.StatusLive {
+	switch c.status {
+	case core.StatusLive:
 		c.idle = core.FormatIdleFor(r.Partition.Partition, r.Usage, now)
+	case core.StatusUpcoming:
+		c.starts = startClock(r.Start, now)
 	}
 	if r.procs > 0 {
 		c.inUse = core.FormatBytes(r.inUse)
@@ -242,8 +256,13 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	}
 	cell := func(i int, text string) string { return cols.cell(i, text) }
 	stateText := string(c.status)
-	if c.idle != "" {
+	switch {
+	case c.idle != "":
 		stateText = "idle " + c.idle // live, and nobody uses it
+	case c.starts != "" && len(c.starts) > 5:
+		stateText = "on " + c.starts // booked ahead, another day
+	case c.starts != "":
+		stateText = "starts " + c.starts
 	}
 	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
 		cell(bkLeft, c.left), cell(bkState, stateText), cell(bkInUse, c.inUse)
@@ -270,6 +289,9 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	filled := &st.TimeUsed
 	if c.idle != "" {
 		state = st.IdleLabel.Render(state)
+	}
+	if c.starts != "" {
+		state = st.Faint.Render(state)
 	}
 	if c.status == core.StatusEndingSoon {
 		left, state, filled = st.EndingSoon.Render(left), st.EndingSoon.Render(state), &st.TimeSoon

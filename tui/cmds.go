@@ -27,7 +27,11 @@ type ledgerMsg struct {
 	parts  []core.Partition
 	avail  []core.Availability
 	policy core.Policy
-	err    error
+	// queue is the waiting line, read only while the Queue tab is shown
+	// (withQueue): laying a long line out is the dearest read there is.
+	queue     []core.QueueEntry
+	withQueue bool
+	err       error
 }
 
 // tickMsg re-arms the one refresh loop.
@@ -65,6 +69,20 @@ type createdMsg struct {
 	err  error
 }
 
+// queuedMsg answers the form's "wait in line": the request's place in
+// line, or the booking when it fitted after all.
+type queuedMsg struct {
+	entry *core.QueueEntry
+	part  *core.Partition
+	err   error
+}
+
+// leftLineMsg answers the cancelling of a waiting request.
+type leftLineMsg struct {
+	id  uint64
+	err error
+}
+
 type releasedMsg struct {
 	part core.Partition
 	err  error
@@ -89,14 +107,19 @@ func sampleCmd(b gpu.Backend) tea.Cmd {
 	}
 }
 
-func loadCmd(c *core.Client) tea.Cmd {
+func loadCmd(c *core.Client, withQueue bool) tea.Cmd {
 	return func() tea.Msg {
-		var msg ledgerMsg
+		msg := ledgerMsg{withQueue: withQueue}
 		if msg.parts, msg.err = c.Recent(0); msg.err != nil {
 			return msg
 		}
 		if msg.avail, msg.err = c.Available(-1); msg.err != nil {
 			return msg
+		}
+		if withQueue {
+			if msg.queue, msg.err = c.Queue(); msg.err != nil {
+				return msg
+			}
 		}
 		msg.policy, msg.err = c.Policy()
 		return msg
@@ -170,6 +193,24 @@ func createCmd(c *core.Client, req core.Request) tea.Cmd {
 	return func() tea.Msg {
 		p, err := c.Create(req)
 		return createdMsg{part: p, err: err}
+	}
+}
+
+// enqueueCmd joins the waiting line with this process, the app, as the
+// request's waiter: the engine takes a request out of the line when its
+// waiter is gone, so quitting the app takes it out, as stopping `create
+// --wait` does. While the app runs, its monitor and whoever frees room
+// place it.
+func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
+	return func() tea.Msg {
+		p, e, err := c.Enqueue(req, core.WaitOptions{})
+		return queuedMsg{entry: e, part: p, err: err}
+	}
+}
+
+func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
+	return func() tea.Msg {
+		return leftLineMsg{id: id, err: c.Cancel(id)}
 	}
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ const (
 	fieldDevice field = iota
 	fieldMemory
 	fieldDuration
+	fieldStart
 	fieldFor
 )
 
@@ -35,18 +37,25 @@ type formKeys struct {
 // the ledger's own refusals come back the same way. Next to the chosen
 // GPU's bookable share it shows the memory physically free there, and
 // warns when a booking asks for more than that.
+//
+// When the ledger says the request cannot start when asked but would fit
+// later (the GPU full, a quota reached), the form says why and when, and
+// enter again joins the waiting line instead (see offerWait).
 type bookingForm struct {
 	sh      *shared
 	keys    formKeys
 	devices []core.Availability
-	device  int // index into devices
+	device  int // index into devices; len(devices): any GPU
 	focus   field
 	fields  int // fieldFor+1 for root, who may book for others
 
-	memory, duration, forUser textinput.Model
+	memory, duration, start, forUser textinput.Model
 
 	err  string
 	busy bool // sent, waiting for the ledger's answer
+	// later is the ledger's answer that the request would fit later; while
+	// the fields stay as they were, submitting waits in line.
+	later *core.FitsLaterError
 }
 
 func newBookingForm(sh *shared, r *readings) *bookingForm {
@@ -62,8 +71,9 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 		},
 		memory:   newInput(sh, "e.g. 50%", "", 14),
 		duration: newInput(sh, "e.g. 90m", "1h", 14),
+		start:    newInput(sh, "now", "", 14),
 		forUser:  newInput(sh, "e.g. alice", "", 14),
-		fields:   int(fieldDuration) + 1,
+		fields:   int(fieldStart) + 1,
 	}
 	if sh.me.Root() {
 		f.fields = int(fieldFor) + 1
@@ -81,11 +91,14 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 
 // setReadings takes fresh readings, keeping the chosen GPU.
 func (f *bookingForm) setReadings(r *readings) {
-	idx := -1
+	idx, anyGPU := -1, f.device == len(f.devices) && len(f.devices) > 0
 	if f.device < len(f.devices) {
 		idx = f.devices[f.device].Device.Index
 	}
 	f.devices, f.device = r.avail, 0
+	if anyGPU {
+		f.device = len(f.devices)
+	}
 	for i, a := range f.devices {
 		if a.Device.Index == idx {
 			f.device = i
@@ -95,7 +108,7 @@ func (f *bookingForm) setReadings(r *readings) {
 
 func (f *bookingForm) focusOn(fl field) {
 	f.focus = fl
-	for i, ti := range []*textinput.Model{&f.memory, &f.duration, &f.forUser} {
+	for i, ti := range []*textinput.Model{&f.memory, &f.duration, &f.start, &f.forUser} {
 		if field(i+1) == fl {
 			ti.Focus()
 			ti.CursorEnd()
@@ -113,6 +126,8 @@ func (f *bookingForm) input() *textinput.Model {
 		return &f.memory
 	case fieldDuration:
 		return &f.duration
+	case fieldStart:
+		return &f.start
 	case fieldFor:
 		return &f.forUser
 	}
@@ -120,33 +135,40 @@ func (f *bookingForm) input() *textinput.Model {
 }
 
 // update handles a key. It returns a request when the form was submitted and
-// its input is valid.
-func (f *bookingForm) update(msg tea.KeyMsg) *core.Request {
+// its input is valid, and whether it is to wait in line: the ledger said it
+// would fit later, and nothing was changed since.
+func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 	k := &f.keys
 	switch {
 	case key.Matches(msg, k.Submit):
-		req, fl, err := f.request()
+		r, fl, err := f.request()
 		if err != nil {
-			f.err = err.Error()
+			f.err, f.later = err.Error(), nil
+			f.setOffer()
 			f.focusOn(fl)
-			return nil
+			return nil, false
 		}
 		f.err, f.busy = "", true
-		return &req
+		return &r, f.later != nil
 	case key.Matches(msg, k.NextField):
 		f.focusOn(field((int(f.focus) + 1) % f.fields))
-		return nil
+		return nil, false
 	case key.Matches(msg, k.PrevField):
 		f.focusOn(field((int(f.focus) + f.fields - 1) % f.fields))
-		return nil
+		return nil, false
 	}
+	// Anything else changes the request: the ledger's answer no longer holds.
+	defer f.setOffer()
+	f.later = nil
 	switch f.focus {
 	case fieldDevice:
 		switch s := msg.String(); {
 		case key.Matches(msg, k.Left) || s == "h":
 			f.device = max(0, f.device-1)
 		case key.Matches(msg, k.Right) || s == "l":
-			f.device = min(len(f.devices)-1, f.device+1)
+			f.device = min(len(f.devices), f.device+1) // the last is any
+		case s == "a":
+			f.device = len(f.devices)
 		case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
 			for i, a := range f.devices {
 				if a.Device.Index == int(s[0]-'0') {
@@ -154,19 +176,28 @@ func (f *bookingForm) update(msg tea.KeyMsg) *core.Request {
 				}
 			}
 		}
-		return nil
+		f.err = ""
+		return nil, false
 	case fieldDuration:
 		if key.Matches(msg, k.Left, k.Right) {
 			f.duration.SetValue(f.nextPreset(key.Matches(msg, k.Right)))
 			f.duration.CursorEnd()
-			return nil
+			return nil, false
 		}
 	}
 	if in := f.input(); in != nil {
 		*in, _ = in.Update(msg)
 		f.err = ""
 	}
-	return nil
+	return nil, false
+}
+
+// chosen is the chosen GPU's room, and false for any GPU.
+func (f *bookingForm) chosen() (core.Availability, bool) {
+	if f.device < len(f.devices) {
+		return f.devices[f.device], true
+	}
+	return core.Availability{}, false
 }
 
 // nextPreset steps through the presets from the one typed (or the first).
@@ -196,26 +227,47 @@ func (f *bookingForm) request() (core.Request, field, error) {
 	if len(f.devices) == 0 {
 		return core.Request{}, fieldDevice, fmt.Errorf("no GPUs known yet")
 	}
-	a := f.devices[f.device]
+	device := core.AnyDevice
+	if a, ok := f.chosen(); ok {
+		device = a.Device.Index
+	}
 	mem, err := core.ParseMemory(f.memory.Value())
 	if err != nil {
 		return core.Request{}, fieldMemory, err
 	}
-	// A first check against what was free a moment ago; the ledger decides.
-	if asked(mem, a) > a.FreePPM {
-		return core.Request{}, fieldMemory, fmt.Errorf("GPU %d has only %s (%s) free; %s asked",
-			a.Device.Index, core.FormatPercent(a.FreePPM), core.FormatBytes(a.FreeBytes), mem)
-	}
+	// Whether it fits now is the ledger's to say: if not, it says when it
+	// would, and the form offers to wait in line.
 	d, err := core.ParseDuration(f.duration.Value())
 	if err != nil {
 		return core.Request{}, fieldDuration, err
 	}
-	return core.Request{Device: a.Device.Index, Memory: mem, Duration: d, For: strings.TrimSpace(f.forUser.Value())}, 0, nil
+	req := core.Request{Device: device, Memory: mem, Duration: d, For: strings.TrimSpace(f.forUser.Value())}
+	if s := strings.TrimSpace(f.start.Value()); s != "" && s != "now" {
+		// The parser --at uses, on the app's clock.
+		if req.Start, err = core.ParseStart(s, f.sh.now()); err != nil {
+			return core.Request{}, fieldStart, err
+		}
+	}
+	return req, 0, nil
 }
 
-// failed shows the ledger's refusal and lets the person try again.
+// failed shows the ledger's refusal and lets the person try again; one that
+// would fit later is offered to wait in line.
 func (f *bookingForm) failed(err error) {
-	f.busy, f.err = false, err.Error()
+	f.busy, f.err, f.later = false, err.Error(), nil
+	if errors.As(err, &f.later) {
+		f.err = f.later.Why.Error()
+	}
+	f.setOffer()
+}
+
+// setOffer says in the help what enter does: book, or wait in line.
+func (f *bookingForm) setOffer() {
+	if f.later != nil {
+		f.keys.Submit.SetHelp("enter", "wait in line")
+	} else {
+		f.keys.Submit.SetHelp("enter", "book")
+	}
 }
 
 // warning says when the memory asked for is more than is physically free
@@ -224,10 +276,10 @@ func (f *bookingForm) failed(err error) {
 // physically free comes from the last reading a monitor (this app's among
 // them) stored in the ledger.
 func (f *bookingForm) warning() string {
-	if len(f.devices) == 0 {
+	a, ok := f.chosen()
+	if !ok {
 		return ""
 	}
-	a := f.devices[f.device]
 	mem, err := core.ParseMemory(f.memory.Value())
 	if err != nil {
 		return ""
@@ -268,18 +320,18 @@ func (f *bookingForm) view(width int) string {
 	var chips []string
 	for i, a := range f.devices {
 		text := fmt.Sprintf("%d %s", a.Device.Index, core.FormatPercent(a.FreePPM))
-		if i == f.device {
-			chips = append(chips, st.ChipOn.Render("‹"+text+"›"))
-		} else {
-			chips = append(chips, st.Chip.Render(" "+text+" "))
-		}
+		chips = append(chips, chip(st, text, i == f.device))
+	}
+	if len(f.devices) > 0 {
+		chips = append(chips, chip(st, "any", f.device == len(f.devices)))
 	}
 	lines = append(lines, cut(label(fieldDevice, "GPU")+strings.Join(chips, " "), inner))
-	if len(f.devices) > 0 {
-		a := f.devices[f.device]
+	if a, ok := f.chosen(); ok {
 		// Most telling first: a narrow form cuts the end.
 		detail := fmt.Sprintf("%s · %d booking(s) · %s", a.Room(), a.Bookings, Printable(a.Device.Name))
 		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(detail), inner))
+	} else if len(f.devices) > 0 {
+		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render("whichever GPU has room first"), inner))
 	}
 	lines = append(lines, cut(label(fieldMemory, "Memory")+input(&f.memory)+st.Faint.Render("a percent, fraction or size"), inner))
 
@@ -292,12 +344,13 @@ func (f *bookingForm) view(width int) string {
 		}
 	}
 	lines = append(lines, cut(label(fieldDuration, "Duration")+input(&f.duration)+strings.Join(presets, "")+st.Faint.Render(" ←/→"), inner))
+	lines = append(lines, cut(label(fieldStart, "Start")+input(&f.start)+st.Faint.Render("now, 14:00, tomorrow 09:00, +2h"), inner))
 	if f.fields > int(fieldFor) {
 		lines = append(lines, cut(label(fieldFor, "For user")+input(&f.forUser)+st.Faint.Render("a user to book for; empty: yourself"), inner))
 	}
 	switch w := f.warning(); {
 	case f.err != "":
-		lines = append(lines, cut(st.Invalid.Render("✗ "+f.err), inner))
+		lines = append(lines, cut(st.Invalid.Render("✗ "+Printable(f.err)), inner))
 	case f.busy:
 		lines = append(lines, st.Faint.Render("booking…"))
 	case w != "":
@@ -305,11 +358,26 @@ func (f *bookingForm) view(width int) string {
 	default:
 		lines = append(lines, "")
 	}
+	if f.later != nil && !f.busy {
+		lines = append(lines, cut(st.Warning.Render(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
+			core.FormatTime(f.later.At, f.sh.now()))), inner))
+	} else {
+		lines = append(lines, "")
+	}
 	return st.Form.Width(inner + st.Form.GetHorizontalPadding()).Render(strings.Join(lines, "\n"))
 }
 
 // height is the lines the form takes on screen: border, title, two lines
-// of GPU, one per other field, and one for the message.
+// of GPU, one per other field, and two for the message and the offer to
+// wait in line.
 func (f *bookingForm) height() int {
-	return 2 + 1 + 2 + (f.fields - 1) + 1
+	return 2 + 1 + 2 + (f.fields - 1) + 2
+}
+
+// chip is one choice of a row of them, marked when chosen.
+func chip(st *Styles, text string, on bool) string {
+	if on {
+		return st.ChipOn.Render("‹" + text + "›")
+	}
+	return st.Chip.Render(" " + text + " ")
 }

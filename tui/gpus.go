@@ -37,6 +37,26 @@ func bookedSegments(parts []core.Partition, now time.Time) map[int][]segment {
 	return segs
 }
 
+// upcoming is the next booking ahead on a device: whose, how much, when.
+type upcoming struct {
+	segment
+	start time.Time
+}
+
+// nextBookings is, per device, the booking ahead that starts first.
+func nextBookings(parts []core.Partition, now time.Time) map[int]upcoming {
+	next := map[int]upcoming{}
+	for _, p := range parts {
+		if !p.Upcoming(now) {
+			continue
+		}
+		if n, ok := next[p.Device]; !ok || p.Start.Before(n.start) {
+			next[p.Device] = upcoming{segment: segment{user: p.User, share: p.SharePPM}, start: p.Start}
+		}
+	}
+	return next
+}
+
 // gpuPanel shows every device: a block of three lines each when there is
 // room, one compact line each when there is not. Its lines change only
 // with a reading or a booking, so they are drawn then and kept.
@@ -44,6 +64,7 @@ type gpuPanel struct {
 	sh     *shared
 	sample gpu.Sample
 	segs   map[int][]segment
+	next   map[int]upcoming
 	traces map[int]*trace // the app's own readings, by device index
 	keep   int            // readings each trace keeps
 	last   time.Time      // time of the last reading recorded
@@ -91,8 +112,8 @@ func (p *gpuPanel) record(s gpu.Sample) {
 	}
 }
 
-func (p *gpuPanel) setBookings(segs map[int][]segment) {
-	p.segs, p.drawnFor = segs, panelSize{}
+func (p *gpuPanel) setBookings(segs map[int][]segment, next map[int]upcoming) {
+	p.segs, p.next, p.drawnFor = segs, next, panelSize{}
 }
 
 // gpuLayout is how many lines the panel needs for n devices, and whether
@@ -134,8 +155,14 @@ func (p *gpuPanel) draw(size panelSize) []string {
 	if shown > size.lines {
 		shown = size.lines - 1
 	}
+	// Every row leaves room for the widest "next" note, so that the bars
+	// line up.
+	nextW := 0
 	for _, d := range devices[:shown] {
-		out = append(out, p.compact(d, size.width))
+		nextW = max(nextW, ansi.StringWidth(p.nextNote(d.Index)))
+	}
+	for _, d := range devices[:shown] {
+		out = append(out, p.compact(d, size.width, nextW))
 	}
 	if shown < len(devices) {
 		out = append(out, cut(st.Faint.Render(fmt.Sprintf("… %d more GPUs (enlarge the terminal to see them)", len(devices)-shown)), size.width))
@@ -185,6 +212,10 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 	if d.MIG {
 		title += "  " + st.Notice.Render("MIG")
 	}
+	if n, ok := p.next[d.Index]; ok {
+		title += "  " + st.Faint.Render("next: ") + st.Owner(n.user).Render(Printable(n.user)) +
+			st.Faint.Render(" "+core.FormatPercent(n.share)+" at "+startClock(n.start, p.sh.now()))
+	}
 	right := reading(d.TempC, "%d°C") + "  " + padLeft(reading(d.PowerW, "%.0f W"), 5)
 	if len(d.Notes) > 0 {
 		title += "  " + st.Faint.Render(strings.Join(d.Notes, "; "))
@@ -197,12 +228,23 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 	return []string{title, cut(util, width), cut(mem, width)}
 }
 
-func (p *gpuPanel) compact(d gpu.DeviceSample, width int) string {
+// nextNote is a compact row's note of the next booking ahead: " next 14:00".
+func (p *gpuPanel) nextNote(device int) string {
+	if n, ok := p.next[device]; ok {
+		return " next " + startClock(n.start, p.sh.now())
+	}
+	return ""
+}
+
+func (p *gpuPanel) compact(d gpu.DeviceSample, width, nextW int) string {
 	st := &p.sh.styles
 	// index, util bar, percent, sparkline, memory bar, memory, temperature, power
 	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C") + " " + padLeft(reading(d.PowerW, "%.0f W"), 5)
 	if d.MIG {
 		tail += " MIG"
+	}
+	if nextW > 0 {
+		tail += st.Faint.Render(fit(p.nextNote(d.Index), nextW))
 	}
 	fixed := 2 + 10 + 5 + 1 + 1 + ansi.StringWidth(tail)
 	flex := max(0, width-fixed)

@@ -159,7 +159,7 @@ func (w *world) model(width, height int) *Model {
 	m := New(w.options())
 	update(w.t, m, tea.WindowSizeMsg{Width: width, Height: height})
 	run(w.t, m, sampleCmd(w.gpus))
-	run(w.t, m, loadCmd(w.client))
+	run(w.t, m, loadCmd(w.client, false))
 	return m
 }
 

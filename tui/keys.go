@@ -18,6 +18,7 @@ import (
 type appKeys struct {
 	Dismiss, History        key.Binding
 	New, Release, Extend    key.Binding
+	CancelRequest           key.Binding
 	Switch, Filter, Mine    key.Binding
 	Sort, Close, Help, Quit key.Binding
 }
@@ -29,13 +30,15 @@ func defaultAppKeys() appKeys {
 		New:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new booking")),
 		Release: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "release")),
 		Extend:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend")),
-		Switch:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next table")),
-		Filter:  key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Mine:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
-		Sort:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
-		Close:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close help")),
-		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// x in the Queue tab: the same key as release, on a request.
+		CancelRequest: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel request")),
+		Switch:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next table")),
+		Filter:        key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Mine:          key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
+		Sort:          key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
+		Close:         key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close help")),
+		Help:          key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:          key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 }
 
@@ -62,6 +65,8 @@ func (m *Model) syncKeys() {
 	onBooking := browse && m.current() == m.bookings && ok && !r.EndedAt(m.sh.now()) // upcoming ones too
 	k.Release.SetEnabled(onBooking)
 	k.Extend.SetEnabled(onBooking)
+	_, ok = m.queue.selected()
+	k.CancelRequest.SetEnabled(browse && m.current() == m.queue && ok)
 	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != "") || history && m.fullHelp)
 	if m.fullHelp {
 		k.Close.SetHelp("esc", "close help")
@@ -91,7 +96,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	switch m.mode {
 	case booking:
 		return m.formKey(msg)
-	case releasing, extending, filtering:
+	case releasing, extending, filtering, cancelling:
 		return m.promptKey(msg)
 	}
 
@@ -115,7 +120,15 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.setFilter("")
 		}
 	case key.Matches(msg, k.Switch):
+		left := m.current() == m.queue
 		m.active = (m.active + 1) % len(m.tabs)
+		switch {
+		case m.current() == m.queue:
+			return m.load() // the line is read only while shown
+		case left: // and not kept when not: it would only grow stale
+			m.data.queue, m.data.queueRead = nil, false
+			m.derive()
+		}
 	case key.Matches(msg, k.Mine):
 		m.mineOnly = !m.mineOnly
 		m.derive()
@@ -133,6 +146,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.mode, m.fullHelp = booking, false
 	case key.Matches(msg, k.Release), key.Matches(msg, k.Extend):
 		return m.actOnBooking(key.Matches(msg, k.Release))
+	case key.Matches(msg, k.CancelRequest):
+		return m.actOnRequest()
 	default:
 		m.current().update(msg)
 	}
@@ -160,6 +175,20 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 	}
 	m.mode = extending
 	m.prompt.askText(fmt.Sprintf("Extend #%d by ", r.ID), "e.g. 30m", "1h", "extend", "cancel", 12)
+	return nil
+}
+
+// actOnRequest asks before taking the selected request out of the line —
+// unless it is someone else's, which is said at once.
+func (m *Model) actOnRequest() tea.Cmd {
+	r, _ := m.queue.selected()
+	if r.UID != m.sh.me.UID && !m.sh.me.Root() {
+		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", core.ErrNotOwner, r.ID, Printable(r.User))
+		return m.status.set(m.sh, err.Error(), true)
+	}
+	m.request, m.mode = r, cancelling
+	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y takes it out of the line, any other key keeps it waiting ",
+		r.ID, Printable(core.DescribeRequest(r.Request))))
 	return nil
 }
 
@@ -220,10 +249,14 @@ func (m *Model) formKey(msg tea.KeyMsg) tea.Cmd {
 	if m.form.busy {
 		return nil
 	}
-	if req := m.form.update(msg); req != nil {
+	switch req, wait := m.form.update(msg); {
+	case req == nil:
+		return nil
+	case wait:
+		return enqueueCmd(m.opts.Client, *req)
+	default:
 		return createCmd(m.opts.Client, *req)
 	}
-	return nil
 }
 
 func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
@@ -235,6 +268,12 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 			return releaseCmd(m.opts.Client, m.target.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
+	case cancelling:
+		m.mode = browsing
+		if a == submitted {
+			return cancelRequestCmd(m.opts.Client, m.request.ID)
+		}
+		return m.status.set(m.sh, fmt.Sprintf("Request #%d still waits", m.request.ID), false)
 	case extending:
 		switch a {
 		case cancelled:
@@ -277,13 +316,13 @@ func (m *Model) ShortHelp() []key.Binding {
 	switch m.mode {
 	case booking:
 		return m.form.ShortHelp()
-	case releasing, extending, filtering:
+	case releasing, extending, filtering, cancelling:
 		return m.prompt.ShortHelp()
 	case viewingHistory:
 		return append([]key.Binding{k.Dismiss, k.Close}, append(m.history.ShortHelp(), k.Help, k.Quit)...)
 	}
 	return append([]key.Binding{k.Dismiss}, append(m.current().ShortHelp(),
-		k.New, k.Release, k.Extend, k.Switch, k.History, k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit)...)
+		k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.History, k.Filter, k.Mine, k.Sort, k.Close, k.Help, k.Quit)...)
 }
 
 // FullHelp is the help shown with ?: the tab's keys, then the root's.
@@ -293,6 +332,6 @@ func (m *Model) FullHelp() [][]key.Binding {
 		return append(m.history.FullHelp(), []key.Binding{k.Dismiss, k.Close, k.Help, k.Quit})
 	}
 	return append(m.current().FullHelp(),
-		[]key.Binding{k.New, k.Release, k.Extend, k.Switch, k.History},
+		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.History},
 		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Dismiss, k.Close, k.Help, k.Quit})
 }

@@ -37,6 +37,8 @@ func TestViewKeys(t *testing.T) {
 		require.Contains(t, v, "UNBOOKED")
 		require.Contains(t, v, "OVER BUDGET #1")
 		m = press(t, m, "tab")
+		require.Equal(t, tab(m.queue), m.current())
+		m = press(t, m, "tab")
 		require.Equal(t, tab(m.bookings), m.current())
 	})
 	t.Run("mine", func(t *testing.T) {

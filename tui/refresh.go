@@ -41,11 +41,12 @@ const historyEvery = 15 * time.Second
 func (m *Model) load() tea.Cmd {
 	now := m.sh.now()
 	m.sched.loadedAt = now
+	load := loadCmd(m.opts.Client, m.current() == m.queue && m.mode != viewingHistory)
 	if h := m.history; h != nil && now.Sub(h.readAt) >= historyEvery {
 		h.readAt = now
-		return tea.Batch(loadCmd(m.opts.Client), historyCmd(m.opts.Client, h.device))
+		return tea.Batch(load, historyCmd(m.opts.Client, h.device))
 	}
-	return loadCmd(m.opts.Client)
+	return load
 }
 
 func (m *Model) tickCmd() tea.Cmd {
@@ -99,6 +100,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			m.sched.loadedAt = m.sh.now()
 		}
 		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
+		m.data.queue, m.data.queueRead = msg.queue, msg.withQueue
 		m.derive()
 		return nil
 
@@ -141,7 +143,8 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case createdMsg:
 		if msg.err != nil {
 			if m.mode == booking {
-				m.form.failed(msg.err)
+				m.form.failed(msg.err) // the form says it, and when it would fit
+				return nil
 			}
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
@@ -155,6 +158,30 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.bookings.table.selectID(p.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, core.FormatPercent(p.SharePPM),
 			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
+
+	case queuedMsg:
+		if msg.part != nil { // room came meanwhile: booked
+			return m.receive(createdMsg{part: msg.part})
+		}
+		if msg.err != nil {
+			return m.receive(createdMsg{err: msg.err})
+		}
+		e := *msg.entry
+		if m.mode == booking {
+			m.mode, m.form = browsing, nil
+		}
+		m.show(m.queue)
+		m.data.queue, m.data.queueRead = append(slices.DeleteFunc(m.data.queue, func(q core.QueueEntry) bool { return q.ID == e.ID }), e), true
+		m.derive()
+		m.queue.table.selectID(e.ID)
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d waits at position %d; should start at %s (%s)", e.ID, e.Position,
+			core.FormatTime(e.ETA, m.sh.now()), Printable(e.Reason)), false), m.load())
+
+	case leftLineMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, msg.err.Error(), true)
+		}
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d left the line", msg.id), false), m.load())
 
 	case releasedMsg:
 		if msg.err != nil {

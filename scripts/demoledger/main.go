@@ -7,10 +7,14 @@
 // the hour, as if monitors had run all along (erin's booking on GPU 3 has
 // done nothing for most of it).
 // With -week it first gives them a week of past bookings, each released
-// at its end, so that `chronos usage` has use to show.
+// at its end, so that `chronos usage` has use to show. With -waiter PID it
+// then fills GPU 0, books GPU 2 ahead, and puts three requests in the
+// waiting line with PID as their waiting process: they stay in line while
+// it runs (the engine lets a request go when its waiter is gone).
 //
 //	go run ./scripts/demoledger /tmp/demo.db
 //	go run ./scripts/demoledger -week /tmp/demo.db
+//	sleep 600 & go run ./scripts/demoledger -waiter $! /tmp/demo.db
 package main
 
 import (
@@ -49,6 +53,7 @@ func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 
 func main() {
 	week := flag.Bool("week", false, "first give the users a week of past bookings")
+	waiter := flag.Int("waiter", 0, "then make a waiting line, its requests waited for by this process")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: demoledger [-week] LEDGER")
@@ -87,6 +92,33 @@ func main() {
 	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
 		book()
 		_, err := mon.Tick()
+		check(err)
+	}
+	if *waiter > 0 {
+		at = now
+		line(client, *waiter)
+	}
+}
+
+// line fills GPU 0, books half of GPU 2 ahead, and puts requests in line
+// that GPU 0, GPU 3 and any GPU cannot take now.
+func line(client func(core.Identity) *core.Client, waiter int) {
+	grace, henry := core.Identity{UID: 2007, User: "grace"}, core.Identity{UID: 2008, User: "henry"}
+	_, err := client(grace).Create(core.Request{Device: 0, Memory: core.Fraction(0.4), Duration: 90 * time.Minute})
+	check(err)
+	_, err = client(grace).Create(core.Request{Device: 2, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: time.Now().Add(100 * time.Minute)})
+	check(err)
+	for _, w := range []struct {
+		who    core.Identity
+		device int
+		share  float64
+		length time.Duration
+	}{
+		{henry, 0, 0.5, 2 * time.Hour},
+		{core.Identity{UID: 2003, User: "carol"}, 3, 0.6, time.Hour},
+		{core.Identity{UID: 2004, User: "dave"}, core.AnyDevice, 0.8, time.Hour},
+	} {
+		_, _, err := client(w.who).Enqueue(core.Request{Device: w.device, Memory: core.Fraction(w.share), Duration: w.length}, core.WaitOptions{PID: waiter})
 		check(err)
 	}
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// In the real binary, as nobody while root holds all of GPU 0: the form
+// says the request would only fit later and joins the line on a second
+// enter; the Queue tab shows it; when the holder releases, the release
+// books it, and the app shows the booking.
+func TestAppJoinsTheLineFromTheForm(t *testing.T) {
+	bin, db := rootsLedgerForAll(t, "1")
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	env := append(binEnv(db), "GOCOVERDIR="+cover, "HOME=/nonexistent", "PS1=$ ")
+	s := newTmux(t, 100, 30, env...)
+	s.keys("runuser -u nobody -- "+bin, "Enter")
+	s.waitFor("nobody", 10*time.Second)
+	s.waitFor("GPU 1  Simulated", 10*time.Second)
+
+	// GPU 0, 50%, enter: refused with why and when; enter again waits.
+	s.keys("n")
+	s.waitFor("New booking", 2*time.Second)
+	s.keys("Up", "0", "Down", "5", "0", "%", "Enter")
+	s.waitFor("enter waits in line", 3*time.Second)
+	s.waitFor("GPU 0 has 0% (0 MiB) free, 50% asked", time.Second)
+	s.keys("Enter")
+	s.waitFor("Queue (1)", 3*time.Second)
+	s.waitFor("waits at position 1", time.Second)
+	r := chronos(t, db, "queue")
+	require.Regexp(t, `(?m)^1\s+1\s+nobody\s+0\s+50%\s+1h`, r.stdout)
+
+	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+	s.waitFor("Queue (0)", 3*time.Second)
+	parts := listJSON(t, db)
+	require.Len(t, parts, 1)
+	require.Equal(t, "nobody", parts[0].Owner)
+	s.keys("Tab")
+	scr := s.waitFor("▸ Bookings (2)", 3*time.Second) // the released one stays a while
+	require.Regexp(t, `#2\s+nobody\s+0\s+50%`, scr)
+	s.keys("q")
+}
