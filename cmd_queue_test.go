@@ -161,7 +161,7 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 
 	r = cli(t, db, "usage")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `(?m)^nobody\s+0\.0\s+0\.0\s+0\.4\s+0\s+0\.1\s+no limit\s+0\.0\s+1\.000\s+0$`, r.stdout)
+	require.Regexp(t, `(?m)^nobody\s+0\.4\s+0\s+0\.1\s+no limit\s+0\.0\s+1\.000\s+0$`, r.stdout)
 	var users []core.UserUsage
 	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "usage", "--json").stdout), &users))
 	require.Len(t, users, 1)

@@ -19,13 +19,18 @@ func usageCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "usage",
-		Short: "Per user: GPU-hours used (7 and 30 days), held now, quota left, fair-share factor",
-		Long: `Show, for everyone who booked in the last 30 days or waits in line:
-GPU-hours held in the last 7 and 30 days (share-weighted: 50% of a GPU for an
-hour is 0.5), GPU-equivalents held now and booked ahead, what the user-gpus
-and user-hours quotas leave, and the fair-share factor that orders the line:
-1 for no recent use, 0.5 at an equal share of the machine, lower above it
-(usage decays with the policy's half-life).`,
+		Short: "Per user: GPU-hours booked, used and idle (7 and 30 days), held now, quota left, fair share",
+		Long: `Show, for everyone who booked in the last 30 days or waits in line: GPU-equivalents held now and booked ahead, what the user-gpus and
+user-hours quotas leave, and the fair-share factor that orders the line: 1 for
+no recent use, 0.5 at an equal share of the machine, lower above it (usage
+decays with the policy's half-life).
+
+Then the GPU-hours of the last 7 and 30 days, as chronos report counts them:
+BOOKED, share-weighted GPU-hours held (50% of a GPU for an hour is 0.5; a
+booking released early, the time held); USED, what the bookings' processes
+used as monitors measured it; IDLE, share-weighted GPU-hours held while the
+booking did no GPU work; UNBOOKED, GPU time used with no booking (by whole
+days).`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
@@ -49,16 +54,28 @@ and user-hours quotas leave, and the fair-share factor that orders the line:
 	return cmd
 }
 
+// writeUsage prints two tables, each within 80 columns: what each user
+// holds now, what the quotas leave and their fair share; then their GPU-hours
+// of the last 7 and 30 days as `chronos report` counts them.
 func writeUsage(w io.Writer, users []core.UserUsage) error {
 	if len(users) == 0 {
 		_, err := fmt.Fprintln(w, "No use in the last 30 days.")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "USER\tGPU-H 7D\tGPU-H 30D\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
+	fmt.Fprintln(tw, "USER\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User), u.Hours7d, u.Hours30d,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User),
 			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft), left(u.HoursLeft), u.Usage, u.Factor, u.Waiting)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nGPU-hours of the last 7 and 30 days (as chronos report counts them):")
+	fmt.Fprintln(tw, "USER\tBOOKED 7D\t30D\tUSED 7D\t30D\tIDLE 7D\t30D\tUNBOOKED 7D\t30D")
+	for _, u := range users {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", tui.Printable(u.User),
+			u.Hours7d, u.Hours30d, u.Used7d, u.Used30d, u.Idle7d, u.Idle30d, u.Unbooked7d, u.Unbooked30d)
 	}
 	return tw.Flush()
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -38,4 +44,66 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 	require.Equal(t, 1, parts[0].Usage.Holds)
 	require.InDelta(t, now.Add(2*time.Hour).Unix(), parts[0].Usage.HeldUntil.Unix(), 5)
 	require.Regexp(t, `held\s+#1 by root: for 2h`, chronos(t, db, "events").stdout)
+}
+
+// reclaim=when-waiting end to end, with real processes: root's two idle
+// bookings (no GPU work) fill GPU 0 and GPU 1; nobody waits with `create
+// --wait` for GPU 0. The real monitor, with the ladder shortened to a
+// minute, warns both, reclaims the one on GPU 0 and in the same pass books
+// its room for nobody, whose create returns booked; the one on GPU 1, which
+// nobody waits for, is only warned. Takes two or three of the monitor's
+// one-minute accounting windows.
+func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
+	bin, db := otherUserCopy(t)
+	r := cli(t, db, "policy", "set", "reclaim=when-waiting", "idle=1m", "idle-warn=10s", "idle-start=0s")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, cli(t, db, "create", "0", "80%", "1h").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "80%", "1h").code)
+	require.NoError(t, os.Chmod(db, 0o666))
+
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	waiter := exec.Command(bin, "create", "0", "50%", "10m", "--wait")
+	waiter.Env = append(os.Environ(), append(binEnv(db), "HOME=/nonexistent", "GOCOVERDIR="+cover)...)
+	waiter.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	var booked bytes.Buffer
+	waiter.Stdout = &booked
+	said := saying(t, waiter)
+	require.Contains(t, until(t, said, "waits"), "GPU 0 has 20% free, 50% asked")
+
+	monitor := waiterCmd(db, "--monitor")
+	acts := saying(t, monitor)
+	t.Cleanup(func() { _ = monitor.Process.Signal(syscall.SIGTERM); _ = monitor.Wait() })
+	go func() { rest(acts) }()
+
+	done := make(chan error, 1)
+	go func() { rest(said); done <- waiter.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "nobody's create --wait")
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("nobody still waits after 4 minutes; events:\n%s", cli(t, db, "events", "-n", "0").stdout)
+	}
+	require.Regexp(t, `^Booked 3: 50% \(40.0 GiB\) of GPU 0 for nobody, until .*\.\n$`, booked.String())
+
+	var events []core.EventJSON
+	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "events", "-n", "0", "--json").stdout), &events))
+	kinds := map[uint64][]string{}
+	for _, e := range events {
+		if e.Booking != 0 {
+			kinds[e.Booking] = append(kinds[e.Booking], string(e.Kind))
+			if e.Kind == storage.EventIdle {
+				require.Regexp(t, `^idle for [1-9]\d*[sm] on GPU \d: it will be released after 1m idle if someone is waiting for the GPU`, e.Detail)
+			}
+		}
+	}
+	require.Equal(t, []string{"created", "idle", "reclaimed"}, kinds[1], "warned, then reclaimed for the waiter")
+	require.Equal(t, "created", kinds[3][0], "nobody's booking")
+	require.NotContains(t, kinds[2], "reclaimed", "nobody waits for GPU 1")
+	require.Contains(t, kinds[2], "idle", "warned all the same")
+	live := listJSON(t, db)
+	require.Len(t, live, 2)
+	require.Equal(t, uint64(2), live[0].ID)
+	require.Equal(t, uint64(3), live[1].ID)
+	require.Equal(t, "nobody", live[1].Owner)
 }

@@ -176,3 +176,45 @@ func TestMetricsOnALabServeThisHost(t *testing.T) {
 	require.Regexp(t, `(?m)^chronos_user_booked_gpu_seconds_total\{user="[^"]+"\} `, text)
 	require.NotContains(t, text, "chronos_user_unbooked_gpu_seconds_total{", "not recorded per host")
 }
+
+// chronos_queue_requests counts the line as the ledger holds it, per GPU
+// and for any GPU, with real waiters, and follows it when room frees.
+func TestMetricsCountTheLine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "80%", "1h").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "70%", "1h").code)
+	for _, ask := range [][]string{{"0", "50%"}, {"0", "40%"}, {"any", "60%"}} {
+		until(t, saying(t, waiterCmd(db, "create", ask[0], ask[1], "1h", "--wait")), "waits")
+	}
+	_, url := metricsMonitor(t, binEnv(db))
+	// queued is the line as `queue --json` reads it from the ledger, by
+	// the metric's gpu label.
+	queued := func() map[string]int {
+		var line []core.QueueJSON
+		r := cli(t, db, "queue", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
+		n := map[string]int{"0": 0, "1": 0, "any": 0}
+		for _, q := range line {
+			if q.Device == nil {
+				n["any"]++
+			} else {
+				n[strconv.Itoa(*q.Device)]++
+			}
+		}
+		return n
+	}
+	served := func() map[string]int {
+		n := map[string]int{}
+		for _, m := range regexp.MustCompile(`(?m)^chronos_queue_requests\{gpu="(\w+)",hostname="[^"]+"\} (\d+)$`).FindAllStringSubmatch(scrapeText(t, url), -1) {
+			n[m[1]], _ = strconv.Atoi(m[2])
+		}
+		return n
+	}
+	require.Equal(t, map[string]int{"0": 2, "1": 0, "any": 1}, queued())
+	require.Equal(t, queued(), served())
+
+	require.Equal(t, 0, cli(t, db, "release", "1").code, "room on GPU 0 for some of the line")
+	require.Eventually(t, func() bool { return queued()["0"] < 2 }, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, queued(), served())
+}

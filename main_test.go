@@ -118,8 +118,6 @@ func runWith(t testing.TB, bin, db string, cred *syscall.Credential, env []strin
 	return result{out.String(), errb.String(), code}
 }
 
-// binEnv is the environment the binary runs in: the ledger at db, two
-// simulated 80 GiB GPUs, and where to write coverage.
 // otherUserCoverDir is a coverage directory for the binary run as another
 // uid, which cannot write to the test's: collect moves its data over.
 func otherUserCoverDir(t testing.TB) (dir string, collect func()) {
@@ -136,6 +134,8 @@ func otherUserCoverDir(t testing.TB) (dir string, collect func()) {
 	}
 }
 
+// binEnv is the environment the binary runs in: the ledger at db, two
+// simulated 80 GiB GPUs, and where to write coverage.
 func binEnv(db string) []string {
 	return []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "GOCOVERDIR=" + coverDir}
 }

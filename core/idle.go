@@ -39,7 +39,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		u.Warnings, u.WarnedAt = k+1, now
 		a := Act{Time: now, Kind: storage.EventIdle, Partition: p.ID, User: p.User,
 			Detail: fmt.Sprintf("idle for %s on GPU %d: %s — do GPU work, or `chronos hold %d %s --reason …`",
-				FormatDuration(u.IdleFor.Truncate(time.Minute)), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, FormatDuration(pol.HoldMax))}
+				formatIdle(u.IdleFor), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, FormatDuration(pol.HoldMax))}
 		return []Act{a}, m.record(tx, a)
 	}
 	if !due(pol.Idle) {
@@ -61,7 +61,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 	}
 	a := Act{Time: now, Kind: storage.EventReclaimed, Partition: p.ID, User: p.User,
 		Detail: fmt.Sprintf("released after %s idle on GPU %d (%s); its processes are handled as at expiry (%s)",
-			FormatDuration(u.IdleFor.Truncate(time.Minute)), p.Device, why, pol.Expiry)}
+			formatIdle(u.IdleFor), p.Device, why, pol.Expiry)}
 	return []Act{a}, m.record(tx, a)
 }
 
@@ -71,6 +71,16 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
 	p.Expires = now
 	return endBooking(tx, p, storage.Expired, now)
+}
+
+// formatIdle is how long a booking has been idle, for its owner: in whole
+// minutes, or seconds under a minute (a ladder shortened for a test warns
+// then, and "idle for 0s" would say it was not idle).
+func formatIdle(d time.Duration) string {
+	if d < time.Minute {
+		return FormatDuration(d.Truncate(time.Second))
+	}
+	return FormatDuration(d.Truncate(time.Minute))
 }
 
 // reclaimWhen says what happens at the end of the ladder, in left.
@@ -87,8 +97,32 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 func someoneWaits(tx *storage.Tx, g gpuID, now time.Time) (bool, error) {
 	line, err := tx.WaitingRequests()
 	return slices.ContainsFunc(line, func(r storage.Request) bool {
-		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && (r.Deadline.IsZero() || now.Before(r.Deadline))
+		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && stillWaits(r, now)
 	}), err
+}
+
+// stillWaits is whether r, in the line, still waits at now: one past its
+// --timeout leaves at the next placement, and wants nothing meanwhile.
+func stillWaits(r storage.Request, now time.Time) bool {
+	return r.Deadline.IsZero() || now.Before(r.Deadline)
+}
+
+// Waiting counts the requests waiting in line for this host's GPUs, by GPU
+// index; AnyDevice counts those for any of its GPUs. Requests past their
+// --timeout are left out, as the idle ladder leaves them out.
+func (c *Client) Waiting() (map[int]int, error) {
+	n := map[int]int{}
+	err := c.ledger.View(func(tx *storage.Tx) error {
+		line, err := tx.WaitingRequests()
+		now := c.now()
+		for _, r := range line {
+			if r.Host == c.host && stillWaits(r, now) {
+				n[r.Device]++
+			}
+		}
+		return err
+	})
+	return n, err
 }
 
 // Hold exempts a live booking from idle reclaim for d (at most the

@@ -131,6 +131,15 @@ type UserUsage struct {
 	// count the time they were held).
 	Hours7d  float64 `json:"gpu_hours_7d"`
 	Hours30d float64 `json:"gpu_hours_30d"`
+	// What `chronos report` counts for the user over the last 7 and 30
+	// days: GPU-hours used as monitors measured them, share-weighted
+	// GPU-hours held idle, and GPU-hours used with no booking.
+	Used7d      float64 `json:"used_gpu_hours_7d"`
+	Used30d     float64 `json:"used_gpu_hours_30d"`
+	Idle7d      float64 `json:"idle_gpu_hours_7d"`
+	Idle30d     float64 `json:"idle_gpu_hours_30d"`
+	Unbooked7d  float64 `json:"unbooked_gpu_hours_7d"`
+	Unbooked30d float64 `json:"unbooked_gpu_hours_30d"`
 	// GPUs is the GPU-equivalents held now; Ahead, those booked to start
 	// later.
 	GPUs  float64 `json:"gpus_now"`

@@ -11,11 +11,20 @@ import (
 const usageMonth = 30 * 24 * time.Hour
 
 // Usage reports, for everyone who booked in the last 30 days, waits in
-// line or has usage on record, what they used and what is left them.
+// line or has usage on record, what they used and what is left them. Used, idle and unbooked GPU-hours are the report's, of the
+// last 7 and 30 days.
 func (c *Client) Usage() ([]UserUsage, error) {
+	now := c.now()
+	week, err := c.reportByUser(now.Add(-7 * 24 * time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	month, err := c.reportByUser(now.Add(-usageMonth))
+	if err != nil {
+		return nil, err
+	}
 	var out []UserUsage
-	err := c.ledger.View(func(tx *storage.Tx) error {
-		now := c.now()
+	err = c.ledger.View(func(tx *storage.Tx) error {
 		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
@@ -54,6 +63,9 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				Usage:    used[uid] / 3600,
 				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
 			}
+			w, m := week[name], month[name]
+			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, unbookedHours(w)
+			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, unbookedHours(m)
 			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
 				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
 				continue // nothing in the last 30 days
@@ -82,4 +94,22 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	})
 	slices.SortFunc(out, func(a, b UserUsage) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.User, b.User)) })
 	return out, err
+}
+
+// reportByUser is the report of [from, now) by user, its rows by name.
+func (c *Client) reportByUser(from time.Time) (map[string]ReportRow, error) {
+	r, err := c.Report(from, ReportByUser)
+	rows := make(map[string]ReportRow, len(r.Rows))
+	for _, row := range r.Rows {
+		rows[row.Key] = row
+	}
+	return rows, err
+}
+
+// unbookedHours is the row's unbooked use; none when it has no row.
+func unbookedHours(r ReportRow) float64 {
+	if r.UnbookedHours == nil {
+		return 0
+	}
+	return *r.UnbookedHours
 }

@@ -293,6 +293,7 @@ var (
 	userBooked      = desc("chronos_user_booked_gpu_seconds_total", "Share-weighted GPU time the user's bookings have held (50% of a GPU for a second is 0.5).", "user")
 	userUsed        = desc("chronos_user_used_gpu_seconds_total", "GPU time the user's booked processes have used, as monitors measured it.", "user")
 	userUnbookedUse = desc("chronos_user_unbooked_gpu_seconds_total", "GPU time the user's processes have used with no booking.", "user")
+	queueRequests   = desc("chronos_queue_requests", `Requests waiting in line for the GPU ("any": for the first of the host's GPUs with room).`, "gpu", "hostname")
 )
 
 // ledgerCollector reports the live bookings and each user's totals.
@@ -303,7 +304,7 @@ type ledgerCollector struct {
 }
 
 func (l ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{bookedRatio, bookingInfo, bookingLeft, bookingLimit, bookingIdle, userBooked, userUsed, userUnbookedUse} {
+	for _, d := range []*prometheus.Desc{bookedRatio, bookingInfo, bookingLeft, bookingLimit, bookingIdle, userBooked, userUsed, userUnbookedUse, queueRequests} {
 		ch <- d
 	}
 }
@@ -339,6 +340,27 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	}
 	for _, d := range inv.Devices {
 		ch <- prometheus.MustNewConstMetric(bookedRatio, prometheus.GaugeValue, core.ShareOf(booked[d.Index]), strconv.Itoa(d.Index), d.UUID, host)
+	}
+	waiting, err := l.c.Waiting()
+	if err != nil {
+		return err
+	}
+	// Every GPU's series, at 0 when nobody waits, so a chart has no gaps;
+	// then any GPU no longer in the inventory that someone still waits for.
+	queue := func(dev int) {
+		gpu := strconv.Itoa(dev)
+		if dev == core.AnyDevice {
+			gpu = "any"
+		}
+		ch <- prometheus.MustNewConstMetric(queueRequests, prometheus.GaugeValue, float64(waiting[dev]), gpu, host)
+		delete(waiting, dev)
+	}
+	queue(core.AnyDevice)
+	for _, d := range inv.Devices {
+		queue(d.Index)
+	}
+	for dev := range waiting {
+		queue(dev)
 	}
 	rows, err := l.totals.Read(l.c)
 	if err != nil {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// usage shows, beside what is held now, the report's figures for the last
+// 7 and 30 days: exact on a seeded ledger whose bookings ended long enough
+// ago that nothing moves while the test runs, in two tables that each fit
+// in 80 columns, and the same in --json.
+func TestUsageShowsTheReportsFigures(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	now := time.Now()
+	// daemon: half a GPU for 4h three days ago (3h used, 1h idle), and a
+	// whole GPU for 2h twenty days ago (1h used, 30m idle).
+	seedUsage(t, db, 1, "daemon", 0, 500_000, now.Add(-72*time.Hour), 4*time.Hour, 3*time.Hour, time.Hour)
+	seedUsage(t, db, 1, "daemon", 1, 1_000_000, now.Add(-20*24*time.Hour), 2*time.Hour, time.Hour, 30*time.Minute)
+	// nobody: a quarter of a GPU for 2h ten days ago, all idle; and GPUs
+	// used with no booking: 1.5h two days ago, 30m ten days ago.
+	seedUsage(t, db, 65534, "nobody", 1, 250_000, now.Add(-10*24*time.Hour), 2*time.Hour, 0, 2*time.Hour)
+	require.NoError(t, ledgerAt(db).Update(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		for _, p := range parts { // what the ending of each wrote for fair share
+			err = cmpErr(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: p.Ended, SharePPM: p.SharePPM}))
+		}
+		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 1, User: "daemon", GPUSeconds: 4 * 3600, At: now.Add(-68 * time.Hour)}))
+		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 1800, At: now.Add(-238 * time.Hour)}))
+		err = cmpErr(err, tx.AddUnbooked(now.Add(-48*time.Hour), 65534, "nobody", 90*time.Minute))
+		return cmpErr(err, tx.AddUnbooked(now.Add(-10*24*time.Hour), 65534, "nobody", 30*time.Minute))
+	}))
+
+	r := cli(t, db, "usage")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 8, r.stdout)
+	require.Regexp(t, `^USER\s+GPUS NOW\s+AHEAD\s+GPUS LEFT\s+GPU-H LEFT\s+USAGE GPU-H\s+FAIR-SHARE\s+WAITING$`, lines[0])
+	require.Regexp(t, `^daemon\s+0\s+0\s+`, lines[1])
+	require.Regexp(t, `^nobody\s+0\s+0\s+`, lines[2])
+	require.Equal(t, "", lines[3])
+	require.Regexp(t, `^USER\s+BOOKED 7D\s+30D\s+USED 7D\s+30D\s+IDLE 7D\s+30D\s+UNBOOKED 7D\s+30D$`, lines[5])
+	require.Regexp(t, `^daemon\s+2\.0\s+4\.0\s+3\.0\s+4\.0\s+0\.5\s+1\.0\s+0\.0\s+0\.0$`, lines[6])
+	require.Regexp(t, `^nobody\s+0\.0\s+0\.5\s+0\.0\s+0\.0\s+0\.0\s+0\.5\s+1\.5\s+2\.0$`, lines[7])
+	for _, l := range lines {
+		require.LessOrEqual(t, len([]rune(l)), 80, l)
+	}
+
+	r = cli(t, db, "usage", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var users []core.UserUsage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &users))
+	require.Len(t, users, 2)
+	require.Equal(t, core.UserUsage{UID: 1, User: "daemon", Hours7d: 2, Hours30d: 4, Used7d: 3, Used30d: 4, Idle7d: 0.5, Idle30d: 1,
+		Usage: users[0].Usage, Factor: users[0].Factor}, users[0], "usage and fair share decay with time")
+	require.Equal(t, core.UserUsage{UID: 65534, User: "nobody", Hours30d: 0.5, Idle30d: 0.5, Unbooked7d: 1.5, Unbooked30d: 2,
+		Usage: users[1].Usage, Factor: users[1].Factor}, users[1])
+	require.Contains(t, r.stdout, `"used_gpu_hours_7d": 3,`)
+	require.Contains(t, r.stdout, `"unbooked_gpu_hours_30d": 2,`)
+}
+
+// cmpErr is the first of two errors.
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
