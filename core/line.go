@@ -35,6 +35,9 @@ type books struct {
 	heldBy map[int]calendar
 	// alive says whether a request's waiting process still runs.
 	alive func(storage.Request) bool
+	// onBehalf is the user root books for (create --user, extending their
+	// booking): quota refusals name them. "": the caller's own.
+	onBehalf string
 }
 
 func readBooks(tx *storage.Tx, here string, now time.Time) (*books, error) {
@@ -89,7 +92,7 @@ func (b *books) held(uids ...int) (calendar, error) {
 			continue
 		}
 		done[uid] = true
-		if l := b.limits[uid]; l.UserHours > 0 && !l.Exempt {
+		if l := b.limits[uid]; l.UserHours != nil && !l.Exempt {
 			held, ok := b.heldBy[uid]
 			if !ok {
 				if b.tx == nil {
@@ -187,7 +190,7 @@ func (b *books) possible(r storage.Request) error {
 			if blk := a.never(); blk == nil {
 				return nil
 			} else {
-				err = neverRefusal(blk, a)
+				err = b.neverRefusal(blk, a)
 			}
 		}
 		first = cmp.Or(first, err)

@@ -129,6 +129,9 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			if err != nil {
 				return err
 			}
+			if owner.UID != c.me.UID {
+				b.onBehalf = owner.User
+			}
 			if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
 				return err
 			}
@@ -514,6 +517,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err
+		}
+		if p.UID != c.me.UID {
+			b.onBehalf = p.User
 		}
 		lim := b.limitsFor(p.UID, p.User)
 		expires := p.Expires.Add(d)
