@@ -127,6 +127,28 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 	require.Regexp(t, `^50% \(40.0 GiB\) free on GPU 1; 40% from .+ \(booked ahead\)\n$`, r.stdout)
 }
 
+// A booking ahead holds against other users too: nobody books GPU 0 from
+// two hours on; daemon's request that overlaps it is refused, naming the
+// booking ahead, and one that ends before it is admitted.
+func TestBookingAheadBlocksAnotherUser(t *testing.T) {
+	bin, db := otherUserCopy(t)
+	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
+	require.NoError(t, os.Chmod(db, 0o666))
+	r := asNobody(t, bin, db, "create", "0", "60%", "2h", "--at", "+2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Booked 1: 60% \(48.0 GiB\) of GPU 0 for nobody, from .+ until .+\.\n$`, r.stdout)
+
+	r = runChronos(t, bin, db, daemon, "create", "0", "50%", "3h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by nobody (60%, #1, from ")
+	r = runChronos(t, bin, db, daemon, "create", "0", "50%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Booked 2: 50% \(40.0 GiB\) of GPU 0 for daemon, until .+\.\n`, r.stdout)
+	parts := listJSON(t, db)
+	require.Len(t, parts, 2)
+	require.Equal(t, core.StatusUpcoming, parts[0].State)
+}
+
 // `run --at` waits for the booking's start, then runs the command in it.
 func TestRunAtWaitsForTheStart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
