@@ -792,7 +792,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 		timer.Reset(max(time.Until(wake), 0))
 		select {
 		case <-ctx.Done():
-			return nil, c.leave(id, ctx.Err())
+			return nil, c.leave(id, whyStopped(ctx))
 		case <-changes:
 			acted = false
 			// A change wakes every waiter at once. In a long line each
@@ -801,7 +801,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			// each: a file's readers hold its writers off.
 			select {
 			case <-ctx.Done():
-				return nil, c.leave(id, ctx.Err())
+				return nil, c.leave(id, whyStopped(ctx))
 			case <-time.After(rand.N(settleFor(crowd))):
 			}
 			select {
@@ -874,8 +874,12 @@ func (c *Client) leave(id uint64, why error) error {
 	if err == nil && granted != 0 {
 		_, err = c.Release(granted)
 	}
-	if err != nil {
-		return fmt.Errorf("%w: request %d: stopped waiting (%w), and leaving the line failed: %w", ErrLeftLine, id, why, err)
+	stopped := fmt.Errorf("stopped waiting (%w)", why)
+	if errors.As(why, new(*Interrupted)) {
+		stopped = why
 	}
-	return fmt.Errorf("%w: request %d: stopped waiting (%w)", ErrLeftLine, id, why)
+	if err != nil {
+		return fmt.Errorf("%w: request %d: %w, and leaving the line failed: %w", ErrLeftLine, id, stopped, err)
+	}
+	return fmt.Errorf("%w: request %d: %w", ErrLeftLine, id, stopped)
 }
