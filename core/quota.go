@@ -82,21 +82,22 @@ func (e *FitsLaterError) Unwrap() error { return e.Why }
 
 // refusal is the error for a request that cannot start when asked
 // (start): which limit, the figure, and when it would fit (f.start; zero
-// when unknown), as a *FitsLaterError.
-func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) error {
-	err := b.refusalNow(cal, blk, f, start)
+// when unknown), as a *FitsLaterError. With others, it says which other
+// GPUs have room: not for an extension, which stays on its GPU.
+func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time, others bool) error {
+	err := b.refusalNow(cal, blk, f, start, others)
 	if f.start.IsZero() {
 		return err
 	}
 	return &FitsLaterError{Why: err, At: f.start, Now: b.now}
 }
 
-func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time) error {
+func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time, others bool) error {
 	lim := f.ask.limits
 	over, who := b.quotaOf()
 	switch blk.kind {
 	case blockedDevice:
-		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start))
+		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start, others))
 	case blockedReserved:
 		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
