@@ -370,17 +370,12 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 // timeout (a crowd joining at once), where a plain create gives up: the
 // caller means to wait. Here a holder keeps the lock for two timeouts.
 func TestJoinWaitsOutABusyLedger(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "chronos.db")
+	db := filepath.Join(t.TempDir(), "chronos.db")
 	c := clientAt(db, nil, alice)
 	_, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	marker := filepath.Join(dir, "hold")
-	holder := roleCmd(t, "hold", db, marker)
-	require.NoError(t, holder.Start())
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	require.Eventually(t, func() bool { _, err := os.Stat(marker + ".held"); return err == nil }, 10*time.Second, 5*time.Millisecond)
+	holder, marker := holdLedger(t, db)
 
 	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
 	joined := make(chan error, 1)
