@@ -578,9 +578,22 @@ type WaitOptions struct {
 // GPU full, the user at a quota, room kept for those ahead) it joins the
 // waiting line instead and returns its entry. A request that could never
 // be granted is refused at once.
+//
+// Joining a busy ledger tries again, up to joinTries times in all: the
+// caller means to wait, and a crowd joining at once (hundreds of --wait
+// started together on a small machine: a write each, one at a time) can
+// keep the ledger busy past one lock timeout. A try that found it busy
+// wrote nothing.
 func (c *Client) Enqueue(req Request, o WaitOptions) (*Partition, *QueueEntry, error) {
-	return c.submit(req, &o)
+	for try := 1; ; try++ {
+		p, e, err := c.submit(req, &o)
+		if !errors.Is(err, storage.ErrBusy) || try == joinTries {
+			return p, e, err
+		}
+	}
 }
+
+const joinTries = 3
 
 // Cancel takes a waiting request out of the line, and gives the place it
 // kept to those behind. Its owner or root may.

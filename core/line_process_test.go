@@ -365,3 +365,29 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	require.Empty(t, line)
 }
+
+// Joining the line waits out a ledger that stays busy past one lock
+// timeout (a crowd joining at once), where a plain create gives up: the
+// caller means to wait. Here a holder keeps the lock for two timeouts.
+func TestJoinWaitsOutABusyLedger(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	c := clientAt(db, nil, alice)
+	_, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+
+	holder, marker := holdLedger(t, db)
+
+	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
+	joined := make(chan error, 1)
+	go func() {
+		_, e, err := quick.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+		if err == nil && e == nil {
+			err = errors.New("booked on a full GPU")
+		}
+		joined <- err
+	}()
+	time.Sleep(time.Second)
+	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
+	require.NoError(t, holder.Wait())
+	require.NoError(t, <-joined)
+}

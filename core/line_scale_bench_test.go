@@ -78,11 +78,14 @@ func BenchmarkLineLayout200(b *testing.B) {
 // which places the line. No write may come near the ledger's 3 s lock
 // timeout.
 //
-// The waiters start 50 ms apart: 200 processes started in the same instant
-// on two cores queue 200 joins (a write each, about 15 ms with its fsync)
-// for the lock at once, and the last wait out its 3 s timeout.
+// The waiters start 50 ms apart, or CHRONOS_BENCH_WAITERS_APART apart
+// (0: all at once, as a script starting hundreds of --wait would).
 func BenchmarkWaiters200(b *testing.B) {
 	n := waiters200()
+	apart := 50 * time.Millisecond
+	if v, err := time.ParseDuration(os.Getenv("CHRONOS_BENCH_WAITERS_APART")); err == nil {
+		apart = v
+	}
 	for range b.N {
 		db := filepath.Join(b.TempDir(), "chronos.db")
 		r := clientAt(db, nil, root)
@@ -140,7 +143,7 @@ func BenchmarkWaiters200(b *testing.B) {
 				}
 			}()
 			waiters[i] = cmd
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(apart)
 		}
 		stop = make(chan struct{})
 		during := make(chan []time.Duration)

@@ -165,6 +165,18 @@ func roleCmd(t testing.TB, role, db, arg string) *exec.Cmd {
 	return cmd
 }
 
+// holdLedger starts a process that takes the ledger's write lock and
+// returns once it has it; it lets go when marker+".go" appears.
+func holdLedger(t *testing.T, db string) (holder *exec.Cmd, marker string) {
+	t.Helper()
+	marker = filepath.Join(filepath.Dir(db), "hold")
+	holder = roleCmd(t, "hold", db, marker)
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	require.Eventually(t, func() bool { _, err := os.Stat(marker + ".held"); return err == nil }, 10*time.Second, 5*time.Millisecond)
+	return holder, marker
+}
+
 func exitCode(err error) int {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -310,11 +322,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	marker := filepath.Join(dir, "hold")
-	holder := roleCmd(t, "hold", db, marker)
-	require.NoError(t, holder.Start())
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	require.Eventually(t, func() bool { _, err := os.Stat(marker + ".held"); return err == nil }, 10*time.Second, 5*time.Millisecond)
+	holder, marker := holdLedger(t, db)
 	require.NoError(t, holder.Process.Signal(syscall.SIGSTOP))
 
 	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &alice})

@@ -38,7 +38,7 @@ exec > >(tee "$LOG") 2>&1
 # idle minute it would be released, but only once someone waits for GPU 0.
 LADDER="reclaim=when-waiting idle=1m idle-warn=30s idle-sm=5% idle-start=0s expiry=terminate grace=10s"
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ ${#PIDS[@]} -eq 0 ] || wait "${PIDS[@]}" 2>/dev/null; } # never a bare wait: it would wait for tee
 trap cleanup EXIT
 T0=$(date +%s)
 ts() { printf '%s +%3ds' "$(date -u +%H:%M:%S)" $(($(date +%s) - T0)); }

@@ -38,9 +38,10 @@ var kernelWaiter = make(chan struct{}, 1)
 func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	fd := int(f.Fd())
 	gate := gateLock(exclusive)
-	gated := true
+	gated, atGate := true, false // whether the gate is used here; whether this call holds it
 	switch err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &gate); {
 	case err == nil:
+		atGate = true
 		if err := flock(fd, exclusive, false); err == nil {
 			openGate(fd, exclusive)
 			return nil
@@ -49,12 +50,12 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 		}
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP):
 		// No OFD locks here: flock alone is still correct.
-		gated, gate.Type = false, 0
+		gated = false
 		if err := flock(fd, exclusive, false); err == nil || !held(err) {
 			return err
 		}
 	case held(err):
-		gated = false // a writer is in: the wait below queues at the gate
+		// A writer is in or waiting: the wait below queues at the gate.
 	default:
 		return err
 	}
@@ -62,12 +63,25 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	// same open file, so the locks it gets are ours). One goroutine of a
 	// process waits in the kernel at a time, the others in line behind it:
 	// each waiting system call holds an OS thread, which Go keeps for ever.
+	// A writer past the gate keeps it while it waits for the readers before
+	// it, so no reader comes in after it. But nobody keeps the gate while in
+	// line behind this process's goroutine in the kernel, which may be
+	// waiting for that very gate: each would wait for the other until one
+	// timed out.
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case kernelWaiter <- struct{}{}:
-	case <-timer.C:
-		return errLockTimeout
+	default:
+		if atGate {
+			leaveGate(fd)
+			atGate = false
+		}
+		select {
+		case kernelWaiter <- struct{}{}:
+		case <-timer.C:
+			return errLockTimeout
+		}
 	}
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
@@ -80,9 +94,8 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 		defer func() { <-kernelWaiter }()
 		defer unix.Close(dup)
 		err := error(nil)
-		if gate.Type != 0 && !gated {
+		if gated && !atGate {
 			err = retryEINTR(func() error { return unix.FcntlFlock(uintptr(dup), unix.F_OFD_SETLKW, &gate) })
-			gated = err == nil
 		}
 		if err == nil && !abandoned.Load() {
 			err = flock(dup, exclusive, true)
@@ -113,9 +126,13 @@ func gateLock(exclusive bool) unix.Flock_t {
 // keeps the gate until it closes the file.
 func openGate(fd int, exclusive bool) {
 	if !exclusive {
-		g := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: 0, Len: 1}
-		_ = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &g)
+		leaveGate(fd)
 	}
+}
+
+func leaveGate(fd int) {
+	g := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: 0, Len: 1}
+	_ = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &g)
 }
 
 func flock(fd int, exclusive, wait bool) error {
