@@ -94,7 +94,7 @@ func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time, othe
 
 func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time, others bool) error {
 	lim := f.ask.limits
-	over, who := b.quotaOf()
+	who, over := b.quotaOf()
 	switch blk.kind {
 	case blockedDevice:
 		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start, others))
@@ -113,7 +113,7 @@ func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time, o
 // neverRefusal is the error for a request no calendar could ever grant.
 func (b *books) neverRefusal(blk *blocker, a ask) error {
 	lim := a.limits
-	over, who := b.quotaOf()
+	who, over := b.quotaOf()
 	switch {
 	case blk.kind == blockedGPUs && *lim.UserGPUs == 0:
 		return fmt.Errorf("%w: user-gpus=0: %s may hold no GPU at all (user-gpus=none is no limit)", over, who)
@@ -129,13 +129,13 @@ func (b *books) neverRefusal(blk *blocker, a ask) error {
 	return fmt.Errorf("%w: %s", over, blk.kind)
 }
 
-// quotaOf is the quota refusal and its subject: the caller's own ("you"),
-// or, when root books for someone, theirs by name.
-func (b *books) quotaOf() (error, string) {
+// quotaOf is the subject of a quota refusal and the refusal: the
+// caller's own ("you"), or, when root books for someone, theirs by name.
+func (b *books) quotaOf() (who string, over error) {
 	if b.onBehalf == "" {
-		return ErrQuota, "you"
+		return "you", ErrQuota
 	}
-	return &otherQuota{b.onBehalf}, b.onBehalf
+	return b.onBehalf, &otherQuota{b.onBehalf}
 }
 
 // otherQuota is ErrQuota for a request root makes for another user.
