@@ -85,6 +85,10 @@ type Interrupted struct{ Signal syscall.Signal }
 
 func (e *Interrupted) Error() string { return "interrupted by " + signalName(e.Signal) }
 
+// Is makes an interrupted wait match context.Canceled, as the context's
+// own error does.
+func (e *Interrupted) Is(target error) bool { return target == context.Canceled }
+
 // SignalContext is signal.NotifyContext whose cause (context.Cause) is an
 // *Interrupted naming the signal: what a waiter says when it is stopped.
 // stop restores the signals' default action.
