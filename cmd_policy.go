@@ -14,8 +14,15 @@ import (
 func policyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
-		Short: "Show or set what monitors do at expiry and on misuse",
-		Args:  args(noArgs),
+		Short: "Show or set the policy: enforcement at expiry and on misuse, idle reclaim, quotas and fair share",
+		Long: `Show every policy knob with its value, its default and what it does, then each
+user's or group's own settings. The policy decides what monitors do at a
+booking's end and on misuse (expiry, overbudget, unbooked, grace, warn), what
+admission counts (admit), when idle bookings are reclaimed (reclaim, idle…),
+and fair sharing: quotas (user-gpus, user-hours, ahead, max; per user or group
+with for=), and the waiting line's order (halflife, age-weight, max-age,
+share). Root changes it with 'chronos policy set'.`,
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -48,8 +55,10 @@ func policyCmd(g *globals) *cobra.Command {
   idle-start=15m                 a booking with no GPU process yet is not idle before this
   hold-max=4h                    longest 'chronos hold'
   notify-url=https://…|off       Slack-compatible webhook that gets every notice
-  user-gpus=1.5|none             GPU-equivalents one user may hold at once (50% of a GPU is 0.5)
-  user-hours=200/7d|none         share-weighted GPU-hours one user may book in any rolling window
+  user-gpus=1.5|0|none           GPU-equivalents one user may hold at once (50% of a GPU is 0.5;
+                                 0: no GPU at all; none: no limit)
+  user-hours=200/7d|0|none       share-weighted GPU-hours one user may book in any rolling window
+                                 (0: none at all; none: no limit)
   ahead=14d                      how far ahead a booking may start (--at)
   halflife=7d                    half-life of the usage that orders the waiting line
   age-weight=1  max-age=1d       priority for time waited: the full weight after max-age

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -57,7 +57,7 @@ only where it cannot delay anyone ahead (backfill).`,
 		Example: "  chronos queue cancel 3",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return eachID(cmd, g, a, func(c *core.Client, id uint64) (string, error) {
+			return eachID(cmd, g, a, core.ParseRequestID, func(c *core.Client, id uint64) (string, error) {
 				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
 			})
 		},
@@ -65,12 +65,12 @@ only where it cannot delay anyone ahead (backfill).`,
 	return cmd
 }
 
-// eachID reads every id first (a bad one changes nothing), then does each
-// in turn (see doEach).
-func eachID(cmd *cobra.Command, g *globals, a []string, do func(c *core.Client, id uint64) (string, error)) error {
+// eachID reads every id first with parse (a bad one changes nothing), then
+// does each in turn (see doEach).
+func eachID(cmd *cobra.Command, g *globals, a []string, parse func(string) (uint64, error), do func(c *core.Client, id uint64) (string, error)) error {
 	ids := make([]uint64, 0, len(a))
 	for _, s := range a {
-		id, err := core.ParseID(s)
+		id, err := parse(s)
 		if err != nil {
 			return err
 		}
@@ -135,18 +135,23 @@ type lineFlags struct {
 	wait    bool
 	timeout time.Duration
 	at      string
+	given   func(name string) bool // whether the flag was typed
 }
 
 func (f *lineFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "if it cannot start now (GPU full, a quota reached), wait in line until it can")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "with --wait: leave the line after this long (default: wait as long as it takes)")
 	cmd.Flags().StringVar(&f.at, "at", "", `start later: 14:00, "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h`)
+	f.given = cmd.Flags().Changed
 }
 
 // apply checks the flags and puts the start into req.
 func (f *lineFlags) apply(req *core.Request) error {
-	if f.timeout < 0 || (f.timeout > 0 && !f.wait) {
-		return usageError{errors.New("--timeout goes with --wait, and must be positive")}
+	if f.given("timeout") && (f.timeout <= 0 || !f.wait) {
+		return usageError{errors.New("--timeout goes with --wait, and must be positive (without it, --wait waits as long as it takes)")}
+	}
+	if f.given("at") && strings.TrimSpace(f.at) == "" {
+		return usageError{errors.New(`--at needs a start: 14:00, "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h (without --at, it starts now)`)}
 	}
 	if f.at == "" {
 		return nil
@@ -173,7 +178,7 @@ func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlag
 	}
 	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
 	// line as cleanly. Listen before joining, so that none is lost.
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
+	ctx, stop := core.SignalContext(cmd.Context(), syscall.SIGHUP)
 	defer stop()
 	p, entry, err := c.Enqueue(req, *f.waitOptions())
 	if err != nil || p != nil {

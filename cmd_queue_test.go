@@ -125,6 +125,40 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = cli(t, db, "available", "1")
 	require.Regexp(t, `^50% \(40.0 GiB\) free on GPU 1; 40% from .+ \(booked ahead\)\n$`, r.stdout)
+
+	// show says when a booking ahead starts, not how long until its end.
+	r = cli(t, db, "show", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  state\s+upcoming, starts in (1:59:\d\d|2:00:00), at \S+, until \S+$`, r.stdout)
+	// An extension stays on its GPU: its refusal names who holds it, and
+	// offers no other GPU.
+	r = cli(t, db, "extend", "2", "90m")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "GPU 1 has 40% (32.0 GiB) free from ")
+	require.Contains(t, r.stderr, ": held by root (60%, #1, from ")
+	require.NotContains(t, r.stderr, "GPU 0 has")
+}
+
+// A booking ahead holds against other users too: nobody books GPU 0 from
+// two hours on; daemon's request that overlaps it is refused, naming the
+// booking ahead, and one that ends before it is admitted.
+func TestBookingAheadBlocksAnotherUser(t *testing.T) {
+	bin, db := otherUserCopy(t)
+	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
+	require.NoError(t, os.Chmod(db, 0o666))
+	r := asNobody(t, bin, db, "create", "0", "60%", "2h", "--at", "+2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Booked 1: 60% \(48.0 GiB\) of GPU 0 for nobody, from .+ until .+\.\n$`, r.stdout)
+
+	r = runChronos(t, bin, db, daemon, "create", "0", "50%", "3h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by nobody (60%, #1, from ")
+	r = runChronos(t, bin, db, daemon, "create", "0", "50%", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Booked 2: 50% \(40.0 GiB\) of GPU 0 for daemon, until .+\.\n`, r.stdout)
+	parts := listJSON(t, db)
+	require.Len(t, parts, 2)
+	require.Equal(t, core.StatusUpcoming, parts[0].State)
 }
 
 // `run --at` waits for the booking's start, then runs the command in it.
@@ -190,7 +224,7 @@ func TestRunWait(t *testing.T) {
 	said = saying(t, cmd)
 	until(t, said, "waits at position 1")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	require.Contains(t, rest(said), "stopped waiting")
+	require.Contains(t, rest(said), "left the waiting line without a booking: request 2: interrupted by SIGTERM")
 	require.Error(t, cmd.Wait())
 	require.NoFileExists(t, ran)
 	require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout)
@@ -201,7 +235,7 @@ func TestRunWait(t *testing.T) {
 func TestCreateWaitLeavesOnSignal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+	for sig, name := range map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"} {
 		cmd := waiterCmd(db, "create", "0", "0.5", "1h", "--wait")
 		said := saying(t, cmd)
 		until(t, said, "waits at position 1")
@@ -210,7 +244,7 @@ func TestCreateWaitLeavesOnSignal(t *testing.T) {
 		var exit *exec.ExitError
 		require.ErrorAs(t, cmd.Wait(), &exit)
 		require.Equal(t, 1, exit.ExitCode(), "%s: %s", sig, after)
-		require.Contains(t, after, "stopped waiting", sig.String())
+		require.Regexp(t, `left the waiting line without a booking: request \d+: interrupted by `+name+`\n$`, after)
 		require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout, sig.String())
 	}
 }

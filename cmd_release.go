@@ -33,7 +33,7 @@ a pipe) it releases nothing unless --yes says so.`,
 			}
 			// Release what can be released; report each refusal on its own.
 			if !mine {
-				return eachID(cmd, g, a, release)
+				return eachID(cmd, g, a, core.ParseID, release)
 			}
 			c, err := g.client()
 			if err != nil {
@@ -64,7 +64,7 @@ func confirmMine(cmd *cobra.Command, c *core.Client, yes bool) ([]uint64, error)
 	for _, p := range parts {
 		if p.UID == c.Me().UID {
 			ids = append(ids, p.ID)
-			names = append(names, fmt.Sprintf("#%d (GPU %d, %s)", p.ID, p.Device, core.FormatPercent(p.SharePPM)))
+			names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
 		}
 	}
 	if len(ids) == 0 {

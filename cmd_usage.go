@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"text/tabwriter"
 
@@ -80,7 +81,10 @@ func writeUsage(w io.Writer, users []core.UserUsage) error {
 	return tw.Flush()
 }
 
-func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+// number prints GPU-equivalents to the hundredth, as shares are booked
+// (0.55), without trailing zeros: sums of shares carry float noise
+// (0.1+0.2 is 0.30000000000000004).
+func number(f float64) string { return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64) }
 
 func left(f *float64) string {
 	if f == nil {

@@ -73,3 +73,26 @@ func cmpErr(a, b error) error {
 	}
 	return b
 }
+
+// GPU-H LEFT is what admission leaves: bookings ahead count, as they do
+// when a request is weighed. AHEAD prints shares as they are booked.
+func TestUsageHoursLeftCountsBookingsAhead(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "policy", "set", "user-hours=3/7d").code)
+	require.Equal(t, 0, cli(t, db, "create", "0", "100%", "2h").code)
+	for _, b := range [][]string{{"1", "10%", "5h"}, {"1", "20%", "150m"}} {
+		r := cli(t, db, append([]string{"create"}, append(b, "--at", "+1h")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	r := cli(t, db, "create", "1", "10%", "1h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "over your quota: user-hours=3/7d: 3.0 GPU-hours booked in the window, 0.1 asked")
+
+	r = cli(t, db, "usage")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^root\s+1\s+0\.3\s+no limit\s+0\.0\s`, r.stdout)
+	var users []core.UserUsage
+	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "usage", "--json").stdout), &users))
+	require.Len(t, users, 1)
+	require.InDelta(t, 0, *users[0].HoursLeft, 1e-9)
+}

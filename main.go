@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -62,7 +61,7 @@ func main() {
 	// The first SIGINT or SIGTERM ends the context, which the monitor and
 	// waiting commands watch to stop cleanly; it also restores the default
 	// action, so a second one ends chronos at once.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := core.SignalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

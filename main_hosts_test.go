@@ -82,6 +82,11 @@ func TestHostsOnTheCommandLine(t *testing.T) {
 	r = onHost(t, lab, "gpu2", "run", "0", "10%", "1h", "--", "sh", "-c", "echo $CHRONOS_PARTITION_ID")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "4\n", r.stdout)
+
+	// release --mine names each GPU as list does: another host's by host.
+	r = onHost(t, lab, "gpu2", "release", "--mine")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "#1 (GPU gpu1:0, 60%), #2 (GPU gpu1:0, 40%), #3 (GPU 0, 10%)")
 }
 
 // Sixteen chronos processes on two hosts race for 10% of one GPU each:

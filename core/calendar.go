@@ -171,7 +171,7 @@ func (c calendar) check(a ask, start time.Time) *blocker {
 // window goes over.
 func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
 	w := a.limits.HoursWindow
-	limit := a.limits.UserHours * 3600
+	limit := *a.limits.UserHours * 3600
 	fresh := calendar{a.slot(start, 0)}
 	var mine calendar
 	for _, s := range c {
@@ -250,9 +250,9 @@ func (a ask) never() *blocker {
 	switch {
 	case a.limits.Exempt:
 		return nil
-	case a.limits.UserGPUs > 0 && float64(a.share) > a.limits.UserGPUs*ppm+0.5:
+	case a.limits.UserGPUs != nil && float64(a.share) > *a.limits.UserGPUs*ppm+0.5:
 		return &blocker{kind: blockedGPUs, gpu: a.gpu}
-	case a.limits.UserHours > 0 && float64(a.share)/ppm*a.length.Hours() > a.limits.UserHours+1e-9:
+	case a.limits.UserHours != nil && float64(a.share)/ppm*a.length.Hours() > *a.limits.UserHours+1e-9:
 		return &blocker{kind: blockedHours, gpu: a.gpu}
 	}
 	return nil
@@ -326,7 +326,7 @@ type weighing struct {
 func (l *layout) weigh(a ask) weighing {
 	g, u := trackIn(l.gpus, a.gpu), trackIn(l.users, a.uid)
 	w := weighing{a: a, booked: g.booked, kept: g.all, mineSlots: u.slots}
-	if a.limits.UserGPUs > 0 && !a.limits.Exempt {
+	if a.limits.UserGPUs != nil && !a.limits.Exempt {
 		w.mine = u.all
 	}
 	return w
@@ -345,12 +345,12 @@ func (w weighing) check(start time.Time) *blocker {
 	if a.limits.Exempt {
 		return nil
 	}
-	if lim := a.limits.UserGPUs; lim > 0 {
-		if held := w.mine.mostIn(start, end); float64(held+a.share) > lim*ppm+0.5 {
+	if lim := a.limits.UserGPUs; lim != nil {
+		if held := w.mine.mostIn(start, end); float64(held+a.share) > *lim*ppm+0.5 {
 			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
 		}
 	}
-	if lim := a.limits.UserHours; lim > 0 {
+	if a.limits.UserHours != nil {
 		if used, over := w.mineSlots.hoursPeak(a, start); over {
 			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
 		}
@@ -369,14 +369,17 @@ func (l *layout) earliest(a ask, from time.Time) (time.Time, *blocker) {
 	if first == nil {
 		return from, nil
 	}
-	if a.limits.UserHours > 0 && !a.limits.Exempt {
+	if a.limits.UserHours != nil && !a.limits.Exempt {
 		return w.earliestByHours(l, from), first
 	}
 	// Room on the GPU, and under user-gpus, can each only appear where one
 	// of its slots ends: go from the first instant with room on the GPU
 	// to the first with room under the quota, and back, until both hold.
 	gpuRoom := ppm - a.share
-	quotaRoom := int64(math.Floor(a.limits.UserGPUs*ppm+0.5)) - a.share
+	quotaRoom := int64(math.MaxInt64) // no user-gpus: only the GPU stops it
+	if lim := a.limits.UserGPUs; lim != nil {
+		quotaRoom = int64(math.Floor(*lim*ppm+0.5)) - a.share
+	}
 	for t, ok := from, true; ok; {
 		if t, ok = w.kept.roomFrom(t, a.length, gpuRoom); !ok || w.check(t) == nil {
 			return t, first

@@ -67,10 +67,10 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 		a := ask{gpu: randomGPU(rng), uid: rng.IntN(3), share: int64(1+rng.IntN(10)) * 100_000,
 			length: time.Duration(1+rng.IntN(20)) * time.Second, limits: Limits{Share: 1}}
 		if rng.IntN(2) == 0 {
-			a.limits.UserGPUs = float64(1+rng.IntN(15)) / 10
+			a.limits.UserGPUs = new(float64(1+rng.IntN(15)) / 10)
 		}
 		if rng.IntN(4) == 0 {
-			a.limits.UserHours, a.limits.HoursWindow = float64(1+rng.IntN(40))/3600, time.Duration(10+rng.IntN(40))*time.Second
+			a.limits.UserHours, a.limits.HoursWindow = new(float64(1+rng.IntN(40))/3600), time.Duration(10+rng.IntN(40))*time.Second
 		}
 		if a.never() != nil {
 			continue
@@ -83,7 +83,7 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 		// Under an hours quota, room comes as old use slides out of the
 		// window: earliest finds it to within a second.
 		var slack time.Duration
-		if a.limits.UserHours > 0 {
+		if a.limits.UserHours != nil {
 			slack = time.Second
 		}
 		for s := from; s.Add(slack).Before(got); s = s.Add(time.Second) {
@@ -123,7 +123,7 @@ func TestStepsAgreeWithTheSweep(t *testing.T) {
 func TestHoursQuotaFreesContinuously(t *testing.T) {
 	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
 	cal := calendar{{gpu: gpuID{device: 0}, uid: 1, share: ppm, start: at(0), end: at(3600)}}
-	a := ask{gpu: gpuID{host: "gpu3", device: 0}, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: 1.5, HoursWindow: 24 * time.Hour, Share: 1}}
+	a := ask{gpu: gpuID{host: "gpu3", device: 0}, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: new(1.5), HoursWindow: 24 * time.Hour, Share: 1}}
 	got, why := cal.earliest(a, at(3600))
 	require.NotNil(t, why)
 	require.Equal(t, blockedHours, why.kind)
@@ -137,10 +137,10 @@ func TestHoursQuotaFreesContinuously(t *testing.T) {
 
 // Asking more than a quota allows by itself can never be granted.
 func TestNeverFits(t *testing.T) {
-	require.NotNil(t, ask{share: 600_000, length: time.Hour, limits: Limits{UserGPUs: 0.5}}.never())
-	require.NotNil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, HoursWindow: time.Hour}}.never())
-	require.Nil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: 2, Exempt: true}}.never())
-	require.Nil(t, ask{share: 500_000, length: time.Hour, limits: Limits{UserGPUs: 0.5}}.never())
+	require.NotNil(t, ask{share: 600_000, length: time.Hour, limits: Limits{UserGPUs: new(0.5)}}.never())
+	require.NotNil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: new(2.0), HoursWindow: time.Hour}}.never())
+	require.Nil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: new(2.0), Exempt: true}}.never())
+	require.Nil(t, ask{share: 500_000, length: time.Hour, limits: Limits{UserGPUs: new(0.5)}}.never())
 }
 
 // The hours check, a sweep over cumulative sums, agrees with summing every
@@ -156,7 +156,7 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 		}
 		w := time.Duration(5+rng.IntN(40)) * time.Second
 		a := ask{gpu: gpuID{device: 0}, uid: 0, share: int64(1+rng.IntN(10)) * 100_000, length: time.Duration(1+rng.IntN(10)) * time.Second,
-			limits: Limits{UserHours: float64(1+rng.IntN(40)) / 3600, HoursWindow: w, Share: 1}}
+			limits: Limits{UserHours: new(float64(1+rng.IntN(40)) / 3600), HoursWindow: w, Share: 1}}
 		start := at(rng.IntN(120))
 		fresh := a.slot(start, 0)
 		fullest := -1.0
@@ -174,7 +174,7 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 			}
 		}
 		got, over := cal.hoursPeak(a, start)
-		require.Equal(t, fullest > a.limits.UserHours*3600+1e-6, over, "round %d", round)
+		require.Equal(t, fullest > *a.limits.UserHours*3600+1e-6, over, "round %d", round)
 		require.True(t, olds[math.Round(got*3600*1e6)/1e6], "round %d: %v GPU-hours before, not one of %v", round, got*3600, olds)
 	}
 }

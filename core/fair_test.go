@@ -168,18 +168,18 @@ func TestGroupOverride(t *testing.T) {
 	}
 	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
 	require.NoError(t, err)
-	require.Equal(t, 0.25, LimitsFor(p, u).UserGPUs)
-	require.Zero(t, LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
+	require.Equal(t, new(0.25), LimitsFor(p, u).UserGPUs)
+	require.Nil(t, LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
 	p, err = ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
 	require.NoError(t, err)
-	require.Equal(t, 3.0, LimitsFor(p, u).UserGPUs)
+	require.Equal(t, new(3.0), LimitsFor(p, u).UserGPUs)
 }
 
 func TestPolicyKnobsReadBack(t *testing.T) {
 	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
 	require.NoError(t, err)
-	require.Equal(t, 1.5, p.UserGPUs)
-	require.Equal(t, 200.0, p.UserHours)
+	require.Equal(t, new(1.5), p.UserGPUs)
+	require.Equal(t, new(200.0), p.UserHours)
 	require.Equal(t, 7*24*time.Hour, p.HoursWindow)
 	back, err := ApplyPolicy(DefaultPolicy(), strings.Fields(FormatPolicy(p)))
 	require.NoError(t, err)

@@ -71,13 +71,13 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) erro
 // looks back over (0: none is set).
 func longestWindow(pol Policy) time.Duration {
 	var window time.Duration
-	if pol.UserHours > 0 {
+	if pol.UserHours != nil {
 		window = pol.HoursWindow
 	}
 	for _, o := range pol.Overrides {
 		var l Limits
 		_ = applyLimits(&l, o.Settings)
-		if l.UserHours > 0 {
+		if l.UserHours != nil {
 			window = max(window, l.HoursWindow)
 		}
 	}

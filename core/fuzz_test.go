@@ -244,7 +244,7 @@ func FuzzApplyPolicy(f *testing.F) {
 			!near(back.Grace, p.Grace) || !near(back.WarnLead, p.WarnLead) || !near(back.MaxLength, p.MaxLength) ||
 			back.Reclaim != p.Reclaim || !near(back.Idle, p.Idle) || !steps || back.IdleSM != p.IdleSM ||
 			!near(back.IdleStart, p.IdleStart) || !near(back.HoldMax, p.HoldMax) || back.NotifyURL != p.NotifyURL ||
-			back.UserGPUs != p.UserGPUs || back.UserHours != p.UserHours || !near(back.HoursWindow, p.HoursWindow) ||
+			!equalLimit(back.UserGPUs, p.UserGPUs) || !equalLimit(back.UserHours, p.UserHours) || !near(back.HoursWindow, p.HoursWindow) ||
 			!near(back.Ahead, p.Ahead) || !near(back.HalfLife, p.HalfLife) || back.AgeWeight != p.AgeWeight || !near(back.MaxAge, p.MaxAge) {
 			t.Fatalf("%q: %+v reads back as %+v", s, p, back)
 		}
@@ -333,3 +333,7 @@ func FuzzParseStart(f *testing.F) {
 		}
 	})
 }
+
+// equalLimit says whether two quotas are the same: both none, or both the
+// same figure.
+func equalLimit(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -35,6 +35,9 @@ type books struct {
 	heldBy map[int]calendar
 	// alive says whether a request's waiting process still runs.
 	alive func(storage.Request) bool
+	// onBehalf is the user root books for (create --user, extending their
+	// booking): quota refusals name them. "": the caller's own.
+	onBehalf string
 }
 
 func readBooks(tx *storage.Tx, here string, now time.Time) (*books, error) {
@@ -89,7 +92,7 @@ func (b *books) held(uids ...int) (calendar, error) {
 			continue
 		}
 		done[uid] = true
-		if l := b.limits[uid]; l.UserHours > 0 && !l.Exempt {
+		if l := b.limits[uid]; l.UserHours != nil && !l.Exempt {
 			held, ok := b.heldBy[uid]
 			if !ok {
 				if b.tx == nil {
@@ -187,7 +190,7 @@ func (b *books) possible(r storage.Request) error {
 			if blk := a.never(); blk == nil {
 				return nil
 			} else {
-				err = neverRefusal(blk, a)
+				err = b.neverRefusal(blk, a)
 			}
 		}
 		first = cmp.Or(first, err)
@@ -802,7 +805,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 		timer.Reset(max(time.Until(wake), 0))
 		select {
 		case <-ctx.Done():
-			return nil, c.leave(id, ctx.Err())
+			return nil, c.leave(id, whyStopped(ctx))
 		case <-changes:
 			acted = false
 			// A change wakes every waiter at once. In a long line each
@@ -811,7 +814,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			// each: a file's readers hold its writers off.
 			select {
 			case <-ctx.Done():
-				return nil, c.leave(id, ctx.Err())
+				return nil, c.leave(id, whyStopped(ctx))
 			case <-time.After(rand.N(settleFor(crowd))):
 			}
 			select {
@@ -884,8 +887,12 @@ func (c *Client) leave(id uint64, why error) error {
 	if err == nil && granted != 0 {
 		_, err = c.Release(granted)
 	}
-	if err != nil {
-		return fmt.Errorf("%w: request %d: stopped waiting (%w), and leaving the line failed: %w", ErrLeftLine, id, why, err)
+	stopped := fmt.Errorf("stopped waiting (%w)", why)
+	if errors.As(why, new(*Interrupted)) {
+		stopped = why
 	}
-	return fmt.Errorf("%w: request %d: stopped waiting (%w)", ErrLeftLine, id, why)
+	if err != nil {
+		return fmt.Errorf("%w: request %d: %w, and leaving the line failed: %w", ErrLeftLine, id, stopped, err)
+	}
+	return fmt.Errorf("%w: request %d: %w", ErrLeftLine, id, stopped)
 }

@@ -237,11 +237,16 @@ func ParseCompute(s string) (int, error) {
 }
 
 // ParseID reads a booking id as `list` prints it ("7" or "#7").
-func ParseID(s string) (uint64, error) {
+func ParseID(s string) (uint64, error) { return parseID(s, "booking", "list") }
+
+// ParseRequestID reads a waiting request's id, as `chronos queue` shows it.
+func ParseRequestID(s string) (uint64, error) { return parseID(s, "request", "queue") }
+
+func parseID(s, what, shows string) (uint64, error) {
 	t := strings.TrimPrefix(strings.TrimSpace(s), "#")
 	id, err := strconv.ParseUint(t, 10, 64)
 	if err != nil || id == 0 {
-		return 0, inputErr("%s is not a booking id (ids are numbers, as `chronos list` shows them)", Quote(s))
+		return 0, inputErr("%s is not a %s id (ids are numbers, as `chronos %s` shows them)", Quote(s), what, shows)
 	}
 	return id, nil
 }

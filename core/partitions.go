@@ -129,6 +129,9 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			if err != nil {
 				return err
 			}
+			if owner.UID != c.me.UID {
+				b.onBehalf = owner.User
+			}
 			if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
 				return err
 			}
@@ -152,7 +155,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 					return err
 				}
 			case wait == nil:
-				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start)
+				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start, true)
 			default:
 				r.Waiter = waiter
 				if wait.Timeout > 0 {
@@ -269,8 +272,9 @@ func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
 // overbooked says why f's GPU cannot take it from start: what is free
 // over the time asked and what was asked (rounded so that the free figure
 // never looks enough), who holds the rest and over when, and which GPUs
-// have room for the request over that time: its own host's first.
-func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
+// have room for the request over that time, its own host's first, when it
+// could move there (others).
+func (b *books) overbooked(cal calendar, f fit, start time.Time, others bool) string {
 	g, dev, share, end := f.ask.gpu, f.dev, f.ask.share, start.Add(f.ask.length)
 	free := max(0, ppm-cal.peak(onGPU(g), start, end))
 	var sb strings.Builder
@@ -303,6 +307,9 @@ func (b *books) overbooked(cal calendar, f fit, start time.Time) string {
 	}
 	if len(holders) > shown {
 		fmt.Fprintf(&sb, " and %d more", len(holders)-shown)
+	}
+	if !others {
+		return sb.String()
 	}
 	var room []string
 	// The host's own GPUs, then a few of other hosts'.
@@ -515,6 +522,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err != nil {
 			return err
 		}
+		if p.UID != c.me.UID {
+			b.onBehalf = p.User
+		}
 		lim := b.limitsFor(p.UID, p.User)
 		expires := p.Expires.Add(d)
 		if left := expires.Sub(later(now, p.Start)); left > lim.MaxLength && !lim.Exempt {
@@ -538,7 +548,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		dev, _ := findDevice(b.invs[p.Host], p.Device)
 		more := ask{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, length: d, limits: lim}
 		if blk := cal.check(more, p.Expires); blk != nil {
-			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires))
+			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires, false))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {

@@ -159,8 +159,8 @@ func checkTarget(target string) error {
 // Limits are the quotas and the fair share that apply to one user: the
 // policy's, with the overrides of their groups and their own on top.
 type Limits struct {
-	UserGPUs    float64       // GPU-equivalents held at once; 0: no limit
-	UserHours   float64       // GPU-hours in any HoursWindow; 0: no limit
+	UserGPUs    *float64      // GPU-equivalents held at once; nil: no limit, 0: none may be held
+	UserHours   *float64      // GPU-hours in any HoursWindow; nil: no limit, 0: none may be booked
 	HoursWindow time.Duration //
 	Ahead       time.Duration // furthest start ahead
 	MaxLength   time.Duration // longest booking
@@ -290,10 +290,10 @@ var knobs = []knob{
 	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook that gets every notice (off: none)",
 		show: func(p Policy) string { return cmp.Or(p.NotifyURL, ActOff) },
 		set:  func(p *Policy, v string) (err error) { p.NotifyURL, err = notifyURL(v); return }},
-	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking",
+	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking; 0: none at all, none: no limit",
 		show:     func(p Policy) string { return formatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
-	{key: "user-hours", aliases: []string{"user_hours"}, meaning: "share-weighted GPU-hours one user may book in any rolling window (200/7d)",
+	{key: "user-hours", aliases: []string{"user_hours"}, meaning: "share-weighted GPU-hours one user may book in any rolling window (200/7d); 0: none at all, none: no limit",
 		show: func(p Policy) string { return formatHours(p.UserHours, p.HoursWindow) },
 		setLimit: func(l *Limits, v string) (err error) {
 			l.UserHours, l.HoursWindow, err = parseHours(v)
@@ -568,46 +568,55 @@ func parseYesNo(key, v string) (bool, error) {
 	return false, inputErr("%s=%s: expected yes or no", key, Quote(v))
 }
 
-// parseGPUs reads user-gpus: GPU-equivalents (1.5), or none.
-func parseGPUs(v string) (float64, error) {
-	if v == "none" || v == "0" {
-		return 0, nil
+// noLimit is how a quota is lifted: user-gpus=none. Zero is a limit: the
+// user may book nothing.
+const noLimit = "none"
+
+// parseGPUs reads user-gpus: GPU-equivalents (1.5; 0: none at all), or
+// none (no limit).
+func parseGPUs(v string) (*float64, error) {
+	if v == noLimit {
+		return nil, nil
 	}
-	return parseNumber("user-gpus", v, 0.000001, 100000)
+	f, err := parseNumber("user-gpus", v, 0, 100000)
+	if err != nil {
+		return nil, inputErr("user-gpus=%s: expected GPU-equivalents (1.5; 0: no GPU at all), or none for no limit", Quote(v))
+	}
+	return &f, nil
 }
 
 // parseHours reads user-hours: GPU-hours in a window (200/7d; 200 alone
-// means a week), or none.
-func parseHours(v string) (float64, time.Duration, error) {
-	if v == "none" || v == "0" {
-		return 0, 0, nil
+// means a week; 0: none at all), or none (no limit).
+func parseHours(v string) (*float64, time.Duration, error) {
+	if v == noLimit {
+		return nil, 0, nil
 	}
 	hours, window, found := strings.Cut(v, "/")
-	h, err := parseNumber("user-hours", hours, 0.0001, 1e7)
+	h, err := parseNumber("user-hours", hours, 0, 1e7)
 	if err != nil {
-		return 0, 0, inputErr("user-hours=%s: expected GPU-hours and a window, like 200/7d", Quote(v))
+		return nil, 0, inputErr("user-hours=%s: expected GPU-hours and a window, like 200/7d (0: none at all), or none for no limit", Quote(v))
 	}
 	w := 7 * 24 * time.Hour
 	if found {
 		if w, err = policyDuration("user-hours window", window, time.Minute); err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
 	}
-	return h, w, nil
+	return &h, w, nil
 }
 
-func formatLimit(f float64) string {
-	if f == 0 {
-		return "none"
+func formatLimit(f *float64) string {
+	if f == nil {
+		return noLimit
 	}
-	return formatNumber(f)
+	return formatNumber(*f)
 }
 
-func formatHours(h float64, w time.Duration) string {
-	if h == 0 {
-		return "none"
+func formatHours(h *float64, w time.Duration) string {
+	if h == nil {
+		return noLimit
 	}
-	return formatNumber(h) + "/" + FormatDuration(w)
+	return formatNumber(*h) + "/" + FormatDuration(w)
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -48,7 +48,7 @@ func (b *books) reason(blk *blocker, a ask) string {
 	case blockedReserved:
 		return fmt.Sprintf("GPU %s's free share is kept for requests ahead", b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatNumber(a.limits.UserGPUs), formatGPUs(int64(blk.figure)), formatGPUs(a.share))
+		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatLimit(a.limits.UserGPUs), formatGPUs(int64(blk.figure)), formatGPUs(a.share))
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.limits.UserHours, a.limits.HoursWindow),
 			formatGPUHours(blk.figure), formatGPUHours(a.gpuHours()))
@@ -82,44 +82,67 @@ func (e *FitsLaterError) Unwrap() error { return e.Why }
 
 // refusal is the error for a request that cannot start when asked
 // (start): which limit, the figure, and when it would fit (f.start; zero
-// when unknown), as a *FitsLaterError.
-func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time) error {
-	err := b.refusalNow(cal, blk, f, start)
+// when unknown), as a *FitsLaterError. With others, it says which other
+// GPUs have room: not for an extension, which stays on its GPU.
+func (b *books) refusal(cal calendar, blk *blocker, f fit, start time.Time, others bool) error {
+	err := b.refusalNow(cal, blk, f, start, others)
 	if f.start.IsZero() {
 		return err
 	}
 	return &FitsLaterError{Why: err, At: f.start, Now: b.now}
 }
 
-func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time) error {
+func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time, others bool) error {
 	lim := f.ask.limits
+	who, over := b.quotaOf()
 	switch blk.kind {
 	case blockedDevice:
-		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start))
+		return fmt.Errorf("%w: %s", ErrOverbooked, b.overbooked(cal, f, start, others))
 	case blockedReserved:
 		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: you would hold %s GPUs at once (%s already, %s asked)", ErrQuota,
-			formatNumber(lim.UserGPUs), formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share))
+		return fmt.Errorf("%w: user-gpus=%s: %s would hold %s GPUs at once (%s already, %s asked)", over,
+			formatLimit(lim.UserGPUs), who, formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share))
 	case blockedHours:
-		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", ErrQuota,
+		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", over,
 			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()))
 	}
 	return fmt.Errorf("%w: %s", ErrOverbooked, blk.kind)
 }
 
 // neverRefusal is the error for a request no calendar could ever grant.
-func neverRefusal(blk *blocker, a ask) error {
+func (b *books) neverRefusal(blk *blocker, a ask) error {
 	lim := a.limits
-	switch blk.kind {
-	case blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", ErrQuota, formatNumber(lim.UserGPUs), formatGPUs(a.share))
-	case blockedHours:
-		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", ErrQuota,
+	who, over := b.quotaOf()
+	switch {
+	case blk.kind == blockedGPUs && *lim.UserGPUs == 0:
+		return fmt.Errorf("%w: user-gpus=0: %s may hold no GPU at all (user-gpus=none is no limit)", over, who)
+	case blk.kind == blockedGPUs:
+		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", over, formatLimit(lim.UserGPUs), formatGPUs(a.share))
+	case blk.kind == blockedHours && *lim.UserHours == 0:
+		return fmt.Errorf("%w: user-hours=%s: %s may book no GPU-hours at all (user-hours=none is no limit)", over,
+			formatHours(lim.UserHours, lim.HoursWindow), who)
+	case blk.kind == blockedHours:
+		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", over,
 			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(a.gpuHours()))
 	}
-	return fmt.Errorf("%w: %s", ErrQuota, blk.kind)
+	return fmt.Errorf("%w: %s", over, blk.kind)
 }
+
+// quotaOf is the subject of a quota refusal and the refusal: the
+// caller's own ("you"), or, when root books for someone, theirs by name.
+func (b *books) quotaOf() (who string, over error) {
+	if b.onBehalf == "" {
+		return "you", ErrQuota
+	}
+	return b.onBehalf, &otherQuota{b.onBehalf}
+}
+
+// otherQuota is ErrQuota for a request root makes for another user.
+type otherQuota struct{ user string }
+
+func (e *otherQuota) Error() string { return "over " + e.user + "'s quota" }
+func (e *otherQuota) Unwrap() error { return ErrQuota }
 
 // checkLength checks a request's length and start against the user's
 // limits: max and ahead.

@@ -270,7 +270,7 @@ func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, 
 	// Listen before joining: a signal that came between joining the line
 	// and listening would be lost, and the request would wait on with
 	// nobody wanting it.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	got, entry, err := c.Enqueue(o.Request, *o.Wait)
 	if err != nil || got != nil {
@@ -292,7 +292,7 @@ func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(s
 		return nil
 	}
 	say("booking %d starts at %s: waiting %s", p.ID, FormatTime(p.Start, c.now()), FormatDuration(wait))
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	for {
 		// Wall-clock deadlines: look again each second, so a step of the
@@ -303,7 +303,7 @@ func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(s
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, ctx.Err())
+			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, whyStopped(ctx))
 		case <-time.After(min(left, maxSleep)):
 		}
 	}

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -74,4 +77,44 @@ func sameProcess(pid int, start uint64) error {
 		return fmt.Errorf("%w: pid %d now names another process", ErrProcessGone, pid)
 	}
 	return nil
+}
+
+// Interrupted is why a wait ended when a signal ended it: in people's
+// words, "interrupted by SIGTERM".
+type Interrupted struct{ Signal syscall.Signal }
+
+func (e *Interrupted) Error() string { return "interrupted by " + signalName(e.Signal) }
+
+// Is makes an interrupted wait match context.Canceled, as the context's
+// own error does.
+func (e *Interrupted) Is(target error) bool { return target == context.Canceled }
+
+// SignalContext is signal.NotifyContext whose cause (context.Cause) is an
+// *Interrupted naming the signal: what a waiter says when it is stopped.
+// stop restores the signals' default action.
+func SignalContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, signals...)
+	go func() {
+		select {
+		case s := <-got:
+			sig, _ := s.(syscall.Signal)
+			cancel(&Interrupted{sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(got)
+		cancel(context.Canceled)
+	}
+}
+
+// whyStopped is why ctx ended: the signal that interrupted it, or its error.
+func whyStopped(ctx context.Context) error {
+	var sig *Interrupted
+	if cause := context.Cause(ctx); errors.As(cause, &sig) {
+		return sig
+	}
+	return ctx.Err()
 }

@@ -34,10 +34,10 @@ func (c *Client) Usage() ([]UserUsage, error) {
 				return err
 			}
 		}
-		// What live bookings have held so far, and ended ones held.
+		// What live bookings hold, ahead included, and ended ones held.
 		cal := calendarOf(b.parts)
 		for _, u := range b.usage {
-			held, err := heldSlots(tx, u.UID, now.Add(-usageMonth))
+			held, err := heldSlots(tx, u.UID, now.Add(-max(usageMonth, longestWindow(b.pol))))
 			if err != nil {
 				return err
 			}
@@ -80,12 +80,15 @@ func (c *Client) Usage() ([]UserUsage, error) {
 					u.Waiting++
 				}
 			}
-			if !l.Exempt && l.UserGPUs > 0 {
-				left := max(0, l.UserGPUs-u.GPUs)
+			if !l.Exempt && l.UserGPUs != nil {
+				left := max(0, *l.UserGPUs-u.GPUs)
 				u.GPUsLeft = &left
 			}
-			if !l.Exempt && l.UserHours > 0 {
-				left := max(0, l.UserHours-cal.gpuSeconds(uid, now.Add(-l.HoursWindow), now)/3600)
+			if !l.Exempt && l.UserHours != nil {
+				// As admission weighs a request starting now: against the
+				// fullest window it would fall in, bookings ahead included.
+				booked, _ := cal.hoursPeak(ask{uid: uid, limits: l}, now)
+				left := max(0, *l.UserHours-booked)
 				u.HoursLeft = &left
 			}
 			out = append(out, u)

@@ -134,9 +134,10 @@ type Policy struct {
 	// NotifyURL receives every notice as a Slack-compatible JSON POST.
 	NotifyURL string `json:"notify_url,omitempty"`
 
-	// Quotas; zero means no limit.
-	UserGPUs    float64       `json:"user_gpus,omitempty"`    // GPU-equivalents a user holds at once
-	UserHours   float64       `json:"user_hours,omitempty"`   // share-weighted GPU-hours in any HoursWindow
+	// Quotas; nil is no limit, and zero a limit of nothing (a policy
+	// stored before a zero limit could be set never wrote a zero).
+	UserGPUs    *float64      `json:"user_gpus,omitempty"`    // GPU-equivalents a user holds at once
+	UserHours   *float64      `json:"user_hours,omitempty"`   // share-weighted GPU-hours in any HoursWindow
 	HoursWindow time.Duration `json:"hours_window,omitempty"` // the rolling window of UserHours
 	Ahead       time.Duration `json:"ahead"`                  // how far ahead a booking may start
 	// The line's order. A policy stored before these existed has a zero

@@ -23,6 +23,8 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 	switch {
 	case status.Ended():
 		field("state", "%s at %s", status, core.FormatTime(endedAt(p.Partition), now))
+	case p.Upcoming(now):
+		field("state", "%s, starts in %s, at %s, until %s", status, Countdown(p.Start.Sub(now)), core.FormatTime(p.Start, now), core.FormatTime(p.Expires, now))
 	default:
 		field("state", "%s, %s left, until %s", status, Countdown(p.Expires.Sub(now)), core.FormatTime(p.Expires, now))
 	}

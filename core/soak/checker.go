@@ -110,7 +110,7 @@ func (c *checker) once() {
 		if pol, _, err = tx.Policy(); err != nil {
 			return err
 		}
-		if deep && pol.UserHours > 0 {
+		if deep && pol.UserHours != nil {
 			if recent, err = tx.PartitionsSince(now.Add(-hoursLookback)); err != nil {
 				return err
 			}
@@ -141,18 +141,18 @@ func (c *checker) once() {
 			note(&c.overbooked, fmt.Sprintf("GPU %s booked %.4f%% at %s", g, float64(pk.ppm)/1e4, pk.at.Format(time.RFC3339Nano)))
 		}
 	}
-	if pol.UserGPUs > 0 {
+	if lim := pol.UserGPUs; lim != nil {
 		for uid, pk := range peaks(live, now, func(p storage.Partition) int { return p.UID }) {
-			if float64(pk.ppm) > pol.UserGPUs*1e6+0.5 {
-				note(&c.overQuota, fmt.Sprintf("uid %d holds %.6f GPUs at %s (user-gpus=%g)", uid, float64(pk.ppm)/1e6, pk.at.Format(time.RFC3339Nano), pol.UserGPUs))
+			if float64(pk.ppm) > *lim*1e6+0.5 {
+				note(&c.overQuota, fmt.Sprintf("uid %d holds %.6f GPUs at %s (user-gpus=%g)", uid, float64(pk.ppm)/1e6, pk.at.Format(time.RFC3339Nano), *lim))
 			}
 		}
 	}
-	if deep && pol.UserHours > 0 {
+	if lim := pol.UserHours; deep && lim != nil {
 		for uid, w := range fullestWindows(recent, pol.HoursWindow) {
-			if w.gpuSeconds > pol.UserHours*3600+1e-3 {
+			if w.gpuSeconds > *lim*3600+1e-3 {
 				note(&c.overQuota, fmt.Sprintf("uid %d booked %.4f GPU-hours in the %s before %s (user-hours=%g/%s)", uid, w.gpuSeconds/3600,
-					pol.HoursWindow, w.end.Format(time.RFC3339Nano), pol.UserHours, pol.HoursWindow))
+					pol.HoursWindow, w.end.Format(time.RFC3339Nano), *lim, pol.HoursWindow))
 			}
 		}
 	}
