@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
@@ -243,6 +244,32 @@ func TestRacingWritersOnACluster(t *testing.T) {
 		seen[id] = true
 	}
 	require.Equal(t, writers*each, requireWhole(t, first))
+}
+
+// A writer whose turn was lost while it held it (its lease expired: the
+// member keeping it alive was killed, say) takes a new turn, rather than
+// comparing against a turn that is gone until its time runs out.
+func TestWriterTakesTheTurnAgainWhenItsTurnIsGone(t *testing.T) {
+	c := etcdtest.Shared(t)
+	s := openOn(t, c, 3*time.Second)
+	other, err := Open(Config{Endpoints: c.Endpoints(), Prefix: s.Prefix()})
+	require.NoError(t, err)
+	defer func() { _ = other.Close() }()
+	var attempts atomic.Int32
+	s.beforeCommit = func() {
+		switch attempts.Add(1) {
+		case 1, 2: // another writer commits first: s loses, and then takes the turn
+			_, err := addBooking(other)
+			require.NoError(t, err)
+		case 3: // s holds the turn; it vanishes before s commits
+			_, err := s.Client().Delete(context.Background(), s.turnKey())
+			require.NoError(t, err)
+		}
+	}
+	_, err = addBooking(s)
+	require.NoError(t, err)
+	require.Greater(t, attempts.Load(), int32(3))
+	require.Equal(t, 3, requireWhole(t, s))
 }
 
 // A long transaction among writers in tight loops of short ones is not

@@ -267,6 +267,14 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 			return nil
 		case conflicted:
 			lost++
+			if turn != "" {
+				// Holding the turn, it lost anyway: the turn is gone (its
+				// lease ran out while the member keeping it was away) or
+				// is another's. Give it up and take a new one, rather
+				// than comparing against a turn that no longer exists.
+				s.endTurn(turn)
+				turn = ""
+			}
 			if !pause(ctx, attempt) { // the deadline bounds the attempts
 				return busy()
 			}
