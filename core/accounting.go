@@ -288,7 +288,7 @@ func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w 
 		return nil, verdictUnknown, nil // accounted already
 	}
 	// The part of the window the booking held its share.
-	from, to := later(w.start, p.Created), w.end()
+	from, to := later(w.start, p.Start), w.end()
 	if !p.Ended.IsZero() {
 		to = earlier(to, p.Ended)
 	}
@@ -302,11 +302,11 @@ func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w 
 		u.GPUTime += time.Duration(mean / 100 * float64(held) * float64(b.known) / float64(b.samples))
 	}
 	switch {
-	case b.withProcs == 0 && !to.After(p.Created.Add(pol.IdleStart)):
+	case b.withProcs == 0 && !to.After(p.Start.Add(pol.IdleStart)):
 		verdict = verdictStarting
 	case b.withProcs == 0:
 		verdict = verdictIdle
-		held = max(0, to.Sub(later(from, p.Created.Add(pol.IdleStart))))
+		held = max(0, to.Sub(later(from, p.Start.Add(pol.IdleStart))))
 	case b.known > 0 && mean >= float64(pol.IdleSM):
 		verdict = verdictBusy
 	case b.known > 0 && b.dark == 0:

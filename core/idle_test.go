@@ -194,6 +194,18 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
 }
 
+// A booking made ahead gets its idle-start allowance from its start, not
+// from when it was made, and no idle time before it started.
+func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
+	r := newIdleRig(t, alice)
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
+	require.NoError(t, err)
+	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(30*time.Minute+3*time.Minute, 10*time.Second, m)
+	require.Zero(t, r.usage(p.ID).Idle, "within idle-start (3m) of its start")
+	require.Equal(t, []string{"created"}, eventKinds(t, r.c, p.ID))
+}
+
 // A hold stops the ladder until it ends; then it starts over, from the
 // first warning, with the spacing it promises.
 func TestHoldPreventsReclaim(t *testing.T) {
