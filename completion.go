@@ -192,7 +192,7 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 		var out []cobra.Completion
 		for _, p := range parts {
 			id := strconv.FormatUint(p.ID, 10)
-			if (onlyMine && p.UID != me.UID && !me.Root()) || slices.Contains(a, id) {
+			if (onlyMine && !me.MayChange(p.UID)) || slices.Contains(a, id) {
 				continue
 			}
 			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s left",

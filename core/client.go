@@ -43,6 +43,10 @@ type Identity struct {
 // Root reports whether the identity is the superuser.
 func (id Identity) Root() bool { return id.UID == 0 }
 
+// MayChange reports whether id may release, extend or cancel what uid owns:
+// its owner or root.
+func (id Identity) MayChange(uid int) bool { return uid == id.UID || id.Root() }
+
 // CurrentIdentity is the user running this process.
 func CurrentIdentity() Identity {
 	uid := os.Getuid()

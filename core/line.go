@@ -624,7 +624,7 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 	if err != nil {
 		return r, err
 	}
-	if r.UID != c.me.UID && !c.me.Root() {
+	if !c.me.MayChange(r.UID) {
 		return r, fmt.Errorf("%w: request %d belongs to %s; only they or root may cancel it", ErrNotOwner, id, r.User)
 	}
 	switch r.State {

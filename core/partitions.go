@@ -451,7 +451,7 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 	if err != nil {
 		return p, err
 	}
-	if p.UID != c.me.UID && !c.me.Root() {
+	if !c.me.MayChange(p.UID) {
 		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", ErrNotOwner, id, p.User, verb)
 	}
 	if now := c.now(); p.EndedAt(now) {

@@ -162,7 +162,7 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 	if release {
 		verb = "release"
 	}
-	if r.UID != m.sh.me.UID && !m.sh.me.Root() {
+	if !m.sh.me.MayChange(r.UID) {
 		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", core.ErrNotOwner, r.ID, Printable(r.User), verb)
 		return m.status.set(m.sh, err.Error(), true)
 	}
@@ -182,7 +182,7 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 // unless it is someone else's, which is said at once.
 func (m *Model) actOnRequest() tea.Cmd {
 	r, _ := m.queue.selected()
-	if r.UID != m.sh.me.UID && !m.sh.me.Root() {
+	if !m.sh.me.MayChange(r.UID) {
 		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", core.ErrNotOwner, r.ID, Printable(r.User))
 		return m.status.set(m.sh, err.Error(), true)
 	}

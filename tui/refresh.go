@@ -89,7 +89,6 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(msg.hosts)
 		m.derive()
-		m.relayout()
 		return nil
 
 	case ledgerMsg:
