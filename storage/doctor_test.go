@@ -376,3 +376,15 @@ func usedLeaf(t *testing.T, path string, from int) int {
 	require.GreaterOrEqual(t, leaf, 0, "no leaf in use from page %d on", from)
 	return leaf
 }
+
+// A file that names the buckets every ledger has reads as a ledger, though
+// it was last written before the later buckets (the line's, accounting's)
+// existed; one that lacks any of those does not.
+func TestWasLedgerNeedsOnlyTheFirstBuckets(t *testing.T) {
+	var old []byte
+	for _, name := range requiredBuckets {
+		old = append(append(old, name...), 0)
+	}
+	require.True(t, wasLedger(old))
+	require.False(t, wasLedger(old[len(requiredBuckets[0])+1:]), "without %s", requiredBuckets[0])
+}

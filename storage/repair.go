@@ -687,7 +687,7 @@ func wasLedger(data []byte) bool {
 			return true
 		}
 	}
-	for _, name := range knownBuckets {
+	for _, name := range requiredBuckets { // a ledger older than the later buckets lacks them
 		if !bytes.Contains(data, name) {
 			return false
 		}
