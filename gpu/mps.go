@@ -125,7 +125,8 @@ func (m MPS) Label() string {
 }
 
 const (
-	mpsControl        = "nvidia-cuda-mps-control"
+	mpsControl        = "nvidia-cuda-mps-control" // MPS's programs, as their executables are named
+	mpsServer         = "nvidia-cuda-mps-server"
 	defaultMPSPipeDir = "/tmp/nvidia-mps"
 	mpsQueryTimeout   = 2 * time.Second
 )

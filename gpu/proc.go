@@ -140,11 +140,6 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
-// MPS's programs, as their executables are named.
-const (
-	mpsServerExe  = "nvidia-cuda-mps-server"
-	mpsControlExe = "nvidia-cuda-mps-control"
-)
 
 // isMPSServer says whether the process in dir is an MPS server: NVML lists
 // the server among a GPU's processes, with memory of its own, but it is no
@@ -154,8 +149,8 @@ const (
 // run, so a user cannot pass off a program of theirs by naming or linking
 // it so.
 func (r ProcReader) isMPSServer(dir string, ppid int) bool {
-	return rootsProgram(dir, mpsServerExe) && ppid > 0 &&
-		rootsProgram(filepath.Join(r.root(), strconv.Itoa(ppid)), mpsControlExe)
+	return rootsProgram(dir, mpsServer) && ppid > 0 &&
+		rootsProgram(filepath.Join(r.root(), strconv.Itoa(ppid)), mpsControl)
 }
 
 // rootsProgram says whether the process in dir runs a file named name that

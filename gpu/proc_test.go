@@ -286,8 +286,8 @@ func startMPSLike(t *testing.T, uid int) (control, server int) {
 		require.NoError(t, os.Lchown(to, uid, -1))
 		return to
 	}
-	ctl := copyProgram("sh", mpsControlExe)
-	srv := copyProgram("sleep", mpsServerExe)
+	ctl := copyProgram("sh", mpsControl)
+	srv := copyProgram("sleep", mpsServer)
 	cmd := exec.Command(ctl, "-c", srv+" 30; :")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -302,7 +302,7 @@ func startMPSLike(t *testing.T, uid int) (control, server int) {
 		}
 		server, err = strconv.Atoi(strings.Fields(string(b))[0])
 		exe, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(server), "exe"))
-		return err == nil && filepath.Base(exe) == mpsServerExe
+		return err == nil && filepath.Base(exe) == mpsServer
 	}, 5*time.Second, time.Millisecond)
 	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
 	return cmd.Process.Pid, server
