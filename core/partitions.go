@@ -364,6 +364,15 @@ func (c *Client) gpuHost(host string) (string, error) {
 // host:index on another.
 func (c *Client) GPUName(host string, device int) string { return gpuName(c.host, host, device) }
 
+// GPUName names the booking's GPU as GPUName does (host:index for another
+// host's GPU).
+func (p Partition) GPUName() string {
+	if p.client == nil {
+		return FormatGPU(p.Host, p.Device)
+	}
+	return p.client.GPUName(p.Host, p.Device)
+}
+
 // gpuName names a GPU of host as people on host here type it.
 func gpuName(here, host string, device int) string {
 	if host == here {

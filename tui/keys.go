@@ -169,8 +169,8 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 	m.target = r
 	if release {
 		m.mode = releasing
-		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %d)? y releases, any other key keeps it ",
-			r.ID, Printable(r.User), core.FormatPercent(r.SharePPM), r.Device))
+		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %s)? y releases, any other key keeps it ",
+			r.ID, Printable(r.User), core.FormatPercent(r.SharePPM), Printable(r.GPUName())))
 		return nil
 	}
 	m.mode = extending

@@ -17,7 +17,7 @@ import (
 // non-empty procsNote), and its audit trail.
 func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procsNote string, evs []storage.Event, now time.Time, warnLead time.Duration) error {
 	status := p.Status(now, warnLead)
-	fmt.Fprintf(w, "Booking %d: %s (%s) of GPU %d for %s\n", p.ID, core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), p.Device, Printable(p.User))
+	fmt.Fprintf(w, "Booking %d: %s (%s) of GPU %s for %s\n", p.ID, core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), Printable(p.GPUName()), Printable(p.User))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := func(name, format string, a ...any) { fmt.Fprintf(tw, "  %s\t%s\n", name, fmt.Sprintf(format, a...)) }
 	switch {
