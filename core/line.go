@@ -179,9 +179,8 @@ func (b *books) possible(r storage.Request) error {
 	if err != nil {
 		return err
 	}
-	lim := b.limitsFor(r.UID, r.User)
-	if !lim.Exempt && r.Duration > lim.MaxLength {
-		return fmt.Errorf("%w: %s asked, the most is %s", ErrTooLong, FormatDuration(r.Duration), FormatDuration(lim.MaxLength))
+	if err := checkLength(b.limitsFor(r.UID, r.User), r.Duration, b.now, b.now); err != nil {
+		return err
 	}
 	var first error
 	for _, d := range devs {
