@@ -388,3 +388,53 @@ func TestWasLedgerNeedsOnlyTheFirstBuckets(t *testing.T) {
 	require.True(t, wasLedger(old))
 	require.False(t, wasLedger(old[len(requiredBuckets[0])+1:]), "without %s", requiredBuckets[0])
 }
+
+// A repair keeps what has no record-by-record check — the waiting line,
+// fair-share usage, held intervals — as it was, with its counters (a
+// request's id is not handed out again): here from the rolling backup,
+// since the file's own tree cannot be read.
+func TestRepairKeepsTheLineAndUsage(t *testing.T) {
+	l, _ := ledgerWith(t, 3)
+	now := time.Now()
+	l.BackupEvery = time.Nanosecond // the next writes refresh the backup
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		r := Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: Waiting}
+		if err := tx.PutRequest(&r); err != nil {
+			return err
+		}
+		if err := tx.PutUserUsage(UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}); err != nil {
+			return err
+		}
+		return tx.AddHeld(65534, Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
+	}))
+	require.NoError(t, l.Update(func(tx *Tx) error { return tx.AddEvent(Event{Kind: EventPolicy}) }))
+	l.BackupEvery = -1
+	good, err := os.ReadFile(l.Path)
+	require.NoError(t, err)
+	page := os.Getpagesize()
+	for _, at := range []int{16, page + 16} { // both meta pages
+		for i := at; i < at+64; i++ {
+			good[i] ^= 0xa5
+		}
+	}
+	require.NoError(t, os.WriteFile(l.Path, good, 0o600))
+	r, err := l.Repair()
+	require.NoError(t, err)
+	require.True(t, r.After.Healthy, "%v", r.After.Problems)
+	require.NoError(t, l.Update(func(tx *Tx) error {
+		waiting, err := tx.WaitingRequests()
+		require.NoError(t, err)
+		require.Len(t, waiting, 1)
+		u, ok, err := tx.UserUsage(65534)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, 3600.0, u.GPUSeconds)
+		held, err := tx.HeldSince(65534, now.Add(-2*time.Hour))
+		require.NoError(t, err)
+		require.Len(t, held, 1)
+		next := Request{Device: 0, SharePPM: 1, Duration: time.Minute, Created: now, State: Waiting}
+		require.NoError(t, tx.PutRequest(&next))
+		require.Equal(t, waiting[0].ID+1, next.ID, "request ids are not reused")
+		return nil
+	}))
+}

@@ -46,11 +46,33 @@ type salvage struct {
 	inventory *Inventory
 	partSeq   uint64
 	eventSeq  uint64
-	failures  []string
+	// asIs holds, by bucket, the buckets no record above is checked for
+	// (the waiting line, fair-share usage, held intervals, GPU minutes,
+	// unbooked use): copied key for key, with their counters.
+	asIs    map[string]map[string][]byte
+	asIsSeq map[string]uint64
+
+	failures []string
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{}}
+	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{},
+		asIs: map[string]map[string][]byte{}, asIsSeq: map[string]uint64{}}
+}
+
+// checkedBuckets are the buckets salvage reads record by record (the live
+// index is rebuilt from the bookings); every other bucket is copied as is.
+var checkedBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketBookingUsage}
+
+// copiedBuckets are knownBuckets less checkedBuckets.
+func copiedBuckets() [][]byte {
+	var out [][]byte
+	for _, b := range knownBuckets {
+		if !slices.ContainsFunc(checkedBuckets, func(c []byte) bool { return bytes.Equal(b, c) }) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // ErrNotLedger means the file at a ledger's path never was a chronos
@@ -288,6 +310,19 @@ func readTree(data []byte, into *salvage) int {
 			into.claims[string(k)] = c
 			return true
 		}, nil)
+		for _, name := range copiedBuckets() {
+			kept := into.asIs[string(name)]
+			if kept == nil {
+				kept = map[string][]byte{}
+				into.asIs[string(name)] = kept
+			}
+			seq := into.asIsSeq[string(name)]
+			n += readBucket(btx.Bucket(name), string(name), into, func(k, v []byte) bool {
+				kept[string(k)] = bytes.Clone(v)
+				return true
+			}, &seq)
+			into.asIsSeq[string(name)] = seq
+		}
 		guard(func() error {
 			if meta := btx.Bucket(bucketMeta); meta != nil {
 				into.readMeta(keyPolicy, meta.Get(keyPolicy))
@@ -411,6 +446,20 @@ func (s *salvage) fill(other *salvage) int {
 		s.inventory = other.inventory
 		n++
 	}
+	for name, kept := range other.asIs {
+		mine := s.asIs[name]
+		if mine == nil {
+			mine = map[string][]byte{}
+			s.asIs[name] = mine
+		}
+		for k, v := range kept {
+			if _, ok := mine[k]; !ok {
+				mine[k] = v
+				n++
+			}
+		}
+		s.asIsSeq[name] = max(s.asIsSeq[name], other.asIsSeq[name])
+	}
 	s.partSeq = max(s.partSeq, other.partSeq)
 	s.eventSeq = max(s.eventSeq, other.eventSeq)
 	return n
@@ -473,6 +522,17 @@ func (s *salvage) build() ([]byte, error) {
 		}
 		for _, u := range s.usage {
 			if err := tx.PutBookingUsage(u); err != nil {
+				return err
+			}
+		}
+		for name, kept := range s.asIs {
+			b := btx.Bucket([]byte(name))
+			for k, v := range kept {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+			if err := b.SetSequence(s.asIsSeq[name]); err != nil {
 				return err
 			}
 		}
