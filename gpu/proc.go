@@ -140,7 +140,6 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
-
 // isMPSServer says whether the process in dir is an MPS server: NVML lists
 // the server among a GPU's processes, with memory of its own, but it is no
 // one's job — it serves every client, and stopping it stops them all. It
