@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -18,8 +19,37 @@ var (
 )
 
 // groupsOf is the names of the groups uid belongs to; none when it has no
-// account here.
+// account here. They are kept for a minute: a waiter lays the line out
+// every second or so, each layout asks for every waiting user's groups
+// when the policy has group settings, and the lookups may go to LDAP.
 func groupsOf(uid int) []string {
+	now := time.Now()
+	knownGroups.Lock()
+	defer knownGroups.Unlock()
+	if g, ok := knownGroups.of[uid]; ok && now.Sub(g.at) < groupsKept {
+		return g.names
+	}
+	if knownGroups.of == nil {
+		knownGroups.of = map[int]groupsAt{}
+	}
+	names := lookupGroupsOf(uid)
+	knownGroups.of[uid] = groupsAt{names, now}
+	return names
+}
+
+const groupsKept = time.Minute
+
+type groupsAt struct {
+	names []string
+	at    time.Time
+}
+
+var knownGroups struct {
+	sync.Mutex
+	of map[int]groupsAt
+}
+
+func lookupGroupsOf(uid int) []string {
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
 		return nil
