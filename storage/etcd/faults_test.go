@@ -272,6 +272,42 @@ func TestWriterTakesTheTurnAgainWhenItsTurnIsGone(t *testing.T) {
 	require.Equal(t, 3, requireWhole(t, s))
 }
 
+// A turn its writer could not give back (etcd went away just then) lapses
+// on its own, though the writer's process lives on: other writers commit
+// again within the turn's TTL, instead of losing until that process ends.
+func TestTurnLeftBehindLapses(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openOn(t, c, time.Second)
+	// other's timeout bounds how long the turn may outlive its writer's
+	// Update: the turn's TTL, after etcd's restart extended its leases.
+	other, err := Open(Config{Endpoints: c.Endpoints(), Prefix: s.Prefix(), Timeout: 3 * turnTTL})
+	require.NoError(t, err)
+	defer func() { _ = other.Close() }()
+	var attempts atomic.Int32
+	var killed time.Time
+	s.beforeCommit = func() {
+		switch attempts.Add(1) {
+		case 1, 2: // another writer commits first: s loses, and then takes the turn
+			_, err := addBooking(other)
+			require.NoError(t, err)
+		case 3: // s holds the turn; etcd goes away before s commits or gives it back
+			c.Members[0].Kill()
+			killed = time.Now()
+		}
+	}
+	_, err = addBooking(s)
+	require.Error(t, err)
+	require.Equal(t, int32(3), attempts.Load())
+	s.beforeCommit = nil
+	require.NoError(t, c.Members[0].Restart())
+	require.NoError(t, c.WaitHealthy(20*time.Second))
+	// s stays open, its process alive; its turn must not.
+	start := time.Now()
+	_, err = addBooking(other)
+	require.NoError(t, err)
+	t.Logf("outage %s, then committed after %s", start.Sub(killed), time.Since(start))
+}
+
 // A long transaction among writers in tight loops of short ones is not
 // starved: after a few losses it takes its turn and commits.
 func TestLongWriterIsNotStarved(t *testing.T) {

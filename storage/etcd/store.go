@@ -230,15 +230,15 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 	busy := func() error {
 		return fmt.Errorf("%w: lost to other writers %d times in %s; nothing was written", storage.ErrBusy, lost, s.cfg.Timeout)
 	}
-	var turn string // this writer's turn (see takeTurn), once it has one
+	var turn *turn // this writer's turn (see takeTurn), once it has one
 	defer func() {
-		if turn != "" {
+		if turn != nil {
 			s.endTurn(turn)
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		if lost >= turnAfter && turn == "" {
-			turn = s.takeTurn(ctx) // empty: another writer has the turn; wait for it
+		if lost >= turnAfter && turn == nil {
+			turn = s.takeTurn(ctx) // nil: another writer has the turn; wait for it
 		}
 		t := &tx{s: s, ctx: ctx, writable: true, turn: turn}
 		stx, err := storage.NewTx(t)
@@ -263,17 +263,16 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 		how, err := t.commit()
 		switch how {
 		case committed:
-			turn = "" // the commit ended it
-			return nil
+			return nil // the commit deleted the turn's key; the defer ends its lease
 		case conflicted:
 			lost++
-			if turn != "" {
+			if turn != nil {
 				// Holding the turn, it lost anyway: the turn is gone (its
 				// lease ran out while the member keeping it was away) or
 				// is another's. Give it up and take a new one, rather
 				// than comparing against a turn that no longer exists.
 				s.endTurn(turn)
-				turn = ""
+				turn = nil
 			}
 			if !pause(ctx, attempt) { // the deadline bounds the attempts
 				return busy()
@@ -297,8 +296,13 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 // monitor's, among many short ones — would starve. After turnAfter losses
 // it takes the turn: a key every commit requires absent (or holding its own
 // token), so that the others wait while it commits, which deletes the key.
-// The key is under the store's lease, kept alive while the process runs, so
-// a writer that dies or is stopped holding the turn frees it within turnTTL.
+//
+// The key is under a lease of its own, kept alive only while the turn
+// lasts: a turn its writer could not give back (etcd went away just then)
+// or whose writer died or was stopped lapses within turnTTL, however long
+// the writer's process lives on. (Under the store's lease, kept alive for
+// the process, such a turn made every other writer lose until that process
+// ended.)
 const (
 	turnAfter = 2
 	turnTTL   = 6 * time.Second
@@ -306,28 +310,48 @@ const (
 
 func (s *Store) turnKey() string { return s.cfg.Prefix + "/turn" }
 
-// takeTurn claims the turn; it returns its token, or "" when another writer
-// holds it (or etcd did not answer).
-func (s *Store) takeTurn(ctx context.Context) string {
-	lease, err := s.lease(ctx, turnTTL)
-	if err != nil {
-		return ""
-	}
-	token := newToken()
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
-		Then(clientv3.OpPut(s.turnKey(), token, clientv3.WithLease(lease))).Commit()
-	if err != nil || !resp.Succeeded {
-		return ""
-	}
-	return token
+// turn is a writer's hold on the turn.
+type turn struct {
+	token string
+	lease clientv3.LeaseID
+	stop  context.CancelFunc // ends the lease's keep-alive
 }
 
-// endTurn gives the turn up without committing (fn failed, or the deadline
-// came).
-func (s *Store) endTurn(token string) {
+// takeTurn claims the turn; nil when another writer holds it (or etcd did
+// not answer).
+func (s *Store) takeTurn(ctx context.Context) *turn {
+	g, err := s.cli.Grant(ctx, int64(turnTTL/time.Second))
+	if err != nil {
+		return nil
+	}
+	kctx, stop := context.WithCancel(context.Background())
+	alive, err := s.cli.KeepAlive(kctx, g.ID)
+	if err != nil {
+		stop()
+		return nil
+	}
+	go func() {
+		for range alive { // drained, or the client complains it is full
+		}
+	}()
+	t := &turn{token: newToken(), lease: g.ID, stop: stop}
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
+		Then(clientv3.OpPut(s.turnKey(), t.token, clientv3.WithLease(g.ID))).Commit()
+	if err != nil || !resp.Succeeded {
+		s.endTurn(t)
+		return nil
+	}
+	return t
+}
+
+// endTurn gives the turn up: it revokes the turn's lease, which deletes the
+// key if it is still there. Should etcd not answer, the lease, no longer
+// kept alive, lapses within turnTTL.
+func (s *Store) endTurn(t *turn) {
+	t.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	_, _ = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(s.turnKey()), "=", token)).Then(clientv3.OpDelete(s.turnKey())).Commit()
+	_, _ = s.cli.Revoke(ctx, t.lease)
 }
 
 // View runs fn in one read-only transaction at one revision.
@@ -406,8 +430,8 @@ type tx struct {
 	writable bool
 	rev      int64 // every read is at this revision; 0 until the first
 	writes   map[string]write
-	err      error  // the first failed read
-	turn     string // the turn this writer holds, if any
+	err      error // the first failed read
+	turn     *turn // the turn this writer holds, if any
 	// Keys read at rev, nil for absent ones; and prefixes read whole at the
 	// first read (storage.SmallBuckets and the sequences), whose keys not
 	// in read are absent.
@@ -739,8 +763,8 @@ func (t *tx) commit() (outcome, error) {
 	}
 	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)}
-	if t.turn != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.turnKey()), "=", t.turn))
+	if t.turn != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.turnKey()), "=", t.turn.token))
 		ops = append(ops, clientv3.OpDelete(s.turnKey()))
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0))
