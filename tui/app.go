@@ -170,8 +170,11 @@ type Model struct {
 	// notices are the person's notices not yet dismissed, at most one per
 	// booking, the newest last: it is the one shown.
 	notices []core.Notice
-	status  statusLine
-	memos   struct{ header, tabs, footer memo }
+	// placed are the requests this app put in the waiting line and waits
+	// for, until it sees them booked (noticeGrants) or takes them out.
+	placed map[uint64]bool
+	status statusLine
+	memos  struct{ header, tabs, footer memo }
 }
 
 // New returns the app's root model.

@@ -83,6 +83,13 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.Empty(t, waiting(t, w.client), "the release booked it")
 	m = update(t, m, ledgerChangedMsg{})
 	require.Empty(t, m.queue.table.rows)
+	booked := live(t, w.client)
+	require.Len(t, booked, 1)
+	require.Contains(t, m.View(), fmt.Sprintf("✓ %s your booking #%d: booked from request #%d, 50%% of GPU 0 until %s",
+		booked[0].Created.Local().Format("15:04"), booked[0].ID, line[0].ID, core.FormatTime(booked[0].Expires, t0)),
+		"the app says when a request it waited for is booked")
+	m = update(t, m, ledgerChangedMsg{})
+	require.Len(t, m.notices, 1, "once")
 	m = press(t, m, "tab")
 	require.Equal(t, tab(m.bookings), m.current())
 	rows := m.bookings.table.rows

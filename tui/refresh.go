@@ -100,6 +100,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
 		m.data.queue, m.data.queueRead = msg.queue, msg.withQueue
+		m.noticeGrants(msg.parts)
 		m.derive()
 		return nil
 
@@ -166,6 +167,10 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			return m.receive(createdMsg{err: msg.err})
 		}
 		e := *msg.entry
+		if m.placed == nil {
+			m.placed = map[uint64]bool{}
+		}
+		m.placed[e.ID] = true
 		if m.mode == booking {
 			m.mode, m.form = browsing, nil
 		}
@@ -180,6 +185,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
+		delete(m.placed, msg.id)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d left the line", msg.id), false), m.load())
 
 	case releasedMsg:
@@ -214,6 +220,22 @@ func (m *Model) notice(n core.Notice) {
 	}
 	m.answered(n.Partition)
 	m.notices = append(m.notices, n)
+}
+
+// noticeGrants tells of the app's own requests booked since the last
+// reading: the person asked the app to wait for them and may be looking
+// elsewhere, so it goes on the notice line, which stays until dismissed,
+// as `create --wait` prints the booking it waited for.
+func (m *Model) noticeGrants(parts []core.Partition) {
+	for _, p := range parts {
+		if p.Request == 0 || !m.placed[p.Request] {
+			continue
+		}
+		delete(m.placed, p.Request)
+		m.notice(core.Notice{Time: p.Created, Kind: storage.EventCreated, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User,
+			Detail: fmt.Sprintf("booked from request #%d, %s of GPU %s until %s", p.Request, core.FormatPercent(p.SharePPM),
+				m.opts.Client.GPUName(p.Host, p.Device), core.FormatTime(p.Expires, m.sh.now()))})
+	}
 }
 
 // answered drops a booking's notice: a newer one came, or the person acted

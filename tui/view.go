@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // layout splits the height: header (with the backend's note, the ledger's
@@ -119,7 +121,11 @@ func (m *Model) historyLines(now time.Time) []string {
 // more wait behind it.
 func (m *Model) noticeView() string {
 	n := m.notices[len(m.notices)-1]
-	text := fmt.Sprintf("⚠ %s your booking #%d: %s", n.Time.Local().Format("15:04"), n.Partition, Printable(n.Detail))
+	mark := "⚠" // a warning of the monitors'
+	if n.Kind == storage.EventCreated {
+		mark = "✓" // the app's own news: a request it waited for was booked
+	}
+	text := fmt.Sprintf("%s %s your booking #%d: %s", mark, n.Time.Local().Format("15:04"), n.Partition, Printable(n.Detail))
 	if more := len(m.notices) - 1; more > 0 {
 		text += fmt.Sprintf(" (+%d more)", more)
 	}
