@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -824,6 +825,30 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			acted, look = false, true
 		}
 	}
+}
+
+// BookOrWait books req as Create does; with wait set, a request that
+// cannot start now joins the line (see Enqueue) and waits there until it
+// is booked (see Wait). joined hears its entry once, when it joins;
+// onChange hears its place in line as it changes (see Wait); either may be
+// nil. The end of ctx, or a hang-up, takes it out of the line.
+func (c *Client) BookOrWait(ctx context.Context, req Request, wait *WaitOptions, joined, onChange func(QueueEntry)) (*Partition, error) {
+	if wait == nil {
+		return c.Create(req)
+	}
+	// Listen before joining: a signal that came between joining the line
+	// and listening would be lost, and the request would wait on with
+	// nobody wanting it.
+	ctx, stop := SignalContext(ctx, syscall.SIGHUP)
+	defer stop()
+	p, entry, err := c.Enqueue(req, *wait)
+	if err != nil || p != nil {
+		return p, err
+	}
+	if joined != nil {
+		joined(*entry)
+	}
+	return c.Wait(ctx, entry.ID, onChange)
 }
 
 // layoutEvery is how long a waiter leaves between laying out a line of n
