@@ -41,7 +41,10 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 			if err != nil {
 				return err
 			}
-			p, err := bookOrWait(cmd, c, req, line)
+			// SIGINT and SIGTERM end cmd.Context() (see main), and so take a
+			// waiting request out of the line.
+			say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
+			p, err := c.BookOrWait(cmd.Context(), req, line.waitOptions(), nil, say)
 			if err != nil {
 				return err
 			}

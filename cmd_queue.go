@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -167,25 +166,6 @@ func (f *lineFlags) waitOptions() *core.WaitOptions {
 		return nil
 	}
 	return &core.WaitOptions{Timeout: f.timeout}
-}
-
-// bookOrWait books req; with --wait, a request that cannot start now waits
-// in line, saying where it stands as that changes, until it is booked.
-// Ctrl-C or SIGTERM takes it out of the line.
-func bookOrWait(cmd *cobra.Command, c *core.Client, req core.Request, f lineFlags) (*core.Partition, error) {
-	if !f.wait {
-		return c.Create(req)
-	}
-	// SIGINT and SIGTERM end cmd.Context() (see main); a hang-up leaves the
-	// line as cleanly. Listen before joining, so that none is lost.
-	ctx, stop := core.SignalContext(cmd.Context(), syscall.SIGHUP)
-	defer stop()
-	p, entry, err := c.Enqueue(req, *f.waitOptions())
-	if err != nil || p != nil {
-		return p, err
-	}
-	say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
-	return c.Wait(ctx, entry.ID, say)
 }
 
 // waitingLine is what a waiter says when its place in line changes.

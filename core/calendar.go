@@ -102,10 +102,6 @@ func onGPU(g gpuID) func(slot) bool {
 	return func(s slot) bool { return s.gpu == g && s.request == 0 }
 }
 
-func onGPUOrKept(g gpuID) func(slot) bool {
-	return func(s slot) bool { return s.gpu == g }
-}
-
 func ofUser(uid int) func(slot) bool {
 	return func(s slot) bool { return s.uid == uid }
 }
@@ -256,12 +252,6 @@ func (a ask) never() *blocker {
 		return &blocker{kind: blockedHours, gpu: a.gpu}
 	}
 	return nil
-}
-
-// earliest is the first instant at or after from when a fits, and what
-// stops it at from (nil when it starts at from).
-func (c calendar) earliest(a ask, from time.Time) (time.Time, *blocker) {
-	return newLayout(c).earliest(a, from)
 }
 
 // layout is a calendar with its slots kept by GPU and by user, each as

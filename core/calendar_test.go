@@ -76,7 +76,7 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 			continue
 		}
 		from := at(rng.IntN(30))
-		got, why := cal.earliest(a, from)
+		got, why := newLayout(cal).earliest(a, from)
 		require.False(t, got.IsZero(), "round %d: no fit found", round)
 		require.Nil(t, cal.check(a, got), "round %d: %v does not fit", round, got)
 		require.Equal(t, got.Equal(from), why == nil, "round %d", round)
@@ -90,6 +90,12 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 			require.NotNil(t, cal.check(a, s), "round %d: %v fits, earlier than %v", round, s, got)
 		}
 	}
+}
+
+// onGPUOrKept matches g's slots, places kept for requests included: the
+// sweep the layout's steps of all g holds are checked against.
+func onGPUOrKept(g gpuID) func(slot) bool {
+	return func(s slot) bool { return s.gpu == g }
 }
 
 // What a GPU or a user holds, as the steps laying out a line weighs it,
@@ -124,7 +130,7 @@ func TestHoursQuotaFreesContinuously(t *testing.T) {
 	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
 	cal := calendar{{gpu: gpuID{device: 0}, uid: 1, share: ppm, start: at(0), end: at(3600)}}
 	a := ask{gpu: gpuID{host: "gpu3", device: 0}, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: new(1.5), HoursWindow: 24 * time.Hour, Share: 1}}
-	got, why := cal.earliest(a, at(3600))
+	got, why := newLayout(cal).earliest(a, at(3600))
 	require.NotNil(t, why)
 	require.Equal(t, blockedHours, why.kind)
 	require.InDelta(t, 1.0, why.figure, 1e-9)

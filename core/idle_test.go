@@ -338,7 +338,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	require.NoError(t, err)
 	r.run(time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
-	st, _, _, err := bobs.lineStatus(q.ID)
+	st, err := bobs.request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, storage.Granted, st.State, "the reclaimed room went to the line")
 	users, err := r.c.Usage()

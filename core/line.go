@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -640,19 +641,14 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 	return r, c.lineEvent(tx, storage.EventLeft, r, why)
 }
 
-// lineStatus reads a request and, while it waits, its place in line, and
-// whether a placement is due (someone can start, or must leave) that
-// nobody has made yet.
-func (c *Client) lineStatus(id uint64) (r storage.Request, e QueueEntry, due bool, err error) {
-	r, e, due, _, err = c.lineStatusOf(id)
-	return r, e, due, err
-}
-
-// lineStatusOf is lineStatus, and how many wait in line.
-func (c *Client) lineStatusOf(id uint64) (r storage.Request, e QueueEntry, due bool, waiting int, err error) {
+// lineStatus reads, while a request waits, its place in line, whether a
+// placement is due (someone can start, or must leave) that nobody has
+// made yet, and how many wait in line.
+func (c *Client) lineStatus(id uint64) (e QueueEntry, due bool, waiting int, err error) {
 	var b *books
 	err = c.ledger.View(func(tx *storage.Tx) error {
-		if r, err = tx.Request(id); err != nil {
+		r, err := tx.Request(id)
+		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return fmt.Errorf("%w: %d", ErrNoRequest, id)
 			}
@@ -665,17 +661,17 @@ func (c *Client) lineStatusOf(id uint64) (r storage.Request, e QueueEntry, due b
 		return err
 	})
 	if err != nil || b == nil {
-		return r, e, due, 0, err
+		return e, due, 0, err
 	}
 	p, err := b.planRead()
 	if err != nil {
-		return r, e, due, 0, err
+		return e, due, 0, err
 	}
 	due = p.pending()
 	if i := slices.IndexFunc(p.order, func(q QueueEntry) bool { return q.ID == id }); i >= 0 {
 		e = p.order[i]
 	}
-	return r, e, due, len(b.line), nil
+	return e, due, len(b.line), nil
 }
 
 // TendLine makes the placements that time alone has made due — an ETA
@@ -772,7 +768,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 		case r.State == storage.Cancelled || r.State == storage.TimedOut:
 			return nil, fmt.Errorf("%w: request %d %s: %s", ErrLeftLine, id, r.State, r.Reason)
 		case look || !c.now().Before(next):
-			_, e, due, waiting, err := c.lineStatusOf(id)
+			e, due, waiting, err := c.lineStatus(id)
 			if err != nil && !errors.Is(err, storage.ErrBusy) {
 				return nil, err
 			}
@@ -824,6 +820,30 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			acted, look = false, true
 		}
 	}
+}
+
+// BookOrWait books req as Create does; with wait set, a request that
+// cannot start now joins the line (see Enqueue) and waits there until it
+// is booked (see Wait). joined hears its entry once, when it joins;
+// onChange hears its place in line as it changes (see Wait); either may be
+// nil. The end of ctx, or a hang-up, takes it out of the line.
+func (c *Client) BookOrWait(ctx context.Context, req Request, wait *WaitOptions, joined, onChange func(QueueEntry)) (*Partition, error) {
+	if wait == nil {
+		return c.Create(req)
+	}
+	// Listen before joining: a signal that came between joining the line
+	// and listening would be lost, and the request would wait on with
+	// nobody wanting it.
+	ctx, stop := SignalContext(ctx, syscall.SIGHUP)
+	defer stop()
+	p, entry, err := c.Enqueue(req, *wait)
+	if err != nil || p != nil {
+		return p, err
+	}
+	if joined != nil {
+		joined(*entry)
+	}
+	return c.Wait(ctx, entry.ID, onChange)
 }
 
 // layoutEvery is how long a waiter leaves between laying out a line of n

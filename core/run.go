@@ -262,26 +262,18 @@ loop:
 	return res, nil
 }
 
-// bookForRun books o's request, waiting in line when o says so.
+// bookForRun books o's request, waiting in line when o says so. Run's ctx
+// does not end on Ctrl-C or SIGTERM, which go on to the command; while it
+// waits in line they take its request out.
 func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, ...any)) (*Partition, error) {
-	if o.Wait == nil {
-		return c.Create(o.Request)
+	if o.Wait != nil {
+		// Listen before joining, as BookOrWait does.
+		var stop context.CancelFunc
+		ctx, stop = SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
 	}
-	// Listen before joining: a signal that came between joining the line
-	// and listening would be lost, and the request would wait on with
-	// nobody wanting it.
-	ctx, stop := SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	got, entry, err := c.Enqueue(o.Request, *o.Wait)
-	if err != nil || got != nil {
-		return got, err
-	}
-	say("waiting in line: request %d", entry.ID)
-	onChange := o.OnQueue
-	if onChange == nil {
-		onChange = func(QueueEntry) {}
-	}
-	return c.Wait(ctx, entry.ID, onChange)
+	joined := func(e QueueEntry) { say("waiting in line: request %d", e.ID) }
+	return c.BookOrWait(ctx, o.Request, o.Wait, joined, o.OnQueue)
 }
 
 // awaitStart waits for a booking made ahead to start. Ctrl-C or SIGTERM
