@@ -88,6 +88,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.Contains(t, m.View(), fmt.Sprintf("✓ %s your booking #%d: booked from request #%d, 50%% of GPU 0 until %s",
 		booked[0].Created.Local().Format("15:04"), booked[0].ID, line[0].ID, core.FormatTime(booked[0].Expires, t0)),
 		"the app says when a request it waited for is booked")
+	require.Equal(t, fmt.Sprintf("Request #%d is booked: #%d", line[0].ID, booked[0].ID), m.status.text)
 	m = update(t, m, ledgerChangedMsg{})
 	require.Len(t, m.notices, 1, "once")
 	m = press(t, m, "tab")

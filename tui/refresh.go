@@ -100,9 +100,9 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
 		m.data.queue, m.data.queueRead = msg.queue, msg.withQueue
-		m.noticeGrants(msg.parts)
+		said := m.noticeGrants(msg.parts)
 		m.derive()
-		return nil
+		return said
 
 	case watchingMsg:
 		m.changes = msg.changes
@@ -225,8 +225,10 @@ func (m *Model) notice(n core.Notice) {
 // noticeGrants tells of the app's own requests booked since the last
 // reading: the person asked the app to wait for them and may be looking
 // elsewhere, so it goes on the notice line, which stays until dismissed,
-// as `create --wait` prints the booking it waited for.
-func (m *Model) noticeGrants(parts []core.Partition) {
+// as `create --wait` prints the booking it waited for. The status line,
+// which said where the request waited, says it was booked.
+func (m *Model) noticeGrants(parts []core.Partition) tea.Cmd {
+	var said tea.Cmd
 	for _, p := range parts {
 		if p.Request == 0 || !m.placed[p.Request] {
 			continue
@@ -235,7 +237,9 @@ func (m *Model) noticeGrants(parts []core.Partition) {
 		m.notice(core.Notice{Time: p.Created, Kind: storage.EventCreated, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User,
 			Detail: fmt.Sprintf("booked from request #%d, %s of GPU %s until %s", p.Request, core.FormatPercent(p.SharePPM),
 				m.opts.Client.GPUName(p.Host, p.Device), core.FormatTime(p.Expires, m.sh.now()))})
+		said = m.status.set(m.sh, fmt.Sprintf("Request #%d is booked: #%d", p.Request, p.ID), false)
 	}
+	return said
 }
 
 // answered drops a booking's notice: a newer one came, or the person acted
