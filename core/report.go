@@ -253,12 +253,17 @@ type UserTotals struct {
 
 // Read returns each user's figures since the ledger began, by name.
 func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
+	return t.readAlong(c, c.now(), nil)
+}
+
+// readAlong is Read as of now, in one transaction with also (unless nil),
+// which reads more of the ledger in it.
+func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) error) ([]ReportRow, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.settled == nil {
 		t.next, t.folded, t.settled = 1, map[uint64]bool{}, map[string]figures{}
 	}
-	now := c.now()
 	y, m, d := now.UTC().Date()
 	closed := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1) // days before yesterday change no more
 	sums, settle := maps.Clone(t.settled), map[string]figures{}
@@ -270,6 +275,11 @@ func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
 	var settledIDs []uint64
 	next := t.next
 	err := c.ledger.View(func(tx *storage.Tx) error {
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
 		parts, err := tx.PartitionsFrom(t.next)
 		if err != nil {
 			return err

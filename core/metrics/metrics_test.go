@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -313,4 +315,44 @@ func TestDashboardChartsOnlyMetricsThatExist(t *testing.T) {
 			require.True(t, charted[name], "the dashboard does not chart %s", name)
 		}
 	}
+}
+
+// countingStore counts the transactions run on a real ledger.
+type countingStore struct {
+	storage.Store
+	views, updates atomic.Int64
+}
+
+func (s *countingStore) View(fn func(*storage.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(fn)
+}
+
+func (s *countingStore) Update(fn func(*storage.Tx) error) error {
+	s.updates.Add(1)
+	return s.Store.Update(fn)
+}
+
+// A scrape reads the ledger in one read transaction, a snapshot whose
+// bookings, line and totals agree; on etcd each costs round trips.
+func TestScrapeReadsTheLedgerOnce(t *testing.T) {
+	r := newRig(t, metrics.CompatNone)
+	p := r.book(1, 1, time.Hour) // the GPU full, so the next waits
+	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	store := &countingStore{Store: r.c.Ledger()}
+	me := r.c.Me()
+	c := core.NewClient(core.Options{Ledger: store, As: &me})
+	srv := httptest.NewServer(r.ex.Handler(c))
+	t.Cleanup(srv.Close)
+
+	fams := scrape(t, srv.URL)
+	require.Equal(t, int64(1), store.views.Load(), "read transactions in one scrape")
+	require.Equal(t, int64(0), store.updates.Load(), "write transactions in one scrape")
+	info := "UUID=" + p.DeviceUUID + ",booking=" + strconv.FormatUint(p.ID, 10) + ",gpu=1,hostname=" + core.HostName() + ",user=" + me.User
+	require.Equal(t, 1.0, value(series(fams["chronos_booking_info"])[info]))
+	require.Equal(t, 1.0, value(series(fams["chronos_queue_requests"])["gpu=1,hostname="+core.HostName()]))
+	require.Equal(t, 1.0, value(series(fams["chronos_gpu_booked_ratio"])[gpuLabels(r, 1)]))
+	require.Contains(t, series(fams["chronos_user_booked_gpu_seconds_total"]), "user="+me.User)
 }
