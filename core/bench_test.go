@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -115,6 +116,47 @@ func BenchmarkList(b *testing.B) {
 		parts, err := c.List(false)
 		if err != nil || len(parts) != 1000 {
 			b.Fatal(err, len(parts))
+		}
+	}
+}
+
+// BenchmarkUsage is `chronos usage` on a ledger with 2,000 bookings over the
+// last 60 days, from 20 users (alice among them), each with its usage, its held interval, a
+// signal and its ending in the audit trail, and 20 live bookings.
+func BenchmarkUsage(b *testing.B) {
+	clock := newFakeClock()
+	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, alice)
+	now := clock.Now()
+	if err := c.ledger.Update(func(tx *storage.Tx) error {
+		for i := range 2000 {
+			start := now.Add(-time.Duration(i) * 43 * time.Minute) // 2,000 of them span 60 days
+			uid := 1001 + i%20
+			p := storage.Partition{Device: i % 2, SharePPM: 250_000, UID: uid, User: "user" + strconv.Itoa(uid),
+				Created: start.Add(-2 * time.Hour), Expires: start, Ended: start, State: storage.Expired}
+			err := tx.PutPartition(&p)
+			err = cmp.Or(err, tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: time.Hour, Idle: 30 * time.Minute}))
+			err = cmp.Or(err, tx.AddHeld(uid, storage.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
+			err = cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: uid, User: p.User, GPUSeconds: 3600, At: start}))
+			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventSignalled, Partition: p.ID}))
+			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventExpired, Partition: p.ID}))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for range 20 {
+		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		users, err := c.Usage()
+		if err != nil || len(users) != 20 {
+			b.Fatal(err, len(users))
 		}
 	}
 }
