@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -158,6 +159,52 @@ func BenchmarkUsage(b *testing.B) {
 		if err != nil || len(users) != 20 {
 			b.Fatal(err, len(users))
 		}
+	}
+}
+
+// BenchmarkMonitorExpiresAll is the monitor's pass over 100 bookings whose
+// deadlines all passed (8 simulated GPUs, no processes): it ends as many
+// as its transaction's write budget allows (reported as ended), charging
+// their owner for each. One op is the pass, on a fresh copy of the ledger.
+func BenchmarkMonitorExpiresAll(b *testing.B) {
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
+	dir := b.TempDir()
+	seed := filepath.Join(dir, "seed.db")
+	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Now: clock.Now,
+		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+	for i := range 100 {
+		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour + time.Second)
+	seeded, err := os.ReadFile(seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol := DefaultPolicy()
+	pol.Unbooked = ActOff
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		path := filepath.Join(dir, strconv.Itoa(i)+".db")
+		if err := os.WriteFile(path, seeded, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Now: clock.Now})
+		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
+		b.StartTimer()
+		if _, err := m.Tick(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		all, err := mc.List(true)
+		ended := slices.DeleteFunc(all, func(p Partition) bool { return p.State != storage.Expired })
+		if err != nil || len(ended) == 0 {
+			b.Fatal(err, len(ended))
+		}
+		b.ReportMetric(float64(len(ended)), "ended")
+		b.StartTimer()
 	}
 }
 

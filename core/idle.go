@@ -70,7 +70,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 // no longer its. Its owner is charged for the time it was held.
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
 	p.Expires = now
-	return endBooking(tx, p, storage.Expired, now)
+	return endBooking(tx, p, storage.Expired, now, ledgerPolicy(tx))
 }
 
 // formatIdle is how long a booking has been idle, for its owner: in whole

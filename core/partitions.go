@@ -491,7 +491,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := endBooking(tx, &p, storage.Released, c.now()); err != nil {
+		if err := endBooking(tx, &p, storage.Released, c.now(), ledgerPolicy(tx)); err != nil {
 			return err
 		}
 		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
@@ -507,9 +507,10 @@ func (c *Client) Release(id uint64) (Partition, error) {
 }
 
 // endBooking ends p (released or expired) at ended and charges its owner's
-// fair-share usage for the time it held, in the transaction that ends it.
-func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time) error {
-	pol, err := policyIn(tx)
+// fair-share usage for the time it held, under the ledger's policy, in the
+// transaction that ends it.
+func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time, policy func() (Policy, error)) error {
+	pol, err := policy()
 	if err != nil {
 		return err
 	}
