@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -317,22 +316,6 @@ func TestDashboardChartsOnlyMetricsThatExist(t *testing.T) {
 	}
 }
 
-// countingStore counts the transactions run on a real ledger.
-type countingStore struct {
-	storage.Store
-	views, updates atomic.Int64
-}
-
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
-	s.views.Add(1)
-	return s.Store.View(fn)
-}
-
-func (s *countingStore) Update(fn func(*storage.Tx) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(fn)
-}
-
 // A scrape reads the ledger in one read transaction, a snapshot whose
 // bookings, line and totals agree; on etcd each costs round trips.
 func TestScrapeReadsTheLedgerOnce(t *testing.T) {
@@ -341,15 +324,19 @@ func TestScrapeReadsTheLedgerOnce(t *testing.T) {
 	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, e)
-	store := &countingStore{Store: r.c.Ledger()}
+	// A second exporter times the scrape's transactions, and nothing else.
+	counter := metrics.New(metrics.Options{})
 	me := r.c.Me()
-	c := core.NewClient(core.Options{Ledger: store, As: &me})
+	c := core.NewClient(core.Options{Ledger: counter.Timed(r.c.Ledger()), As: &me})
 	srv := httptest.NewServer(r.ex.Handler(c))
 	t.Cleanup(srv.Close)
+	counted := httptest.NewServer(counter.Handler(r.c))
+	t.Cleanup(counted.Close)
 
 	fams := scrape(t, srv.URL)
-	require.Equal(t, int64(1), store.views.Load(), "read transactions in one scrape")
-	require.Equal(t, int64(0), store.updates.Load(), "write transactions in one scrape")
+	tx := series(scrape(t, counted.URL)["chronos_ledger_transaction_seconds"])
+	require.Equal(t, uint64(1), tx["mode=read"].GetHistogram().GetSampleCount(), "read transactions in one scrape")
+	require.Zero(t, tx["mode=write"].GetHistogram().GetSampleCount(), "write transactions in one scrape")
 	info := "UUID=" + p.DeviceUUID + ",booking=" + strconv.FormatUint(p.ID, 10) + ",gpu=1,hostname=" + core.HostName() + ",user=" + me.User
 	require.Equal(t, 1.0, value(series(fams["chronos_booking_info"])[info]))
 	require.Equal(t, 1.0, value(series(fams["chronos_queue_requests"])["gpu=1,hostname="+core.HostName()]))
