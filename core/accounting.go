@@ -221,12 +221,13 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 			}
 			continue
 		}
-		cost := accountGPUWrites
-		for _, b := range w.books {
-			if b.device == idx {
-				cost += accountBookingWrites
+		var ids []uint64 // the GPU's bookings
+		for _, id := range sortedKeys(w.books) {
+			if w.books[id].device == idx {
+				ids = append(ids, id)
 			}
 		}
+		cost := accountGPUWrites + len(ids)*accountBookingWrites
 		for k := range w.unbooked {
 			if k.device == idx {
 				cost++
@@ -240,12 +241,17 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 		if g.utilN > 0 {
 			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
 		}
-		for _, id := range sortedKeys(w.books) {
-			b := w.books[id]
-			if b.device != idx {
-				continue
-			}
-			more, verdict, err := m.accountBooking(tx, id, b, w, pol, now)
+		// Their records and usage at once: on etcd a read is a round trip.
+		parts, err := tx.PartitionsByID(ids)
+		if err != nil {
+			return nil, false, err
+		}
+		usage, err := tx.UsageOf(ids)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, id := range ids {
+			more, verdict, err := m.accountBooking(tx, parts[i], usage[i], w.books[id], w, pol, now)
 			if err != nil {
 				return nil, false, err
 			}
@@ -273,17 +279,9 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 	return acts, true, tx.DropGPUMinutes(now.Add(-samplesKept))
 }
 
-// accountBooking adds one window to one booking's usage and moves its
+// accountBooking adds one window to booking p's usage u and moves its
 // ladder.
-func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w *window, pol Policy, now time.Time) ([]Act, minuteVerdict, error) {
-	p, err := tx.Partition(id)
-	if err != nil {
-		return nil, verdictUnknown, err
-	}
-	u, _, err := tx.BookingUsage(id)
-	if err != nil {
-		return nil, verdictUnknown, err
-	}
+func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.BookingUsage, b *bookingWindow, w *window, pol Policy, now time.Time) ([]Act, minuteVerdict, error) {
 	if !u.Through.Before(w.end()) {
 		return nil, verdictUnknown, nil // accounted already
 	}
@@ -327,6 +325,7 @@ func (m *Monitor) accountBooking(tx *storage.Tx, id uint64, b *bookingWindow, w 
 
 	var acts []Act
 	if p.LiveAt(now) {
+		var err error
 		if acts, err = m.ladder(tx, &p, &u, pol, now); err != nil {
 			return nil, verdict, err
 		}

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -116,6 +118,93 @@ func BenchmarkList(b *testing.B) {
 		if err != nil || len(parts) != 1000 {
 			b.Fatal(err, len(parts))
 		}
+	}
+}
+
+// BenchmarkUsage is `chronos usage` on a ledger with 2,000 bookings over the
+// last 60 days, from 20 users (alice among them), each with its usage, its held interval, a
+// signal and its ending in the audit trail, and 20 live bookings.
+func BenchmarkUsage(b *testing.B) {
+	clock := newFakeClock()
+	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, alice)
+	now := clock.Now()
+	if err := c.ledger.Update(func(tx *storage.Tx) error {
+		for i := range 2000 {
+			start := now.Add(-time.Duration(i) * 43 * time.Minute) // 2,000 of them span 60 days
+			uid := 1001 + i%20
+			p := storage.Partition{Device: i % 2, SharePPM: 250_000, UID: uid, User: "user" + strconv.Itoa(uid),
+				Created: start.Add(-2 * time.Hour), Expires: start, Ended: start, State: storage.Expired}
+			err := tx.PutPartition(&p)
+			err = cmp.Or(err, tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: time.Hour, Idle: 30 * time.Minute}))
+			err = cmp.Or(err, tx.AddHeld(uid, storage.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
+			err = cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: uid, User: p.User, GPUSeconds: 3600, At: start}))
+			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventSignalled, Partition: p.ID}))
+			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventExpired, Partition: p.ID}))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for range 20 {
+		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		users, err := c.Usage()
+		if err != nil || len(users) != 20 {
+			b.Fatal(err, len(users))
+		}
+	}
+}
+
+// BenchmarkMonitorExpiresAll is the monitor's pass over 100 bookings whose
+// deadlines all passed (8 simulated GPUs, no processes): it ends as many
+// as its transaction's write budget allows (reported as ended), charging
+// their owner for each. One op is the pass, on a fresh copy of the ledger.
+func BenchmarkMonitorExpiresAll(b *testing.B) {
+	clock := newFakeClock()
+	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
+	dir := b.TempDir()
+	seed := filepath.Join(dir, "seed.db")
+	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Now: clock.Now,
+		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+	for i := range 100 {
+		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour + time.Second)
+	seeded, err := os.ReadFile(seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol := DefaultPolicy()
+	pol.Unbooked = ActOff
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		path := filepath.Join(dir, strconv.Itoa(i)+".db")
+		if err := os.WriteFile(path, seeded, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Now: clock.Now})
+		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
+		b.StartTimer()
+		if _, err := m.Tick(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		all, err := mc.List(true)
+		ended := slices.DeleteFunc(all, func(p Partition) bool { return p.State != storage.Expired })
+		if err != nil || len(ended) == 0 {
+			b.Fatal(err, len(ended))
+		}
+		b.ReportMetric(float64(len(ended)), "ended")
+		b.StartTimer()
 	}
 }
 

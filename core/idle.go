@@ -70,7 +70,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 // no longer its. Its owner is charged for the time it was held.
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
 	p.Expires = now
-	return endBooking(tx, p, storage.Expired, now)
+	return endBooking(tx, p, storage.Expired, now, ledgerPolicy(tx))
 }
 
 // formatIdle is how long a booking has been idle, for its owner: in whole
@@ -107,21 +107,17 @@ func stillWaits(r storage.Request, now time.Time) bool {
 	return r.Deadline.IsZero() || now.Before(r.Deadline)
 }
 
-// Waiting counts the requests waiting in line for this host's GPUs, by GPU
-// index; AnyDevice counts those for any of its GPUs. Requests past their
-// --timeout are left out, as the idle ladder leaves them out.
-func (c *Client) Waiting() (map[int]int, error) {
+// waitingIn counts the requests waiting in line for this host's GPUs at
+// now, by GPU index; AnyDevice counts those for any of its GPUs. Requests
+// past their --timeout are left out, as the idle ladder leaves them out.
+func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 	n := map[int]int{}
-	err := c.ledger.View(func(tx *storage.Tx) error {
-		line, err := tx.WaitingRequests()
-		now := c.now()
-		for _, r := range line {
-			if r.Host == c.host && stillWaits(r, now) {
-				n[r.Device]++
-			}
+	line, err := tx.WaitingRequests()
+	for _, r := range line {
+		if r.Host == c.host && stillWaits(r, now) {
+			n[r.Device]++
 		}
-		return err
-	})
+	}
 	return n, err
 }
 

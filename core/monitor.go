@@ -367,11 +367,13 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		accounted, placeMore := false, false
 		err := m.c.ledger.Update(func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
+			// Read once for every booking the pass ends, if it ends any.
+			policy := ledgerPolicy(tx)
 			var err error
-			if acts, err = m.expireAndWarn(tx, due, warn, atts, now); err != nil {
+			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy); err != nil {
 				return err
 			}
-			settled, err := m.settleOrphans(tx, release, orphaned, now)
+			settled, err := m.settleOrphans(tx, release, orphaned, now, policy)
 			if err != nil {
 				return err
 			}
@@ -591,7 +593,7 @@ func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, w
 
 // expireAndWarn flips due bookings and records warnings, inside tx. Only
 // the monitor whose transaction flips a booking reports it.
-func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time) ([]Act, error) {
+func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time, policy func() (Policy, error)) ([]Act, error) {
 	var acts []Act
 	if len(due) > 0 {
 		now = m.c.now() // sampling may have taken a while since the tick began
@@ -611,7 +613,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		if p.State != storage.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		if err := endBooking(tx, &p, storage.Expired, p.Expires); err != nil {
+		if err := endBooking(tx, &p, storage.Expired, p.Expires, policy); err != nil {
 			return nil, err
 		}
 		n := 0

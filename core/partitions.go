@@ -394,24 +394,31 @@ func (c *Client) otherHost(host string) string {
 func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(func(tx *storage.Tx) error {
-		read := tx.LivePartitions
-		if all {
-			read = tx.Partitions
-		}
-		parts, err := read()
-		if err != nil {
-			return err
-		}
-		seen := c.seenIn(tx)
-		now := c.now()
-		for _, p := range parts {
-			if all || !p.EndedAt(now) {
-				out = append(out, seen(p))
-			}
-		}
-		return withUsage(tx, out, func(Partition) bool { return true })
+		var err error
+		out, err = c.listIn(tx, all, c.now())
+		return err
 	})
 	return out, err
+}
+
+// listIn is List in tx, as of now.
+func (c *Client) listIn(tx *storage.Tx, all bool, now time.Time) ([]Partition, error) {
+	read := tx.LivePartitions
+	if all {
+		read = tx.Partitions
+	}
+	parts, err := read()
+	if err != nil {
+		return nil, err
+	}
+	var out []Partition
+	seen := c.seenIn(tx)
+	for _, p := range parts {
+		if all || !p.EndedAt(now) {
+			out = append(out, seen(p))
+		}
+	}
+	return out, withUsage(tx, out, func(Partition) bool { return true })
 }
 
 // withUsage fills in what monitors measured of the bookings of parts that
@@ -484,7 +491,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := endBooking(tx, &p, storage.Released, c.now()); err != nil {
+		if err := endBooking(tx, &p, storage.Released, c.now(), ledgerPolicy(tx)); err != nil {
 			return err
 		}
 		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
@@ -500,9 +507,10 @@ func (c *Client) Release(id uint64) (Partition, error) {
 }
 
 // endBooking ends p (released or expired) at ended and charges its owner's
-// fair-share usage for the time it held, in the transaction that ends it.
-func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time) error {
-	pol, err := policyIn(tx)
+// fair-share usage for the time it held, under the ledger's policy, in the
+// transaction that ends it.
+func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time, policy func() (Policy, error)) error {
+	pol, err := policy()
 	if err != nil {
 		return err
 	}

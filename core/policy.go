@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -80,6 +81,13 @@ func withLadder(p Policy) Policy {
 		p.Reclaim, p.Idle, p.IdleWarn, p.IdleSM, p.IdleStart, p.HoldMax = d.Reclaim, d.Idle, d.IdleWarn, d.IdleSM, d.IdleStart, d.HoldMax
 	}
 	return p
+}
+
+// ledgerPolicy reads the policy in tx when first asked, and gives the same
+// after: a pass that ends many bookings charges each under it, read and
+// decoded once.
+func ledgerPolicy(tx *storage.Tx) func() (Policy, error) {
+	return sync.OnceValues(func() (Policy, error) { return policyIn(tx) })
 }
 
 func policyIn(tx *storage.Tx) (Policy, error) {

@@ -165,6 +165,20 @@ func (f *figures) add(g figures) {
 	f.forced += g.forced
 }
 
+// addTo adds f to user's figures in into.
+func addTo(into map[string]figures, user string, f figures) {
+	g := into[user]
+	g.add(f)
+	into[user] = g
+}
+
+// utcDay is the start of t's day in UTC, the days unbooked use is
+// recorded by.
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
 // row is f as a report prints it, in hours; unbooked use is not recorded
 // per GPU.
 func (f figures) row(key string, by ReportBy) ReportRow {
@@ -253,23 +267,27 @@ type UserTotals struct {
 
 // Read returns each user's figures since the ledger began, by name.
 func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
+	return t.readAlong(c, c.now(), nil)
+}
+
+// readAlong is Read as of now, in one transaction with also (unless nil),
+// which reads more of the ledger in it.
+func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) error) ([]ReportRow, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.settled == nil {
 		t.next, t.folded, t.settled = 1, map[uint64]bool{}, map[string]figures{}
 	}
-	now := c.now()
-	y, m, d := now.UTC().Date()
-	closed := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1) // days before yesterday change no more
+	closed := utcDay(now).AddDate(0, 0, -1) // days before yesterday change no more
 	sums, settle := maps.Clone(t.settled), map[string]figures{}
-	add := func(into map[string]figures, user string, f figures) {
-		g := into[user]
-		g.add(f)
-		into[user] = g
-	}
 	var settledIDs []uint64
 	next := t.next
 	err := c.ledger.View(func(tx *storage.Tx) error {
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
 		parts, err := tx.PartitionsFrom(t.next)
 		if err != nil {
 			return err
@@ -292,9 +310,9 @@ func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
 				continue
 			}
 			f := bookingFigures(p, usage[i], time.Time{}, now)
-			add(sums, p.User, f)
+			addTo(sums, p.User, f)
 			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(endOf(p)) > settleAfter {
-				add(settle, p.User, f)
+				addTo(settle, p.User, f)
 				settledIDs = append(settledIDs, p.ID)
 			} else {
 				next = min(next, p.ID)
@@ -305,9 +323,9 @@ func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
 		}
 		uses, err := tx.Unbooked(t.daysTo)
 		for _, u := range uses {
-			add(sums, u.User, figures{unbooked: u.GPUTime.Seconds()})
+			addTo(sums, u.User, figures{unbooked: u.GPUTime.Seconds()})
 			if u.Day.Before(closed) && !u.Day.Before(t.daysTo) {
-				add(settle, u.User, figures{unbooked: u.GPUTime.Seconds()})
+				addTo(settle, u.User, figures{unbooked: u.GPUTime.Seconds()})
 			}
 		}
 		return err
@@ -316,7 +334,7 @@ func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
 		return nil, err
 	}
 	for user, f := range settle {
-		add(t.settled, user, f)
+		addTo(t.settled, user, f)
 	}
 	for _, id := range settledIDs {
 		t.folded[id] = true

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -212,4 +213,69 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 	rows := read()
 	require.InDelta(t, all()[0].UsedHours-1, rows[0].UsedHours, 1e-9, "daemon's old booking, read once")
 	require.Equal(t, "daemon", rows[0].Key)
+}
+
+// Usage's used, idle and unbooked GPU-hours of the last 7 and 30 days are
+// the report's of those windows, bookings and unbooked days across either
+// window's start included; one read transaction gives both windows and
+// the rest of usage.
+func TestUsageHoursAreTheReports(t *testing.T) {
+	c, now := reportLedger(t)
+	day := 24 * time.Hour
+	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+		// daemon: all of GPU 1 from 31 days ago to 29 days ago.
+		p := storage.Partition{Device: 1, DeviceUUID: "GPU-x", SharePPM: ppm, UID: 1, User: "daemon",
+			Created: now.Add(-31 * day), Expires: now.Add(-29 * day), Ended: now.Add(-29 * day), State: storage.Expired}
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		if err := tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: 6 * time.Hour, Idle: 3 * time.Hour}); err != nil {
+			return err
+		}
+		// nobody: unbooked use on the day the week starts in, and the day before.
+		if err := tx.AddUnbooked(now.Add(-7*day), 65534, "nobody", time.Hour); err != nil {
+			return err
+		}
+		if err := tx.AddUnbooked(now.Add(-8*day), 65534, "nobody", 2*time.Hour); err != nil {
+			return err
+		}
+		parts, err := tx.Partitions()
+		for _, p := range parts { // what the ending of each wrote for fair share
+			if p.State != storage.Live {
+				err = cmp.Or(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
+			}
+		}
+		err = cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: 1, User: "daemon", GPUSeconds: 3600, At: now}))
+		return cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}))
+	}))
+	byUser := func(from time.Time) map[string]ReportRow {
+		r, err := c.Report(from, ReportByUser)
+		require.NoError(t, err)
+		rows := map[string]ReportRow{}
+		for _, row := range r.Rows {
+			rows[row.Key] = row
+		}
+		return rows
+	}
+	week, month := byUser(now.Add(-7*day)), byUser(now.Add(-30*day))
+
+	store := &countingStore{Store: c.ledger}
+	users, err := NewClient(Options{Ledger: store, Now: c.now, As: &root}).Usage()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), store.views.Load(), "read transactions")
+	require.Len(t, users, 3)
+	for _, u := range users {
+		w, m := week[u.User], month[u.User]
+		require.InDelta(t, w.UsedHours, u.Used7d, 1e-9, u.User)
+		require.InDelta(t, w.IdleHours, u.Idle7d, 1e-9, u.User)
+		require.InDelta(t, *w.UnbookedHours, u.Unbooked7d, 1e-9, u.User)
+		require.InDelta(t, m.UsedHours, u.Used30d, 1e-9, u.User)
+		require.InDelta(t, m.IdleHours, u.Idle30d, 1e-9, u.User)
+		require.InDelta(t, *m.UnbookedHours, u.Unbooked30d, 1e-9, u.User)
+	}
+	nobody := users[slices.IndexFunc(users, func(u UserUsage) bool { return u.User == "nobody" })]
+	require.InDelta(t, 2.5, nobody.Unbooked7d, 1e-9, "yesterday's 1.5h and the week's first day's hour")
+	require.InDelta(t, 4.5, nobody.Unbooked30d, 1e-9)
+	daemon := users[slices.IndexFunc(users, func(u UserUsage) bool { return u.User == "daemon" })]
+	require.InDelta(t, 1+3, daemon.Used30d, 1e-9, "half of the booking across the month's start")
 }

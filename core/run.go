@@ -364,7 +364,7 @@ func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start u
 			return err
 		}
 		if cur.State == storage.Live && !now.Before(cur.Expires) {
-			if err := endBooking(tx, &cur, storage.Expired, cur.Expires); err != nil {
+			if err := endBooking(tx, &cur, storage.Expired, cur.Expires, ledgerPolicy(tx)); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)

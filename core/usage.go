@@ -8,24 +8,25 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-const usageMonth = 30 * 24 * time.Hour
+// The windows usage shows GPU-hours of.
+const (
+	usageWeek  = 7 * 24 * time.Hour
+	usageMonth = 30 * 24 * time.Hour
+)
 
 // Usage reports, for everyone who booked in the last 30 days, waits in
-// line or has usage on record, what they used and what is left them. Used, idle and unbooked GPU-hours are the report's, of the
-// last 7 and 30 days.
+// line or has usage on record, what they used and what is left them. Used,
+// idle and unbooked GPU-hours are the report's, of the last 7 and 30 days,
+// read in the same transaction (see recentFigures).
 func (c *Client) Usage() ([]UserUsage, error) {
 	now := c.now()
-	week, err := c.reportByUser(now.Add(-7 * 24 * time.Hour))
-	if err != nil {
-		return nil, err
-	}
-	month, err := c.reportByUser(now.Add(-usageMonth))
-	if err != nil {
-		return nil, err
-	}
 	var out []UserUsage
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(func(tx *storage.Tx) error {
 		b, err := readBooks(tx, c.host, now)
+		if err != nil {
+			return err
+		}
+		week, month, err := recentFigures(tx, now)
 		if err != nil {
 			return err
 		}
@@ -57,15 +58,15 @@ func (c *Client) Usage() ([]UserUsage, error) {
 		for uid, name := range users {
 			l := b.limitsFor(uid, name)
 			u := UserUsage{UID: uid, User: name,
-				Hours7d:  cal.gpuSeconds(uid, now.Add(-7*24*time.Hour), now) / 3600,
+				Hours7d:  cal.gpuSeconds(uid, now.Add(-usageWeek), now) / 3600,
 				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
 				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
 				Usage:    used[uid] / 3600,
 				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
 			}
-			w, m := week[name], month[name]
-			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, unbookedHours(w)
-			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, unbookedHours(m)
+			w, m := week[name].row(name, ReportByUser), month[name].row(name, ReportByUser)
+			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, *w.UnbookedHours
+			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, *m.UnbookedHours
 			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
 				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
 				continue // nothing in the last 30 days
@@ -99,20 +100,34 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	return out, err
 }
 
-// reportByUser is the report of [from, now) by user, its rows by name.
-func (c *Client) reportByUser(from time.Time) (map[string]ReportRow, error) {
-	r, err := c.Report(from, ReportByUser)
-	rows := make(map[string]ReportRow, len(r.Rows))
-	for _, row := range r.Rows {
-		rows[row.Key] = row
+// recentFigures is each user's figures, by name, as Report counts them by
+// user for the last 7 and the last 30 days to now: one pass over the record
+// for both. Forced expiries are left out (they read the audit trail, and
+// usage shows none).
+func recentFigures(tx *storage.Tx, now time.Time) (week, month map[string]figures, err error) {
+	weekFrom, monthFrom := now.Add(-usageWeek), now.Add(-usageMonth)
+	parts, err := tx.Partitions()
+	if err != nil {
+		return nil, nil, err
 	}
-	return rows, err
-}
-
-// unbookedHours is the row's unbooked use; none when it has no row.
-func unbookedHours(r ReportRow) float64 {
-	if r.UnbookedHours == nil {
-		return 0
+	usage, err := tx.BookingUsages()
+	if err != nil {
+		return nil, nil, err
 	}
-	return *r.UnbookedHours
+	week, month = map[string]figures{}, map[string]figures{}
+	for _, p := range parts {
+		addTo(week, p.User, bookingFigures(p, usage[p.ID], weekFrom, now))
+		addTo(month, p.User, bookingFigures(p, usage[p.ID], monthFrom, now))
+	}
+	// Unbooked use is by day: every day from the one the window starts in.
+	unbooked, err := tx.Unbooked(monthFrom)
+	weekDay := utcDay(weekFrom)
+	for _, d := range unbooked {
+		f := figures{unbooked: d.GPUTime.Seconds()}
+		addTo(month, d.User, f)
+		if !d.Day.Before(weekDay) {
+			addTo(week, d.User, f)
+		}
+	}
+	return week, month, err
 }

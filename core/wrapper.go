@@ -178,7 +178,7 @@ func wrapperText(w *storage.Wrapper) string {
 
 // settleOrphans releases and marks, inside tx, what orphans found, checking
 // each booking again: another monitor may have got there first.
-func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time.Time) ([]Act, error) {
+func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time.Time, policy func() (Policy, error)) ([]Act, error) {
 	var acts []Act
 	settle := func(id uint64, kind storage.EventKind, why string, change func(*storage.Partition) bool) error {
 		p, err := tx.Partition(id)
@@ -191,7 +191,7 @@ func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time
 		put := tx.PutPartition
 		if p.State == storage.Released {
 			// Charged for the time held, like any end.
-			put = func(p *storage.Partition) error { return endBooking(tx, p, storage.Released, now) }
+			put = func(p *storage.Partition) error { return endBooking(tx, p, storage.Released, now, policy) }
 		}
 		if err := put(&p); err != nil {
 			return err

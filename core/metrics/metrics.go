@@ -1,9 +1,10 @@
 // Package metrics serves what a monitor sees as Prometheus metrics: the
 // GPUs' latest reading, the live bookings and each user's GPU-hours from
 // the ledger, and how the monitor and the ledger perform. Values are read
-// when Prometheus scrapes, never pushed: the ledger through core's calls,
-// the GPUs from the reading the monitor took last (it tells the Exporter,
-// its core.MonitorObserver). core stays free of HTTP; main wires this in.
+// when Prometheus scrapes, never pushed: the ledger in one snapshot
+// (core.Client.Snapshot), the GPUs from the reading the monitor took last
+// (it tells the Exporter, its core.MonitorObserver). core stays free of
+// HTTP; main wires this in.
 package metrics
 
 import (
@@ -316,18 +317,13 @@ func (l ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
-	inv, err := l.c.Inventory()
+	snap, err := l.c.Snapshot(l.totals)
 	if err != nil {
 		return err
 	}
-	parts, err := l.c.List(false)
-	if err != nil {
-		return err
-	}
-	now := l.c.Now()
-	host := l.e.host
+	inv, now, waiting, host := snap.Inventory, snap.Now, snap.Waiting, l.e.host
 	booked := map[int]int64{}
-	for _, p := range parts {
+	for _, p := range snap.Live {
 		if !l.c.OnThisHost(p.Partition) || !p.LiveAt(now) { // one booked ahead holds nothing yet
 			continue
 		}
@@ -340,10 +336,6 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	}
 	for _, d := range inv.Devices {
 		ch <- prometheus.MustNewConstMetric(bookedRatio, prometheus.GaugeValue, core.ShareOf(booked[d.Index]), strconv.Itoa(d.Index), d.UUID, host)
-	}
-	waiting, err := l.c.Waiting()
-	if err != nil {
-		return err
 	}
 	// Every GPU's series, at 0 when nobody waits, so a chart has no gaps;
 	// then any GPU no longer in the inventory that someone still waits for.
@@ -362,11 +354,7 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 	for dev := range waiting {
 		queue(dev)
 	}
-	rows, err := l.totals.Read(l.c)
-	if err != nil {
-		return err
-	}
-	for _, row := range rows {
+	for _, row := range snap.Totals {
 		ch <- prometheus.MustNewConstMetric(userBooked, prometheus.CounterValue, row.BookedHours*3600, row.Key)
 		ch <- prometheus.MustNewConstMetric(userUsed, prometheus.CounterValue, row.UsedHours*3600, row.Key)
 		if l.totals.Keep == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,4 +314,32 @@ func TestDashboardChartsOnlyMetricsThatExist(t *testing.T) {
 			require.True(t, charted[name], "the dashboard does not chart %s", name)
 		}
 	}
+}
+
+// A scrape reads the ledger in one read transaction, a snapshot whose
+// bookings, line and totals agree; on etcd each costs round trips.
+func TestScrapeReadsTheLedgerOnce(t *testing.T) {
+	r := newRig(t, metrics.CompatNone)
+	p := r.book(1, 1, time.Hour) // the GPU full, so the next waits
+	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	// A second exporter times the scrape's transactions, and nothing else.
+	counter := metrics.New(metrics.Options{})
+	me := r.c.Me()
+	c := core.NewClient(core.Options{Ledger: counter.Timed(r.c.Ledger()), As: &me})
+	srv := httptest.NewServer(r.ex.Handler(c))
+	t.Cleanup(srv.Close)
+	counted := httptest.NewServer(counter.Handler(r.c))
+	t.Cleanup(counted.Close)
+
+	fams := scrape(t, srv.URL)
+	tx := series(scrape(t, counted.URL)["chronos_ledger_transaction_seconds"])
+	require.Equal(t, uint64(1), tx["mode=read"].GetHistogram().GetSampleCount(), "read transactions in one scrape")
+	require.Zero(t, tx["mode=write"].GetHistogram().GetSampleCount(), "write transactions in one scrape")
+	info := "UUID=" + p.DeviceUUID + ",booking=" + strconv.FormatUint(p.ID, 10) + ",gpu=1,hostname=" + core.HostName() + ",user=" + me.User
+	require.Equal(t, 1.0, value(series(fams["chronos_booking_info"])[info]))
+	require.Equal(t, 1.0, value(series(fams["chronos_queue_requests"])["gpu=1,hostname="+core.HostName()]))
+	require.Equal(t, 1.0, value(series(fams["chronos_gpu_booked_ratio"])[gpuLabels(r, 1)]))
+	require.Contains(t, series(fams["chronos_user_booked_gpu_seconds_total"]), "user="+me.User)
 }
