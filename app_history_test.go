@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -26,16 +27,15 @@ func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 // ends in 5 minutes.
 func recordPastHour(t *testing.T, db string) {
 	t.Helper()
-	now := time.Now()
-	at := now.Add(-65 * time.Minute)
-	clock := func() time.Time { return at }
-	sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: clock})
+	now := clock.System().Now() // the binary's clock: shifted in a testclock build
+	at := clock.NewFake(now.Add(-65 * time.Minute))
+	sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: at.Now})
 	devices := func() (string, []gpu.Device, error) {
 		d, err := sim.Devices()
 		return sim.Name(), d, err
 	}
 	client := func(id core.Identity) *core.Client {
-		return core.NewClient(core.Options{Ledger: storage.New(db), Devices: devices, Now: clock, As: &id})
+		return core.NewClient(core.Options{Ledger: storage.New(db), Devices: devices, Clock: at, As: &id})
 	}
 	book := func(id core.Identity, device int, d time.Duration) {
 		_, err := client(id).Create(core.Request{Device: device, Memory: core.Fraction(0.25), Duration: d})
@@ -43,8 +43,8 @@ func recordPastHour(t *testing.T, db string) {
 	}
 	book(core.Identity{UID: 65534, User: "nobody"}, 1, 3*time.Hour)
 	mon := core.NewMonitor(client(core.CurrentIdentity()), core.MonitorOptions{Backend: sim, Signaller: noSignals{}})
-	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
-		if at.Equal(now.Add(-56 * time.Minute)) {
+	for at.Set(now.Add(-time.Hour)); at.Now().Before(now); at.Advance(15 * time.Second) {
+		if at.Now().Equal(now.Add(-56 * time.Minute)) {
 			book(core.CurrentIdentity(), 0, time.Hour)
 		}
 		_, err := mon.Tick()

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -155,7 +156,7 @@ func (f *lineFlags) apply(req *core.Request) error {
 	if f.at == "" {
 		return nil
 	}
-	start, err := core.ParseStart(f.at, time.Now())
+	start, err := core.ParseStart(f.at, clock.System().Now())
 	req.Start = start
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -30,7 +31,7 @@ func seedUsage(t *testing.T, db string, uid int, user string, device int, shareP
 
 func TestReportCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	day := time.Now().Add(-48 * time.Hour)
+	day := clock.System().Now().Add(-48 * time.Hour)
 	seedUsage(t, db, 1, "daemon", 0, 500_000, day, 4*time.Hour, 3*time.Hour, time.Hour)
 	seedUsage(t, db, 65534, "nobody", 1, 250_000, day, 2*time.Hour, 0, 2*time.Hour)
 
@@ -59,7 +60,7 @@ func TestReportCommand(t *testing.T) {
 	var rep core.Report
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	require.Empty(t, rep.Rows, "nothing ran in the last hour")
-	require.WithinDuration(t, time.Now().Add(-time.Hour), rep.From, 5*time.Second)
+	require.WithinDuration(t, clock.System().Now().Add(-time.Hour), rep.From, 5*time.Second)
 	r = cli(t, db, "report", "--since", "1h")
 	require.Contains(t, r.stdout, "No GPU use recorded since ")
 }

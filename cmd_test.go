@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -327,7 +328,7 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
 	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
 
-	released := time.Now()
+	released := clock.System().Now()
 	require.Equal(t, 0, cli(t, db, "release", "1", "2").code)
 	r = cli(t, db, "list")
 	require.Equal(t, 0, r.code)

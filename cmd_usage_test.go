@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -19,7 +20,7 @@ import (
 // in 80 columns, and the same in --json.
 func TestUsageShowsTheReportsFigures(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	now := time.Now()
+	now := clock.System().Now()
 	// daemon: half a GPU for 4h three days ago (3h used, 1h idle), and a
 	// whole GPU for 2h twenty days ago (1h used, 30m idle).
 	seedUsage(t, db, 1, "daemon", 0, 500_000, now.Add(-72*time.Hour), 4*time.Hour, 3*time.Hour, time.Hour)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -23,7 +24,7 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "8h").code)
 
 	// What a monitor would have recorded: idle for 50 minutes, just now.
-	now := time.Now()
+	now := clock.System().Now()
 	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
 		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
 	}))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -31,7 +32,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
 	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
-	now := time.Now()
+	now := clock.System().Now()
 	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
 		p := storage.Partition{Device: 1, SharePPM: 100_000, UID: 4242, User: "mal" + hostile, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
 		if err := tx.PutPartition(&p); err != nil {

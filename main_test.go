@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -387,7 +388,7 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "policy", "set", "max=200d").code)
 	r = chronos(t, db, "create", "1", "0.1", "150d")
 	require.Equal(t, 0, r.code, r.stderr)
-	year := time.Now().Add(150 * 24 * time.Hour).Local().Format("2006")
+	year := clock.System().Now().Add(150 * 24 * time.Hour).Local().Format("2006")
 	require.Regexp(t, `until \w{3} \w{3} \d+ `+year+` \d\d:\d\d:\d\d\.\n`, r.stdout)
 }
 

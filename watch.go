@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // defaultWatch is how often --watch redraws when given no interval, as
@@ -112,10 +113,11 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 		defer fmt.Fprint(out, ansi.ShowCursor+ansi.ResetModeAltScreenSaveCursor)
 	}
 	host, _ := os.Hostname()
-	tick := time.NewTicker(w.every)
+	clk := clock.System()
+	tick := clk.NewTicker(w.every)
 	defer tick.Stop()
 	for {
-		head := fmt.Sprintf("Every %s: %s    %s: %s", w.interval(), title, host, time.Now().Format("Mon Jan 2 15:04:05"))
+		head := fmt.Sprintf("Every %s: %s    %s: %s", w.interval(), title, host, clk.Now().Format("Mon Jan 2 15:04:05"))
 		if tty {
 			width, height, err := term.GetSize(screen.Fd())
 			if err != nil {
@@ -128,7 +130,7 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 		select {
 		case <-cmd.Context().Done():
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 		}
 		buf.Reset()
 		if err := frame(&buf); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -55,11 +56,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *fakeClock, *countingStore) {
+func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countingStore) {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	c := NewClient(Options{Ledger: storage.New(path), As: &alice, Now: clock.Now,
+	c := NewClient(Options{Ledger: storage.New(path), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
@@ -69,7 +70,7 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *fakeClock, *counting
 	pol := DefaultPolicy()
 	pol.Unbooked, pol.Reclaim = ActOff, reclaim
 	store := &countingStore{Store: storage.New(path)}
-	mc := NewClient(Options{Ledger: store, As: &alice, Now: clock.Now})
+	mc := NewClient(Options{Ledger: store, As: &alice, Clock: clock})
 	m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 	if _, err := m.Tick(); err != nil {
 		b.Fatal(err)

@@ -171,7 +171,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
-	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Now: clock.Now,
+	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
@@ -191,7 +191,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 		if err := os.WriteFile(path, seeded, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Now: clock.Now})
+		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Clock: clock})
 		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
 		b.StartTimer()
 		if _, err := m.Tick(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -84,8 +85,8 @@ type Options struct {
 	Ledger storage.Store
 	// Devices is asked for the inventory when the ledger has none cached.
 	Devices DeviceSource
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time and makes timers; nil means clock.System().
+	Clock clock.Clock
 	// As is who acts; the zero value means the current process's user.
 	As *Identity
 	// Host is this machine's name in a ledger many hosts share (a store
@@ -100,20 +101,17 @@ type Options struct {
 type Client struct {
 	ledger  storage.Store
 	devices DeviceSource
-	now     func() time.Time
+	clock   clock.Clock
 	me      Identity
 	host    string
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, now: opts.Now, host: opts.Host}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
 		c.host = HostName()
-	}
-	if c.now == nil {
-		c.now = time.Now
 	}
 	if opts.As != nil {
 		c.me = *opts.As
@@ -196,8 +194,14 @@ func (c *Client) HostOf(p storage.Partition) string {
 // Me is who this client acts as.
 func (c *Client) Me() Identity { return c.me }
 
-// Now is the client's clock.
-func (c *Client) Now() time.Time { return c.now() }
+// Now is the time by the client's clock.
+func (c *Client) Now() time.Time { return c.clock.Now() }
+
+// Clock is the client's clock, for everything that acts on its bookings'
+// times (the monitor, the app, the run supervisor).
+func (c *Client) Clock() clock.Clock { return c.clock }
+
+func (c *Client) now() time.Time { return c.clock.Now() }
 
 // Partition is a booking, with the calls that act on it.
 type Partition struct {

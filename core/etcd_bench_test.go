@@ -202,7 +202,7 @@ func BenchmarkMonitorMinutesEtcd(b *testing.B) {
 		cl := etcdtest.Start(b, 1)
 		clock := newFakeClock()
 		sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &alice, Host: "gpu1", Now: clock.Now, Devices: simDevices(sim)})
+		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &alice, Host: "gpu1", Clock: clock, Devices: simDevices(sim)})
 		for i := range 100 {
 			if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 				b.Fatal(err)

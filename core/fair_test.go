@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -17,7 +18,7 @@ import (
 // on one fake clock.
 type onLedger struct {
 	open  storetest.Opener
-	clock *fakeClock
+	clock *clock.Fake
 }
 
 func newLedger(open storetest.Opener) *onLedger {

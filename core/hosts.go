@@ -192,7 +192,7 @@ func (p *publisher) offer(s gpu.Sample) {
 
 func (p *publisher) run(ctx context.Context) {
 	updates := p.pr.WatchPresence(ctx)
-	tick := time.NewTicker(presenceEvery)
+	tick := p.c.clock.NewTicker(presenceEvery)
 	defer tick.Stop()
 	var last gpu.Sample
 	published := false
@@ -206,7 +206,7 @@ func (p *publisher) run(ctx context.Context) {
 				published = true
 				p.publish(last)
 			}
-		case <-tick.C:
+		case <-tick.C():
 			p.publish(last)
 		case u, ok := <-updates:
 			if !ok {

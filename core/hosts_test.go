@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -174,10 +175,10 @@ func TestDeadHostFades(t *testing.T) {
 // more than a second off is warned about, from either side.
 func TestClockSkewIsMeasured(t *testing.T) {
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	ahead := func() time.Time { return time.Now().Add(3 * time.Second) }
+	ahead := clock.Offset(clock.System(), 3*time.Second)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	me := CurrentIdentity()
-	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpu1", Now: ahead, Devices: simDevices(sim)})
+	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpu1", Clock: ahead, Devices: simDevices(sim)})
 	right := NewClient(Options{Ledger: open(), As: &me, Host: "gpu2", Devices: simDevices(sim)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -25,7 +26,7 @@ func ladderPolicy(reclaim string) Policy {
 // idleRig is a ledger, a simulated GPU set and a fake clock they share.
 type idleRig struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	sim   *gpu.Sim
 	path  string
 	c     *Client // the booking owner's
@@ -36,7 +37,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock.Now)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with
@@ -219,7 +220,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	require.ErrorIs(t, err, ErrInput)
 	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
 	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
-	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Now: r.clock.Now}).Hold(id, time.Hour, "mine now")
+	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
 	require.ErrorIs(t, err, ErrNotOwner)
 	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
 	require.NoError(t, err)
@@ -299,7 +300,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	store := &countingStore{Store: storage.New(r.path)}
 	var ms []*Monitor
 	for range 3 {
-		c := NewClient(Options{Ledger: store, As: &alice, Now: r.clock.Now})
+		c := NewClient(Options{Ledger: store, As: &alice, Clock: r.clock})
 		pol := ladderPolicy(ReclaimAlways)
 		ms = append(ms, NewMonitor(c, MonitorOptions{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
 	}
@@ -325,7 +326,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock.Now)
+	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})

@@ -108,7 +108,7 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 func TestMonitorRefreshesTheInventory(t *testing.T) {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock.Now)
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
 	forge := func() {
 		require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error {
 			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -749,7 +750,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
 	changes := c.ledger.Changes(watch, 250*time.Millisecond)
-	timer := time.NewTimer(time.Hour)
+	timer := c.clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	var last QueueEntry
 	var next, wake time.Time // when the line may be laid out again; when to look next
@@ -797,7 +798,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			// its time comes, unless the ETA comes first.
 			wake = soonest(wake, next)
 		}
-		timer.Reset(max(time.Until(wake), 0))
+		timer.Reset(max(clock.Until(c.clock, wake), 0))
 		select {
 		case <-ctx.Done():
 			return nil, c.leave(id, whyStopped(ctx))
@@ -810,13 +811,13 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 			select {
 			case <-ctx.Done():
 				return nil, c.leave(id, whyStopped(ctx))
-			case <-time.After(rand.N(settleFor(crowd))):
+			case <-clock.Kernel.After(rand.N(settleFor(crowd))): // pacing reads, not a time of the books
 			}
 			select {
 			case <-changes:
 			default:
 			}
-		case <-timer.C:
+		case <-timer.C():
 			acted, look = false, true
 		}
 	}

@@ -7,17 +7,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // hostFile is a host's ledger file as it was before the lab shared one:
-// live, released and expired bookings, their events, a policy.
-func hostFile(t *testing.T) *storage.Ledger {
+// live, released and expired bookings, their events, a policy, made on
+// clock.
+func hostFile(t *testing.T, clock *clock.Fake) *storage.Ledger {
 	t.Helper()
 	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
-	clock := newFakeClock()
 	a, r := clientOn(l, clock, alice), clientOn(l, clock, root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
@@ -38,7 +39,8 @@ func hostFile(t *testing.T) *storage.Ledger {
 // refused, and the files are left as they were.
 func TestMigrate(t *testing.T) {
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	f1, f2 := hostFile(t), hostFile(t)
+	clock := newFakeClock()
+	f1, f2 := hostFile(t, clock), hostFile(t, clock)
 	before := storetest.Fingerprint(t, f1)
 
 	rep, err := Migrate(f1, lab, "gpu3")
@@ -55,7 +57,9 @@ func TestMigrate(t *testing.T) {
 	require.ErrorContains(t, err, "holds 3 bookings of host gpu3")
 	require.Equal(t, before, storetest.Fingerprint(t, f1), "the file is only read")
 
-	c := hostClient(lab, "gpu4", alice)
+	// Read on the clock the files were made on: the 48-hour booking is
+	// live whatever today's date.
+	c := NewClient(Options{Ledger: lab, Devices: testDevices, As: &alice, Host: "gpu4", Clock: clock})
 	all, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, all, 6)

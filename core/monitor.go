@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -159,7 +160,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify)}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify, c.clock)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -177,15 +178,15 @@ func (m *Monitor) Run(ctx context.Context) error {
 		pubErrs = m.pub.errs
 		go m.pub.run(ctx)
 	}
-	timer := time.NewTimer(0)
+	timer := m.c.clock.NewTimer(0)
 	defer timer.Stop()
 	changed := true
 	var lastErr string
 	var lastErrAt time.Time
 	for {
-		began := time.Now()
+		began := clock.Kernel.Now() // how long a pass takes is measured in real time
 		next, err := m.tick(changed)
-		m.o.Observer.Ticked(time.Since(began))
+		m.o.Observer.Ticked(clock.Since(clock.Kernel, began))
 		changed = false
 		if err != nil {
 			// The same error every second (a ledger it may only read, say)
@@ -200,22 +201,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 			}
 		}
 		m.lastErr = err
-		wait := min(max(time.Until(next), 0), maxSleep)
+		wait := min(max(clock.Until(m.c.clock, next), 0), maxSleep)
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
 			changed = true
-			if !timer.Stop() {
-				<-timer.C
-			}
+			timer.Stop()
 		case err := <-pubErrs:
 			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
+			timer.Stop()
+		case <-timer.C():
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -24,9 +25,9 @@ import (
 // idleGPU is the simulated device with no made-up workload on it.
 const idleGPU = 3
 
-func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who Identity, now func() time.Time) *Client {
+func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who Identity, clk clock.Clock) *Client {
 	t.Helper()
-	return NewClient(Options{Ledger: s, As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+	return NewClient(Options{Ledger: s, As: &who, Clock: clk, Devices: func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
 	}})
@@ -461,7 +462,7 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	me := CurrentIdentity()
-	c := NewClient(Options{Ledger: open(), As: &me, Now: clock.Now, Devices: simDevices(sim)})
+	c := NewClient(Options{Ledger: open(), As: &me, Clock: clock, Devices: simDevices(sim)})
 	const n = 150
 	for i := range n {
 		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -72,6 +73,7 @@ type notifier struct {
 	won     []delivery
 	slots   chan struct{}
 	results chan Act
+	clock   clock.Clock
 }
 
 type delivery struct {
@@ -83,7 +85,7 @@ type delivery struct {
 // that may not have gone out (their sender stopped first).
 const noticeReplay = 2 * time.Minute
 
-func newNotifier(o NotifyOptions) notifier {
+func newNotifier(o NotifyOptions, c clock.Clock) notifier {
 	if o.Utmp == "" {
 		o.Utmp = "/run/utmp"
 		if _, err := os.Stat(o.Utmp); err != nil {
@@ -102,7 +104,7 @@ func newNotifier(o NotifyOptions) notifier {
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
 	}
-	return notifier{o: o, slots: make(chan struct{}, 4), results: make(chan Act, 64)}
+	return notifier{o: o, slots: make(chan struct{}, 4), results: make(chan Act, 64), clock: c}
 }
 
 // events reads the audit events this monitor has not handled yet.
@@ -205,7 +207,7 @@ func (n *notifier) send(d delivery, notifyURL string) {
 	select {
 	case n.slots <- struct{}{}:
 	default:
-		n.result(Act{Time: time.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
+		n.result(Act{Time: n.clock.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
 			Detail: fmt.Sprintf("too many notices in flight; not sent to the %s: %s", d.to, d.notice.Detail)})
 		return
 	}
@@ -228,7 +230,7 @@ func (n *notifier) send(d delivery, notifyURL string) {
 		if err != nil {
 			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("notice of booking #%d to the %s: %v", d.notice.Partition, d.to, err)
 		}
-		a.Time = time.Now()
+		a.Time = n.clock.Now()
 		n.result(a)
 	}()
 }
@@ -278,7 +280,7 @@ func (n *notifier) post(url string, nt Notice) error {
 		if err == nil || try >= n.o.Tries || (errors.As(err, &refused) && !refused.retry()) {
 			return err
 		}
-		time.Sleep(wait)
+		<-clock.Kernel.After(wait) // a network's back-off, in real time
 		wait *= 2
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -201,7 +202,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 // A webhook that fails for a moment gets the notice on a later try; one
 // that refuses it (4xx) is not asked again, and the monitor says so.
 func TestWebhookRetries(t *testing.T) {
-	n := newNotifier(NotifyOptions{Tries: 3, RetryWait: time.Millisecond, Host: "h"})
+	n := newNotifier(NotifyOptions{Tries: 3, RetryWait: time.Millisecond, Host: "h"}, clock.System())
 	flaky := newHook(t, http.StatusBadGateway, http.StatusTooManyRequests)
 	require.NoError(t, n.post(flaky.URL, Notice{Partition: 7, Detail: "ends in 5m"}))
 	require.Len(t, flaky.received(), 3)
@@ -226,7 +227,7 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]Notice{}
 	app := func(who Identity) *Monitor {
-		c := NewClient(Options{Ledger: storage.New(r.path), As: &who, Now: r.clock.Now})
+		c := NewClient(Options{Ledger: storage.New(r.path), As: &who, Clock: r.clock})
 		return NewMonitor(c, MonitorOptions{OnNotice: func(n Notice) {
 			mu.Lock()
 			defer mu.Unlock()

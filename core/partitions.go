@@ -594,6 +594,8 @@ type Availability struct {
 	FreeAheadPPM int64
 	// Waiting counts the requests in line for this GPU (or any).
 	Waiting int
+	// At is when this was read: times are written relative to it.
+	At time.Time
 }
 
 // availabilityOf is what is free on d of host at now, on the calendar of
@@ -601,7 +603,7 @@ type Availability struct {
 func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
 	g := gpuID{host: host, device: d.Index}
 	free := max(0, ppm-cal.bookedAt(g, now))
-	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal)}
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), At: now}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
 		a.Physical = physicalIn(tx, inv, d, now)
@@ -629,7 +631,7 @@ func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Invento
 func (a Availability) String() string {
 	s := fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
 	if !a.Ahead.IsZero() {
-		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, time.Now()))
+		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, a.At))
 	}
 	if a.Waiting > 0 {
 		s += fmt.Sprintf("; %d waiting in line", a.Waiting)

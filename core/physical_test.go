@@ -21,7 +21,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, storage.New(path), sim, root, clock.Now)
+	c := simClient(t, storage.New(path), sim, root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 
@@ -77,7 +77,7 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	still := clock.Now()
 	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, storage.New(path), sim, root, clock.Now)
+	c := simClient(t, storage.New(path), sim, root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // Refusals of fair sharing, each wrapped with the limit, the figure and
@@ -23,7 +25,7 @@ var (
 // every second or so, each layout asks for every waiting user's groups
 // when the policy has group settings, and the lookups may go to LDAP.
 func groupsOf(uid int) []string {
-	now := time.Now()
+	now := clock.Kernel.Now() // a cache of the system's answers, not a time of the books
 	knownGroups.Lock()
 	defer knownGroups.Unlock()
 	if g, ok := knownGroups.of[uid]; ok && now.Sub(g.at) < groupsKept {

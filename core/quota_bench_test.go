@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // BenchmarkCreateUnderQuotas books and releases, as BenchmarkLedgerOps
@@ -14,7 +16,7 @@ import (
 func BenchmarkCreateUnderQuotas(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	at := time.Now().Add(-7 * 24 * time.Hour)
-	clock := &fakeClock{t: at}
+	clock := clock.NewFake(at)
 	users := []Identity{alice, bob, root, {UID: 1003, User: "carol"}}
 	for i := range 2000 {
 		c := clientAt(path, clock, users[i%len(users)])

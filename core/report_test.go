@@ -260,7 +260,7 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	week, month := byUser(now.Add(-7*day)), byUser(now.Add(-30*day))
 
 	store := &countingStore{Store: c.ledger}
-	users, err := NewClient(Options{Ledger: store, Now: c.now, As: &root}).Usage()
+	users, err := NewClient(Options{Ledger: store, Clock: c.clock, As: &root}).Usage()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), store.views.Load(), "read transactions")
 	require.Len(t, users, 3)

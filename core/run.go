@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -192,7 +193,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	warned := o.WarnSignal.Signal == 0
 	var termAt time.Time // when SIGTERM went out
 	expired := false
-	timer := time.NewTimer(0)
+	timer := c.clock.NewTimer(0)
 	defer timer.Stop()
 	var waitErr error
 loop:
@@ -224,7 +225,7 @@ loop:
 		if !termAt.IsZero() {
 			next = termAt.Add(grace)
 		}
-		timer.Reset(min(max(time.Until(next), 0), maxSleep))
+		timer.Reset(min(max(clock.Until(c.clock, next), 0), maxSleep))
 		select {
 		case waitErr = <-exited:
 			break loop
@@ -249,7 +250,7 @@ loop:
 					warned = o.WarnSignal.Signal == 0 // warn again before the new end
 				}
 			}
-		case <-timer.C:
+		case <-timer.C():
 		}
 	}
 	res := RunResult{Partition: p.ID, ExitCode: exitCodeOf(waitErr), Expired: expired}
@@ -296,7 +297,7 @@ func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(s
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, whyStopped(ctx))
-		case <-time.After(min(left, maxSleep)):
+		case <-c.clock.After(min(left, maxSleep)):
 		}
 	}
 }
@@ -315,7 +316,8 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 	if within <= 0 {
 		within = time.Minute
 	}
-	giveUp := time.Now().Add(within)
+	// Retrying a busy ledger is paced in real time, whatever the books' clock.
+	giveUp := clock.Kernel.Now().Add(within)
 	wait := 50 * time.Millisecond
 	for tries := 1; ; tries++ {
 		_, err := c.Release(p.ID)
@@ -327,14 +329,14 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 			return nil
 		case !errors.Is(err, storage.ErrBusy) && !errors.Is(err, storage.ErrUnavailable):
 			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
-		case time.Now().Add(wait).After(giveUp):
+		case clock.Kernel.Now().Add(wait).After(giveUp):
 			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",
 				p.ID, FormatDuration(within), FormatTime(p.Expires, c.now()), p.ID, err)
 		}
 		if tries == 1 {
 			say("could not release booking %d (%v); trying again", p.ID, err)
 		}
-		time.Sleep(wait)
+		<-clock.Kernel.After(wait)
 		wait = min(2*wait, 2*time.Second)
 	}
 }

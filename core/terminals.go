@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // utmp records as glibc lays them out on 64-bit Linux (x86-64, arm64):
@@ -114,8 +116,8 @@ func writeTerminal(path string, uid int, msg []byte) bool {
 	}
 	// O_NONBLOCK: a terminal whose output is stopped (ctrl-s) or full
 	// takes what fits now, or nothing.
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for len(msg) > 0 && time.Now().Before(deadline) {
+	deadline := clock.Kernel.Now().Add(100 * time.Millisecond) // a write's bound, in real time
+	for len(msg) > 0 && clock.Kernel.Now().Before(deadline) {
 		n, err := unix.Write(fd, msg)
 		if n > 0 {
 			msg = msg[n:]

@@ -3,37 +3,23 @@ package core
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// fakeClock is a settable clock for tests of deadlines.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
+// newFakeClock is a clock for tests of deadlines, at a fixed instant: no
+// test's expectation depends on today's date. Everything a test checks
+// against it must read it too (a client on the system clock sees another
+// time).
+func newFakeClock() *clock.Fake {
+	return clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 }
 
 const testGPUMemory = 80 << 30
@@ -50,21 +36,21 @@ func testDevices() (string, []gpu.Device, error) {
 	}, nil
 }
 
-func newTestClient(t *testing.T, clock *fakeClock, who Identity) *Client {
+func newTestClient(t *testing.T, clock *clock.Fake, who Identity) *Client {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	return clientAt(path, clock, who)
 }
 
-func clientAt(path string, clock *fakeClock, who Identity) *Client {
+func clientAt(path string, clock *clock.Fake, who Identity) *Client {
 	return clientOn(storage.New(path), clock, who)
 }
 
 // clientOn is a client of the test GPUs on any store.
-func clientOn(s storage.Store, clock *fakeClock, who Identity) *Client {
+func clientOn(s storage.Store, clock *clock.Fake, who Identity) *Client {
 	opts := Options{Ledger: s, Devices: testDevices, As: &who}
 	if clock != nil {
-		opts.Now = clock.Now
+		opts.Clock = clock
 	}
 	return NewClient(opts)
 }

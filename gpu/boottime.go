@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's start
@@ -39,5 +41,5 @@ func StartedAt(ticks uint64) time.Time {
 	if ticks == 0 || boot.IsZero() {
 		return time.Time{}
 	}
-	return boot.Add(time.Duration(ticks) * time.Second / clockTicks)
+	return clock.FromKernel(boot.Add(time.Duration(ticks) * time.Second / clockTicks))
 }

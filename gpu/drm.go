@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // DRMRootEnv points the DRM backend, and what `chronos run` reads of the
@@ -84,7 +86,7 @@ func OpenDRM(opts DRMOptions) (*DRM, error) {
 		root = drmRoot()
 	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = clock.System().Now
 	}
 	devs, err := enumerateDRM(root)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // ErrClosed is returned by a backend used after Close.
@@ -83,7 +85,7 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		return nil, nvmlFailure("init", ret)
 	}
-	n := &NVML{lib: lib, procs: newProcCache(hostProc), now: time.Now, smInterval: DefaultProcessSMInterval}
+	n := &NVML{lib: lib, procs: newProcCache(hostProc), now: clock.System().Now, smInterval: DefaultProcessSMInterval}
 	if err := n.enumerate(); err != nil {
 		_ = lib.Shutdown()
 		return nil, err

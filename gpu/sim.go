@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // SimOptions shape the simulated GPUs. Zero fields take the defaults.
@@ -73,7 +75,7 @@ func NewSim(opts SimOptions) *Sim {
 		opts.Name = "Simulated H100 80GB"
 	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = clock.System().Now
 	}
 	return &Sim{opts: opts, procs: newProcCache(hostProc), attached: map[int]attachment{}}
 }

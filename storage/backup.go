@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // BackupPath is where the rolling backup of the ledger at path lives.
@@ -28,7 +29,7 @@ func (l *Ledger) maybeBackup(db *bolt.DB, ledger *os.File) {
 		every = DefaultBackupEvery
 	}
 	backup := BackupPath(l.Path)
-	if st, err := os.Lstat(backup); err == nil && time.Since(st.ModTime()) < every {
+	if st, err := os.Lstat(backup); err == nil && clock.Since(clock.Kernel, st.ModTime()) < every /* the kernel wrote the time */ {
 		return
 	}
 	_ = l.writeBackup(db, ledger, backup)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // Diagnosis is what Diagnose found in a ledger file, in plain words.
@@ -81,7 +83,7 @@ func (l *Ledger) Diagnose() (d Diagnosis, err error) {
 			return d, nil
 		}
 		if err := viewImage(data, func(btx *bolt.Tx) error {
-			have = inspect(btx, &d, time.Now())
+			have = inspect(btx, &d, clock.System().Now())
 			return nil
 		}); err != nil {
 			d.problem("reading the file failed: %v", err)

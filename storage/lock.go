@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 var errLockTimeout = errors.New("lock timeout")
@@ -68,7 +70,7 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	// line behind this process's goroutine in the kernel, which may be
 	// waiting for that very gate: each would wait for the other until one
 	// timed out.
-	timer := time.NewTimer(timeout)
+	timer := clock.Kernel.NewTimer(timeout) // how long to wait on the kernel
 	defer timer.Stop()
 	select {
 	case kernelWaiter <- struct{}{}:
@@ -79,7 +81,7 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 		}
 		select {
 		case kernelWaiter <- struct{}{}:
-		case <-timer.C:
+		case <-timer.C():
 			return errLockTimeout
 		}
 	}
@@ -108,7 +110,7 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	select {
 	case err := <-done:
 		return err
-	case <-timer.C:
+	case <-timer.C():
 		abandoned.Store(true)
 		return errLockTimeout
 	}

@@ -16,6 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // Repaired says what Repair did.
@@ -118,7 +120,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	}
 
 	mode, uid, gid := l.mode(), -1, -1
-	stamp := time.Now().UTC().Format("20060102T150405Z")
+	stamp := clock.System().Now().UTC().Format("20060102T150405Z")
 	found := newSalvage()
 	f, err := openRegular(l.Path, os.O_RDWR)
 	switch {
@@ -498,7 +500,7 @@ func (s *salvage) build() ([]byte, error) {
 			return err
 		}
 		var maxID uint64
-		now := time.Now()
+		now := clock.System().Now()
 		for _, id := range sortedKeys(s.parts) {
 			p := s.parts[id]
 			if err := tx.PutPartition(&p); err != nil {

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // Stamp identifies one version of the ledger file cheaply, without opening
@@ -51,7 +53,7 @@ func Watch(ctx context.Context, path string, poll time.Duration) <-chan struct{}
 	go func() {
 		defer close(out)
 		last := StampOf(path)
-		tick := time.NewTicker(poll)
+		tick := clock.Kernel.NewTicker(poll) // looking at a file, in real time
 		defer tick.Stop()
 		for {
 			select {
@@ -60,7 +62,7 @@ func Watch(ctx context.Context, path string, poll time.Duration) <-chan struct{}
 			case <-events:
 				last = StampOf(path)
 				notify()
-			case <-tick.C:
+			case <-tick.C():
 				if s := StampOf(path); s != last {
 					last = s
 					notify()

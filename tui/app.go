@@ -30,6 +30,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -54,15 +55,15 @@ type Options struct {
 	// (ending soon, idle, reclaimed), shown on a line that stays until
 	// dismissed. May be nil.
 	Notices <-chan core.Notice
-	// Now is the clock; nil means the client's.
-	Now func() time.Time
+	// Clock tells the time and times every tick; nil means the client's.
+	Clock clock.Clock
 	// Refresh is how often the screen ticks; zero means a second. The GPUs
 	// are sampled every gpuEvery ticks; the ledger is re-read when it
 	// changes (see reloadEvery).
 	Refresh time.Duration
 
 	// after makes every timed message (ticks, status clearing); nil means
-	// tea.Tick. Tests collect them instead of waiting.
+	// tickOn(Clock). Tests collect them instead of waiting.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
 
@@ -177,18 +178,25 @@ type Model struct {
 	memos  struct{ header, tabs, footer memo }
 }
 
+// tickOn is tea.Tick on c: the message fn makes from the time d from now.
+func tickOn(c clock.Clock) func(time.Duration, func(time.Time) tea.Msg) tea.Cmd {
+	return func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		return func() tea.Msg { return fn(<-c.After(d)) }
+	}
+}
+
 // New returns the app's root model.
 func New(opts Options) *Model {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
-	if opts.Now == nil {
-		opts.Now = opts.Client.Now
+	if opts.Clock == nil {
+		opts.Clock = opts.Client.Clock()
 	}
 	if opts.after == nil {
-		opts.after = tea.Tick
+		opts.after = tickOn(opts.Clock)
 	}
-	sh := &shared{styles: DefaultStyles(), now: opts.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
+	sh := &shared{styles: DefaultStyles(), now: opts.Clock.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,30 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // t0 is when every test happens.
 var t0 = time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
-
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 var (
 	alice = core.Identity{UID: 2001, User: "alice"}
@@ -47,7 +29,7 @@ var (
 // a fake clock, seen by alice. Its backend and ledger count their reads.
 type world struct {
 	t      testing.TB
-	clock  *clock
+	clock  *clock.Fake
 	sim    *gpu.Sim
 	gpus   *countingBackend
 	ledger *countingStore
@@ -86,7 +68,7 @@ func (s *countingStore) Private() bool {
 }
 
 func newWorld(t testing.TB, gpus int) *world {
-	w := &world{t: t, clock: &clock{t: t0}}
+	w := &world{t: t, clock: clock.NewFake(t0)}
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: gpus, Now: w.clock.Now})
 	w.gpus = &countingBackend{Sim: w.sim}
 	w.ledger = &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
@@ -101,8 +83,8 @@ func (w *world) as(id core.Identity) *core.Client {
 			d, err := w.sim.Devices()
 			return w.sim.Name(), d, err
 		},
-		Now: w.clock.Now,
-		As:  &id,
+		Clock: w.clock,
+		As:    &id,
 	})
 }
 
@@ -138,7 +120,7 @@ func (w *world) options() Options {
 		Backend: w.gpus,
 		Mode:    "time-sliced",
 		Host:    "gpu-box",
-		Now:     w.clock.Now,
+		Clock:   w.clock,
 		Notice:  "no NVIDIA driver found; showing simulated GPUs",
 		Notices: w.notices,
 		after: func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -96,11 +97,11 @@ func TestAppShowsEveryHost(t *testing.T) {
 func TestGoldenHostsCut(t *testing.T) {
 	lipgloss.SetColorProfile(termenv.Ascii)
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	now := func() time.Time { return t0 }
+	still := clock.NewFake(t0)
 	host := func(name string, who core.Identity) (*core.Client, *gpu.Sim) {
-		sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: now})
+		sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: still.Now})
 		s := open()
-		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Now: now, Devices: func() (string, []gpu.Device, error) {
+		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Clock: still, Devices: func() (string, []gpu.Device, error) {
 			d, err := sim.Devices()
 			return "test", d, err
 		}})
@@ -123,7 +124,7 @@ func TestGoldenHostsCut(t *testing.T) {
 		require.NoError(t, c.Ledger().(storage.Presence).Publish(name, data, time.Minute))
 	}
 
-	m := New(Options{Client: here, Backend: hereSim, Host: "gpu1", Mode: "time-sliced", Now: now})
+	m := New(Options{Client: here, Backend: hereSim, Host: "gpu1", Mode: "time-sliced", Clock: still})
 	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	m = run(t, m, sampleCmd(hereSim))
 	m = run(t, m, loadCmd(here, false))

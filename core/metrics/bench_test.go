@@ -5,35 +5,26 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // clock is a settable clock shared by the simulated GPUs and the client.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // benchLedger is 8 simulated GPUs and a ledger with 100 live bookings on
 // them, and, with history, 1,000 ended ones with their usage.
-func benchLedger(b *testing.B, now *clock, history bool) (*gpu.Sim, string) {
+func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string) {
 	b.Helper()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: now.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	who := core.Identity{UID: 1001, User: "alice"}
-	c := core.NewClient(core.Options{Ledger: storage.New(path), As: &who, Now: now.Now,
+	c := core.NewClient(core.Options{Ledger: storage.New(path), As: &who, Clock: now,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	if history {
 		if err := c.Ledger().Update(func(tx *storage.Tx) error {
@@ -73,10 +64,10 @@ func BenchmarkScrape(b *testing.B) {
 			name = "history=1000"
 		}
 		b.Run(name, func(b *testing.B) {
-			now := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+			now := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 			sim, path := benchLedger(b, now, history)
 			ex := metrics.New(metrics.Options{Compat: metrics.CompatDCGM})
-			c := core.NewClient(core.Options{Ledger: ex.Timed(storage.New(path)), Now: now.Now})
+			c := core.NewClient(core.Options{Ledger: ex.Timed(storage.New(path)), Clock: now})
 			s, err := sim.Sample()
 			if err != nil {
 				b.Fatal(err)
@@ -128,7 +119,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				now := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+				now := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 				sim, path := benchLedger(b, now, false)
 				pol := core.DefaultPolicy()
 				pol.Unbooked = core.ActOff
@@ -140,7 +131,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 					ex = metrics.New(metrics.Options{Compat: metrics.CompatDCGM})
 					store, opts.Observer = ex.Timed(store), ex
 				}
-				c := core.NewClient(core.Options{Ledger: store, As: &who, Now: now.Now})
+				c := core.NewClient(core.Options{Ledger: store, As: &who, Clock: now})
 				m := core.NewMonitor(c, opts)
 				var srv *httptest.Server
 				if on {

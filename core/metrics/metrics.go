@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	// SampleEvery is how often the monitor reads the GPUs: a reading three
 	// times as old is stale, and its metrics are left out.
 	SampleEvery time.Duration
+	// Clock tells a reading's age; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Exporter is a monitor's metrics, of this host's GPUs and their bookings. It is the monitor's observer
@@ -82,6 +85,7 @@ func New(o Options) *Exporter {
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Second
 	}
+	o.Clock = clock.OrSystem(o.Clock)
 	e := &Exporter{o: o, host: core.HostName(), registry: prometheus.NewRegistry(),
 		ticks: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_monitor_tick_seconds",
 			Help: "How long one pass of the monitor took: reading the ledger and the GPUs, acting, recording.", Buckets: durationBuckets}),
@@ -107,7 +111,7 @@ func (e *Exporter) Ticked(took time.Duration) { e.ticks.Observe(took.Seconds()) 
 // Sampled implements core.MonitorObserver: the reading the GPU metrics show.
 func (e *Exporter) Sampled(s gpu.Sample, atts []core.Attribution) {
 	e.mu.Lock()
-	e.sample, e.atts, e.sampled = s, atts, time.Now()
+	e.sample, e.atts, e.sampled = s, atts, e.o.Clock.Now()
 	e.mu.Unlock()
 }
 
@@ -120,7 +124,7 @@ func (e *Exporter) Signalled(sig syscall.Signal, cause storage.EventKind) {
 func (e *Exporter) latest() (gpu.Sample, []core.Attribution, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fresh := !e.sampled.IsZero() && time.Since(e.sampled) < 3*e.o.SampleEvery
+	fresh := !e.sampled.IsZero() && clock.Since(e.o.Clock, e.sampled) < 3*e.o.SampleEvery
 	return e.sample, e.atts, fresh
 }
 
@@ -153,17 +157,19 @@ func (s timedStore) Private() bool {
 }
 
 func (s timedStore) View(fn func(*storage.Tx) error) error {
-	defer s.since(time.Now(), "read")
+	defer s.since(clock.Kernel.Now(), "read")
 	return s.Store.View(fn)
 }
 
 func (s timedStore) Update(fn func(*storage.Tx) error) error {
-	defer s.since(time.Now(), "write")
+	defer s.since(clock.Kernel.Now(), "write")
 	return s.Store.Update(fn)
 }
 
+// since observes how long a transaction took: a measurement, on the
+// kernel's clock.
 func (s timedStore) since(began time.Time, mode string) {
-	s.h.WithLabelValues(mode).Observe(time.Since(began).Seconds())
+	s.h.WithLabelValues(mode).Observe(clock.Since(clock.Kernel, began).Seconds())
 }
 
 // Handler serves the metrics, reading the ledger through c on each

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -61,9 +62,9 @@ func main() {
 	}
 	now := time.Now()
 	at := now.Add(-2 * time.Hour)
-	clock := func() time.Time { return at }
+	clk := settable{clock.System(), &at}
 	ledger := storage.New(flag.Arg(0))
-	sim := gpu.NewSim(gpu.SimOptions{Now: clock})
+	sim := gpu.NewSim(gpu.SimOptions{Now: clk.Now})
 	devices := func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
 		return sim.Name(), devs, err
@@ -72,7 +73,7 @@ func main() {
 		pastWeek(ledger, devices)
 	}
 	client := func(id core.Identity) *core.Client {
-		return core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &id})
+		return core.NewClient(core.Options{Ledger: ledger, Devices: devices, Clock: clk, As: &id})
 	}
 	made := make([]bool, len(demoBookings))
 	book := func() {
@@ -135,7 +136,7 @@ func check(err error) {
 // (fair-share usage, held intervals) is what `chronos usage` then reports.
 func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
 	at := time.Now().Add(-7 * 24 * time.Hour)
-	clock := func() time.Time { return at }
+	clk := settable{clock.System(), &at}
 	for day := range 7 {
 		for _, h := range []struct {
 			uid    int
@@ -153,7 +154,7 @@ func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
 			if day%h.every != 0 {
 				continue
 			}
-			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Now: clock, As: &core.Identity{UID: h.uid, User: h.user}})
+			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Clock: clk, As: &core.Identity{UID: h.uid, User: h.user}})
 			p, err := c.Create(core.Request{Device: h.device, Memory: core.Fraction(h.share), Duration: h.length})
 			if err == nil {
 				held := h.length - time.Minute // released just before its end
@@ -166,3 +167,12 @@ func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
 		at = at.Add(24 * time.Hour)
 	}
 }
+
+// settable is a clock the demo sets by hand, back and forth, to book each
+// booking at its time; its timers are the system's.
+type settable struct {
+	clock.Clock
+	at *time.Time
+}
+
+func (s settable) Now() time.Time { return *s.at }

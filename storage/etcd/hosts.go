@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -129,7 +130,7 @@ func (s *Store) WatchPresence(ctx context.Context) <-chan storage.Published {
 			cancel()
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-clock.Kernel.After(time.Second): // a broken watch is tried again
 			}
 		}
 	}()

@@ -43,6 +43,7 @@ import (
 	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/status"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -202,7 +203,7 @@ func pause(ctx context.Context, attempt int) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(wait):
+	case <-clock.Kernel.After(wait): // pacing retries, in real time
 		return true
 	}
 }
@@ -410,7 +411,7 @@ func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{}
 			broke = true
 			select {
 			case <-ctx.Done():
-			case <-time.After(poll):
+			case <-clock.Kernel.After(poll): // a broken watch is tried again
 			}
 		}
 	}()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/connectivity"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // ErrTLS means the connection to etcd failed for a reason of TLS: a missing
@@ -115,7 +117,7 @@ func speaksHTTP2(ctx context.Context, ep string) bool {
 // first frame the server answers with, within a second.
 func http2Answer(ctx context.Context, conn net.Conn) ([9]byte, error) {
 	var frame [9]byte
-	deadline := time.Now().Add(time.Second)
+	deadline := clock.Kernel.Now().Add(time.Second) // a network deadline
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
