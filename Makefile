@@ -1,8 +1,8 @@
 # Chronos: `make run` builds and starts the app, `make test` runs every test.
 # Both work on a fresh machine with Go installed; what else they need (a C
 # compiler for NVML's cgo, tmux for the end-to-end tests, podman for the
-# container tests, golangci-lint, an etcd server for the many-hosts tests)
-# they install.
+# container tests, an etcd server for the many-hosts tests, time zone data)
+# they install. `make check` adds the linter, which it installs once.
 
 GO       ?= go
 BIN      := bin/chronos
@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
+.PHONY: all build run test test-anytime check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -53,25 +53,47 @@ install: build man
 	sed 's|/usr/local/|$(PREFIX)/|g' contrib/chronos-monitor.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 
-# test is what CI runs: every check, then every test under the race
-# detector, with the coverage of all of them (the real binary's too). The
-# etcd tests start their own servers; here they may not skip.
-test: check tools
+# test runs every test under the race detector, after vet, gofmt and the
+# tidy check, with the coverage of all of them (the real binary's runs
+# included). The etcd tests start their own servers; here they may not
+# skip. Tests that only wait (on real processes, servers, terminals) run
+# side by side: more of them than there are cores.
+TESTFLAGS ?= -race -count=1 -timeout 20m -parallel 4
+test: vet tidy tools
 	rm -rf $(COVERDIR) && mkdir -p $(COVERDIR)
-	CHRONOS_REQUIRE_ETCD=1 $(GO) test -race -cover -count=1 -timeout 30m ./... -args -test.gocoverdir=$(COVERDIR)
+	CHRONOS_REQUIRE_ETCD=1 $(GO) test $(TESTFLAGS) -cover ./... -args -test.gocoverdir=$(COVERDIR)
 	@echo "coverage, in-process and end-to-end tests together:"
 	@$(GO) tool covdata percent -i=$(COVERDIR)
 
+# test-anytime runs the whole suite with every process's clock at 23:59:50
+# on 31 December (of this year) in three zones: UTC+14, UTC-10 and
+# UTC+5:45. The suite then crosses midnight, a month's and a year's end as
+# it runs. The shift is the testclock build tag's (core/clock): tests only,
+# never the shipped binary.
+ANYTIME_ZONES ?= Pacific/Kiritimati Pacific/Honolulu Asia/Kathmandu
+test-anytime: tools
+	@for tz in $(ANYTIME_ZONES); do \
+	  at=$$(TZ=$$tz date -d "$$(date +%Y)-12-31 23:59:50" +%s) && now=$$(date +%s) && \
+	  echo "== the suite at $$(TZ=$$tz date -d @$$at '+%F %T %Z') ($$tz)" && \
+	  TZ=$$tz CHRONOS_TEST_CLOCK_OFFSET=$$((at - now))s CHRONOS_REQUIRE_ETCD=1 \
+	    $(GO) test -tags testclock -count=1 -timeout 20m -parallel 4 ./... || exit 1; \
+	done
+
+# check is the gates a change must pass besides the tests: the linter, vet,
+# gofmt and the tidy check. CI runs `make check test`.
 check: lint vet tidy
 
 lint: tools-cc $(LINT)
 	$(LINT) run ./...
 
+# Building the linter from source takes minutes on a small machine, once.
 $(LINT):
+	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(dir $(LINT)) (once; building it takes a few minutes)"
 	GOBIN=$(dir $(LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 vet: tools-cc
 	$(GO) vet ./...
+	$(GO) vet -tags testclock ./core/clock
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 # Fails when go.mod or go.sum is not what `go mod tidy` would write.
@@ -110,6 +132,7 @@ tools: tools-cc
 	@command -v tmux >/dev/null || $(call apt,tmux)
 	@command -v flock >/dev/null || $(call apt,util-linux)
 	@command -v etcd >/dev/null || test -x /usr/bin/etcd || test -n "$$CHRONOS_ETCD" || $(call apt,etcd-server)
+	@test -e /usr/share/zoneinfo/Pacific/Kiritimati || $(call apt,tzdata)
 	@{ command -v podman && command -v runc && test -x /bin/busybox; } >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq >/dev/null && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc busybox-static >/dev/null; } || \

@@ -27,9 +27,11 @@ import (
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
-// chronosBin is the real binary, built once for every test here, with
-// the race detector and coverage: its runs write coverage data to
-// GOCOVERDIR, which `make cover` merges with the in-process tests'.
+// chronosBin is the real binary, built once for every test here: with the
+// race detector when these tests have it, with coverage when they collect
+// it (its runs write to GOCOVERDIR, merged with the in-process tests'), and
+// with the testclock tag, so that a test can shift the clock of the
+// processes it starts (core/clock; never in a shipped binary).
 var chronosBin string
 
 // coverDir is where the binary writes its coverage data: the test's own
@@ -38,7 +40,8 @@ var coverDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// In-process runs (cli) see two simulated 80 GiB GPUs, as binary runs do.
+	// In-process runs (cli) see two simulated 80 GiB GPUs, as binary runs
+	// do (binEnv). Set once, before any test; no test changes them.
 	for k, v := range map[string]string{"CHRONOS_BACKEND": "sim", "CHRONOS_SIM_GPUS": "2", "CHRONOS_SIM_MEMORY": "80GiB"} {
 		if err := os.Setenv(k, v); err != nil {
 			panic(err)
@@ -49,14 +52,19 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	coverDir = filepath.Join(dir, "cover")
+	args := []string{"build", "-tags", "testclock"}
 	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
 		coverDir = f.Value.String()
+		args = append(args, "-cover")
+	}
+	if raceEnabled {
+		args = append(args, "-race")
 	}
 	if err := os.MkdirAll(coverDir, 0o755); err != nil {
 		panic(err)
 	}
 	chronosBin = filepath.Join(dir, "chronos")
-	build := exec.Command("go", "build", "-race", "-cover", "-o", chronosBin, ".")
+	build := exec.Command("go", append(args, "-o", chronosBin, ".")...)
 	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations", "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build chronos: %v\n%s", err, out)
