@@ -62,6 +62,7 @@ TESTFLAGS ?= -race -count=1 -timeout 20m -parallel 4
 test: vet tidy tools
 	rm -rf $(COVERDIR) && mkdir -p $(COVERDIR)
 	CHRONOS_REQUIRE_ETCD=1 $(GO) test $(TESTFLAGS) -cover ./... -args -test.gocoverdir=$(COVERDIR)
+	$(GO) test $(TESTFLAGS) -tags testclock ./core/clock
 	@echo "coverage, in-process and end-to-end tests together:"
 	@$(GO) tool covdata percent -i=$(COVERDIR)
 

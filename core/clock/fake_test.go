@@ -87,8 +87,8 @@ func TestSleepWaitsForTheFakeClock(t *testing.T) {
 	go func() { done <- Sleep(context.Background(), f, time.Hour) }()
 	require.True(t, f.WaitTimers(1, 10*time.Second), "Sleep set its timer")
 	select {
-	case <-done:
-		t.Fatal("slept through no time")
+	case err := <-done:
+		t.Fatalf("slept through no time (%v)", err)
 	default:
 	}
 	f.Advance(time.Hour)
