@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,7 +77,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, inputErr("empty duration (try 3600, 90m, 2h or 2d)")
 	}
 	var d time.Duration
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+	if secs, err := parseDecimal(s); err == nil {
 		if math.IsNaN(secs) || math.IsInf(secs, 0) {
 			return 0, inputErr("duration %s is not seconds (3600) or a duration (90m, 1h30m, 8h, 2d)", Quote(s))
 		}
@@ -160,6 +161,19 @@ var sizeUnits = []struct {
 	{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10},
 }
 
+// decimal is a number as people write one: digits with an optional point
+// and exponent. strconv.ParseFloat also takes hex floats (0x1p-2), "inf",
+// "nan" and underscores, which nobody means as a share or a duration.
+var decimal = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$`)
+
+// parseDecimal reads s when it is written as a decimal number.
+func parseDecimal(s string) (float64, error) {
+	if !decimal.MatchString(s) {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
 // ParseMemory reads a fraction ("0.5"), a percent ("50%") or a size
 // ("40GiB", "40G", "500MB").
 func ParseMemory(s string) (Memory, error) {
@@ -169,7 +183,7 @@ func ParseMemory(s string) (Memory, error) {
 	}
 	lower := strings.ToLower(s)
 	if pct, ok := strings.CutSuffix(lower, "%"); ok {
-		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		v, err := parseDecimal(strings.TrimSpace(pct))
 		if err != nil || math.IsNaN(v) {
 			return Memory{}, inputErr("memory share %s is not a percent like 50%%", Quote(s))
 		}
@@ -180,7 +194,7 @@ func ParseMemory(s string) (Memory, error) {
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		v, err := parseDecimal(strings.TrimSpace(num))
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return Memory{}, inputErr("memory size %s is not a number with a unit like 40GiB", Quote(s))
 		}
@@ -193,7 +207,7 @@ func ParseMemory(s string) (Memory, error) {
 		}
 		return Memory{Bytes: uint64(bytes)}, nil
 	}
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := parseDecimal(s)
 	if err != nil || math.IsNaN(v) {
 		return Memory{}, inputErr("memory share %s is not a fraction (0.5), a percent (50%%) or a size (40GiB)", Quote(s))
 	}
@@ -222,7 +236,7 @@ func ParseCompute(s string) (int, error) {
 		return 0, nil
 	}
 	raw := strings.TrimSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	v, err := parseDecimal(strings.TrimSpace(raw))
 	if err != nil || math.IsNaN(v) {
 		return 0, inputErr("compute share %s is not a percent like 25%%", Quote(s))
 	}

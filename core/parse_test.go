@@ -47,6 +47,9 @@ func TestParseDuration(t *testing.T) {
 		{"soon", 0, "not seconds"},
 		{"1x", 0, "not seconds"},
 		{"d", 0, "not seconds"},
+		{"0x10", 0, "not seconds"}, // hex, which strconv would read as 16
+		{"1_000", 0, "not seconds"},
+		{"Inf", 0, "not seconds"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseDuration(tc.in)
@@ -85,6 +88,13 @@ func TestParseMemory(t *testing.T) {
 		{"%", Memory{}, "not a percent"},
 		{"NaN", Memory{}, "not a fraction"},
 		{"", Memory{}, "empty"},
+		{".5", Fraction(0.5), ""},
+		{"2.5e-1", Fraction(0.25), ""},
+		{"0x1p-2", Memory{}, "not a fraction"}, // a hex float strconv reads as 0.25
+		{"0x1p-2%", Memory{}, "not a percent"},
+		{"0x1p4GiB", Memory{}, "not a number"},
+		{"Inf", Memory{}, "not a fraction"},
+		{"0_5", Memory{}, "not a fraction"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseMemory(tc.in)

@@ -559,7 +559,7 @@ func policyDuration(key, v string, least time.Duration) (time.Duration, error) {
 }
 
 func parseNumber(key, v string, least, most float64) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
+	f, err := parseDecimal(v)
 	if err != nil || math.IsNaN(f) || f < least || f > most {
 		return 0, inputErr("%s=%s: expected a number from %s to %s", key, Quote(v), formatNumber(least), formatNumber(most))
 	}
