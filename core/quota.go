@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os/user"
 	"strconv"
 	"sync"
@@ -80,7 +81,7 @@ func (b *books) reason(blk *blocker, a ask) string {
 	case blockedReserved:
 		return fmt.Sprintf("GPU %s's free share is kept for requests ahead", b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s GPUs, asks %s", formatLimit(a.limits.UserGPUs), formatGPUs(int64(blk.figure)), formatGPUs(a.share))
+		return fmt.Sprintf("user-gpus=%s: holds %s, asks %s", formatLimit(a.limits.UserGPUs), formatGPUCount(int64(blk.figure)), formatGPUs(a.share))
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.limits.UserHours, a.limits.HoursWindow),
 			formatGPUHours(blk.figure), formatGPUHours(a.gpuHours()))
@@ -96,7 +97,34 @@ func formatGPUs(sharePPM int64) string {
 	return strconv.FormatFloat(float64(sharePPM)/ppm, 'f', -1, 64)
 }
 
-func formatGPUHours(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
+// formatGPUCount is a share as GPU-equivalents with its noun: "1 GPU",
+// "0.5 GPUs".
+func formatGPUCount(sharePPM int64) string {
+	if sharePPM == ppm {
+		return "1 GPU"
+	}
+	return formatGPUs(sharePPM) + " GPUs"
+}
+
+// formatGPUHours prints GPU-hours to a tenth, or, for a figure that would
+// show as 0.0, to its first two significant digits: a small quota's
+// refusal reads "0.01 GPU-hours booked, 0.0028 asked", not "0.0, 0.0".
+func formatGPUHours(h float64) string {
+	digits := 1
+	for h != 0 && math.Abs(h) < 0.05*math.Pow(10, 1-float64(digits)) && digits < 8 {
+		digits++
+	}
+	if digits > 1 {
+		digits++ // a second significant digit
+		return strconv.FormatFloat(roundTo(h, digits), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 1, 64)
+}
+
+func roundTo(f float64, digits int) float64 {
+	scale := math.Pow(10, float64(digits))
+	return math.Round(f*scale) / scale
+}
 
 // FitsLaterError is a refusal of a request that cannot start when asked
 // but would at At, given the calendar: the app offers to wait in line.
@@ -133,8 +161,8 @@ func (b *books) refusalNow(cal calendar, blk *blocker, f fit, start time.Time, o
 	case blockedReserved:
 		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s would hold %s GPUs at once (%s already, %s asked)", over,
-			formatLimit(lim.UserGPUs), who, formatGPUs(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share))
+		return fmt.Errorf("%w: user-gpus=%s: %s would hold %s at once (%s already, %s asked)", over,
+			formatLimit(lim.UserGPUs), who, formatGPUCount(int64(blk.figure)+f.ask.share), formatGPUs(int64(blk.figure)), formatGPUs(f.ask.share))
 	case blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", over,
 			formatHours(lim.UserHours, lim.HoursWindow), formatGPUHours(blk.figure), formatGPUHours(f.ask.gpuHours()))
@@ -150,7 +178,7 @@ func (b *books) neverRefusal(blk *blocker, a ask) error {
 	case blk.kind == blockedGPUs && *lim.UserGPUs == 0:
 		return fmt.Errorf("%w: user-gpus=0: %s may hold no GPU at all (user-gpus=none is no limit)", over, who)
 	case blk.kind == blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s GPUs asked at once can never be granted", over, formatLimit(lim.UserGPUs), formatGPUs(a.share))
+		return fmt.Errorf("%w: user-gpus=%s: %s asked at once can never be granted", over, formatLimit(lim.UserGPUs), formatGPUCount(a.share))
 	case blk.kind == blockedHours && *lim.UserHours == 0:
 		return fmt.Errorf("%w: user-hours=%s: %s may book no GPU-hours at all (user-hours=none is no limit)", over,
 			formatHours(lim.UserHours, lim.HoursWindow), who)

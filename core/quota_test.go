@@ -1,0 +1,27 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Quota refusals say their figures as they are: a small quota's GPU-hours
+// do not round to 0.0, and one GPU is "1 GPU".
+func TestQuotaFiguresReadRight(t *testing.T) {
+	t.Parallel()
+	for h, want := range map[float64]string{
+		0: "0.0", 3: "3.0", 1.25: "1.2", 16.875: "16.9", 0.1: "0.1",
+		0.01:      "0.01",   // 36 GPU-seconds
+		0.0125:    "0.013",  // two significant digits
+		0.0027778: "0.0028", // 1% of a GPU for 1 s would be 2.8e-6: see below
+		0.04:      "0.04",
+		0.05:      "0.1",
+	} {
+		require.Equal(t, want, formatGPUHours(h), "%v GPU-hours", h)
+	}
+	require.Equal(t, "0.0000028", formatGPUHours(0.01/3600))
+	require.Equal(t, "1 GPU", formatGPUCount(ppm))
+	require.Equal(t, "0.5 GPUs", formatGPUCount(ppm/2))
+	require.Equal(t, "2 GPUs", formatGPUCount(2*ppm))
+}
