@@ -97,3 +97,23 @@ func TestUsageHoursLeftCountsBookingsAhead(t *testing.T) {
 	require.Len(t, users, 1)
 	require.InDelta(t, 0, *users[0].HoursLeft, 1e-9)
 }
+
+// GPUS LEFT shows what user-gpus leaves to the hundredth, as shares are
+// booked, and never more than is left: 1.25 of 1.5 held leaves 0.25 (it
+// showed 0.2), and one more 25% booking fits, and no more.
+func TestUsageGPUsLeftIsExact(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "policy", "set", "user-gpus=1.5").code)
+	require.Equal(t, 0, cli(t, db, "create", "0", "100%", "1h").code)
+	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "1h").code)
+	r := cli(t, db, "usage")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^root\s+1\.25\s+0\s+0\.25\s+no limit\s`, r.stdout)
+
+	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "1h").code, "0.25 left: it fits")
+	require.Regexp(t, `(?m)^root\s+1\.5\s+0\s+0\s+no limit\s`, cli(t, db, "usage").stdout)
+	r = cli(t, db, "create", "1", "1%", "1h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "user-gpus=1.5")
+}
