@@ -136,13 +136,15 @@ type lineFlags struct {
 	timeout time.Duration
 	at      string
 	given   func(name string) bool // whether the flag was typed
+	note    func(string)           // says how --at was read, when it may surprise
 }
 
 func (f *lineFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "if it cannot start now (GPU full, a quota reached), wait in line until it can")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "with --wait: leave the line after this long (default: wait as long as it takes)")
-	cmd.Flags().StringVar(&f.at, "at", "", `start later: 14:00, "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h`)
+	cmd.Flags().StringVar(&f.at, "at", "", `start later: 14:00 or 9am (tomorrow's once today's has passed), "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h`)
 	f.given = cmd.Flags().Changed
+	f.note = func(s string) { cmd.PrintErrln("chronos: " + s) }
 }
 
 // apply checks the flags and puts the start into req.
@@ -156,7 +158,11 @@ func (f *lineFlags) apply(req *core.Request) error {
 	if f.at == "" {
 		return nil
 	}
-	start, err := core.ParseStart(f.at, clock.System().Now())
+	now := clock.System().Now()
+	start, err := core.ParseStart(f.at, now)
+	if note := core.StartNote(f.at, start, now); err == nil && note != "" {
+		f.note(note)
+	}
 	req.Start = start
 	return err
 }

@@ -249,3 +249,31 @@ func TestCreateWaitLeavesOnSignal(t *testing.T) {
 		require.Equal(t, "Nobody is waiting.\n", cli(t, db, "queue").stdout, sig.String())
 	}
 }
+
+// --at with a time of day that has passed today books tomorrow's, as at(1)
+// does, and says so on stderr; 12-hour times are read too.
+func TestAtATimePassedMeansTomorrow(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	now := clock.System().Now().Local()
+	passed := now.Add(-2 * time.Minute) // today's, unless the day began within two minutes
+	at := passed.Format("15:04")
+	r := cli(t, db, "create", "0", "25%", "1h", "--at", at, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var p core.PartitionJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+	start := p.Start.Local()
+	require.Equal(t, at, start.Format("15:04"))
+	if passed.YearDay() == now.YearDay() {
+		require.Equal(t, passed.AddDate(0, 0, 1).Format("2006-01-02"), start.Format("2006-01-02"), "tomorrow's")
+		require.Equal(t, "chronos: "+at+" has passed today: it starts tomorrow, ", r.stderr[:len("chronos: "+at+" has passed today: it starts tomorrow, ")])
+	} else {
+		require.Empty(t, r.stderr, "yesterday's "+at+" is today's still to come")
+	}
+
+	r = cli(t, db, "create", "1", "25%", "1h", "--at", "tomorrow 2pm", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+	require.Equal(t, "14:00", p.Start.Local().Format("15:04"))
+	require.Empty(t, r.stderr)
+}

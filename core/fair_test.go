@@ -523,13 +523,18 @@ func TestParseStart(t *testing.T) {
 		"+90m":                      now.Add(90 * time.Minute),
 		"now":                       now,
 		"12:30":                     now,
+		"2pm":                       time.Date(2026, 11, 29, 14, 0, 0, 0, time.Local),
+		"2:15 PM":                   time.Date(2026, 11, 29, 14, 15, 0, 0, time.Local),
+		"9am":                       time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local), // passed today: tomorrow
+		"11:00":                     time.Date(2026, 11, 30, 11, 0, 0, 0, time.Local),
+		"tomorrow 9am":              time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local),
+		"12am":                      time.Date(2026, 11, 30, 0, 0, 0, 0, time.Local),
 	} {
 		got, err := ParseStart(in, now)
 		require.NoError(t, err, in)
 		require.True(t, want.Equal(got), "%s: %v, want %v", in, got, want)
 	}
 	for in, msg := range map[string]string{
-		"11:00":           "has passed",
 		"today 11:00":     "has passed",
 		"2025-01-01 9:00": "has passed",
 		"+0s":             "must be positive",
@@ -538,10 +543,23 @@ func TestParseStart(t *testing.T) {
 		"":                "empty start",
 		"tomorrow":        "is not a time",
 		"25:00":           "is not a time",
+		"13pm":            "is not a time",
 		"+400d":           "absurdly",
 	} {
 		_, err := ParseStart(in, now)
 		require.ErrorIs(t, err, ErrInput, in)
 		require.ErrorContains(t, err, msg, in)
+	}
+
+	// Only a time of day taken for tomorrow's is noted.
+	for in, note := range map[string]string{"11:00": "11:00 has passed today: it starts tomorrow, ", "9am": "9am has passed today", "14:00": "",
+		"tomorrow 09:00": "", "+2h": "", "2026-12-01 09:00": ""} {
+		got, err := ParseStart(in, now)
+		require.NoError(t, err, in)
+		if note == "" {
+			require.Empty(t, StartNote(in, got, now), in)
+		} else {
+			require.Contains(t, StartNote(in, got, now), note, in)
+		}
 	}
 }

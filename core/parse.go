@@ -279,11 +279,13 @@ func ParseDevice(s string) (int, error) {
 }
 
 // ParseStart reads when a booking made ahead starts (--at), as seen at
-// now: a time today ("14:00", "14:00:30"), "tomorrow 09:00" (or "today"),
-// a date and time ("2026-12-01 09:00"), RFC 3339, or a delay ("+2h",
-// "+90m"). Local times are in the machine's zone. A start that has passed
-// (by more than the minute being typed) or lies absurdly far ahead is
-// refused; the policy's "ahead" is checked where the booking is made.
+// now: a time of day ("14:00", "14:00:30", "9am", "2:30pm"), "tomorrow
+// 09:00" (or "today"), a date and time ("2026-12-01 09:00"), RFC 3339, or
+// a delay ("+2h", "+90m"). Local times are in the machine's zone. A time of
+// day alone that has passed today means tomorrow, as at(1) takes it
+// (StartNote says so); any other start that has passed (by more than the
+// minute being typed), or lies absurdly far ahead, is refused. The
+// policy's "ahead" is checked where the booking is made.
 func ParseStart(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	lower := strings.ToLower(s)
@@ -302,7 +304,10 @@ func ParseStart(s string, now time.Time) (time.Time, error) {
 	default:
 		var err error
 		if t, err = parseClock(lower, now.In(time.Local)); err != nil {
-			return t, inputErr("start %s is not a time (14:00, \"tomorrow 09:00\", 2026-12-01 09:00, RFC 3339 or +2h)", Quote(s))
+			return t, inputErr("start %s is not a time (14:00, 9am, \"tomorrow 09:00\", 2026-12-01 09:00, RFC 3339 or +2h)", Quote(s))
+		}
+		if timeOfDay(lower) && t.Before(now.Add(-startSlack)) {
+			t = time.Date(t.Year(), t.Month(), t.Day()+1, t.Hour(), t.Minute(), t.Second(), 0, t.Location())
 		}
 	}
 	switch {
@@ -312,6 +317,39 @@ func ParseStart(s string, now time.Time) (time.Time, error) {
 		return t, inputErr("start %s is absurdly far ahead (at most %s)", Quote(s), formatDuration(maxParsedDuration))
 	}
 	return t, nil
+}
+
+// StartNote says how ParseStart read s when that may surprise: a time of
+// day that had passed today, taken for tomorrow's. It is empty otherwise.
+func StartNote(s string, start, now time.Time) string {
+	s = strings.TrimSpace(s)
+	if !timeOfDay(strings.ToLower(s)) {
+		return ""
+	}
+	day, today := start.In(time.Local), now.In(time.Local)
+	if day.Year() == today.Year() && day.YearDay() == today.YearDay() {
+		return ""
+	}
+	return fmt.Sprintf("%s has passed today: it starts tomorrow, %s", s, FormatTime(start, now))
+}
+
+// clockLayouts are the times of day ParseStart reads, 24-hour and 12-hour
+// (lower case: the input is).
+var clockLayouts = []string{"15:04", "15:04:05", "3pm", "3 pm", "3:04pm", "3:04 pm", "3:04:05pm", "3am", "3 am", "3:04am", "3:04 am", "3:04:05am"}
+
+// timeOfDay reports whether s (lower case) is a time of day alone.
+func timeOfDay(s string) bool {
+	_, err := parseTimeOfDay(s)
+	return err == nil
+}
+
+func parseTimeOfDay(s string) (time.Time, error) {
+	for _, layout := range clockLayouts {
+		if c, err := time.Parse(layout, s); err == nil {
+			return c, nil
+		}
+	}
+	return time.Time{}, errors.New("not a time of day")
 }
 
 // parseClock reads the forms of ParseStart that name a clock time.
@@ -330,10 +368,8 @@ func parseClock(s string, now time.Time) (time.Time, error) {
 			return t, nil
 		}
 	}
-	for _, layout := range []string{"15:04", "15:04:05"} {
-		if c, err := time.Parse(layout, s); err == nil {
-			return time.Date(day.Year(), day.Month(), day.Day(), c.Hour(), c.Minute(), c.Second(), 0, now.Location()), nil
-		}
+	if c, err := parseTimeOfDay(s); err == nil {
+		return time.Date(day.Year(), day.Month(), day.Day(), c.Hour(), c.Minute(), c.Second(), 0, now.Location()), nil
 	}
 	return time.Time{}, errors.New("no form matched")
 }
