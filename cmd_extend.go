@@ -30,8 +30,14 @@ policy's maximum (7d unless root changed it).`,
 			if err != nil {
 				return err
 			}
+			now := c.Now()
+			if p.Upcoming(now) { // time before its start is not time left
+				fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now from %s until %s (%s long).\n", id, core.FormatDuration(d),
+					core.FormatTime(p.Start, now), core.FormatTime(p.Expires, now), core.FormatDuration(p.TimeRemaining()))
+				return nil
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				core.FormatTime(p.Expires, c.Now()), core.FormatDuration(p.Expires.Sub(c.Now())))
+				core.FormatTime(p.Expires, now), core.FormatDuration(p.Expires.Sub(now)))
 			return nil
 		},
 	}

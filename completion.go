@@ -195,8 +195,12 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 			if (onlyMine && !me.MayChange(p.UID)) || slices.Contains(a, id) {
 				continue
 			}
-			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s left",
-				core.Printable(p.User), c.GPUName(p.Host, p.Device), core.FormatPercent(p.SharePPM), timeLeft(p.Expires.Sub(now)))))
+			when := timeLeft(p.Expires.Sub(now)) + " left"
+			if p.Upcoming(now) { // its time left is not counted before it starts
+				when = fmt.Sprintf("from %s for %s", core.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
+			}
+			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s",
+				core.Printable(p.User), c.GPUName(p.Host, p.Device), core.FormatPercent(p.SharePPM), when)))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -105,3 +105,20 @@ func firstWords(lines []string) []string {
 	}
 	return out
 }
+
+// A booking made ahead is described by when it starts and how long it
+// lasts, in completion and by extend: the time before its start is not
+// time left (it read "1d8h left" for an 8-hour booking tomorrow).
+func TestUpcomingBookingsAreNotTimeLeft(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "8h", "--at", "+1d").code)
+	got, _ := complete(t, db, "release", "")
+	require.Len(t, got, 1)
+	require.Regexp(t, `^1\troot · GPU 0 · 50% · from .+ for 8h$`, got[0])
+	require.NotContains(t, got[0], "left")
+
+	r := cli(t, db, "extend", "1", "30m")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Extended 1 by 30m: now from .+ until .+ \(8h30m long\)\.\n$`, r.stdout)
+}
