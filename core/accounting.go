@@ -410,13 +410,21 @@ func IdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) time.Du
 	return u.IdleFor
 }
 
+// IdleUnderAMinute is FormatIdleFor's word for a booking idle for less
+// than a minute (it said "0s", while the JSON said 54.7 seconds).
+const IdleUnderAMinute = "<1m"
+
 // FormatIdleFor is how long a booking has been idle as of now, to the
-// minute: "" while it works.
+// minute (IdleUnderAMinute before the first): "" while it works.
 func FormatIdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) string {
-	if d := IdleFor(p, u, now); d > 0 {
+	switch d := IdleFor(p, u, now); {
+	case d <= 0:
+		return ""
+	case d < time.Minute:
+		return IdleUnderAMinute
+	default:
 		return FormatDuration(d.Truncate(time.Minute))
 	}
-	return ""
 }
 
 // FormatIdle is a booking's IDLE cell: "-" while it works, else how long

@@ -257,8 +257,10 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	cell := func(i int, text string) string { return cols.cell(i, text) }
 	stateText := string(c.status)
 	switch {
+	case c.idle == core.IdleUnderAMinute:
+		stateText = "idle" // live, and nobody uses it
 	case c.idle != "":
-		stateText = "idle " + c.idle // live, and nobody uses it
+		stateText = "idle " + c.idle
 	case c.starts != "" && len(c.starts) > 5:
 		stateText = "on " + c.starts // booked ahead, another day
 	case c.starts != "":
