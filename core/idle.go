@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -124,22 +125,18 @@ func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 // Hold exempts a live booking from idle reclaim for d (at most the
 // policy's hold-max), saying why. Its owner or root may; the hold goes in
 // the audit trail and the booking's usage, and the ladder starts over when
-// it ends.
+// it ends. The holds of one idle stretch (until the booking works again)
+// last hold-max in all, unless root holds it: holding again and again does
+// not keep an idle booking from the line.
 func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.BookingUsage, error) {
 	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		return storage.BookingUsage{}, fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
-	}
-	if Printable(reason) != reason {
-		return storage.BookingUsage{}, inputErr("the reason %q holds control characters; say it in plain words", reason)
-	}
-	if d < time.Second {
-		return storage.BookingUsage{}, inputErr("hold %s must be at least a second", d)
-	}
 	var u storage.BookingUsage
 	err := c.ledger.Update(func(tx *storage.Tx) error {
 		p, err := c.mine(tx, id, "hold")
 		if err != nil {
+			return err // whose it is comes before what was asked
+		}
+		if err := checkHold(d, reason); err != nil {
 			return err
 		}
 		pol, err := policyIn(tx)
@@ -153,7 +150,18 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Bookin
 			return err
 		}
 		now := c.now()
-		u.HeldUntil, u.HoldReason, u.Holds = now.Add(d), reason, u.Holds+1
+		since := u.HoldSince
+		if since.IsZero() || u.LastActive.After(since) {
+			since = now // a new idle stretch
+		}
+		if end := since.Add(pol.HoldMax); !c.me.Root() && now.Add(d).After(end) {
+			if !end.After(now) {
+				return fmt.Errorf("%w: held for %s (hold-max) already while it sat idle; it can be held again once it has worked", ErrTooLong, FormatDuration(pol.HoldMax))
+			}
+			return fmt.Errorf("%w: a hold of %s asked, but this idle stretch's holds may last %s in all (hold-max): at most %s more, until %s",
+				ErrTooLong, FormatDuration(d), FormatDuration(pol.HoldMax), FormatDuration(end.Sub(now).Truncate(time.Second)), FormatTime(end, now))
+		}
+		u.HeldUntil, u.HoldReason, u.Holds, u.HoldSince = now.Add(d), reason, u.Holds+1, since
 		u.Warnings, u.WarnedAt = 0, time.Time{}
 		if err := tx.PutBookingUsage(u); err != nil {
 			return err
@@ -161,4 +169,24 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Bookin
 		return c.event(tx, storage.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))
 	})
 	return u, err
+}
+
+// maxReason is the longest hold reason, in characters: a line of the app,
+// not a place to paste a log.
+const maxReason = 200
+
+// checkHold checks what a hold asks: a reason in plain words, of a
+// sensible length, and a length of a second or more.
+func checkHold(d time.Duration, reason string) error {
+	switch {
+	case reason == "":
+		return fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
+	case Printable(reason) != reason:
+		return inputErr("the reason %q holds control characters; say it in plain words", reason)
+	case utf8.RuneCountInString(reason) > maxReason:
+		return inputErr("the reason is %d characters long; say it in at most %d", utf8.RuneCountInString(reason), maxReason)
+	case d < time.Second:
+		return inputErr("hold %s must be at least a second", d)
+	}
+	return nil
 }

@@ -39,6 +39,9 @@ type BookingUsage struct {
 	HeldUntil  time.Time `json:"held_until,omitzero"`
 	HoldReason string    `json:"hold_reason,omitempty"`
 	Holds      int       `json:"holds,omitempty"`
+	// HoldSince is when the holds of this idle stretch began: together
+	// they last at most the policy's hold-max (root's aside).
+	HoldSince time.Time `json:"hold_since,omitzero"`
 	Reclaimed  time.Time `json:"reclaimed,omitzero"`
 }
 
