@@ -42,7 +42,7 @@ type BookingUsage struct {
 	// HoldSince is when the holds of this idle stretch began: together
 	// they last at most the policy's hold-max (root's aside).
 	HoldSince time.Time `json:"hold_since,omitzero"`
-	Reclaimed  time.Time `json:"reclaimed,omitzero"`
+	Reclaimed time.Time `json:"reclaimed,omitzero"`
 }
 
 // GPUMinute is one GPU's minute: mean utilization, peak memory used, and
