@@ -40,7 +40,7 @@ func ParseReportBy(s string) (ReportBy, error) {
 //   - idle: share-weighted GPU-hours held while the booking sat idle;
 //   - unbooked: GPU time a user's processes used with no booking (by day:
 //     every day from the one from falls in; not recorded per GPU);
-//   - bookings made, reclaimed for idling, and expired (ended at their
+//   - bookings begun (one made ahead counts where it starts), reclaimed for idling, and expired (ended at their
 //     deadline, not released); of the expired, those forced: whose
 //     processes still ran at the deadline and were signalled (by a monitor
 //     or their chronos run), as the audit trail records.
@@ -65,14 +65,19 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		}
 		return rows[key]
 	}
-	groups := map[int]string{}
-	keyOf := func(uid int, name string) string {
+	// By group, a user's figures count in every group they are in; the
+	// total counts them once.
+	var total figures
+	groups := map[int][]string{}
+	keysOf := func(uid int, name string) []string {
 		if by != ReportByGroup {
-			return name
+			return []string{name}
 		}
 		g, ok := groups[uid]
 		if !ok {
-			g = GroupName(uid)
+			if g = groupsOf(uid); len(g) == 0 {
+				g = []string{GroupName(uid)}
+			}
 			groups[uid] = g
 		}
 		return g
@@ -91,23 +96,29 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 			return err
 		}
 		for _, p := range parts {
-			key := keyOf(p.UID, p.User)
+			keys := keysOf(p.UID, p.User)
 			if by == ReportByGPU {
-				key = c.GPUName(p.Host, p.Device)
-				gpus[key] = gpuKey{c.otherHost(p.Host), p.Device}
+				key := c.GPUName(p.Host, p.Device)
+				keys, gpus[key] = []string{key}, gpuKey{c.otherHost(p.Host), p.Device}
 			}
 			f := bookingFigures(p, usage[p.ID], from, now)
 			if at, ok := signalled[p.ID]; ok && f.expired == 1 && !at.Before(p.Expires) {
 				f.forced = 1
 			}
-			row(key).add(f)
+			for _, key := range keys {
+				row(key).add(f)
+			}
+			total.add(f)
 		}
 		if by == ReportByGPU {
 			return nil
 		}
 		unbooked, err := tx.Unbooked(from)
 		for _, d := range unbooked {
-			row(keyOf(d.UID, d.User)).unbooked += d.GPUTime.Seconds()
+			for _, key := range keysOf(d.UID, d.User) {
+				row(key).unbooked += d.GPUTime.Seconds()
+			}
+			total.unbooked += d.GPUTime.Seconds()
 		}
 		return err
 	})
@@ -115,11 +126,9 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		return Report{}, err
 	}
 	r := Report{From: from.UTC(), To: now.UTC(), By: by}
-	var total figures
 	for key, f := range rows {
 		if *f != (figures{}) {
 			r.Rows = append(r.Rows, f.row(key, by))
-			total.add(*f)
 		}
 	}
 	r.Total = total.row("total", by)
@@ -205,7 +214,7 @@ func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.T
 		f.idle = share * u.Idle.Seconds() * part
 	}
 	within := func(t time.Time) bool { return !t.IsZero() && !t.Before(from) && t.Before(to) }
-	if within(p.Created) {
+	if within(p.Start) { // a booking made ahead counts where it starts
 		f.bookings = 1
 	}
 	switch {

@@ -138,11 +138,12 @@ func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
 	require.NoError(t, err)
 	require.Zero(t, r.Total.BookedHours)
-	require.Equal(t, 1, r.Total.Bookings)
+	require.Zero(t, r.Total.Bookings, "it starts after the window")
 	clock.Advance(2 * time.Hour) // 1.5h into it
 	r, err = c.Report(now.Add(-time.Hour), ReportByUser)
 	require.NoError(t, err)
 	require.InDelta(t, 0.75, r.Total.BookedHours, 1e-9)
+	require.Equal(t, 1, r.Total.Bookings, "begun in the window")
 }
 
 func TestReportByGroup(t *testing.T) {
@@ -164,6 +165,42 @@ func TestReportByGroup(t *testing.T) {
 	require.InDelta(t, 1.25, byKey[group("root")].BookedHours, 1e-9)
 	require.InDelta(t, 1.5, *byKey[group("nobody")].UnbookedHours, 1e-9)
 	require.Equal(t, "?", GroupName(54321), "a uid with no user")
+}
+
+// By group, a user counts in every group they are in, not only their
+// primary one (on Debian that repeated --by user); the total counts each
+// booking once. The two users' groups are put in the lookup cache, as
+// NSS would answer: no account here is in two groups.
+func TestReportByGroupCountsEveryGroup(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	carol, dan := Identity{UID: 424201, User: "carol"}, Identity{UID: 424202, User: "dan"}
+	kernel := time.Now() // the cache ages on the kernel's clock
+	knownGroups.Lock()
+	if knownGroups.of == nil {
+		knownGroups.of = map[int]groupsAt{}
+	}
+	knownGroups.of[carol.UID] = groupsAt{[]string{"lab", "students"}, kernel}
+	knownGroups.of[dan.UID] = groupsAt{[]string{"lab"}, kernel}
+	knownGroups.Unlock()
+	path := filepath.Join(t.TempDir(), "chronos.db")
+	for _, who := range []Identity{carol, dan} {
+		_, err := clientAt(path, clock, who).Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Hour})
+		require.NoError(t, err)
+	}
+	clock.Advance(time.Hour)
+	r, err := clientAt(path, clock, root).Report(clock.Now().Add(-2*time.Hour), ReportByGroup)
+	require.NoError(t, err)
+	byKey := map[string]ReportRow{}
+	for _, row := range r.Rows {
+		byKey[row.Key] = row
+	}
+	require.Len(t, byKey, 2)
+	require.InDelta(t, 1, byKey["lab"].BookedHours, 1e-9, "carol's half hour and dan's")
+	require.Equal(t, 2, byKey["lab"].Bookings)
+	require.InDelta(t, 0.5, byKey["students"].BookedHours, 1e-9, "carol's")
+	require.InDelta(t, 1, r.Total.BookedHours, 1e-9, "each booking once")
+	require.Equal(t, 2, r.Total.Bookings)
 }
 
 func TestReportRefusesAnUnknownCut(t *testing.T) {
