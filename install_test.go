@@ -47,7 +47,7 @@ func TestMakeInstall(t *testing.T) {
 	require.Contains(t, string(page), `\fB--mine\fP`)
 	page, err = os.ReadFile(filepath.Join(man, "chronos.1"))
 	require.NoError(t, err)
-	require.Regexp(t, `(?s)\.SH ENVIRONMENT.*CHRONOS_DB.*CHRONOS_DEADLINE_UNIX`, string(page))
+	require.Regexp(t, `(?s)\.SH EXIT STATUS.*\\fB124\\fP.*\.SH ENVIRONMENT.*CHRONOS_DB.*CHRONOS_DEADLINE_UNIX.*\.SH FILES.*/var/lib/chronos/chronos\.db.*LEDGER\.backup.*/etc/chronos/store`, string(page))
 	for file, first := range map[string]string{
 		"share/bash-completion/completions/chronos":    "# bash completion V2 for chronos",
 		"share/zsh/site-functions/_chronos":            "#compdef chronos",

@@ -15,6 +15,9 @@ import (
 	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
+// DefaultStoreFile is where StoreFile is unless the environment moves it.
+const DefaultStoreFile = "/etc/chronos/store"
+
 // StoreFile names a lab's shared ledger on etcd for every user of a host;
 // `sudo chronos init --store etcd://…` writes it. $CHRONOS_STORE_FILE
 // moves it (tests do).
@@ -22,7 +25,7 @@ func StoreFile() string {
 	if p := os.Getenv("CHRONOS_STORE_FILE"); p != "" {
 		return p
 	}
-	return "/etc/chronos/store"
+	return DefaultStoreFile
 }
 
 // StoreConfig says which ledger to use and how to reach it.
