@@ -82,6 +82,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 		{[]string{"list", "--mine", "--user", "nobody"}, "--mine or --user, not both"},
 		{[]string{"list", "--state", "asleep"}, `state "asleep": use upcoming, live, ending-soon, orphaned, gpu-gone, expired, released`},
 		{[]string{"list", "--gpu", "zero"}, `"zero" is not a GPU index`},
+		{[]string{"list", "--user", "nosuchuser"}, `no such user: "nosuchuser" has no account here and no booking in the ledger`},
 	} {
 		r := cli(t, db, tc.args...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", tc.args, r.stderr)

@@ -88,6 +88,9 @@ every 2s (--watch 5s) until Ctrl-C.`,
 			if err != nil {
 				return err
 			}
+			if err := knownUser(c, filter.user); err != nil {
+				return err
+			}
 			if gpuArg != "" {
 				host := ""
 				if host, filter.gpu, err = core.ParseGPU(gpuArg); err != nil {
@@ -182,4 +185,26 @@ func (l bookingList) write(w io.Writer) error {
 	}
 	o := tui.TableOptions{Wide: l.output == outputWide, NoHeaders: l.noHeaders}
 	return writeBuffered(w, func(w io.Writer) error { return tui.WriteBookings(w, parts, now, pol.WarnLead, o) })
+}
+
+// knownUser checks a --user filter: a name or uid with an account here, or
+// one the ledger has bookings of (another host's user, on a lab's
+// ledger). A typo is an error rather than an empty list.
+func knownUser(c *core.Client, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, err := core.LookupUser(name); err == nil {
+		return nil
+	}
+	parts, err := c.List(true)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.User == name || strconv.Itoa(p.UID) == name {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("%w: %s has no account here and no booking in the ledger", core.ErrUnknownUser, core.Quote(name))}
 }
