@@ -181,4 +181,15 @@ func TestShowAndEventFilters(t *testing.T) {
 	require.Equal(t, "No events match.\n", cli(t, db, "events", "--user", "daemon").stdout)
 	r = cli(t, db, "events", "--since", "-1h")
 	require.Equal(t, exitUsage, r.code)
+
+	// --kind picks kinds; -n says when it left older events out.
+	require.Equal(t, "released#3 extended#2", kinds("--kind", "extended,RELEASED"), "in the order they happened")
+	r = cli(t, db, "events", "--kind", "made")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, `event kind "made": use created, extended, released, expired`)
+	r = cli(t, db, "events", "-n", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "(the newest 1; older events are left out: -n 0 shows them all, --since narrows by time)\n", r.stderr)
+	require.Empty(t, cli(t, db, "events", "-n", "0").stderr)
+	require.Empty(t, cli(t, db, "events", "-n", "50").stderr, "all of them fit")
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -18,11 +19,16 @@ type EventFilter struct {
 	User string
 	// Since: only events recorded at or after this time (zero: all).
 	Since time.Time
+	// Kinds: only events of these kinds (none: any).
+	Kinds []storage.EventKind
 }
 
 // keeps says whether the filter picks e; owner finds a booking's owner.
 func (f EventFilter) keeps(e storage.Event, owner func(uint64) (storage.Partition, bool)) bool {
 	if f.Booking != 0 && e.Partition != f.Booking {
+		return false
+	}
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
 		return false
 	}
 	if f.User == "" {
@@ -34,6 +40,26 @@ func (f EventFilter) keeps(e storage.Event, owner func(uint64) (storage.Partitio
 	}
 	p, ok := owner(e.Partition)
 	return ok && is(p.User, p.UID)
+}
+
+// ParseEventKinds reads a comma-separated list of event kinds.
+func ParseEventKinds(s string) ([]storage.EventKind, error) {
+	var kinds []storage.EventKind
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
+		k := storage.EventKind(strings.ToLower(strings.TrimSpace(w)))
+		if !slices.Contains(storage.StoredEventKinds, k) {
+			names := make([]string, len(storage.StoredEventKinds))
+			for i, k := range storage.StoredEventKinds {
+				names[i] = string(k)
+			}
+			return nil, inputErr("event kind %s: use %s", Quote(w), strings.Join(names, ", "))
+		}
+		kinds = append(kinds, k)
+	}
+	if len(kinds) == 0 {
+		return nil, inputErr("--kind needs an event kind, such as created or expired")
+	}
+	return kinds, nil
 }
 
 // FindEvents returns the newest limit (0: all) events the filter picks,

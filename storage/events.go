@@ -45,6 +45,12 @@ const (
 	EventNotified EventKind = "notified"
 )
 
+// StoredEventKinds are the kinds the audit trail holds, in the order
+// people meet them (chronos events --kind takes these).
+var StoredEventKinds = []EventKind{EventCreated, EventExtended, EventReleased, EventExpired, EventWarned, EventSignalled,
+	EventDenied, EventOverBudget, EventUnbooked, EventQueued, EventLeft, EventOrphaned, EventIdle, EventHeld, EventReclaimed,
+	EventNotified, EventPolicy, EventInventory, EventRepaired}
+
 // Event is one line of the audit trail. UID and User are who acted (a
 // monitor's user, for its acts); Process is the process an act was about.
 type Event struct {
