@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +20,8 @@ import (
 // queueCmd is `chronos queue`: the waiting line, in order, with each
 // request's reason and ETA; `queue cancel ID` takes a request out.
 func queueCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, mine bool
+	var owner string
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "The waiting line: who waits for what, in order, why, and when it should start",
@@ -28,16 +30,32 @@ the order room goes to them: highest priority first. Priority is the owner's
 fair-share factor (1 for no recent use, 0.5 at their share; see chronos usage)
 plus a bonus for time waited. ETA is when a request should start given the
 bookings and the requests ahead of it; a request further down starts earlier
-only where it cannot delay anyone ahead (backfill).`,
-		Args: args(noArgs),
+only where it cannot delay anyone ahead (backfill). --mine and --user NAME
+keep one user's requests, at their places in the whole line.`,
+		Example: "  chronos queue\n  chronos queue --mine\n  chronos queue cancel 3\n  chronos queue cancel --mine",
+		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mine && owner != "" {
+				return usageError{errors.New("queue: --mine or --user, not both")}
+			}
 			c, err := g.client()
 			if err != nil {
+				return err
+			}
+			if err := knownUser(c, owner); err != nil {
 				return err
 			}
 			line, err := c.Queue()
 			if err != nil {
 				return err
+			}
+			if mine || owner != "" {
+				line = slices.DeleteFunc(line, func(e core.QueueEntry) bool {
+					if mine {
+						return e.UID != c.Me().UID
+					}
+					return e.User != owner && strconv.Itoa(e.UID) != owner
+				})
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -51,17 +69,77 @@ only where it cannot delay anyone ahead (backfill).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(&cobra.Command{
-		Use:     "cancel REQUEST...",
-		Short:   "Take waiting requests out of the line (yours; root: anyone's)",
-		Example: "  chronos queue cancel 3",
-		Args:    args(cobra.MinimumNArgs(1)),
+	cmd.Flags().BoolVar(&mine, "mine", false, "only your requests")
+	cmd.Flags().StringVar(&owner, "user", "", "only NAME's requests (a login name or uid)")
+	cmd.AddCommand(queueCancelCmd(g))
+	return cmd
+}
+
+// queueCancelCmd is `chronos queue cancel REQUEST... | --mine | --user NAME`.
+func queueCancelCmd(g *globals) *cobra.Command {
+	var mine, yes bool
+	var owner string
+	cmd := &cobra.Command{
+		Use:   "cancel REQUEST... | --mine [--yes] | --user NAME [--yes]",
+		Short: "Take waiting requests out of the line (yours; root: anyone's)",
+		Long: `Take waiting requests out of the line: the ones named, or with --mine all
+yours, or with --user NAME all of NAME's (root). --mine and --user ask first on
+a terminal; without one they cancel nothing unless --yes says so.`,
+		Example: "  chronos queue cancel 3\n  chronos queue cancel --mine\n  sudo chronos queue cancel --user bob --yes",
+		Args: args(func(cmd *cobra.Command, a []string) error {
+			if mine && owner != "" {
+				return usageError{errors.New("queue cancel: --mine or --user, not both")}
+			}
+			if mine || owner != "" {
+				return noArgs(cmd, a)
+			}
+			return cobra.MinimumNArgs(1)(cmd, a)
+		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return eachID(cmd, g, a, core.ParseRequestID, func(c *core.Client, id uint64) (string, error) {
+			cancel := func(c *core.Client, id uint64) (string, error) {
 				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
-			})
+			}
+			if !mine && owner == "" {
+				return eachID(cmd, g, a, core.ParseRequestID, cancel)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			who, err := ownerOf(c, mine, owner)
+			if err != nil {
+				return err
+			}
+			line, err := c.Queue()
+			if err != nil {
+				return err
+			}
+			var ids []uint64
+			var names []string
+			for _, e := range line {
+				if e.UID == who.UID {
+					ids = append(ids, e.ID)
+					names = append(names, fmt.Sprintf("#%d (position %d)", e.ID, e.Position))
+				}
+			}
+			if len(ids) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s has no requests waiting.\n", tui.Printable(who.User))
+				return nil
+			}
+			asked := "queue cancel --mine"
+			if owner != "" {
+				asked = "queue cancel --user " + owner
+			}
+			what := fmt.Sprintf("%d request(s) of %s: %s", len(ids), tui.Printable(who.User), strings.Join(names, ", "))
+			if err := (manyAtOnce{asked, "cancel", "nothing cancelled"}).confirm(cmd, what, yes); err != nil {
+				return err
+			}
+			return doEach(cmd, c, ids, cancel)
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&mine, "mine", false, "cancel all your waiting requests")
+	cmd.Flags().StringVar(&owner, "user", "", "cancel all NAME's waiting requests (root; a login name or uid)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --mine or --user: do not ask (needed without a terminal)")
 	return cmd
 }
 

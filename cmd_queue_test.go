@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,4 +277,71 @@ func TestAtATimePassedMeansTomorrow(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
 	require.Equal(t, "14:00", p.Start.Local().Format("15:04"))
 	require.Empty(t, r.stderr)
+}
+
+// queue --mine and --user keep one user's requests at their places in the
+// whole line; queue cancel --mine takes all of one's own out (asking first,
+// or with --yes), and --user NAME is root's. The requests wait on this
+// test's process, so they stay in line while it runs.
+func TestQueueMineAndCancelMine(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "100%", "1h").code)
+	sim := core.BackendDevices("sim")
+	for _, who := range []core.Identity{{UID: 0, User: "root"}, {UID: 65534, User: "nobody"}, {UID: 0, User: "root"}} {
+		c := core.NewClient(core.Options{Ledger: ledgerAt(db), Devices: sim, As: &who})
+		_, e, err := c.Enqueue(core.Request{Device: 0, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
+		require.NoError(t, err)
+		require.NotNil(t, e)
+	}
+	ids := func(args ...string) string {
+		r := cli(t, db, append([]string{"queue", "--json"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var line []core.QueueJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
+		var out []string
+		for _, e := range line {
+			out = append(out, fmt.Sprintf("%d@%d", e.ID, e.Position))
+		}
+		return strings.Join(out, " ")
+	}
+	require.Equal(t, "1@1 2@2 3@3", ids())
+	require.Equal(t, "1@1 3@3", ids("--mine"), "at their places in the whole line")
+	require.Equal(t, "2@2", ids("--user", "nobody"))
+	r := cli(t, db, "queue", "--user", "nosuchuser")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, `no such user: "nosuchuser"`)
+
+	r = cli(t, db, "queue", "cancel", "--mine")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "queue cancel --mine would cancel 2 request(s) of root: #1 (position 1), #3 (position 3); add --yes to confirm")
+	require.Equal(t, "1@1 2@2 3@3", ids(), "nothing cancelled without a yes")
+	r = cli(t, db, "queue", "cancel", "--mine", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Request 1 left the line.\nRequest 3 left the line.\n", r.stdout)
+	require.Equal(t, "2@1", ids())
+	r = cli(t, db, "queue", "cancel", "--user", "nobody", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "", ids())
+	require.Equal(t, "root has no requests waiting.\n", cli(t, db, "queue", "cancel", "--mine").stdout)
+}
+
+// root's release --user NAME ends all of NAME's live bookings, asking first
+// as --mine does; another user may not.
+func TestReleaseUser(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	for _, a := range [][]string{{"create", "0", "25%", "1h", "--user", "nobody"}, {"create", "1", "25%", "1h", "--user", "nobody"}, {"create", "0", "25%", "1h"}} {
+		require.Equal(t, 0, cli(t, db, a...).code)
+	}
+	r := cli(t, db, "release", "--user", "nobody")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "release --user nobody would release 2 booking(s) of nobody: #1 (GPU 0, 25%), #2 (GPU 1, 25%); add --yes")
+	r = cli(t, db, "release", "--user", "nobody", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Released 1.\nReleased 2.\n", r.stdout)
+	require.Len(t, listJSON(t, db), 1, "root's own stays")
+	r = cli(t, db, "release", "--user", "nobody", "--mine")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--mine or --user, not both")
 }

@@ -13,15 +13,21 @@ import (
 
 func releaseCmd(g *globals) *cobra.Command {
 	var mine, yes bool
+	var owner string
 	cmd := &cobra.Command{
-		Use:   "release ID... | --mine [--yes]",
+		Use:   "release ID... | --mine [--yes] | --user NAME [--yes]",
 		Short: "End bookings now (yours; root: anyone's)",
 		Long: `End bookings now: the ones named, or with --mine all your live bookings
-(as scancel -u does). --mine asks first on a terminal; without one (a script,
-a pipe) it releases nothing unless --yes says so.`,
-		Example: "  chronos release 7\n  chronos release 7 9\n  chronos release --mine\n  chronos list --mine --gpu 0 -o ids | xargs chronos release",
+(as scancel -u does), or with --user NAME all of NAME's (root). --mine and
+--user ask first on a terminal; without one (a script, a pipe) they release
+nothing unless --yes says so.`,
+		Example: "  chronos release 7\n  chronos release 7 9\n  chronos release --mine\n  sudo chronos release --user bob\n" +
+			"  chronos list --mine --gpu 0 -o ids | xargs chronos release",
 		Args: args(func(cmd *cobra.Command, a []string) error {
-			if mine {
+			if mine && owner != "" {
+				return usageError{fmt.Errorf("release: --mine or --user, not both")}
+			}
+			if mine || owner != "" {
 				return noArgs(cmd, a)
 			}
 			return cobra.MinimumNArgs(1)(cmd, a)
@@ -32,56 +38,84 @@ a pipe) it releases nothing unless --yes says so.`,
 				return fmt.Sprintf("Released %d.", id), err
 			}
 			// Release what can be released; report each refusal on its own.
-			if !mine {
+			if !mine && owner == "" {
 				return eachID(cmd, g, a, core.ParseID, release)
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			ids, err := confirmMine(cmd, c, yes)
-			if err != nil || len(ids) == 0 {
+			who, err := ownerOf(c, mine, owner)
+			if err != nil {
+				return err
+			}
+			parts, err := c.List(false)
+			if err != nil {
+				return err
+			}
+			var ids []uint64
+			var names []string
+			for _, p := range parts {
+				if p.UID == who.UID {
+					ids = append(ids, p.ID)
+					names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
+				}
+			}
+			if len(ids) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s has no live bookings.\n", tui.Printable(who.User))
+				return nil
+			}
+			what := fmt.Sprintf("%d booking(s) of %s: %s", len(ids), tui.Printable(who.User), strings.Join(names, ", "))
+			asked := "release --mine"
+			if owner != "" {
+				asked = "release --user " + owner
+			}
+			if err := (manyAtOnce{asked, "release", "nothing released"}).confirm(cmd, what, yes); err != nil {
 				return err
 			}
 			return doEach(cmd, c, ids, release)
 		},
 	}
 	cmd.Flags().BoolVar(&mine, "mine", false, "release all your live bookings")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --mine: do not ask (needed without a terminal)")
+	cmd.Flags().StringVar(&owner, "user", "", "release all NAME's live bookings (root; a login name or uid)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --mine or --user: do not ask (needed without a terminal)")
 	return cmd
 }
 
-// confirmMine lists the live bookings of whoever runs chronos and, unless
-// yes, asks on the terminal before they are released; with no terminal to
-// ask on it refuses. It returns the ids to release: none when there are none.
-func confirmMine(cmd *cobra.Command, c *core.Client, yes bool) ([]uint64, error) {
-	parts, err := c.List(false)
+// ownerOf is whose bookings or requests --mine or --user NAME means: one's
+// own, or, for root, anyone's.
+func ownerOf(c *core.Client, mine bool, name string) (core.Identity, error) {
+	if mine || name == "" {
+		return c.Me(), nil
+	}
+	who, err := core.LookupUser(name)
 	if err != nil {
-		return nil, err
+		return who, usageError{err}
 	}
-	var ids []uint64
-	var names []string
-	for _, p := range parts {
-		if p.UID == c.Me().UID {
-			ids = append(ids, p.ID)
-			names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
-		}
+	if who.UID != c.Me().UID && !c.Me().Root() {
+		return who, fmt.Errorf("%w: --user %s acts on another user's bookings (--mine acts on yours)", core.ErrNotRoot, core.Quote(name))
 	}
-	if len(ids) == 0 {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s has no live bookings.\n", tui.Printable(c.Me().User))
-		return nil, nil
-	}
-	what := fmt.Sprintf("%d booking(s) of %s: %s", len(ids), tui.Printable(c.Me().User), strings.Join(names, ", "))
+	return who, nil
+}
+
+// manyAtOnce is an act on all of a user's bookings or requests: how it
+// was asked ("release --mine"), its verb ("release"), and what "nothing
+// released" says when the answer is no.
+type manyAtOnce struct{ asked, verb, nothing string }
+
+// confirm asks on the terminal before doing m to what, unless yes; with no
+// terminal to ask on it refuses.
+func (m manyAtOnce) confirm(cmd *cobra.Command, what string, yes bool) error {
 	if yes {
-		return ids, nil
+		return nil
 	}
 	if !isTerminal(cmd.InOrStdin()) {
-		return nil, usageError{fmt.Errorf("release --mine would release %s; add --yes to confirm (there is no terminal to ask on)", what)}
+		return usageError{fmt.Errorf("%s would %s %s; add --yes to confirm (there is no terminal to ask on)", m.asked, m.verb, what)}
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "Release %s? [y/N] ", what)
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s %s? [y/N] ", strings.ToUpper(m.verb[:1])+m.verb[1:], what)
 	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return nil, exitStatus{code: exitError, msg: "nothing released"}
+		return exitStatus{code: exitError, msg: m.nothing}
 	}
-	return ids, nil
+	return nil
 }

@@ -66,6 +66,8 @@ func TestOtherUsersAreRefused(t *testing.T) {
 		{[]string{"run", "--partition", "1", "--", "true"}, "not your booking"},
 		{[]string{"create", "0", "0.1", "1h", "--user", "root"}, "only root may do that"},
 		{[]string{"policy", "set", "expiry=notify"}, "only root may do that"},
+		{[]string{"release", "--user", "root", "--yes"}, `only root may do that: --user "root" acts on another user's bookings`},
+		{[]string{"queue", "cancel", "--user", "root", "--yes"}, "only root may do that"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := asNobody(t, bin, db, tc.args...)
