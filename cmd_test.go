@@ -110,7 +110,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
 		// The line, bookings ahead and quotas.
-		{[]string{"create", "0", "0.1", "1h", "--at", "00:00:01"}, 2, "has passed"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "2020-01-01 00:00:01"}, 2, "has passed"},
 		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
 		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
 		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
@@ -149,6 +149,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"policy", "set"}, 2, "policy set: requires at least 1 arg(s), only received 0 (see chronos policy set --help)"},
 		{[]string{"run", "--grace", "abc", "0", "0.1", "1h", "--", "true"}, 2, `--grace "abc": not a duration`},
 		{[]string{"list", "--frob"}, 2, `unknown flag "--frob" (see chronos list --help)`},
+		{[]string{"list", "--mne"}, 2, `unknown flag "--mne": did you mean --mine? (see chronos list --help)`},
+		{[]string{"create", "0", "0.5", "1h", "--wiat"}, 2, `unknown flag "--wiat": did you mean --wait?`},
+		{[]string{"list", "--stae", "live"}, 2, `did you mean --state or --store?`}, // nearest first
+		{[]string{"events", "--dbb", "x"}, 2, `did you mean --db?`}, // an inherited flag
 		{[]string{"report", "--by", "host"}, 2, `--by "host": use user, group or gpu`},
 		{[]string{"report", "--since", "soon"}, 2, `duration "soon" is not seconds`},
 		{[]string{"report", "--json", "--csv"}, 2, "--json or --csv, not both"},

@@ -5,12 +5,14 @@ package main
 // parser's internals, and ledger problems that say what to do.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,8 +89,67 @@ func flagError(cmd *cobra.Command, err error) error {
 			name = "-" + short
 		}
 		err = fmt.Errorf("unknown flag %s", core.Quote(name))
+		if near := nearFlags(cmd, unknown.GetSpecifiedName()); len(near) > 0 {
+			err = fmt.Errorf("%w: did you mean %s?", err, strings.Join(near, " or "))
+		}
 	}
 	return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+}
+
+// nearFlags are cmd's flags (its own and those it inherits) within two
+// edits of a mistyped long name, or that it begins, nearest first.
+func nearFlags(cmd *cobra.Command, typed string) []string {
+	if typed == "" {
+		return nil
+	}
+	type near struct {
+		name string
+		d    int
+	}
+	var found []near
+	seen := map[string]bool{}
+	look := func(f *pflag.Flag) {
+		if f.Hidden || seen[f.Name] {
+			return
+		}
+		seen[f.Name] = true
+		d := editDistance(typed, f.Name)
+		if strings.HasPrefix(f.Name, typed) {
+			d = min(d, 1)
+		}
+		if d <= 2 && d < len(f.Name) {
+			found = append(found, near{"--" + f.Name, d})
+		}
+	}
+	cmd.Flags().VisitAll(look)
+	cmd.InheritedFlags().VisitAll(look)
+	slices.SortStableFunc(found, func(a, b near) int { return cmp.Compare(a.d, b.d) })
+	out := make([]string, 0, min(len(found), 3))
+	for _, f := range found[:min(len(found), 3)] {
+		out = append(out, f.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // explain turns what the libraries said into a person's words at the top,
