@@ -152,7 +152,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"list", "--mne"}, 2, `unknown flag "--mne": did you mean --mine? (see chronos list --help)`},
 		{[]string{"create", "0", "0.5", "1h", "--wiat"}, 2, `unknown flag "--wiat": did you mean --wait?`},
 		{[]string{"list", "--stae", "live"}, 2, `did you mean --state or --store?`}, // nearest first
-		{[]string{"events", "--dbb", "x"}, 2, `did you mean --db?`}, // an inherited flag
+		{[]string{"events", "--dbb", "x"}, 2, `did you mean --db?`},                 // an inherited flag
 		{[]string{"report", "--by", "host"}, 2, `--by "host": use user, group or gpu`},
 		{[]string{"report", "--since", "soon"}, 2, `duration "soon" is not seconds`},
 		{[]string{"report", "--json", "--csv"}, 2, "--json or --csv, not both"},
