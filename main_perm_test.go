@@ -99,6 +99,18 @@ func TestLedgerOutOfReach(t *testing.T) {
 	r := asNobody(t, bin, db, "create", "0", "0.1", "1h")
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): nobody may not use "+db+" (a shared ledger of a group you are not in?)\n", r.stderr)
+
+	// A group's shared ledger names the group, and how to be let in.
+	shared := filepath.Join(filepath.Dir(bin), "lab")
+	require.NoError(t, os.Mkdir(shared, 0o770))
+	require.NoError(t, os.Chown(shared, 0, 1)) // root:daemon, as init --shared --group daemon makes it
+	require.NoError(t, os.Chmod(shared, 0o2770))
+	db = filepath.Join(shared, "chronos.db")
+	require.Equal(t, 0, chronos(t, db, "stats").code)
+	require.NoError(t, os.Chown(db, 0, 1))
+	r = asNobody(t, bin, db, "create", "0", "0.1", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "is shared with the group daemon, and nobody is not in it: ask root to add you (sudo usermod -aG daemon nobody), then log in again")
 }
 
 // `chronos run` starts the command without a shell: its arguments arrive

@@ -11,8 +11,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,6 +218,31 @@ type ledgerPathError struct {
 
 func (e ledgerPathError) Unwrap() error { return e.err }
 
+// groupShutOut names the group that shares the first of the paths that
+// exists (the one refused, else the ledger's, else its directory), when
+// this process is not in it: a shared ledger's group.
+func groupShutOut(paths ...string) (string, bool) {
+	for _, p := range append(paths, filepath.Dir(paths[len(paths)-1])) {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok || sys.Gid == 0 || int(sys.Gid) == os.Getegid() {
+			return "", false
+		}
+		if groups, err := os.Getgroups(); err == nil && slices.Contains(groups, int(sys.Gid)) {
+			return "", false
+		}
+		g, err := user.LookupGroupId(strconv.Itoa(int(sys.Gid)))
+		if err != nil {
+			return "", false
+		}
+		return g.Name, true
+	}
+	return "", false
+}
+
 func (e ledgerPathError) Error() string {
 	why := e.err.Err.Error()
 	switch {
@@ -233,7 +260,12 @@ func (e ledgerPathError) Error() string {
 	case errors.Is(e.err, syscall.EROFS):
 		why = "it is on a read-only file system"
 	case errors.Is(e.err, fs.ErrPermission):
-		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", core.CurrentIdentity().User, e.err.Path)
+		me := core.CurrentIdentity().User
+		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", me, e.err.Path)
+		if group, ok := groupShutOut(e.err.Path, e.path); ok {
+			why = fmt.Sprintf("%s is shared with the group %s, and %s is not in it: ask root to add you (sudo usermod -aG %s %s), then log in again",
+				e.err.Path, group, me, group, me)
+		}
 	}
 	return fmt.Sprintf("cannot use the ledger %s%s: %s", e.path, e.from, why)
 }
