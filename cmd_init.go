@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +22,8 @@ func initCmd(g *globals) *cobra.Command {
 		Long: `With --shared: create ` + core.SharedDir + ` for a group of users: owned by root
 and the group, setgid and sticky, mode 3770; the ledger inside gets mode 0660.
 Every user in the group then shares one ledger; everyone else cannot read or
-change it.
+change it. --db PATH (or CHRONOS_DB) puts it at PATH instead, in a directory
+prepared the same way; users then name it with --db or CHRONOS_DB too.
 
 With --store etcd://host:port,…: check that etcd answers, then write
 ` + core.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
@@ -38,7 +41,16 @@ shared by every host that names it, the ledger of every user of this host.
 			if !shared {
 				return usageError{errors.New("init: say --shared, or --store etcd://… (a per-user ledger needs no init)")}
 			}
-			path, err := core.InitShared(core.SharedDir, group)
+			// --db or CHRONOS_DB puts the shared ledger elsewhere; users
+			// then name it the same way.
+			path, elsewhere := filepath.Join(core.SharedDir, "chronos.db"), g.db
+			if elsewhere == "" {
+				elsewhere = os.Getenv("CHRONOS_DB")
+			}
+			if elsewhere != "" {
+				path = elsewhere
+			}
+			path, err := core.InitSharedAt(path, group)
 			if err != nil {
 				return err
 			}
@@ -47,6 +59,7 @@ shared by every host that names it, the ledger of every user of this host.
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode 0660).\n", path, groupOrRoot(group))
+			nextSteps(cmd.OutOrStdout(), path, elsewhere != "", group)
 			return nil
 		},
 	}
@@ -77,6 +90,25 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host.\n",
 		s, core.StoreFile(), groupOrRoot(group))
 	return nil
+}
+
+// nextSteps says what an admin does after init --shared: the monitor, a
+// policy, the group's members.
+func nextSteps(w io.Writer, path string, elsewhere bool, group string) {
+	fmt.Fprintln(w, "Next:")
+	fmt.Fprintln(w, "  1. Start the monitor, which ends bookings on time when no app is open:")
+	fmt.Fprintln(w, "       sudo systemctl enable --now chronos-monitor   (make install puts the unit in place)")
+	fmt.Fprintln(w, "     or, in tmux: sudo chronos --monitor")
+	fmt.Fprintln(w, "  2. Set a policy if the defaults don't suit (see chronos policy --help):")
+	fmt.Fprintln(w, "       sudo chronos policy set max=1d user-gpus=2")
+	if group == "" {
+		fmt.Fprintln(w, "  3. Only root may book: make it a group's with sudo chronos init --shared --group NAME")
+	} else {
+		fmt.Fprintf(w, "  3. Add the users who book to the group (they log in again to be in it):\n       sudo usermod -aG %s NAME\n", group)
+	}
+	if elsewhere {
+		fmt.Fprintf(w, "Users name this ledger with --db %s or CHRONOS_DB=%s: without either they use %s's, where it exists, or their own.\n", path, path, core.SharedDir)
+	}
 }
 
 func groupOrRoot(g string) string {

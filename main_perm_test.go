@@ -1,12 +1,14 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -161,4 +163,33 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
 	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])
+}
+
+// init --shared honours --db: the shared ledger goes where it says, in a
+// directory prepared as /var/lib/chronos would be (which is not made), and
+// the admin is told the next steps.
+func TestInitSharedHonoursDB(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: init --shared is root's")
+	}
+	t.Parallel()
+	_, had := os.Stat(core.SharedDir)
+	db := filepath.Join(t.TempDir(), "lab", "gpu.db")
+	r := cli(t, db, "init", "--shared", "--group", "daemon")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Shared ledger ready at "+db+" (group daemon, mode 0660).\n", strings.SplitAfter(r.stdout, "\n")[0])
+	for _, step := range []string{"sudo systemctl enable --now chronos-monitor", "sudo chronos --monitor", "sudo chronos policy set",
+		"sudo usermod -aG daemon NAME", "Users name this ledger with --db " + db + " or CHRONOS_DB=" + db} {
+		require.Contains(t, r.stdout, step)
+	}
+	st, err := os.Stat(filepath.Dir(db))
+	require.NoError(t, err)
+	require.Equal(t, core.SharedDirMode, st.Mode()&(fs.ModeType|fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
+	st, err = os.Stat(db)
+	require.NoError(t, err)
+	require.Equal(t, fs.FileMode(0o660), st.Mode().Perm())
+	require.Equal(t, uint32(1), st.Sys().(*syscall.Stat_t).Gid, "daemon's")
+	if os.IsNotExist(had) {
+		require.NoDirExists(t, core.SharedDir, "--db was not ignored")
+	}
 }

@@ -55,6 +55,13 @@ func LedgerPath(flag string) (string, error) {
 // changed through a descriptor: a link a member put at one of these names is
 // refused, never followed. Root only.
 func InitShared(dir, group string) (string, error) {
+	return InitSharedAt(filepath.Join(dir, ledgerName), group)
+}
+
+// InitSharedAt is InitShared for a ledger of another name or place: its
+// directory is prepared as InitShared prepares SharedDir.
+func InitSharedAt(path, group string) (string, error) {
+	dir := filepath.Dir(path)
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", ErrNotRoot)
 	}
@@ -73,7 +80,6 @@ func InitShared(dir, group string) (string, error) {
 	if err := storage.Own(dir, 0, gid, SharedDirMode); err != nil {
 		return "", fmt.Errorf("prepare %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, ledgerName)
 	for _, p := range []string{path, storage.BackupPath(path)} {
 		if err := storage.Own(p, 0, gid, 0o660); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("prepare %s: %w", p, err)
