@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Shell completion (`chronos completion bash|zsh|fish`, cobra's) that knows
@@ -39,6 +40,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 	flags := map[string]completion{
 		"events/booking": bookings(false),
 		"events/since":   values("10m", "1h", "1d", "7d"),
+		"events/kind":    listValues(enumStrings(storage.StoredEventKinds)),
 		"backend":        values(backends()...),
 		"log-format":     values("text", "json"),
 		"metrics-compat": values(string(metrics.CompatDCGM)),
@@ -86,7 +88,53 @@ func addCompletions(root *cobra.Command, g *globals) {
 		}
 	}
 	walk(root)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if bash, _, err := c.Find([]string{"bash"}); c.Name() == "completion" && err == nil && bash != c && bash.RunE != nil {
+			gen := bash.RunE
+			bash.RunE = func(cmd *cobra.Command, a []string) error {
+				if err := gen(cmd, a); err != nil {
+					return err
+				}
+				_, err := fmt.Fprint(cmd.OutOrStdout(), bashWithoutBashCompletion)
+				return err
+			}
+		}
+	}
 }
+
+// bashWithoutBashCompletion ends the bash script: cobra's script calls
+// _get_comp_words_by_ref, which only the bash-completion package defines;
+// without it every Tab said "_get_comp_words_by_ref: command not found".
+// This stand-in splits the line up to the cursor on blanks alone, so that
+// --flag=value and host:index stay one word, as cobra's -n =: asks.
+const bashWithoutBashCompletion = `
+# Without the bash-completion package: the one helper the script above needs.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    while [[ $# -gt 0 && $1 == -* ]]; do
+        [[ $1 == -n || $1 == -i || $1 == -w ]] && shift
+        shift
+    done
+    local __line=${COMP_LINE:0:COMP_POINT}
+    local -a __words
+    read -ra __words <<< "$__line"
+    [[ -z $__line || $__line =~ [[:space:]]$ ]] && __words+=("")
+    local __cword=$(( ${#__words[@]} - 1 ))
+    local __prev=""
+    (( __cword > 0 )) && __prev=${__words[__cword-1]}
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            cur) cur=${__words[__cword]} ;;
+            prev) prev=$__prev ;;
+            words) words=("${__words[@]}") ;;
+            cword) cword=$__cword ;;
+        esac
+        shift
+    done
+}
+fi
+`
 
 // nth completes the n-th argument with fns[n]. Past the last, release
 // takes more ids, and run the command to run, file and command names (as

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -121,4 +123,28 @@ func TestUpcomingBookingsAreNotTimeLeft(t *testing.T) {
 	r := cli(t, db, "extend", "1", "30m")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `^Extended 1 by 30m: now from .+ until .+ \(8h30m long\)\.\n$`, r.stdout)
+}
+
+// Tab completes in bash without the bash-completion package: cobra's
+// script needs its _get_comp_words_by_ref, and every Tab said "command not
+// found" (newcomer report). A bare bash (no rc files, so no
+// bash-completion) in tmux sources `chronos completion bash` and completes.
+func TestBashCompletionWithoutBashCompletion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(chronosBin, filepath.Join(dir, "chronos")))
+	db := filepath.Join(dir, "chronos.db")
+	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
+	s := newTmux(t, 120, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir)
+	s.keys("exec bash --norc --noprofile", "Enter")
+	s.keys("export PATH="+dir+":$PATH PS1='$ '; declare -F _get_comp_words_by_ref || echo no-bash-completion", "Enter")
+	s.waitFor("no-bash-completion", 10*time.Second)
+	s.keys("source <(chronos completion bash); clear", "Enter")
+	s.keys("chronos lis", "Tab")
+	s.waitFor("$ chronos list", 10*time.Second) // and a space, which the screen trims
+	s.keys("C-u", "chronos list --sta", "Tab")
+	scr := s.waitFor("$ chronos list --state", 10*time.Second)
+	s.keys("C-u", "chronos release ", "Tab")
+	scr += s.waitFor("$ chronos release 1", 10*time.Second)
+	require.NotContains(t, scr, "command not found")
 }
