@@ -76,6 +76,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// patience is how long a test waits for something a real process does
+// soon: generous, for a machine loaded by other tests and CPU hogs. A
+// test that passes never waits it out.
+const patience = 30 * time.Second
+
 type result struct {
 	stdout, stderr string
 	code           int
