@@ -95,8 +95,8 @@ func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
 	lab := labStore(t)
 	// gpuA's chronos has run once, so its GPUs are known to gpuB.
 	require.Equal(t, 0, onHost(t, lab, "gpuA", "available").code)
-	race(t, 16, func(i int) int {
-		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h").code
+	race(t, 16, func(i int) result {
+		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h")
 	})
 	require.Equal(t, "0% (0 MiB) free on GPU gpuA:1\n", onHost(t, lab, "gpuB", "available", "gpuA:1").stdout)
 	require.Equal(t, "100% (80.0 GiB) free on GPU 1\n", onHost(t, lab, "gpuB", "available", "1").stdout)

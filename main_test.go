@@ -166,28 +166,32 @@ func listJSON(t *testing.T, db string, args ...string) []core.PartitionJSON {
 // Sixteen real chronos processes race for 10% of GPU 0 each.
 func TestSixteenProcessesNeverOverbook(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	race(t, 16, func(int) int { return chronos(t, db, "create", "0", "0.1", "1h").code })
+	race(t, 16, func(int) result { return chronos(t, db, "create", "0", "0.1", "1h") })
 	require.Len(t, listJSON(t, db), 10)
 	require.Equal(t, "0% (0 MiB) free on GPU 0\n", chronos(t, db, "available", "0").stdout)
 }
 
-// race runs n processes at once (run(i) starts the i-th and returns its
-// exit status) that each book 10% of one GPU: exactly ten may win, and
-// every other one is refused (status 1).
-func race(t *testing.T, n int, run func(i int) int) {
+// race runs n processes at once (run(i) starts the i-th) that each book
+// 10% of one GPU: exactly ten may win, and every other one is refused for
+// want of room (status 1, saying so). Any other failure (a busy ledger, a
+// store that timed out) fails the test with what the process said.
+func race(t *testing.T, n int, run func(i int) result) {
 	t.Helper()
 	var wg sync.WaitGroup
-	codes := make([]int, n)
-	for i := range codes {
-		wg.Go(func() { codes[i] = run(i) })
+	results := make([]result, n)
+	for i := range results {
+		wg.Go(func() { results[i] = run(i) })
 	}
 	wg.Wait()
 	ok := 0
-	for _, c := range codes {
-		if c == 0 {
+	for i, r := range results {
+		switch {
+		case r.code == 0:
 			ok++
-		} else {
-			require.Equal(t, 1, c)
+		case r.code == 1 && strings.Contains(r.stderr, "free, 10% asked"):
+			// refused: the GPU is full
+		default:
+			t.Errorf("process %d: exit %d, not booked nor refused for want of room:\n%s%s", i, r.code, r.stdout, r.stderr)
 		}
 	}
 	require.Equal(t, 10, ok)
