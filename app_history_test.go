@@ -25,9 +25,23 @@ func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 // booking on GPU 1, made 65 minutes ago, does nothing all along; ours on
 // GPU 0, made 56 minutes ago for an hour, was warned a minute ago that it
 // ends in 5 minutes.
-func recordPastHour(t *testing.T, db string) {
+//
+// "Now" is 5 seconds into the current minute of the binary's clock, which
+// may be up to a minute ago: what the app draws of the last minutes (an
+// idle stretch up to now, its length in whole minutes) depends on where in
+// its minute the recording ends, so it ends at the same place whatever the
+// time of day. It returns the environment that sets the app's clock back
+// to match (CHRONOS_TEST_CLOCK_OFFSET; the binary has the testclock tag):
+// the app starts 5 s past the recording's last minute, and the drawing
+// stays the same for the next 55 s however slowly the app starts.
+func recordPastHour(t *testing.T, db string) (appClock []string) {
 	t.Helper()
-	now := clock.System().Now() // the binary's clock: shifted in a testclock build
+	real := clock.System().Now() // the binary's clock: shifted in a testclock build
+	now := real.Truncate(time.Minute).Add(5 * time.Second)
+	if now.After(real) {
+		now = now.Add(-time.Minute)
+	}
+	appClock = clockSetBack(t, real.Sub(now))
 	at := clock.NewFake(now.Add(-65 * time.Minute))
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: at.Now})
 	devices := func() (string, []gpu.Device, error) {
@@ -50,6 +64,7 @@ func recordPastHour(t *testing.T, db string) {
 		_, err := mon.Tick()
 		require.NoError(t, err)
 	}
+	return appClock
 }
 
 // A freshly opened app shows a GPU's last hour at once, from what monitors
@@ -58,9 +73,10 @@ func recordPastHour(t *testing.T, db string) {
 // back. And the app's monitor tells its user, on the notice line, that
 // their booking ends soon.
 func TestAppHistoryAndNotices(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	recordPastHour(t, db)
-	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
+	appClock := recordPastHour(t, db)
+	env := append([]string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}, appClock...)
 	s := newTmux(t, 80, 24, env...)
 	s.keys(chronosBin, "Enter")
 	s.waitFor("Bookings (2)", 10*time.Second)

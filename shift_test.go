@@ -55,3 +55,17 @@ func (s *shiftFile) write() {
 	require.NoError(s.t, os.WriteFile(tmp, []byte(s.now.String()+"\n"), 0o644))
 	require.NoError(s.t, os.Rename(tmp, s.path))
 }
+
+// clockSetBack is the environment that sets a process's clock back by d
+// from this test's, for good (CHRONOS_TEST_CLOCK_OFFSET, on top of the
+// offset the whole run may have).
+func clockSetBack(t testing.TB, d time.Duration) []string {
+	t.Helper()
+	var offset time.Duration
+	if v := os.Getenv("CHRONOS_TEST_CLOCK_OFFSET"); v != "" {
+		var err error
+		offset, err = time.ParseDuration(v)
+		require.NoError(t, err)
+	}
+	return []string{"CHRONOS_TEST_CLOCK_OFFSET=" + (offset - d).String()}
+}
