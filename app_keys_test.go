@@ -15,6 +15,7 @@ import (
 // other than q must not act: x then y releases nothing, n and enter book
 // nothing. The real binary, in a real terminal that shrinks and grows.
 func TestAppTooSmallActsOnlyOnQuit(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "50%", "1h").code)
 	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2"}

@@ -12,6 +12,7 @@ import (
 // enter; the Queue tab shows it; when the holder releases, the release
 // books it, and the app shows the booking.
 func TestAppJoinsTheLineFromTheForm(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "1")
 	cover, collect := otherUserCoverDir(t)
 	t.Cleanup(collect)

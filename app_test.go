@@ -76,6 +76,7 @@ func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 }
 
 func TestAppEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
 	s := newTmux(t, 100, 30, env...)
@@ -121,6 +122,7 @@ func TestAppEndToEnd(t *testing.T) {
 
 // Without a terminal the app refuses clearly instead of drawing garbage.
 func TestAppNeedsATerminal(t *testing.T) {
+	t.Parallel()
 	r := chronos(t, filepath.Join(t.TempDir(), "c.db"))
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "needs a terminal")
@@ -128,6 +130,7 @@ func TestAppNeedsATerminal(t *testing.T) {
 
 // The app on a damaged ledger says so, and where to turn.
 func TestAppOnDamagedLedger(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.NoError(t, os.WriteFile(db, []byte("not a database at all, just some words\n"), 0o600))
 	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
@@ -141,6 +144,7 @@ func TestAppOnDamagedLedger(t *testing.T) {
 // The app's --log is opened as the ledger is: a FIFO there (which would
 // block the open for ever) or a symbolic link is refused, with the reason.
 func TestAppLogMustBeARegularFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))

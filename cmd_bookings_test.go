@@ -38,6 +38,7 @@ func ids(t *testing.T, db string, args ...string) string {
 
 // list's filters keep what they say, and -o and --no-headers shape it.
 func TestListFiltersAndOutputs(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, "1 2", ids(t, db))
 	require.Equal(t, "1", ids(t, db, "--mine"), "root's live one")
@@ -94,6 +95,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 
 // release --mine releases only yours, and never without a yes.
 func TestReleaseMine(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.1", "1h").code) // 4, root's
 	before, err := os.ReadFile(db)
@@ -120,6 +122,7 @@ func TestReleaseMine(t *testing.T) {
 
 // On a terminal, release --mine asks, and only y releases.
 func TestReleaseMineAsksOnATerminal(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	s := newTmux(t, 120, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" release --mine; echo status=$?", "Enter")
@@ -138,6 +141,7 @@ func TestReleaseMineAsksOnATerminal(t *testing.T) {
 
 // show tells everything about one booking; events filter the trail.
 func TestShowAndEventFilters(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, 0, cli(t, db, "extend", "2", "30m").code)
 	r := cli(t, db, "show", "2")

@@ -27,6 +27,7 @@ func cli(t testing.TB, db string, args ...string) result {
 }
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "create", "0", "0.5", "3600")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -74,6 +75,7 @@ func TestCommandLine(t *testing.T) {
 
 // Every bad input names its problem, exits non-zero and changes nothing.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.6", "1h").code)
 	before, err := os.ReadFile(db)
@@ -168,6 +170,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestDamagedLedgerIsReportedNotPanicked(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string][]byte{
 		"text":  []byte("not a database at all, just some words\n"),
 		"zeros": make([]byte, 16384),
@@ -189,6 +192,7 @@ func TestDamagedLedgerIsReportedNotPanicked(t *testing.T) {
 }
 
 func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
 	require.NoError(t, os.WriteFile(db, []byte("garbage garbage garbage"), 0o600))
@@ -200,6 +204,7 @@ func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
 // `chronos backends` names the backend gpu.Open would pick, by the same
 // decision, and the sharing mode by its one label.
 func TestBackendsCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "--backend", "sim", "backends")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -226,6 +231,7 @@ func TestBackendsCommand(t *testing.T) {
 // What scripts read: available --json and events --json, whose booking id
 // is under "booking" and, for scripts written before, "partition".
 func TestJSONForScripts(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "1h").code)
 
@@ -246,6 +252,7 @@ func TestJSONForScripts(t *testing.T) {
 
 // --version and -v print what `chronos version` prints.
 func TestVersionFlags(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	want := cli(t, db, "version")
 	require.Equal(t, 0, want.code)
@@ -260,6 +267,7 @@ func TestVersionFlags(t *testing.T) {
 // Help shows no defaults that mean nothing to a person, names days, and
 // the word for the thing is booking.
 func TestHelpText(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "help", "run")
 	require.Equal(t, 0, r.code)
@@ -276,6 +284,7 @@ func TestHelpText(t *testing.T) {
 
 // A 100 kB argument is named, not echoed back whole, wherever it lands.
 func TestHugeArgumentsAreNotEchoed(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
 	huge := strings.Repeat("x", 100_000)
@@ -303,6 +312,7 @@ func TestHugeArgumentsAreNotEchoed(t *testing.T) {
 // run --booking joins a booking (--partition, the old name, too), and the
 // command finds its booking under both names.
 func TestRunInABooking(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
 	for _, flag := range []string{"--booking", "--partition"} {
@@ -316,6 +326,7 @@ func TestRunInABooking(t *testing.T) {
 // list shows the compute cap, when an ended booking ended, and, with only
 // history left, that --all shows it; an empty audit trail says so.
 func TestListAndEventsSayWhatIsThere(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "events")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -343,6 +354,7 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 // A damaged ledger's error points at chronos doctor; a ledger path that
 // cannot be used says which and why, in words.
 func TestLedgerProblemsInWords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	damaged := filepath.Join(dir, "damaged.db")
 	require.NoError(t, os.WriteFile(damaged, []byte("not a database at all, just some words\n"), 0o600))

@@ -26,6 +26,7 @@ func complete(t *testing.T, db string, args ...string) ([]string, cobra.ShellCom
 }
 
 func TestCompletionKnowsTheDomain(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	for _, a := range [][]string{{"create", "0", "0.5", "1h"}, {"create", "1", "0.25", "30m", "--user", "nobody"}, {"create", "1", "0.25", "2h"}} {
 		require.Equal(t, 0, cli(t, db, a...).code)
@@ -89,6 +90,7 @@ func TestCompletionKnowsTheDomain(t *testing.T) {
 // An ordinary user is offered only the bookings they may change, and
 // still sees everyone's for show.
 func TestCompletionOffersOnlyYours(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.5")
 	require.Equal(t, 0, asNobody(t, bin, db, "create", "1", "0.5", "1h").code)
 	r := asNobody(t, bin, db, "__complete", "release", "")

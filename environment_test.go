@@ -19,6 +19,7 @@ import (
 // os.Getenv or os.LookupEnv, or from a process's environ — and every one
 // chronos run sets ("NAME=…" in the code), and nothing else.
 func TestEnvironmentTableIsComplete(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	var files []*ast.File
 	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -41,6 +41,7 @@ func runEnv(t testing.TB, env []string, args ...string) result {
 // From any host of a lab a person books any host's GPU as HOST:INDEX; lists
 // say whose GPU each booking holds; chronos run refuses another host's.
 func TestHostsOnTheCommandLine(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	r := onHost(t, lab, "gpu1", "create", "0", "60%", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -92,6 +93,7 @@ func TestHostsOnTheCommandLine(t *testing.T) {
 // Sixteen chronos processes on two hosts race for 10% of one GPU each:
 // exactly ten win, whichever host they run on.
 func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	// gpuA's chronos has run once, so its GPUs are known to gpuB.
 	require.Equal(t, 0, onHost(t, lab, "gpuA", "available").code)
@@ -106,6 +108,7 @@ func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
 // exit 1 within the timeout; nothing is written, and once it answers again
 // everything carries on.
 func TestEtcdDown(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	nobody := "etcd://" + l.Addr().String()
@@ -135,6 +138,7 @@ func TestEtcdDown(t *testing.T) {
 // sudo chronos init --store checks that etcd answers, then writes the store
 // file, root:group 0640; every chronos on the host then uses that ledger.
 func TestInitStore(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
@@ -166,6 +170,7 @@ func TestInitStore(t *testing.T) {
 // publishing, and their clocks as the monitors measure them; a host whose
 // monitor is killed is shown as not seen once its status lapses.
 func TestBackendsShowsHostsAndClocks(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	monitor := func(host string) *exec.Cmd {
 		cmd := exec.Command(chronosBin, "--monitor")
@@ -196,6 +201,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 
 // chronos migrate copies a host's file into the lab's ledger, once.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "1h").code)

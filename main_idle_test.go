@@ -21,6 +21,7 @@ import (
 // A hold shows in list, --json and the audit trail, and so does what a
 // monitor measured (bad input to hold is in TestBadInputChangesNothing).
 func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "8h").code)
 

@@ -23,6 +23,7 @@ import (
 
 // A bad --metrics says what is wrong before anything starts.
 func TestMetricsFlagsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -93,6 +94,7 @@ func metricsMonitor(t *testing.T, env []string, flags ...string) (*exec.Cmd, str
 // The real `chronos --monitor --metrics` serves the live bookings, says
 // where in its first line, and stops serving when it stops.
 func TestMonitorServesMetrics(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "2h").code)
@@ -124,6 +126,7 @@ func TestMonitorServesMetrics(t *testing.T) {
 
 // The app serves the same metrics with --metrics while it is open.
 func TestAppServesMetrics(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.5", "1h").code)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -156,6 +159,7 @@ func TestAppServesMetrics(t *testing.T) {
 // On a ledger many hosts share, a host's monitor serves its own GPUs'
 // bookings, so that summing the hosts' series sums the lab.
 func TestMetricsOnALabServeThisHost(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	for _, b := range []struct{ host, gpu, share string }{{"gpu1", "0", "60%"}, {"gpu2", "0", "10%"}, {"gpu2", "1", "20%"}} {
 		r := onHost(t, lab, b.host, "create", b.gpu, b.share, "1h")
@@ -180,6 +184,7 @@ func TestMetricsOnALabServeThisHost(t *testing.T) {
 // chronos_queue_requests counts the line as the ledger holds it, per GPU
 // and for any GPU, with real waiters, and follows it when room frees.
 func TestMetricsCountTheLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "80%", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "70%", "1h").code)

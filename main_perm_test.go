@@ -53,6 +53,7 @@ func otherUserCopy(t *testing.T) (bin, db string) {
 // release or run inside another's booking, book for someone else, or change
 // the policy: the ownership checks hold, and a refusal writes nothing.
 func TestOtherUsersAreRefused(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.2")
 	before, err := os.ReadFile(db)
 	require.NoError(t, err)
@@ -89,6 +90,7 @@ func TestOtherUsersAreRefused(t *testing.T) {
 // A ledger another user may not touch is named, with who may not, in
 // words — not a system call's error.
 func TestLedgerOutOfReach(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
 	}
@@ -102,6 +104,7 @@ func TestLedgerOutOfReach(t *testing.T) {
 // `chronos run` starts the command without a shell: its arguments arrive
 // as they were given, however they look to a shell.
 func TestRunPassesArgumentsLiterally(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, touched := filepath.Join(dir, "chronos.db"), filepath.Join(dir, "touched")
 	arg := "$(touch " + touched + "); echo hi `touch " + touched + "` | cat > " + touched + " *"
@@ -114,15 +117,15 @@ func TestRunPassesArgumentsLiterally(t *testing.T) {
 // The command's environment is chronos's own, unchanged, plus the
 // variables that tie it to its booking.
 func TestRunPassesEnvironmentThrough(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	t.Setenv("CHRONOS_TEST_ODD", "a=b;$(x) 'quoted' \"double\"\ttab")
-	t.Setenv("CUDA_VISIBLE_DEVICES", "7") // replaced by the booking's
-	r := chronos(t, db, "run", "1", "0.1", "1m", "--", "env", "-0")
+	env := []string{"CHRONOS_TEST_ODD=a=b;$(x) 'quoted' \"double\"\ttab", "CUDA_VISIBLE_DEVICES=7"} // the latter replaced by the booking's
+	r := runWith(t, chronosBin, db, nil, env, 0, "run", "1", "0.1", "1m", "--", "env", "-0")
 	require.Equal(t, 0, r.code, r.stderr)
 
 	// What chronos was given: the helper's environment, last value winning.
 	parent := map[string]string{}
-	for _, kv := range append(os.Environ(), binEnv(db)...) {
+	for _, kv := range append(append(os.Environ(), binEnv(db)...), env...) {
 		k, v, _ := strings.Cut(kv, "=")
 		parent[k] = v
 	}

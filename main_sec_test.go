@@ -29,6 +29,7 @@ func requirePrintable(t *testing.T, out string) {
 // write anything there, and the monitor records other users' command
 // lines): `list`, `events` and errors print them escaped, JSON exactly.
 func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
 	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
@@ -74,6 +75,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 // and 120 GiB could be booked on an 80 GiB card. Now their stats show them
 // their simulation, and the ledger keeps its GPUs.
 func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.1")
 	eight := []string{"CHRONOS_SIM_GPUS=1", "CHRONOS_SIM_MEMORY=8TiB"}
 	r := runWith(t, bin, db, nobody, eight, 0, "stats")
@@ -90,6 +92,7 @@ func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
 // stats and --monitor on a ledger this user may only read show everything
 // and run; they used to fail writing the GPU inventory's cache.
 func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
+	t.Parallel()
 	bin, db := otherUserCopy(t) // as another uid: root ignores file modes
 	r := runWith(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -118,6 +121,7 @@ func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 // (an event says how), available lists only the GPUs there are, and a
 // booking on a GPU that is gone is shown as such, not dropped.
 func TestStaleInventory(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.3", "1h").code)
 	one := []string{"CHRONOS_SIM_GPUS=1"}

@@ -165,6 +165,7 @@ func listJSON(t *testing.T, db string, args ...string) []core.PartitionJSON {
 
 // Sixteen real chronos processes race for 10% of GPU 0 each.
 func TestSixteenProcessesNeverOverbook(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	race(t, 16, func(int) result { return chronos(t, db, "create", "0", "0.1", "1h") })
 	require.Len(t, listJSON(t, db), 10)
@@ -198,6 +199,7 @@ func race(t *testing.T, n int, run func(i int) result) {
 }
 
 func TestRunPassesStatusAndStopsAtDeadline(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := chronos(t, db, "run", "0", "0.2", "1h", "--", "sh", "-c", `echo "in $CHRONOS_PARTITION_ID"; exit 7`)
 	require.Equal(t, 7, r.code, r.stderr)
@@ -214,6 +216,7 @@ func TestRunPassesStatusAndStopsAtDeadline(t *testing.T) {
 // The headless monitor expires bookings on time, logs each act with a
 // timestamp, and stops cleanly on SIGTERM.
 func TestHeadlessMonitor(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	cmd := exec.Command(chronosBin, "--monitor", "--log-format", "json")
 	cmd.Env = append(os.Environ(), binEnv(db)...)
@@ -309,6 +312,7 @@ func medianMS(d []time.Duration) float64 {
 // The real binary: a mistyped command exits 2 with the nearest command,
 // and --version works where scripts call it.
 func TestBinaryExitStatuses(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := chronos(t, db, "lst")
 	require.Equal(t, exitUsage, r.code)
@@ -324,6 +328,7 @@ func TestBinaryExitStatuses(t *testing.T) {
 // SIGUSR1 handler, and a script that traps only TERM, both run to the
 // booking's deadline and get SIGTERM there, not an early death.
 func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	logf := filepath.Join(t.TempDir(), "log")
 	// A short booking: its warning lead (a tenth, 0.3 s) falls well inside it.
@@ -346,6 +351,7 @@ func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
 // a second before the end (never earlier), then SIGTERM at the end.
 // --warn-signal is the same flag under its old name.
 func TestRunSignalOptIn(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--signal", "--warn-signal"} {
 		t.Run(flag, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "chronos.db")
@@ -384,8 +390,13 @@ func readFile(t *testing.T, path string) string {
 // free figures are rounded as they are compared; far dates carry a year;
 // a compute cap with no MPS daemon to apply it says so.
 func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", t.TempDir()) // no MPS daemon serves it
+	noMPS := []string{"CUDA_MPS_PIPE_DIRECTORY=" + t.TempDir()} // no MPS daemon serves it
+	chronos := func(t *testing.T, db string, args ...string) result {
+		t.Helper()
+		return runWith(t, chronosBin, db, nil, noMPS, 0, args...)
+	}
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
 	r := chronos(t, db, "create", "0", "0.5", "1h")
 	require.Equal(t, 1, r.code)
@@ -413,6 +424,7 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 // simulated GPU 0 runs "alice"'s python with no booking, and a booking on
 // GPU 0 makes the monitor note it.
 func TestEventsNameTheProcessOwner(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
 	mon := exec.Command(chronosBin, "--monitor")
@@ -441,6 +453,7 @@ func TestEventsNameTheProcessOwner(t *testing.T) {
 // "alice"'s unbooked python, which `chronos stats` reads and stores. With
 // admit=physical the warning is a refusal.
 func TestCreateWarnsOfMemoryInUse(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := chronos(t, db, "create", "0", "80GiB", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -469,6 +482,7 @@ func TestCreateWarnsOfMemoryInUse(t *testing.T) {
 // deadline. While its command still runs, list shows the booking orphaned;
 // once nothing of it runs, the monitor releases it and says why.
 func TestDeadWrapperReleasesItsBooking(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	mark := filepath.Join(t.TempDir(), "started")
 	run := exec.Command(chronosBin, "run", "0", "0.3", "1h", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 600`, mark)

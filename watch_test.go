@@ -17,6 +17,7 @@ import (
 // shows other people's changes, and on Ctrl-C leaves the terminal as it
 // found it: the shell's screen back, the cursor shown, status 0.
 func TestWatchRedrawsAndLeavesTheTerminalClean(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	s := newTmux(t, 100, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys("echo before-watch", "Enter")
@@ -42,6 +43,7 @@ func TestWatchRedrawsAndLeavesTheTerminalClean(t *testing.T) {
 
 // stats --watch N draws too, cut to a small window.
 func TestStatsWatchFitsTheWindow(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	s := newTmux(t, 40, 8, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" stats --watch 1s; echo status=$?", "Enter")
@@ -58,6 +60,7 @@ func TestStatsWatchFitsTheWindow(t *testing.T) {
 // Without a terminal, --watch prints frame after frame, with no escape
 // sequences, and stops cleanly on SIGINT.
 func TestWatchWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
 	cmd := exec.Command(chronosBin, "list", "-w", "300ms")
@@ -75,6 +78,7 @@ func TestWatchWithoutATerminal(t *testing.T) {
 
 // The interval is checked like any duration.
 func TestWatchIntervalIsChecked(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	for args, msg := range map[string]string{
 		"list --watch=soon":  `--watch "soon": not seconds (2) or a duration (500ms, 5s, 1m) (see chronos list --help)`,
