@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -106,12 +108,29 @@ func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 	require.Contains(t, r.stdout, "GPU 2")
 	require.Contains(t, r.stdout, "8.0 GiB booked (10%)")
 	// The monitor runs; what it would record (the simulated GPUs' unbooked
-	// processes) it cannot, and says so once, not every second.
-	r = runWith(t, bin, db, nobody, three, 2500*time.Millisecond, "--monitor")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "started")
-	require.Equal(t, 1, strings.Count(r.stderr, "kind=error"), r.stderr)
-	require.Contains(t, r.stderr, "the ledger is read-only here")
+	// processes) it cannot, and says so once, not at every pass: its clock
+	// moves on 30 s, a pass due every second of it, before it is stopped
+	// (an error that persists is said again after a minute).
+	shift := newShiftFile(t, filepath.Dir(db))
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	mon := exec.Command(bin, "--monitor")
+	mon.Env = append(append(os.Environ(), binEnv(db)...), append(append(three, shift.Env()...), "HOME=/nonexistent", "GOCOVERDIR="+cover)...)
+	mon.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	said := saying(t, mon)
+	var stderr strings.Builder
+	stderr.WriteString(until(t, said, "started"))
+	stderr.WriteString(until(t, said, "kind=error"))
+	for range 6 {
+		shift.Advance(5 * time.Second)
+		time.Sleep(100 * time.Millisecond) // pace: let a pass run at each step
+	}
+	require.NoError(t, mon.Process.Signal(syscall.SIGTERM))
+	stderr.WriteString(rest(said))
+	require.NoError(t, mon.Wait(), stderr.String())
+	require.Contains(t, stderr.String(), "stopped")
+	require.Equal(t, 1, strings.Count(stderr.String(), "kind=error"), stderr.String())
+	require.Contains(t, stderr.String(), "the ledger is read-only here")
 	after, err := os.ReadFile(db)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
