@@ -79,23 +79,23 @@ func TestAppHistoryAndNotices(t *testing.T) {
 	env := append([]string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}, appClock...)
 	s := newTmux(t, 80, 24, env...)
 	s.keys(chronosBin, "Enter")
-	s.waitFor("Bookings (2)", 10*time.Second)
-	scr := s.waitFor("⚠", 5*time.Second)
+	s.waitFor("Bookings (2)")
+	scr := s.waitFor("⚠")
 	require.Contains(t, scr, "your booking #2: ends in 5m (GPU 0)", "a monitor that starts tells of the last two minutes' notices")
-	s.waitFor("GPU 1 ", 10*time.Second) // the first reading of the GPUs
+	s.waitFor("GPU 1 ") // the first reading of the GPUs
 
 	// The second row: nobody's, on GPU 1, ending last.
 	s.keys("j", "Enter")
-	scr = s.waitFor("idle 50m", 5*time.Second)
+	scr = s.waitFor("idle 50m")
 	require.Contains(t, scr, "GPU 1  Simulated H100 80GB")
 	require.Regexp(t, `#1 nobody│━+░ idle 50m ░+`, scr)
 	require.NotContains(t, scr, "#2 root", "GPU 0's booking")
 	s.keys("Right")
-	scr = s.waitFor("GPU 0  Simulated", 3*time.Second)
-	require.Contains(t, scr, "#2 root")
+	scr = s.waitFor("#2 root") // once it has read the ledger
+	require.Contains(t, scr, "GPU 0  Simulated")
 	s.keys("d")
-	require.Eventually(t, func() bool { return !strings.Contains(s.screen(), "⚠") }, 3*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return !strings.Contains(s.screen(), "⚠") }, patience, 50*time.Millisecond)
 	s.keys("Escape")
-	s.waitFor("Bookings (2)", 3*time.Second)
+	s.waitFor("Bookings (2)")
 	s.keys("q")
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -126,15 +125,15 @@ func TestReleaseMineAsksOnATerminal(t *testing.T) {
 	db := bookingsOfTwo(t)
 	s := newTmux(t, 120, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" release --mine; echo status=$?", "Enter")
-	s.waitFor("Release 1 booking(s) of root: #1 (GPU 0, 50%)? [y/N]", 10*time.Second)
+	s.waitFor("Release 1 booking(s) of root: #1 (GPU 0, 50%)? [y/N]")
 	s.keys("n", "Enter")
-	s.waitFor("status=1", 5*time.Second)
+	s.waitFor("status=1")
 	require.Contains(t, s.screen(), "chronos: nothing released")
 	require.Equal(t, "1 2", ids(t, db))
 	s.keys("clear; "+chronosBin+" release --mine; echo status=$?", "Enter")
-	s.waitFor("[y/N]", 10*time.Second)
+	s.waitFor("[y/N]")
 	s.keys("y", "Enter")
-	s.waitFor("status=0", 5*time.Second)
+	s.waitFor("status=0")
 	require.Contains(t, s.screen(), "Released 1.")
 	require.Equal(t, "2", ids(t, db))
 }

@@ -73,7 +73,7 @@ func TestCreateWaitsInLine(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	said := saying(t, cmd)
-	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at \S+ on GPU 0 \(GPU 0 has 20% free, 50% asked\)\n$`, until(t, said, "waits"))
+	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at `+clockTime+` on GPU 0 \(GPU 0 has 20% free, 50% asked\)\n$`, until(t, said, "waits"))
 
 	r := cli(t, db, "queue")
 	require.Equal(t, 0, r.code, r.stderr)

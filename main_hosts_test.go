@@ -184,7 +184,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	other := monitor("gpu2")
 	require.Eventually(t, func() bool {
 		return regexp.MustCompile(`host gpu2:\s+live, 2 GPUs, clock [+-]0\.0`).MatchString(onHost(t, lab, "gpu1", "backends").stdout)
-	}, 20*time.Second, 200*time.Millisecond)
+	}, patience, 200*time.Millisecond)
 	r := onHost(t, lab, "gpu1", "backends", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var rep core.BackendsJSON
@@ -196,7 +196,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	require.NoError(t, other.Process.Kill())
 	require.Eventually(t, func() bool {
 		return strings.Contains(onHost(t, lab, "gpu1", "backends").stdout, "host gpu2:           not seen")
-	}, 15*time.Second, 200*time.Millisecond)
+	}, patience, 200*time.Millisecond)
 }
 
 // chronos migrate copies a host's file into the lab's ledger, once.

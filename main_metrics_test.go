@@ -106,7 +106,7 @@ func TestMonitorServesMetrics(t *testing.T) {
 	require.Eventually(t, func() bool { // the first reading of the GPUs
 		text = scrapeText(t, url)
 		return strings.Contains(text, "DCGM_FI_DEV_GPU_UTIL{")
-	}, 10*time.Second, 50*time.Millisecond)
+	}, patience, 50*time.Millisecond)
 	info := bookingInfo(text)
 	live := listJSON(t, db)
 	require.Len(t, info, len(live))
@@ -135,7 +135,7 @@ func TestAppServesMetrics(t *testing.T) {
 	require.NoError(t, free.Close())
 	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" --metrics "+addr, "Enter")
-	s.waitFor("Bookings (1)", 10*time.Second)
+	s.waitFor("Bookings (1)")
 	var text string
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
@@ -145,7 +145,7 @@ func TestAppServesMetrics(t *testing.T) {
 		_ = resp.Body.Close()
 		text = scrapeText(t, "http://"+addr+"/metrics")
 		return strings.Contains(text, "chronos_gpu_unbooked_memory_bytes{")
-	}, 10*time.Second, 100*time.Millisecond)
+	}, patience, 100*time.Millisecond)
 	require.Contains(t, bookingInfo(text)[1], `gpu="1"`)
 	require.NotContains(t, text, "DCGM_", "dcgm names only with --metrics-compat dcgm")
 
@@ -153,7 +153,7 @@ func TestAppServesMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := http.Get("http://" + addr + "/metrics")
 		return err != nil
-	}, 5*time.Second, 50*time.Millisecond, "still serving after the app quit")
+	}, patience, 50*time.Millisecond, "still serving after the app quit")
 }
 
 // On a ledger many hosts share, a host's monitor serves its own GPUs'
@@ -220,6 +220,6 @@ func TestMetricsCountTheLine(t *testing.T) {
 	require.Equal(t, queued(), served())
 
 	require.Equal(t, 0, cli(t, db, "release", "1").code, "room on GPU 0 for some of the line")
-	require.Eventually(t, func() bool { return queued()["0"] < 2 }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return queued()["0"] < 2 }, patience, 50*time.Millisecond)
 	require.Equal(t, queued(), served())
 }

@@ -81,6 +81,12 @@ func TestMain(m *testing.M) {
 // test that passes never waits it out.
 const patience = 30 * time.Second
 
+// clockTime matches an instant as core.FormatTime prints it, whatever the
+// day and hour the test runs at: the time of day, with the weekday and
+// date when it falls on another day (an hour from 23:30 does), and the
+// year when it is months away.
+const clockTime = `(?:\w{3} \w{3} \d{1,2} (?:\d{4} )?)?\d\d:\d\d:\d\d`
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -244,7 +250,7 @@ func TestHeadlessMonitor(t *testing.T) {
 				if string(a.Kind) == kind {
 					return a
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(patience):
 				t.Fatalf("no %s act", kind)
 			}
 		}
@@ -400,8 +406,8 @@ func TestCreateSaysWhatAPersonNeeds(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.6", "1h").code)
 	r := chronos(t, db, "create", "0", "0.5", "1h")
 	require.Equal(t, 1, r.code)
-	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until \d\d:\d\d:\d\d\)\. GPU 1 has 100% free\. `+
-		`It would fit at \d\d:\d\d:\d\d \(--wait joins the line\)\n$`, r.stderr)
+	require.Regexp(t, `GPU 0 has 40% \(32.0 GiB\) free, 50% asked: held by root \(60%, #1, until `+clockTime+`\)\. GPU 1 has 100% free\. `+
+		`It would fit at `+clockTime+` \(--wait joins the line\)\n$`, r.stderr)
 
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.000001", "1h").code)
 	r = chronos(t, db, "create", "1", "100%", "1h")
@@ -436,7 +442,7 @@ func TestEventsNameTheProcessOwner(t *testing.T) {
 		r := chronos(t, db, "events", "--json")
 		evs = nil
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &evs) == nil && slices.ContainsFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
-	}, 10*time.Second, 100*time.Millisecond)
+	}, patience, 100*time.Millisecond)
 	i := slices.IndexFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
 	require.NotNil(t, evs[i].Process)
 	require.Equal(t, "alice", evs[i].Process.User)
@@ -494,7 +500,7 @@ func TestDeadWrapperReleasesItsBooking(t *testing.T) {
 		b, err := os.ReadFile(mark)
 		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && child > 0
-	}, 10*time.Second, 20*time.Millisecond)
+	}, patience, 20*time.Millisecond)
 	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
 
 	mon := exec.Command(chronosBin, "--monitor", "--sample-every", "100ms")
@@ -511,11 +517,11 @@ func TestDeadWrapperReleasesItsBooking(t *testing.T) {
 	require.Eventually(t, func() bool {
 		parts := listJSON(t, db)
 		return len(parts) == 1 && parts[0].State == core.StatusOrphaned
-	}, 10*time.Second, 50*time.Millisecond, "its command still runs: orphaned, not released")
+	}, patience, 50*time.Millisecond, "its command still runs: orphaned, not released")
 	require.Regexp(t, `(?m)^1\s.*\sorphaned\s+-$`, chronos(t, db, "list").stdout)
 
 	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 0 }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 0 }, patience, 50*time.Millisecond)
 	parts := listJSON(t, db, "--all")
 	require.Equal(t, core.StatusReleased, parts[0].State)
 	r := chronos(t, db, "events")

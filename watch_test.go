@@ -22,17 +22,17 @@ func TestWatchRedrawsAndLeavesTheTerminalClean(t *testing.T) {
 	s := newTmux(t, 100, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys("echo before-watch", "Enter")
 	s.keys(chronosBin+" list --watch 0.5; echo status=$?", "Enter")
-	s.waitFor("Every 500ms: chronos list", 10*time.Second)
+	s.waitFor("Every 500ms: chronos list")
 	require.Equal(t, "1", s.format("#{alternate_on}"))
 	require.Equal(t, "0", s.format("#{cursor_flag}"), "the cursor is hidden while it draws")
 	require.NotContains(t, s.screen(), "before-watch", "drawn on a screen of its own")
 
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.5", "1h").code)
-	scr := s.waitFor("40.0 GiB", 3*time.Second)
+	scr := s.waitFor("40.0 GiB")
 	require.Equal(t, 1, strings.Count(scr, "Every 500ms"), "redrawn in place, not scrolled")
 
 	s.keys("C-c")
-	s.waitFor("status=0", 5*time.Second)
+	s.waitFor("status=0")
 	require.Equal(t, "0", s.format("#{alternate_on}"))
 	require.Equal(t, "1", s.format("#{cursor_flag}"))
 	scr = s.screen()
@@ -47,14 +47,14 @@ func TestStatsWatchFitsTheWindow(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	s := newTmux(t, 40, 8, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" stats --watch 1s; echo status=$?", "Enter")
-	scr := s.waitFor("Every 1s: chronos stats", 10*time.Second)
+	scr := s.waitFor("Every 1s: chronos stats")
 	lines := strings.Split(strings.TrimRight(scr, "\n"), "\n")
 	require.LessOrEqual(t, len(lines), 8)
 	for _, l := range lines {
 		require.LessOrEqual(t, len([]rune(l)), 40, l)
 	}
 	s.keys("C-c")
-	s.waitFor("status=0", 5*time.Second)
+	s.waitFor("status=0")
 }
 
 // Without a terminal, --watch prints frame after frame, with no escape
