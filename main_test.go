@@ -180,14 +180,24 @@ func TestSixteenProcessesNeverOverbook(t *testing.T) {
 
 // race runs n processes at once (run(i) starts the i-th) that each book
 // 10% of one GPU: exactly ten may win, and every other one is refused for
-// want of room (status 1, saying so). Any other failure (a busy ledger, a
-// store that timed out) fails the test with what the process said.
+// want of room (status 1, saying so). A process that lost to the other
+// writers until its time ran out (a lab's ledger on a loaded machine) says
+// the ledger is busy and nothing was written: it is run again, as a person
+// would, up to maxBusy times (were something written after all, an eleventh
+// win or a full GPU short of ten wins would show it). Any other failure
+// fails the test with what the process said.
 func race(t *testing.T, n int, run func(i int) result) {
 	t.Helper()
+	const maxBusy = 3
 	var wg sync.WaitGroup
 	results := make([]result, n)
+	busy := make([]int, n)
 	for i := range results {
-		wg.Go(func() { results[i] = run(i) })
+		wg.Go(func() {
+			for results[i] = run(i); isBusy(results[i]) && busy[i] < maxBusy; results[i] = run(i) {
+				busy[i]++
+			}
+		})
 	}
 	wg.Wait()
 	ok := 0
@@ -198,10 +208,19 @@ func race(t *testing.T, n int, run func(i int) result) {
 		case r.code == 1 && strings.Contains(r.stderr, "free, 10% asked"):
 			// refused: the GPU is full
 		default:
-			t.Errorf("process %d: exit %d, not booked nor refused for want of room:\n%s%s", i, r.code, r.stdout, r.stderr)
+			t.Errorf("process %d: exit %d (after %d busy tries), not booked nor refused for want of room:\n%s%s", i, r.code, busy[i], r.stdout, r.stderr)
 		}
 	}
+	if tries := slices.Max(busy); tries > 0 {
+		t.Logf("the ledger was busy for some: at most %d tries again", tries)
+	}
 	require.Equal(t, 10, ok)
+}
+
+// isBusy says whether r is a process that gave up for a busy ledger and
+// wrote nothing.
+func isBusy(r result) bool {
+	return r.code == 1 && strings.Contains(r.stderr, "the ledger is busy") && strings.HasSuffix(r.stderr, "nothing was written\n")
 }
 
 func TestRunPassesStatusAndStopsAtDeadline(t *testing.T) {

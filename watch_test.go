@@ -1,14 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -65,11 +66,26 @@ func TestWatchWithoutATerminal(t *testing.T) {
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
 	cmd := exec.Command(chronosBin, "list", "-w", "300ms")
 	cmd.Env = append(os.Environ(), binEnv(db)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	time.Sleep(1200 * time.Millisecond)
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Two frames, then SIGINT (not after a fixed time: a loaded machine
+	// may not have drawn them yet).
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+		if strings.Count(out.String(), "Every 300ms: chronos list") >= 2 && strings.Count(out.String(), "40.0 GiB") >= 2 {
+			break
+		}
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	rest, err := io.ReadAll(stdout)
+	require.NoError(t, err)
+	out.Write(rest)
 	require.NoError(t, cmd.Wait(), errb.String())
 	require.GreaterOrEqual(t, strings.Count(out.String(), "Every 300ms: chronos list"), 2)
 	require.GreaterOrEqual(t, strings.Count(out.String(), "40.0 GiB"), 2)
