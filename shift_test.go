@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,4 +69,11 @@ func clockSetBack(t testing.TB, d time.Duration) []string {
 		require.NoError(t, err)
 	}
 	return []string{"CHRONOS_TEST_CLOCK_OFFSET=" + (offset - d).String()}
+}
+
+// clockShift is how far this process's clock (and the binary's, which runs
+// in the same environment) is ahead of the kernel's, which date(1) and
+// file times read: CHRONOS_TEST_CLOCK_OFFSET in a testclock build, else 0.
+func clockShift() time.Duration {
+	return clock.System().Now().Sub(time.Now()).Round(time.Millisecond)
 }
