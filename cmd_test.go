@@ -112,7 +112,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
 		// The line, bookings ahead and quotas.
-		{[]string{"create", "0", "0.1", "1h", "--at", "00:00:01"}, 2, "has passed"},
+		{[]string{"create", "0", "0.1", "1h", "--at", passedClock()}, 2, "has passed"},
 		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
 		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
 		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
@@ -391,4 +391,16 @@ func TestLedgerProblemsInWords(t *testing.T) {
 			require.Equal(t, "chronos: cannot use the ledger "+tc.db+" (--db): "+tc.want+"\n", r.stderr)
 		}
 	}
+}
+
+// passedClock is a start that has passed by more than the slack a start
+// gets: two hours ago, as a time of day when that was today (00:00:01 was
+// not, in the first minute of a day), else as a date and time.
+func passedClock() string {
+	now := clock.System().Now().Local()
+	at := now.Add(-2 * time.Hour)
+	if at.Day() == now.Day() {
+		return at.Format("15:04:05")
+	}
+	return at.Format("2006-01-02 15:04")
 }
