@@ -41,8 +41,16 @@ var coverDir string
 func TestMain(m *testing.M) {
 	flag.Parse()
 	// In-process runs (cli) see two simulated 80 GiB GPUs, as binary runs
-	// do (binEnv). Set once, before any test; no test changes them.
-	for k, v := range map[string]string{"CHRONOS_BACKEND": "sim", "CHRONOS_SIM_GPUS": "2", "CHRONOS_SIM_MEMORY": "80GiB"} {
+	// do (binEnv). The race detector's runtime sleeps a second as a
+	// process exits (atexit_sleep_ms=1000), for reports from threads still
+	// running; a Go program's race reports come before exit, so the
+	// binary's runs need not wait: a second saved per process. Set once,
+	// before any test; no test changes them.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	if strings.Contains(os.Getenv("GORACE"), "atexit_sleep_ms") {
+		gorace = os.Getenv("GORACE") // as the person running the tests set it
+	}
+	for k, v := range map[string]string{"CHRONOS_BACKEND": "sim", "CHRONOS_SIM_GPUS": "2", "CHRONOS_SIM_MEMORY": "80GiB", "GORACE": gorace} {
 		if err := os.Setenv(k, v); err != nil {
 			panic(err)
 		}
