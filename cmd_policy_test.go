@@ -15,7 +15,7 @@ var daemon = &syscall.Credential{Uid: 1, Gid: 1}
 // none lifts it. For one user's own setting and the policy's alike.
 func TestZeroQuotaIsALimit(t *testing.T) {
 	t.Parallel()
-	bin, db := otherUserCopy(t)
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	for _, set := range [][]string{{"user-gpus=1"}, {"user-gpus=0", "for=daemon"}, {"user-hours=0", "for=nobody"}} {
 		r := cli(t, db, append([]string{"policy", "set"}, set...)...)

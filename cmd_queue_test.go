@@ -148,7 +148,7 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 // booking ahead, and one that ends before it is admitted.
 func TestBookingAheadBlocksAnotherUser(t *testing.T) {
 	t.Parallel()
-	bin, db := otherUserCopy(t)
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	require.NoError(t, os.Chmod(db, 0o666))
 	r := asNobody(t, bin, db, "create", "0", "60%", "2h", "--at", "+2h")
@@ -182,7 +182,7 @@ func TestRunAtWaitsForTheStart(t *testing.T) {
 // policy's limit, told which limit, their figure and when it frees.
 func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	t.Parallel()
-	bin, db := otherUserCopy(t)
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	r := cli(t, db, "policy", "set", "user-gpus=1", "user-hours=none")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -60,7 +60,7 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 // (shiftFile) instead of waiting real minutes.
 func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	t.Parallel()
-	bin, db := otherUserCopy(t)
+	bin, db := otherUserLedger(t)
 	// In-process setup first: cli keeps the test's own, unshifted clock.
 	r := cli(t, db, "policy", "set", "reclaim=when-waiting", "idle=1m", "idle-warn=10s", "idle-start=0s")
 	require.Equal(t, 0, r.code, r.stderr)

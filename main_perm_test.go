@@ -20,20 +20,24 @@ func asNobody(t *testing.T, bin, db string, args ...string) result {
 }
 
 // rootsLedgerForAll is a ledger that anyone may write, holding root's
-// booking of share of GPU 0, beside a copy of the binary (see otherUserCopy).
+// booking of share of GPU 0, and the binary any user may run (see otherUserLedger).
 func rootsLedgerForAll(t *testing.T, share string) (bin, db string) {
 	t.Helper()
-	bin, db = otherUserCopy(t)
+	bin, db = otherUserLedger(t)
 	r := chronos(t, db, "create", "0", share, "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o666))
 	return bin, db
 }
 
-// otherUserCopy skips unless the test runs as root; else it copies the
-// binary into a directory any user may use, and returns it and a ledger
-// path there.
-func otherUserCopy(t *testing.T) (bin, db string) {
+// otherUserLedger skips unless the test runs as root; else it returns the
+// binary, which any user may run (TestMain), and a ledger path in a
+// directory of the test's that any user may write.
+//
+// (It used to copy the binary there. Writing an executable while tests in
+// parallel fork and exec is how exec fails with "text file busy": a child
+// forked meanwhile holds the file open for writing until it execs.)
+func otherUserLedger(t *testing.T) (bin, db string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
@@ -42,11 +46,7 @@ func otherUserCopy(t *testing.T) (bin, db string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o777))
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	bin = filepath.Join(dir, "chronos")
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	return bin, filepath.Join(dir, "chronos.db")
+	return chronosBin, filepath.Join(dir, "chronos.db")
 }
 
 // An ordinary user who can write the ledger file still cannot extend,
@@ -94,7 +94,7 @@ func TestLedgerOutOfReach(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
 	}
-	bin, _ := otherUserCopy(t)
+	bin, _ := otherUserLedger(t)
 	db := filepath.Join(t.TempDir(), "chronos.db") // in a directory of root's, 0700
 	r := asNobody(t, bin, db, "create", "0", "0.1", "1h")
 	require.Equal(t, 1, r.code)

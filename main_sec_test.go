@@ -62,7 +62,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 
 	if os.Geteuid() == 0 {
 		// An error that names the booking's owner, to someone else.
-		bin, shared := otherUserCopy(t)
+		bin, shared := otherUserLedger(t)
 		require.NoError(t, os.Rename(db, shared))
 		require.NoError(t, os.Chmod(shared, 0o666))
 		r = asNobody(t, bin, shared, "release", "2")
@@ -95,7 +95,7 @@ func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
 // and run; they used to fail writing the GPU inventory's cache.
 func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 	t.Parallel()
-	bin, db := otherUserCopy(t) // as another uid: root ignores file modes
+	bin, db := otherUserLedger(t) // as another uid: root ignores file modes
 	r := runWith(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o400))

@@ -59,6 +59,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Other users run the binary too (otherUserLedger).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	coverDir = filepath.Join(dir, "cover")
 	args := []string{"build", "-tags", "testclock"}
 	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
