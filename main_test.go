@@ -392,6 +392,7 @@ func TestRunSignalOptIn(t *testing.T) {
 	t.Parallel()
 	for _, flag := range []string{"--signal", "--warn-signal"} {
 		t.Run(flag, func(t *testing.T) {
+			t.Parallel() // each waits out a 3 s booking
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			logf := filepath.Join(t.TempDir(), "log")
 			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", flag, "USR1@1s", "--", "sh", "-c",
