@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 // shiftFile moves the clock of the processes a test starts with its Env
