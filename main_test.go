@@ -366,23 +366,30 @@ func TestBinaryExitStatuses(t *testing.T) {
 // booking's deadline and get SIGTERM there, not an early death.
 func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	logf := filepath.Join(t.TempDir(), "log")
-	// A short booking: its warning lead (a tenth, 0.3 s) falls well inside it.
-	r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sleep", "30")
-	require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
-	require.NotContains(t, r.stderr, "SIGUSR1")
-
-	r = chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sh", "-c",
-		`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
-	require.Equal(t, core.ExitExpired, r.code, r.stderr)
-	var got string
-	var at, deadline float64
-	_, err := fmt.Sscan(readFile(t, logf), &got, &at, &deadline)
-	require.NoError(t, err)
-	at += clockShift().Seconds() // date(1) reads the kernel's clock
-	require.Equal(t, "TERM", got)
-	require.GreaterOrEqual(t, at, deadline, "SIGTERM came before the deadline")
+	// Short bookings: the warning lead (a tenth, 0.3 s) falls well inside
+	// them. Each waits out its 3 s: side by side, on ledgers of their own.
+	t.Run("no handler", func(t *testing.T) {
+		t.Parallel()
+		db := filepath.Join(t.TempDir(), "chronos.db")
+		r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sleep", "30")
+		require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
+		require.NotContains(t, r.stderr, "SIGUSR1")
+	})
+	t.Run("traps TERM only", func(t *testing.T) {
+		t.Parallel()
+		db := filepath.Join(t.TempDir(), "chronos.db")
+		logf := filepath.Join(t.TempDir(), "log")
+		r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sh", "-c",
+			`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
+		require.Equal(t, core.ExitExpired, r.code, r.stderr)
+		var got string
+		var at, deadline float64
+		_, err := fmt.Sscan(readFile(t, logf), &got, &at, &deadline)
+		require.NoError(t, err)
+		at += clockShift().Seconds() // date(1) reads the kernel's clock
+		require.Equal(t, "TERM", got)
+		require.GreaterOrEqual(t, at, deadline, "SIGTERM came before the deadline")
+	})
 }
 
 // A warning signal is opt-in, Slurm-style: --signal USR1@1s sends SIGUSR1
