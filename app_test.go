@@ -59,10 +59,11 @@ func (s *tmuxSession) format(f string) string {
 	return strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, f))
 }
 
-// waitFor polls the screen until it contains want.
-func (s *tmuxSession) waitFor(want string, within time.Duration) string {
+// waitFor polls the screen until it contains want, for as long as
+// patience allows.
+func (s *tmuxSession) waitFor(want string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(patience)
 	for {
 		scr := s.screen()
 		if strings.Contains(scr, want) {
@@ -76,21 +77,22 @@ func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 }
 
 func TestAppEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	env := []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR=" + coverDir, "PS1=$ "}
 	s := newTmux(t, 100, 30, env...)
 	s.keys(chronosBin, "Enter")
-	s.waitFor("SIMULATED GPUs", 10*time.Second)
-	s.waitFor("Bookings (0)", 5*time.Second)
+	s.waitFor("SIMULATED GPUs")
+	s.waitFor("Bookings (0)")
 	// The form needs the first reading of the GPUs, which comes on its own
 	// time (a loaded machine, a race-detector build): wait until it shows.
-	s.waitFor("GPU 1  Simulated", 10*time.Second)
+	s.waitFor("GPU 1  Simulated")
 
 	// Book with the form: n, memory 25%, enter (GPU and duration defaults).
 	s.keys("n")
-	s.waitFor("New booking", 2*time.Second)
+	s.waitFor("New booking")
 	s.keys("2", "5", "%", "Enter")
-	s.waitFor("Bookings (1)", 3*time.Second)
+	s.waitFor("Bookings (1)")
 	parts := listJSON(t, db)
 	require.Len(t, parts, 1)
 	require.InDelta(t, 0.25, parts[0].Share, 1e-9)
@@ -99,21 +101,21 @@ func TestAppEndToEnd(t *testing.T) {
 	// A booking made by another process appears within a second.
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.4", "2h").code)
 	start := time.Now()
-	s.waitFor("Bookings (2)", 3*time.Second)
+	s.waitFor("Bookings (2)")
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
 
 	// Release the first row (the one ending first: ours, from the form).
 	s.keys("g", "x")
-	s.waitFor("Release #1", time.Second)
+	s.waitFor("Release #1")
 	s.keys("y")
-	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 1 }, 3*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 1 }, patience, 50*time.Millisecond)
 	require.Equal(t, uint64(2), listJSON(t, db)[0].ID)
 
 	// Quit: the app leaves the alternate screen and the shell is back.
 	s.keys("q")
 	require.Eventually(t, func() bool {
 		return strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{alternate_on}")) == "0"
-	}, 3*time.Second, 50*time.Millisecond)
+	}, patience, 50*time.Millisecond)
 	scr := s.screen()
 	require.NotContains(t, scr, "Bookings (")
 	require.Contains(t, scr, chronosBin)
@@ -121,6 +123,7 @@ func TestAppEndToEnd(t *testing.T) {
 
 // Without a terminal the app refuses clearly instead of drawing garbage.
 func TestAppNeedsATerminal(t *testing.T) {
+	t.Parallel()
 	r := chronos(t, filepath.Join(t.TempDir(), "c.db"))
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "needs a terminal")
@@ -128,11 +131,12 @@ func TestAppNeedsATerminal(t *testing.T) {
 
 // The app on a damaged ledger says so, and where to turn.
 func TestAppOnDamagedLedger(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.NoError(t, os.WriteFile(db, []byte("not a database at all, just some words\n"), 0o600))
 	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+"; echo exit=$?", "Enter")
-	scr := s.waitFor("exit=1", 10*time.Second)
+	scr := s.waitFor("exit=1")
 	require.Contains(t, scr, "damaged")
 	require.Contains(t, scr, "`chronos doctor` says what is wrong")
 	require.NotContains(t, scr, `\x0a`)
@@ -141,6 +145,7 @@ func TestAppOnDamagedLedger(t *testing.T) {
 // The app's --log is opened as the ledger is: a FIFO there (which would
 // block the open for ever) or a symbolic link is refused, with the reason.
 func TestAppLogMustBeARegularFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
@@ -149,7 +154,7 @@ func TestAppLogMustBeARegularFile(t *testing.T) {
 	for log, why := range map[string]string{fifo: "a FIFO or socket", link: "a symbolic link"} {
 		s := newTmux(t, 120, 30, "CHRONOS_DB="+filepath.Join(dir, "c.db"), "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir, "PS1=$ ")
 		s.keys(chronosBin+" --log "+log+"; echo exit=$?", "Enter")
-		scr := s.waitFor("exit=1", 10*time.Second)
+		scr := s.waitFor("exit=1")
 		require.Contains(t, scr, "open log: "+log+" is not a regular file ("+why+")")
 	}
 	_, err := os.Lstat(filepath.Join(dir, "elsewhere"))

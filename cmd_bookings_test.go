@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +37,7 @@ func ids(t *testing.T, db string, args ...string) string {
 
 // list's filters keep what they say, and -o and --no-headers shape it.
 func TestListFiltersAndOutputs(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, "1 2", ids(t, db))
 	require.Equal(t, "1", ids(t, db, "--mine"), "root's live one")
@@ -95,6 +95,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 
 // release --mine releases only yours, and never without a yes.
 func TestReleaseMine(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.1", "1h").code) // 4, root's
 	before, err := os.ReadFile(db)
@@ -121,24 +122,26 @@ func TestReleaseMine(t *testing.T) {
 
 // On a terminal, release --mine asks, and only y releases.
 func TestReleaseMineAsksOnATerminal(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	s := newTmux(t, 120, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" release --mine; echo status=$?", "Enter")
-	s.waitFor("Release 1 booking(s) of root: #1 (GPU 0, 50%)? [y/N]", 10*time.Second)
+	s.waitFor("Release 1 booking(s) of root: #1 (GPU 0, 50%)? [y/N]")
 	s.keys("n", "Enter")
-	s.waitFor("status=1", 5*time.Second)
+	s.waitFor("status=1")
 	require.Contains(t, s.screen(), "chronos: nothing released")
 	require.Equal(t, "1 2", ids(t, db))
 	s.keys("clear; "+chronosBin+" release --mine; echo status=$?", "Enter")
-	s.waitFor("[y/N]", 10*time.Second)
+	s.waitFor("[y/N]")
 	s.keys("y", "Enter")
-	s.waitFor("status=0", 5*time.Second)
+	s.waitFor("status=0")
 	require.Contains(t, s.screen(), "Released 1.")
 	require.Equal(t, "2", ids(t, db))
 }
 
 // show tells everything about one booking; events filter the trail.
 func TestShowAndEventFilters(t *testing.T) {
+	t.Parallel()
 	db := bookingsOfTwo(t)
 	require.Equal(t, 0, cli(t, db, "extend", "2", "30m").code)
 	r := cli(t, db, "show", "2")

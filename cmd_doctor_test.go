@@ -17,6 +17,7 @@ import (
 // damaged one, and --repair brings it back (here from the rolling backup,
 // which the first booking wrote).
 func TestDoctorCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "doctor")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -52,6 +53,7 @@ func TestDoctorCommand(t *testing.T) {
 // before its last write: writes are refused, and reads show what can be
 // read with a warning that it may be old.
 func TestRolledBackLedgerWarnsReaders(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.25", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
@@ -93,6 +95,7 @@ func flipNewestMeta(t *testing.T, path string) int {
 // A backup cut short is damage doctor reports with exit 1, saying that the
 // ledger itself is healthy.
 func TestDoctorOnDamagedBackup(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
 	require.FileExists(t, storage.BackupPath(db))

@@ -18,6 +18,7 @@ import (
 
 // The monitor's log keeps the fields scripts read, with the act's own time.
 func TestActLogger(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 30, 9, 15, 42, 123456789, time.UTC)
 	signalled := core.Act{Time: at, Kind: storage.EventSignalled, Partition: 7, User: "carol", UID: 1003, PID: 4242, Detail: "SIGTERM to python: booking #7 expired"}
 	refused := core.Act{Time: at, Kind: storage.EventDenied, Detail: "needs root"}
@@ -67,6 +68,7 @@ func (m *slowMonitor) Run(ctx context.Context) error {
 // The app waits for its monitor to stop before it returns, and reports the
 // monitor's error next to its own.
 func TestBesideMonitorWaitsAndReports(t *testing.T) {
+	t.Parallel()
 	m := &slowMonitor{err: errors.New("ledger gone")}
 	appErr := errors.New("screen gone")
 	err := besideMonitor(context.Background(), m, func() error { return appErr })

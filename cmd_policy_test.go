@@ -14,7 +14,8 @@ var daemon = &syscall.Credential{Uid: 1, Gid: 1}
 // A limit of 0 is a limit: the user may book nothing, and is told so;
 // none lifts it. For one user's own setting and the policy's alike.
 func TestZeroQuotaIsALimit(t *testing.T) {
-	bin, db := otherUserCopy(t)
+	t.Parallel()
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	for _, set := range [][]string{{"user-gpus=1"}, {"user-gpus=0", "for=daemon"}, {"user-hours=0", "for=nobody"}} {
 		r := cli(t, db, append([]string{"policy", "set"}, set...)...)
@@ -59,6 +60,7 @@ func TestZeroQuotaIsALimit(t *testing.T) {
 
 // When root books for someone, a quota refusal names them, not "you".
 func TestQuotaRefusalForAnotherUserNamesThem(t *testing.T) {
+	t.Parallel()
 	db := t.TempDir() + "/chronos.db"
 	require.Equal(t, 0, cli(t, db, "policy", "set", "user-gpus=0.5").code)
 	require.Equal(t, 0, cli(t, db, "create", "0", "40%", "1h", "--user", "nobody").code)
@@ -71,6 +73,7 @@ func TestQuotaRefusalForAnotherUserNamesThem(t *testing.T) {
 
 // `policy --help` says what the policy covers: fair sharing too.
 func TestPolicyHelpNamesTheFairnessKnobs(t *testing.T) {
+	t.Parallel()
 	r := cli(t, t.TempDir()+"/chronos.db", "policy", "--help")
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, knob := range []string{"quotas", "user-gpus", "user-hours", "halflife", "for="} {

@@ -67,13 +67,14 @@ func rest(said *bufio.Scanner) string {
 // stands, and returns booked once a release makes room; `queue` shows it
 // meanwhile.
 func TestCreateWaitsInLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.8", "1h").code)
 	cmd := waiterCmd(db, "create", "0", "50%", "2h", "--wait")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	said := saying(t, cmd)
-	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at \S+ on GPU 0 \(GPU 0 has 20% free, 50% asked\)\n$`, until(t, said, "waits"))
+	require.Regexp(t, `^chronos: request 1 waits at position 1; should start at `+clockTime+` on GPU 0 \(GPU 0 has 20% free, 50% asked\)\n$`, until(t, said, "waits"))
 
 	r := cli(t, db, "queue")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -94,6 +95,7 @@ func TestCreateWaitsInLine(t *testing.T) {
 
 // --timeout leaves the line unbooked, with exit status 1 and why.
 func TestCreateWaitTimesOut(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "any", "1", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "any", "1", "1h").code, "any: the other GPU")
@@ -108,6 +110,7 @@ func TestCreateWaitTimesOut(t *testing.T) {
 // A booking made ahead shows in list with its start; it blocks a request
 // that overlaps it and admits one that does not.
 func TestBookingAheadFromTheCommandLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "create", "1", "60%", "3h", "--at", "+2h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -145,7 +148,8 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 // two hours on; daemon's request that overlaps it is refused, naming the
 // booking ahead, and one that ends before it is admitted.
 func TestBookingAheadBlocksAnotherUser(t *testing.T) {
-	bin, db := otherUserCopy(t)
+	t.Parallel()
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	require.NoError(t, os.Chmod(db, 0o666))
 	r := asNobody(t, bin, db, "create", "0", "60%", "2h", "--at", "+2h")
@@ -165,6 +169,7 @@ func TestBookingAheadBlocksAnotherUser(t *testing.T) {
 
 // `run --at` waits for the booking's start, then runs the command in it.
 func TestRunAtWaitsForTheStart(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	start := time.Now()
 	r := cli(t, db, "run", "0", "0.2", "1m", "--at", "+2s", "--", "sh", "-c", `echo "in $CHRONOS_BOOKING_ID"`)
@@ -177,7 +182,8 @@ func TestRunAtWaitsForTheStart(t *testing.T) {
 // Quotas hold for real uids: an ordinary user is refused past the
 // policy's limit, told which limit, their figure and when it frees.
 func TestQuotaRefusalAsAnotherUser(t *testing.T) {
-	bin, db := otherUserCopy(t)
+	t.Parallel()
+	bin, db := otherUserLedger(t)
 	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
 	r := cli(t, db, "policy", "set", "user-gpus=1", "user-hours=none")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -208,6 +214,7 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 // `run --wait` waits in line, then runs; SIGTERM while it waits leaves the
 // line and runs nothing.
 func TestRunWait(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
 	cmd := waiterCmd(db, "run", "0", "0.5", "1m", "--wait", "--", "sh", "-c", `echo "ran in $CHRONOS_BOOKING_ID"`)
@@ -235,6 +242,7 @@ func TestRunWait(t *testing.T) {
 // Ctrl-C, SIGTERM or a hang-up while `create --wait` waits takes its
 // request out of the line: exit 1, why, and nobody left waiting.
 func TestCreateWaitLeavesOnSignal(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "1", "1h").code)
 	for sig, name := range map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"} {

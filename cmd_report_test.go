@@ -30,6 +30,7 @@ func seedUsage(t *testing.T, db string, uid int, user string, device int, shareP
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	day := clock.System().Now().Add(-48 * time.Hour)
 	seedUsage(t, db, 1, "daemon", 0, 500_000, day, 4*time.Hour, 3*time.Hour, time.Hour)

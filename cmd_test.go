@@ -27,6 +27,7 @@ func cli(t testing.TB, db string, args ...string) result {
 }
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "create", "0", "0.5", "3600")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -74,6 +75,7 @@ func TestCommandLine(t *testing.T) {
 
 // Every bad input names its problem, exits non-zero and changes nothing.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.6", "1h").code)
 	before, err := os.ReadFile(db)
@@ -110,7 +112,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"list", "--bogus"}, 2, "unknown flag"},
 		// The line, bookings ahead and quotas.
-		{[]string{"create", "0", "0.1", "1h", "--at", "2020-01-01 00:00:01"}, 2, "has passed"},
+		{[]string{"create", "0", "0.1", "1h", "--at", "2020-01-01 00:00:01"}, 2, "has passed"}, // a time of day alone means tomorrow
 		{[]string{"create", "0", "0.1", "1h", "--at", "yesterday"}, 2, "is not a time"},
 		{[]string{"create", "0", "0.1", "1h", "--at", "+30d"}, 1, "starts further ahead than the policy allows"},
 		{[]string{"create", "0", "0.1", "1h", "--timeout", "5m"}, 2, "--timeout goes with --wait"},
@@ -172,6 +174,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestDamagedLedgerIsReportedNotPanicked(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string][]byte{
 		"text":  []byte("not a database at all, just some words\n"),
 		"zeros": make([]byte, 16384),
@@ -193,6 +196,7 @@ func TestDamagedLedgerIsReportedNotPanicked(t *testing.T) {
 }
 
 func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
 	require.NoError(t, os.WriteFile(db, []byte("garbage garbage garbage"), 0o600))
@@ -204,6 +208,7 @@ func TestMonitorWithoutLedgerAccessFails(t *testing.T) {
 // `chronos backends` names the backend gpu.Open would pick, by the same
 // decision, and the sharing mode by its one label.
 func TestBackendsCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "--backend", "sim", "backends")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -230,6 +235,7 @@ func TestBackendsCommand(t *testing.T) {
 // What scripts read: available --json and events --json, whose booking id
 // is under "booking" and, for scripts written before, "partition".
 func TestJSONForScripts(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "1h").code)
 
@@ -250,6 +256,7 @@ func TestJSONForScripts(t *testing.T) {
 
 // --version and -v print what `chronos version` prints.
 func TestVersionFlags(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	want := cli(t, db, "version")
 	require.Equal(t, 0, want.code)
@@ -264,6 +271,7 @@ func TestVersionFlags(t *testing.T) {
 // Help shows no defaults that mean nothing to a person, names days, and
 // the word for the thing is booking.
 func TestHelpText(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "help", "run")
 	require.Equal(t, 0, r.code)
@@ -280,6 +288,7 @@ func TestHelpText(t *testing.T) {
 
 // A 100 kB argument is named, not echoed back whole, wherever it lands.
 func TestHugeArgumentsAreNotEchoed(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.1", "1h").code)
 	huge := strings.Repeat("x", 100_000)
@@ -307,6 +316,7 @@ func TestHugeArgumentsAreNotEchoed(t *testing.T) {
 // run --booking joins a booking (--partition, the old name, too), and the
 // command finds its booking under both names.
 func TestRunInABooking(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.2", "1h").code)
 	for _, flag := range []string{"--booking", "--partition"} {
@@ -320,6 +330,7 @@ func TestRunInABooking(t *testing.T) {
 // list shows the compute cap, when an ended booking ended, and, with only
 // history left, that --all shows it; an empty audit trail says so.
 func TestListAndEventsSayWhatIsThere(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	r := cli(t, db, "events")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -332,21 +343,25 @@ func TestListAndEventsSayWhatIsThere(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s.*\slive\s+25% of SMs$`, r.stdout)
 	require.Regexp(t, `(?m)^2\s.*\slive\s+-$`, r.stdout)
 
-	released := clock.System().Now()
+	released := clock.System().Now().Truncate(time.Second)
 	require.Equal(t, 0, cli(t, db, "release", "1", "2").code)
+	var when []string // the second it was released in, however long that took
+	for at, after := released, clock.System().Now(); !at.After(after); at = at.Add(time.Second) {
+		when = append(when, at.Local().Format("Jan 2 15:04:05"))
+	}
 	r = cli(t, db, "list")
 	require.Equal(t, 0, r.code)
 	require.Equal(t, "No live bookings; 2 ended (chronos list --all shows them).\n", r.stdout)
 	r = cli(t, db, "list", "--all")
 	require.Regexp(t, `(?m)^ID\s.*\sSTATE\s+COMPUTE\s+ENDED$`, r.stdout)
-	at := func(t time.Time) string { return t.Local().Format("Jan 2 15:04:05") }
-	require.Regexp(t, `(?m)^1\s.*\sreleased\s+25% of SMs\s+(`+at(released)+`|`+at(released.Add(time.Second))+`)$`, r.stdout)
+	require.Regexp(t, `(?m)^1\s.*\sreleased\s+25% of SMs\s+(`+strings.Join(when, "|")+`)$`, r.stdout)
 	require.NotContains(t, cli(t, filepath.Join(t.TempDir(), "empty.db"), "list").stdout, "--all")
 }
 
 // A damaged ledger's error points at chronos doctor; a ledger path that
 // cannot be used says which and why, in words.
 func TestLedgerProblemsInWords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	damaged := filepath.Join(dir, "damaged.db")
 	require.NoError(t, os.WriteFile(damaged, []byte("not a database at all, just some words\n"), 0o600))

@@ -19,6 +19,7 @@ import (
 // ago that nothing moves while the test runs, in two tables that each fit
 // in 80 columns, and the same in --json.
 func TestUsageShowsTheReportsFigures(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	now := clock.System().Now()
 	// daemon: half a GPU for 4h three days ago (3h used, 1h idle), and a
@@ -78,6 +79,7 @@ func cmpErr(a, b error) error {
 // GPU-H LEFT is what admission leaves: bookings ahead count, as they do
 // when a request is weighed. AHEAD prints shares as they are booked.
 func TestUsageHoursLeftCountsBookingsAhead(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "policy", "set", "user-hours=3/7d").code)
 	require.Equal(t, 0, cli(t, db, "create", "0", "100%", "2h").code)

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -28,6 +27,7 @@ func complete(t *testing.T, db string, args ...string) ([]string, cobra.ShellCom
 }
 
 func TestCompletionKnowsTheDomain(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	for _, a := range [][]string{{"create", "0", "0.5", "1h"}, {"create", "1", "0.25", "30m", "--user", "nobody"}, {"create", "1", "0.25", "2h"}} {
 		require.Equal(t, 0, cli(t, db, a...).code)
@@ -91,6 +91,7 @@ func TestCompletionKnowsTheDomain(t *testing.T) {
 // An ordinary user is offered only the bookings they may change, and
 // still sees everyone's for show.
 func TestCompletionOffersOnlyYours(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.5")
 	require.Equal(t, 0, asNobody(t, bin, db, "create", "1", "0.5", "1h").code)
 	r := asNobody(t, bin, db, "__complete", "release", "")
@@ -138,13 +139,13 @@ func TestBashCompletionWithoutBashCompletion(t *testing.T) {
 	s := newTmux(t, 120, 20, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir)
 	s.keys("exec bash --norc --noprofile", "Enter")
 	s.keys("export PATH="+dir+":$PATH PS1='$ '; declare -F _get_comp_words_by_ref || echo no-bash-completion", "Enter")
-	s.waitFor("no-bash-completion", 10*time.Second)
+	s.waitFor("no-bash-completion")
 	s.keys("source <(chronos completion bash); clear", "Enter")
 	s.keys("chronos lis", "Tab")
-	s.waitFor("$ chronos list", 10*time.Second) // and a space, which the screen trims
+	s.waitFor("$ chronos list") // and a space, which the screen trims
 	s.keys("C-u", "chronos list --sta", "Tab")
-	scr := s.waitFor("$ chronos list --state", 10*time.Second)
+	scr := s.waitFor("$ chronos list --state")
 	s.keys("C-u", "chronos release ", "Tab")
-	scr += s.waitFor("$ chronos release 1", 10*time.Second)
+	scr += s.waitFor("$ chronos release 1")
 	require.NotContains(t, scr, "command not found")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 // os.Getenv or os.LookupEnv, or from a process's environ — and every one
 // chronos run sets ("NAME=…" in the code), and nothing else.
 func TestEnvironmentTableIsComplete(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	var files []*ast.File
 	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -31,9 +34,15 @@ func TestEnvironmentTableIsComplete(t *testing.T) {
 		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if onlyForTests(f) {
+			return nil // the testclock build: never in a shipped binary
+		}
 		files = append(files, f)
-		return err
+		return nil
 	}))
 	// String constants by name, to read os.Getenv(BackendEnv).
 	consts := map[string]string{}
@@ -112,4 +121,24 @@ func TestEnvironmentTableIsComplete(t *testing.T) {
 	r := cli(t, t.TempDir()+"/c.db", "help", "environment")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^  CHRONOS_DB\s+the ledger file`, r.stdout)
+}
+
+// onlyForTests says whether f is built only with the testclock tag (the
+// shiftable clock of core/clock), which no shipped binary has: its build
+// constraint holds with that tag and not without it.
+func onlyForTests(f *ast.File) bool {
+	shipped := func(tag string) bool {
+		return tag == runtime.GOOS || tag == runtime.GOARCH || tag == "unix" || tag == "cgo" || tag == "gc"
+	}
+	for _, g := range f.Comments {
+		if g.Pos() >= f.Package {
+			break
+		}
+		for _, c := range g.List {
+			if expr, err := constraint.Parse(c.Text); err == nil {
+				return !expr.Eval(shipped) && expr.Eval(func(tag string) bool { return tag == "testclock" || shipped(tag) })
+			}
+		}
+	}
+	return false
 }

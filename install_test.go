@@ -14,6 +14,7 @@ import (
 // make install honours PREFIX and DESTDIR, and what the systemd unit
 // points at — the binary, its documentation — is what it installed.
 func TestMakeInstall(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")
 	}

@@ -13,8 +13,13 @@ import (
 // backends finds it, stats attributes and shows containers, and run shows
 // the command only its booked GPU in ROCm's terms.
 func TestDRMBackendEndToEnd(t *testing.T) {
-	t.Setenv("CHRONOS_DRM_ROOT", filepath.Join("gpu", "testdata", "drm", "multi"))
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
+	drmRoot := []string{"CHRONOS_DRM_ROOT=" + filepath.Join("gpu", "testdata", "drm", "multi")}
+	chronos := func(t *testing.T, db string, args ...string) result {
+		t.Helper()
+		return runWith(t, chronosBin, db, nil, drmRoot, 0, args...)
+	}
 
 	r := chronos(t, db, "--backend", "auto", "backends")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -63,6 +68,8 @@ func TestDRMBackendEndToEnd(t *testing.T) {
 // A compute cap on an AMD or Intel GPU is recorded, not applied: create and
 // run say so in those GPUs' terms (not NVIDIA's MPS advice), and list and
 // show mark it.
+//
+// Serial: the in-process cli reads CHRONOS_DRM_ROOT from the process env.
 func TestComputeCapOnDRMIsOnlyRecorded(t *testing.T) {
 	t.Setenv("CHRONOS_DRM_ROOT", filepath.Join("gpu", "testdata", "drm", "multi"))
 	db := filepath.Join(t.TempDir(), "chronos.db")

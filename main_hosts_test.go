@@ -41,6 +41,7 @@ func runEnv(t testing.TB, env []string, args ...string) result {
 // From any host of a lab a person books any host's GPU as HOST:INDEX; lists
 // say whose GPU each booking holds; chronos run refuses another host's.
 func TestHostsOnTheCommandLine(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	r := onHost(t, lab, "gpu1", "create", "0", "60%", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -92,20 +93,21 @@ func TestHostsOnTheCommandLine(t *testing.T) {
 // Sixteen chronos processes on two hosts race for 10% of one GPU each:
 // exactly ten win, whichever host they run on.
 func TestSixteenProcessesOnTwoHostsNeverOverbook(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	// gpuA's chronos has run once, so its GPUs are known to gpuB.
 	require.Equal(t, 0, onHost(t, lab, "gpuA", "available").code)
-	race(t, 16, func(i int) int {
-		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h").code
+	race(t, 16, func(i int) result {
+		return onHost(t, lab, []string{"gpuA", "gpuB"}[i%2], "create", "gpuA:1", "0.1", "1h")
 	})
 	require.Equal(t, "0% (0 MiB) free on GPU gpuA:1\n", onHost(t, lab, "gpuB", "available", "gpuA:1").stdout)
 	require.Equal(t, "100% (80.0 GiB) free on GPU 1\n", onHost(t, lab, "gpuB", "available", "1").stdout)
 }
 
-// etcd that cannot be reached, or stops answering, gives a clear error and
-// exit 1 within the timeout; nothing is written, and once it answers again
-// everything carries on.
+// etcd that cannot be reached gives a clear error and exit 1 within the
+// timeout (TestEtcdStopsAnswering: one that stops answering).
 func TestEtcdDown(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	nobody := "etcd://" + l.Addr().String()
@@ -115,12 +117,19 @@ func TestEtcdDown(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "chronos: the ledger cannot be reached: etcd at "+strings.TrimPrefix(nobody, "etcd://")+" did not answer within 5s")
 	require.Less(t, time.Since(start), 8*time.Second)
+}
 
+// etcd that stops answering gives a clear error and exit 1 within the
+// timeout; nothing is written, and once it answers again everything
+// carries on. (Apart from TestEtcdDown so that their timeouts, real
+// seconds of etcd's client, run side by side.)
+func TestEtcdStopsAnswering(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 1)
 	lab := c.URL() + "/lab"
 	require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
 	c.Members[0].Pause()
-	r = onHost(t, lab, "gpu1", "create", "0", "10%", "1h")
+	r := onHost(t, lab, "gpu1", "create", "0", "10%", "1h")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "did not answer within 5s")
 	require.Contains(t, r.stderr, "nothing was written")
@@ -135,18 +144,14 @@ func TestEtcdDown(t *testing.T) {
 // sudo chronos init --store checks that etcd answers, then writes the store
 // file, root:group 0640; every chronos on the host then uses that ledger.
 func TestInitStore(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
 	lab := labStore(t)
 	file := filepath.Join(t.TempDir(), "store")
 	env := []string{"CHRONOS_STORE_FILE=" + file, "CHRONOS_HOST=gpu1"}
-	r := runEnv(t, env, "init", "--store", "etcd://127.0.0.1:1", "--group", "daemon")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "cannot be reached")
-	require.NoFileExists(t, file, "nothing is written for an etcd that does not answer")
-
-	r = runEnv(t, env, "init", "--store", lab, "--group", "daemon")
+	r := runEnv(t, env, "init", "--store", lab, "--group", "daemon")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "answers")
 	st, err := os.Stat(file)
@@ -162,10 +167,26 @@ func TestInitStore(t *testing.T) {
 	require.Contains(t, r.stderr, "give an etcd URL")
 }
 
+// init --store writes nothing for an etcd that does not answer. (Apart from
+// TestInitStore so that etcd's client's timeout, 5 real seconds, runs
+// beside it.)
+func TestInitStoreRefusesAnEtcdThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	file := filepath.Join(t.TempDir(), "store")
+	r := runEnv(t, []string{"CHRONOS_STORE_FILE=" + file, "CHRONOS_HOST=gpu1"}, "init", "--store", "etcd://127.0.0.1:1", "--group", "daemon")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "cannot be reached")
+	require.NoFileExists(t, file, "nothing is written for an etcd that does not answer")
+}
+
 // chronos backends lists the lab's other hosts, whether their monitors are
 // publishing, and their clocks as the monitors measure them; a host whose
 // monitor is killed is shown as not seen once its status lapses.
 func TestBackendsShowsHostsAndClocks(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	monitor := func(host string) *exec.Cmd {
 		cmd := exec.Command(chronosBin, "--monitor")
@@ -179,7 +200,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	other := monitor("gpu2")
 	require.Eventually(t, func() bool {
 		return regexp.MustCompile(`host gpu2:\s+live, 2 GPUs, clock [+-]0\.0`).MatchString(onHost(t, lab, "gpu1", "backends").stdout)
-	}, 20*time.Second, 200*time.Millisecond)
+	}, patience, 200*time.Millisecond)
 	r := onHost(t, lab, "gpu1", "backends", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var rep core.BackendsJSON
@@ -191,11 +212,12 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	require.NoError(t, other.Process.Kill())
 	require.Eventually(t, func() bool {
 		return strings.Contains(onHost(t, lab, "gpu1", "backends").stdout, "host gpu2:           not seen")
-	}, 15*time.Second, 200*time.Millisecond)
+	}, patience, 200*time.Millisecond)
 }
 
 // chronos migrate copies a host's file into the lab's ledger, once.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.5", "1h").code)

@@ -23,6 +23,7 @@ import (
 
 // A bad --metrics says what is wrong before anything starts.
 func TestMetricsFlagsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -93,6 +94,7 @@ func metricsMonitor(t *testing.T, env []string, flags ...string) (*exec.Cmd, str
 // The real `chronos --monitor --metrics` serves the live bookings, says
 // where in its first line, and stops serving when it stops.
 func TestMonitorServesMetrics(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "0.5", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "25%", "2h").code)
@@ -104,7 +106,7 @@ func TestMonitorServesMetrics(t *testing.T) {
 	require.Eventually(t, func() bool { // the first reading of the GPUs
 		text = scrapeText(t, url)
 		return strings.Contains(text, "DCGM_FI_DEV_GPU_UTIL{")
-	}, 10*time.Second, 50*time.Millisecond)
+	}, patience, 50*time.Millisecond)
 	info := bookingInfo(text)
 	live := listJSON(t, db)
 	require.Len(t, info, len(live))
@@ -124,6 +126,7 @@ func TestMonitorServesMetrics(t *testing.T) {
 
 // The app serves the same metrics with --metrics while it is open.
 func TestAppServesMetrics(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "1", "0.5", "1h").code)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,7 +135,7 @@ func TestAppServesMetrics(t *testing.T) {
 	require.NoError(t, free.Close())
 	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "GOCOVERDIR="+coverDir, "PS1=$ ")
 	s.keys(chronosBin+" --metrics "+addr, "Enter")
-	s.waitFor("Bookings (1)", 10*time.Second)
+	s.waitFor("Bookings (1)")
 	var text string
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
@@ -142,7 +145,7 @@ func TestAppServesMetrics(t *testing.T) {
 		_ = resp.Body.Close()
 		text = scrapeText(t, "http://"+addr+"/metrics")
 		return strings.Contains(text, "chronos_gpu_unbooked_memory_bytes{")
-	}, 10*time.Second, 100*time.Millisecond)
+	}, patience, 100*time.Millisecond)
 	require.Contains(t, bookingInfo(text)[1], `gpu="1"`)
 	require.NotContains(t, text, "DCGM_", "dcgm names only with --metrics-compat dcgm")
 
@@ -150,12 +153,13 @@ func TestAppServesMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := http.Get("http://" + addr + "/metrics")
 		return err != nil
-	}, 5*time.Second, 50*time.Millisecond, "still serving after the app quit")
+	}, patience, 50*time.Millisecond, "still serving after the app quit")
 }
 
 // On a ledger many hosts share, a host's monitor serves its own GPUs'
 // bookings, so that summing the hosts' series sums the lab.
 func TestMetricsOnALabServeThisHost(t *testing.T) {
+	t.Parallel()
 	lab := labStore(t)
 	for _, b := range []struct{ host, gpu, share string }{{"gpu1", "0", "60%"}, {"gpu2", "0", "10%"}, {"gpu2", "1", "20%"}} {
 		r := onHost(t, lab, b.host, "create", b.gpu, b.share, "1h")
@@ -180,6 +184,7 @@ func TestMetricsOnALabServeThisHost(t *testing.T) {
 // chronos_queue_requests counts the line as the ledger holds it, per GPU
 // and for any GPU, with real waiters, and follows it when room frees.
 func TestMetricsCountTheLine(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, cli(t, db, "create", "0", "80%", "1h").code)
 	require.Equal(t, 0, cli(t, db, "create", "1", "70%", "1h").code)
@@ -215,6 +220,6 @@ func TestMetricsCountTheLine(t *testing.T) {
 	require.Equal(t, queued(), served())
 
 	require.Equal(t, 0, cli(t, db, "release", "1").code, "room on GPU 0 for some of the line")
-	require.Eventually(t, func() bool { return queued()["0"] < 2 }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return queued()["0"] < 2 }, patience, 50*time.Millisecond)
 	require.Equal(t, queued(), served())
 }

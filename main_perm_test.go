@@ -22,20 +22,24 @@ func asNobody(t *testing.T, bin, db string, args ...string) result {
 }
 
 // rootsLedgerForAll is a ledger that anyone may write, holding root's
-// booking of share of GPU 0, beside a copy of the binary (see otherUserCopy).
+// booking of share of GPU 0, and the binary any user may run (see otherUserLedger).
 func rootsLedgerForAll(t *testing.T, share string) (bin, db string) {
 	t.Helper()
-	bin, db = otherUserCopy(t)
+	bin, db = otherUserLedger(t)
 	r := chronos(t, db, "create", "0", share, "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o666))
 	return bin, db
 }
 
-// otherUserCopy skips unless the test runs as root; else it copies the
-// binary into a directory any user may use, and returns it and a ledger
-// path there.
-func otherUserCopy(t *testing.T) (bin, db string) {
+// otherUserLedger skips unless the test runs as root; else it returns the
+// binary, which any user may run (TestMain), and a ledger path in a
+// directory of the test's that any user may write.
+//
+// (It used to copy the binary there. Writing an executable while tests in
+// parallel fork and exec is how exec fails with "text file busy": a child
+// forked meanwhile holds the file open for writing until it execs.)
+func otherUserLedger(t *testing.T) (bin, db string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
@@ -44,17 +48,14 @@ func otherUserCopy(t *testing.T) (bin, db string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o777))
-	data, err := os.ReadFile(chronosBin)
-	require.NoError(t, err)
-	bin = filepath.Join(dir, "chronos")
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	return bin, filepath.Join(dir, "chronos.db")
+	return chronosBin, filepath.Join(dir, "chronos.db")
 }
 
 // An ordinary user who can write the ledger file still cannot extend,
 // release or run inside another's booking, book for someone else, or change
 // the policy: the ownership checks hold, and a refusal writes nothing.
 func TestOtherUsersAreRefused(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.2")
 	before, err := os.ReadFile(db)
 	require.NoError(t, err)
@@ -93,10 +94,11 @@ func TestOtherUsersAreRefused(t *testing.T) {
 // A ledger another user may not touch is named, with who may not, in
 // words — not a system call's error.
 func TestLedgerOutOfReach(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
 	}
-	bin, _ := otherUserCopy(t)
+	bin, _ := otherUserLedger(t)
 	db := filepath.Join(t.TempDir(), "chronos.db") // in a directory of root's, 0700
 	r := asNobody(t, bin, db, "create", "0", "0.1", "1h")
 	require.Equal(t, 1, r.code)
@@ -118,6 +120,7 @@ func TestLedgerOutOfReach(t *testing.T) {
 // `chronos run` starts the command without a shell: its arguments arrive
 // as they were given, however they look to a shell.
 func TestRunPassesArgumentsLiterally(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, touched := filepath.Join(dir, "chronos.db"), filepath.Join(dir, "touched")
 	arg := "$(touch " + touched + "); echo hi `touch " + touched + "` | cat > " + touched + " *"
@@ -130,15 +133,15 @@ func TestRunPassesArgumentsLiterally(t *testing.T) {
 // The command's environment is chronos's own, unchanged, plus the
 // variables that tie it to its booking.
 func TestRunPassesEnvironmentThrough(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	t.Setenv("CHRONOS_TEST_ODD", "a=b;$(x) 'quoted' \"double\"\ttab")
-	t.Setenv("CUDA_VISIBLE_DEVICES", "7") // replaced by the booking's
-	r := chronos(t, db, "run", "1", "0.1", "1m", "--", "env", "-0")
+	env := []string{"CHRONOS_TEST_ODD=a=b;$(x) 'quoted' \"double\"\ttab", "CUDA_VISIBLE_DEVICES=7"} // the latter replaced by the booking's
+	r := runWith(t, chronosBin, db, nil, env, 0, "run", "1", "0.1", "1m", "--", "env", "-0")
 	require.Equal(t, 0, r.code, r.stderr)
 
 	// What chronos was given: the helper's environment, last value winning.
 	parent := map[string]string{}
-	for _, kv := range append(os.Environ(), binEnv(db)...) {
+	for _, kv := range append(append(os.Environ(), binEnv(db)...), env...) {
 		k, v, _ := strings.Cut(kv, "=")
 		parent[k] = v
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -29,6 +31,7 @@ func requirePrintable(t *testing.T, out string) {
 // write anything there, and the monitor records other users' command
 // lines): `list`, `events` and errors print them escaped, JSON exactly.
 func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
 	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
@@ -59,7 +62,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 
 	if os.Geteuid() == 0 {
 		// An error that names the booking's owner, to someone else.
-		bin, shared := otherUserCopy(t)
+		bin, shared := otherUserLedger(t)
 		require.NoError(t, os.Rename(db, shared))
 		require.NoError(t, os.Chmod(shared, 0o666))
 		r = asNobody(t, bin, shared, "release", "2")
@@ -74,6 +77,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 // and 120 GiB could be booked on an 80 GiB card. Now their stats show them
 // their simulation, and the ledger keeps its GPUs.
 func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
+	t.Parallel()
 	bin, db := rootsLedgerForAll(t, "0.1")
 	eight := []string{"CHRONOS_SIM_GPUS=1", "CHRONOS_SIM_MEMORY=8TiB"}
 	r := runWith(t, bin, db, nobody, eight, 0, "stats")
@@ -90,7 +94,8 @@ func TestMembersSimulationLeavesTheSharedInventory(t *testing.T) {
 // stats and --monitor on a ledger this user may only read show everything
 // and run; they used to fail writing the GPU inventory's cache.
 func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
-	bin, db := otherUserCopy(t) // as another uid: root ignores file modes
+	t.Parallel()
+	bin, db := otherUserLedger(t) // as another uid: root ignores file modes
 	r := runWith(t, bin, db, nobody, nil, 0, "create", "0", "0.1", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o400))
@@ -103,12 +108,29 @@ func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 	require.Contains(t, r.stdout, "GPU 2")
 	require.Contains(t, r.stdout, "8.0 GiB booked (10%)")
 	// The monitor runs; what it would record (the simulated GPUs' unbooked
-	// processes) it cannot, and says so once, not every second.
-	r = runWith(t, bin, db, nobody, three, 2500*time.Millisecond, "--monitor")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "started")
-	require.Equal(t, 1, strings.Count(r.stderr, "kind=error"), r.stderr)
-	require.Contains(t, r.stderr, "the ledger is read-only here")
+	// processes) it cannot, and says so once, not at every pass: its clock
+	// moves on 30 s, a pass due every second of it, before it is stopped
+	// (an error that persists is said again after a minute).
+	shift := newShiftFile(t, filepath.Dir(db))
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	mon := exec.Command(bin, "--monitor")
+	mon.Env = append(append(os.Environ(), binEnv(db)...), append(append(three, shift.Env()...), "HOME=/nonexistent", "GOCOVERDIR="+cover)...)
+	mon.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	said := saying(t, mon)
+	var stderr strings.Builder
+	stderr.WriteString(until(t, said, "started"))
+	stderr.WriteString(until(t, said, "kind=error"))
+	for range 6 {
+		shift.Advance(5 * time.Second)
+		time.Sleep(100 * time.Millisecond) // pace: let a pass run at each step
+	}
+	require.NoError(t, mon.Process.Signal(syscall.SIGTERM))
+	stderr.WriteString(rest(said))
+	require.NoError(t, mon.Wait(), stderr.String())
+	require.Contains(t, stderr.String(), "stopped")
+	require.Equal(t, 1, strings.Count(stderr.String(), "kind=error"), stderr.String())
+	require.Contains(t, stderr.String(), "the ledger is read-only here")
 	after, err := os.ReadFile(db)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
@@ -118,6 +140,7 @@ func TestStatsAndMonitorOnAReadOnlyLedger(t *testing.T) {
 // (an event says how), available lists only the GPUs there are, and a
 // booking on a GPU that is gone is shown as such, not dropped.
 func TestStaleInventory(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.3", "1h").code)
 	one := []string{"CHRONOS_SIM_GPUS=1"}
