@@ -402,7 +402,16 @@ func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) (more bool, err
 		if err := tx.PutRequest(&r); err != nil {
 			return false, err
 		}
-		if err := c.lineEvent(tx, storage.EventLeft, r, r.Reason); err != nil {
+		why := r.Reason
+		if r.State == storage.TimedOut {
+			// The owner's own --timeout ended it: theirs, whoever placed it.
+			why += c.placedBy(r.UID)
+			if err := c.eventAs(tx, ownerOf(r), storage.EventLeft, 0, lineDetail(r, why)); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if err := c.lineEvent(tx, storage.EventLeft, r, why); err != nil {
 			return false, err
 		}
 	}
@@ -410,10 +419,14 @@ func (c *Client) applyLine(tx *storage.Tx, b *books, p linePlan) (more bool, err
 		if !fits(grantWrites) {
 			return true, nil
 		}
-		owner := Identity{UID: g.req.UID, User: g.req.User}
-		note := fmt.Sprintf("request %d, after %s in line", g.req.ID, FormatDuration(b.now.Sub(g.req.Created)))
 		g.part.Request = g.req.ID
-		if err := c.book(tx, &g.part, owner, note); err != nil {
+		if err := tx.PutPartition(&g.part); err != nil {
+			return false, err
+		}
+		// The owner asked for it; the line granted it when room came.
+		detail := fmt.Sprintf("%s, granted from the line (request %d, after %s in line%s)", describeBooking(g.part),
+			g.req.ID, FormatDuration(b.now.Sub(g.req.Created)), c.placedBy(g.req.UID))
+		if err := c.eventAs(tx, ownerOf(g.req), storage.EventCreated, g.part.ID, detail); err != nil {
 			return false, err
 		}
 		g.req.State, g.req.Partition, g.req.Ended = storage.Granted, g.part.ID, b.now
@@ -499,22 +512,48 @@ func (c *Client) book(tx *storage.Tx, p *storage.Partition, owner Identity, note
 	if err := tx.PutPartition(p); err != nil {
 		return err
 	}
-	detail := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(p.SharePPM), FormatBytes(p.Bytes), FormatGPU(p.Host, p.Device), FormatDuration(p.Expires.Sub(p.Start)))
-	if p.Start.After(p.Created) {
-		detail += ", from " + p.Start.UTC().Format(time.RFC3339)
-	}
+	detail := describeBooking(*p)
 	if owner != c.me {
 		detail += " for " + owner.User
 	}
 	if note != "" {
 		detail += " (" + note + ")"
 	}
-	return c.event(tx, storage.EventCreated, *p, detail) // by whoever made it: for a grant, whoever freed the room
+	return c.event(tx, storage.EventCreated, *p, detail) // by whoever made it
+}
+
+// describeBooking is what a "created" event says of a booking.
+func describeBooking(p storage.Partition) string {
+	s := fmt.Sprintf("%s (%s) of GPU %s for %s", FormatPercent(p.SharePPM), FormatBytes(p.Bytes), FormatGPU(p.Host, p.Device), FormatDuration(p.Expires.Sub(p.Start)))
+	if p.Start.After(p.Created) {
+		s += ", from " + p.Start.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// placedBy says whose process placed the line, when not the owner's: the
+// one whose release, expiry or reclaim freed the room, or a monitor.
+func (c *Client) placedBy(owner int) string {
+	if c.me.UID == owner {
+		return ""
+	}
+	return "; placed by " + c.me.User
+}
+
+func ownerOf(r storage.Request) Identity { return Identity{UID: r.UID, User: r.User} }
+
+// eventAs records an event as by who: the owner, for what their own
+// request did.
+func (c *Client) eventAs(tx *storage.Tx, who Identity, kind storage.EventKind, booking uint64, detail string) error {
+	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: booking, UID: who.UID, User: who.User, Detail: boundDetail(detail)})
+}
+
+func lineDetail(r storage.Request, why string) string {
+	return fmt.Sprintf("request %d (%s): %s", r.ID, DescribeRequest(r), why)
 }
 
 func (c *Client) lineEvent(tx *storage.Tx, kind storage.EventKind, r storage.Request, why string) error {
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, UID: c.me.UID, User: c.me.User,
-		Detail: fmt.Sprintf("request %d (%s): %s", r.ID, DescribeRequest(r), why)})
+	return c.eventAs(tx, c.me, kind, 0, lineDetail(r, why))
 }
 
 // DescribeRequest says what a request asks: "50% of GPU 0 for 2h", "50%

@@ -214,7 +214,8 @@ func (c *checker) checkOrder() {
 }
 
 // grantedRequest reads the request a "created" event's booking was granted
-// for: "… (request 12, after 3s in line)".
+// for: "…, granted from the line (request 12, after 3s in line; placed by
+// root)".
 func grantedRequest(detail string) (uint64, bool) {
 	i := strings.LastIndex(detail, "(request ")
 	if i < 0 {
