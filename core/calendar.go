@@ -143,6 +143,11 @@ const (
 	blockedHours    = "user-hours"
 )
 
+// quota says whether b is one of the user's quotas (not a GPU's room).
+func (b *blocker) quota() bool {
+	return b != nil && (b.kind == blockedGPUs || b.kind == blockedHours)
+}
+
 // blocker is why a request cannot start at an instant, with the figure
 // that stands in the way: the share booked or held (parts per million of
 // a GPU), or the GPU-hours used. Quotas count across every host.

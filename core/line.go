@@ -201,7 +201,9 @@ func (b *books) possible(r storage.Request) error {
 
 // earliest is where and when r can first start at or after from, and what
 // stops it at from (nil: it starts at from). Among GPUs that fit as soon,
-// the first listed wins.
+// the first listed wins; what stops it is a quota when a quota stops it
+// on one of them: a full GPU 0 is not why "any" waits when GPU 1 has room
+// the user's quota keeps them from.
 func (b *books) earliest(lay *layout, r storage.Request, from time.Time) (fit, *blocker) {
 	devs, _ := b.devicesFor(r.Host, r.Device)
 	var best fit
@@ -212,8 +214,12 @@ func (b *books) earliest(lay *layout, r storage.Request, from time.Time) (fit, *
 			continue
 		}
 		t, blk := lay.earliest(a, from)
-		if !t.IsZero() && (best.start.IsZero() || t.Before(best.start)) {
+		switch {
+		case t.IsZero():
+		case best.start.IsZero() || t.Before(best.start):
 			best, why = fit{dev: d, ask: a, start: t}, blk
+		case t.Equal(best.start) && blk.quota() && !why.quota():
+			why = blk
 		}
 	}
 	return best, why

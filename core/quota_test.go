@@ -2,7 +2,9 @@ package core
 
 import (
 	"testing"
+	"time"
 
+	"github.com/chronos-gpu/chronos/storage/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,4 +26,27 @@ func TestQuotaFiguresReadRight(t *testing.T) {
 	require.Equal(t, "1 GPU", formatGPUCount(ppm))
 	require.Equal(t, "0.5 GPUs", formatGPUCount(ppm/2))
 	require.Equal(t, "2 GPUs", formatGPUCount(2*ppm))
+}
+
+// "any" over the user's quota is refused for the quota, not for the first
+// GPU being full while the others have room (it blamed "free share on GPU
+// 0" with GPUs 1–3 free).
+func TestAnyOverQuotaNamesTheQuota(t *testing.T) { storetest.Each(t, testAnyOverQuotaNamesTheQuota) }
+
+func testAnyOverQuotaNamesTheQuota(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	_, err := l.as(root).SetPolicy([]string{"user-gpus=1"})
+	require.NoError(t, err)
+	a := l.as(alice)
+	_, err = a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	_, err = a.Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, ErrQuota)
+	require.NotErrorIs(t, err, ErrOverbooked)
+	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.5 GPUs at once (1 already, 0.5 asked)")
+
+	// Another user, within the quota, gets GPU 1.
+	p, err := l.as(bob).Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, p.Device)
 }
