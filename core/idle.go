@@ -47,8 +47,8 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		return nil, nil
 	}
 	if pol.Reclaim == ReclaimWhenWaiting {
-		waiting, err := someoneWaits(tx, gpuOf(*p), now)
-		if err != nil || !waiting {
+		helps, err := m.c.reclaimHelps(tx, *p, now)
+		if err != nil || !helps {
 			return nil, err
 		}
 	}
@@ -91,6 +91,34 @@ func reclaimWhen(pol Policy, left time.Duration) string {
 		return fmt.Sprintf("it will be released after %s idle if someone is waiting for the GPU (%s)", FormatDuration(pol.Idle), in)
 	}
 	return fmt.Sprintf("it will be released after %s idle (%s)", FormatDuration(pol.Idle), in)
+}
+
+// reclaimHelps reports whether ending p now would let a request waiting
+// in line start: the line laid out with p ended grants more than without.
+// A waiter that its own quota (or anything but p's share) keeps out gains
+// nothing from the room, and the GPU would sit empty.
+func (c *Client) reclaimHelps(tx *storage.Tx, p storage.Partition, now time.Time) (bool, error) {
+	if waiting, err := someoneWaits(tx, gpuOf(p), now); err != nil || !waiting {
+		return false, err
+	}
+	b, err := readBooks(tx, c.host, now)
+	if err != nil {
+		return false, err
+	}
+	if err := b.readHeld(); err != nil {
+		return false, err
+	}
+	without, err := b.plan(nil)
+	if err != nil {
+		return false, err
+	}
+	for i := range b.parts {
+		if b.parts[i].ID == p.ID {
+			b.parts[i].Expires = now
+		}
+	}
+	with, err := b.plan(nil)
+	return len(with.grants) > len(without.grants), err
 }
 
 // someoneWaits reports whether a request in the waiting line wants GPU g

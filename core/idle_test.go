@@ -547,3 +547,35 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 	require.Equal(t, storage.BookingUsage{Partition: id}, r.usage(id))
 	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
 }
+
+// when-waiting reclaims only for a waiter the room would let start: one
+// kept out by its own quota gains nothing from it, and the GPU would sit
+// empty (found twice in the fairness and newcomer reports). Once the
+// quota lets the waiter in, the reclaim comes, with the room.
+func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
+	r := newIdleRig(t, alice)
+	id, _ := r.book(true)
+	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
+	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
+	require.NoError(t, err, "the GPU is now full")
+	roots := simClient(t, storage.New(r.path), r.sim, root, r.clock)
+	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
+	require.NoError(t, err)
+	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+
+	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	r.run(8*time.Minute, 10*time.Second, m)
+	got, err := r.c.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State, "idle past idle=, but the only waiter cannot use the room")
+	require.NotContains(t, eventKinds(t, r.c, id), "reclaimed")
+
+	_, err = roots.SetPolicy([]string{"user-gpus=1"})
+	require.NoError(t, err)
+	r.run(time.Minute, 10*time.Second, m)
+	require.Contains(t, eventKinds(t, r.c, id), "reclaimed")
+	st, err := bobs.request(q.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Granted, st.State, "the reclaimed room went to him")
+}
