@@ -39,7 +39,7 @@ man: build
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-man $(MANDIR)
 
 # The binary, its man pages and shell completions, this README (the unit's
-# Documentation=) and the systemd unit with its paths under PREFIX.
+# Documentation=) with docs/, and the systemd unit with its paths under PREFIX.
 install: build man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/chronos $(DESTDIR)$(PREFIX)/lib/systemd/system \
 	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
@@ -50,6 +50,8 @@ install: build man
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_chronos
 	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/chronos.fish
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/chronos/README.md
+	install -d $(DESTDIR)$(PREFIX)/share/doc/chronos/docs
+	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/chronos/docs/
 	sed 's|/usr/local/|$(PREFIX)/|g' contrib/chronos-monitor.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/chronos-monitor.service
 

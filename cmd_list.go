@@ -116,7 +116,7 @@ every 2s (--watch 5s) until Ctrl-C.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include released and expired bookings")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields documented in the README); -o json too")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields in docs/json.md); -o json too")
 	cmd.Flags().BoolVar(&filter.mine, "mine", false, "only your bookings")
 	cmd.Flags().StringVar(&filter.user, "user", "", "only NAME's bookings (a login name or uid)")
 	cmd.Flags().StringVar(&filter.host, "host", "", "only the bookings of this host's GPUs")

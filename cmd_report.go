@@ -20,14 +20,16 @@ func reportCmd(g *globals) *cobra.Command {
 		Use:   "report [--since 30d] [--by user|group|gpu] [--json|--csv]",
 		Short: "GPU-hours booked, used and idle, per user, group or GPU",
 		Long: `Sum GPU use over the last --since (30d; "all" for everything the ledger
-holds), one row per user, primary group or GPU:
+holds), one row per user, group or GPU (a user counts in every group they
+are in; TOTAL counts each booking once):
 
   BOOKED     share-weighted GPU-hours held (50% of a GPU for 2h is 1)
   USED       GPU-hours the bookings' processes used, as monitors measured them
              (a whole GPU busy for an hour is 1)
   IDLE       share-weighted GPU-hours held while the booking did no GPU work
   UNBOOKED   GPU-hours used with no booking (counted by whole days; not per GPU)
-  BOOKINGS   bookings made; RECLAIMED, released for sitting idle; EXPIRED,
+  BOOKINGS   bookings begun in the window (one made ahead counts where it
+             starts); RECLAIMED, released for sitting idle; EXPIRED,
              ended at their deadline rather than released; FORCED, expired
              with processes still running, which were signalled to stop
 

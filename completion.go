@@ -91,6 +91,8 @@ func addCompletions(root *cobra.Command, g *globals) {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if bash, _, err := c.Find([]string{"bash"}); c.Name() == "completion" && err == nil && bash != c && bash.RunE != nil {
+			bash.Long = strings.Replace(bash.Long, "This script depends on the 'bash-completion' package.\nIf it is not installed already, you can install it via your OS's package manager.\n",
+				"It works with or without the 'bash-completion' package.\n", 1)
 			gen := bash.RunE
 			bash.RunE = func(cmd *cobra.Command, a []string) error {
 				if err := gen(cmd, a); err != nil {

@@ -148,4 +148,5 @@ func TestBashCompletionWithoutBashCompletion(t *testing.T) {
 	s.keys("C-u", "chronos release ", "Tab")
 	scr += s.waitFor("$ chronos release 1")
 	require.NotContains(t, scr, "command not found")
+	require.NotContains(t, cli(t, db, "completion", "bash", "--help").stdout, "depends on")
 }

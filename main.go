@@ -27,7 +27,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// Exit statuses, documented in the README.
+// Exit statuses, documented in the README and chronos(1).
 const (
 	exitError = 1 // the operation failed; the message says why
 	exitUsage = 2 // the command line was wrong
