@@ -27,11 +27,16 @@ func (f *Fake) Now() time.Time {
 	return f.now
 }
 
-// Advance moves the clock d ahead, firing every timer it passes.
+// Advance moves the clock d ahead, firing every timer it passes; a
+// negative d steps it back, as Set does, and fires nothing.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end := f.now.Add(d)
+	if d < 0 {
+		f.now = end
+		return
+	}
 	for {
 		t := f.earliest()
 		if t == nil || t.at.After(end) {
@@ -58,15 +63,7 @@ func (f *Fake) Advance(d time.Duration) {
 
 // Set moves the clock to t: ahead as Advance does, or back (a clock stepped
 // back, or a test that books in the past), when no timer fires.
-func (f *Fake) Set(t time.Time) {
-	if d := t.Sub(f.Now()); d >= 0 {
-		f.Advance(d)
-		return
-	}
-	f.mu.Lock()
-	f.now = t
-	f.mu.Unlock()
-}
+func (f *Fake) Set(t time.Time) { f.Advance(t.Sub(f.Now())) }
 
 // Timers is how many timers and tickers are waiting to fire.
 func (f *Fake) Timers() int {
