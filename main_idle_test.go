@@ -142,6 +142,17 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	require.Equal(t, uint64(2), live[0].ID)
 	require.Equal(t, uint64(3), live[1].ID)
 	require.Equal(t, "nobody", live[1].Owner)
+
+	// The reclaimed booking is reclaimed, not expired, with its deadline.
+	r = shifted(t, db, shift, "list", "--all", "--state", "reclaimed", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var reclaimed []core.PartitionJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &reclaimed))
+	require.Len(t, reclaimed, 1)
+	require.Equal(t, uint64(1), reclaimed[0].ID)
+	require.Equal(t, core.StatusReclaimed, reclaimed[0].State)
+	require.True(t, reclaimed[0].Ended.Before(reclaimed[0].Expires), "ended before the deadline it keeps")
+	require.Contains(t, shifted(t, db, shift, "show", "1").stdout, "reclaimed at ")
 }
 
 // shifted runs the binary, as root, on the clock shift moves.

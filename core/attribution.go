@@ -142,7 +142,7 @@ func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device in
 		if p.State != storage.Expired && (p.State != storage.Live || now.Before(p.Expires)) {
 			continue
 		}
-		if started.Before(p.Expires) && (!found || p.Expires.After(best.Expires)) {
+		if started.Before(p.End()) && (!found || p.End().After(best.End())) {
 			best, found = p, true
 		}
 	}

@@ -266,6 +266,8 @@ const (
 	StatusEndingSoon BookingStatus = "ending soon"
 	StatusExpired    BookingStatus = "expired"
 	StatusReleased   BookingStatus = "released"
+	// StatusReclaimed: released by the idle ladder before its deadline.
+	StatusReclaimed BookingStatus = "reclaimed"
 	// StatusOrphaned: live, but the `chronos run` that made it is gone
 	// while its command runs on; a monitor releases it when nothing does.
 	StatusOrphaned BookingStatus = "orphaned"
@@ -274,10 +276,12 @@ const (
 )
 
 // BookingStatuses are every status, in the order of a booking's life.
-var BookingStatuses = []BookingStatus{StatusUpcoming, StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReleased}
+var BookingStatuses = []BookingStatus{StatusUpcoming, StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReclaimed, StatusReleased}
 
 // Ended reports whether the booking no longer holds its share.
-func (s BookingStatus) Ended() bool { return s == StatusExpired || s == StatusReleased }
+func (s BookingStatus) Ended() bool {
+	return s == StatusExpired || s == StatusReleased || s == StatusReclaimed
+}
 
 // Status is what a person sees of the booking: Status, or StatusGPUGone
 // while it is live on a GPU that is gone.
@@ -305,6 +309,8 @@ func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingS
 	switch {
 	case p.State == storage.Released:
 		return StatusReleased
+	case p.ReclaimedEarly():
+		return StatusReclaimed
 	case p.State == storage.Expired || !now.Before(p.Expires):
 		return StatusExpired
 	case p.Upcoming(now):

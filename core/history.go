@@ -84,7 +84,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 
 // spanOf is p's time on its GPU within [from, to).
 func spanOf(p storage.Partition, from, to time.Time) (BookingSpan, bool) {
-	start, end := later(p.Start, from), earlier(endOf(p), to)
+	start, end := later(p.Start, from), earlier(p.End(), to)
 	if !start.Before(end) {
 		return BookingSpan{}, false
 	}

@@ -68,9 +68,10 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 
 // reclaim ends a booking early, as if its deadline were now: its
 // processes are then handled as at expiry, and one started after now is
-// no longer its. Its owner is charged for the time it was held.
+// no longer its (its End is now). Its deadline is kept, so that it shows
+// as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
+// charged for the time it was held.
 func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
-	p.Expires = now
 	return endBooking(tx, p, storage.Expired, now, ledgerPolicy(tx))
 }
 

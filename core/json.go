@@ -16,17 +16,20 @@ type PartitionJSON struct {
 	ID uint64 `json:"id"`
 	// Host is the machine whose GPU is booked, in a ledger many hosts
 	// share (absent in a host's own ledger file).
-	Host             string        `json:"host,omitempty"`
-	Device           int           `json:"device"`
-	DeviceUUID       string        `json:"device_uuid,omitempty"`
-	Owner            string        `json:"owner"`
-	UID              int           `json:"uid"`
-	Share            float64       `json:"share"` // fraction of the device's memory, 0..1
-	Bytes            uint64        `json:"bytes"`
-	ComputePercent   int           `json:"compute_percent,omitempty"`
-	Created          time.Time     `json:"created"`
-	Start            time.Time     `json:"start"`
-	Expires          time.Time     `json:"expires"`
+	Host           string    `json:"host,omitempty"`
+	Device         int       `json:"device"`
+	DeviceUUID     string    `json:"device_uuid,omitempty"`
+	Owner          string    `json:"owner"`
+	UID            int       `json:"uid"`
+	Share          float64   `json:"share"` // fraction of the device's memory, 0..1
+	Bytes          uint64    `json:"bytes"`
+	ComputePercent int       `json:"compute_percent,omitempty"`
+	Created        time.Time `json:"created"`
+	Start          time.Time `json:"start"`
+	Expires        time.Time `json:"expires"`
+	// Ended is when an ended booking stopped holding its share: its
+	// deadline, or earlier when released or reclaimed.
+	Ended            time.Time     `json:"ended,omitzero"`
 	RemainingSeconds float64       `json:"remaining_seconds"`
 	State            BookingStatus `json:"state"`
 	// GPUGone: the booking's GPU is no longer in the machine's inventory.
@@ -52,13 +55,21 @@ type UsageJSON struct {
 	AccountedUntil time.Time `json:"accounted_until"`
 }
 
+// endedUTC is an ended booking's end, in UTC; zero while it holds its share.
+func endedUTC(p storage.Partition, now time.Time) time.Time {
+	if !p.EndedAt(now) {
+		return time.Time{}
+	}
+	return p.End().UTC()
+}
+
 // JSON returns the booking in its script-facing form, as seen at now.
 func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
 	return PartitionJSON{
 		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
 		Share: ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
-		State: Status(p, now, warnLead),
+		State: Status(p, now, warnLead), Ended: endedUTC(p, now),
 	}
 }
 

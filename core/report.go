@@ -203,7 +203,7 @@ func (f figures) row(key string, by ReportBy) ReportRow {
 // bookingFigures is what one booking adds to a report of [from, to).
 func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.Time) figures {
 	var f figures
-	end := endOf(p)
+	end := p.End()
 	held := earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
 	inside := earlier(end, to).Sub(later(p.Start, from))
 	if held > 0 && inside > 0 {
@@ -224,15 +224,6 @@ func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.T
 		f.expired = 1 // ran out its time, whether or not a monitor has flipped it yet
 	}
 	return f
-}
-
-// endOf is when p stops holding its share: its deadline, or before it
-// when it was released or reclaimed.
-func endOf(p storage.Partition) time.Time {
-	if p.Ended.IsZero() {
-		return p.Expires
-	}
-	return earlier(p.Expires, p.Ended)
 }
 
 // GroupName is the name of uid's primary group: its number when the group
@@ -320,7 +311,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 			}
 			f := bookingFigures(p, usage[i], time.Time{}, now)
 			addTo(sums, p.User, f)
-			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(endOf(p)) > settleAfter {
+			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(p.End()) > settleAfter {
 				addTo(settle, p.User, f)
 				settledIDs = append(settledIDs, p.ID)
 			} else {

@@ -241,7 +241,7 @@ loop:
 				if got.State == storage.Released && termAt.IsZero() {
 					say("booking %d was released: stopping the command", p.ID)
 					p.Expires = c.now()
-				} else if got.State == storage.Expired && got.Expires.Before(p.Expires) && termAt.IsZero() {
+				} else if got.ReclaimedEarly() && termAt.IsZero() {
 					// Reclaimed for sitting idle: it ends now, as at its deadline.
 					say("booking %d was reclaimed for being idle: stopping the command", p.ID)
 					p.Expires = c.now()

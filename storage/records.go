@@ -97,6 +97,23 @@ func (p Partition) Upcoming(now time.Time) bool {
 	return p.State == Live && now.Before(p.Start)
 }
 
+// ReclaimedEarly reports whether the booking was ended before its deadline
+// for sitting idle: stored as expired, with its deadline kept and its
+// end (Ended) earlier. A booking that ran out its time ends at its
+// deadline.
+func (p Partition) ReclaimedEarly() bool {
+	return p.State == Expired && !p.Ended.IsZero() && p.Ended.Before(p.Expires)
+}
+
+// End is when the partition stopped holding its share: its deadline, or
+// before it when it was released or reclaimed.
+func (p Partition) End() time.Time {
+	if !p.Ended.IsZero() && p.Ended.Before(p.Expires) {
+		return p.Ended
+	}
+	return p.Expires
+}
+
 // EndedAt reports whether the partition no longer holds, nor will hold,
 // its share at instant now: released, expired, or past its deadline.
 func (p Partition) EndedAt(now time.Time) bool {

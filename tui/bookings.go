@@ -29,15 +29,7 @@ type bookingRow struct {
 const shownAfterEnd = 10 * time.Minute
 
 // endedAt is when a booking stopped holding its share.
-func endedAt(p storage.Partition) time.Time {
-	if p.State == storage.Released && !p.Ended.IsZero() {
-		return p.Ended
-	}
-	if !p.Ended.IsZero() && p.Ended.Before(p.Expires) {
-		return p.Ended
-	}
-	return p.Expires
-}
+func endedAt(p storage.Partition) time.Time { return p.End() }
 
 // bookingRows shapes the bookings table: live bookings and those ended in
 // the last shownAfterEnd, each with what its processes use, kept by the
