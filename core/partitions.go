@@ -157,6 +157,14 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 			case wait == nil:
 				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start, true)
 			default:
+				// Waiting that long is booking that far ahead: the policy's
+				// ahead holds for both (it queued with an ETA a week out
+				// while --at that far was refused).
+				if eta := plan.cand.ETA; !eta.IsZero() {
+					if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, eta, now); err != nil {
+						return fmt.Errorf("it would wait in line until %s: %w", FormatTime(eta, now), err)
+					}
+				}
 				r.Waiter = waiter
 				if wait.Timeout > 0 {
 					r.Deadline = now.Add(wait.Timeout)

@@ -50,3 +50,27 @@ func testAnyOverQuotaNamesTheQuota(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	require.Equal(t, 1, p.Device)
 }
+
+// --wait holds to the policy's ahead as --at does: a request whose turn in
+// line would come further ahead than ahead= is refused, not queued.
+func TestWaitHoldsToAhead(t *testing.T) { storetest.Each(t, testWaitHoldsToAhead) }
+
+func testWaitHoldsToAhead(t *testing.T, open storetest.Opener) {
+	l := newLedger(open)
+	_, err := l.as(root).SetPolicy([]string{"ahead=2d", "max=7d"})
+	require.NoError(t, err)
+	_, err = l.as(alice).Create(Request{Device: 0, Memory: Fraction(1), Duration: 3 * 24 * time.Hour})
+	require.NoError(t, err)
+	b := l.as(bob)
+	_, _, err = b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	require.ErrorIs(t, err, ErrTooFarAhead)
+	require.ErrorContains(t, err, "it would wait in line until ")
+	require.ErrorContains(t, err, "it would start in 3d, the furthest is 2d (ahead=2d)")
+	q, err := b.Queue()
+	require.NoError(t, err)
+	require.Empty(t, q, "nothing queued")
+
+	_, e, err := b.Enqueue(Request{Device: 1, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err, "GPU 1 is free: booked at once")
+	require.Nil(t, e)
+}
