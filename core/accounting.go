@@ -121,8 +121,8 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 		}
 	}
 	for _, a := range atts {
-		if (a.Verdict != Unbooked && a.Verdict != Ended) || a.UID == gpu.NA || a.SM == gpu.NA {
-			continue
+		if (a.Verdict != Unbooked && a.Verdict != Ended) || a.UID == gpu.NA || a.SM == gpu.NA || a.MadeUp {
+			continue // a simulated GPU's made-up users are nobody's use
 		}
 		k := unbookedKey{a.Device, a.UID}
 		u := w.unbooked[k]

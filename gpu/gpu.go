@@ -55,6 +55,9 @@ type Process struct {
 	// MPSServer: an MPS server, which serves every client on the GPU and is
 	// nobody's job.
 	MPSServer bool `json:"mps_server,omitempty"`
+	// MadeUp: a simulated GPU's made-up process, of a made-up user: shown,
+	// never accounted (report, metrics) as anyone's use.
+	MadeUp bool `json:"made_up,omitempty"`
 	// CUDA is what its environment asks of CUDA; private to its owner and
 	// root, so never printed.
 	CUDA CUDAEnv `json:"-"`

@@ -208,7 +208,7 @@ func (s *Sim) sampleDevice(i int, t float64) DeviceSample {
 			PID: pid, UID: fp.uid, User: fp.user, Command: fp.command,
 			MemoryUsed: mem, SM: sm,
 			// A fixed start keeps (pid, start) naming one process.
-			StartTime: uint64(1000 + pid),
+			StartTime: uint64(1000 + pid), MadeUp: true,
 		})
 		ds.MemoryUsed += mem
 	}
