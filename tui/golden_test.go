@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestGolden(t *testing.T) {
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 				return bytes.Contains(b, []byte("ending soon")) && bytes.Contains(b, []byte("/80.0 GiB")) ||
 					bytes.Contains(b, []byte("too small"))
-			}, teatest.WithDuration(5*time.Second))
+			}, teatest.WithDuration(20*time.Second))
 			if tc.keys != "" {
 				tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(tc.keys)})
 				if tc.keys == "\t" {
@@ -59,7 +60,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
@@ -79,19 +80,26 @@ func TestGoldenHistory(t *testing.T) {
 			w.notices <- core.Notice{Time: t0.Add(-2 * time.Minute), Kind: storage.EventWarned, Partition: ids[0], UID: alice.UID,
 				User: "alice", Detail: "ends in 5m (GPU 0)"}
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
+			// Enter only once the bookings are in and carol's row is
+			// selected: before that it opens another GPU's history.
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-				return bytes.Contains(b, []byte("ends in 5m")) && bytes.Contains(b, []byte("/80.0 GiB"))
-			}, teatest.WithDuration(5*time.Second))
+				return bytes.Contains(b, []byte("ends in 5m")) && bytes.Contains(b, []byte("/80.0 GiB")) && carolSelected.Match(b)
+			}, teatest.WithDuration(20*time.Second))
 			tm.Send(tea.KeyMsg{Type: tea.KeyEnter}) // the first row: carol's, on GPU 3
-			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("idle 50m")) },
-				teatest.WithDuration(5*time.Second))
+			// Only the history draws idle minutes as a span: the table's
+			// "idle 50m", perhaps not yet read, would let it quit early.
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("░ idle 50m ░")) },
+				teatest.WithDuration(20*time.Second))
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
 	}
 }
+
+// carolSelected is the bookings table with its cursor on carol's row.
+var carolSelected = regexp.MustCompile(`▸ #\d+ +carol `)
 
 // TestGoldenIdle is the bookings of that hour (see busyHour): bob's and
 // carol's rows say how long each has sat idle, at the sizes the app must
@@ -105,9 +113,9 @@ func TestGoldenIdle(t *testing.T) {
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 				return bytes.Contains(b, []byte("idle 50m")) && bytes.Contains(b, []byte("/80.0 GiB"))
-			}, teatest.WithDuration(5*time.Second))
+			}, teatest.WithDuration(20*time.Second))
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
