@@ -239,20 +239,35 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 func TestManyMonitorsExpireEachOnce(t *testing.T) { storetest.Each(t, testManyMonitorsExpireEachOnce) }
 
 func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
+	t.Parallel()
 	s := open()
 	db := s.String()
-	c := clientOn(s, nil, alice)
+	clk := newFakeClock()
+	c := clientOn(s, clk, alice)
 	const n = 200
 	start := time.Now()
 	ids := map[uint64]bool{}
+	var first, last time.Time
 	for i := range n {
 		p, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.004), Duration: time.Second + time.Duration(i)*5*time.Millisecond})
 		require.NoError(t, err)
 		ids[p.ID] = true
+		if i == 0 {
+			first = p.Expires
+		}
+		last = p.Expires
 	}
+	// The monitors pass, all at once, at the same instants of the second
+	// the deadlines fall in: they race for the same expiries, as monitors
+	// on one clock do, without waiting that second.
+	var passes []string
+	for at := first; !at.After(last); at = at.Add(100 * time.Millisecond) {
+		passes = append(passes, at.Format(time.RFC3339Nano))
+	}
+	passes = append(passes, last.Format(time.RFC3339Nano))
 	var monitors []*exec.Cmd
 	for range 3 {
-		cmd := roleCmd(t, "monitor", db, "4s")
+		cmd := roleCmd(t, "monitor", db, strings.Join(passes, ","))
 		require.NoError(t, cmd.Start())
 		monitors = append(monitors, cmd)
 	}
@@ -289,7 +304,11 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	}
 	db := s.String()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, s, sim, root, nil)
+	// Both monitors pass at instants the test picks, not when a loaded
+	// machine gets round to them: the warning lead of a 1 s booking is a
+	// tenth of it, a window a real-time monitor may miss.
+	clk := clock.NewFake(clock.System().Now())
+	c := simClient(t, s, sim, root, clk)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	if _, ok := s.(*storage.Ledger); ok {
@@ -297,10 +316,11 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	}
 	victim := startChild(t, p.ID, "sleep 60")
 
-	// The unprivileged monitor runs until it has expired the booking and
-	// tried to signal.
+	// The unprivileged monitor passes once within the warning lead, once
+	// past the deadline: it warns, expires the booking and tries to signal.
+	passes := p.Expires.Add(-10*time.Millisecond).Format(time.RFC3339Nano) + "," + p.Expires.Format(time.RFC3339Nano)
 	mon := exec.Command(bin, "-test.run=^$")
-	mon.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG=2s",
+	mon.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
 		"CHRONOS_TEST_ATTACH="+strconv.Itoa(victim.Process.Pid))
 	mon.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	mon.Stderr = os.Stderr
@@ -309,6 +329,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	require.Equal(t, []string{"created", "warned", "expired", "denied"}, eventKinds(t, c, p.ID))
 
 	sim.Attach(idleGPU, victim.Process.Pid, 1<<30)
+	clk.Set(p.Expires)
 	rootMon := NewMonitor(c, MonitorOptions{Backend: sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
@@ -468,10 +489,12 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})
 		require.NoError(t, err)
 	}
-	m := NewMonitor(c, MonitorOptions{Backend: sim})
-	for range 2*60 + 30 { // past the end of the first whole minute
-		clock.Advance(time.Second)
-		m.nextSample = time.Time{}
+	// A sample every 5 s is as good as every second for a minute's books,
+	// in a fifth of the passes.
+	const every = 5 * time.Second
+	m := NewMonitor(c, MonitorOptions{Backend: sim, SampleEvery: every})
+	for range (2*60 + 30) / 5 { // past the end of the first whole minute
+		clock.Advance(every)
 		_, err := m.Tick()
 		require.NoError(t, err)
 	}

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -101,9 +101,22 @@ func playRole(role, db, arg string) int {
 			return roleFailed
 		}
 	case "monitor":
-		// Run a monitor for a while (arg), with real processes named in
-		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU.
-		d, _ := time.ParseDuration(arg)
+		// Make one monitor pass at each of the instants in arg (RFC 3339,
+		// comma-separated) on a fake clock, with real processes named in
+		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU: the test
+		// picks the instants, so no pass is early or late however loaded
+		// the machine.
+		var at []time.Time
+		for _, f := range strings.Split(arg, ",") {
+			t, err := time.Parse(time.RFC3339Nano, f)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return roleFailed
+			}
+			at = append(at, t)
+		}
+		fake := clock.NewFake(at[0])
+		c = NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
 		sim := gpu.NewSim(gpu.SimOptions{})
 		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
 		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
@@ -114,16 +127,25 @@ func playRole(role, db, arg string) int {
 			pid, _ := strconv.Atoi(f)
 			sim.Attach(idleGPU, pid, 1<<30)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
 		m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: func(a Act) {
 			if a.Kind == "error" {
 				fmt.Fprintln(os.Stderr, a)
 			}
 		}})
-		if err := m.Run(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+		for _, t := range at {
+			fake.Set(t)
+			// As Run does: pass again at once while more is due than
+			// one pass's transaction holds.
+			for range 100 {
+				next, err := m.Tick()
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err) // and try again, as Run does
+					continue
+				}
+				if next.After(t) {
+					break
+				}
+			}
 		}
 	case "wait":
 		return playWaiter(c, arg)
