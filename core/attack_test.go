@@ -94,7 +94,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	}
 
 	swap := exec.Command(bin, "-test.run=^$")
-	swap.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
+	swap.Env = roleEnv("CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
 	swap.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	swap.Stderr = os.Stderr
 	require.NoError(t, swap.Start())
@@ -132,7 +132,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
+	cmd.Env = append(roleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
@@ -316,7 +316,7 @@ func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	require.NoError(t, os.Chtimes(backup, old, old)) // a refresh is due
 
 	book := exec.Command(bin, "-test.run=^$")
-	book.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
+	book.Env = roleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
 	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
 	book.Stderr = os.Stderr
 	require.NoError(t, book.Run())

@@ -76,7 +76,7 @@ type waiterProc struct {
 func startWaiter(t *testing.T, bin, db string, uid int, share string) *waiterProc {
 	t.Helper()
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
+	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}

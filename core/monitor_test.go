@@ -320,7 +320,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	// past the deadline: it warns, expires the booking and tries to signal.
 	passes := p.Expires.Add(-10*time.Millisecond).Format(time.RFC3339Nano) + "," + p.Expires.Format(time.RFC3339Nano)
 	mon := exec.Command(bin, "-test.run=^$")
-	mon.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
+	mon.Env = roleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
 		"CHRONOS_TEST_ATTACH="+strconv.Itoa(victim.Process.Pid))
 	mon.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	mon.Stderr = os.Stderr

@@ -179,10 +179,19 @@ func playRole(role, db, arg string) int {
 	return roleOK
 }
 
+// roleEnv is this process's environment and extra, for the test binary
+// started again to play a role. Under -race its exit would sleep a second
+// (GORACE's atexit_sleep_ms) for racing goroutines to be caught: a role's
+// have all ended by then, and tests wait for many roles' exits.
+func roleEnv(extra ...string) []string {
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	return append(append(os.Environ(), "GORACE="+gorace), extra...)
+}
+
 func roleCmd(t testing.TB, role, db, arg string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)
+	cmd.Env = roleEnv("CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)
 	cmd.Stderr = os.Stderr
 	return cmd
 }
@@ -325,7 +334,7 @@ func TestOtherUserCannotRelease(t *testing.T) {
 	require.NoError(t, os.Chmod(db, 0o666))
 
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=release", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+strconv.FormatUint(p.ID, 10))
+	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=release", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+strconv.FormatUint(p.ID, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	require.Equal(t, roleNotOwner, exitCode(cmd.Run()))
 
