@@ -38,6 +38,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 // refuses them and says so. The directory becomes sticky, so members can no
 // longer rename or remove root's files.
 func TestInitSharedNeverFollowsLinks(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: init is root's")
 	}
@@ -83,6 +84,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 // monitor and no repair hang: opening never blocks, and what is not a
 // regular file is refused. The monitor expires a booking meanwhile.
 func TestFIFOSwapLoopHangsNothing(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	db := filepath.Join(dir, "chronos.db")
 	c := clientAt(db, nil, root)
@@ -154,6 +156,7 @@ const daemonUID, nobodyUID = 1, 65534
 // forged process escaped unbooked=terminate. Now the claim of a process
 // that is not the booking owner's is ignored and named.
 func TestForgedBookingIDIsUnbooked(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
@@ -197,6 +200,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 // of root's (multi-user) or of the booking's owner is trusted, and only for
 // processes `chronos run` started with its limits.
 func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
@@ -271,6 +275,7 @@ func alive(cmd *exec.Cmd) bool {
 // and `events --json` stay exact; terminals get it escaped) but bounded:
 // one event used to hold a 220 KB command line.
 func TestEventsHoldABoundedCommandLine(t *testing.T) {
+	t.Parallel()
 	dir, _ := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
@@ -305,6 +310,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 // their writes refresh it in place instead, so the backup keeps up with
 // members' bookings and stays root's.
 func TestMembersWritesRefreshRootsBackup(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 // what fits in its transaction and the releasing process places the rest,
 // a transaction at a time, so that all are booked when it returns.
 func TestPlacementOverManyTransactions(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testPlacementOverManyTransactions)
 }
 
@@ -51,6 +52,7 @@ func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 // GPU's line is granted in fair-share order, and a user's quota counts
 // what they hold on both hosts.
 func TestTwoHostsShareTheLine(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	on := map[string]map[int]*Client{} // host, uid: client
 	for _, host := range []string{"gpu1", "gpu2"} {
@@ -133,6 +135,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 // whose waiting process was of another machine stays in line whatever
 // this machine's /proc says of its pid, for that machine to look after.
 func TestOtherMachinesWaitersAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testOtherMachinesWaitersAreLeftAlone)
 }
 

@@ -24,7 +24,9 @@ func hostClient(s storage.Store, host string, who Identity) *Client {
 
 // Hosts sharing a ledger book their own GPUs by index and each other's as
 // host:index; admission counts each host's GPU 0 apart.
-func TestHostsShareALedger(t *testing.T) { storetest.Each(t, testHostsShareALedger) }
+func TestHostsShareALedger(t *testing.T) { // serial: Run takes signals for the whole process
+	storetest.Each(t, testHostsShareALedger)
+}
 
 func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -84,6 +86,7 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 // A ledger file is one host's: it knows no other host, and its own name
 // means itself.
 func TestLedgerFileHasNoOtherHosts(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, alice)
 	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.ErrorIs(t, err, ErrNoDevice)
@@ -96,7 +99,10 @@ func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 // Each host's monitor matches processes only against its own host's
 // bookings: a booking of another host's GPU 3 neither claims a process on
 // this host's GPU 3 nor makes this GPU "booked" for the unbooked rule.
-func TestMonitorEnforcesOnlyItsHost(t *testing.T) { storetest.Each(t, testMonitorEnforcesOnlyItsHost) }
+func TestMonitorEnforcesOnlyItsHost(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorEnforcesOnlyItsHost)
+}
 
 func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -139,6 +145,7 @@ func simDevices(sim *gpu.Sim) DeviceSource {
 // A host's monitor, killed, stops publishing: within the TTL its GPUs show
 // as not live (still listed, from the ledger), and its bookings stay.
 func TestDeadHostFades(t *testing.T) {
+	t.Parallel()
 	s := storetest.Etcd(t, etcdtest.Shared(t))()
 	other := hostClient(s, "gpu2", bob)
 	mon := roleCmd(t, "monitor", s.String(), "60s")
@@ -168,7 +175,7 @@ func TestDeadHostFades(t *testing.T) {
 	require.Len(t, gpu1().Inventory.Devices, 4, "its GPUs are still known")
 	got, err := other.Get(p.ID)
 	require.NoError(t, err)
-	require.True(t, got.LiveAt(time.Now()), "its bookings stay")
+	require.True(t, got.LiveAt(clock.System().Now()), "its bookings stay")
 }
 
 // Each monitor measures the other hosts' clocks from their statuses; a host
@@ -280,6 +287,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 // so that every process here books this host's GPUs under one name: a
 // library user and the command line never each get a GPU 0 of their own.
 func TestUnnamedClientIsThisHost(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	lib := clientOn(open(), nil, alice)
 	require.Equal(t, HostName(), lib.Host())

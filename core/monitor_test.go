@@ -63,7 +63,10 @@ func eventKinds(t *testing.T, c *Client, partition uint64) []string {
 	return out
 }
 
-func TestMonitorExpiresAndWarnsOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresAndWarnsOnce) }
+func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorExpiresAndWarnsOnce)
+}
 
 func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -99,7 +102,10 @@ func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
 }
 
-func TestMonitorWakesAtTheDeadline(t *testing.T) { storetest.Each(t, testMonitorWakesAtTheDeadline) }
+func TestMonitorWakesAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorWakesAtTheDeadline)
+}
 
 func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -143,7 +149,10 @@ func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 
 // At expiry a booking's process gets SIGTERM; one that ignores it gets
 // SIGKILL after the grace period.
-func TestMonitorTerminatesThenKills(t *testing.T) { storetest.Each(t, testMonitorTerminatesThenKills) }
+func TestMonitorTerminatesThenKills(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorTerminatesThenKills)
+}
 
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -179,6 +188,7 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 // A process using more memory than its booking holds is ended when the
 // policy says terminate, and only noted when it says warn.
 func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testMonitorOverBudgetAndUnbooked)
 }
 
@@ -236,16 +246,17 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 
 // Monitors in separate processes, 200 bookings expiring within a second:
 // each expiry is recorded exactly once.
-func TestManyMonitorsExpireEachOnce(t *testing.T) { storetest.Each(t, testManyMonitorsExpireEachOnce) }
+func TestManyMonitorsExpireEachOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testManyMonitorsExpireEachOnce)
+}
 
 func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
-	t.Parallel()
 	s := open()
 	db := s.String()
 	clk := newFakeClock()
 	c := clientOn(s, clk, alice)
 	const n = 200
-	start := time.Now()
 	ids := map[uint64]bool{}
 	var first, last time.Time
 	for i := range n {
@@ -265,6 +276,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 		passes = append(passes, at.Format(time.RFC3339Nano))
 	}
 	passes = append(passes, last.Format(time.RFC3339Nano))
+	start := time.Now()
 	var monitors []*exec.Cmd
 	for range 3 {
 		cmd := roleCmd(t, "monitor", db, strings.Join(passes, ","))
@@ -292,6 +304,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
 func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot)
 }
 
@@ -343,7 +356,10 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 // Deadlines are wall-clock instants: a step of the clock backwards (NTP)
 // doesn't end a booking early, a step forwards past the deadline ends it at
 // the next pass, and no wait is ever longer than a second.
-func TestMonitorFollowsClockSteps(t *testing.T) { storetest.Each(t, testMonitorFollowsClockSteps) }
+func TestMonitorFollowsClockSteps(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorFollowsClockSteps)
+}
 
 func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -352,7 +368,7 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
 
-	clock.Advance(-30 * time.Minute)
+	clock.Set(clock.Now().Add(-30 * time.Minute)) // a step back
 	next, err := m.Tick()
 	require.NoError(t, err)
 	require.Equal(t, clock.Now().Add(time.Second), next)
@@ -372,7 +388,10 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 // Many bookings ending at once are all expired, each once, in passes small
 // enough for any engine: etcd refuses a transaction of more than 128 writes
 // by default.
-func TestMonitorExpiresManyAtOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresManyAtOnce) }
+func TestMonitorExpiresManyAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorExpiresManyAtOnce)
+}
 
 func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -409,6 +428,7 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 
 // A warning less than a second before the end says so, never "ends in 0s".
 func TestWarningNeverSaysZeroSeconds(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 3 * time.Second})
@@ -426,6 +446,7 @@ func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 }
 
 func TestFormatEvent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		e    storage.Event
 		want string
@@ -447,6 +468,7 @@ func TestFormatEvent(t *testing.T) {
 // A process with no booking is recorded as its owner's (a real process of
 // user nobody here), with the monitor's user as the one who recorded it.
 func TestUnbookedEventNamesTheOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process as nobody")
 	}
@@ -476,6 +498,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 // enough for any engine: etcd refuses a transaction of more than 128
 // writes by default, and one booking's usage is a write.
 func TestMonitorAccountsManyBookings(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testMonitorAccountsManyBookings)
 }
 
@@ -511,6 +534,7 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 // against root's booking and sent it SIGTERM, which would stop every
 // client's job. The server is nobody's job and is never signalled.
 func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the MPS programs must be root's files")
 	}

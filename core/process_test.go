@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -101,22 +102,28 @@ func playRole(role, db, arg string) int {
 			return roleFailed
 		}
 	case "monitor":
-		// Make one monitor pass at each of the instants in arg (RFC 3339,
-		// comma-separated) on a fake clock, with real processes named in
-		// CHRONOS_TEST_ATTACH shown on the simulated idle GPU: the test
-		// picks the instants, so no pass is early or late however loaded
-		// the machine.
+		// A monitor, with real processes named in CHRONOS_TEST_ATTACH shown
+		// on the simulated idle GPU. Given a duration (arg), it runs that
+		// long on the system clock. Given instants (RFC 3339, comma-
+		// separated), it passes at each on a fake clock: the test picks
+		// them, so no pass is early or late however loaded the machine.
 		var at []time.Time
-		for _, f := range strings.Split(arg, ",") {
-			t, err := time.Parse(time.RFC3339Nano, f)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return roleFailed
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			for _, f := range strings.Split(arg, ",") {
+				t, err := time.Parse(time.RFC3339Nano, f)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return roleFailed
+				}
+				at = append(at, t)
 			}
-			at = append(at, t)
 		}
-		fake := clock.NewFake(at[0])
-		c = NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
+		var fake *clock.Fake
+		if at != nil {
+			fake = clock.NewFake(at[0])
+			c = NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
+		}
 		sim := gpu.NewSim(gpu.SimOptions{})
 		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
 		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
@@ -132,6 +139,15 @@ func playRole(role, db, arg string) int {
 				fmt.Fprintln(os.Stderr, a)
 			}
 		}})
+		if fake == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			if err := m.Run(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return roleFailed
+			}
+			break
+		}
 		for _, t := range at {
 			fake.Set(t)
 			// As Run does: pass again at once while more is due than
@@ -221,6 +237,7 @@ func exitCode(err error) int {
 
 // Sixteen processes race to book 10% of one GPU each: exactly ten win.
 func TestConcurrentProcessesNeverOverbook(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testConcurrentProcessesNeverOverbook)
 }
 
@@ -259,6 +276,7 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 // leaves a damaged ledger or half a booking: after every kill the ledger
 // opens, passes bbolt's check and holds only whole records.
 func TestKilledWriterLeavesWholeLedger(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testKilledWriterLeavesWholeLedger)
 }
 
@@ -325,6 +343,7 @@ func requireWhole(t *testing.T, db string) {
 // A booking made by one uid cannot be released by another, even one that
 // can write the file.
 func TestOtherUserCannotRelease(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
@@ -347,6 +366,7 @@ func TestOtherUserCannotRelease(t *testing.T) {
 // fail with "busy" within their timeout — readers and writers, never a
 // hang — and once it runs again (SIGCONT) everyone carries on.
 func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
 	c := clientAt(db, nil, alice)

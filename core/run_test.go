@@ -24,10 +24,13 @@ func runOpts(cmd ...string) RunOptions {
 	return RunOptions{Command: cmd, Grace: -1}
 }
 
+// These tests stay serial (EachSerial, no t.Parallel): Run takes SIGINT,
+// SIGTERM and SIGHUP for the whole process, and most set the environment.
+
 // The command gets the warning signal it asked for, then SIGTERM at the
 // deadline, then SIGKILL when it ignores SIGTERM; chronos reports the expiry
 // status.
-func TestRunWarnsTerminatesKills(t *testing.T) { storetest.Each(t, testRunWarnsTerminatesKills) }
+func TestRunWarnsTerminatesKills(t *testing.T) { storetest.EachSerial(t, testRunWarnsTerminatesKills) }
 
 func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
@@ -86,7 +89,9 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 
 // A command that ends by itself passes on its status and its booking is
 // released at once.
-func TestRunReleasesAndPassesStatus(t *testing.T) { storetest.Each(t, testRunReleasesAndPassesStatus) }
+func TestRunReleasesAndPassesStatus(t *testing.T) {
+	storetest.EachSerial(t, testRunReleasesAndPassesStatus)
+}
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
@@ -112,7 +117,9 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 128+9, res.ExitCode)
 }
 
-func TestRunRefusals(t *testing.T) { storetest.Each(t, testRunRefusals) }
+func TestRunRefusals(t *testing.T) {
+	storetest.EachSerial(t, testRunRefusals)
+}
 
 func testRunRefusals(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -142,7 +149,9 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 }
 
 // Running inside an existing booking leaves it live afterwards.
-func TestRunInsideExistingBooking(t *testing.T) { storetest.Each(t, testRunInsideExistingBooking) }
+func TestRunInsideExistingBooking(t *testing.T) {
+	storetest.EachSerial(t, testRunInsideExistingBooking)
+}
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
@@ -201,7 +210,7 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
-func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.Each(t, testRunAndMonitorSignalOnce) }
+func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.EachSerial(t, testRunAndMonitorSignalOnce) }
 
 func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -258,6 +267,7 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 
 // Signal names come from the system's table, both ways.
 func TestSignalNames(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
 		got, err := ParseSignal(in)
 		if want == 0 {

@@ -17,6 +17,7 @@ import (
 // — and marks it orphaned until then. A live wrapper, or one on another
 // machine, is left alone.
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
+	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
 	book := func(w storage.Wrapper) uint64 {
@@ -78,6 +79,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // machine already reads as orphaned — in list's table and JSON alike — while
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
+	t.Parallel()
 	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]BookingStatus{}

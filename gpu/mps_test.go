@@ -68,6 +68,7 @@ func (h *fakeMPSHost) detectWithin(timeout time.Duration) MPS {
 }
 
 func TestMPSNotRunning(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	m := h.detect()
 	require.False(t, m.Running)
@@ -77,6 +78,7 @@ func TestMPSNotRunning(t *testing.T) {
 }
 
 func TestMPSStalePipe(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	// The per-user server and a one-shot control client are not the daemon.
@@ -89,6 +91,7 @@ func TestMPSStalePipe(t *testing.T) {
 }
 
 func TestMPSControlSocket(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlSocket(t)
 	h.withProcess(t, 753, "nvidia-cuda-mps") // a zombie server: no command line
@@ -99,6 +102,7 @@ func TestMPSControlSocket(t *testing.T) {
 }
 
 func TestMPSControlIsAPlainFile(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	require.NoError(t, os.WriteFile(filepath.Join(h.pipeDir, "control"), nil, 0o600))
 	h.withProcess(t, 100, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
@@ -106,6 +110,7 @@ func TestMPSControlIsAPlainFile(t *testing.T) {
 }
 
 func TestMPSDaemon(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string
@@ -165,6 +170,7 @@ esac`,
 }
 
 func TestMPSControlThatHangs(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	h.withProcess(t, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
@@ -190,6 +196,7 @@ func TestMPSPipeDirFromEnv(t *testing.T) {
 // The one label of the sharing mode, as the app, the monitor and
 // `chronos backends` print it.
 func TestModeLabel(t *testing.T) {
+	t.Parallel()
 	for m, want := range map[MPS]string{
 		{}:                               "time-sliced",
 		{Running: true}:                  "concurrent (MPS)",
@@ -203,6 +210,7 @@ func TestModeLabel(t *testing.T) {
 // daemon: the endpoint and the daemon must belong to one user, and whose
 // they are decides whom its limits are trusted for.
 func TestMPSTrust(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	h.withProcessOf(t, 65534, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d", "-M")
@@ -234,6 +242,7 @@ func TestMPSTrust(t *testing.T) {
 }
 
 func TestCUDAEnvMPS(t *testing.T) {
+	t.Parallel()
 	m := MPS{Running: true, PipeDir: "/tmp/nvidia-mps"}
 	require.True(t, CUDAEnv{}.ServedBy(m))
 	require.True(t, CUDAEnv{MPSPipeDir: "/tmp/nvidia-mps/"}.ServedBy(m))

@@ -49,6 +49,7 @@ func waiting(t *testing.T, c *core.Client) []core.QueueEntry {
 // again joins the line with the app as its waiter, and the request is
 // booked when the holder releases.
 func TestFormOffersToWaitInLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	held := w.book(bob, 0, "80%", 0, time.Hour)
 	m := w.model(80, 24)
@@ -101,6 +102,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 // ahead shows its start in the table and on the GPU panel, and stays
 // releasable.
 func TestFormBooksAhead(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(120, 40)
 	m = press(t, m, "n", "50%", "tab", "tab", "yesterday", "enter")
@@ -126,6 +128,7 @@ func TestFormBooksAhead(t *testing.T) {
 // x on one's own waiting request asks, then takes it out of the line;
 // on someone else's it is refused at once.
 func TestQueueTabCancelsOnlyOwnRequests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	w.book(bob, 0, "100%", 0, time.Hour)
 	mine := w.enqueue(alice, 0, "50%", time.Hour)
@@ -158,6 +161,7 @@ func TestQueueTabCancelsOnlyOwnRequests(t *testing.T) {
 
 // The line is read only while its tab is shown.
 func TestQueueReadOnlyWhenShown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	w.book(bob, 0, "100%", 0, time.Hour)
 	w.enqueue(alice, 0, "50%", time.Hour)

@@ -27,8 +27,12 @@ func (f *Fake) Now() time.Time {
 	return f.now
 }
 
-// Advance moves the clock d ahead, firing every timer it passes.
+// Advance moves the clock d ahead, firing every timer it passes. A step
+// back is Set's: Advance would silently stay put.
 func (f *Fake) Advance(d time.Duration) {
+	if d < 0 {
+		panic("clock: Fake.Advance(" + d.String() + "): a step back is Set(Now().Add(d))")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end := f.now.Add(d)
