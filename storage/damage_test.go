@@ -251,6 +251,7 @@ func TestDoctorSurvivesRandomDamage(t *testing.T) {
 	for i := range 100 {
 		kind, at, n, val := uint8(rng.IntN(5)), rng.Uint32(), uint16(rng.IntN(1<<16)), byte(rng.IntN(256))
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
 			if i%3 == 0 {
 				doctorAndRepair(t, ledger, damage(backup, kind, at, n, val))
 			} else {
