@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -173,7 +174,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	s, err := sim.Sample()
 	require.NoError(t, err)
 	atts := map[int]Attribution{}
-	for _, a := range Attribute(s, []storage.Partition{p.Partition}, time.Now()) {
+	for _, a := range Attribute(s, []storage.Partition{p.Partition}, clock.System().Now()) {
 		atts[a.PID] = a
 	}
 	require.Equal(t, Booked, atts[job.Process.Pid].Verdict)
@@ -315,7 +316,7 @@ func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)
 	admin := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
-	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, time.Now())))
+	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, clock.System().Now())))
 	backup := storage.BackupPath(path)
 	require.FileExists(t, backup)
 	old := time.Now().Add(-time.Hour)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -67,7 +68,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	_, err = admin.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
 	require.NoError(t, open().Update(func(tx *storage.Tx) error { // bob has used much: alice goes first
-		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: time.Now()})
+		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
 	}))
 	var holds []uint64
 	for _, host := range []string{"gpu1", "gpu2"} {

@@ -512,7 +512,7 @@ func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 // an owner's booking ahead does not claim their processes either.
 func TestBookingAheadClaimsNoProcess(t *testing.T) {
 	t.Parallel()
-	now := time.Now() // the process's real start is before the booking's end
+	now := clock.System().Now() // the process's real start (as the system clock reads it) is before the booking's end
 	ahead := storage.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
 		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: storage.Live}
 	pid := os.Getpid()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -166,7 +167,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 		holders = append(holders, p.ID)
 	}
 	letAllWrite(t, s)
-	now := time.Now()
+	now := clock.System().Now() // the time of the waiters' clients
 	require.NoError(t, s.Update(func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err

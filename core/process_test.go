@@ -237,7 +237,8 @@ func exitCode(err error) int {
 
 // Sixteen processes race to book 10% of one GPU each: exactly ten win.
 func TestConcurrentProcessesNeverOverbook(t *testing.T) {
-	t.Parallel()
+	// Not beside the other tests: on a loaded machine sixteen writers
+	// racing for etcd lose often enough for some to give up busy.
 	storetest.Each(t, testConcurrentProcessesNeverOverbook)
 }
 

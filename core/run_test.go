@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -52,7 +53,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
-	require.False(t, p.LiveAt(time.Now()))
+	require.False(t, p.LiveAt(clock.System().Now()))
 }
 
 // A booking reclaimed for sitting idle ends its command as its deadline

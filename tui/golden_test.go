@@ -23,6 +23,7 @@ import (
 // The profile is NO_COLOR's, so the files show what is left without colour.
 // Regenerate with: go test ./tui -run TestGolden -update
 func TestGolden(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, tc := range []struct {
 		width, height int
@@ -71,6 +72,7 @@ func TestGolden(t *testing.T) {
 // busyHour), with a notice to alice on its line, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenHistory -update
 func TestGoldenHistory(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -105,6 +107,7 @@ var carolSelected = regexp.MustCompile(`▸ #\d+ +carol `)
 // carol's rows say how long each has sat idle, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenIdle -update
 func TestGoldenIdle(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -120,4 +123,13 @@ func TestGoldenIdle(t *testing.T) {
 			golden.RequireEqual(t, []byte(final.View()))
 		})
 	}
+}
+
+// inUTC draws the test's times in UTC, t0's zone: a golden file holds its
+// times of day whatever zone the tests run in (make test-anytime tries
+// three). time.Local is the process's: golden tests are serial.
+func inUTC(t *testing.T) {
+	prev := time.Local
+	time.Local = time.UTC
+	t.Cleanup(func() { time.Local = prev })
 }
