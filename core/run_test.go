@@ -34,26 +34,54 @@ func runOpts(cmd ...string) RunOptions {
 func TestRunWarnsTerminatesKills(t *testing.T) { storetest.EachSerial(t, testRunWarnsTerminatesKills) }
 
 func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
+	// The deadline, the warning lead and the grace are the fake clock's:
+	// each step is taken once the command has shown it took the last.
+	clk := clock.NewFake(clock.System().Now())
+	c := clientOn(open(), clk, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
-	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
-	o.Grace = 1500 * time.Millisecond // room for a loaded machine to run the trap
+	o.Grace = 1500 * time.Millisecond
 	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
 	t.Setenv("LOG", log)
 	start := time.Now()
-	res, err := c.Run(context.Background(), o)
+	type result struct {
+		res RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.Run(context.Background(), o)
+		done <- result{res, err}
+	}()
+	logSays := func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(log); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
+	}
+	logSays("ready\n") // booked, and its traps set
+	parts, err := c.List(false)
 	require.NoError(t, err)
-	require.True(t, res.Expired)
-	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Len(t, parts, 1)
+	expires := parts[0].Expires
+	clk.Set(expires.Add(-100 * time.Millisecond)) // inside the lead, a tenth: 0.2 s
+	logSays("ready\nUSR1\n")
+	clk.Set(expires)
+	logSays("ready\nUSR1\nTERM\n")
+	clk.Advance(o.Grace) // it ignored SIGTERM: SIGKILL
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not end after the grace")
+	}
+	require.NoError(t, r.err)
+	require.True(t, r.res.Expired)
+	require.Equal(t, ExitExpired, r.res.ExitCode)
 	require.Less(t, time.Since(start), 15*time.Second)
-	got, err := os.ReadFile(log)
-	require.NoError(t, err)
-	require.Equal(t, "USR1\nTERM\n", string(got))
 
-	p, err := c.Get(res.Partition)
+	p, err := c.Get(r.res.Partition)
 	require.NoError(t, err)
-	require.False(t, p.LiveAt(clock.System().Now()))
+	require.False(t, p.LiveAt(clk.Now()))
 }
 
 // A booking reclaimed for sitting idle ends its command as its deadline
