@@ -243,11 +243,14 @@ func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.EachSerial(t, testRun
 
 func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, open(), sim, CurrentIdentity(), nil)
+	// Run and the monitor share a fake clock, stepped to the deadline and
+	// past the grace once the command shows it took the signal before.
+	clk := clock.NewFake(clock.System().Now())
+	c := simClient(t, open(), sim, CurrentIdentity(), clk)
 	dir := t.TempDir()
 	t.Setenv("LOG", filepath.Join(dir, "signals"))
 	t.Setenv("PIDFILE", filepath.Join(dir, "pid"))
-	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
@@ -257,23 +260,45 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
+	type result struct {
+		res RunResult
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		for ctx.Err() == nil {
-			if b, err := os.ReadFile(os.Getenv("PIDFILE")); err == nil && len(b) > 1 {
-				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-				sim.Attach(idleGPU, pid, 1<<30)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		res, err := c.Run(context.Background(), o)
+		done <- result{res, err}
 	}()
-	res, err := c.Run(context.Background(), o)
+	logSays := func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(os.Getenv("LOG")); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
+	}
+	logSays("ready\n")
+	b, err := os.ReadFile(os.Getenv("PIDFILE"))
 	require.NoError(t, err)
-	require.Equal(t, ExitExpired, res.ExitCode)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	sim.Attach(idleGPU, pid, 1<<30)
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	clk.Set(parts[0].Expires)
+	logSays("ready\nTERM\n")
+	var r result
+	advanceUntil(t, clk, 100*time.Millisecond, 15*time.Second, func() bool { // past the grace: SIGKILL
+		select {
+		case r = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, r.err)
+	require.Equal(t, ExitExpired, r.res.ExitCode)
 	got, err := os.ReadFile(os.Getenv("LOG"))
 	require.NoError(t, err)
-	require.Equal(t, "TERM\n", string(got))
-	kinds := eventKinds(t, c, res.Partition)
+	require.Equal(t, "ready\nTERM\n", string(got))
+	kinds := eventKinds(t, c, r.res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
 }
