@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -38,6 +39,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 // refuses them and says so. The directory becomes sticky, so members can no
 // longer rename or remove root's files.
 func TestInitSharedNeverFollowsLinks(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: init is root's")
 	}
@@ -83,6 +85,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 // monitor and no repair hang: opening never blocks, and what is not a
 // regular file is refused. The monitor expires a booking meanwhile.
 func TestFIFOSwapLoopHangsNothing(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	db := filepath.Join(dir, "chronos.db")
 	c := clientAt(db, nil, root)
@@ -94,7 +97,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	}
 
 	swap := exec.Command(bin, "-test.run=^$")
-	swap.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
+	swap.Env = roleEnv("CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
 	swap.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	swap.Stderr = os.Stderr
 	require.NoError(t, swap.Start())
@@ -132,7 +135,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
+	cmd.Env = append(roleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
@@ -154,6 +157,7 @@ const daemonUID, nobodyUID = 1, 65534
 // forged process escaped unbooked=terminate. Now the claim of a process
 // that is not the booking owner's is ignored and named.
 func TestForgedBookingIDIsUnbooked(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
@@ -170,7 +174,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	s, err := sim.Sample()
 	require.NoError(t, err)
 	atts := map[int]Attribution{}
-	for _, a := range Attribute(s, []storage.Partition{p.Partition}, time.Now()) {
+	for _, a := range Attribute(s, []storage.Partition{p.Partition}, clock.System().Now()) {
 		atts[a.PID] = a
 	}
 	require.Equal(t, Booked, atts[job.Process.Pid].Verdict)
@@ -197,6 +201,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 // of root's (multi-user) or of the booking's owner is trusted, and only for
 // processes `chronos run` started with its limits.
 func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
@@ -271,6 +276,7 @@ func alive(cmd *exec.Cmd) bool {
 // and `events --json` stay exact; terminals get it escaped) but bounded:
 // one event used to hold a 220 KB command line.
 func TestEventsHoldABoundedCommandLine(t *testing.T) {
+	t.Parallel()
 	dir, _ := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
@@ -305,18 +311,19 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 // their writes refresh it in place instead, so the backup keeps up with
 // members' bookings and stays root's.
 func TestMembersWritesRefreshRootsBackup(t *testing.T) {
+	t.Parallel()
 	dir, bin := otherUserDir(t)
 	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)
 	admin := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
-	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, time.Now())))
+	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, clock.System().Now())))
 	backup := storage.BackupPath(path)
 	require.FileExists(t, backup)
 	old := time.Now().Add(-time.Hour)
 	require.NoError(t, os.Chtimes(backup, old, old)) // a refresh is due
 
 	book := exec.Command(bin, "-test.run=^$")
-	book.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
+	book.Env = roleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
 	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
 	book.Stderr = os.Stderr
 	require.NoError(t, book.Run())

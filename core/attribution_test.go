@@ -47,6 +47,7 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 // what its environment claims "booking_id"), keeping the old names beside
 // them for scripts written before.
 func TestAttributionJSONSaysBooking(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	parts := []storage.Partition{{ID: 3, UID: 1000, Device: 0, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}}
 	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0},

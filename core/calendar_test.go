@@ -16,6 +16,7 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 // The booked share is piecewise constant over half-open intervals: a
 // booking ending at 10 and one starting at 10 never overlap.
 func TestCalendarPeakIsHalfOpen(t *testing.T) {
+	t.Parallel()
 	gpu0, gpu1, other0 := gpuID{device: 0}, gpuID{device: 1}, gpuID{host: "gpu3", device: 0}
 	cal := calendar{
 		{gpu: gpu0, uid: 1, share: 600_000, start: at(0), end: at(10)},
@@ -61,6 +62,7 @@ func randomCalendar(rng *rand.Rand, shortest int) calendar {
 // whole second before it on random calendars of two hosts' GPUs, kept
 // places and quotas: no earlier second fits, and the one it names does.
 func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 3000 {
 		cal := randomCalendar(rng, 1)
@@ -102,6 +104,7 @@ func onGPUOrKept(g gpuID) func(slot) bool {
 // agrees with the sweep over the whole calendar on random calendars and
 // spans, and the first start with room is the first the sweep finds.
 func TestStepsAgreeWithTheSweep(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := range 3000 {
 		cal := randomCalendar(rng, 0) // some slots empty
@@ -127,6 +130,7 @@ func TestStepsAgreeWithTheSweep(t *testing.T) {
 // The hours quota frees as old use slides out of the window: the ETA is
 // the second it does, not the next time a booking starts or ends.
 func TestHoursQuotaFreesContinuously(t *testing.T) {
+	t.Parallel()
 	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
 	cal := calendar{{gpu: gpuID{device: 0}, uid: 1, share: ppm, start: at(0), end: at(3600)}}
 	a := ask{gpu: gpuID{host: "gpu3", device: 0}, uid: 1, share: ppm, length: time.Hour, limits: Limits{UserHours: new(1.5), HoursWindow: 24 * time.Hour, Share: 1}}
@@ -143,6 +147,7 @@ func TestHoursQuotaFreesContinuously(t *testing.T) {
 
 // Asking more than a quota allows by itself can never be granted.
 func TestNeverFits(t *testing.T) {
+	t.Parallel()
 	require.NotNil(t, ask{share: 600_000, length: time.Hour, limits: Limits{UserGPUs: new(0.5)}}.never())
 	require.NotNil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: new(2.0), HoursWindow: time.Hour}}.never())
 	require.Nil(t, ask{share: ppm, length: 3 * time.Hour, limits: Limits{UserHours: new(2.0), Exempt: true}}.never())
@@ -152,6 +157,7 @@ func TestNeverFits(t *testing.T) {
 // The hours check, a sweep over cumulative sums, agrees with summing every
 // window by hand on random calendars.
 func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := range 3000 {
 		var cal calendar

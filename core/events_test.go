@@ -10,6 +10,7 @@ import (
 )
 
 func TestFindEvents(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	path := t.TempDir() + "/chronos.db"
 	byAlice, byBob, byRoot := clientAt(path, clock, alice), clientAt(path, clock, bob), clientAt(path, clock, root)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -16,6 +17,7 @@ import (
 // what fits in its transaction and the releasing process places the rest,
 // a transaction at a time, so that all are booked when it returns.
 func TestPlacementOverManyTransactions(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testPlacementOverManyTransactions)
 }
 
@@ -51,6 +53,7 @@ func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 // GPU's line is granted in fair-share order, and a user's quota counts
 // what they hold on both hosts.
 func TestTwoHostsShareTheLine(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	on := map[string]map[int]*Client{} // host, uid: client
 	for _, host := range []string{"gpu1", "gpu2"} {
@@ -65,7 +68,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	_, err = admin.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
 	require.NoError(t, open().Update(func(tx *storage.Tx) error { // bob has used much: alice goes first
-		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: time.Now()})
+		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
 	}))
 	var holds []uint64
 	for _, host := range []string{"gpu1", "gpu2"} {
@@ -133,6 +136,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 // whose waiting process was of another machine stays in line whatever
 // this machine's /proc says of its pid, for that machine to look after.
 func TestOtherMachinesWaitersAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testOtherMachinesWaitersAreLeftAlone)
 }
 

@@ -42,6 +42,7 @@ func half(dev int, d time.Duration) Request {
 // that overlaps it is refused (naming when it would fit), one that ends
 // before it starts, or fits beside it, is admitted.
 func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testBookingAheadBlocksOverlapAdmitsTheRest)
 }
 
@@ -91,7 +92,10 @@ func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Ope
 
 // A start that has passed, or beyond the policy's "ahead", is refused
 // and writes nothing.
-func TestBookingAheadLimits(t *testing.T) { storetest.Each(t, testBookingAheadLimits) }
+func TestBookingAheadLimits(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testBookingAheadLimits)
+}
 
 func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
@@ -108,7 +112,10 @@ func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
 
 // Each quota refuses with its limit, the user's figure and when it frees;
 // root is held to them until the policy exempts it.
-func TestQuotaRefusals(t *testing.T) { storetest.Each(t, testQuotaRefusals) }
+func TestQuotaRefusals(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testQuotaRefusals)
+}
 
 func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
@@ -159,6 +166,7 @@ func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 
 // A group's setting applies to its members, and a member's own wins.
 func TestGroupOverride(t *testing.T) {
+	t.Parallel()
 	u, err := LookupUser("nobody")
 	if err != nil {
 		t.Skip("no nobody user here")
@@ -177,6 +185,7 @@ func TestGroupOverride(t *testing.T) {
 }
 
 func TestPolicyKnobsReadBack(t *testing.T) {
+	t.Parallel()
 	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
 	require.NoError(t, err)
 	require.Equal(t, new(1.5), p.UserGPUs)
@@ -212,6 +221,7 @@ func TestPolicyKnobsReadBack(t *testing.T) {
 // transaction that frees it grants them in fair-share order, and a small
 // request may pass a large one only where it cannot delay it.
 func TestLineGrantsInOrderAndBackfills(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testLineGrantsInOrderAndBackfills)
 }
 
@@ -300,6 +310,7 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 // queue, in its waiter's status and to whoever tends the line as the
 // transaction that queued it computed.
 func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testLineReadThenLaidOutWeighsHeldHours)
 }
 
@@ -340,6 +351,7 @@ func testLineReadThenLaidOutWeighsHeldHours(t *testing.T, open storetest.Opener)
 // placed by whoever tends the line (a waiter, a monitor) with nothing
 // else happening.
 func TestLineTimersWithNoOtherActivity(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testLineTimersWithNoOtherActivity)
 }
 
@@ -388,6 +400,7 @@ func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 // A policy change that makes a waiting request impossible sends it away
 // with the reason, in the same transaction.
 func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testPolicyChangeSendsAwayWhatCanNeverFit)
 }
 
@@ -411,7 +424,10 @@ func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opene
 
 // Cancelling is for the owner or root; the cancelled request leaves with
 // an event and its room goes to the next.
-func TestCancel(t *testing.T) { storetest.Each(t, testCancel) }
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testCancel)
+}
 
 func testCancel(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
@@ -429,6 +445,7 @@ func testCancel(t *testing.T, open storetest.Opener) {
 // Extending takes room like a new booking: not over a booking made ahead,
 // not over the room kept for those waiting, not past a quota.
 func TestExtendIsAdmittedLikeABooking(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testExtendIsAdmittedLikeABooking)
 }
 
@@ -458,7 +475,10 @@ func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
 
 // Usage is charged at the end for the time held, decays by half each
 // half-life, and orders fair share: F = 0.5 at one's share of the machine.
-func TestUsageChargedForTimeHeld(t *testing.T) { storetest.Each(t, testUsageChargedForTimeHeld) }
+func TestUsageChargedForTimeHeld(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testUsageChargedForTimeHeld)
+}
 
 func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
@@ -491,7 +511,8 @@ func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 // A process that names a booking which has not started runs on no booking;
 // an owner's booking ahead does not claim their processes either.
 func TestBookingAheadClaimsNoProcess(t *testing.T) {
-	now := time.Now() // the process's real start is before the booking's end
+	t.Parallel()
+	now := clock.System().Now() // the process's real start (as the system clock reads it) is before the booking's end
 	ahead := storage.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
 		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: storage.Live}
 	pid := os.Getpid()
@@ -508,6 +529,7 @@ func TestBookingAheadClaimsNoProcess(t *testing.T) {
 }
 
 func TestParseStart(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 29, 12, 30, 0, 0, time.Local)
 	for in, want := range map[string]time.Time{
 		"14:00":                     time.Date(2026, 11, 29, 14, 0, 0, 0, time.Local),

@@ -24,7 +24,9 @@ func hostClient(s storage.Store, host string, who Identity) *Client {
 
 // Hosts sharing a ledger book their own GPUs by index and each other's as
 // host:index; admission counts each host's GPU 0 apart.
-func TestHostsShareALedger(t *testing.T) { storetest.Each(t, testHostsShareALedger) }
+func TestHostsShareALedger(t *testing.T) { // serial: Run takes signals for the whole process
+	storetest.Each(t, testHostsShareALedger)
+}
 
 func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -84,6 +86,7 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 // A ledger file is one host's: it knows no other host, and its own name
 // means itself.
 func TestLedgerFileHasNoOtherHosts(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, alice)
 	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.ErrorIs(t, err, ErrNoDevice)
@@ -96,7 +99,10 @@ func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 // Each host's monitor matches processes only against its own host's
 // bookings: a booking of another host's GPU 3 neither claims a process on
 // this host's GPU 3 nor makes this GPU "booked" for the unbooked rule.
-func TestMonitorEnforcesOnlyItsHost(t *testing.T) { storetest.Each(t, testMonitorEnforcesOnlyItsHost) }
+func TestMonitorEnforcesOnlyItsHost(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorEnforcesOnlyItsHost)
+}
 
 func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -139,6 +145,7 @@ func simDevices(sim *gpu.Sim) DeviceSource {
 // A host's monitor, killed, stops publishing: within the TTL its GPUs show
 // as not live (still listed, from the ledger), and its bookings stay.
 func TestDeadHostFades(t *testing.T) {
+	t.Parallel()
 	s := storetest.Etcd(t, etcdtest.Shared(t))()
 	other := hostClient(s, "gpu2", bob)
 	mon := roleCmd(t, "monitor", s.String(), "60s")
@@ -168,18 +175,23 @@ func TestDeadHostFades(t *testing.T) {
 	require.Len(t, gpu1().Inventory.Devices, 4, "its GPUs are still known")
 	got, err := other.Get(p.ID)
 	require.NoError(t, err)
-	require.True(t, got.LiveAt(time.Now()), "its bookings stay")
+	require.True(t, got.LiveAt(clock.System().Now()), "its bookings stay")
 }
 
 // Each monitor measures the other hosts' clocks from their statuses; a host
 // more than a second off is warned about, from either side.
 func TestClockSkewIsMeasured(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	ahead := clock.Offset(clock.System(), 3*time.Second)
+	// Two hosts on fake clocks 3 s apart: the fake time stands still while
+	// a status travels between them, so the skew measured is exactly 3 s
+	// (a reading taken across an Advance is smaller, and the largest wins).
+	clk := newFakeClock()
+	ahead := clock.Offset(clk, 3*time.Second)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	me := CurrentIdentity()
 	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpu1", Clock: ahead, Devices: simDevices(sim)})
-	right := NewClient(Options{Ledger: open(), As: &me, Host: "gpu2", Devices: simDevices(sim)})
+	right := NewClient(Options{Ledger: open(), As: &me, Host: "gpu2", Clock: clk, Devices: simDevices(sim)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, c := range []*Client{fast, right} {
@@ -189,7 +201,11 @@ func TestClockSkewIsMeasured(t *testing.T) {
 		c    *Client
 		peer string
 		skew time.Duration
-	}{{right, "gpu1", 3 * time.Second}, {fast, "gpu2", -3 * time.Second}} {
+		warn string
+	}{
+		{right, "gpu1", 3 * time.Second, "gpu1's clock is 3.0 s ahead of this host's"},
+		{fast, "gpu2", -3 * time.Second, "gpu2's clock is 3.0 s behind this host's"},
+	} {
 		var view HostView
 		require.Eventually(t, func() bool {
 			hosts, err := tc.c.Hosts()
@@ -199,12 +215,15 @@ func TestClockSkewIsMeasured(t *testing.T) {
 					view = h
 				}
 			}
-			return view.SkewKnown
-		}, 15*time.Second, 100*time.Millisecond)
-		require.InDelta(t, tc.skew.Seconds(), view.Skew.Seconds(), 0.25, "as %s sees %s", tc.c.Host(), tc.peer)
+			if view.SkewKnown && view.Skew == tc.skew {
+				return true
+			}
+			clk.Advance(presenceEvery) // the hosts publish again, with what they measured
+			return false
+		}, 15*time.Second, 50*time.Millisecond, "as %s sees %s: %+v", tc.c.Host(), tc.peer, view)
 		warnings := SkewWarnings([]HostView{view})
 		require.Len(t, warnings, 1)
-		require.Regexp(t, tc.peer+"'s clock is 3\\.[0-2] s", warnings[0])
+		require.True(t, strings.HasPrefix(warnings[0], tc.warn), warnings[0])
 	}
 }
 
@@ -213,11 +232,15 @@ func TestClockSkewIsMeasured(t *testing.T) {
 // after the grace), says it could not record that, and once etcd is back
 // the ledger catches up: the booking is expired, the act not repeated.
 func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	s := storetest.Etcd(t, cl)()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	me := CurrentIdentity()
-	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
+	// The deadline, the grace and the retry are the fake clock's; the
+	// server, its outage and the processes are real.
+	clk := clock.NewFake(clock.System().Now())
+	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: 4 * time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -232,28 +255,31 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	require.Eventually(t, func() bool { return slices.Contains(log.kinds(), "warned") }, 5*time.Second, 20*time.Millisecond)
+	clk.Set(p.Expires.Add(-100 * time.Millisecond)) // inside the warning lead
+	require.Eventually(t, func() bool { return slices.Contains(log.kinds(), "warned") }, 15*time.Second, 10*time.Millisecond)
 	cl.Members[0].Kill()
 
-	ws := waitStatus(t, polite, 15*time.Second)
+	clk.Set(p.Expires)
+	ws := waitStatus(t, polite, 30*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
-	t.Logf("SIGTERM %s after the deadline, etcd down", time.Since(p.Expires).Round(time.Millisecond))
 	log.mu.Lock()
 	for _, a := range log.acts {
 		t.Logf("  %+.3fs %s %s", a.Time.Sub(p.Expires).Seconds(), a.Kind, a.Detail)
 	}
 	log.mu.Unlock()
-	ws = waitStatus(t, stubborn, 10*time.Second)
-	require.Equal(t, syscall.SIGKILL, ws.Signal())
-	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, 3*time.Second, 10*time.Millisecond, "%v", log.kinds())
+	killed := make(chan struct{})
+	go func() { _ = stubborn.Wait(); close(killed) }()
+	advanceUntil(t, clk, 100*time.Millisecond, 30*time.Second, func() bool { return isClosed(killed) }, "SIGKILL after the grace")
+	require.Equal(t, syscall.SIGKILL, stubborn.ProcessState.Sys().(syscall.WaitStatus).Signal())
+	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, 10*time.Second, 10*time.Millisecond, "%v", log.kinds())
 	require.Contains(t, log.kinds(), "error", "the monitor says the ledger cannot be reached")
 
 	require.NoError(t, cl.Members[0].Restart())
 	require.NoError(t, cl.WaitHealthy(20*time.Second))
-	require.Eventually(t, func() bool {
+	advanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
 		got, err := c.Get(p.ID)
 		return err == nil && got.State == storage.Expired
-	}, 30*time.Second, 100*time.Millisecond)
+	})
 	require.Equal(t, 3, strings.Count(strings.Join(log.kinds(), " "), "signalled"), "nothing signalled twice")
 }
 
@@ -261,6 +287,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 // so that every process here books this host's GPUs under one name: a
 // library user and the command line never each get a GPU 0 of their own.
 func TestUnnamedClientIsThisHost(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	lib := clientOn(open(), nil, alice)
 	require.Equal(t, HostName(), lib.Host())

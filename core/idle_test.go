@@ -83,6 +83,7 @@ func (r *idleRig) usage(id uint64) storage.BookingUsage {
 }
 
 func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	var log actLog
@@ -125,6 +126,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 // A booking whose process works is never warned nor reclaimed, and its
 // usage says how much GPU time it used.
 func TestBusyBookingIsNeverReclaimed(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, pid := r.book(true)
 	r.sim.SetSM(pid, 50)
@@ -147,6 +149,7 @@ func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 // A process that wakes once a minute for a moment of work is idle: the
 // threshold is on mean SM over the minute, not on any sample above zero.
 func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, pid := r.book(true)
 	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
@@ -172,6 +175,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 
 // With nobody waiting, reclaim=when-waiting only warns.
 func TestWithoutAWaiterOnlyWarned(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
@@ -185,6 +189,7 @@ func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 
 // With reclaim=off (the default) idle time is counted and nothing else.
 func TestLadderOffOnlyCounts(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
@@ -196,6 +201,7 @@ func TestLadderOffOnlyCounts(t *testing.T) {
 // A booking with no process at all is idle only after idle-start: booking
 // first and starting the job a few minutes later is fine.
 func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
 	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
@@ -212,6 +218,7 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 // A booking made ahead gets its idle-start allowance from its start, not
 // from when it was made, and no idle time before it started.
 func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
 	require.NoError(t, err)
@@ -224,6 +231,7 @@ func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 // A hold stops the ladder until it ends; then it starts over, from the
 // first warning, with the spacing it promises.
 func TestHoldPreventsReclaim(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
@@ -260,6 +268,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 // A monitor that stops mid-ladder and another that starts later neither
 // repeat a warning nor skip one: the ladder lives in the ledger.
 func TestMonitorRestartMidLadder(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	first := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
@@ -281,6 +290,7 @@ func TestMonitorRestartMidLadder(t *testing.T) {
 // Turning the ladder on over a booking long idle warns first and keeps the
 // promised spacing: no warning and reclaim in the same breath.
 func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{}))
@@ -298,6 +308,7 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 // Three monitors on one ledger: each minute is accounted once, each step
 // of the ladder taken once, and the ledger written once a minute.
 func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	other, _ := r.book(false)
@@ -338,6 +349,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 // its GPU, and in the same transaction the room goes to the one waiting;
 // the idle owner is charged for the time held.
 func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
@@ -366,6 +378,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 }
 
 func TestLadderPolicy(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, root)
 	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
 		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
@@ -406,6 +419,7 @@ func TestLadderPolicy(t *testing.T) {
 // A policy stored before the ladder existed reads with the ladder's
 // defaults, off.
 func TestPolicyFromBeforeTheLadder(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, root)
 	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
 	require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
@@ -418,6 +432,7 @@ func TestPolicyFromBeforeTheLadder(t *testing.T) {
 }
 
 func TestSplitPolicy(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
 	require.Empty(t, SplitPolicy("  "))
 }
@@ -425,6 +440,7 @@ func TestSplitPolicy(t *testing.T) {
 // list shows how long a booking has been idle, and --json says so, while
 // monitors watch it; a hold shows too.
 func TestListShowsIdle(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, pid := r.book(true)
 	busy, busyPID := r.book(true)
@@ -467,8 +483,9 @@ func TestListShowsIdle(t *testing.T) {
 // A GPU's last hour: a sample per minute, each booking's span, and its idle
 // stretches, ready for the app to draw.
 func TestGPUHistory(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
-	r.clock.Advance(-30 * time.Second) // book mid-minute
+	r.clock.Set(r.clock.Now().Add(-30 * time.Second)) // book mid-minute
 	first, pid := r.book(true)
 	// Another GPU's booking is not this GPU's history.
 	_, err := r.c.Create(Request{Device: idleGPU - 1, Memory: Fraction(0.5), Duration: time.Hour})
@@ -518,6 +535,7 @@ func utcSpans(spans []Span) []Span {
 
 // GPU time used with no booking is counted per user and day.
 func TestUnbookedUseIsAccounted(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	stray := exec.Command("sleep", "600")
 	require.NoError(t, stray.Start())
@@ -546,6 +564,7 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 // On a ledger several hosts share, a booking of another host's GPU 3 is
 // not this monitor's to judge, however idle this host's GPU 3 is.
 func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
 	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {

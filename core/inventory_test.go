@@ -33,6 +33,7 @@ func inventoryOf(t *testing.T, c *Client) storage.Inventory {
 // simulated backend now never replaces real GPUs, and writes an inventory
 // only to the user's own private ledger, or as root.
 func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	real := InventoryOf(string(gpu.KindNVML), []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
 
@@ -68,6 +69,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 // When the GPUs change, the difference is an event, and a booking on a GPU
 // that is gone is shown as such — never dropped.
 func TestGoneGPUsAreShownNotDropped(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	require.NoError(t, c.SaveInventory(simInventory(4, 80<<30, clock.Now())))
@@ -106,6 +108,7 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 // The monitor puts its GPUs back in the ledger when someone else's process
 // wrote others there: at its start, and again every inventoryEvery.
 func TestMonitorRefreshesTheInventory(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
 	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)

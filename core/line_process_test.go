@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -76,7 +77,7 @@ type waiterProc struct {
 func startWaiter(t *testing.T, bin, db string, uid int, share string) *waiterProc {
 	t.Helper()
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
+	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
@@ -103,16 +104,18 @@ func (w *waiterProc) booked(t *testing.T) uint64 {
 	return id
 }
 
-// eachWaitLedger runs fn on each engine with a ledger that waiters of
+// eachWaitLedger runs fn on each engine, side by side, with a ledger that waiters of
 // other uids can use — a file in a directory they may write, or a prefix
 // of etcd — and bin, the test binary where they may run it.
 func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, bin string)) {
 	t.Run("bbolt", func(t *testing.T) {
+		t.Parallel()
 		dir, bin := otherUserDir(t)
 		path := filepath.Join(dir, "chronos.db")
 		fn(t, func() storage.Store { return storage.New(path) }, bin)
 	})
 	t.Run("etcd", func(t *testing.T) {
+		t.Parallel()
 		_, bin := otherUserDir(t)
 		fn(t, storetest.Etcd(t, etcdtest.Shared(t)), bin)
 	})
@@ -148,6 +151,7 @@ const waitingProcesses, waitingHolders = 15, 5
 // user who used least first, and within a user, the oldest first. Each
 // waiter learns of its booking itself, and it is its own uid's.
 func TestWaitersGrantedInFairShareOrder(t *testing.T) {
+	t.Parallel()
 	eachWaitLedger(t, testWaitersGrantedInFairShareOrder)
 }
 
@@ -163,7 +167,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 		holders = append(holders, p.ID)
 	}
 	letAllWrite(t, s)
-	now := time.Now()
+	now := clock.System().Now() // the time of the waiters' clients
 	require.NoError(t, s.Update(func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
@@ -241,7 +245,10 @@ func (w *waiterProc) grantedAs(t *testing.T, c *Client) uint64 {
 // placement (here the one a monitor or another waiter makes when it tends
 // the line) finds its process gone and takes the request out, with an
 // event, before it could be granted a booking nobody would use.
-func TestKilledWaiterLeavesTheLine(t *testing.T) { eachWaitLedger(t, testKilledWaiterLeavesTheLine) }
+func TestKilledWaiterLeavesTheLine(t *testing.T) {
+	t.Parallel()
+	eachWaitLedger(t, testKilledWaiterLeavesTheLine)
+}
 
 func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin string) {
 	nobody := uidOf(t, "nobody")
@@ -287,6 +294,7 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 // Ctrl-C (SIGINT) or SIGTERM to a waiter takes its request out of the line
 // cleanly, and it exits saying so.
 func TestInterruptedWaiterLeavesCleanly(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testInterruptedWaiterLeavesCleanly)
 }
 
@@ -340,7 +348,10 @@ func playRunWaiter(c *Client) int {
 // that comes as it joins takes its request out of the line, and the
 // command never runs. (Listening only once in line, it lost such a
 // signal to main's handler and waited on.)
-func TestRunWaitSignalledAsItJoins(t *testing.T) { storetest.Each(t, testRunWaitSignalledAsItJoins) }
+func TestRunWaitSignalledAsItJoins(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRunWaitSignalledAsItJoins)
+}
 
 func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -370,6 +381,7 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 // timeout (a crowd joining at once), where a plain create gives up: the
 // caller means to wait. Here a holder keeps the lock for two timeouts.
 func TestJoinWaitsOutABusyLedger(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	c := clientAt(db, nil, alice)
 	_, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})

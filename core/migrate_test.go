@@ -38,6 +38,7 @@ func hostFile(t *testing.T, clock *clock.Fake) *storage.Ledger {
 // their bookings, the first policy is kept; migrating a host twice is
 // refused, and the files are left as they were.
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
 	clock := newFakeClock()
 	f1, f2 := hostFile(t, clock), hostFile(t, clock)
@@ -88,6 +89,7 @@ func TestMigrate(t *testing.T) {
 // A file larger than one etcd transaction can take is copied whole, in
 // several.
 func TestMigrateLargeLedger(t *testing.T) {
+	t.Parallel()
 	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a := clientOn(l, nil, alice)
 	for i := range 130 {

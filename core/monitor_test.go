@@ -63,7 +63,10 @@ func eventKinds(t *testing.T, c *Client, partition uint64) []string {
 	return out
 }
 
-func TestMonitorExpiresAndWarnsOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresAndWarnsOnce) }
+func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorExpiresAndWarnsOnce)
+}
 
 func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -99,7 +102,10 @@ func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
 }
 
-func TestMonitorWakesAtTheDeadline(t *testing.T) { storetest.Each(t, testMonitorWakesAtTheDeadline) }
+func TestMonitorWakesAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorWakesAtTheDeadline)
+}
 
 func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -143,7 +149,10 @@ func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 
 // At expiry a booking's process gets SIGTERM; one that ignores it gets
 // SIGKILL after the grace period.
-func TestMonitorTerminatesThenKills(t *testing.T) { storetest.Each(t, testMonitorTerminatesThenKills) }
+func TestMonitorTerminatesThenKills(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorTerminatesThenKills)
+}
 
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -179,6 +188,7 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 // A process using more memory than its booking holds is ended when the
 // policy says terminate, and only noted when it says warn.
 func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testMonitorOverBudgetAndUnbooked)
 }
 
@@ -236,23 +246,40 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 
 // Monitors in separate processes, 200 bookings expiring within a second:
 // each expiry is recorded exactly once.
-func TestManyMonitorsExpireEachOnce(t *testing.T) { storetest.Each(t, testManyMonitorsExpireEachOnce) }
+func TestManyMonitorsExpireEachOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testManyMonitorsExpireEachOnce)
+}
 
 func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
-	c := clientOn(s, nil, alice)
+	clk := newFakeClock()
+	c := clientOn(s, clk, alice)
 	const n = 200
-	start := time.Now()
 	ids := map[uint64]bool{}
+	var first, last time.Time
 	for i := range n {
 		p, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.004), Duration: time.Second + time.Duration(i)*5*time.Millisecond})
 		require.NoError(t, err)
 		ids[p.ID] = true
+		if i == 0 {
+			first = p.Expires
+		}
+		last = p.Expires
 	}
+	// The monitors pass, all at once, at the same instants of the second
+	// the deadlines fall in: they race for the same expiries, as monitors
+	// on one clock do, without waiting that second.
+	var passes []string
+	for at := first; !at.After(last); at = at.Add(100 * time.Millisecond) {
+		passes = append(passes, at.Format(time.RFC3339Nano))
+	}
+	passes = append(passes, last.Format(time.RFC3339Nano))
+	start := time.Now()
 	var monitors []*exec.Cmd
 	for range 3 {
-		cmd := roleCmd(t, "monitor", db, "4s")
+		cmd := roleCmd(t, "monitor", db, strings.Join(passes, ","))
 		require.NoError(t, cmd.Start())
 		monitors = append(monitors, cmd)
 	}
@@ -277,6 +304,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 // An ordinary user's monitor cannot signal root's process: it records that
 // and leaves the act to a monitor running as root, which does it once.
 func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testUnprivilegedMonitorLeavesActToRoot)
 }
 
@@ -289,7 +317,11 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	}
 	db := s.String()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, s, sim, root, nil)
+	// Both monitors pass at instants the test picks, not when a loaded
+	// machine gets round to them: the warning lead of a 1 s booking is a
+	// tenth of it, a window a real-time monitor may miss.
+	clk := clock.NewFake(clock.System().Now())
+	c := simClient(t, s, sim, root, clk)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	if _, ok := s.(*storage.Ledger); ok {
@@ -297,10 +329,11 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	}
 	victim := startChild(t, p.ID, "sleep 60")
 
-	// The unprivileged monitor runs until it has expired the booking and
-	// tried to signal.
+	// The unprivileged monitor passes once within the warning lead, once
+	// past the deadline: it warns, expires the booking and tries to signal.
+	passes := p.Expires.Add(-10*time.Millisecond).Format(time.RFC3339Nano) + "," + p.Expires.Format(time.RFC3339Nano)
 	mon := exec.Command(bin, "-test.run=^$")
-	mon.Env = append(os.Environ(), "CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG=2s",
+	mon.Env = roleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
 		"CHRONOS_TEST_ATTACH="+strconv.Itoa(victim.Process.Pid))
 	mon.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	mon.Stderr = os.Stderr
@@ -309,6 +342,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	require.Equal(t, []string{"created", "warned", "expired", "denied"}, eventKinds(t, c, p.ID))
 
 	sim.Attach(idleGPU, victim.Process.Pid, 1<<30)
+	clk.Set(p.Expires)
 	rootMon := NewMonitor(c, MonitorOptions{Backend: sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
@@ -322,7 +356,10 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 // Deadlines are wall-clock instants: a step of the clock backwards (NTP)
 // doesn't end a booking early, a step forwards past the deadline ends it at
 // the next pass, and no wait is ever longer than a second.
-func TestMonitorFollowsClockSteps(t *testing.T) { storetest.Each(t, testMonitorFollowsClockSteps) }
+func TestMonitorFollowsClockSteps(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorFollowsClockSteps)
+}
 
 func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -331,7 +368,7 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
 
-	clock.Advance(-30 * time.Minute)
+	clock.Set(clock.Now().Add(-30 * time.Minute)) // a step back
 	next, err := m.Tick()
 	require.NoError(t, err)
 	require.Equal(t, clock.Now().Add(time.Second), next)
@@ -351,7 +388,10 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 // Many bookings ending at once are all expired, each once, in passes small
 // enough for any engine: etcd refuses a transaction of more than 128 writes
 // by default.
-func TestMonitorExpiresManyAtOnce(t *testing.T) { storetest.Each(t, testMonitorExpiresManyAtOnce) }
+func TestMonitorExpiresManyAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testMonitorExpiresManyAtOnce)
+}
 
 func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -388,6 +428,7 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 
 // A warning less than a second before the end says so, never "ends in 0s".
 func TestWarningNeverSaysZeroSeconds(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 3 * time.Second})
@@ -405,6 +446,7 @@ func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 }
 
 func TestFormatEvent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		e    storage.Event
 		want string
@@ -426,6 +468,7 @@ func TestFormatEvent(t *testing.T) {
 // A process with no booking is recorded as its owner's (a real process of
 // user nobody here), with the monitor's user as the one who recorded it.
 func TestUnbookedEventNamesTheOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process as nobody")
 	}
@@ -455,6 +498,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 // enough for any engine: etcd refuses a transaction of more than 128
 // writes by default, and one booking's usage is a write.
 func TestMonitorAccountsManyBookings(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testMonitorAccountsManyBookings)
 }
 
@@ -468,10 +512,12 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})
 		require.NoError(t, err)
 	}
-	m := NewMonitor(c, MonitorOptions{Backend: sim})
-	for range 2*60 + 30 { // past the end of the first whole minute
-		clock.Advance(time.Second)
-		m.nextSample = time.Time{}
+	// A sample every 5 s is as good as every second for a minute's books,
+	// in a fifth of the passes.
+	const every = 5 * time.Second
+	m := NewMonitor(c, MonitorOptions{Backend: sim, SampleEvery: every})
+	for range (2*60 + 30) / 5 { // past the end of the first whole minute
+		clock.Advance(every)
 		_, err := m.Tick()
 		require.NoError(t, err)
 	}
@@ -488,6 +534,7 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 // against root's booking and sent it SIGTERM, which would stop every
 // client's job. The server is nobody's job and is never signalled.
 func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the MPS programs must be root's files")
 	}

@@ -47,6 +47,7 @@ func writeUtmp(t *testing.T, logins ...Login) string {
 }
 
 func TestLogins(t *testing.T) {
+	t.Parallel()
 	path := writeUtmp(t, Login{User: "alice", Line: "pts/3"}, Login{User: strings.Repeat("x", 32), Line: "tty1"})
 	got, err := Logins(path)
 	require.NoError(t, err)
@@ -105,6 +106,7 @@ func (p *pty) read(t *testing.T, d time.Duration, until string) string {
 // another user, even one a forged utmp line puts under the owner's name;
 // nor the owner's terminal where they said `mesg n`.
 func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give terminals to other uids")
 	}
@@ -174,6 +176,7 @@ func (h *hook) received() []webhookBody {
 // Three monitors, three notices (two warnings and the reclaim): the
 // webhook gets each once, as Slack-compatible JSON.
 func TestWebhookGetsEachNoticeOnce(t *testing.T) {
+	t.Parallel()
 	h := newHook(t)
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
@@ -202,6 +205,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 // A webhook that fails for a moment gets the notice on a later try; one
 // that refuses it (4xx) is not asked again, and the monitor says so.
 func TestWebhookRetries(t *testing.T) {
+	t.Parallel()
 	n := newNotifier(NotifyOptions{Tries: 3, RetryWait: time.Millisecond, Host: "h"}, clock.System())
 	flaky := newHook(t, http.StatusBadGateway, http.StatusTooManyRequests)
 	require.NoError(t, n.post(flaky.URL, Notice{Partition: 7, Detail: "ends in 5m"}))
@@ -220,6 +224,7 @@ func TestWebhookRetries(t *testing.T) {
 // Every open app of the owner shows the notice, whichever monitor recorded
 // it; another user's app does not.
 func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
+	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	recorder := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})

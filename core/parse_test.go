@@ -24,6 +24,7 @@ func accepted(t *testing.T, err error, wantErr string) bool {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want time.Duration
@@ -61,6 +62,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestParseMemory(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want Memory
@@ -107,6 +109,7 @@ func TestParseMemory(t *testing.T) {
 }
 
 func TestParseIDDeviceCompute(t *testing.T) {
+	t.Parallel()
 	id, err := ParseID("#7")
 	require.NoError(t, err)
 	require.Equal(t, uint64(7), id)
@@ -146,6 +149,7 @@ func TestParseIDDeviceCompute(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "50%", FormatPercent(500_000))
 	require.Equal(t, "12.5%", FormatPercent(125_000))
 	require.Equal(t, "40.0 GiB", FormatBytes(40<<30))
@@ -163,6 +167,7 @@ func TestFormat(t *testing.T) {
 
 // create and run read a booking with the same parser.
 func TestParseRequest(t *testing.T) {
+	t.Parallel()
 	r, err := ParseRequest("1", "40GiB", "1h30m", "25%")
 	require.NoError(t, err)
 	require.Equal(t, Request{Device: 1, Memory: Bytes(40 << 30), Duration: 90 * time.Minute, Compute: 25}, r)
@@ -180,6 +185,7 @@ func TestParseRequest(t *testing.T) {
 // A whole number that only makes sense as a percent gets told how to write
 // one; NaN and infinity are not durations (nor too long).
 func TestParseSuggests(t *testing.T) {
+	t.Parallel()
 	_, err := ParseMemory("50")
 	require.ErrorIs(t, err, ErrInput)
 	require.EqualError(t, err, `memory share "50" must be a fraction of at most 1 (1 is the whole GPU): for 50 percent, write 50%`)
@@ -198,6 +204,7 @@ func TestParseSuggests(t *testing.T) {
 }
 
 func TestParseSignal(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]syscall.Signal{"SIGUSR1": syscall.SIGUSR1, "usr2": syscall.SIGUSR2, "none": 0, "10": syscall.Signal(10)} {
 		got, err := ParseSignal(in)
 		require.NoError(t, err, in)
@@ -208,6 +215,7 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestParseWarnSignal(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want WarnSignal

@@ -13,7 +13,10 @@ import (
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-func TestCreateListReleaseExtend(t *testing.T) { storetest.Each(t, testCreateListReleaseExtend) }
+func TestCreateListReleaseExtend(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testCreateListReleaseExtend)
+}
 
 func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -81,7 +84,10 @@ func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	require.Len(t, every, 4)
 }
 
-func TestTimeIsTheTruth(t *testing.T) { storetest.Each(t, testTimeIsTheTruth) }
+func TestTimeIsTheTruth(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testTimeIsTheTruth)
+}
 
 func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -113,7 +119,10 @@ func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
 	require.Equal(t, StatusExpired, Status(all[0].Partition, clock.Now(), time.Minute))
 }
 
-func TestAdmissionAddsUpExactly(t *testing.T) { storetest.Each(t, testAdmissionAddsUpExactly) }
+func TestAdmissionAddsUpExactly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testAdmissionAddsUpExactly)
+}
 
 func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, alice)
@@ -130,6 +139,7 @@ func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
 // Every refusal names its reason and leaves the ledger file byte for byte as
 // it was.
 func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testRefusalsLeaveLedgerUnchanged)
 }
 
@@ -211,7 +221,10 @@ func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
 	}
 }
 
-func TestRootMayActForOthers(t *testing.T) { storetest.Each(t, testRootMayActForOthers) }
+func TestRootMayActForOthers(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRootMayActForOthers)
+}
 
 func testRootMayActForOthers(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
@@ -229,7 +242,10 @@ func testRootMayActForOthers(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 0, q.UID)
 }
 
-func TestPolicy(t *testing.T) { storetest.Each(t, testPolicy) }
+func TestPolicy(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testPolicy)
+}
 
 func testPolicy(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, root)
@@ -264,7 +280,10 @@ func splitFields(s string) []string {
 	return out
 }
 
-func TestInventoryIsCachedOnce(t *testing.T) { storetest.Each(t, testInventoryIsCachedOnce) }
+func TestInventoryIsCachedOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testInventoryIsCachedOnce)
+}
 
 func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	calls := 0
@@ -286,6 +305,7 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 
 // A refusal says who holds the GPU and until when, and which GPUs have room.
 func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	a := clientAt(path, clock, alice)
@@ -316,6 +336,7 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 // 1 ppm booked leaves 99.9999% free: the refusal of 100% must not read
 // "100% free, 100% asked", and `available` must not promise 100% either.
 func TestFreeShareIsShownAsCompared(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, alice)
 	_, err := c.Create(Request{Device: 1, Memory: Fraction(0.000001), Duration: time.Hour})
 	require.NoError(t, err)
@@ -332,6 +353,7 @@ func TestFreeShareIsShownAsCompared(t *testing.T) {
 }
 
 func TestFormatTime(t *testing.T) {
+	t.Parallel()
 	at := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, time.Local) }
 	now := at(2026, 11, 30, 9)
 	for _, tc := range []struct {

@@ -18,6 +18,7 @@ import (
 // that processes physically hold: a real process shown holding 34 GiB of the
 // idle simulated GPU, read by a monitor, which stores the reading.
 func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
@@ -73,6 +74,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 // A monitor stores a reading when it changed materially (at most every few
 // seconds) and renews it every minute; otherwise a pass writes nothing.
 func TestReadingsAreStoredSparingly(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	still := clock.Now()
 	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
@@ -124,6 +126,7 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 // A reading that does not decode is only "unknown": it never stops a
 // booking, and the next monitor pass replaces it.
 func TestDamagedReadingIsUnknown(t *testing.T) {
+	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	c := simClient(t, storage.New(path), sim, root, nil)

@@ -93,6 +93,7 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 func hours(h float64) *float64 { return &h }
 
 func TestReportFiguresAreExact(t *testing.T) {
+	t.Parallel()
 	c, now := reportLedger(t)
 
 	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByUser)
@@ -129,6 +130,7 @@ func TestReportFiguresAreExact(t *testing.T) {
 // A booking made ahead counts from its start: nothing before, then what
 // has passed of it.
 func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	now := clock.Now()
@@ -147,6 +149,7 @@ func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 }
 
 func TestReportByGroup(t *testing.T) {
+	t.Parallel()
 	c, now := reportLedger(t)
 	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByGroup)
 	require.NoError(t, err)
@@ -204,6 +207,7 @@ func TestReportByGroupCountsEveryGroup(t *testing.T) {
 }
 
 func TestReportRefusesAnUnknownCut(t *testing.T) {
+	t.Parallel()
 	c, _ := reportLedger(t)
 	_, err := c.Report(time.Time{}, "host")
 	require.ErrorIs(t, err, ErrInput)
@@ -213,6 +217,7 @@ func TestReportRefusesAnUnknownCut(t *testing.T) {
 // UserTotals gives what a report since the ledger began gives, and reads a
 // settled booking only once.
 func TestUserTotalsAgreeAndSettle(t *testing.T) {
+	t.Parallel()
 	c, _ := reportLedger(t)
 	var totals UserTotals
 	all := func() []ReportRow {
@@ -257,6 +262,7 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 // window's start included; one read transaction gives both windows and
 // the rest of usage.
 func TestUsageHoursAreTheReports(t *testing.T) {
+	t.Parallel()
 	c, now := reportLedger(t)
 	day := 24 * time.Hour
 	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {

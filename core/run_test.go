@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -24,32 +25,63 @@ func runOpts(cmd ...string) RunOptions {
 	return RunOptions{Command: cmd, Grace: -1}
 }
 
+// These tests stay serial (EachSerial, no t.Parallel): Run takes SIGINT,
+// SIGTERM and SIGHUP for the whole process, and most set the environment.
+
 // The command gets the warning signal it asked for, then SIGTERM at the
 // deadline, then SIGKILL when it ignores SIGTERM; chronos reports the expiry
 // status.
-func TestRunWarnsTerminatesKills(t *testing.T) { storetest.Each(t, testRunWarnsTerminatesKills) }
+func TestRunWarnsTerminatesKills(t *testing.T) { storetest.EachSerial(t, testRunWarnsTerminatesKills) }
 
 func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
+	// The deadline, the warning lead and the grace are the fake clock's:
+	// each step is taken once the command has shown it took the last.
+	clk := clock.NewFake(clock.System().Now())
+	c := clientOn(open(), clk, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
-	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
-	o.Grace = 1500 * time.Millisecond // room for a loaded machine to run the trap
+	o.Grace = 1500 * time.Millisecond
 	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
 	t.Setenv("LOG", log)
 	start := time.Now()
-	res, err := c.Run(context.Background(), o)
+	type result struct {
+		res RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.Run(context.Background(), o)
+		done <- result{res, err}
+	}()
+	logSays := func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(log); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
+	}
+	logSays("ready\n") // booked, and its traps set
+	parts, err := c.List(false)
 	require.NoError(t, err)
-	require.True(t, res.Expired)
-	require.Equal(t, ExitExpired, res.ExitCode)
+	require.Len(t, parts, 1)
+	expires := parts[0].Expires
+	clk.Set(expires.Add(-100 * time.Millisecond)) // inside the lead, a tenth: 0.2 s
+	logSays("ready\nUSR1\n")
+	clk.Set(expires)
+	logSays("ready\nUSR1\nTERM\n")
+	clk.Advance(o.Grace) // it ignored SIGTERM: SIGKILL
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not end after the grace")
+	}
+	require.NoError(t, r.err)
+	require.True(t, r.res.Expired)
+	require.Equal(t, ExitExpired, r.res.ExitCode)
 	require.Less(t, time.Since(start), 15*time.Second)
-	got, err := os.ReadFile(log)
-	require.NoError(t, err)
-	require.Equal(t, "USR1\nTERM\n", string(got))
 
-	p, err := c.Get(res.Partition)
+	p, err := c.Get(r.res.Partition)
 	require.NoError(t, err)
-	require.False(t, p.LiveAt(time.Now()))
+	require.False(t, p.LiveAt(clk.Now()))
 }
 
 // A booking reclaimed for sitting idle ends its command as its deadline
@@ -86,7 +118,9 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 
 // A command that ends by itself passes on its status and its booking is
 // released at once.
-func TestRunReleasesAndPassesStatus(t *testing.T) { storetest.Each(t, testRunReleasesAndPassesStatus) }
+func TestRunReleasesAndPassesStatus(t *testing.T) {
+	storetest.EachSerial(t, testRunReleasesAndPassesStatus)
+}
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
@@ -112,7 +146,9 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 128+9, res.ExitCode)
 }
 
-func TestRunRefusals(t *testing.T) { storetest.Each(t, testRunRefusals) }
+func TestRunRefusals(t *testing.T) {
+	storetest.EachSerial(t, testRunRefusals)
+}
 
 func testRunRefusals(t *testing.T, open storetest.Opener) {
 	s := open()
@@ -142,7 +178,9 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 }
 
 // Running inside an existing booking leaves it live afterwards.
-func TestRunInsideExistingBooking(t *testing.T) { storetest.Each(t, testRunInsideExistingBooking) }
+func TestRunInsideExistingBooking(t *testing.T) {
+	storetest.EachSerial(t, testRunInsideExistingBooking)
+}
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
@@ -201,15 +239,18 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
-func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.Each(t, testRunAndMonitorSignalOnce) }
+func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.EachSerial(t, testRunAndMonitorSignalOnce) }
 
 func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, open(), sim, CurrentIdentity(), nil)
+	// Run and the monitor share a fake clock, stepped to the deadline and
+	// past the grace once the command shows it took the signal before.
+	clk := clock.NewFake(clock.System().Now())
+	c := simClient(t, open(), sim, CurrentIdentity(), clk)
 	dir := t.TempDir()
 	t.Setenv("LOG", filepath.Join(dir, "signals"))
 	t.Setenv("PIDFILE", filepath.Join(dir, "pid"))
-	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; while :; do sleep 0.05; done`)
+	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
 	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
@@ -219,23 +260,45 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
+	type result struct {
+		res RunResult
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		for ctx.Err() == nil {
-			if b, err := os.ReadFile(os.Getenv("PIDFILE")); err == nil && len(b) > 1 {
-				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-				sim.Attach(idleGPU, pid, 1<<30)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		res, err := c.Run(context.Background(), o)
+		done <- result{res, err}
 	}()
-	res, err := c.Run(context.Background(), o)
+	logSays := func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(os.Getenv("LOG")); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
+	}
+	logSays("ready\n")
+	b, err := os.ReadFile(os.Getenv("PIDFILE"))
 	require.NoError(t, err)
-	require.Equal(t, ExitExpired, res.ExitCode)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	sim.Attach(idleGPU, pid, 1<<30)
+	parts, err := c.List(false)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	clk.Set(parts[0].Expires)
+	logSays("ready\nTERM\n")
+	var r result
+	advanceUntil(t, clk, 100*time.Millisecond, 15*time.Second, func() bool { // past the grace: SIGKILL
+		select {
+		case r = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, r.err)
+	require.Equal(t, ExitExpired, r.res.ExitCode)
 	got, err := os.ReadFile(os.Getenv("LOG"))
 	require.NoError(t, err)
-	require.Equal(t, "TERM\n", string(got))
-	kinds := eventKinds(t, c, res.Partition)
+	require.Equal(t, "ready\nTERM\n", string(got))
+	kinds := eventKinds(t, c, r.res.Partition)
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
 }
@@ -258,6 +321,7 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 
 // Signal names come from the system's table, both ways.
 func TestSignalNames(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
 		got, err := ParseSignal(in)
 		if want == 0 {

@@ -59,6 +59,7 @@ func TestFindStore(t *testing.T) {
 }
 
 func TestStoreFileMistakes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
 		"unknown key":   "store=etcd://a:1\nendpoint=b:2\n",
@@ -85,6 +86,7 @@ func TestStoreFileMistakes(t *testing.T) {
 // The store file is root's and the group's, 0640: members read it, others
 // cannot.
 func TestWriteStoreFile(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}

@@ -22,6 +22,30 @@ func newFakeClock() *clock.Fake {
 	return clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 }
 
+// advanceUntil moves clk on by step at each look until cond holds, and
+// fails when it has not within (real time: the goroutines that clk drives
+// need some).
+func advanceUntil(t *testing.T, clk *clock.Fake, step, within time.Duration, cond func() bool, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		if cond() {
+			return true
+		}
+		clk.Advance(step)
+		return false
+	}, within, 10*time.Millisecond, msgAndArgs...)
+}
+
+// isClosed says whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 const testGPUMemory = 80 << 30
 
 // testBackend names the GPUs tests book on: stand-ins for real ones, which

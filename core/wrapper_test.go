@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -17,6 +18,7 @@ import (
 // — and marks it orphaned until then. A live wrapper, or one on another
 // machine, is left alone.
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
+	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
 	book := func(w storage.Wrapper) uint64 {
@@ -48,7 +50,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	state := func(id uint64) BookingStatus {
 		p, err := c.Get(id)
 		require.NoError(t, err)
-		return Status(p.Partition, time.Now(), time.Minute)
+		return Status(p.Partition, clock.System().Now(), time.Minute)
 	}
 	require.Equal(t, StatusLive, state(running))
 	require.Equal(t, StatusLive, state(remote))
@@ -78,6 +80,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // machine already reads as orphaned — in list's table and JSON alike — while
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
+	t.Parallel()
 	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]BookingStatus{}
@@ -94,8 +97,8 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, parts, len(want))
 	for _, p := range parts {
-		require.Equal(t, want[p.ID], p.Status(time.Now(), time.Minute), "#%d", p.ID)
-		require.Equal(t, want[p.ID], p.JSON(time.Now(), time.Minute).State, "#%d", p.ID)
+		require.Equal(t, want[p.ID], p.Status(clock.System().Now(), time.Minute), "#%d", p.ID)
+		require.Equal(t, want[p.ID], p.JSON(clock.System().Now(), time.Minute).State, "#%d", p.ID)
 		require.True(t, p.Orphaned.IsZero(), "nothing is written by reading")
 	}
 }

@@ -10,6 +10,7 @@ import (
 // The cgroup paths runtimes give their containers, as /proc/PID/cgroup
 // shows them on cgroup v2 (one "0::" line) and v1 (a line per hierarchy).
 func TestContainerFromCgroup(t *testing.T) {
+	t.Parallel()
 	const id = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
 	v1 := func(path string) string {
 		return "12:pids:" + path + "\n11:memory:" + path + "\n4:cpu,cpuacct:" + path + "\n1:name=systemd:" + path + "\n0::/\n"
@@ -61,6 +62,7 @@ func TestContainerFromCgroup(t *testing.T) {
 }
 
 func TestContainerFromMonitor(t *testing.T) {
+	t.Parallel()
 	const id = "c97a9ac744b57c11308d04624fc62b087c3031d9ffe95085f68e28ec234f735a"
 	args := func(a ...string) []byte { return []byte(strings.Join(a, "\x00") + "\x00") }
 	for _, c := range []struct {
@@ -90,6 +92,7 @@ func TestContainerFromMonitor(t *testing.T) {
 }
 
 func TestRootMapping(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		uidMap   string
 		host     int
@@ -111,6 +114,7 @@ func TestRootMapping(t *testing.T) {
 }
 
 func TestContainerLabel(t *testing.T) {
+	t.Parallel()
 	const id = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
 	require.Equal(t, "", Container{}.Label())
 	require.False(t, Container{}.InContainer())

@@ -104,6 +104,7 @@ func pids(d DeviceSample) []int {
 }
 
 func TestDRMInventory(t *testing.T) {
+	t.Parallel()
 	d := openFixture(t, fixture("multi"), nil)
 	require.Equal(t, "drm", d.Name())
 	require.False(t, d.Simulated())
@@ -120,6 +121,7 @@ func TestDRMInventory(t *testing.T) {
 }
 
 func TestDRMSample(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	d := openFixture(t, fixture("multi"), fixedClock(at))
 	s, err := d.Sample()
@@ -198,6 +200,7 @@ func TestDRMSample(t *testing.T) {
 // nanoseconds against the clock (amdgpu, i915), or busy against total GPU
 // cycles (xe), each divided by the engine group's capacity.
 func TestDRMBusyBetweenSamples(t *testing.T) {
+	t.Parallel()
 	root, d, tick := changingFixture(t)
 	_, err := d.Sample()
 	require.NoError(t, err)
@@ -235,6 +238,7 @@ func TestDRMBusyBetweenSamples(t *testing.T) {
 }
 
 func TestDRMMissingFiles(t *testing.T) {
+	t.Parallel()
 	d := openFixture(t, fixture("missing"), nil)
 	s, err := d.Sample()
 	require.NoError(t, err)
@@ -261,6 +265,7 @@ func TestDRMMissingFiles(t *testing.T) {
 // Damaged files never crash a sample: each bad reading is NA with a note
 // that says what was wrong, and a bad fdinfo value counts as nothing.
 func TestDRMMalformed(t *testing.T) {
+	t.Parallel()
 	d := openFixture(t, fixture("malformed"), nil)
 	devs, err := d.Devices()
 	require.NoError(t, err)
@@ -287,6 +292,7 @@ func TestDRMMalformed(t *testing.T) {
 // A plain VM's virtual display (virtio, bochs) is not a GPU: the DRM backend
 // finds none, and auto falls back to simulated GPUs as before.
 func TestDRMVirtualDisplayIsNoGPU(t *testing.T) {
+	t.Parallel()
 	_, err := OpenDRM(DRMOptions{Root: fixture("vm")})
 	require.ErrorIs(t, err, ErrNoDRMGPUs)
 	_, err = OpenDRM(DRMOptions{Root: t.TempDir()})
@@ -294,6 +300,7 @@ func TestDRMVirtualDisplayIsNoGPU(t *testing.T) {
 }
 
 func TestDRMClosed(t *testing.T) {
+	t.Parallel()
 	d := openFixture(t, fixture("multi"), nil)
 	require.NoError(t, d.Close())
 	_, err := d.Sample()
@@ -353,6 +360,7 @@ func TestVisibleEnv(t *testing.T) {
 // at once, and a GPU process's further GPU file, here on a number it had
 // closed, within fdRescan.
 func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
+	t.Parallel()
 	root, d, tick := changingFixture(t)
 	s, err := d.Sample()
 	require.NoError(t, err)
@@ -400,6 +408,7 @@ func TestDRMNoticesOpenedAndClosedFiles(t *testing.T) {
 // clients; a pid that comes back with new clients is another process, read
 // again.
 func TestDRMReusedPIDIsReadAgain(t *testing.T) {
+	t.Parallel()
 	root, d, _ := changingFixture(t)
 	s, err := d.Sample()
 	require.NoError(t, err)
@@ -432,6 +441,7 @@ func i915FDInfo(t *testing.T, id int) []byte {
 // processes could not be read. Run as nobody on a copy of the fixture in
 // which one process's fd directory is root's alone.
 func TestDRMOtherUsersProcessesNeedRoot(t *testing.T) {
+	t.Parallel()
 	if root := os.Getenv("CHRONOS_TEST_DRM_ROOT"); root != "" {
 		d, err := OpenDRM(DRMOptions{Root: root})
 		require.NoError(t, err)

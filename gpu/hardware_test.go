@@ -21,6 +21,7 @@ import (
 // TestHardwareNVMLWorkload: CHRONOS_HARDWARE_PID is a busy CUDA process
 // started with CHRONOS_PARTITION_ID=$CHRONOS_HARDWARE_PARTITION.
 func TestHardwareNVMLWorkload(t *testing.T) {
+	t.Parallel()
 	pid := hardwarePID(t, "a running CUDA process")
 	n, err := OpenNVML()
 	require.NoError(t, err)
@@ -76,6 +77,7 @@ func watchProcess(t *testing.T, b Backend, pid int, every time.Duration) int {
 
 // TestHardwareMPS: an MPS control daemon serves CHRONOS_HARDWARE_MPS_PIPE.
 func TestHardwareMPS(t *testing.T) {
+	t.Parallel()
 	pipe := os.Getenv("CHRONOS_HARDWARE_MPS_PIPE")
 	if pipe == "" {
 		t.Skip("set CHRONOS_HARDWARE_MPS_PIPE to a running MPS daemon's pipe directory")
@@ -92,6 +94,7 @@ func TestHardwareMPS(t *testing.T) {
 // test's user on an AMD or Intel GPU (scripts/drm-check.sh starts one),
 // started with CHRONOS_BOOKING_ID=$CHRONOS_HARDWARE_PARTITION.
 func TestHardwareDRMWorkload(t *testing.T) {
+	t.Parallel()
 	pid := hardwarePID(t, "a running process on an AMD or Intel GPU")
 	d, err := OpenDRM(DRMOptions{})
 	require.NoError(t, err)

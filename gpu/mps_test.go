@@ -57,12 +57,18 @@ func (h *fakeMPSHost) withControlProgram(t *testing.T, script string) {
 	require.NoError(t, os.WriteFile(h.control, []byte("#!/bin/sh\n"+script), 0o755))
 }
 
-func (h *fakeMPSHost) detect() MPS {
-	p := mpsProbe{procRoot: h.procRoot, controlPath: func() string { return h.control }, timeout: 300 * time.Millisecond}
+// detect probes the fake host. Its control programs answer at once, but a
+// forked sh may take seconds on a loaded machine: the timeout is generous,
+// and only the test of a control program that hangs waits it out.
+func (h *fakeMPSHost) detect() MPS { return h.detectWithin(time.Minute) }
+
+func (h *fakeMPSHost) detectWithin(timeout time.Duration) MPS {
+	p := mpsProbe{procRoot: h.procRoot, controlPath: func() string { return h.control }, timeout: timeout}
 	return p.detect(h.pipeDir)
 }
 
 func TestMPSNotRunning(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	m := h.detect()
 	require.False(t, m.Running)
@@ -72,6 +78,7 @@ func TestMPSNotRunning(t *testing.T) {
 }
 
 func TestMPSStalePipe(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	// The per-user server and a one-shot control client are not the daemon.
@@ -84,6 +91,7 @@ func TestMPSStalePipe(t *testing.T) {
 }
 
 func TestMPSControlSocket(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlSocket(t)
 	h.withProcess(t, 753, "nvidia-cuda-mps") // a zombie server: no command line
@@ -94,6 +102,7 @@ func TestMPSControlSocket(t *testing.T) {
 }
 
 func TestMPSControlIsAPlainFile(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	require.NoError(t, os.WriteFile(filepath.Join(h.pipeDir, "control"), nil, 0o600))
 	h.withProcess(t, 100, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
@@ -101,6 +110,7 @@ func TestMPSControlIsAPlainFile(t *testing.T) {
 }
 
 func TestMPSDaemon(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string
@@ -160,6 +170,7 @@ esac`,
 }
 
 func TestMPSControlThatHangs(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	h.withProcess(t, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
@@ -167,7 +178,7 @@ func TestMPSControlThatHangs(t *testing.T) {
 	h.withControlProgram(t, "sleep 7 &\nsleep 7")
 
 	start := time.Now()
-	m := h.detect()
+	m := h.detectWithin(300 * time.Millisecond)
 	require.Less(t, time.Since(start), 5*time.Second, "must never hang")
 	require.True(t, m.Running)
 	require.Empty(t, m.DefaultActiveThreadPercentage)
@@ -185,6 +196,7 @@ func TestMPSPipeDirFromEnv(t *testing.T) {
 // The one label of the sharing mode, as the app, the monitor and
 // `chronos backends` print it.
 func TestModeLabel(t *testing.T) {
+	t.Parallel()
 	for m, want := range map[MPS]string{
 		{}:                               "time-sliced",
 		{Running: true}:                  "concurrent (MPS)",
@@ -198,6 +210,7 @@ func TestModeLabel(t *testing.T) {
 // daemon: the endpoint and the daemon must belong to one user, and whose
 // they are decides whom its limits are trusted for.
 func TestMPSTrust(t *testing.T) {
+	t.Parallel()
 	h := newFakeMPSHost(t)
 	h.withControlPipe(t)
 	h.withProcessOf(t, 65534, 4242, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d", "-M")
@@ -229,6 +242,7 @@ func TestMPSTrust(t *testing.T) {
 }
 
 func TestCUDAEnvMPS(t *testing.T) {
+	t.Parallel()
 	m := MPS{Running: true, PipeDir: "/tmp/nvidia-mps"}
 	require.True(t, CUDAEnv{}.ServedBy(m))
 	require.True(t, CUDAEnv{MPSPipeDir: "/tmp/nvidia-mps/"}.ServedBy(m))

@@ -108,6 +108,7 @@ func openFake(t *testing.T, gpus ...*fakeGPU) (*NVML, *int) {
 }
 
 func TestNVMLInitFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ret  nvml.Return
 		want string
@@ -128,6 +129,7 @@ func TestNVMLInitFailures(t *testing.T) {
 }
 
 func TestNVMLEnumerateFailureShutsDown(t *testing.T) {
+	t.Parallel()
 	shutdowns := 0
 	lib := fakeLibrary(nil, &shutdowns)
 	lib.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
@@ -138,6 +140,7 @@ func TestNVMLEnumerateFailureShutsDown(t *testing.T) {
 }
 
 func TestNVMLInventoryAndHealthySample(t *testing.T) {
+	t.Parallel()
 	pid := os.Getpid()
 	g0, g1 := h200(0), h200(1)
 	g1.migRet = nvml.ERROR_NOT_SUPPORTED // a GPU without MIG at all
@@ -199,6 +202,7 @@ func TestNVMLInventoryAndHealthySample(t *testing.T) {
 }
 
 func TestNVMLUnsupportedReadings(t *testing.T) {
+	t.Parallel()
 	g := h200(0)
 	g.tempRet = nvml.ERROR_NOT_SUPPORTED
 	g.powerRet = nvml.ERROR_NOT_SUPPORTED
@@ -221,6 +225,7 @@ func TestNVMLUnsupportedReadings(t *testing.T) {
 }
 
 func TestNVMLProcessUtilization(t *testing.T) {
+	t.Parallel()
 	pid := os.Getpid()
 	tests := []struct {
 		name     string
@@ -257,6 +262,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 }
 
 func TestNVMLProcessList(t *testing.T) {
+	t.Parallel()
 	self := os.Getpid()
 	gone := exitedPID(t)
 	g := h200(0)
@@ -282,6 +288,7 @@ func TestNVMLProcessList(t *testing.T) {
 }
 
 func TestNVMLProcessMemoryNotAvailable(t *testing.T) {
+	t.Parallel()
 	g := h200(0)
 	g.procs = []nvml.ProcessInfo{{Pid: uint32(os.Getpid()), UsedGpuMemory: ^uint64(0)}}
 	n, _ := openFake(t, g)
@@ -292,6 +299,7 @@ func TestNVMLProcessMemoryNotAvailable(t *testing.T) {
 }
 
 func TestNVMLProcessListFailure(t *testing.T) {
+	t.Parallel()
 	g := h200(0)
 	g.procsRet = nvml.ERROR_NO_PERMISSION
 	n, _ := openFake(t, g)
@@ -302,6 +310,7 @@ func TestNVMLProcessListFailure(t *testing.T) {
 }
 
 func TestNVMLMIG(t *testing.T) {
+	t.Parallel()
 	g := h200(0)
 	g.mig = true
 	g.utilRet = nvml.ERROR_NOT_SUPPORTED
@@ -327,6 +336,7 @@ func TestNVMLMIG(t *testing.T) {
 }
 
 func TestNVMLMemoryInfoFallback(t *testing.T) {
+	t.Parallel()
 	g := h200(0)
 	shutdowns := 0
 	lib := fakeLibrary([]*fakeGPU{g}, &shutdowns)
@@ -345,6 +355,7 @@ func TestNVMLMemoryInfoFallback(t *testing.T) {
 }
 
 func TestNVMLProcessSMInterval(t *testing.T) {
+	t.Parallel()
 	pid := uint32(os.Getpid())
 	g := h200(0)
 	g.procs = []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: gib}}

@@ -67,6 +67,7 @@ func TestOpenSim(t *testing.T) {
 }
 
 func TestOpenPrefersNVML(t *testing.T) {
+	t.Parallel()
 	shutdowns := 0
 	withNVML(t, fakeLibrary([]*fakeGPU{h200(0)}, &shutdowns))
 	b, notice, err := Open("auto")
@@ -94,6 +95,7 @@ func TestOpenNVMLWithoutGPUs(t *testing.T) {
 }
 
 func TestOpenUnknownKind(t *testing.T) {
+	t.Parallel()
 	_, _, err := Open("cuda")
 	require.EqualError(t, err, `unknown GPU backend "cuda": use auto, nvml, drm or sim`)
 }
@@ -108,6 +110,7 @@ func TestKindFromEnv(t *testing.T) {
 // The real library: on a machine without a driver this must fail cleanly
 // (no panic, a person's message); on a GPU machine it must read.
 func TestOpenNVMLReal(t *testing.T) {
+	t.Parallel()
 	n, err := OpenNVML()
 	if err != nil {
 		require.ErrorContains(t, err, "NVML: ")
@@ -128,6 +131,7 @@ func TestOpenNVMLReal(t *testing.T) {
 // One decision serves gpu.Open and `chronos backends`: which backend a
 // kind gets, given what NVML answered.
 func TestParseKindAndPick(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Kind{"": KindAuto, " Auto ": KindAuto, "NVML": KindNVML, "drm": KindDRM, "sim": KindSim, "simulated": KindSim} {
 		got, err := ParseKind(in)
 		require.NoError(t, err, in)

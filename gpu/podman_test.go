@@ -160,6 +160,7 @@ func (p *podman) startContainer(t *testing.T, name string) (id string, pid int) 
 }
 
 func TestPodmanRootful(t *testing.T) {
+	t.Parallel()
 	p := newPodman(t, nil)
 	name := fmt.Sprintf("chronos-rootful-%d", time.Now().UnixNano())
 	id, pid := p.startContainer(t, name)
@@ -179,6 +180,7 @@ func TestPodmanRootful(t *testing.T) {
 }
 
 func TestPodmanRootless(t *testing.T) {
+	t.Parallel()
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Skip("no user nobody")

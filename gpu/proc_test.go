@@ -44,6 +44,7 @@ func exitedPID(t testing.TB) int {
 }
 
 func TestReadProcRealChild(t *testing.T) {
+	t.Parallel()
 	cmd := startSleep(t, PartitionEnv+"=p7")
 	pid := cmd.Process.Pid
 
@@ -65,6 +66,7 @@ func TestReadProcRealChild(t *testing.T) {
 // CHRONOS_BOOKING_ID is the new name and wins; the old one still counts,
 // as either may be all that is passed into a container.
 func TestReadProcBookingEnv(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env  []string
 		want string
@@ -81,6 +83,7 @@ func TestReadProcBookingEnv(t *testing.T) {
 }
 
 func TestReadProcWithoutPartition(t *testing.T) {
+	t.Parallel()
 	cmd := startSleep(t)
 	// The test binary itself may run under chronos; the child must not
 	// inherit a partition for this check to mean anything.
@@ -93,6 +96,7 @@ func TestReadProcWithoutPartition(t *testing.T) {
 }
 
 func TestReadProcExited(t *testing.T) {
+	t.Parallel()
 	_, err := ReadProc(exitedPID(t))
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrProcessGone)
@@ -100,6 +104,7 @@ func TestReadProcExited(t *testing.T) {
 }
 
 func TestReadProcInvalidPID(t *testing.T) {
+	t.Parallel()
 	for _, pid := range []int{0, -1} {
 		_, err := ReadProc(pid)
 		require.Error(t, err)
@@ -129,6 +134,7 @@ func fakeStat(pid int, comm string, start uint64) string {
 }
 
 func TestReadProcFakeRoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	status := "Name:\tweird\nUmask:\t0022\nUid:\t1234\t0\t0\t0\nGid:\t100\t100\t100\t100\n"
 	writeFakeProc(t, root, 42, map[string]string{
@@ -178,6 +184,7 @@ func TestReadProcFakeRoot(t *testing.T) {
 }
 
 func TestReadProcMalformed(t *testing.T) {
+	t.Parallel()
 	goodStatus := "Uid:\t1\t1\t1\t1\n"
 	tests := []struct {
 		name   string
@@ -204,12 +211,14 @@ func TestReadProcMalformed(t *testing.T) {
 }
 
 func TestUserNameFallsBackToDigits(t *testing.T) {
+	t.Parallel()
 	// A uid nobody has; the name is the number.
 	require.Equal(t, "2147480000", userName(2147480000))
 	require.Equal(t, "root", userName(0))
 }
 
 func TestProcStartTime(t *testing.T) {
+	t.Parallel()
 	cmd := startSleep(t)
 	info, err := ReadProc(cmd.Process.Pid)
 	require.NoError(t, err)
@@ -224,6 +233,7 @@ func TestProcStartTime(t *testing.T) {
 }
 
 func TestProcCache(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	status := "Uid:\t1000\t1000\t1000\t1000\n"
 	writeFakeProc(t, root, 42, map[string]string{
@@ -312,6 +322,7 @@ func startMPSLike(t *testing.T, uid int) (control, server int) {
 // known as such (never signalled as someone's job), and only when it really
 // is root's server started by root's control daemon.
 func TestReadProcMPSServer(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the programs must be root's files")
 	}

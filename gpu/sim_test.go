@@ -13,6 +13,7 @@ import (
 func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
 
 func TestSimDefaults(t *testing.T) {
+	t.Parallel()
 	s := NewSim(SimOptions{})
 	require.Equal(t, "simulated", s.Name())
 	require.True(t, s.Simulated())
@@ -30,6 +31,7 @@ func TestSimDefaults(t *testing.T) {
 }
 
 func TestSimDeterministicAndMoving(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	a := NewSim(SimOptions{Count: 8, Now: fixedClock(at)})
 	b := NewSim(SimOptions{Count: 8, Now: fixedClock(at)})
@@ -51,6 +53,7 @@ func TestSimDeterministicAndMoving(t *testing.T) {
 }
 
 func TestSimReadingsStayInRange(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := start
 	s := NewSim(SimOptions{Count: 8, Memory: 141 * gib, Now: func() time.Time { return now }})
@@ -87,6 +90,7 @@ func TestSimReadingsStayInRange(t *testing.T) {
 }
 
 func TestSimAttachRealProcess(t *testing.T) {
+	t.Parallel()
 	child := startSleep(t, PartitionEnv+"=p9")
 	pid := child.Process.Pid
 	s := NewSim(SimOptions{Count: 4, Now: fixedClock(time.Unix(1_700_000_000, 0))})
@@ -127,6 +131,7 @@ func TestSimAttachRealProcess(t *testing.T) {
 // device's utilization rises by as much; the same clock gives the same
 // figures.
 func TestSimSetSM(t *testing.T) {
+	t.Parallel()
 	s := NewSim(SimOptions{Count: 4, Now: fixedClock(time.Unix(1_700_000_000, 0))})
 	idle, err := s.Sample()
 	require.NoError(t, err)
@@ -154,6 +159,7 @@ func TestSimSetSM(t *testing.T) {
 }
 
 func TestSimAttachCannotExceedMemory(t *testing.T) {
+	t.Parallel()
 	s := NewSim(SimOptions{Count: 1, Memory: 10 * gib, Now: fixedClock(time.Unix(0, 0))})
 	s.Attach(0, os.Getpid(), 100*gib)
 	got, err := s.Sample()
@@ -163,6 +169,7 @@ func TestSimAttachCannotExceedMemory(t *testing.T) {
 }
 
 func TestSimConcurrentUse(t *testing.T) {
+	t.Parallel()
 	s := NewSim(SimOptions{Count: 2})
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -211,6 +218,7 @@ func TestSimOptionsFromEnv(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    uint64

@@ -13,6 +13,7 @@ import (
 // A ledger last written by a chronos from before accounting lacks its
 // buckets: that is no damage, and the next write adds them.
 func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
+	t.Parallel()
 	l, _ := ledgerWith(t, 3)
 	db, err := bolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
@@ -36,6 +37,7 @@ func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 }
 
 func TestUsageRoundTrip(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, l.View(func(tx *Tx) error {
@@ -60,6 +62,7 @@ func TestUsageRoundTrip(t *testing.T) {
 
 // GPU minutes are read by time range and GPU, and the old ones dropped.
 func TestGPUMinutes(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, l.Update(func(tx *Tx) error {
@@ -100,6 +103,7 @@ func TestGPUMinutes(t *testing.T) {
 
 // Unbooked use adds up per user per UTC day.
 func TestUnbookedUse(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	require.NoError(t, l.Update(func(tx *Tx) error {
@@ -130,6 +134,7 @@ func TestUnbookedUse(t *testing.T) {
 
 // Repair keeps what monitors measured of each booking, holds included.
 func TestRepairKeepsUsage(t *testing.T) {
+	t.Parallel()
 	l, _ := ledgerWith(t, 5)
 	want := BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
 	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(want) }))

@@ -91,6 +91,7 @@ func (s sharedSetup) untouched(t *testing.T) {
 // A member's links at the names root writes — the backup's temporary file,
 // the ledger itself before it exists — never make root write anywhere else.
 func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
+	t.Parallel()
 	t.Run("backup temporary file", func(t *testing.T) {
 		s := newShared(t)
 		l := s.ledger(t)
@@ -143,6 +144,7 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 // member swapping links in for every file of the directory as fast as they
 // can never makes root write, chmod or chown another file.
 func TestRepairNeverWritesThroughMembersNames(t *testing.T) {
+	t.Parallel()
 	s := newShared(t)
 	l := s.ledger(t)
 	for range 20 {
@@ -188,6 +190,7 @@ func TestRepairNeverWritesThroughMembersNames(t *testing.T) {
 // at the ledger's path (possible before the ledger exists) or a second name
 // for it is refused with a message that says what to do.
 func TestRootRefusesLedgerItDoesNotOwn(t *testing.T) {
+	t.Parallel()
 	s := newShared(t)
 	good := newLedger(t)
 	addOne(t, good)

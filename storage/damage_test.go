@@ -33,6 +33,7 @@ func withBackup(t *testing.T, n int) *Ledger {
 // of it used to fault in the goroutine the check starts, which no recover
 // catches, and the doctor died. Now the doctor says the backup is damaged.
 func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
+	t.Parallel()
 	s := newShared(t)
 	l := s.ledger(t)
 	require.NoError(t, l.Update(func(tx *Tx) error {
@@ -65,6 +66,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 // doctor says so, nothing writes a fresh ledger over the loss (which would
 // hand out the same ids again), and a repair brings them back.
 func TestEmptyLedgerBesideItsBackupIsDamage(t *testing.T) {
+	t.Parallel()
 	for name, lose := range map[string]func(path string) error{
 		"emptied": func(p string) error { return os.Truncate(p, 0) },
 		"removed": os.Remove,
@@ -97,6 +99,7 @@ func TestEmptyLedgerBesideItsBackupIsDamage(t *testing.T) {
 // carry on from the older state, and a repair keeps the lost booking, found
 // in the file's bytes.
 func TestDamagedNewestMetaPage(t *testing.T) {
+	t.Parallel()
 	l := withBackup(t, 3)
 	last := addOne(t, l) // after the backup
 	data, err := os.ReadFile(l.Path)
@@ -242,11 +245,13 @@ func bytesOfFile(t *testing.T, path string) []byte {
 // Random damage, the kind that used to crash about one doctor or repair in
 // ten: none may now.
 func TestDoctorSurvivesRandomDamage(t *testing.T) {
+	t.Parallel()
 	ledger, backup := baseImage()
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := range 100 {
 		kind, at, n, val := uint8(rng.IntN(5)), rng.Uint32(), uint16(rng.IntN(1<<16)), byte(rng.IntN(256))
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
 			if i%3 == 0 {
 				doctorAndRepair(t, ledger, damage(backup, kind, at, n, val))
 			} else {

@@ -53,6 +53,7 @@ func ledgerWith(t *testing.T, n int) (*Ledger, []Partition) {
 }
 
 func TestDiagnoseHealthyLedger(t *testing.T) {
+	t.Parallel()
 	l, parts := ledgerWith(t, 30)
 	d, err := l.Diagnose()
 	require.NoError(t, err)
@@ -72,6 +73,7 @@ func TestDiagnoseHealthyLedger(t *testing.T) {
 // Damage bbolt cannot see — records that disagree with each other — is
 // named in plain words, and repaired.
 func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
+	t.Parallel()
 	l, _ := ledgerWith(t, 10)
 	db, err := bolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
@@ -133,6 +135,7 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 // gives a file that passes bbolt's check and keeps every live booking whose
 // record could still be read.
 func TestRepairDamagedFiles(t *testing.T) {
+	t.Parallel()
 	good, parts := ledgerWith(t, 400)
 	goodBytes, err := os.ReadFile(good.Path)
 	require.NoError(t, err)
@@ -219,6 +222,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 // A file that cannot be opened at all is rebuilt from a good backup, and
 // the repair says so.
 func TestRepairRestoresFromBackup(t *testing.T) {
+	t.Parallel()
 	l, parts := ledgerWith(t, 50)
 	l.BackupEvery = time.Nanosecond
 	addOne(t, l) // this update writes the backup
@@ -251,6 +255,7 @@ func TestRepairRestoresFromBackup(t *testing.T) {
 // as damage at once — opening a FIFO must never block — and a repair moves
 // it aside and starts again from the backup.
 func TestNotARegularFile(t *testing.T) {
+	t.Parallel()
 	for name, create := range map[string]func(path string) error{
 		"fifo":      func(p string) error { return mkfifo(p) },
 		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
@@ -295,6 +300,7 @@ func mkfifo(path string) error { return unix.Mkfifo(path, 0o600) }
 // directory — is not replaced by a repair unless asked to be; what once was
 // one, however damaged, is repaired.
 func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
+	t.Parallel()
 	random := make([]byte, 20000)
 	for i := range random {
 		random[i] = byte(i*7919 + i/3)
@@ -381,6 +387,7 @@ func usedLeaf(t *testing.T, path string, from int) int {
 // it was last written before the later buckets (the line's, accounting's)
 // existed; one that lacks any of those does not.
 func TestWasLedgerNeedsOnlyTheFirstBuckets(t *testing.T) {
+	t.Parallel()
 	var old []byte
 	for _, name := range requiredBuckets {
 		old = append(append(old, name...), 0)
@@ -394,6 +401,7 @@ func TestWasLedgerNeedsOnlyTheFirstBuckets(t *testing.T) {
 // request's id is not handed out again): here from the rolling backup,
 // since the file's own tree cannot be read.
 func TestRepairKeepsTheLineAndUsage(t *testing.T) {
+	t.Parallel()
 	l, _ := ledgerWith(t, 3)
 	now := time.Now()
 	l.BackupEvery = time.Nanosecond // the next writes refresh the backup

@@ -28,6 +28,7 @@ func partitionCount(t *testing.T, l *Ledger) int {
 // and loses nothing. Root ignores file modes, so as root the file is made
 // immutable (chattr +i) instead.
 func TestReadOnlyLedger(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	for range 5 {
 		addOne(t, l)
@@ -60,6 +61,7 @@ func TestReadOnlyLedger(t *testing.T) {
 // and the ledger still opens with every booking made before. Needs root, to
 // mount a small tmpfs.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}

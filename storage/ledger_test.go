@@ -33,6 +33,7 @@ func addOne(t *testing.T, l *Ledger) Partition {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	// Reading a ledger that doesn't exist yet sees it empty and creates nothing.
 	require.NoError(t, l.View(func(tx *Tx) error {
@@ -85,6 +86,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestFileModes(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
 	st, err := os.Stat(l.Path)
@@ -105,6 +107,7 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestDamagedFiles(t *testing.T) {
+	t.Parallel()
 	good := newLedger(t)
 	for range 20 {
 		addOne(t, good)
@@ -181,6 +184,7 @@ func TestDamagedFiles(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
 	db, err := bolt.Open(l.Path, 0o600, nil)
@@ -198,6 +202,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 // A process that holds the lock (stuck, stopped) makes others fail with a
 // clear "busy" error within the timeout, never hang.
 func TestBusyLedger(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
 	l.Timeout = 300 * time.Millisecond
@@ -234,6 +239,7 @@ func TestBusyLedger(t *testing.T) {
 }
 
 func TestCheckFindsNothingOnAGoodFile(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	for range 50 {
 		addOne(t, l)
@@ -244,6 +250,7 @@ func TestCheckFindsNothingOnAGoodFile(t *testing.T) {
 }
 
 func TestWatchSeesOtherWriters(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -276,6 +283,7 @@ func TestWatchSeesOtherWriters(t *testing.T) {
 }
 
 func TestWatchPollsWithoutInotify(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -292,6 +300,7 @@ func TestWatchPollsWithoutInotify(t *testing.T) {
 }
 
 func TestLiveIndexAndRecent(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	old := time.Now().Add(-48 * time.Hour)
 	var ids []uint64
@@ -344,6 +353,7 @@ func TestLiveIndexAndRecent(t *testing.T) {
 // all, so a GPU that vanished leaves no reading behind, and the ledger stays
 // healthy for doctor.
 func TestDeviceReadings(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	put := func(n int) {

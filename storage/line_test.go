@@ -11,6 +11,7 @@ import (
 // A booking stored before bookings had a start starts when it was made,
 // through every path that reads bookings.
 func TestOldBookingStartsWhenMade(t *testing.T) {
+	t.Parallel()
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	old := `{"v":1,"id":1,"device":0,"share_ppm":500000,"created":"2026-11-29T12:00:00Z","expires":"2026-11-29T13:00:00Z","state":"live"}`
 	require.NoError(t, l.Update(func(tx *Tx) error {
@@ -39,6 +40,7 @@ func TestOldBookingStartsWhenMade(t *testing.T) {
 // The waiting line keeps an index of the requests still waiting, as the
 // live index does for bookings; ids count on their own.
 func TestWaitingIndex(t *testing.T) {
+	t.Parallel()
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	require.NoError(t, l.Update(func(tx *Tx) error {
 		for range 3 {
@@ -71,6 +73,7 @@ func TestWaitingIndex(t *testing.T) {
 // Held intervals are read by user from an instant on, and let go before
 // one, without touching another user's.
 func TestHeldByUserAndEnd(t *testing.T) {
+	t.Parallel()
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }

@@ -19,6 +19,7 @@ func live(t *testing.T, c *core.Client) []core.Partition {
 }
 
 func TestNewBookingLandsInTheLedgerAndTheTable(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	m := w.model(80, 24)
 	require.Empty(t, live(t, w.client))
@@ -47,6 +48,7 @@ func TestNewBookingLandsInTheLedgerAndTheTable(t *testing.T) {
 }
 
 func TestBookingFormPicksDevicesAndPresets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	w.book(bob, 3, "60%", 0, time.Hour)
 	m := w.model(80, 24)
@@ -77,6 +79,7 @@ func TestBookingFormPicksDevicesAndPresets(t *testing.T) {
 }
 
 func TestBookingFormExplainsInvalidInputAndStaysOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		keys  []string
@@ -105,6 +108,7 @@ func TestBookingFormExplainsInvalidInputAndStaysOpen(t *testing.T) {
 }
 
 func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(80, 24)
 	m = press(t, m, "n")
@@ -118,6 +122,7 @@ func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
 }
 
 func TestRootBooksForSomeoneElse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	w.client = w.as(root)
 	m := w.model(80, 24)
@@ -146,6 +151,7 @@ func selectBooking(t *testing.T, m *Model, id uint64) *Model {
 }
 
 func TestReleaseAsksFirst(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	mine := w.book(alice, 0, "50%", 0, time.Hour)
 	w.book(bob, 1, "50%", 0, 2*time.Hour)
@@ -173,6 +179,7 @@ func TestReleaseAsksFirst(t *testing.T) {
 // x or e on someone else's booking says at once that it is not theirs: no
 // prompt to answer first.
 func TestSomeoneElsesBookingIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"x", "e"} {
 		t.Run(k, func(t *testing.T) {
 			w := newWorld(t, 1)
@@ -194,6 +201,7 @@ func TestSomeoneElsesBookingIsRefusedAtOnce(t *testing.T) {
 
 // Root may act on anyone's booking, so root is asked as for its own.
 func TestRootReleasesAnyonesAfterAsking(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	theirs := w.book(bob, 0, "50%", 0, time.Hour)
 	w.client = w.as(root)
@@ -205,6 +213,7 @@ func TestRootReleasesAnyonesAfterAsking(t *testing.T) {
 }
 
 func TestExtend(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	mine := w.book(alice, 0, "50%", 0, time.Hour)
 	m := selectBooking(t, w.model(80, 24), mine.ID)

@@ -15,6 +15,7 @@ import (
 // A booking the ledger records as idle says so on its row, as list's IDLE
 // column does; one that works, or has ended, does not. At 80 columns too.
 func TestBookingsShowIdle(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	ids := w.busyHour()
 	parts, err := w.client.List(false)

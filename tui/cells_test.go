@@ -14,6 +14,7 @@ import (
 
 // Widths are terminal cells, not bytes: "█" is three bytes, "田" two cells.
 func TestPaddingCountsCells(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text  string
 		width int
@@ -33,6 +34,7 @@ func TestPaddingCountsCells(t *testing.T) {
 // A reading the hardware does not give reads "n/a", in the app and in
 // `chronos stats` alike.
 func TestReadingsNotGivenReadNA(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "n/a", reading(gpu.NA, "%d%%"))
 	require.Equal(t, "n/a", reading(-1.0, "%.0f W"))
 	require.Equal(t, "0%", reading(0, "%d%%"))

@@ -16,6 +16,7 @@ import (
 // Podman and a Kubernetes pod) the processes view gains a CONTAINER
 // column, and every line still fits.
 func TestProcessesShowContainers(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	drm, err := gpu.OpenDRM(gpu.DRMOptions{Root: filepath.Join("..", "gpu", "testdata", "drm", "multi"), Now: w.clock.Now})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // The profile is NO_COLOR's, so the files show what is left without colour.
 // Regenerate with: go test ./tui -run TestGolden -update
 func TestGolden(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, tc := range []struct {
 		width, height int
@@ -51,7 +53,7 @@ func TestGolden(t *testing.T) {
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 				return bytes.Contains(b, []byte("ending soon")) && bytes.Contains(b, []byte("/80.0 GiB")) ||
 					bytes.Contains(b, []byte("too small"))
-			}, teatest.WithDuration(5*time.Second))
+			}, teatest.WithDuration(20*time.Second))
 			if tc.keys != "" {
 				tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(tc.keys)})
 				if tc.keys == "\t" {
@@ -59,7 +61,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
@@ -70,6 +72,7 @@ func TestGolden(t *testing.T) {
 // busyHour), with a notice to alice on its line, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenHistory -update
 func TestGoldenHistory(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -79,24 +82,32 @@ func TestGoldenHistory(t *testing.T) {
 			w.notices <- core.Notice{Time: t0.Add(-2 * time.Minute), Kind: storage.EventWarned, Partition: ids[0], UID: alice.UID,
 				User: "alice", Detail: "ends in 5m (GPU 0)"}
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
+			// Enter only once the bookings are in and carol's row is
+			// selected: before that it opens another GPU's history.
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-				return bytes.Contains(b, []byte("ends in 5m")) && bytes.Contains(b, []byte("/80.0 GiB"))
-			}, teatest.WithDuration(5*time.Second))
+				return bytes.Contains(b, []byte("ends in 5m")) && bytes.Contains(b, []byte("/80.0 GiB")) && carolSelected.Match(b)
+			}, teatest.WithDuration(20*time.Second))
 			tm.Send(tea.KeyMsg{Type: tea.KeyEnter}) // the first row: carol's, on GPU 3
-			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("idle 50m")) },
-				teatest.WithDuration(5*time.Second))
+			// Only the history draws idle minutes as a span: the table's
+			// "idle 50m", perhaps not yet read, would let it quit early.
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("░ idle 50m ░")) },
+				teatest.WithDuration(20*time.Second))
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
 	}
 }
 
+// carolSelected is the bookings table with its cursor on carol's row.
+var carolSelected = regexp.MustCompile(`▸ #\d+ +carol `)
+
 // TestGoldenIdle is the bookings of that hour (see busyHour): bob's and
 // carol's rows say how long each has sat idle, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenIdle -update
 func TestGoldenIdle(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -105,11 +116,21 @@ func TestGoldenIdle(t *testing.T) {
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
 			teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 				return bytes.Contains(b, []byte("idle 50m")) && bytes.Contains(b, []byte("/80.0 GiB"))
-			}, teatest.WithDuration(5*time.Second))
+			}, teatest.WithDuration(20*time.Second))
 			require.NoError(t, tm.Quit())
-			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			final, ok := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(*Model)
 			require.True(t, ok)
 			golden.RequireEqual(t, []byte(final.View()))
 		})
+	}
+}
+
+// inUTC skips a golden test where the local zone is not UTC at t0: a
+// golden file holds the times of day of t0, a UTC instant, as drawn in UTC.
+// (Setting time.Local for the test would race with the runtime's timers;
+// drawing in another zone needs the app to take a zone.)
+func inUTC(t *testing.T) {
+	if _, off := t0.Local().Zone(); off != 0 {
+		t.Skipf("golden files are drawn in UTC; the local zone is %s", time.Local)
 	}
 }

@@ -81,6 +81,7 @@ var dave = core.Identity{UID: 2004, User: "dave"}
 // shows at once, each booking's span under the graphs and bob's 50 idle
 // minutes marked and counted; esc goes back.
 func TestHistoryShowsTheLedgersHour(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	ids := w.busyHour()
 	m := w.model(80, 24)
@@ -128,6 +129,7 @@ func lineWith(t *testing.T, screen, s string) string {
 // their place where it has some; a stretch neither covers stays unknown,
 // and a GPU reading 0% is drawn apart from one nobody read.
 func TestHistorySeriesPrefersTheAppsReadings(t *testing.T) {
+	t.Parallel()
 	tl := newTimeline(t0, 60)
 	require.Equal(t, time.Minute, tl.step)
 	require.Equal(t, t0.Add(-59*time.Minute), tl.from, "the last column holds now")
@@ -161,6 +163,7 @@ func TestHistorySeriesPrefersTheAppsReadings(t *testing.T) {
 // A freshly opened app on a ledger no monitor ever wrote shows, in the
 // history, what it read itself since it opened, and nothing before.
 func TestHistoryGrowsWithTheAppsReadings(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(80, 24)
 	for i := 1; i <= 30; i++ { // a minute of readings, one every other second
@@ -181,6 +184,7 @@ func TestHistoryGrowsWithTheAppsReadings(t *testing.T) {
 // before is dropped. A booking made meanwhile shows when the ledger
 // changes.
 func TestHistorySwitchesGPUsAndFollowsTheLedger(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	ids := w.busyHour()
 	m := w.model(120, 40)
@@ -216,6 +220,7 @@ var erin = core.Identity{UID: 2005, User: "erin"}
 // More bookings than fit at 80×24 scroll with ↑/↓, which show in the
 // footer only then.
 func TestHistoryScrollsBookings(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	for i := range 12 {
 		w.book(bob, 0, "5%", time.Duration(50-4*i)*time.Minute, 2*time.Hour)
@@ -252,6 +257,7 @@ func TestHistoryScrollsBookings(t *testing.T) {
 // monitors have fallen behind; an idle stretch that ended stays where it
 // ended.
 func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
+	t.Parallel()
 	now := t0.Add(90 * time.Second)
 	tl := newTimeline(now, 60)
 	judged := t0
@@ -277,6 +283,7 @@ func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
 // open this host's GPU of the same number: the app reads only this host's
 // GPUs, and offers the first of them.
 func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	m := w.model(80, 24)
 	theirs := core.Partition{Partition: storage.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
@@ -294,6 +301,7 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 // In the history ? shows its keys; esc closes that help first, then the
 // history. q quits from it as from anywhere.
 func TestHistoryHelpAndWayOut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	m := press(t, w.model(80, 24), "enter", "?")
 	require.True(t, m.fullHelp)

@@ -43,6 +43,7 @@ func labHost(s storage.Store, host string, who core.Identity) (*core.Client, *gp
 // column; a host whose monitor stops fades to "not seen", its bookings
 // kept.
 func TestAppShowsEveryHost(t *testing.T) {
+	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	here, hereSim := labHost(open(), "gpu1", alice)
 	thereStore := open()
@@ -95,6 +96,7 @@ func TestAppShowsEveryHost(t *testing.T) {
 // are not shown, rather than the last host's GPUs vanishing unsaid.
 // Regenerate with: go test ./tui -run TestGoldenHostsCut -update
 func TestGoldenHostsCut(t *testing.T) {
+	inUTC(t)
 	lipgloss.SetColorProfile(termenv.Ascii)
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	still := clock.NewFake(t0)
@@ -138,6 +140,7 @@ func TestGoldenHostsCut(t *testing.T) {
 // they fit, then a line counting the hosts and GPUs left out; a host not
 // seen says how many of its GPUs are not shown before why it is not seen.
 func TestHostsViewCountsWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
 	m := newWorld(t, 1).model(80, 24)
 	sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: func() time.Time { return t0 }})
 	sample, err := sim.Sample()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestViewKeys(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	w.seed()
 	// Each case starts from its own model: one case's keys never reach
@@ -130,6 +131,7 @@ func TestViewKeys(t *testing.T) {
 
 // In the form q is a letter like any other; ctrl+c still quits.
 func TestFormTakesQAsText(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := press(t, w.model(80, 24), "n", "q")
 	require.Equal(t, booking, m.mode)
@@ -141,6 +143,7 @@ func TestFormTakesQAsText(t *testing.T) {
 // A terminal too small to draw in shows no prompt, so no key but q and
 // ctrl+c may act there: x then y releases nothing.
 func TestTooSmallOnlyQuitActs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	mine := w.book(alice, 0, "50%", 0, time.Hour)
 	for _, size := range [][2]int{{60, 15}, {59, 24}} {
@@ -176,6 +179,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 }
 
 func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(80, 24)
 	update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n30%")})
@@ -186,6 +190,7 @@ func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
 }
 
 func TestKeysApplyOnlyWhereTheyMeanSomething(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(80, 24)
 	require.False(t, m.keys.Release.Enabled(), "no booking selected")
@@ -208,6 +213,7 @@ func TestKeysApplyOnlyWhereTheyMeanSomething(t *testing.T) {
 
 // The help lists x and e only when there is a booking they would act on.
 func TestHelpShowsOnlyKeysThatAct(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	m := press(t, w.model(100, 30), "?")
 	v := m.View()
@@ -227,6 +233,7 @@ func TestHelpShowsOnlyKeysThatAct(t *testing.T) {
 
 // The footer drops other keys before "? help" and "q quit".
 func TestFooterKeepsHelpAndQuit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	w.book(alice, 0, "10%", 0, time.Hour)
 	w.book(alice, 1, "10%", 0, time.Hour)

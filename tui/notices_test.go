@@ -39,6 +39,7 @@ func (w *world) takeNotices(m *Model) {
 // that outlives the status line and the next readings; another user's
 // booking warned at the same time is not shown there.
 func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	mon := w.monitor()
 	mine := w.book(alice, 0, "50%", 57*time.Minute, time.Hour) // 3 minutes left: inside the warning lead
@@ -75,6 +76,7 @@ func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
 // two bookings stack, the newest shown with a count of the rest; acting on
 // a booking (releasing or extending it) answers its notice.
 func TestNoticesAreSupersededAndAnswered(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	first := w.book(alice, 0, "50%", 10*time.Minute, time.Hour)
 	second := w.book(alice, 1, "50%", 10*time.Minute, time.Hour)
@@ -107,6 +109,7 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 // Notices are text from the ledger: the app shows only the person's own,
 // and escapes control characters in them.
 func TestNoticesAreOwnAndPrintable(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(100, 30)
 	update(t, m, noticeMsg{Time: t0, Kind: storage.EventWarned, Partition: 9, UID: bob.UID, User: "bob", Detail: "ends in 5m"})

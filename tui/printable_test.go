@@ -16,7 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
-func TestPrintable(t *testing.T) {
+func TestPrintable(t *testing.T) { // serial: AllocsPerRun
 	for in, want := range map[string]string{
 		"python train.py --lr 0.1":    "python train.py --lr 0.1",
 		"naïve ✓ 日本":                  "naïve ✓ 日本",
@@ -99,6 +99,7 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 // A booking on a GPU the machine no longer has is shown, in stats and in
 // the app's bookings, never dropped.
 func TestBookingsOnGoneGPUsAreShown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	w.book(bob, 3, "30%", time.Minute, time.Hour)
 	devs, err := gpu.NewSim(gpu.SimOptions{Count: 2}).Devices()

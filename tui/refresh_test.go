@@ -14,6 +14,7 @@ import (
 )
 
 func TestOtherProcessesChangesAppear(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	m := w.model(80, 24)
 	require.Empty(t, m.bookings.table.rows)
@@ -26,6 +27,7 @@ func TestOtherProcessesChangesAppear(t *testing.T) {
 // A stream of change notices is read at once, then at most once per
 // changeSpacing, and nothing is lost at the end of the stream.
 func TestChangeNoticesAreSpaced(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	m := w.model(80, 24)
 	reads := w.ledger.views.Load()
@@ -49,6 +51,7 @@ func TestChangeNoticesAreSpaced(t *testing.T) {
 }
 
 func TestTickRefreshesAndCountsDown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	w.book(alice, 0, "50%", 0, time.Hour)
 	m := w.model(80, 24)
@@ -68,6 +71,7 @@ func TestTickRefreshesAndCountsDown(t *testing.T) {
 // Countdowns show minutes until a booking's last ten minutes, then seconds:
 // far from their end, rows change once a minute.
 func TestCountdownsShowSecondsOnlyNearTheEnd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		left time.Duration
 		want string
@@ -100,12 +104,14 @@ func TestCountdownsShowSecondsOnlyNearTheEnd(t *testing.T) {
 }
 
 func TestCountdownStillFormats(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "0:00:01", Countdown(400*time.Millisecond))
 	require.Equal(t, "1d+2:03:04", Countdown(26*time.Hour+3*time.Minute+4*time.Second))
 	require.Equal(t, "0:00:00", Countdown(-time.Second))
 }
 
 func TestMonitorActsAndErrorsShowInTheStatusLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	acts := make(chan string, 1)
 	opts := w.options()
@@ -145,6 +151,7 @@ func tickReads(t *testing.T, w *world, m *Model) []string {
 }
 
 func TestTickReadsOnlyWhatIsDue(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	w.book(alice, 0, "50%", 0, 5*time.Second)
 	w.book(alice, 0, "10%", 0, time.Hour)
@@ -171,6 +178,7 @@ func TestTickReadsOnlyWhatIsDue(t *testing.T) {
 // The app's watch of the ledger lives as long as the command that runs
 // the app: cancelling the command's context ends it.
 func TestWatchEndsWithTheCommandsContext(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -29,6 +29,7 @@ func numbers(rows ...uint64) *table[uint64, uint64] {
 // A row the person moved to stays selected when the rows change order; a
 // table nobody moved in shows its first row selected, whatever came first.
 func TestSelectionFollowsTheChosenRow(t *testing.T) {
+	t.Parallel()
 	tb := numbers(1, 2, 3)
 	tb.setRows([]uint64{3, 1, 2})
 	got, _ := tb.selected()
@@ -48,6 +49,7 @@ func TestSelectionFollowsTheChosenRow(t *testing.T) {
 // Only as many rows as fit are drawn, the window following the selection,
 // and a line drawn once is drawn again only when its cells change.
 func TestTableScrollsAndRedrawsOnlyChanges(t *testing.T) {
+	t.Parallel()
 	tb := numbers(1, 2, 3, 4, 5, 6)
 	draws := 0
 	draw := tb.draw

@@ -14,6 +14,7 @@ import (
 // `chronos stats` gives containers a column only when a process runs in
 // one: the name where the runtime's files gave it, else the short id.
 func TestWriteStatsContainerColumn(t *testing.T) {
+	t.Parallel()
 	const id = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
 	dev := gpu.DeviceSample{Device: gpu.Device{Index: 0, Name: "AMD Instinct MI210", MemoryTotal: 64 << 30}, Util: 87, MemUtil: gpu.NA, TempC: 45, PowerW: 251}
 	host := core.Attribution{Process: gpu.Process{PID: 100, User: "alice", Command: "python train.py", MemoryUsed: 8 << 30, SM: 75}, Device: 0, Partition: 7, Verdict: core.Booked}

@@ -25,6 +25,7 @@ func withProfile(t *testing.T, p termenv.Profile) {
 // No line is wider than the terminal and the screen is exactly its height,
 // whatever is open.
 func TestEveryLineFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 8)
 	w.seed()
 	for _, size := range [][2]int{{60, 16}, {80, 24}, {100, 30}, {140, 40}, {220, 60}, {40, 10}} {
@@ -40,6 +41,7 @@ func TestEveryLineFitsTheTerminal(t *testing.T) {
 }
 
 func TestTooSmall(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 1)
 	m := w.model(59, 24)
 	require.Contains(t, m.View(), "Terminal too small")
@@ -52,7 +54,7 @@ func TestTooSmall(t *testing.T) {
 // NO_COLOR takes colour away, and with it bold, underline and reverse
 // video; what they meant stays on screen as text: a cursor in inputs, the
 // active tab marked, placeholders that read as examples.
-func TestNoColorKeepsStructure(t *testing.T) {
+func TestNoColorKeepsStructure(t *testing.T) { // serial: sets the colour profile every test draws with
 	withProfile(t, termenv.Ascii)
 	w := newWorld(t, 2)
 	w.book(alice, 0, "10%", 0, time.Hour)
@@ -82,7 +84,7 @@ func TestNoColorKeepsStructure(t *testing.T) {
 
 // In colour the cursor is a reverse-video cell and placeholders are
 // faint italics, unlike typed text.
-func TestColourCursorAndPlaceholder(t *testing.T) {
+func TestColourCursorAndPlaceholder(t *testing.T) { // serial: sets the colour profile every test draws with
 	withProfile(t, termenv.ANSI)
 	w := newWorld(t, 1)
 	m := press(t, w.model(100, 30), "n")
@@ -98,6 +100,7 @@ func TestColourCursorAndPlaceholder(t *testing.T) {
 // The bookings table says what each column is: BOOKED memory, the memory
 // its processes have IN USE, and the time ELAPSED.
 func TestBookingsShowMemoryInUse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4)
 	w.seed()
 	m := w.model(140, 40)
@@ -131,6 +134,7 @@ func TestBookingsShowMemoryInUse(t *testing.T) {
 // physically free there, and warns — in `chronos create`'s words — when a
 // booking would take more than that, naming who holds it.
 func TestFormWarnsOfMemoryInUse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	// A reading stored in the ledger, as every monitor (the app's too)
 	// and `chronos stats` store them: on GPU 0, alice's simulated
@@ -173,6 +177,7 @@ func TestFormWarnsOfMemoryInUse(t *testing.T) {
 // from its whole length with nothing of it elapsed; it can be released and
 // extended; the table is read again when it starts.
 func TestBookingAheadShowsUpcoming(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	p, err := w.client.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)

@@ -27,16 +27,15 @@ func (f *Fake) Now() time.Time {
 	return f.now
 }
 
-// Advance moves the clock d ahead, firing every timer it passes; a
-// negative d steps it back, as Set does, and fires nothing.
+// Advance moves the clock d ahead, firing every timer it passes. A step
+// back is Set's: Advance panics rather than silently stay put.
 func (f *Fake) Advance(d time.Duration) {
+	if d < 0 {
+		panic("clock: Fake.Advance(" + d.String() + "): a step back is Set(Now().Add(d))")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end := f.now.Add(d)
-	if d < 0 {
-		f.now = end
-		return
-	}
 	for {
 		t := f.earliest()
 		if t == nil || t.at.After(end) {
@@ -63,7 +62,17 @@ func (f *Fake) Advance(d time.Duration) {
 
 // Set moves the clock to t: ahead as Advance does, or back (a clock stepped
 // back, or a test that books in the past), when no timer fires.
-func (f *Fake) Set(t time.Time) { f.Advance(t.Sub(f.Now())) }
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	if t.Before(f.now) {
+		f.now = t
+		f.mu.Unlock()
+		return
+	}
+	d := t.Sub(f.now)
+	f.mu.Unlock()
+	f.Advance(d)
+}
 
 // Timers is how many timers and tickers are waiting to fire.
 func (f *Fake) Timers() int {

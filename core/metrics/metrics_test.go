@@ -141,6 +141,7 @@ func value(m *dto.Metric) float64 {
 // use; each GPU's booked share and unbooked memory; the users' totals; the
 // signals sent; and how long passes and transactions took.
 func TestScrapeAgreesWithTheLedger(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, metrics.CompatDCGM)
 	first := r.book(3, 0.5, time.Hour)
 	second := r.book(3, 0.25, 2*time.Hour)
@@ -238,6 +239,7 @@ func gpuLabels(r *rig, dev int) string {
 // Without --metrics-compat dcgm, no DCGM names; before the monitor's first
 // reading, no GPU readings at all, and the ledger's metrics still served.
 func TestNoCompatNoReadingYet(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, metrics.CompatNone)
 	r.book(1, 0.5, time.Hour)
 	srv := http.Server{Handler: r.ex.Handler(r.c), ReadHeaderTimeout: time.Second}
@@ -260,6 +262,7 @@ func TestNoCompatNoReadingYet(t *testing.T) {
 // The Grafana dashboard in contrib/ is valid JSON and charts only metrics
 // that the exporter serves.
 func TestDashboardChartsOnlyMetricsThatExist(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../contrib/grafana-dashboard.json")
 	require.NoError(t, err)
 	var dash map[string]any
@@ -319,6 +322,7 @@ func TestDashboardChartsOnlyMetricsThatExist(t *testing.T) {
 // A scrape reads the ledger in one read transaction, a snapshot whose
 // bookings, line and totals agree; on etcd each costs round trips.
 func TestScrapeReadsTheLedgerOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, metrics.CompatNone)
 	p := r.book(1, 1, time.Hour) // the GPU full, so the next waits
 	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})

@@ -69,6 +69,7 @@ func requireWhole(t *testing.T, s storage.Store) (bookings int) {
 // An etcd nobody answers on gives a clear error within the timeout, for
 // reads and writes, never a hang.
 func TestUnreachableAtStart(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
@@ -94,6 +95,7 @@ func TestUnreachableAtStart(t *testing.T) {
 // etcd killed between a transaction's reads and its commit, and started
 // again: the commit waits for it and lands whole, once.
 func TestKilledBeforeCommitAndRestarted(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 1)
 	s := openOn(t, c, 10*time.Second)
 	_, err := addBooking(s)
@@ -122,6 +124,7 @@ func TestKilledBeforeCommitAndRestarted(t *testing.T) {
 // is half there. Continued in time for the check, the answer is never "not
 // known".
 func TestStoppedDuringCommit(t *testing.T) {
+	t.Parallel()
 	for _, kill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "continued", true: "killed and restarted"}[kill], func(t *testing.T) {
 			c := etcdtest.Start(t, 1)
@@ -182,6 +185,7 @@ func TestStoppedDuringCommit(t *testing.T) {
 // One member of three killed, whichever it is: every operation still
 // succeeds (after at most an election), and the member rejoins.
 func TestOneOfThreeMembersKilled(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 3)
 	// An election takes a second or two, more on a loaded machine.
 	s := openOn(t, c, 15*time.Second)
@@ -212,6 +216,7 @@ func TestOneOfThreeMembersKilled(t *testing.T) {
 // meanwhile: every write succeeds, every booking gets its own id and is
 // written whole.
 func TestRacingWritersOnACluster(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 3)
 	first := openOn(t, c, 15*time.Second)
 	const writers, each = 6, 15
@@ -250,6 +255,7 @@ func TestRacingWritersOnACluster(t *testing.T) {
 // member keeping it alive was killed, say) takes a new turn, rather than
 // comparing against a turn that is gone until its time runs out.
 func TestWriterTakesTheTurnAgainWhenItsTurnIsGone(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Shared(t)
 	s := openOn(t, c, 3*time.Second)
 	other, err := Open(Config{Endpoints: c.Endpoints(), Prefix: s.Prefix()})
@@ -276,6 +282,7 @@ func TestWriterTakesTheTurnAgainWhenItsTurnIsGone(t *testing.T) {
 // on its own, though the writer's process lives on: other writers commit
 // again within the turn's TTL, instead of losing until that process ends.
 func TestTurnLeftBehindLapses(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 1)
 	s := openOn(t, c, time.Second)
 	// other's timeout bounds how long the turn may outlive its writer's
@@ -311,6 +318,7 @@ func TestTurnLeftBehindLapses(t *testing.T) {
 // A long transaction among writers in tight loops of short ones is not
 // starved: after a few losses it takes its turn and commits.
 func TestLongWriterIsNotStarved(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Shared(t)
 	long := openOn(t, c, 5*time.Second)
 	stop := make(chan struct{})

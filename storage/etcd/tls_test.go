@@ -26,6 +26,7 @@ func openTLS(t *testing.T, c *etcdtest.Cluster, prefix, cacert, cert, key string
 // rather than after the timeout as if etcd did not answer; and nothing is
 // written. The right files work.
 func TestTLSMistakesAreNamed(t *testing.T) {
+	t.Parallel()
 	certs, err := etcdtest.NewCerts(t.TempDir())
 	require.NoError(t, err)
 	other, err := etcdtest.NewCerts(t.TempDir())
@@ -74,6 +75,7 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 
 // TLS files given for an etcd that serves plain TCP: said so.
 func TestTLSToAPlainMember(t *testing.T) {
+	t.Parallel()
 	certs, err := etcdtest.NewCerts(t.TempDir())
 	require.NoError(t, err)
 	s := openTLS(t, etcdtest.Shared(t), "/tls-to-plain", certs.CA, certs.ClientCert, certs.ClientKey)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in        string
 		endpoints []string
@@ -35,6 +36,7 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestTLSConfigRefusesHalfAPair(t *testing.T) {
+	t.Parallel()
 	cfg, err := TLSConfig("", "", "")
 	require.NoError(t, err)
 	require.Nil(t, cfg, "no files: plain TCP")

@@ -108,6 +108,7 @@ func requireScan(t *testing.T, want, got [][2][]byte, what string) {
 // committed or rolled back, and requires the same answers
 // inside each transaction (its own writes included) and after it.
 func TestRawTxConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, open storetest.Opener) {
 		s := open()
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -226,6 +227,7 @@ func TestRawTxConformance(t *testing.T) {
 // TestRawTxLongScans pages through more keys than one read returns, both
 // ways, from keys that are and are not stored.
 func TestRawTxLongScans(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, open storetest.Opener) {
 		s := open()
 		const n = 3000
@@ -278,6 +280,7 @@ func TestRawTxLongScans(t *testing.T) {
 // TestUpdatesAreSerializable has writers in parallel each add one to a
 // counter, read and written in one transaction: no increment is lost.
 func TestUpdatesAreSerializable(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, open storetest.Opener) {
 		const writers, each = 8, 10
 		b, k := []byte("counter"), []byte("n")
