@@ -3,7 +3,10 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +26,9 @@ import (
 // The profile is NO_COLOR's, so the files show what is left without colour.
 // Regenerate with: go test ./tui -run TestGolden -update
 func TestGolden(t *testing.T) {
-	inUTC(t)
+	if elsewhereThanUTC(t) {
+		return
+	}
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, tc := range []struct {
 		width, height int
@@ -72,7 +77,9 @@ func TestGolden(t *testing.T) {
 // busyHour), with a notice to alice on its line, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenHistory -update
 func TestGoldenHistory(t *testing.T) {
-	inUTC(t)
+	if elsewhereThanUTC(t) {
+		return
+	}
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -107,7 +114,9 @@ var carolSelected = regexp.MustCompile(`▸ #\d+ +carol `)
 // carol's rows say how long each has sat idle, at the sizes the app must
 // read at. Regenerate with: go test ./tui -run TestGoldenIdle -update
 func TestGoldenIdle(t *testing.T) {
-	inUTC(t)
+	if elsewhereThanUTC(t) {
+		return
+	}
 	lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -125,12 +134,21 @@ func TestGoldenIdle(t *testing.T) {
 	}
 }
 
-// inUTC skips a golden test where the local zone is not UTC at t0: a
-// golden file holds the times of day of t0, a UTC instant, as drawn in UTC.
-// (Setting time.Local for the test would race with the runtime's timers;
-// drawing in another zone needs the app to take a zone.)
-func inUTC(t *testing.T) {
-	if _, off := t0.Local().Zone(); off != 0 {
-		t.Skipf("golden files are drawn in UTC; the local zone is %s", time.Local)
+// elsewhereThanUTC runs a golden test in UTC when the local zone is
+// another, in a process of its own (TZ=UTC), and reports that it did: the
+// caller then returns, passed or failed with that run. A golden file holds
+// the times of day of t0, a UTC instant, as drawn in UTC; setting
+// time.Local in this process would race with the runtime's timers.
+func elsewhereThanUTC(t *testing.T) bool {
+	t.Helper()
+	if _, off := t0.Local().Zone(); off == 0 {
+		return false
 	}
+	run := "^" + strings.ReplaceAll(regexp.QuoteMeta(t.Name()), "/", "$/^") + "$"
+	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1")
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s, run again in UTC (the local zone is %s):\n%s", t.Name(), time.Local, out)
+	require.NotContains(t, string(out), "no tests to run", "the run in UTC ran %s", t.Name())
+	return true
 }
