@@ -80,7 +80,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 		{[]string{"list", "-o", "yaml"}, `-o "yaml": use wide, json or ids`},
 		{[]string{"list", "--json", "-o", "ids"}, "--json or -o ids, not both"},
 		{[]string{"list", "--mine", "--user", "nobody"}, "--mine or --user, not both"},
-		{[]string{"list", "--state", "asleep"}, `state "asleep": use upcoming, live, ending-soon, orphaned, gpu-gone, expired, released`},
+		{[]string{"list", "--state", "asleep"}, `state "asleep": use upcoming, live, ending-soon, orphaned, gpu-gone, expired, reclaimed, released`},
 		{[]string{"list", "--gpu", "zero"}, `"zero" is not a GPU index`},
 		{[]string{"list", "--user", "nosuchuser"}, `no such user: "nosuchuser" has no account here and no booking in the ledger`},
 	} {

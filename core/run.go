@@ -196,6 +196,29 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	timer := c.clock.NewTimer(0)
 	defer timer.Stop()
 	var waitErr error
+	// follow follows the ledger: extended, released or reclaimed elsewhere.
+	follow := func() {
+		got, err := c.Get(p.ID)
+		if err != nil || !termAt.IsZero() {
+			return
+		}
+		switch {
+		case got.State == storage.Released:
+			say("booking %d was released: stopping the command", p.ID)
+			p.Expires = c.now()
+		case got.ReclaimedEarly():
+			// Reclaimed for sitting idle: it ends now, as at its deadline.
+			say("booking %d was reclaimed for being idle: stopping the command", p.ID)
+			p.Expires = c.now()
+		case got.State == storage.Live && got.Expires.After(p.Expires):
+			p.Expires = got.Expires
+			warned = o.WarnSignal.Signal == 0 // warn again before the new end
+		}
+	}
+	// The ledger may have changed between the booking and the watch (a
+	// reclaim, a release): look once at the start, then on each change.
+	lookNow := make(chan struct{}, 1)
+	lookNow <- struct{}{}
 loop:
 	for {
 		now := c.now()
@@ -236,20 +259,9 @@ loop:
 				changes = nil
 				break
 			}
-			// Extended or released elsewhere: follow the ledger.
-			if got, err := c.Get(p.ID); err == nil {
-				if got.State == storage.Released && termAt.IsZero() {
-					say("booking %d was released: stopping the command", p.ID)
-					p.Expires = c.now()
-				} else if got.ReclaimedEarly() && termAt.IsZero() {
-					// Reclaimed for sitting idle: it ends now, as at its deadline.
-					say("booking %d was reclaimed for being idle: stopping the command", p.ID)
-					p.Expires = c.now()
-				} else if got.State == storage.Live && got.Expires.After(p.Expires) && termAt.IsZero() {
-					p.Expires = got.Expires
-					warned = o.WarnSignal.Signal == 0 // warn again before the new end
-				}
-			}
+			follow()
+		case <-lookNow:
+			follow()
 		case <-timer.C():
 		}
 	}
