@@ -50,6 +50,9 @@ type bookingForm struct {
 	fields  int // fieldFor+1 for root, who may book for others
 
 	memory, duration, start, forUser textinput.Model
+	// preset is true while the duration holds a preset, as offered or as
+	// chosen with ←/→: the first text typed there replaces it.
+	preset bool
 
 	err  string
 	busy bool // sent, waiting for the ledger's answer
@@ -74,6 +77,7 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 		start:    newInput(sh, "now", "", 14),
 		forUser:  newInput(sh, "e.g. alice", "", 14),
 		fields:   int(fieldStart) + 1,
+		preset:   true,
 	}
 	if sh.me.Root() {
 		f.fields = int(fieldFor) + 1
@@ -182,8 +186,13 @@ func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 		if key.Matches(msg, k.Left, k.Right) {
 			f.duration.SetValue(f.nextPreset(key.Matches(msg, k.Right)))
 			f.duration.CursorEnd()
+			f.preset = true
 			return nil, false
 		}
+		if f.preset && msg.Type == tea.KeyRunes {
+			f.duration.SetValue("")
+		}
+		f.preset = false
 	}
 	if in := f.input(); in != nil {
 		*in, _ = in.Update(msg)
