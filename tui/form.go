@@ -66,7 +66,7 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 		sh: sh,
 		keys: formKeys{
 			Submit:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "book")),
-			Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+			Cancel:    key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
 			NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
 			PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
 			Left:      key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "choose")),

@@ -82,8 +82,8 @@ func (m *Model) syncKeys() {
 // draw in nothing does, and only quitting works; otherwise the form or the
 // prompt when open, else the root and then the tab on screen.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyCtrlC {
-		return m.quit()
+	if msg.Type == tea.KeyCtrlC && (m.mode != booking || m.tooSmall()) {
+		return m.quit() // in the form it cancels the form, as esc does
 	}
 	if m.tooSmall() {
 		quit := m.keys.Quit

@@ -3,6 +3,7 @@ package tui
 import (
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,4 +23,21 @@ func TestFormTypingReplacesThePreset(t *testing.T) {
 	require.Equal(t, "90m", m.form.duration.Value(), "a preset chosen with ←/→ is replaced too")
 	m = press(t, m, "right", "backspace")
 	require.Equal(t, "1", m.form.duration.Value(), "backspace edits the preset rather than replacing it")
+}
+
+// ctrl+c in the booking form closes the form, as esc does, not the app.
+func TestCtrlCInTheFormClosesTheForm(t *testing.T) {
+	w := newWorld(t, 1)
+	m := press(t, w.model(80, 24), "n", "10%")
+	require.Equal(t, booking, m.mode)
+	_, cmd := m.Update(keyMsg("ctrl+c"))
+	require.Equal(t, browsing, m.mode)
+	require.Nil(t, m.form)
+	require.NoError(t, m.ctx.Err(), "the app goes on")
+	for _, msg := range collect(cmd) {
+		require.NotEqual(t, tea.QuitMsg{}, msg)
+	}
+	require.Empty(t, live(t, w.client), "nothing booked")
+	_, cmd = m.Update(keyMsg("ctrl+c"))
+	require.Equal(t, []tea.Msg{tea.QuitMsg{}}, collect(cmd), "outside the form it quits")
 }
