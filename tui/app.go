@@ -132,6 +132,12 @@ const (
 	viewingHistory      // one GPU's history fills the screen
 )
 
+// prompting is whether the prompt on the status line has the keyboard: it
+// takes the keys and is drawn in place of the status.
+func (md mode) prompting() bool {
+	return md == releasing || md == extending || md == filtering || md == cancelling
+}
+
 // Model is the root of the app: it owns the readings, schedules reading
 // them again, routes keys by mode to the component that has the keyboard,
 // and lays the components out. It is used by pointer: every copy is the

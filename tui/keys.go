@@ -93,10 +93,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	switch m.mode {
-	case booking:
+	switch {
+	case m.mode == booking:
 		return m.formKey(msg)
-	case releasing, extending, filtering, cancelling:
+	case m.mode.prompting():
 		return m.promptKey(msg)
 	}
 
@@ -187,8 +187,14 @@ func (m *Model) actOnRequest() tea.Cmd {
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.request, m.mode = r, cancelling
-	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y takes it out of the line, any other key keeps it waiting ",
-		r.ID, Printable(core.DescribeRequest(r.Request))))
+	// A short question that fits the status line; the owner is named only
+	// when it is someone else's (root cancelling). The help says that any
+	// key other than y keeps it.
+	req := r.Request
+	if r.mine {
+		req.User = ""
+	}
+	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, Printable(core.DescribeRequest(req))))
 	return nil
 }
 
@@ -313,12 +319,12 @@ func (m *Model) setFilter(text string) {
 // (see footer).
 func (m *Model) ShortHelp() []key.Binding {
 	k := m.keys
-	switch m.mode {
-	case booking:
+	switch {
+	case m.mode == booking:
 		return m.form.ShortHelp()
-	case releasing, extending, filtering, cancelling:
+	case m.mode.prompting():
 		return m.prompt.ShortHelp()
-	case viewingHistory:
+	case m.mode == viewingHistory:
 		return append([]key.Binding{k.Dismiss, k.Close}, append(m.history.ShortHelp(), k.Help, k.Quit)...)
 	}
 	return append([]key.Binding{k.Dismiss}, append(m.current().ShortHelp(),

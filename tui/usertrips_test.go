@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"fmt"
+	"time"
+
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -40,4 +43,16 @@ func TestCtrlCInTheFormClosesTheForm(t *testing.T) {
 	require.Empty(t, live(t, w.client), "nothing booked")
 	_, cmd = m.Update(keyMsg("ctrl+c"))
 	require.Equal(t, []tea.Msg{tea.QuitMsg{}}, collect(cmd), "outside the form it quits")
+}
+
+// The Queue tab's cancel confirm is one short question that fits the line:
+// what the request asks, without its owner (it is one's own), and y/n.
+func TestQueueCancelAsksAShortQuestion(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(bob, 0, "100%", 0, time.Hour)
+	mine := w.enqueue(alice, 0, "50%", 2*time.Hour)
+	m := press(t, w.model(80, 24), "tab", "tab", "x")
+	require.Equal(t, cancelling, m.mode)
+	require.Equal(t, fmt.Sprintf("Cancel request #%d (50%% of GPU 0 for 2h)? y/n", mine.ID), m.prompt.question)
+	require.Contains(t, m.View(), m.prompt.question)
 }

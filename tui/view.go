@@ -219,7 +219,7 @@ func (m *Model) drawTabs(titles []string) string {
 func (m *Model) statusView() string {
 	st := &m.sh.styles
 	switch {
-	case m.mode == releasing || m.mode == extending || m.mode == filtering:
+	case m.mode.prompting():
 		return m.prompt.view()
 	case m.status.text == "":
 		return ""
