@@ -233,6 +233,10 @@ func (m *Model) historyKey(msg tea.KeyMsg) tea.Cmd {
 		m.fullHelp = false
 	case key.Matches(msg, h.keys.Back):
 		m.mode, m.history = browsing, nil
+		if m.current() == m.queue {
+			// Reads while the history was open left the line out.
+			return m.load()
+		}
 	case key.Matches(msg, h.keys.Prev), key.Matches(msg, h.keys.Next):
 		devs := m.data.sample.Devices
 		i := slices.IndexFunc(devs, func(d gpu.DeviceSample) bool { return d.Index == h.device })

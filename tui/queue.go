@@ -71,9 +71,16 @@ type queueTab struct {
 	read  bool // the rows are a reading of the line, not nothing yet
 }
 
+// What the Queue tab says with no rows: before the line is read, that it is
+// being read — not that nobody waits.
+const (
+	queueEmpty   = "  Nobody is waiting. A booking that cannot start now can wait in line from the form (n)."
+	queueReading = "  reading…"
+)
+
 func newQueueTab(sh *shared) *queueTab {
 	t := &queueTab{}
-	t.table.init(sh, queueColumns, "  Nobody is waiting. A booking that cannot start now can wait in line from the form (n).")
+	t.table.init(sh, queueColumns, queueReading)
 	t.table.id = func(r queueRow) uint64 { return r.ID }
 	t.table.cells = t.cells
 	t.table.draw = t.draw
@@ -91,6 +98,10 @@ func (t *queueTab) title() string {
 func (t *queueTab) setSize(width, height int) { t.table.setSize(width, height) }
 func (t *queueTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.read = r.queueRead
+	t.table.empty = queueReading
+	if t.read {
+		t.table.empty = queueEmpty
+	}
 	t.table.setRows(queueRows(r, f, t.table.sh.me.UID))
 }
 func (t *queueTab) selected() (queueRow, bool)  { return t.table.selected() }

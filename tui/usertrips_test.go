@@ -56,3 +56,37 @@ func TestQueueCancelAsksAShortQuestion(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("Cancel request #%d (50%% of GPU 0 for 2h)? y/n", mine.ID), m.prompt.question)
 	require.Contains(t, m.View(), m.prompt.question)
 }
+
+// Back from a GPU's history, the Queue tab says it is reading the line,
+// not that nobody waits, and reads it at once.
+func TestQueueAfterHistoryIsReadAgain(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(bob, 0, "100%", 0, time.Hour)
+	w.enqueue(alice, 0, "50%", time.Hour)
+	m := press(t, w.model(80, 24), "tab", "tab")
+	require.Equal(t, "Queue (1)", m.queue.title())
+	m = press(t, m, "enter")
+	require.Equal(t, viewingHistory, m.mode)
+	run(t, m, m.load()) // a reading while the history is open leaves the line out
+	_, cmd := m.Update(keyMsg("esc"))
+	require.Equal(t, browsing, m.mode)
+	v := m.View()
+	require.NotContains(t, v, "Nobody is waiting")
+	require.Contains(t, v, "reading…")
+	run(t, m, cmd)
+	require.Equal(t, "Queue (1)", m.queue.title(), "the line is read on the way back")
+	require.Len(t, m.queue.table.rows, 1)
+}
+
+// Before its first read the Queue tab says so, rather than that nobody waits.
+func TestQueueSaysReadingUntilRead(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(bob, 0, "100%", 0, time.Hour)
+	w.enqueue(alice, 0, "50%", time.Hour)
+	m := press(t, w.model(80, 24), "tab")
+	_, cmd := m.Update(keyMsg("tab"))
+	require.Contains(t, m.View(), "reading…")
+	require.NotContains(t, m.View(), "Nobody is waiting")
+	run(t, m, cmd)
+	require.Contains(t, m.View(), "#1")
+}
