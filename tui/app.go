@@ -169,7 +169,7 @@ type Model struct {
 	mode     mode
 	filter   string // as typed; rows match it ignoring case
 	mineOnly bool
-	sortBy   sortKey
+	sortBy   []sortKey // each tab's own, by index: s re-sorts only the tab on screen
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 	request  queueRow   // the request x cancels in the Queue tab
@@ -219,6 +219,7 @@ func New(opts Options) *Model {
 		help:      help.New(),
 	}
 	m.tabs = []tab{m.bookings, m.processes, m.queue}
+	m.sortBy = make([]sortKey, len(m.tabs))
 	m.help.Styles.FullKey = sh.styles.Label
 	m.help.Styles.FullDesc = sh.styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
@@ -305,9 +306,8 @@ func (m *Model) derive() {
 	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
 	m.gpus.setBookings(bookedSegments(here, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
-	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
-	for _, t := range m.tabs {
-		t.setRows(&m.data, f, now)
+	for i, t := range m.tabs {
+		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)
 	}
 	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
 	if m.form != nil {

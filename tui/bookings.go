@@ -210,6 +210,8 @@ func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
 // device is the selected booking's GPU when it is one of this host's: the
 // app reads only this host's GPUs.
+func (t *bookingsTab) sorts() bool { return true }
+
 func (t *bookingsTab) device() (int, bool) {
 	r, ok := t.table.selected()
 	return r.Device, ok && r.Host == t.table.sh.host

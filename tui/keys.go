@@ -19,7 +19,8 @@ type appKeys struct {
 	Dismiss, History        key.Binding
 	New, Release, Extend    key.Binding
 	CancelRequest           key.Binding
-	Switch, Filter, Mine    key.Binding
+	Switch, Back            key.Binding
+	Filter, Mine            key.Binding
 	Sort, Close, Help, Quit key.Binding
 }
 
@@ -33,6 +34,7 @@ func defaultAppKeys() appKeys {
 		// x in the Queue tab: the same key as release, on a request.
 		CancelRequest: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel request")),
 		Switch:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next table")),
+		Back:          key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous table")),
 		Filter:        key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Mine:          key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
 		Sort:          key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
@@ -49,9 +51,10 @@ func defaultAppKeys() appKeys {
 func (m *Model) syncKeys() {
 	k := &m.keys
 	browse, history := m.mode == browsing, m.mode == viewingHistory
-	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort} {
+	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Back, &k.Filter, &k.Mine} {
 		b.SetEnabled(browse)
 	}
+	k.Sort.SetEnabled(browse && m.current().sorts())
 	k.Help.SetEnabled(browse || history)
 	k.Quit.SetEnabled(browse || history)
 	k.Dismiss.SetEnabled((browse || history) && len(m.notices) > 0)
@@ -120,20 +123,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.setFilter("")
 		}
 	case key.Matches(msg, k.Switch):
-		left := m.current() == m.queue
-		m.active = (m.active + 1) % len(m.tabs)
-		switch {
-		case m.current() == m.queue:
-			return m.load() // the line is read only while shown
-		case left: // and not kept when not: it would only grow stale
-			m.data.queue, m.data.queueRead = nil, false
-			m.derive()
-		}
+		return m.switchTab(1)
+	case key.Matches(msg, k.Back):
+		return m.switchTab(len(m.tabs) - 1)
 	case key.Matches(msg, k.Mine):
 		m.mineOnly = !m.mineOnly
 		m.derive()
 	case key.Matches(msg, k.Sort):
-		m.sortBy = (m.sortBy + 1) % sortKeys
+		m.sortBy[m.active] = (m.sortBy[m.active] + 1) % sortKeys
 		m.derive()
 	case key.Matches(msg, k.Filter):
 		m.mode = filtering
@@ -150,6 +147,21 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.actOnRequest()
 	default:
 		m.current().update(msg)
+	}
+	return nil
+}
+
+// switchTab shows the tab step places on, reading the line when it is the
+// Queue's.
+func (m *Model) switchTab(step int) tea.Cmd {
+	left := m.current() == m.queue
+	m.active = (m.active + step) % len(m.tabs)
+	switch {
+	case m.current() == m.queue:
+		return m.load() // the line is read only while shown
+	case left: // and not kept when not: it would only grow stale
+		m.data.queue, m.data.queueRead = nil, false
+		m.derive()
 	}
 	return nil
 }
@@ -342,6 +354,6 @@ func (m *Model) FullHelp() [][]key.Binding {
 		return append(m.history.FullHelp(), []key.Binding{k.Dismiss, k.Close, k.Help, k.Quit})
 	}
 	return append(m.current().FullHelp(),
-		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.History},
+		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.Back, k.History},
 		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Dismiss, k.Close, k.Help, k.Quit})
 }

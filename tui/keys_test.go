@@ -59,7 +59,7 @@ func TestViewKeys(t *testing.T) {
 		var orders []sortKey
 		for range 4 {
 			m = press(t, m, "s")
-			orders = append(orders, m.sortBy)
+			orders = append(orders, m.sortBy[m.active])
 		}
 		require.Equal(t, []sortKey{byOwner, byDevice, byID, byTimeLeft}, orders)
 		m = press(t, m, "s")
@@ -151,7 +151,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 		require.Equal(t, "", m.filter)
 		require.False(t, m.mineOnly)
 		require.False(t, m.fullHelp)
-		require.Equal(t, byTimeLeft, m.sortBy)
+		require.Equal(t, byTimeLeft, m.sortBy[m.active])
 		require.Equal(t, tab(m.bookings), m.current())
 		got, err := w.client.Get(mine.ID)
 		require.NoError(t, err)

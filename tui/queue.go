@@ -110,7 +110,20 @@ func (t *queueTab) enable(on bool)              { t.table.enable(on) }
 func (t *queueTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
 func (t *queueTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }
 func (t *queueTab) view(now time.Time) []string { return t.table.view(now) }
-func (t *queueTab) device() (int, bool)         { return 0, false }
+func (t *queueTab) sorts() bool                 { return false }
+
+// device is the GPU the selected request asks for, or where its ETA places
+// it when it asked for any — when it is one of this host's.
+func (t *queueTab) device() (int, bool) {
+	r, ok := t.table.selected()
+	if !ok || r.Host != t.table.sh.host {
+		return 0, false
+	}
+	if r.Device != core.AnyDevice {
+		return r.Device, true
+	}
+	return r.ETADevice, !r.ETA.IsZero()
+}
 
 // requestGPU names the GPU a request asks for as this host's people type
 // it: 0, gpu3:0, any; and where its ETA places it when it asked for any.

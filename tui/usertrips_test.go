@@ -90,3 +90,50 @@ func TestQueueSaysReadingUntilRead(t *testing.T) {
 	run(t, m, cmd)
 	require.Contains(t, m.View(), "#1")
 }
+
+// Each tab keeps its own order: s in the Processes tab leaves the Bookings
+// tab as it was; the Queue tab's order (fair share) is not the person's to
+// change, so s does nothing there.
+func TestSortIsPerTab(t *testing.T) {
+	w := newWorld(t, 4)
+	w.seed()
+	w.book(bob, 2, "100%", 0, time.Hour)
+	w.enqueue(carol, 2, "50%", time.Hour)
+	m := w.model(80, 24)
+	ids := func() []uint64 {
+		var out []uint64
+		for _, r := range m.bookings.table.rows {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	before := ids()
+	m = press(t, m, "tab", "s")
+	require.Contains(t, m.View(), "sort: owner")
+	m = press(t, m, "tab")
+	require.False(t, m.keys.Sort.Enabled(), "the line's order is the point")
+	require.NotContains(t, m.View(), "sort:")
+	m = press(t, m, "s", "tab")
+	require.Equal(t, tab(m.bookings), m.current())
+	require.Equal(t, before, ids(), "the Bookings tab keeps its order")
+	require.Contains(t, m.View(), "sort: time left")
+	m = press(t, m, "shift+tab")
+	require.Equal(t, tab(m.queue), m.current(), "shift+tab goes back a tab")
+	m = press(t, m, "shift+tab")
+	require.Equal(t, tab(m.processes), m.current())
+	require.Contains(t, m.View(), "sort: owner")
+}
+
+// enter in the Queue tab opens the history of the GPU the selected request
+// asks for, not the first GPU's.
+func TestEnterOpensTheSelectedRequestsGPU(t *testing.T) {
+	w := newWorld(t, 4)
+	w.book(bob, 2, "100%", 0, time.Hour)
+	w.enqueue(alice, 2, "50%", time.Hour)
+	m := press(t, w.model(80, 24), "tab", "tab")
+	require.Len(t, m.queue.table.rows, 1)
+	require.Equal(t, "GPU 2 history", m.keys.History.Help().Desc)
+	m = press(t, m, "enter")
+	require.Equal(t, viewingHistory, m.mode)
+	require.Equal(t, 2, m.history.device)
+}

@@ -185,7 +185,7 @@ func (m *Model) tabsView() string {
 	for i, t := range m.tabs {
 		titles[i] = t.title()
 	}
-	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy, m.width)
+	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy[m.active], m.width)
 	return m.memos.tabs.draw(from, func() string { return m.drawTabs(titles) })
 }
 
@@ -207,7 +207,9 @@ func (m *Model) drawTabs(titles []string) string {
 	if m.filter != "" && m.mode != filtering {
 		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
 	}
-	flags = append(flags, "sort: "+m.sortBy.String())
+	if m.current().sorts() {
+		flags = append(flags, "sort: "+m.sortBy[m.active].String())
+	}
 	right := st.Faint.Render(strings.Join(flags, " · "))
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 2 {
