@@ -2,6 +2,11 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/muesli/termenv"
+	"strings"
 	"time"
 
 	"testing"
@@ -136,4 +141,46 @@ func TestEnterOpensTheSelectedRequestsGPU(t *testing.T) {
 	m = press(t, m, "enter")
 	require.Equal(t, viewingHistory, m.mode)
 	require.Equal(t, 2, m.history.device)
+}
+
+// boxText is the text inside the form's box, its lines joined by spaces:
+// what a person reads, wherever the lines broke.
+func boxText(view string) string {
+	var words []string
+	for _, l := range strings.Split(view, "\n") {
+		l = strings.Trim(l, " │╭╮╰╯─")
+		words = append(words, strings.Fields(l)...)
+	}
+	return strings.Join(words, " ")
+}
+
+// A warning longer than the form is wide goes on to the box's free line,
+// broken between words, not cut mid-word.
+func TestFormWrapsItsWarning(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	w := newWorld(t, 2)
+	_, err := w.client.Inventory()
+	require.NoError(t, err)
+	_, err = w.client.Stats(w.gpus, gpu.MPS{})
+	require.NoError(t, err)
+	m := press(t, w.model(80, 24), "n", "up", "0", "down", "80GiB")
+	warning := m.form.warning()
+	require.Greater(t, len(warning), 80)
+	v := m.View()
+	require.Contains(t, boxText(v), strings.Join(strings.Fields(warning), " "))
+	for _, l := range strings.Split(v, "\n") {
+		require.LessOrEqual(t, ansi.StringWidth(l), 80)
+	}
+}
+
+// The too-small message wraps to a narrow terminal instead of being cut.
+func TestTooSmallWraps(t *testing.T) {
+	w := newWorld(t, 1)
+	m := w.model(80, 24)
+	update(t, m, tea.WindowSizeMsg{Width: 20, Height: 10})
+	v := m.View()
+	require.Contains(t, boxText(v), "Terminal too small: 20×10. Chronos needs at least 60×16. q quits.")
+	for _, l := range strings.Split(v, "\n") {
+		require.LessOrEqual(t, ansi.StringWidth(l), 20)
+	}
 }

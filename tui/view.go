@@ -53,7 +53,7 @@ func (m *Model) layout() layout {
 func (m *Model) View() string {
 	if m.tooSmall() {
 		msg := fmt.Sprintf("Terminal too small: %d×%d.\nChronos needs at least %d×%d.\n\nq quits.", m.width, m.height, minWidth, minHeight)
-		return frame(msg, m.width, m.height)
+		return frame(strings.Join(wrap(msg, m.width, m.height), "\n"), m.width, m.height)
 	}
 	st := &m.sh.styles
 	now := m.sh.now()
