@@ -177,10 +177,13 @@ func startClock(t, now time.Time) string {
 type bookingsTab struct {
 	table    table[bookingRow, bookingCells]
 	warnLead time.Duration
+	specs    []column // the columns for the ledger: with HOST or without
+	noUse    bool     // no row has processes: IN USE is all "-"
 }
 
 func newBookingsTab(sh *shared) *bookingsTab {
 	t := &bookingsTab{warnLead: core.DefaultPolicy().WarnLead}
+	t.specs = bookingColumnsOneHost
 	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
 	t.table.id = func(r bookingRow) uint64 { return r.ID }
 	t.table.cells = t.cells
@@ -188,8 +191,22 @@ func newBookingsTab(sh *shared) *bookingsTab {
 	return t
 }
 
-func (t *bookingsTab) title() string             { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
-func (t *bookingsTab) setSize(width, height int) { t.table.setSize(width, height) }
+func (t *bookingsTab) title() string { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
+func (t *bookingsTab) setSize(width, height int) {
+	t.table.setSize(width, height)
+	t.setColumns()
+}
+
+// setColumns lays out the tab's columns; where they do not all fit, an IN
+// USE column with nothing to say gives way before STATE is cut.
+func (t *bookingsTab) setColumns() {
+	specs := t.specs
+	if t.noUse && columnsWidth(specs) > t.table.width {
+		specs = slices.Clone(specs)
+		specs[bkInUse].width = 0
+	}
+	t.table.setColumns(specs)
+}
 
 func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 	t.warnLead = r.policy.WarnLead
@@ -197,8 +214,11 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 	if slices.ContainsFunc(r.parts, func(p core.Partition) bool { return p.Host != "" }) {
 		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
 	}
-	t.table.setColumns(specs)
-	t.table.setRows(bookingRows(r, f, t.table.sh.me.UID, now))
+	rows := bookingRows(r, f, t.table.sh.me.UID, now)
+	t.specs = specs
+	t.noUse = !slices.ContainsFunc(rows, func(r bookingRow) bool { return r.procs > 0 })
+	t.setColumns()
+	t.table.setRows(rows)
 }
 
 func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }

@@ -184,3 +184,23 @@ func TestTooSmallWraps(t *testing.T) {
 		require.LessOrEqual(t, ansi.StringWidth(l), 20)
 	}
 }
+
+// At a narrow width a column with nothing to say (IN USE all "-") gives
+// way before STATE is cut; rows that do not fit are counted on a last line.
+func TestNarrowTableDropsEmptyColumnAndCountsHiddenRows(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	w := newWorld(t, 4)
+	for i := range 25 {
+		w.book(bob, 3, "3%", 0, time.Duration(i+1)*time.Hour)
+	}
+	m := w.model(60, 24)
+	v := m.View()
+	require.NotContains(t, v, "IN USE")
+	require.Contains(t, v, "STATE")
+	require.Contains(t, v, " live")
+	shown := m.bookings.table.height - 2
+	require.Contains(t, v, fmt.Sprintf("+%d more", 25-shown))
+	m = press(t, m, "G")
+	require.Contains(t, m.View(), "#25", "the selection stays in sight")
+	require.Contains(t, m.View(), fmt.Sprintf("+%d more", 25-shown))
+}
