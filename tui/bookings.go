@@ -173,6 +173,16 @@ func startClock(t, now time.Time) string {
 	return t.Format("Mon 15:04")
 }
 
+// leftStart is when a booking ahead starts, in LEFT's 8 cells: the time on
+// now's day, else the weekday too.
+func leftStart(t, now time.Time) string {
+	s := startClock(t, now)
+	if len(s) > 5 {
+		s = t.Local().Format("Mon15:04")
+	}
+	return s
+}
+
 // bookingsTab lists bookings with their countdowns.
 type bookingsTab struct {
 	table    table[bookingRow, bookingCells]
@@ -253,6 +263,10 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 		c.inUse = core.FormatBytes(r.inUse)
 	}
 	c.left = bookingLeft(r.Partition.Partition, now, timeLeft)
+	if c.status == core.StatusUpcoming {
+		// Not yet begun: when it begins, not a length that reads as time left.
+		c.left = leftStart(r.Start, now)
+	}
 	frac := 1.0
 	switch {
 	case r.Upcoming(now):

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/muesli/termenv"
 	"strings"
@@ -203,4 +204,51 @@ func TestNarrowTableDropsEmptyColumnAndCountsHiddenRows(t *testing.T) {
 	m = press(t, m, "G")
 	require.Contains(t, m.View(), "#25", "the selection stays in sight")
 	require.Contains(t, m.View(), fmt.Sprintf("+%d more", 25-shown))
+}
+
+// A booking ahead shows under LEFT when it starts, not a length that reads
+// as time left.
+func TestBookingAheadShowsItsStartUnderLeft(t *testing.T) {
+	w := newWorld(t, 2)
+	_, err := w.client.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
+	require.NoError(t, err)
+	_, err = w.client.Create(core.Request{Device: 0, Memory: core.Fraction(0.5), Duration: time.Hour, Start: t0.Add(26 * time.Hour)})
+	require.NoError(t, err)
+	m := w.model(140, 40)
+	require.Len(t, m.bookings.table.rows, 2)
+	left := map[int]string{}
+	for _, r := range m.bookings.table.rows {
+		left[r.Device] = m.bookings.cells(r, t0, m.bookings.table.cols).left
+	}
+	require.Equal(t, t0.Add(2*time.Hour).Local().Format("15:04"), left[1])
+	require.Equal(t, t0.Add(26*time.Hour).Local().Format("Mon15:04"), left[0], "another day, in LEFT's 8 cells")
+}
+
+// Memory in use that no booking holds has a colour of its own: no owner
+// is ever drawn in it.
+func TestUnbookedMemoryHasItsOwnColour(t *testing.T) {
+	st := DefaultStyles()
+	hot := st.BarHot.GetForeground()
+	for _, c := range st.Owners {
+		require.NotEqual(t, hot, c.GetForeground())
+	}
+	for i := range 200 {
+		require.NotEqual(t, hot, st.Owner(fmt.Sprintf("user%d", i)).GetForeground())
+	}
+}
+
+// ? shows, under the keys, what the bars' glyphs and colours and the
+// bookings' states mean.
+func TestHelpShowsALegend(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	w := newWorld(t, 2)
+	m := press(t, w.model(120, 40), "?")
+	v := m.View()
+	for _, want := range []string{"█ memory in use", "▒ booked, not in use", "░ free", "in use, not booked",
+		"the owner's colour", "ending soon", "upcoming", "idle"} {
+		require.Contains(t, v, want)
+	}
+	for _, l := range strings.Split(v, "\n") {
+		require.LessOrEqual(t, ansi.StringWidth(l), 120)
+	}
 }

@@ -100,9 +100,27 @@ func (m *Model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-// helpLines is the full help, in place of the body.
+// helpLines is the full help, in place of the body: the keys, then what
+// the bars and the states mean.
 func (m *Model) helpLines() []string {
-	return cutAll(append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...), m.width)
+	lines := append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...)
+	return cutAll(append(lines, m.legendLines()...), m.width)
+}
+
+// legendLines say what the GPU panel's glyphs and colours and the bookings'
+// states mean.
+func (m *Model) legendLines() []string {
+	st := &m.sh.styles
+	f := st.Faint.Render
+	return []string{
+		"",
+		st.Label.Render("Legend"),
+		"mem   █ memory in use · ▒ booked, not in use · ░ free · " + st.BarHot.Render("█") + " in use, not booked",
+		"      " + f("booked cells take the owner's colour, a person's the same everywhere"),
+		"util  █ in use · ▁▂▃▅▇█ the last readings",
+		"STATE live · " + st.EndingSoon.Render("ending soon") + " · " + st.IdleLabel.Render("idle") + f(" (none of its processes works)"),
+		"      " + f("upcoming, starts 14:00") + " · " + st.Ended.Render("ended (faded)"),
+	}
 }
 
 // historyLines draws the GPU history with the app's own readings of it.
