@@ -130,12 +130,13 @@ const (
 	filtering           // the prompt takes a filter, applied as it is typed
 	cancelling          // the prompt waits for y to take a request out of the line
 	viewingHistory      // one GPU's history fills the screen
+	quitting            // the prompt asks before quitting leaves the line
 )
 
 // prompting is whether the prompt on the status line has the keyboard: it
 // takes the keys and is drawn in place of the status.
 func (md mode) prompting() bool {
-	return md == releasing || md == extending || md == filtering || md == cancelling
+	return md == releasing || md == extending || md == filtering || md == cancelling || md == quitting
 }
 
 // Model is the root of the app: it owns the readings, schedules reading
@@ -173,6 +174,7 @@ type Model struct {
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 	request  queueRow   // the request x cancels in the Queue tab
+	resume   mode       // what the keyboard goes back to when the person stays
 
 	// notices are the person's notices not yet dismissed, at most one per
 	// booking, the newest last: it is the one shown.

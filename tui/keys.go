@@ -2,7 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -85,8 +87,12 @@ func (m *Model) syncKeys() {
 // draw in nothing does, and only quitting works; otherwise the form or the
 // prompt when open, else the root and then the tab on screen.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyCtrlC && (m.mode != booking || m.tooSmall()) {
-		return m.quit() // in the form it cancels the form, as esc does
+	switch {
+	case msg.Type != tea.KeyCtrlC:
+	case m.tooSmall(), m.mode == quitting: // twice means it
+		return m.quit()
+	case m.mode != booking: // in the form it cancels the form, as esc does
+		return m.askQuit()
 	}
 	if m.tooSmall() {
 		quit := m.keys.Quit
@@ -106,7 +112,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		return m.askQuit()
 	case key.Matches(msg, k.Help):
 		m.fullHelp = !m.fullHelp
 	case key.Matches(msg, k.Dismiss):
@@ -149,6 +155,37 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.current().update(msg)
 	}
 	return nil
+}
+
+// askQuit quits — but first asks when requests this app waits for are in
+// the line: it is their waiter, and they leave the line with it.
+func (m *Model) askQuit() tea.Cmd {
+	if len(m.placed) == 0 {
+		return m.quit()
+	}
+	verb := " is"
+	if len(m.placed) > 1 {
+		verb = " are"
+	}
+	m.resume, m.mode, m.fullHelp = m.mode, quitting, false
+	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [n] stay")
+	m.prompt.keys.Confirm.SetHelp("y", "quit and leave the line")
+	m.prompt.keys.Cancel.SetHelp("any other key", "stay")
+	return nil
+}
+
+// placedNames names the requests this app waits for: "Request #3",
+// "Requests #3, #5".
+func (m *Model) placedNames() string {
+	ids := slices.Sorted(maps.Keys(m.placed))
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = fmt.Sprintf("#%d", id)
+	}
+	if len(ids) == 1 {
+		return "Request " + names[0]
+	}
+	return "Requests " + strings.Join(names, ", ")
 }
 
 // switchTab shows the tab step places on, reading the line when it is the
@@ -290,6 +327,16 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 			return releaseCmd(m.opts.Client, m.target.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
+	case quitting:
+		m.mode = m.resume
+		if a == submitted {
+			return m.quit()
+		}
+		wait := " still waits"
+		if len(m.placed) > 1 {
+			wait = " still wait"
+		}
+		return m.status.set(m.sh, m.placedNames()+wait, false)
 	case cancelling:
 		m.mode = browsing
 		if a == submitted {

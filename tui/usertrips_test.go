@@ -252,3 +252,63 @@ func TestHelpShowsALegend(t *testing.T) {
 		require.LessOrEqual(t, ansi.StringWidth(l), 120)
 	}
 }
+
+// quitKey sends one key and reports whether the app quit.
+func quitKey(t *testing.T, m *Model, k string) bool {
+	t.Helper()
+	_, cmd := m.Update(keyMsg(k))
+	for _, msg := range collect(cmd) {
+		if _, ok := msg.(tea.QuitMsg); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// q or ctrl+c while a request this app waits for is in line asks first:
+// quitting takes it out of the line (the app is its waiter).
+func TestQuitWithARequestInLineAsksFirst(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(bob, 0, "80%", 0, time.Hour)
+	m := press(t, w.model(80, 24), "n", "50%", "enter", "enter")
+	line := waiting(t, w.client)
+	require.Len(t, line, 1)
+	id := line[0].ID
+	for _, k := range []string{"q", "ctrl+c"} {
+		require.False(t, quitKey(t, m, k), k)
+		require.Equal(t, quitting, m.mode)
+		want := fmt.Sprintf("Request #%d is waiting in line: quit and leave the line? [y] leave · [n] stay", id)
+		require.Equal(t, want, m.prompt.question)
+		require.Contains(t, m.View(), want)
+		require.False(t, quitKey(t, m, "n"))
+		require.Equal(t, browsing, m.mode)
+		require.NoError(t, m.ctx.Err(), "the app goes on")
+		require.Contains(t, m.status.text, fmt.Sprintf("Request #%d still waits", id))
+	}
+	require.False(t, quitKey(t, m, "q"))
+	require.True(t, quitKey(t, m, "y"), "y leaves")
+}
+
+// Without a request in line q quits at once, as before; a second ctrl+c at
+// the question quits too.
+func TestQuitAsksOnlyWithARequestInLine(t *testing.T) {
+	w := newWorld(t, 1)
+	require.True(t, quitKey(t, w.model(80, 24), "q"))
+	w.book(bob, 0, "80%", 0, time.Hour)
+	m := press(t, w.model(80, 24), "n", "50%", "enter", "enter")
+	require.False(t, quitKey(t, m, "ctrl+c"))
+	require.True(t, quitKey(t, m, "ctrl+c"), "ctrl+c twice means it")
+}
+
+// Staying after q in a GPU's history goes back to the history.
+func TestQuitQuestionFromHistoryGoesBackToIt(t *testing.T) {
+	w := newWorld(t, 1)
+	w.book(bob, 0, "80%", 0, time.Hour)
+	m := press(t, w.model(80, 24), "n", "50%", "enter", "enter", "enter")
+	require.Equal(t, viewingHistory, m.mode)
+	require.False(t, quitKey(t, m, "q"))
+	require.Equal(t, quitting, m.mode)
+	require.False(t, quitKey(t, m, "n"))
+	require.Equal(t, viewingHistory, m.mode)
+	require.NotNil(t, m.history)
+}
