@@ -130,7 +130,14 @@ const (
 	filtering           // the prompt takes a filter, applied as it is typed
 	cancelling          // the prompt waits for y to take a request out of the line
 	viewingHistory      // one GPU's history fills the screen
+	quitting            // the prompt asks before quitting leaves the line
 )
+
+// prompting is whether the prompt on the status line has the keyboard: it
+// takes the keys and is drawn in place of the status.
+func (md mode) prompting() bool {
+	return md == releasing || md == extending || md == filtering || md == cancelling || md == quitting
+}
 
 // Model is the root of the app: it owns the readings, schedules reading
 // them again, routes keys by mode to the component that has the keyboard,
@@ -163,10 +170,11 @@ type Model struct {
 	mode     mode
 	filter   string // as typed; rows match it ignoring case
 	mineOnly bool
-	sortBy   sortKey
+	sortBy   []sortKey // each tab's own, by index: s re-sorts only the tab on screen
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 	request  queueRow   // the request x cancels in the Queue tab
+	resume   mode       // what the keyboard goes back to when the person stays
 
 	// notices are the person's notices not yet dismissed, at most one per
 	// booking, the newest last: it is the one shown.
@@ -213,6 +221,7 @@ func New(opts Options) *Model {
 		help:      help.New(),
 	}
 	m.tabs = []tab{m.bookings, m.processes, m.queue}
+	m.sortBy = make([]sortKey, len(m.tabs))
 	m.help.Styles.FullKey = sh.styles.Label
 	m.help.Styles.FullDesc = sh.styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
@@ -299,9 +308,8 @@ func (m *Model) derive() {
 	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
 	m.gpus.setBookings(bookedSegments(here, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
-	f := rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy}
-	for _, t := range m.tabs {
-		t.setRows(&m.data, f, now)
+	for i, t := range m.tabs {
+		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)
 	}
 	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
 	if m.form != nil {

@@ -165,14 +165,27 @@ func startClock(t, now time.Time) string {
 	return t.Format("Mon 15:04")
 }
 
+// leftStart is when a booking ahead starts, in LEFT's 8 cells: the time on
+// now's day, else the weekday too.
+func leftStart(t, now time.Time) string {
+	s := startClock(t, now)
+	if len(s) > 5 {
+		s = t.Local().Format("Mon15:04")
+	}
+	return s
+}
+
 // bookingsTab lists bookings with their countdowns.
 type bookingsTab struct {
 	table    table[bookingRow, bookingCells]
 	warnLead time.Duration
+	specs    []column // the columns for the ledger: with HOST or without
+	noUse    bool     // no row has processes: IN USE is all "-"
 }
 
 func newBookingsTab(sh *shared) *bookingsTab {
 	t := &bookingsTab{warnLead: core.DefaultPolicy().WarnLead}
+	t.specs = bookingColumnsOneHost
 	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
 	t.table.id = func(r bookingRow) uint64 { return r.ID }
 	t.table.cells = t.cells
@@ -180,8 +193,22 @@ func newBookingsTab(sh *shared) *bookingsTab {
 	return t
 }
 
-func (t *bookingsTab) title() string             { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
-func (t *bookingsTab) setSize(width, height int) { t.table.setSize(width, height) }
+func (t *bookingsTab) title() string { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
+func (t *bookingsTab) setSize(width, height int) {
+	t.table.setSize(width, height)
+	t.setColumns()
+}
+
+// setColumns lays out the tab's columns; where they do not all fit, an IN
+// USE column with nothing to say gives way before STATE is cut.
+func (t *bookingsTab) setColumns() {
+	specs := t.specs
+	if t.noUse && columnsWidth(specs) > t.table.width {
+		specs = slices.Clone(specs)
+		specs[bkInUse].width = 0
+	}
+	t.table.setColumns(specs)
+}
 
 func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 	t.warnLead = r.policy.WarnLead
@@ -189,8 +216,11 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 	if slices.ContainsFunc(r.parts, func(p core.Partition) bool { return p.Host != "" }) {
 		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
 	}
-	t.table.setColumns(specs)
-	t.table.setRows(bookingRows(r, f, t.table.sh.me.UID, now))
+	rows := bookingRows(r, f, t.table.sh.me.UID, now)
+	t.specs = specs
+	t.noUse = !slices.ContainsFunc(rows, func(r bookingRow) bool { return r.procs > 0 })
+	t.setColumns()
+	t.table.setRows(rows)
 }
 
 func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }
@@ -202,6 +232,8 @@ func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
 // device is the selected booking's GPU when it is one of this host's: the
 // app reads only this host's GPUs.
+func (t *bookingsTab) sorts() bool { return true }
+
 func (t *bookingsTab) device() (int, bool) {
 	r, ok := t.table.selected()
 	return r.Device, ok && r.Host == t.table.sh.host
@@ -223,6 +255,10 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 		c.inUse = core.FormatBytes(r.inUse)
 	}
 	c.left = bookingLeft(r.Partition.Partition, now, timeLeft)
+	if c.status == core.StatusUpcoming {
+		// Not yet begun: when it begins, not a length that reads as time left.
+		c.left = leftStart(r.Start, now)
+	}
 	frac := 1.0
 	switch {
 	case r.Upcoming(now):

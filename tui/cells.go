@@ -34,6 +34,26 @@ func cut(s string, width int) string {
 	return ansi.Truncate(s, width, "…")
 }
 
+// wrap breaks text (plain, unstyled) between words into lines of at most
+// width cells, at most n of them: the last kept line is cut with "…" when
+// more text is left. A word longer than a line is broken.
+func wrap(text string, width, n int) []string {
+	if width <= 0 || n <= 0 {
+		return nil
+	}
+	var lines []string
+	for _, para := range strings.Split(text, "\n") {
+		lines = append(lines, strings.Split(ansi.Wrap(para, width, ""), "\n")...)
+	}
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	if len(lines) > n {
+		lines = append(lines[:n-1], cut(strings.Join(lines[n-1:], " "), width))
+	}
+	return lines
+}
+
 // frame makes view exactly width × height: lines cut or padded, missing
 // lines added, extra ones dropped.
 func frame(view string, width, height int) string {

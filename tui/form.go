@@ -50,6 +50,9 @@ type bookingForm struct {
 	fields  int // fieldFor+1 for root, who may book for others
 
 	memory, duration, start, forUser textinput.Model
+	// preset is true while the duration holds a preset, as offered or as
+	// chosen with ←/→: the first text typed there replaces it.
+	preset bool
 
 	err  string
 	busy bool // sent, waiting for the ledger's answer
@@ -63,7 +66,7 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 		sh: sh,
 		keys: formKeys{
 			Submit:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "book")),
-			Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+			Cancel:    key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
 			NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
 			PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
 			Left:      key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "choose")),
@@ -74,6 +77,7 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 		start:    newInput(sh, "now", "", 14),
 		forUser:  newInput(sh, "e.g. alice", "", 14),
 		fields:   int(fieldStart) + 1,
+		preset:   true,
 	}
 	if sh.me.Root() {
 		f.fields = int(fieldFor) + 1
@@ -182,8 +186,13 @@ func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 		if key.Matches(msg, k.Left, k.Right) {
 			f.duration.SetValue(f.nextPreset(key.Matches(msg, k.Right)))
 			f.duration.CursorEnd()
+			f.preset = true
 			return nil, false
 		}
+		if f.preset && msg.Type == tea.KeyRunes {
+			f.duration.SetValue("")
+		}
+		f.preset = false
 	}
 	if in := f.input(); in != nil {
 		*in, _ = in.Update(msg)
@@ -348,21 +357,31 @@ func (f *bookingForm) view(width int) string {
 	if f.fields > int(fieldFor) {
 		lines = append(lines, cut(label(fieldFor, "For user")+input(&f.forUser)+st.Faint.Render("a user to book for; empty: yourself"), inner))
 	}
+	// The message and the offer to wait share the last two lines: a long
+	// message wraps onto the offer's line when there is no offer.
+	var msg, offer []string
+	if f.later != nil && !f.busy {
+		offer = wrap(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
+			core.FormatTime(f.later.At, f.sh.now())), inner, 1)
+	}
+	msgStyle := st.Warning
 	switch w := f.warning(); {
 	case f.err != "":
-		lines = append(lines, cut(st.Invalid.Render("✗ "+Printable(f.err)), inner))
+		msg, msgStyle = wrap("✗ "+Printable(f.err), inner, formMessageLines-len(offer)), st.Invalid
 	case f.busy:
-		lines = append(lines, st.Faint.Render("booking…"))
+		msg, msgStyle = []string{"booking…"}, st.Faint
 	case w != "":
-		lines = append(lines, cut(st.Warning.Render(w), inner))
-	default:
-		lines = append(lines, "")
+		msg = wrap(w, inner, formMessageLines-len(offer))
 	}
-	if f.later != nil && !f.busy {
-		lines = append(lines, cut(st.Warning.Render(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
-			core.FormatTime(f.later.At, f.sh.now()))), inner))
-	} else {
-		lines = append(lines, "")
+	for i := range formMessageLines {
+		switch {
+		case i < len(msg):
+			lines = append(lines, msgStyle.Render(msg[i]))
+		case i >= formMessageLines-len(offer):
+			lines = append(lines, st.Warning.Render(offer[i-(formMessageLines-len(offer))]))
+		default:
+			lines = append(lines, "")
+		}
 	}
 	return st.Form.Width(inner + st.Form.GetHorizontalPadding()).Render(strings.Join(lines, "\n"))
 }
@@ -371,8 +390,12 @@ func (f *bookingForm) view(width int) string {
 // of GPU, one per other field, and two for the message and the offer to
 // wait in line.
 func (f *bookingForm) height() int {
-	return 2 + 1 + 2 + (f.fields - 1) + 2
+	return 2 + 1 + 2 + (f.fields - 1) + formMessageLines
 }
+
+// formMessageLines are the form's last lines, for its message and the
+// offer to wait in line.
+const formMessageLines = 2
 
 // chip is one choice of a row of them, marked when chosen.
 func chip(st *Styles, text string, on bool) string {

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -19,7 +21,8 @@ type appKeys struct {
 	Dismiss, History        key.Binding
 	New, Release, Extend    key.Binding
 	CancelRequest           key.Binding
-	Switch, Filter, Mine    key.Binding
+	Switch, Back            key.Binding
+	Filter, Mine            key.Binding
 	Sort, Close, Help, Quit key.Binding
 }
 
@@ -33,6 +36,7 @@ func defaultAppKeys() appKeys {
 		// x in the Queue tab: the same key as release, on a request.
 		CancelRequest: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel request")),
 		Switch:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next table")),
+		Back:          key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous table")),
 		Filter:        key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Mine:          key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
 		Sort:          key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
@@ -49,9 +53,10 @@ func defaultAppKeys() appKeys {
 func (m *Model) syncKeys() {
 	k := &m.keys
 	browse, history := m.mode == browsing, m.mode == viewingHistory
-	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Filter, &k.Mine, &k.Sort} {
+	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Back, &k.Filter, &k.Mine} {
 		b.SetEnabled(browse)
 	}
+	k.Sort.SetEnabled(browse && m.current().sorts())
 	k.Help.SetEnabled(browse || history)
 	k.Quit.SetEnabled(browse || history)
 	k.Dismiss.SetEnabled((browse || history) && len(m.notices) > 0)
@@ -82,8 +87,12 @@ func (m *Model) syncKeys() {
 // draw in nothing does, and only quitting works; otherwise the form or the
 // prompt when open, else the root and then the tab on screen.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyCtrlC {
+	switch {
+	case msg.Type != tea.KeyCtrlC:
+	case m.tooSmall(), m.mode == quitting: // twice means it
 		return m.quit()
+	case m.mode != booking: // in the form it cancels the form, as esc does
+		return m.askQuit()
 	}
 	if m.tooSmall() {
 		quit := m.keys.Quit
@@ -93,17 +102,17 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	switch m.mode {
-	case booking:
+	switch {
+	case m.mode == booking:
 		return m.formKey(msg)
-	case releasing, extending, filtering, cancelling:
+	case m.mode.prompting():
 		return m.promptKey(msg)
 	}
 
 	k := &m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		return m.askQuit()
 	case key.Matches(msg, k.Help):
 		m.fullHelp = !m.fullHelp
 	case key.Matches(msg, k.Dismiss):
@@ -120,20 +129,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.setFilter("")
 		}
 	case key.Matches(msg, k.Switch):
-		left := m.current() == m.queue
-		m.active = (m.active + 1) % len(m.tabs)
-		switch {
-		case m.current() == m.queue:
-			return m.load() // the line is read only while shown
-		case left: // and not kept when not: it would only grow stale
-			m.data.queue, m.data.queueRead = nil, false
-			m.derive()
-		}
+		return m.switchTab(1)
+	case key.Matches(msg, k.Back):
+		return m.switchTab(len(m.tabs) - 1)
 	case key.Matches(msg, k.Mine):
 		m.mineOnly = !m.mineOnly
 		m.derive()
 	case key.Matches(msg, k.Sort):
-		m.sortBy = (m.sortBy + 1) % sortKeys
+		m.sortBy[m.active] = (m.sortBy[m.active] + 1) % sortKeys
 		m.derive()
 	case key.Matches(msg, k.Filter):
 		m.mode = filtering
@@ -150,6 +153,52 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.actOnRequest()
 	default:
 		m.current().update(msg)
+	}
+	return nil
+}
+
+// askQuit quits — but first asks when requests this app waits for are in
+// the line: it is their waiter, and they leave the line with it.
+func (m *Model) askQuit() tea.Cmd {
+	if len(m.placed) == 0 {
+		return m.quit()
+	}
+	verb := " is"
+	if len(m.placed) > 1 {
+		verb = " are"
+	}
+	m.resume, m.mode, m.fullHelp = m.mode, quitting, false
+	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [n] stay")
+	m.prompt.keys.Confirm.SetHelp("y", "quit and leave the line")
+	m.prompt.keys.Cancel.SetHelp("any other key", "stay")
+	return nil
+}
+
+// placedNames names the requests this app waits for: "Request #3",
+// "Requests #3, #5".
+func (m *Model) placedNames() string {
+	ids := slices.Sorted(maps.Keys(m.placed))
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = fmt.Sprintf("#%d", id)
+	}
+	if len(ids) == 1 {
+		return "Request " + names[0]
+	}
+	return "Requests " + strings.Join(names, ", ")
+}
+
+// switchTab shows the tab step places on, reading the line when it is the
+// Queue's.
+func (m *Model) switchTab(step int) tea.Cmd {
+	left := m.current() == m.queue
+	m.active = (m.active + step) % len(m.tabs)
+	switch {
+	case m.current() == m.queue:
+		return m.load() // the line is read only while shown
+	case left: // and not kept when not: it would only grow stale
+		m.data.queue, m.data.queueRead = nil, false
+		m.derive()
 	}
 	return nil
 }
@@ -187,8 +236,14 @@ func (m *Model) actOnRequest() tea.Cmd {
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.request, m.mode = r, cancelling
-	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y takes it out of the line, any other key keeps it waiting ",
-		r.ID, Printable(core.DescribeRequest(r.Request))))
+	// A short question that fits the status line; the owner is named only
+	// when it is someone else's (root cancelling). The help says that any
+	// key other than y keeps it.
+	req := r.Request
+	if r.mine {
+		req.User = ""
+	}
+	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, Printable(core.DescribeRequest(req))))
 	return nil
 }
 
@@ -227,6 +282,10 @@ func (m *Model) historyKey(msg tea.KeyMsg) tea.Cmd {
 		m.fullHelp = false
 	case key.Matches(msg, h.keys.Back):
 		m.mode, m.history = browsing, nil
+		if m.current() == m.queue {
+			// Reads while the history was open left the line out.
+			return m.load()
+		}
 	case key.Matches(msg, h.keys.Prev), key.Matches(msg, h.keys.Next):
 		devs := m.data.sample.Devices
 		i := slices.IndexFunc(devs, func(d gpu.DeviceSample) bool { return d.Index == h.device })
@@ -268,6 +327,16 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 			return releaseCmd(m.opts.Client, m.target.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
+	case quitting:
+		m.mode = m.resume
+		if a == submitted {
+			return m.quit()
+		}
+		wait := " still waits"
+		if len(m.placed) > 1 {
+			wait = " still wait"
+		}
+		return m.status.set(m.sh, m.placedNames()+wait, false)
 	case cancelling:
 		m.mode = browsing
 		if a == submitted {
@@ -313,12 +382,12 @@ func (m *Model) setFilter(text string) {
 // (see footer).
 func (m *Model) ShortHelp() []key.Binding {
 	k := m.keys
-	switch m.mode {
-	case booking:
+	switch {
+	case m.mode == booking:
 		return m.form.ShortHelp()
-	case releasing, extending, filtering, cancelling:
+	case m.mode.prompting():
 		return m.prompt.ShortHelp()
-	case viewingHistory:
+	case m.mode == viewingHistory:
 		return append([]key.Binding{k.Dismiss, k.Close}, append(m.history.ShortHelp(), k.Help, k.Quit)...)
 	}
 	return append([]key.Binding{k.Dismiss}, append(m.current().ShortHelp(),
@@ -332,6 +401,6 @@ func (m *Model) FullHelp() [][]key.Binding {
 		return append(m.history.FullHelp(), []key.Binding{k.Dismiss, k.Close, k.Help, k.Quit})
 	}
 	return append(m.current().FullHelp(),
-		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.History},
+		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.Back, k.History},
 		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Dismiss, k.Close, k.Help, k.Quit})
 }

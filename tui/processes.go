@@ -146,6 +146,7 @@ func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.table.setRows(rows)
 }
 func (t *processesTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
+func (t *processesTab) sorts() bool                 { return true }
 func (t *processesTab) device() (int, bool)         { r, ok := t.table.selected(); return r.Device, ok }
 func (t *processesTab) enable(on bool)              { t.table.enable(on) }
 func (t *processesTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }

@@ -44,6 +44,7 @@ func newPrompt(sh *shared) *prompt {
 func (p *prompt) ask(question string) {
 	p.question, p.confirm, p.err = question, true, ""
 	p.keys.Confirm.SetEnabled(true)
+	p.keys.Confirm.SetHelp("y", "yes")
 	p.keys.Submit.SetEnabled(false)
 	p.keys.Cancel.SetEnabled(true)
 	p.keys.Cancel.SetHelp("any other key", "no")

@@ -71,9 +71,16 @@ type queueTab struct {
 	read  bool // the rows are a reading of the line, not nothing yet
 }
 
+// What the Queue tab says with no rows: before the line is read, that it is
+// being read — not that nobody waits.
+const (
+	queueEmpty   = "  Nobody is waiting. A booking that cannot start now can wait in line from the form (n)."
+	queueReading = "  reading…"
+)
+
 func newQueueTab(sh *shared) *queueTab {
 	t := &queueTab{}
-	t.table.init(sh, queueColumns, "  Nobody is waiting. A booking that cannot start now can wait in line from the form (n).")
+	t.table.init(sh, queueColumns, queueReading)
 	t.table.id = func(r queueRow) uint64 { return r.ID }
 	t.table.cells = t.cells
 	t.table.draw = t.draw
@@ -91,6 +98,10 @@ func (t *queueTab) title() string {
 func (t *queueTab) setSize(width, height int) { t.table.setSize(width, height) }
 func (t *queueTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.read = r.queueRead
+	t.table.empty = queueReading
+	if t.read {
+		t.table.empty = queueEmpty
+	}
 	t.table.setRows(queueRows(r, f, t.table.sh.me.UID))
 }
 func (t *queueTab) selected() (queueRow, bool)  { return t.table.selected() }
@@ -99,7 +110,20 @@ func (t *queueTab) enable(on bool)              { t.table.enable(on) }
 func (t *queueTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
 func (t *queueTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }
 func (t *queueTab) view(now time.Time) []string { return t.table.view(now) }
-func (t *queueTab) device() (int, bool)         { return 0, false }
+func (t *queueTab) sorts() bool                 { return false }
+
+// device is the GPU the selected request asks for, or where its ETA places
+// it when it asked for any — when it is one of this host's.
+func (t *queueTab) device() (int, bool) {
+	r, ok := t.table.selected()
+	if !ok || r.Host != t.table.sh.host {
+		return 0, false
+	}
+	if r.Device != core.AnyDevice {
+		return r.Device, true
+	}
+	return r.ETADevice, !r.ETA.IsZero()
+}
 
 // requestGPU names the GPU a request asks for as this host's people type
 // it: 0, gpu3:0, any; and where its ETA places it when it asked for any.

@@ -136,7 +136,9 @@ func DefaultStyles() Styles {
 	s.StatusErr = lipgloss.NewStyle().Bold(true).Foreground(red)
 	s.Prompt = lipgloss.NewStyle().Bold(true).Foreground(yellow)
 
-	for _, c := range []lipgloss.AdaptiveColor{cyan, magenta, yellow, blue, green, red} {
+	// Not red: that is memory in use that no booking holds (BarHot), and
+	// no owner is ever to be mistaken for it.
+	for _, c := range []lipgloss.AdaptiveColor{cyan, magenta, yellow, blue, green} {
 		s.Owners = append(s.Owners, lipgloss.NewStyle().Foreground(c))
 	}
 	return s

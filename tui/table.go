@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,26 @@ func layoutColumns(specs []column, width int) columns {
 		}
 	}
 	return c
+}
+
+// columnsWidth is the cells a line of specs takes with each flexible
+// column at its least: more than the width, and the line is cut.
+func columnsWidth(specs []column) int {
+	w := 0
+	for i, s := range specs {
+		cw := s.width
+		if s.flex {
+			cw = s.min
+		}
+		if cw == 0 {
+			continue
+		}
+		w += cw
+		if i > 1 {
+			w++
+		}
+	}
+	return w
 }
 
 // cell is text padded or cut to column i's width, on the column's side.
@@ -175,7 +196,7 @@ func (t *table[R, C]) setSize(width, height int) {
 		t.layout()
 	}
 	t.height = height
-	t.cur.clamp(len(t.rows), t.height-1)
+	t.cur.clamp(len(t.rows), t.window())
 }
 
 // setColumns changes the columns, say to show one only while it has
@@ -202,7 +223,7 @@ func (t *table[R, C]) setRows(rows []R) {
 	if had && t.chosen {
 		t.selectID(t.id(sel))
 	}
-	t.cur.clamp(len(t.rows), t.height-1)
+	t.cur.clamp(len(t.rows), t.window())
 }
 
 func (t *table[R, C]) selected() (R, bool) {
@@ -220,12 +241,12 @@ func (t *table[R, C]) selectID(id uint64) {
 			t.cur.at, t.chosen = i, true
 		}
 	}
-	t.cur.clamp(len(t.rows), t.height-1)
+	t.cur.clamp(len(t.rows), t.window())
 }
 
 // update moves the selection; it reports whether the key was the table's.
 func (t *table[R, C]) update(msg tea.KeyMsg) bool {
-	k, page := &t.keys, max(1, t.height-1)
+	k, page := &t.keys, max(1, t.window())
 	switch {
 	case key.Matches(msg, k.Up):
 		t.cur.at--
@@ -242,7 +263,7 @@ func (t *table[R, C]) update(msg tea.KeyMsg) bool {
 	default:
 		return false
 	}
-	t.cur.clamp(len(t.rows), t.height-1)
+	t.cur.clamp(len(t.rows), t.window())
 	t.chosen = true
 	return true
 }
@@ -267,7 +288,7 @@ func (t *table[R, C]) view(now time.Time) []string {
 	if len(t.rows) == 0 {
 		return append(out, t.sh.styles.Faint.Render(cut(t.empty, t.width)))
 	}
-	end := min(len(t.rows), t.cur.offset+t.height-1)
+	end := min(len(t.rows), t.cur.offset+t.window())
 	for i := t.cur.offset; i < end; i++ {
 		k := drawnRow[C]{cells: t.cells(t.rows[i], now, t.cols), selected: i == t.cur.at}
 		line, ok := t.drawn[k]
@@ -280,5 +301,17 @@ func (t *table[R, C]) view(now time.Time) []string {
 	// Keep only this frame's lines, reusing both maps' room.
 	t.drawn, t.spare = t.spare, t.drawn
 	clear(t.spare)
+	if hidden := len(t.rows) - (end - t.cur.offset); hidden > 0 {
+		out = append(out, t.sh.styles.Faint.Render(cut(fmt.Sprintf("  +%d more", hidden), t.width)))
+	}
 	return out
+}
+
+// window is how many rows are shown at once: the lines under the header,
+// less one for the count of the rows left out when they do not all fit.
+func (t *table[R, C]) window() int {
+	if len(t.rows) <= t.height-1 {
+		return t.height - 1
+	}
+	return max(1, t.height-2)
 }

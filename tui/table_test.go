@@ -55,11 +55,11 @@ func TestTableScrollsAndRedrawsOnlyChanges(t *testing.T) {
 	draw := tb.draw
 	tb.draw = func(c uint64, selected bool, cols columns) string { draws++; return draw(c, selected, cols) }
 
-	require.Equal(t, []string{"     N", "▸    1", "     2", "     3"}, tb.view(t0))
-	require.Equal(t, 3, draws)
+	require.Equal(t, []string{"     N", "▸    1", "     2", "  +4 more"}, tb.view(t0))
+	require.Equal(t, 2, draws)
 	tb.view(t0)
-	require.Equal(t, 3, draws, "nothing changed: nothing drawn")
+	require.Equal(t, 2, draws, "nothing changed: nothing drawn")
 	tb.update(keyMsg("G"))
-	require.Equal(t, []string{"     N", "     4", "     5", "▸    6"}, tb.view(t0))
-	require.Equal(t, 6, draws)
+	require.Equal(t, []string{"     N", "     5", "▸    6", "  +4 more"}, tb.view(t0))
+	require.Equal(t, 4, draws)
 }

@@ -29,6 +29,9 @@ type tab interface {
 	enable(on bool)
 	// device is the GPU of the selected row, whose history enter opens.
 	device() (int, bool)
+	// sorts reports whether the person may order the tab (s); the Queue's
+	// order is the line's own.
+	sorts() bool
 	view(now time.Time) []string
 }
 

@@ -53,7 +53,7 @@ func (m *Model) layout() layout {
 func (m *Model) View() string {
 	if m.tooSmall() {
 		msg := fmt.Sprintf("Terminal too small: %d×%d.\nChronos needs at least %d×%d.\n\nq quits.", m.width, m.height, minWidth, minHeight)
-		return frame(msg, m.width, m.height)
+		return frame(strings.Join(wrap(msg, m.width, m.height), "\n"), m.width, m.height)
 	}
 	st := &m.sh.styles
 	now := m.sh.now()
@@ -100,9 +100,27 @@ func (m *Model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-// helpLines is the full help, in place of the body.
+// helpLines is the full help, in place of the body: the keys, then what
+// the bars and the states mean.
 func (m *Model) helpLines() []string {
-	return cutAll(append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...), m.width)
+	lines := append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...)
+	return cutAll(append(lines, m.legendLines()...), m.width)
+}
+
+// legendLines say what the GPU panel's glyphs and colours and the bookings'
+// states mean.
+func (m *Model) legendLines() []string {
+	st := &m.sh.styles
+	f := st.Faint.Render
+	return []string{
+		"",
+		st.Label.Render("Legend"),
+		"mem   █ memory in use · ▒ booked, not in use · ░ free · " + st.BarHot.Render("█") + " in use, not booked",
+		"      " + f("booked cells take the owner's colour, a person's the same everywhere"),
+		"util  █ in use · ▁▂▃▅▇█ the last readings",
+		"STATE live · " + st.EndingSoon.Render("ending soon") + " · " + st.IdleLabel.Render("idle") + f(" (none of its processes works)"),
+		"      " + f("upcoming, starts 14:00") + " · " + st.Ended.Render("ended (faded)"),
+	}
 }
 
 // historyLines draws the GPU history with the app's own readings of it.
@@ -185,7 +203,7 @@ func (m *Model) tabsView() string {
 	for i, t := range m.tabs {
 		titles[i] = t.title()
 	}
-	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy, m.width)
+	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy[m.active], m.width)
 	return m.memos.tabs.draw(from, func() string { return m.drawTabs(titles) })
 }
 
@@ -207,7 +225,9 @@ func (m *Model) drawTabs(titles []string) string {
 	if m.filter != "" && m.mode != filtering {
 		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
 	}
-	flags = append(flags, "sort: "+m.sortBy.String())
+	if m.current().sorts() {
+		flags = append(flags, "sort: "+m.sortBy[m.active].String())
+	}
 	right := st.Faint.Render(strings.Join(flags, " · "))
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 2 {
@@ -219,7 +239,7 @@ func (m *Model) drawTabs(titles []string) string {
 func (m *Model) statusView() string {
 	st := &m.sh.styles
 	switch {
-	case m.mode == releasing || m.mode == extending || m.mode == filtering:
+	case m.mode.prompting():
 		return m.prompt.view()
 	case m.status.text == "":
 		return ""
