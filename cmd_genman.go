@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // exitStatusMarkdown is chronos(1)'s EXIT STATUS section.

@@ -8,8 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
 )
 
 // nobody is the unprivileged user tests run the binary as.

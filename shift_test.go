@@ -76,5 +76,5 @@ func clockSetBack(t testing.TB, d time.Duration) []string {
 // in the same environment) is ahead of the kernel's, which date(1) and
 // file times read: CHRONOS_TEST_CLOCK_OFFSET in a testclock build, else 0.
 func clockShift() time.Duration {
-	return clock.System().Now().Sub(time.Now()).Round(time.Millisecond)
+	return clock.Until(clock.Kernel, clock.System().Now()).Round(time.Millisecond)
 }

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-gpu/chronos/storage/storetest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
 // Quota refusals say their figures as they are: a small quota's GPU-hours

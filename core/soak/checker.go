@@ -382,7 +382,7 @@ func (c *checker) final() finalCheck {
 				note(&f.missingEnd, fmt.Sprintf("booking %d never ended (deadline %s ago)", p.ID, time.Since(p.Expires).Round(time.Millisecond)))
 			case len(e) > 1:
 				note(&f.doubleEnd, fmt.Sprintf("booking %d: %d end events", p.ID, len(e)))
-			case string(p.State) != string(e[0].Kind) && !(p.ReclaimedEarly() && e[0].Kind == storage.EventReclaimed):
+			case string(p.State) != string(e[0].Kind) && (!p.ReclaimedEarly() || e[0].Kind != storage.EventReclaimed):
 				note(&f.wrongEnd, fmt.Sprintf("booking %d is %s, its event says %s", p.ID, p.State, e[0].Kind))
 			}
 			if len(e) == 1 && e[0].Kind == "expired" {
