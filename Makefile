@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test test-anytime check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
+.PHONY: all build run test test-anytime test-loaded check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -81,6 +81,13 @@ test-anytime: tools
 	  TZ=$$tz CHRONOS_TEST_CLOCK_OFFSET=$$((at - now))s CHRONOS_REQUIRE_ETCD=1 \
 	    $(GO) test -tags testclock -count=1 -timeout 20m -parallel 4 ./... || exit 1; \
 	done
+
+# test-loaded runs the whole suite 10 times back to back beside two CPU
+# hogs (stress-ng): every run must pass (RUNS=3 for fewer).
+RUNS ?= 10
+test-loaded: tools
+	@command -v stress-ng >/dev/null || $(call apt,stress-ng)
+	./scripts/suite-under-load.sh $(RUNS)
 
 # check is the gates a change must pass besides the tests: the linter, vet,
 # gofmt and the tidy check. CI runs `make check test`.
