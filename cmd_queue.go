@@ -86,15 +86,7 @@ func queueCancelCmd(g *globals) *cobra.Command {
 yours, or with --user NAME all of NAME's (root). --mine and --user ask first on
 a terminal; without one they cancel nothing unless --yes says so.`,
 		Example: "  chronos queue cancel 3\n  chronos queue cancel --mine\n  sudo chronos queue cancel --user bob --yes",
-		Args: args(func(cmd *cobra.Command, a []string) error {
-			if mine && owner != "" {
-				return usageError{errors.New("queue cancel: --mine or --user, not both")}
-			}
-			if mine || owner != "" {
-				return noArgs(cmd, a)
-			}
-			return cobra.MinimumNArgs(1)(cmd, a)
-		}),
+		Args:    idsOrAll("queue cancel", &mine, &owner),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cancel := func(c *core.Client, id uint64) (string, error) {
 				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
@@ -102,39 +94,18 @@ a terminal; without one they cancel nothing unless --yes says so.`,
 			if !mine && owner == "" {
 				return eachID(cmd, g, a, core.ParseRequestID, cancel)
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			who, err := ownerOf(c, mine, owner)
-			if err != nil {
-				return err
-			}
-			line, err := c.Queue()
-			if err != nil {
-				return err
-			}
-			var ids []uint64
-			var names []string
-			for _, e := range line {
-				if e.UID == who.UID {
-					ids = append(ids, e.ID)
-					names = append(names, fmt.Sprintf("#%d (position %d)", e.ID, e.Position))
-				}
-			}
-			if len(ids) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s has no requests waiting.\n", tui.Printable(who.User))
-				return nil
-			}
-			asked := "queue cancel --mine"
-			if owner != "" {
-				asked = "queue cancel --user " + owner
-			}
-			what := fmt.Sprintf("%d request(s) of %s: %s", len(ids), tui.Printable(who.User), strings.Join(names, ", "))
-			if err := (manyAtOnce{asked, "cancel", "nothing cancelled"}).confirm(cmd, what, yes); err != nil {
-				return err
-			}
-			return doEach(cmd, c, ids, cancel)
+			all := manyAtOnce{asked: "queue cancel", verb: "cancel", nothing: "nothing cancelled", none: "has no requests waiting",
+				of: func(c *core.Client, uid int) (ids []uint64, names []string, err error) {
+					line, err := c.Queue()
+					for _, e := range line {
+						if e.UID == uid {
+							ids = append(ids, e.ID)
+							names = append(names, fmt.Sprintf("#%d (position %d)", e.ID, e.Position))
+						}
+					}
+					return ids, names, err
+				}}
+			return all.do(cmd, g, mine, owner, yes, "request(s)", cancel)
 		},
 	}
 	cmd.Flags().BoolVar(&mine, "mine", false, "cancel all your waiting requests")

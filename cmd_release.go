@@ -23,15 +23,7 @@ func releaseCmd(g *globals) *cobra.Command {
 nothing unless --yes says so.`,
 		Example: "  chronos release 7\n  chronos release 7 9\n  chronos release --mine\n  sudo chronos release --user bob\n" +
 			"  chronos list --mine --gpu 0 -o ids | xargs chronos release",
-		Args: args(func(cmd *cobra.Command, a []string) error {
-			if mine && owner != "" {
-				return usageError{fmt.Errorf("release: --mine or --user, not both")}
-			}
-			if mine || owner != "" {
-				return noArgs(cmd, a)
-			}
-			return cobra.MinimumNArgs(1)(cmd, a)
-		}),
+		Args: idsOrAll("release", &mine, &owner),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			release := func(c *core.Client, id uint64) (string, error) {
 				_, err := c.Release(id)
@@ -41,39 +33,18 @@ nothing unless --yes says so.`,
 			if !mine && owner == "" {
 				return eachID(cmd, g, a, core.ParseID, release)
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			who, err := ownerOf(c, mine, owner)
-			if err != nil {
-				return err
-			}
-			parts, err := c.List(false)
-			if err != nil {
-				return err
-			}
-			var ids []uint64
-			var names []string
-			for _, p := range parts {
-				if p.UID == who.UID {
-					ids = append(ids, p.ID)
-					names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
-				}
-			}
-			if len(ids) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s has no live bookings.\n", tui.Printable(who.User))
-				return nil
-			}
-			what := fmt.Sprintf("%d booking(s) of %s: %s", len(ids), tui.Printable(who.User), strings.Join(names, ", "))
-			asked := "release --mine"
-			if owner != "" {
-				asked = "release --user " + owner
-			}
-			if err := (manyAtOnce{asked, "release", "nothing released"}).confirm(cmd, what, yes); err != nil {
-				return err
-			}
-			return doEach(cmd, c, ids, release)
+			all := manyAtOnce{asked: "release", verb: "release", nothing: "nothing released", none: "has no live bookings",
+				of: func(c *core.Client, uid int) (ids []uint64, names []string, err error) {
+					parts, err := c.List(false)
+					for _, p := range parts {
+						if p.UID == uid {
+							ids = append(ids, p.ID)
+							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
+						}
+					}
+					return ids, names, err
+				}}
+			return all.do(cmd, g, mine, owner, yes, "booking(s)", release)
 		},
 	}
 	cmd.Flags().BoolVar(&mine, "mine", false, "release all your live bookings")
@@ -98,10 +69,57 @@ func ownerOf(c *core.Client, mine bool, name string) (core.Identity, error) {
 	return who, nil
 }
 
-// manyAtOnce is an act on all of a user's bookings or requests: how it
-// was asked ("release --mine"), its verb ("release"), and what "nothing
-// released" says when the answer is no.
-type manyAtOnce struct{ asked, verb, nothing string }
+// idsOrAll takes ids, or --mine or --user NAME and no ids.
+func idsOrAll(command string, mine *bool, owner *string) cobra.PositionalArgs {
+	return args(func(cmd *cobra.Command, a []string) error {
+		if *mine && *owner != "" {
+			return usageError{fmt.Errorf("%s: --mine or --user, not both", command)}
+		}
+		if *mine || *owner != "" {
+			return noArgs(cmd, a)
+		}
+		return cobra.MinimumNArgs(1)(cmd, a)
+	})
+}
+
+// manyAtOnce is an act on all of a user's bookings or requests (--mine,
+// --user NAME): the command ("release"), its verb, what "nothing
+// released" says when the answer is no and "has no live bookings" when
+// there are none, and which ids are the user's, each named.
+type manyAtOnce struct {
+	asked, verb, nothing, none string
+	of                         func(c *core.Client, uid int) (ids []uint64, names []string, err error)
+}
+
+// do finds the user's ids, asks (see confirm), and does each.
+func (m manyAtOnce) do(cmd *cobra.Command, g *globals, mine bool, owner string, yes bool, things string, each func(*core.Client, uint64) (string, error)) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	who, err := ownerOf(c, mine, owner)
+	if err != nil {
+		return err
+	}
+	ids, names, err := m.of(c, who.UID)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s.\n", tui.Printable(who.User), m.none)
+		return nil
+	}
+	flag := " --mine"
+	if owner != "" {
+		flag = " --user " + owner
+	}
+	m.asked += flag
+	what := fmt.Sprintf("%d %s of %s: %s", len(ids), things, tui.Printable(who.User), strings.Join(names, ", "))
+	if err := m.confirm(cmd, what, yes); err != nil {
+		return err
+	}
+	return doEach(cmd, c, ids, each)
+}
 
 // confirm asks on the terminal before doing m to what, unless yes; with no
 // terminal to ask on it refuses.
