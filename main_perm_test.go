@@ -99,14 +99,14 @@ func TestLedgerOutOfReach(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another uid")
 	}
-	bin, _ := otherUserLedger(t)
+	bin, elsewhere := otherUserLedger(t)
 	db := filepath.Join(t.TempDir(), "chronos.db") // in a directory of root's, 0700
 	r := asNobody(t, bin, db, "create", "0", "0.1", "1h")
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): nobody may not use "+db+" (a shared ledger of a group you are not in?)\n", r.stderr)
 
 	// A group's shared ledger names the group, and how to be let in.
-	shared := filepath.Join(filepath.Dir(bin), "lab")
+	shared := filepath.Join(filepath.Dir(elsewhere), "lab") // in a directory anyone may enter
 	require.NoError(t, os.Mkdir(shared, 0o770))
 	require.NoError(t, os.Chown(shared, 0, 1)) // root:daemon, as init --shared --group daemon makes it
 	require.NoError(t, os.Chmod(shared, 0o2770))
