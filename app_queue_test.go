@@ -28,8 +28,10 @@ func TestAppJoinsTheLineFromTheForm(t *testing.T) {
 	s.waitFor("enter waits in line")
 	s.waitFor("GPU 0 has 0% (0 MiB) free, 50% asked")
 	s.keys("Enter")
-	s.waitFor("Queue (1)")
+	// The status line says so for a few seconds, then clears: look for it
+	// first; the Queue tab's count stays.
 	s.waitFor("waits at position 1")
+	s.waitFor("Queue (1)")
 	r := chronos(t, db, "queue")
 	require.Regexp(t, `(?m)^1\s+1\s+nobody\s+0\s+50%\s+1h`, r.stdout)
 
