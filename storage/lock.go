@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,25 +13,9 @@ import (
 
 var errLockTimeout = errors.New("lock timeout")
 
-// kernelWaiters admit one goroutine of this process at a time to a
-// blocking lock call on each ledger file (by path): a wait on one file
-// never queues behind a wait on another.
-var kernelWaiters = struct {
-	sync.Mutex
-	of map[string]chan struct{}
-}{of: map[string]chan struct{}{}}
-
-// kernelWaiter is the admission to a blocking lock call on the file at path.
-func kernelWaiter(path string) chan struct{} {
-	kernelWaiters.Lock()
-	defer kernelWaiters.Unlock()
-	w, ok := kernelWaiters.of[path]
-	if !ok {
-		w = make(chan struct{}, 1)
-		kernelWaiters.of[path] = w
-	}
-	return w
-}
+// kernelWaiter admits one goroutine of this process at a time to a blocking
+// lock call.
+var kernelWaiter = make(chan struct{}, 1)
 
 // lockLedger takes the ledger file's lock for one operation: flock, shared
 // for a reader and exclusive for a writer, as bbolt itself takes it (so a
@@ -80,8 +63,7 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	}
 	// Contended: wait in the kernel, on a duplicate of the descriptor (the
 	// same open file, so the locks it gets are ours). One goroutine of a
-	// process waits in the kernel at a time on a file, the others in line
-	// behind it:
+	// process waits in the kernel at a time, the others in line behind it:
 	// each waiting system call holds an OS thread, which Go keeps for ever.
 	// A writer past the gate keeps it while it waits for the readers before
 	// it, so no reader comes in after it. But nobody keeps the gate while in
@@ -90,7 +72,6 @@ func lockLedger(f *os.File, exclusive bool, timeout time.Duration) error {
 	// timed out.
 	timer := clock.Kernel.NewTimer(timeout) // how long to wait on the kernel
 	defer timer.Stop()
-	kernelWaiter := kernelWaiter(f.Name())
 	select {
 	case kernelWaiter <- struct{}{}:
 	default:

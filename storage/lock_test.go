@@ -20,7 +20,9 @@ import (
 // process, as waiting readers are (one process lets one of its goroutines
 // wait in the kernel at a time).
 func TestReaderWaitsBehindWaitingWriter(t *testing.T) {
-	t.Parallel()
+	// Serial: it holds and waits on locks, and counts this process's
+	// waiting goroutines (waitingInProcess), which other tests' waits would
+	// add to; beside them it would also hold their waits in line.
 	l := newLedger(t)
 	addOne(t, l)
 	inside := lockedFile(t, l.Path, os.O_RDONLY, unix.LOCK_SH) // a reader in its transaction
@@ -45,7 +47,9 @@ func TestReaderWaitsBehindWaitingWriter(t *testing.T) {
 // TestLockHelperReader is the reader process of the test above: it tries
 // for half a second to read-lock the ledger named in its environment.
 func TestLockHelperReader(t *testing.T) {
-	t.Parallel()
+	// Serial: it holds and waits on locks, and counts this process's
+	// waiting goroutines (waitingInProcess), which other tests' waits would
+	// add to; beside them it would also hold their waits in line.
 	path := os.Getenv("CHRONOS_LOCK_HELPER")
 	if path == "" {
 		t.Skip("a helper process for TestReaderWaitsBehindWaitingWriter")
@@ -63,7 +67,9 @@ func TestLockHelperReader(t *testing.T) {
 // times out. (The benchmark of 200 waiters found this: its release and its
 // probe timed out together.)
 func TestWaitersOfOneProcessDoNotBlockEachOther(t *testing.T) {
-	t.Parallel()
+	// Serial: it holds and waits on locks, and counts this process's
+	// waiting goroutines (waitingInProcess), which other tests' waits would
+	// add to; beside them it would also hold their waits in line.
 	l := newLedger(t)
 	addOne(t, l)
 	writing := lockedFile(t, l.Path, os.O_RDWR, unix.LOCK_EX) // a plain bbolt writer in
