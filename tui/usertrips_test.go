@@ -222,8 +222,19 @@ func TestBookingAheadShowsItsStartUnderLeft(t *testing.T) {
 	for _, r := range m.bookings.table.rows {
 		left[r.Device] = m.bookings.cells(r, t0, m.bookings.table.cols).left
 	}
-	require.Equal(t, t0.Add(2*time.Hour).Local().Format("15:04"), left[1])
+	require.Equal(t, leftAt(t0.Add(2*time.Hour)), left[1])
 	require.Equal(t, t0.Add(26*time.Hour).Local().Format("Mon15:04"), left[0], "another day, in LEFT's 8 cells")
+}
+
+// leftAt is what LEFT shows at t0 for a booking starting at start: the
+// time of day when that is t0's local day, else the weekday too (t0 is a
+// UTC instant: in UTC+14 two hours later is the next day).
+func leftAt(start time.Time) string {
+	s, n := start.Local(), t0.Local()
+	if s.YearDay() == n.YearDay() && s.Year() == n.Year() {
+		return s.Format("15:04")
+	}
+	return s.Format("Mon15:04")
 }
 
 // Memory in use that no booking holds has a colour of its own: no owner

@@ -187,7 +187,7 @@ func TestBookingAheadShowsUpcoming(t *testing.T) {
 	require.True(t, r.live, "not ended: it is yours to release or extend")
 	c := m.bookings.cells(r, t0, m.bookings.table.cols)
 	require.Equal(t, core.StatusUpcoming, c.status)
-	require.Equal(t, "11:30", c.left, "when it starts")
+	require.Equal(t, leftAt(t0.Add(2*time.Hour)), c.left, "when it starts")
 	require.Zero(t, c.elapsed, "nothing of it has elapsed")
 	require.Equal(t, p.Start, nextChange(m.data.parts, t0), "read again when it starts")
 	m.syncKeys()
