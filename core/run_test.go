@@ -45,19 +45,8 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
 	t.Setenv("LOG", log)
 	start := time.Now()
-	type result struct {
-		res RunResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := c.Run(context.Background(), o)
-		done <- result{res, err}
-	}()
-	logSays := func(want string) {
-		t.Helper()
-		require.Eventually(t, func() bool { b, _ := os.ReadFile(log); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
-	}
+	done := runInBackground(c, o)
+	logSays := logSaying(t, log)
 	logSays("ready\n") // booked, and its traps set
 	parts, err := c.List(false)
 	require.NoError(t, err)
@@ -68,7 +57,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	clk.Set(expires)
 	logSays("ready\nUSR1\nTERM\n")
 	clk.Advance(o.Grace) // it ignored SIGTERM: SIGKILL
-	var r result
+	var r runResult
 	select {
 	case r = <-done:
 	case <-time.After(15 * time.Second):
@@ -260,19 +249,8 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	type result struct {
-		res RunResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := c.Run(context.Background(), o)
-		done <- result{res, err}
-	}()
-	logSays := func(want string) {
-		t.Helper()
-		require.Eventually(t, func() bool { b, _ := os.ReadFile(os.Getenv("LOG")); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
-	}
+	done := runInBackground(c, o)
+	logSays := logSaying(t, os.Getenv("LOG"))
 	logSays("ready\n")
 	b, err := os.ReadFile(os.Getenv("PIDFILE"))
 	require.NoError(t, err)
@@ -284,7 +262,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	require.Len(t, parts, 1)
 	clk.Set(parts[0].Expires)
 	logSays("ready\nTERM\n")
-	var r result
+	var r runResult
 	advanceUntil(t, clk, 100*time.Millisecond, 15*time.Second, func() bool { // past the grace: SIGKILL
 		select {
 		case r = <-done:
@@ -378,4 +356,28 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 		return err == nil
 	}, 5*time.Second, 50*time.Millisecond)
 	require.Equal(t, storage.Live, p.State)
+}
+
+// runResult is what Run returned.
+type runResult struct {
+	res RunResult
+	err error
+}
+
+// runInBackground runs o through c and hands back what Run returns.
+func runInBackground(c *Client, o RunOptions) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() {
+		res, err := c.Run(context.Background(), o)
+		done <- runResult{res, err}
+	}()
+	return done
+}
+
+// logSaying waits until the command's log at path says exactly want.
+func logSaying(t *testing.T, path string) func(want string) {
+	return func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(path); return string(b) == want }, 15*time.Second, 5*time.Millisecond)
+	}
 }
