@@ -74,12 +74,22 @@ test: vet tidy tools
 # it runs. The shift is the testclock build tag's (core/clock): tests only,
 # never the shipped binary.
 ANYTIME_ZONES ?= Pacific/Kiritimati Pacific/Honolulu Asia/Kathmandu
+# The commands and the app once more, starting an hour and two hours before
+# midnight: what ends an hour or two after a test starts then falls on the
+# next day (the suite's first run crosses midnight within seconds).
+ANYTIME_HOURS ?= 22:59:50 21:59:50
 test-anytime: tools
 	@for tz in $(ANYTIME_ZONES); do \
 	  at=$$(TZ=$$tz date -d "$$(date +%Y)-12-31 23:59:50" +%s) && now=$$(date +%s) && \
 	  echo "== the suite at $$(TZ=$$tz date -d @$$at '+%F %T %Z') ($$tz)" && \
 	  TZ=$$tz CHRONOS_TEST_CLOCK_OFFSET=$$((at - now))s CHRONOS_REQUIRE_ETCD=1 \
 	    $(GO) test -tags testclock -count=1 -timeout 20m -parallel 4 ./... || exit 1; \
+	done
+	@for hm in $(ANYTIME_HOURS); do \
+	  at=$$(TZ=UTC date -d "$$(date +%Y)-12-31 $$hm" +%s) && now=$$(date +%s) && \
+	  echo "== the commands and the app at $$hm UTC" && \
+	  TZ=UTC CHRONOS_TEST_CLOCK_OFFSET=$$((at - now))s CHRONOS_REQUIRE_ETCD=1 \
+	    $(GO) test -tags testclock -count=1 -timeout 20m -parallel 4 . ./tui || exit 1; \
 	done
 
 # test-loaded runs the whole suite 10 times back to back beside two CPU

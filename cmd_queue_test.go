@@ -78,7 +78,7 @@ func TestCreateWaitsInLine(t *testing.T) {
 
 	r := cli(t, db, "queue")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `(?m)^1\s+1\s+root\s+0\s+50%\s+2h\s+\S+\s+[0-9.]+\s+\S+ \(GPU 0\)\s+GPU 0 has 20% free, 50% asked$`, r.stdout)
+	require.Regexp(t, `(?m)^1\s+1\s+root\s+0\s+50%\s+2h\s+\S+\s+[0-9.]+\s+`+clockTime+` \(GPU 0\)\s+GPU 0 has 20% free, 50% asked$`, r.stdout)
 	r = cli(t, db, "queue", "--json")
 	var line []core.QueueJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
