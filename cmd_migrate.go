@@ -14,59 +14,82 @@ import (
 )
 
 // migrateCmd is `chronos migrate`: a host's ledger file into the lab's
-// ledger on etcd.
+// ledger on etcd, or its part of the lab's ledger back into a file.
 func migrateCmd(g *globals) *cobra.Command {
 	var from, to, host string
 	cmd := &cobra.Command{
-		Use:   "migrate --from FILE --to etcd://… [--host NAME]",
-		Short: "Copy a host's ledger file into a lab's ledger on etcd, as that host's",
-		Long: `Copy every booking (history included), the audit trail, the GPU inventory
-and the policy (where the lab's ledger has none) from a host's ledger file
-into a ledger many hosts share, labelled with the host. Bookings get new ids
-there (printed); events follow them. The file is only read. A host already
-migrated (the lab's ledger holds bookings of it) is refused.
+		Use:   "migrate --from FILE|etcd://… --to etcd://…|FILE [--host NAME]",
+		Short: "Move a host's bookings between its ledger file and a lab's ledger on etcd",
+		Long: `Move a host into a lab's ledger on etcd (--from its file --to etcd://…), or
+back out of it (--from etcd://… --to a new file). Everything of the host's
+is carried: every booking (history included), their audit trail, holds and
+usage, the intervals hours quotas count, the users' fair-share usage (added
+to what the target holds), the GPU minutes of the host's GPUs, the line's
+past, the GPU inventory, and the policy where the target has none. Bookings
+get new ids there (printed); events follow them. The source is only read,
+and what was written is read back and checked.
 
-Run it once on each host, as root, while no chronos run job is running
-there (a running job names its booking by the old id), then point the host
-at the lab's ledger with chronos init --store.`,
-		Example: "  sudo chronos migrate --from /var/lib/chronos/chronos.db --to etcd://gpu1:2379,gpu2:2379,gpu3:2379",
-		Args:    args(noArgs),
+Refused: a target that already holds the host's bookings (migrated before),
+and a host with work still running on the source by its ids — a live
+chronos run booking, or a request waiting in line (cancel it or let it
+start). Run it as root, then point the host at the new ledger
+(chronos init --store etcd://… going in; removing /etc/chronos/store going
+out).`,
+		Example: "  sudo chronos migrate --from /var/lib/chronos/chronos.db --to etcd://gpu1:2379,gpu2:2379,gpu3:2379\n" +
+			"  sudo chronos migrate --from etcd://gpu1:2379 --to /var/lib/chronos/chronos.db --host gpu2",
+		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
-				return usageError{errors.New("migrate: give --from FILE and --to etcd://…")}
+				return usageError{errors.New("migrate: give --from and --to: a ledger file and a lab's ledger, etcd://host:port,…")}
 			}
-			if _, err := os.Stat(from); err != nil {
-				return fmt.Errorf("migrate: the ledger file %s: %w", from, err)
+			src, err := g.migrationEnd("--from", from, true)
+			if err != nil {
+				return err
 			}
-			cfg := g.store
-			cfg.Store = to
-			if !cfg.Etcd() {
-				return usageError{fmt.Errorf("migrate --to %s: give the lab's ledger, etcd://host:port,…", to)}
-			}
-			dst, err := core.OpenStore(cfg)
+			dst, err := g.migrationEnd("--to", to, false)
 			if err != nil {
 				return err
 			}
 			if host == "" {
 				host = core.HostName()
 			}
-			rep, err := core.Migrate(storage.New(from), dst, host)
+			rep, err := core.Migrate(src, dst, host)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Copied %d bookings (%d live) and %d events of host %s from %s to %s.\n", rep.Bookings, rep.Live, rep.Events, host, from, dst)
-			fmt.Fprintf(out, "Policy: %s. GPU inventory: %s.\n", rep.Policy, map[bool]string{true: "copied", false: "none in the file"}[rep.Inventory])
-			for _, old := range slices.Sorted(maps.Keys(rep.IDs)) {
-				if id := rep.IDs[old]; old != id {
-					fmt.Fprintf(out, "Booking %d is now %d.\n", old, id)
-				}
-			}
+			printMigration(cmd, rep, src, dst)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "the host's ledger file")
-	cmd.Flags().StringVar(&to, "to", "", "the lab's ledger, etcd://host:port,…")
+	cmd.Flags().StringVar(&from, "from", "", "the ledger to move from: the host's file, or the lab's etcd://host:port,…")
+	cmd.Flags().StringVar(&to, "to", "", "the ledger to move to: the lab's etcd://host:port,…, or a new file")
 	cmd.Flags().StringVar(&host, "host", "", "the host's name in the lab (default: $CHRONOS_HOST, else this host's short name)")
 	return cmd
+}
+
+// migrationEnd opens one end of a migration: a lab's ledger on etcd (with
+// the TLS files the flags and the store file give), or a ledger file,
+// which must exist when it is the source.
+func (g *globals) migrationEnd(flag, where string, source bool) (storage.Store, error) {
+	cfg := g.store
+	cfg.Store = where
+	if source && !cfg.Etcd() {
+		if _, err := os.Stat(where); err != nil {
+			return nil, fmt.Errorf("migrate %s: the ledger file %s: %w", flag, where, err)
+		}
+	}
+	return core.OpenStore(cfg)
+}
+
+func printMigration(cmd *cobra.Command, rep core.MigrationReport, src, dst storage.Store) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "Copied %d bookings (%d live) and %d events of host %s from %s to %s.\n", rep.Bookings, rep.Live, rep.Events, rep.Host, src, dst)
+	fmt.Fprintf(out, "Also: %d bookings' holds and usage, %d ended intervals for hours quotas, %d users' fair-share usage, %d GPU minutes, %d past requests.\n",
+		rep.Holds, rep.Held, rep.Users, rep.Minutes, rep.Requests)
+	fmt.Fprintf(out, "Policy: %s. GPU inventory: %s. Read back and checked.\n", rep.Policy, map[bool]string{true: "copied", false: "none in the source"}[rep.Inventory])
+	for _, old := range slices.Sorted(maps.Keys(rep.IDs)) {
+		if id := rep.IDs[old]; old != id {
+			fmt.Fprintf(out, "Booking %d is now %d.\n", old, id)
+		}
+	}
 }

@@ -236,5 +236,16 @@ func TestMigrateCommand(t *testing.T) {
 	require.Contains(t, r.stderr, "holds 2 bookings of host gpu3")
 	r = onHost(t, lab, "gpu1", "migrate", "--from", db, "--to", db)
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "give the lab's ledger")
+	require.Contains(t, r.stderr, "are both file ledgers")
+
+	// And back out, into a file of gpu3's own.
+	back := filepath.Join(t.TempDir(), "back.db")
+	r = onHost(t, lab, "gpu1", "migrate", "--from", lab, "--to", back, "--host", "gpu3")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Copied 2 bookings (2 live) and 2 events of host gpu3 from "+lab+" to "+back)
+	require.Contains(t, r.stdout, "Read back and checked.")
+	r = chronos(t, back, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^1\s+\S+\s+0\s+50%`, r.stdout)
+	require.Regexp(t, `(?m)^2\s+\S+\s+1\s+50%`, r.stdout)
 }

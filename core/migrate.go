@@ -5,25 +5,45 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// ErrMigrated means the target ledger already holds bookings of the host
-// being migrated: copying again would hold them twice.
-var ErrMigrated = errors.New("the target ledger already holds this host's bookings")
+var (
+	// ErrMigrated means the target ledger already holds bookings of the host
+	// being migrated: copying again would hold them twice.
+	ErrMigrated = errors.New("the target ledger already holds this host's bookings")
+	// ErrMigrationBlocked means a process of the host still works on the
+	// source ledger by its ids (a `chronos run`, a waiter in line): moving
+	// now would strand it.
+	ErrMigrationBlocked = errors.New("the host still has work running on the source ledger")
+)
 
 // MigrationReport says what Migrate copied.
 type MigrationReport struct {
-	Host     string `json:"host"`
+	Host string `json:"host"`
+	// From and To say which way it went: "file" or "etcd".
+	From     string `json:"from"`
+	To       string `json:"to"`
 	Bookings int    `json:"bookings"`
 	Live     int    `json:"live"`
 	Events   int    `json:"events"`
+	// Holds counts the bookings' usage records copied (holds, idle
+	// time, warnings); Held the ended intervals hours quotas look back on;
+	// Users the users whose fair-share usage was carried; Minutes the GPU
+	// minutes of its history; Requests the line's past requests.
+	Holds    int `json:"holds"`
+	Held     int `json:"held"`
+	Users    int `json:"users"`
+	Minutes  int `json:"minutes"`
+	Requests int `json:"requests"`
 	// Policy is "copied", "kept the target's", "the same" or "none".
 	Policy    string `json:"policy"`
 	Inventory bool   `json:"inventory"`
-	// IDs maps each booking's id in the file to its id in the target, where
-	// ids are handed out afresh (other hosts' bookings hold the old ones).
+	// IDs maps each booking's id in the source to its id in the target,
+	// where ids are handed out afresh (the target's own bookings hold the
+	// old ones).
 	IDs map[uint64]uint64 `json:"ids"`
 }
 
@@ -31,116 +51,367 @@ type MigrationReport struct {
 // 128 operations in one by default.
 const (
 	migrateBookingsPerTx = 40  // each: the booking, its live entry, the sequence
-	migrateEventsPerTx   = 100 // each: the event, and the sequence once
+	migrateRecordsPerTx  = 100 // each: one record, and a sequence once
 )
 
-// Migrate copies a host's ledger file into a ledger many hosts share, as
-// that host's: every booking (history included) with host set and a new
-// id, the audit trail with its bookings' new ids, the GPU inventory, and
-// the policy where the target has none. Claims are not copied: the acts
-// they guarded are done. The file is only read.
+// hostPart is one host's part of a ledger, read at one instant: what
+// Migrate carries.
+type hostPart struct {
+	parts     []storage.Partition
+	events    []storage.Event
+	requests  []storage.Request // those that left the line; a waiting one blocks
+	usage     []storage.BookingUsage
+	held      []heldOf
+	users     []storage.UserUsage
+	minutes   []storage.GPUMinute
+	unbooked  []storage.UnbookedUse
+	policy    storage.Policy
+	hasPolicy bool
+	inv       storage.Inventory
+	hasInv    bool
+}
+
+type heldOf struct {
+	uid int
+	storage.Held
+}
+
+// Migrate moves a host between a ledger file of its own and a lab's
+// ledger many hosts share, either way: a host's file into the lab's ledger
+// (its bookings labelled with host), or host's part of the lab's ledger
+// into a file of its own. It carries every booking (history included) with
+// a new id, the audit trail of those bookings, their holds and usage, the
+// intervals hours quotas count, the users' fair-share usage (added to what
+// the target holds), the GPU minutes of the host's GPUs, the line's past,
+// the GPU inventory, and the policy where the target has none. Claims are
+// not copied: the acts they guarded are done. The source is only read.
 //
 // Migrate refuses (ErrMigrated) when the target already holds bookings of
-// host. It writes in several transactions; if one fails, what was written
-// stays and the error says how much.
+// host, and (ErrMigrationBlocked) while a `chronos run` of the host holds a
+// live booking or a request of the host waits in line: those processes
+// watch the source by its ids. It writes in several transactions; if one
+// fails, what was written stays and the error says how much. It reads
+// back what it wrote and says if anything differs.
 func Migrate(from, to storage.Store, host string) (MigrationReport, error) {
-	rep := MigrationReport{Host: host, IDs: map[uint64]uint64{}, Policy: "none"}
+	fromShared, toShared := isShared(from), isShared(to)
+	rep := MigrationReport{Host: host, IDs: map[uint64]uint64{}, Policy: "none", From: kindOf(fromShared), To: kindOf(toShared)}
 	if !validHost(host) {
 		return rep, inputErr("host %q: give the name the host has in the lab (--host)", host)
 	}
-	var parts []storage.Partition
-	var events []storage.Event
-	var pol storage.Policy
-	var inv storage.Inventory
-	var hasPol, hasInv bool
-	err := from.View(func(tx *storage.Tx) error {
-		var err error
-		if parts, err = tx.Partitions(); err != nil {
-			return err
-		}
-		if events, err = tx.Events(0, 0); err != nil {
-			return err
-		}
-		if pol, hasPol, err = tx.Policy(); err != nil {
-			return err
-		}
-		inv, hasInv, err = tx.Inventory()
-		return err
-	})
-	if err != nil {
+	if fromShared == toShared {
+		return rep, inputErr("migrate moves a host between its ledger file and a lab's ledger on etcd; %s and %s are both %s ledgers", from, to, rep.From)
+	}
+	// A file's records carry no host; a shared ledger's carry each host's.
+	fromHost, toHost := "", host
+	if fromShared {
+		fromHost, toHost = host, ""
+	}
+	var src hostPart
+	if err := from.View(func(tx *storage.Tx) error { return src.read(tx, fromHost, !fromShared) }); err != nil {
 		return rep, fmt.Errorf("read %s: %w", from, err)
 	}
+	if err := src.blocked(from); err != nil {
+		return rep, err
+	}
+	if err := migrateStart(to, src, host, toHost, &rep); err != nil {
+		return rep, err
+	}
+	if err := src.write(to, toHost, &rep); err != nil {
+		return rep, err
+	}
+	return rep, src.check(to, toHost, rep.IDs)
+}
 
-	err = to.Update(func(tx *storage.Tx) error {
+func isShared(s storage.Store) bool { _, ok := s.(storage.Presence); return ok }
+
+func kindOf(shared bool) string {
+	if shared {
+		return "etcd"
+	}
+	return "file"
+}
+
+// read takes host's part of the ledger tx reads. The whole of a file is
+// its host's: its unbooked use and events of no booking come too.
+func (h *hostPart) read(tx *storage.Tx, host string, whole bool) error {
+	all, err := tx.Partitions()
+	if err != nil {
+		return err
+	}
+	ids := map[uint64]bool{}
+	for _, p := range all {
+		if p.Host == host {
+			h.parts = append(h.parts, p)
+			ids[p.ID] = true
+		}
+	}
+	events, err := tx.Events(0, 0)
+	if err != nil {
+		return err
+	}
+	h.events = slices.DeleteFunc(events, func(e storage.Event) bool { return !ids[e.Partition] && !(whole && e.Partition == 0) })
+	reqs, err := tx.Requests()
+	if err != nil {
+		return err
+	}
+	h.requests = slices.DeleteFunc(reqs, func(r storage.Request) bool { return r.Host != host })
+	usage, err := tx.BookingUsages()
+	if err != nil {
+		return err
+	}
+	for id, u := range usage {
+		if ids[id] {
+			h.usage = append(h.usage, u)
+		}
+	}
+	slices.SortFunc(h.usage, func(a, b storage.BookingUsage) int { return int(a.Partition) - int(b.Partition) })
+	err = tx.EachHeld(func(uid int, held storage.Held) error {
+		if ids[held.Partition] {
+			h.held = append(h.held, heldOf{uid, held})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if h.users, err = tx.UserUsages(); err != nil {
+		return err
+	}
+	if h.policy, h.hasPolicy, err = tx.Policy(); err != nil {
+		return err
+	}
+	if h.inv, h.hasInv, err = tx.HostInventory(host); err != nil {
+		return err
+	}
+	for _, d := range h.inv.Devices {
+		ms, err := tx.GPUMinutes(time.Time{}, time.Unix(1<<40, 0), d.UUID)
+		if err != nil {
+			return err
+		}
+		h.minutes = append(h.minutes, ms...)
+	}
+	if whole {
+		h.unbooked, err = tx.Unbooked(time.Time{})
+	}
+	return err
+}
+
+// blocked refuses a move that would strand a process of this host which
+// works on the source by its ids: a live `chronos run` (it releases its
+// booking there when its command ends) or a waiter in line (it is granted
+// there).
+func (h *hostPart) blocked(from storage.Store) error {
+	for _, p := range h.parts {
+		if p.State != storage.Live {
+			continue
+		}
+		if f := fateOf(p); f == wrapperAlive || f == wrapperGoneCommandRuns || f == wrapperUnknown && p.Wrapper != nil {
+			return fmt.Errorf("%w: booking %d (%s) is held by chronos run (pid %d on %s), which names it by its id in %s: migrate once it has ended",
+				ErrMigrationBlocked, p.ID, Printable(p.User), p.Wrapper.PID, Printable(p.Wrapper.Host), from)
+		}
+	}
+	for _, r := range h.requests {
+		if r.State != storage.Waiting {
+			continue
+		}
+		if f := fateOfProcess(r.Waiter); f == processAlive || f == processUnknown {
+			return fmt.Errorf("%w: request %d (%s) waits in the line of %s, and its waiter (pid %d) watches that ledger: let it start, or cancel it (chronos queue cancel %d), then migrate",
+				ErrMigrationBlocked, r.ID, Printable(r.User), from, r.Waiter.PID, r.ID)
+		}
+	}
+	// A request whose waiter is gone leaves the line at the next look; it
+	// is not carried.
+	h.requests = slices.DeleteFunc(h.requests, func(r storage.Request) bool { return r.State == storage.Waiting })
+	return nil
+}
+
+// migrateStart refuses a target that holds host's bookings already, and
+// writes the policy and the inventory.
+func migrateStart(to storage.Store, src hostPart, host, toHost string, rep *MigrationReport) error {
+	return to.Update(func(tx *storage.Tx) error {
 		there, err := tx.Partitions()
 		if err != nil {
 			return err
 		}
-		if n := countFunc(there, func(p storage.Partition) bool { return p.Host == host }); n > 0 {
-			return fmt.Errorf("%w: %s holds %d bookings of host %s (a migration ran before, or this host booked there); nothing was copied",
-				ErrMigrated, to, n, host)
+		if n := countFunc(there, func(p storage.Partition) bool { return p.Host == toHost }); n > 0 {
+			what := "bookings of host " + host
+			if toHost == "" {
+				what = "bookings of its own"
+			}
+			return fmt.Errorf("%w: %s holds %d %s (a migration ran before, or this host booked there); nothing was copied",
+				ErrMigrated, to, n, what)
 		}
 		old, ok, err := tx.Policy()
 		switch {
 		case err != nil:
 			return err
-		case !hasPol:
+		case !src.hasPolicy:
 		case !ok:
 			rep.Policy = "copied"
-			if err := tx.PutPolicy(pol); err != nil {
+			if err := tx.PutPolicy(src.policy); err != nil {
 				return err
 			}
-		case reflect.DeepEqual(old, pol):
+		case reflect.DeepEqual(old, src.policy):
 			rep.Policy = "the same"
 		default:
 			rep.Policy = "kept the target's"
 		}
-		if hasInv {
-			rep.Inventory = true
-			return tx.PutHostInventory(host, inv)
+		if !src.hasInv {
+			return nil
 		}
+		rep.Inventory = true
+		inv := src.inv
+		inv.Host = toHost
+		return tx.PutHostInventory(toHost, inv)
+	})
+}
+
+// inChunks runs put over recs in transactions of at most n records each,
+// counting into done what committed.
+func inChunks[T any](to storage.Store, what string, recs []T, n int, done *int, put func(*storage.Tx, T) error) error {
+	for chunk := range slices.Chunk(recs, n) {
+		err := to.Update(func(tx *storage.Tx) error {
+			for _, r := range chunk {
+				if err := put(tx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w (after copying %d of %d %s)", err, *done, len(recs), what)
+		}
+		*done += len(chunk)
+	}
+	return nil
+}
+
+// write copies h into to, labelled toHost, bookings first: every other
+// record names its booking by the id write hands out.
+func (h *hostPart) write(to storage.Store, toHost string, rep *MigrationReport) error {
+	ids := rep.IDs
+	err := inChunks(to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p storage.Partition) error {
+		old := p.ID
+		p.ID, p.Host = 0, toHost
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		ids[old] = p.ID
 		return nil
 	})
 	if err != nil {
-		return rep, err
+		return err
 	}
-
-	for chunk := range slices.Chunk(parts, migrateBookingsPerTx) {
-		err := to.Update(func(tx *storage.Tx) error {
-			for _, p := range chunk {
-				oldID := p.ID
-				p.ID, p.Host = 0, host
-				if err := tx.PutPartition(&p); err != nil {
-					return err
-				}
-				rep.IDs[oldID] = p.ID
-			}
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("%w (after copying %d of %d bookings)", err, rep.Bookings, len(parts))
-		}
-		rep.Bookings += len(chunk)
-		rep.Live += countFunc(chunk, func(p storage.Partition) bool { return p.State == storage.Live })
-	}
-	for chunk := range slices.Chunk(events, migrateEventsPerTx) {
-		err := to.Update(func(tx *storage.Tx) error {
-			for _, e := range chunk {
+	rep.Live = countFunc(h.parts, func(p storage.Partition) bool { return p.State == storage.Live })
+	steps := []func() error{
+		func() error {
+			return inChunks(to, "booking usages", h.usage, migrateRecordsPerTx, &rep.Holds, func(tx *storage.Tx, u storage.BookingUsage) error {
+				u.Partition = ids[u.Partition]
+				return tx.PutBookingUsage(u)
+			})
+		},
+		func() error {
+			return inChunks(to, "held intervals", h.held, migrateRecordsPerTx, &rep.Held, func(tx *storage.Tx, held heldOf) error {
+				held.Partition = ids[held.Partition]
+				return tx.AddHeld(held.uid, held.Held)
+			})
+		},
+		func() error {
+			return inChunks(to, "events", h.events, migrateRecordsPerTx, &rep.Events, func(tx *storage.Tx, e storage.Event) error {
 				if e.Partition != 0 {
-					e.Partition = rep.IDs[e.Partition]
+					e.Partition = ids[e.Partition]
 				}
-				if err := tx.AddEvent(e); err != nil {
-					return err
+				return tx.AddEvent(e)
+			})
+		},
+		func() error {
+			return inChunks(to, "past requests", h.requests, migrateRecordsPerTx, &rep.Requests, func(tx *storage.Tx, r storage.Request) error {
+				r.ID, r.Host = 0, toHost
+				if r.Partition != 0 {
+					r.Partition = ids[r.Partition]
 				}
-			}
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("%w (after copying every booking and %d of %d events)", err, rep.Events, len(events))
-		}
-		rep.Events += len(chunk)
+				return tx.PutRequest(&r)
+			})
+		},
+		func() error {
+			return inChunks(to, "users' usage", h.users, migrateRecordsPerTx, &rep.Users, addUserUsage)
+		},
+		func() error {
+			return inChunks(to, "GPU minutes", h.minutes, migrateRecordsPerTx, &rep.Minutes, func(tx *storage.Tx, m storage.GPUMinute) error {
+				m.Active, m.Idle = renumber(m.Active, ids), renumber(m.Idle, ids)
+				return tx.PutGPUMinute(m)
+			})
+		},
+		func() error {
+			var n int
+			return inChunks(to, "unbooked use", h.unbooked, migrateRecordsPerTx, &n, func(tx *storage.Tx, u storage.UnbookedUse) error {
+				return tx.AddUnbooked(u.Day, u.UID, u.User, u.GPUTime)
+			})
+		},
 	}
-	return rep, nil
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("%w; every booking was copied", err)
+		}
+	}
+	return nil
+}
+
+// addUserUsage adds u to what the target holds of its user: decayed usage
+// adds up, each part decayed to the later of the two instants.
+func addUserUsage(tx *storage.Tx, u storage.UserUsage) error {
+	there, ok, err := tx.UserUsage(u.UID)
+	if err != nil || !ok {
+		if err == nil {
+			err = tx.PutUserUsage(u)
+		}
+		return err
+	}
+	pol, err := policyIn(tx)
+	if err != nil {
+		return err
+	}
+	at := later(u.At, there.At)
+	there.GPUSeconds = decay(there.GPUSeconds, there.At, at, pol.HalfLife) + decay(u.GPUSeconds, u.At, at, pol.HalfLife)
+	there.At = at
+	return tx.PutUserUsage(there)
+}
+
+// renumber maps booking ids through ids, leaving out those not copied.
+func renumber(in []uint64, ids map[uint64]uint64) []uint64 {
+	var out []uint64
+	for _, id := range in {
+		if n, ok := ids[id]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// check reads back every booking and booking usage Migrate wrote and
+// says which differ from the source.
+func (h *hostPart) check(to storage.Store, toHost string, ids map[uint64]uint64) error {
+	return to.View(func(tx *storage.Tx) error {
+		for _, want := range h.parts {
+			old := want.ID
+			want.ID, want.Host, want.V = ids[old], toHost, storage.SchemaVersion
+			got, err := tx.Partition(want.ID)
+			if err != nil {
+				return fmt.Errorf("check: booking %d (was %d): %w", want.ID, old, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				return fmt.Errorf("check: booking %d (was %d) reads back as %+v, not %+v", want.ID, old, got, want)
+			}
+		}
+		for _, want := range h.usage {
+			want.Partition = ids[want.Partition]
+			got, ok, err := tx.BookingUsage(want.Partition)
+			if err != nil || !ok || !reflect.DeepEqual(got, want) {
+				return fmt.Errorf("check: booking %d's usage (holds, idle time) reads back as %+v (%v), not %+v", want.Partition, got, err, want)
+			}
+		}
+		return nil
+	})
 }
 
 func countFunc[T any](s []T, f func(T) bool) int {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestMigrate(t *testing.T) {
 
 	rep, err := Migrate(f1, lab, "gpu3")
 	require.NoError(t, err)
-	require.Equal(t, MigrationReport{Host: "gpu3", Bookings: 3, Live: 2, Events: 5, Policy: "copied", Inventory: true,
+	require.Equal(t, MigrationReport{Host: "gpu3", From: "file", To: "etcd", Bookings: 3, Live: 2, Events: 5, Policy: "copied", Inventory: true,
 		IDs: map[uint64]uint64{1: 1, 2: 2, 3: 3}}, rep)
 	rep, err = Migrate(f2, lab, "gpu4")
 	require.NoError(t, err)
@@ -109,4 +110,122 @@ func TestMigrateLargeLedger(t *testing.T) {
 	live, err := hostClient(lab, "gpu5", alice).List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 65)
+}
+
+// Everything of a host's goes in, and its part comes back out: a hold and
+// the idle time of a live booking, the interval a released one held (hours
+// quotas count it), the users' fair-share usage (added to what the lab
+// holds), the line's past. Out again, only that host's bookings come, as
+// the file's own, and the file's client sees them live and held.
+func TestMigrateCarriesEverythingBothWays(t *testing.T) {
+	t.Parallel()
+	lab := storetest.Etcd(t, etcdtest.Shared(t))()
+	clock := newFakeClock()
+	file := hostFile(t, clock)
+	a := clientOn(file, clock, alice)
+	_, err := a.Hold(3, time.Hour, "preprocessing on CPU")
+	require.NoError(t, err)
+	// A past request: bob waited, then left the line.
+	b := clientOn(file, clock, bob)
+	held, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	_, q, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, q)
+	require.NoError(t, b.Cancel(q.ID))
+	clock.Advance(20 * time.Minute)
+	_, err = b.Release(held.ID)
+	require.NoError(t, err)
+	// Bob has used GPU time in the lab before (another host).
+	other := hostClient(lab, "gpu1", bob)
+	other.clock = clock
+	p, err := other.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	require.NoError(t, err)
+	clock.Advance(30 * time.Minute)
+	_, err = other.Release(p.ID)
+	require.NoError(t, err)
+	before := usageOf(t, lab, bob.UID)
+
+	rep, err := Migrate(file, lab, "gpu3")
+	require.NoError(t, err)
+	require.Equal(t, 4, rep.Bookings)
+	require.Equal(t, 1, rep.Requests)
+	require.GreaterOrEqual(t, rep.Holds, 1)
+	require.Equal(t, 1, rep.Held, "bob's 20 minutes count toward hours quotas in the lab")
+	require.Equal(t, 1, rep.Users)
+	hold := rep.IDs[3]
+	in := hostClient(lab, "gpu3", alice)
+	in.clock = clock
+	u, err := in.BookingUsage(hold)
+	require.NoError(t, err)
+	require.Equal(t, "preprocessing on CPU", u.HoldReason)
+	require.Greater(t, usageOf(t, lab, bob.UID), before, "bob's use on the file adds to his use in the lab")
+
+	out := storage.New(filepath.Join(t.TempDir(), "back.db"))
+	back, err := Migrate(lab, out, "gpu3")
+	require.NoError(t, err)
+	require.Equal(t, "etcd", back.From)
+	require.Equal(t, "file", back.To)
+	require.Equal(t, 4, back.Bookings, "gpu3's bookings, not gpu1's")
+	require.Equal(t, 1, back.Requests)
+	mine := clientOn(out, clock, alice)
+	live, err := mine.List(false)
+	require.NoError(t, err)
+	require.Len(t, live, 1, "alice's 48-hour booking; the rest ended")
+	for _, p := range live {
+		require.Empty(t, p.Host, "a file's bookings are its host's")
+	}
+	u, err = mine.BookingUsage(back.IDs[hold])
+	require.NoError(t, err)
+	require.Equal(t, "preprocessing on CPU", u.HoldReason)
+
+	_, err = Migrate(lab, out, "gpu3")
+	require.ErrorIs(t, err, ErrMigrated, "the file holds bookings of its own now")
+	_, err = Migrate(file, out, "gpu3")
+	require.ErrorIs(t, err, ErrInput, "two files: nothing to move between")
+}
+
+// usageOf is uid's decayed usage as the ledger holds it.
+func usageOf(t *testing.T, s storage.Store, uid int) float64 {
+	t.Helper()
+	var u storage.UserUsage
+	require.NoError(t, s.View(func(tx *storage.Tx) error {
+		var err error
+		u, _, err = tx.UserUsage(uid)
+		return err
+	}))
+	return u.GPUSeconds
+}
+
+// A host whose processes still work on the file by its ids is not moved:
+// a waiter would be granted on the file, a chronos run would release its
+// booking there. Nothing is written; the message says what to do.
+func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	file := hostFile(t, clock)
+	b := clientOn(file, clock, bob)
+	_, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	_, q, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	require.NoError(t, err)
+
+	lab := storetest.Etcd(t, etcdtest.Shared(t))()
+	_, err = Migrate(file, lab, "gpu3")
+	require.ErrorIs(t, err, ErrMigrationBlocked)
+	require.ErrorContains(t, err, fmt.Sprintf("request %d (bob) waits in the line", q.ID))
+	require.ErrorContains(t, err, fmt.Sprintf("chronos queue cancel %d", q.ID))
+	require.NoError(t, lab.View(func(tx *storage.Tx) error {
+		parts, err := tx.Partitions()
+		require.Empty(t, parts, "nothing written")
+		return err
+	}))
+
+	require.NoError(t, b.Cancel(q.ID))
+	w, err := thisWrapper(0)
+	require.NoError(t, err)
+	require.NoError(t, b.recordWrapper(4, w))
+	_, err = Migrate(file, lab, "gpu3")
+	require.ErrorIs(t, err, ErrMigrationBlocked)
+	require.ErrorContains(t, err, "booking 4 (bob) is held by chronos run")
 }

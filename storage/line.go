@@ -223,18 +223,40 @@ func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
 		if len(k) != 24 || string(k[:8]) != string(prefix) {
 			return false, nil
 		}
-		if len(v) != 16 {
-			return false, fmt.Errorf("%w: held %x: value of %d bytes", ErrDamaged, k, len(v))
+		h, err := decodeHeld(k, v)
+		if err != nil {
+			return false, err
 		}
-		out = append(out, Held{
-			Partition: binary.BigEndian.Uint64(k[16:]),
-			Start:     time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
-			End:       time.Unix(0, int64(binary.BigEndian.Uint64(k[8:]))).UTC(),
-			SharePPM:  int64(binary.BigEndian.Uint64(v[8:])),
-		})
+		out = append(out, h)
 		return true, nil
 	})
 	return out, err
+}
+
+// decodeHeld reads one held interval: its key (user, end, booking) and
+// its 16-byte value (start, share).
+func decodeHeld(k, v []byte) (Held, error) {
+	if len(k) != 24 || len(v) != 16 {
+		return Held{}, fmt.Errorf("%w: held %x: key of %d bytes, value of %d", ErrDamaged, k, len(k), len(v))
+	}
+	return Held{
+		Partition: binary.BigEndian.Uint64(k[16:]),
+		Start:     time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+		End:       time.Unix(0, int64(binary.BigEndian.Uint64(k[8:]))).UTC(),
+		SharePPM:  int64(binary.BigEndian.Uint64(v[8:])),
+	}, nil
+}
+
+// EachHeld visits every user's held intervals, by user, then end: what a
+// migration copies.
+func (tx *Tx) EachHeld(fn func(uid int, h Held) error) error {
+	return tx.scan(bucketHeld, nil, false, func(k, v []byte) (bool, error) {
+		h, err := decodeHeld(k, v)
+		if err != nil {
+			return false, err
+		}
+		return true, fn(int(binary.BigEndian.Uint64(k)), h)
+	})
 }
 
 // HeldDropMax is the most intervals one call of DropHeld lets go of: a
