@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -16,8 +18,9 @@ func doctorCmd(g *globals) *cobra.Command {
 		Short: "Check the ledger file for damage; --repair rebuilds it from what can be read",
 		Long: `Check the ledger: that it opens, passes bbolt's consistency check, has a
 schema this chronos reads, that every record decodes, that the index of live
-bookings matches them, that every booking has its "created" event, and that no
-GPU is booked past 100%.
+bookings matches them, that every booking has its "created" event and every
+ended one the event that ended it, and that no GPU is booked past 100%. A
+ledger on etcd gets the same checks of its records (etcd keeps its pages).
 
 With --repair a damaged ledger is rebuilt: the damaged file is kept as
 <ledger>.damaged-<time>, every record that can still be read is copied into a
@@ -53,6 +56,17 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 					fmt.Fprintf(out, "The backup is damaged%s. The first write 10 minutes after the backup last changed replaces it; "+
 						"remove it to have the next write make a fresh one.\n", whole)
 				}
+			}
+			cfg, err := g.storeConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.Etcd() {
+				if repair {
+					return usageError{fmt.Errorf("doctor --repair rebuilds a ledger file; the ledger is on etcd (%s), which keeps its data whole: "+
+						"restore an etcd snapshot (etcdutl snapshot restore) to undo damage", cfg.Store)}
+				}
+				return g.diagnoseStore(cmd, cfg, asJSON, printDiagnosis)
 			}
 			l, err := g.ledger()
 			if err != nil {
@@ -113,4 +127,27 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 	cmd.Flags().BoolVar(&force, "force", false, "with --repair: replace even a file that never was a chronos ledger")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// diagnoseStore checks the records of a ledger on etcd: its pages are
+// etcd's to keep whole.
+func (g *globals) diagnoseStore(cmd *cobra.Command, cfg core.StoreConfig, asJSON bool, print func(storage.Diagnosis)) error {
+	s, err := core.OpenStore(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := storage.DiagnoseStore(s, clock.System().Now())
+	if err != nil {
+		return err
+	}
+	d.Backup = "etcd's own (etcdctl snapshot save)"
+	if asJSON {
+		err = printJSON(cmd.OutOrStdout(), d)
+	} else {
+		print(d)
+	}
+	if err == nil && !d.Healthy {
+		err = exitStatus{code: exitError}
+	}
+	return err
 }

@@ -249,3 +249,18 @@ func TestMigrateCommand(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s+\S+\s+0\s+50%`, r.stdout)
 	require.Regexp(t, `(?m)^2\s+\S+\s+1\s+50%`, r.stdout)
 }
+
+// doctor checks a lab's ledger on etcd as it checks a file's records, and
+// says a repair is etcd's own business.
+func TestDoctorOnEtcd(t *testing.T) {
+	t.Parallel()
+	lab := labStore(t)
+	require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
+	require.Equal(t, 0, onHost(t, lab, "gpu1", "release", "1").code)
+	r := onHost(t, lab, "gpu1", "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Ledger "+lab+": healthy. 1 bookings (0 live), 2 events")
+	r = onHost(t, lab, "gpu1", "doctor", "--repair")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "etcdutl snapshot restore")
+}

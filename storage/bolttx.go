@@ -95,6 +95,14 @@ func (t boltTx) NextSequence(bucket []byte) (uint64, error) {
 	return b.NextSequence()
 }
 
+// Sequence is the bucket's last handed-out number (see Sequencer).
+func (t boltTx) Sequence(bucket []byte) (uint64, error) {
+	if b := t.btx.Bucket(bucket); b != nil {
+		return b.Sequence(), nil
+	}
+	return 0, nil
+}
+
 func (t boltTx) Writable() bool { return t.btx.Writable() }
 
 func bucketNames(btx *bolt.Tx) []string {

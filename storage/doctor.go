@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -199,118 +198,15 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 		d.problem("the policy does not decode")
 	}
 
-	stored := map[uint64]Partition{}
-	if b := btx.Bucket(bucketPartitions); b != nil {
-		var maxID uint64
-		walk(b, "partitions", d, func(k, v []byte) {
-			var p Partition
-			if len(k) != 8 {
-				d.problem("partition key %x is not an id", k)
-				return
-			}
-			id := binary.BigEndian.Uint64(k)
-			if err := decode(v, &p); err != nil {
-				d.problem("partition %d does not decode: %v", id, err)
-				return
-			}
-			if msg := p.invalid(id); msg != "" {
-				d.problem("partition %d: %s", id, msg)
-			}
-			stored[id] = p
-			maxID = max(maxID, id)
-		})
-		if b.Sequence() < maxID {
-			d.problem("the partition id counter (%d) is behind the highest id (%d): ids would be reused", b.Sequence(), maxID)
-		}
-		have.parts = max(b.Sequence(), maxID)
+	tx, err := NewTx(boltTx{btx})
+	if err != nil {
+		d.problem("%v", err)
+		return have
 	}
-	d.Partitions = len(stored)
-	indexed := map[uint64]bool{}
-	if b := btx.Bucket(bucketLive); b != nil {
-		walk(b, "live", d, func(k, _ []byte) {
-			if len(k) != 8 {
-				d.problem("live index key %x is not an id", k)
-				return
-			}
-			id := binary.BigEndian.Uint64(k)
-			indexed[id] = true
-			switch p, ok := stored[id]; {
-			case !ok:
-				d.problem("the live index lists partition %d, which does not exist", id)
-			case p.State != Live:
-				d.problem("the live index lists partition %d, which is %s", id, p.State)
-			}
-		})
-	}
-	used := map[int]int64{}
-	for id, p := range stored {
-		if p.State == Live {
-			d.Live++
-			if !indexed[id] {
-				d.problem("partition %d is live but missing from the live index (admission would not count it)", id)
-			}
-			if p.LiveAt(now) {
-				used[p.Device] += p.SharePPM
-			}
-		}
-	}
-	for dev, ppm := range used {
-		if ppm > 1_000_000 {
-			d.problem("GPU %d is booked %.2f%% by its live partitions", dev, float64(ppm)/1e4)
-		}
-	}
-	created := map[uint64]bool{}
-	if b := btx.Bucket(bucketEvents); b != nil {
-		var maxSeq uint64
-		walk(b, "events", d, func(k, v []byte) {
-			if len(k) != 8 {
-				d.problem("event key %x is not a number", k)
-				return
-			}
-			seq := binary.BigEndian.Uint64(k)
-			var e Event
-			if err := decode(v, &e); err != nil {
-				d.problem("event %d does not decode: %v", seq, err)
-				return
-			}
-			if e.Seq != seq {
-				d.problem("event %d says it is event %d", seq, e.Seq)
-			}
-			if e.Kind == EventCreated {
-				created[e.Partition] = true
-			}
-			maxSeq = max(maxSeq, seq)
-			d.Events++
-		})
-		if b.Sequence() < maxSeq {
-			d.problem("the event counter (%d) is behind the newest event (%d)", b.Sequence(), maxSeq)
-		}
-		have.events = max(b.Sequence(), maxSeq)
-	}
-	var missing []uint64
-	for id := range stored {
-		if !created[id] {
-			missing = append(missing, id)
-		}
-	}
-	slices.Sort(missing)
-	for i, id := range missing {
-		if i == 10 {
-			d.problem("%d more partitions have no created event", len(missing)-10)
-			break
-		}
-		d.problem("partition %d has no created event", id)
-	}
-	if b := btx.Bucket(bucketClaims); b != nil {
-		walk(b, "claims", d, func(k, v []byte) {
-			var c Claim
-			if err := decode(v, &c); err != nil {
-				d.problem("claim %q does not decode", k)
-				return
-			}
-			d.Claims++
-		})
-	}
+	guard(func() error {
+		have = inspectRecords(tx, d, now)
+		return nil
+	}, func(msg string) { d.problem("reading the records failed: %s", msg) })
 	return have
 }
 
@@ -339,6 +235,8 @@ func (p Partition) invalid(id uint64) string {
 		return fmt.Sprintf("stored under id %d but says it is %d", id, p.ID)
 	case p.V > SchemaVersion:
 		return fmt.Sprintf("record version %d is newer than this chronos", p.V)
+	case p.State == "":
+		return "has no state: list hides it, yet the live index may make admission count it"
 	case p.State != Live && p.State != Released && p.State != Expired:
 		return fmt.Sprintf("unknown state %q", p.State)
 	case p.SharePPM <= 0 || p.SharePPM > 1_000_000:

@@ -484,12 +484,15 @@ func (s *salvage) build() ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		created := map[uint64]bool{}
+		created, ended := map[uint64]bool{}, map[uint64]bool{}
 		var maxSeq uint64
 		for _, seq := range sortedKeys(s.events) {
 			e := s.events[seq]
-			if e.Kind == EventCreated {
+			switch e.Kind {
+			case EventCreated:
 				created[e.Partition] = true
+			case EventReleased, EventExpired, EventReclaimed:
+				ended[e.Partition] = true
 			}
 			if err := put(raw, bucketEvents, key(seq), e); err != nil {
 				return err
@@ -507,11 +510,8 @@ func (s *salvage) build() ([]byte, error) {
 				return err
 			}
 			maxID = id
-			if !created[id] {
-				if err := tx.AddEvent(Event{Time: now, Kind: EventCreated, Partition: id, UID: p.UID, User: p.User,
-					Detail: "restored by chronos doctor: the original event was lost (booked " + p.Created.UTC().Format(time.RFC3339) + ")"}); err != nil {
-					return err
-				}
+			if err := restoreEvents(tx, p, now, created[id], ended[id]); err != nil {
+				return err
 			}
 		}
 		if err := btx.Bucket(bucketPartitions).SetSequence(max(maxID, s.partSeq)); err != nil {
@@ -762,4 +762,27 @@ func wasLedger(data []byte) bool {
 func hasBackup(path string) bool {
 	st, err := os.Lstat(BackupPath(path))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// restoreEvents adds the events a repair found lost for p: its "created",
+// and the one that ended it, each saying it was restored. The audit trail
+// then has every booking's beginning and end, as doctor checks.
+func restoreEvents(tx *Tx, p Partition, now time.Time, created, ended bool) error {
+	restored := func(kind EventKind, what string, at time.Time) error {
+		return tx.AddEvent(Event{Time: now, Kind: kind, Partition: p.ID, UID: p.UID, User: p.User,
+			Detail: "restored by chronos doctor: the original event was lost (" + what + " " + at.UTC().Format(time.RFC3339) + ")"})
+	}
+	if !created {
+		if err := restored(EventCreated, "booked", p.Created); err != nil {
+			return err
+		}
+	}
+	switch {
+	case ended:
+	case p.State == Released:
+		return restored(EventReleased, "released by", p.End())
+	case p.State == Expired:
+		return restored(EventExpired, "ended", p.End())
+	}
+	return nil
 }

@@ -632,23 +632,30 @@ func (t *tx) Delete(bucket, key []byte) error {
 	return t.put(t.s.bucketPrefix(bucket)+string(key), write{deleted: true})
 }
 
-func (t *tx) NextSequence(bucket []byte) (uint64, error) {
+// Sequence is the bucket's last handed-out number (see storage.Sequencer).
+func (t *tx) Sequence(bucket []byte) (uint64, error) {
 	if err := checkBucket(bucket); err != nil {
 		return 0, err
 	}
 	k := t.s.seqKey(bucket)
 	v, err := t.getKey(k)
+	if err != nil || v == nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: sequence %s: %q", storage.ErrDamaged, k, v)
+	}
+	return n, nil
+}
+
+func (t *tx) NextSequence(bucket []byte) (uint64, error) {
+	n, err := t.Sequence(bucket)
 	if err != nil {
 		return 0, err
 	}
-	var n uint64
-	if v != nil {
-		if n, err = strconv.ParseUint(string(v), 10, 64); err != nil {
-			return 0, fmt.Errorf("%w: sequence %s: %q", storage.ErrDamaged, k, v)
-		}
-	}
 	n++
-	return n, t.put(k, write{value: []byte(strconv.FormatUint(n, 10))})
+	return n, t.put(t.s.seqKey(bucket), write{value: []byte(strconv.FormatUint(n, 10))})
 }
 
 // scanPage is the first page of a scan; later pages grow, so that a scan
