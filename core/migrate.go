@@ -149,7 +149,7 @@ func (h *hostPart) read(tx *storage.Tx, host string, whole bool) error {
 	if err != nil {
 		return err
 	}
-	h.events = slices.DeleteFunc(events, func(e storage.Event) bool { return !ids[e.Partition] && !(whole && e.Partition == 0) })
+	h.events = slices.DeleteFunc(events, func(e storage.Event) bool { return !ids[e.Partition] && (!whole || e.Partition != 0) })
 	reqs, err := tx.Requests()
 	if err != nil {
 		return err
@@ -406,8 +406,11 @@ func (h *hostPart) check(to storage.Store, toHost string, ids map[uint64]uint64)
 		for _, want := range h.usage {
 			want.Partition = ids[want.Partition]
 			got, ok, err := tx.BookingUsage(want.Partition)
-			if err != nil || !ok || !reflect.DeepEqual(got, want) {
-				return fmt.Errorf("check: booking %d's usage (holds, idle time) reads back as %+v (%v), not %+v", want.Partition, got, err, want)
+			if err != nil {
+				return fmt.Errorf("check: booking %d's usage: %w", want.Partition, err)
+			}
+			if !ok || !reflect.DeepEqual(got, want) {
+				return fmt.Errorf("check: booking %d's usage (holds, idle time) reads back as %+v, not %+v", want.Partition, got, want)
 			}
 		}
 		return nil

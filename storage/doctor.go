@@ -210,24 +210,6 @@ func inspect(btx *bolt.Tx, d *Diagnosis, now time.Time) (have counters) {
 	return have
 }
 
-// walk visits a bucket's records; a panic part way (a damaged page) is
-// reported, and what was read before it stands.
-func walk(b *bolt.Bucket, name string, d *Diagnosis, fn func(k, v []byte)) {
-	var last []byte
-	guard(func() error {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			last = k
-			if v == nil && b.Bucket(k) != nil {
-				d.problem("unexpected bucket %q inside %s", k, name)
-				continue
-			}
-			fn(k, v)
-		}
-		return nil
-	}, func(msg string) { d.problem("reading %s failed after key %x: %s", name, last, msg) })
-}
-
 // invalid says what is wrong with a partition stored under id, or "".
 func (p Partition) invalid(id uint64) string {
 	switch {
