@@ -7,7 +7,7 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// Fair share, as DESIGN.md says: each user's usage U decays with the
+// Fair share, as docs/fairness.md says: each user's usage U decays with the
 // policy's half-life H and grows by what their bookings hold (share in
 // GPU-equivalents × seconds actually held), on whichever host. It is
 // measured against the lab's capacity (every GPU of every host), not
