@@ -69,7 +69,7 @@ type MonitorOptions struct {
 	// Name identifies this monitor in claims; "host:pid" when empty.
 	Name string
 	// Root says the monitor may signal any user's process; when nil, it is
-	// whether the process runs as root.
+	// RealRoot().
 	Root *bool
 	// OnNotice is called with every notice to this monitor's user (an idle
 	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
@@ -160,7 +160,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify, c.clock)}
+	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
