@@ -8,6 +8,14 @@ import (
 	"sync"
 )
 
+// Only root keeps other users' records (releases a booking whose `chronos
+// run` is gone, drops a request whose waiting process is gone, reclaims an
+// idle booking): any other process may see another user's processes as gone
+// when they run. It may be in a user, pid or mount namespace of its own with
+// another boot id, or /proc may be mounted hidepid=2, so its view of /proc
+// says nothing of other users' processes. Every process keeps its own user's
+// records, as seen from its own view, as before.
+
 // RealRoot reports whether this process is the host's superuser: effective
 // uid 0 in the initial user namespace. Inside `unshare -r` (or a rootless
 // container) the effective uid is 0 too, but only over the namespace its
@@ -40,6 +48,11 @@ var hostUID = sync.OnceValue(func() int {
 	}
 	return uid
 })
+
+// keepsRecordsOf says whether a process keeps uid's records from its own
+// view of processes: root (as root says: RealRoot, or a monitor told so)
+// keeps everyone's; any other process its own user's only.
+func keepsRecordsOf(root bool, uid int) bool { return root || uid == hostUID() }
 
 // uidRange is one line of /proc/self/uid_map: count uids from inside (in
 // this process's namespace) are outside.. in its parent's.
