@@ -1,10 +1,12 @@
 package core
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +86,7 @@ func (r *keeperRig) state(id uint64) storage.State {
 func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
+	needUserNamespaces(t, nobody)
 	r := newKeeperRig(t)
 	theirs, wrapper := r.runBooking(r.other)
 	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(idleGPU)+" 0.5")
@@ -187,4 +190,48 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 			require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
 		})
 	}
+}
+
+// goneSignaller finds every process gone, as a member's monitor finds
+// another user's process hidden from its /proc (hidepid=2).
+type goneSignaller struct{}
+
+func (goneSignaller) Signal(pid int, _ uint64, _ syscall.Signal) error {
+	return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+}
+
+// A member's monitor that finds another user's process gone as it comes to
+// signal it at expiry leaves the signal to root's monitor, as one it may
+// not send, rather than taking it as done: root's monitor sends it.
+func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
+	t.Parallel()
+	owner := Identity{UID: uidOf(t, "daemon"), User: "daemon"}
+	sim := gpu.NewSim(gpu.SimOptions{})
+	clk := clock.NewFake(clock.System().Now())
+	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
+	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
+	require.NoError(t, err)
+	job := exec.Command("sleep", "60")
+	job.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))
+	asUser(job, owner.UID)
+	require.NoError(t, job.Start())
+	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(job.Process.Pid)
+		return err == nil && info.PartitionID != ""
+	}, 2*time.Second, 5*time.Millisecond)
+	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
+	clk.Set(p.Expires)
+
+	member := false
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Root: &member, Signaller: goneSignaller{}}).Tick()
+	require.NoError(t, err)
+	require.Nil(t, job.ProcessState)
+	require.Equal(t, []string{"created", "expired", "denied"}, eventKinds(t, c, p.ID))
+
+	keeper := true
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Root: &keeper}).Tick()
+	require.NoError(t, err)
+	require.Equal(t, syscall.SIGTERM, waitStatus(t, job, 2*time.Second).Signal())
+	require.Equal(t, []string{"created", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
 }

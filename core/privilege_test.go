@@ -30,11 +30,23 @@ func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// needUserNamespaces skips the test where uid may not make a user
+// namespace (kernel.unprivileged_userns_clone=0, no unshare).
+func needUserNamespaces(t *testing.T, uid int) {
+	t.Helper()
+	probe := exec.Command("unshare", "-U", "true")
+	asUser(probe, uid)
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("uid %d may not make a user namespace here: %v %s", uid, err, out)
+	}
+}
+
 // Inside `unshare -r` the effective uid is 0, but it is root only over the
 // namespace: not real root, and the user is the member who made it.
 func TestRealRootIsNotFooledByAUserNamespace(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
+	needUserNamespaces(t, nobody)
 	_, bin := otherUserDir(t)
 	require.Equal(t, "true 0", whoami(t, bin, 0, "env"), "root, on the host")
 	require.Equal(t, "false 0", whoami(t, bin, 0, "unshare", "-r"), "root inside its own user namespace")
