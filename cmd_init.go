@@ -74,7 +74,7 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 	if !cfg.Etcd() {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
-	if os.Geteuid() != 0 {
+	if !core.RealRoot() {
 		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
 	}
 	s, err := core.OpenStore(cfg)

@@ -187,6 +187,7 @@ const (
 	verdictIdle
 	verdictBusy
 	verdictUnknown // the GPU could not tell: never counted as idle
+	verdictUnseen  // idle to a monitor that doesn't keep its owner's records: not judged
 )
 
 // Writes account may make for one booking (its usage, an event, and a
@@ -310,6 +311,13 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.
 	case b.known > 0 && b.dark == 0:
 		verdict = verdictIdle
 	}
+	kept := keepsRecordsOf(m.root, p.UID)
+	if verdict == verdictIdle && !kept {
+		// No process seen may be processes hidden from this monitor
+		// (another user's, under hidepid=2 or from a namespace): idle is
+		// root's, or the owner's, to judge; the ladder waits for them.
+		verdict = verdictUnseen
+	}
 	switch verdict {
 	case verdictIdle:
 		u.Idle += held
@@ -324,7 +332,7 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.
 	u.Through = w.end()
 
 	var acts []Act
-	if p.LiveAt(now) {
+	if p.LiveAt(now) && kept {
 		var err error
 		if acts, err = m.ladder(tx, &p, &u, pol, now); err != nil {
 			return nil, verdict, err

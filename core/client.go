@@ -6,7 +6,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/user"
 	"strconv"
 	"time"
@@ -48,9 +47,10 @@ func (id Identity) Root() bool { return id.UID == 0 }
 // its owner or root.
 func (id Identity) MayChange(uid int) bool { return uid == id.UID || id.Root() }
 
-// CurrentIdentity is the user running this process.
+// CurrentIdentity is the user running this process, as the host knows
+// them: a member inside `unshare -r` is that member, not root.
 func CurrentIdentity() Identity {
-	uid := os.Getuid()
+	uid := hostUID()
 	return Identity{UID: uid, User: UserName(uid)}
 }
 

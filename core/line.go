@@ -377,9 +377,10 @@ func (b *books) prioritise(entries []QueueEntry) {
 // waiterAlive says whether a request's waiting process may still run.
 // Only a process of this machine is looked up (see fateOfProcess): one of
 // another host is left waiting, for that host's monitor and waiters to
-// look after.
+// look after. Only root looks up another user's (see keepsRecordsOf):
+// hidden from this process, it would look gone.
 func waiterAlive(r storage.Request) bool {
-	if r.Waiter.PID <= 0 {
+	if r.Waiter.PID <= 0 || !keepsRecordsOf(RealRoot(), r.UID) {
 		return true
 	}
 	f := fateOfProcess(r.Waiter)

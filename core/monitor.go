@@ -68,8 +68,8 @@ type MonitorOptions struct {
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
 	Name string
-	// Root says the monitor may signal any user's process; when nil, it is
-	// whether the process runs as root.
+	// Root says the monitor may signal any user's process and keeps every
+	// user's records (see keepsRecordsOf); when nil, it is RealRoot().
 	Root *bool
 	// OnNotice is called with every notice to this monitor's user (an idle
 	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
@@ -160,7 +160,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify, c.clock)}
+	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -336,7 +336,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if rs := readingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
 			readings = rs
 		}
-		release, orphaned = orphans(local, atts, now)
+		release, orphaned = orphans(local, atts, now, m.root)
 	}
 	if len(m.offline) > 0 {
 		// Signals sent while the ledger was away count as claimed: no
@@ -754,9 +754,12 @@ func (m *Monitor) signal(plans []signalPlan) error {
 		switch {
 		case err == nil:
 			m.o.Observer.Signalled(p.sig, p.cause)
-		case errors.Is(err, ErrProcessGone):
+		case errors.Is(err, ErrProcessGone) && keepsRecordsOf(m.root, p.proc.UID):
 			continue
-		case errors.Is(err, ErrNoPermission):
+		case errors.Is(err, ErrNoPermission), errors.Is(err, ErrProcessGone):
+			// Another user's process gone from this monitor's /proc may
+			// only be hidden from it (hidepid=2, a namespace): root's
+			// monitor looks again.
 			a.Kind = storage.EventDenied
 			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
 			denied = append(denied, p.key)

@@ -62,7 +62,7 @@ func InitShared(dir, group string) (string, error) {
 // directory is prepared as InitShared prepares SharedDir.
 func InitSharedAt(path, group string) (string, error) {
 	dir := filepath.Dir(path)
-	if os.Geteuid() != 0 {
+	if !RealRoot() {
 		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", ErrNotRoot)
 	}
 	gid := 0

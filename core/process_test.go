@@ -49,7 +49,8 @@ func playRole(role, db, arg string) int {
 	c := NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
-		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
+		_, err := c.Create(Request{Device: dev, Memory: Fraction(0.1), Duration: time.Hour})
 		if errors.Is(err, ErrOverbooked) {
 			return roleOverbooked
 		}
@@ -165,6 +166,8 @@ func playRole(role, db, arg string) int {
 		}
 	case "wait":
 		return playWaiter(c, arg)
+	case "whoami":
+		fmt.Println(RealRoot(), CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
 	case "runwait":

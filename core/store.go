@@ -132,7 +132,7 @@ func ReadStoreFile(path string) (StoreConfig, error) {
 // read where the ledger is (and which TLS files reach it) and others
 // cannot. Root only.
 func WriteStoreFile(path string, cfg StoreConfig, group string) error {
-	if os.Geteuid() != 0 {
+	if !RealRoot() {
 		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", ErrNotRoot, path)
 	}
 	gid := 0

@@ -132,9 +132,10 @@ func fateOf(p storage.Partition) wrapperFate {
 
 // wrapperDied says whether p, live and not yet marked orphaned, was made by
 // a `chronos run` on this machine that is gone. It costs a read of /proc
-// for a booking with a wrapper here, nothing for others.
+// for a booking with a wrapper here, nothing for others; another user's is
+// root's to judge (keepsRecordsOf).
 func wrapperDied(p storage.Partition) bool {
-	if p.State != storage.Live || p.Wrapper == nil || !p.Orphaned.IsZero() {
+	if p.State != storage.Live || p.Wrapper == nil || !p.Orphaned.IsZero() || !keepsRecordsOf(RealRoot(), p.UID) {
 		return false
 	}
 	f := fateOf(p)
@@ -143,15 +144,16 @@ func wrapperDied(p storage.Partition) bool {
 
 // orphans sorts the live bookings whose wrapper died on this machine: those
 // to release (nothing of the command runs: no process in its group and no
-// GPU process of the booking in atts) and those to mark orphaned.
-func orphans(parts []storage.Partition, atts []Attribution, now time.Time) (release, mark []uint64) {
+// GPU process of the booking in atts) and those to mark orphaned. Only
+// the bookings of users this monitor keeps (root: everyone's) are looked at.
+func orphans(parts []storage.Partition, atts []Attribution, now time.Time, root bool) (release, mark []uint64) {
 	onGPU := map[uint64]bool{}
 	for _, a := range atts {
 		onGPU[a.Partition] = true
 	}
 	for _, p := range parts {
-		if !p.LiveAt(now) || p.Wrapper == nil {
-			continue // ended ones are expiry's to act on
+		if !p.LiveAt(now) || p.Wrapper == nil || !keepsRecordsOf(root, p.UID) {
+			continue // ended ones are expiry's to act on; others' are root's
 		}
 		switch fateOf(p) {
 		case wrapperGone:
@@ -185,7 +187,7 @@ func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time
 		if err != nil {
 			return err
 		}
-		if !p.LiveAt(now) || p.Wrapper == nil || !change(&p) {
+		if !p.LiveAt(now) || p.Wrapper == nil || !keepsRecordsOf(m.root, p.UID) || !change(&p) {
 			return nil
 		}
 		put := tx.PutPartition
