@@ -129,13 +129,13 @@ bench-waiters: tools-cc
 	$(GO) test ./core -run '^$$' -bench 'Waiters200|LineLayout200' -benchtime 1x -count 1 -timeout 30m
 
 soak: build
-	$(GO) run ./core/soak -bin $(BIN)
+	$(GO) run ./scripts/soak -bin $(BIN)
 
 # The same soak on a ledger on a local three-member etcd cluster. Its expiry
 # grace is 2 s: each etcd transaction is a few network round trips, and on a
 # saturated 2-core machine a monitor's pass waits on them.
 soak-etcd: build tools
-	$(GO) run ./core/soak -bin $(BIN) -etcd 3 -expiry-grace 2s
+	$(GO) run ./scripts/soak -bin $(BIN) -etcd 3 -expiry-grace 2s
 
 fuzz:
 	@for pkg in ./core ./storage ./storage/etcd ./gpu; do \
