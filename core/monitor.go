@@ -133,6 +133,9 @@ type snapshot struct {
 	events  []storage.Event // new since the last snapshot
 	waiting bool            // someone waits in line
 	pol     Policy
+	// ledgerNotifyURL is a webhook the ledger's policy names: root's
+	// monitor says it ignores it (see notifier.webhook).
+	ledgerNotifyURL string
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
 	readings         []storage.DeviceReading
@@ -160,7 +163,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify, c.clock)}
+	m := &Monitor{c: c, o: o, root: os.Geteuid() == 0, notes: newNotifier(o.Notify, c.clock, c.notify)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -283,6 +286,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.ledgerNotifyURL = s.pol.NotifyURL
 	if m.o.Policy != nil {
 		s.pol = *m.o.Policy
 	}
@@ -434,7 +438,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			m.acct.accounted()
 		}
 		m.c.placeRest(placeMore)
-		m.notes.done(pol.NotifyURL, m.o.OnNotice)
+		m.notes.done(m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
 		for _, a := range acts {
@@ -447,7 +451,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 		}
 	}
-	m.notes.done(pol.NotifyURL, m.o.OnNotice)
+	m.notes.done(m.o.OnNotice)
 	if m.acct.done != nil {
 		return now, nil // the rest of the window, at once
 	}

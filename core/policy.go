@@ -106,6 +106,7 @@ func (c *Client) Policy() (Policy, error) {
 		p, err = policyIn(tx)
 		return err
 	})
+	p.NotifyURL = notifyShown(c.notify)
 	return p, err
 }
 
@@ -118,16 +119,24 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 	if !c.me.Root() {
 		return Policy{}, fmt.Errorf("%w: changing the policy", ErrNotRoot)
 	}
+	// The webhook is root's file, not the ledger's (see NotifyFile).
+	settings, address, setNotify, err := notifySetting(settings)
+	if err != nil {
+		return Policy{}, err
+	}
 	var p Policy
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err = c.ledger.Update(func(tx *storage.Tx) error {
 		var err error
 		if p, err = policyIn(tx); err != nil {
 			return err
 		}
-		if p, err = ApplyPolicy(p, settings); err != nil {
-			return err
+		if len(settings) > 0 || !setNotify {
+			if p, err = ApplyPolicy(p, settings); err != nil {
+				return err
+			}
 		}
+		p.NotifyURL = "" // one kept by an older version would only be ignored
 		for _, o := range p.Overrides {
 			if err := checkTarget(o.For); err != nil {
 				return err
@@ -140,16 +149,26 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		for _, o := range p.Overrides {
 			detail += "; " + FormatOverride(o)
 		}
+		if setNotify {
+			// Written once the rest is known good, and before the
+			// ledger commits: a file that cannot be written aborts it.
+			if err := WriteNotifyFile(c.notify, address); err != nil {
+				return fmt.Errorf("notify-url: %w", err)
+			}
+			detail += "; notify-url written to " + c.notify
+		}
 		if err := tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventPolicy, UID: c.me.UID, User: c.me.User, Detail: detail}); err != nil {
 			return err
 		}
 		more, err = c.placeLine(tx)
 		return err
 	})
-	if err == nil {
-		c.placeRest(more)
+	if err != nil {
+		return p, err
 	}
-	return p, err
+	c.placeRest(more)
+	p.NotifyURL = notifyShown(c.notify)
+	return p, nil
 }
 
 // checkTarget makes sure an override names a user or group that exists.
