@@ -63,7 +63,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 		start.Detail += "; metrics at " + url
 	}
 	logAct(start)
-	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct}
+	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
 	g.metrics.observe(&opts)
 	err = g.metrics.beside(core.NewMonitor(c, opts), c).Run(cmd.Context())
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})

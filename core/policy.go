@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -317,6 +319,9 @@ var knobs = []knob{
 	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook that gets every notice (off: none)",
 		show: func(p Policy) string { return cmp.Or(p.NotifyURL, ActOff) },
 		set:  func(p *Policy, v string) (err error) { p.NotifyURL, err = notifyURL(v); return }},
+	{key: "mps-user-dirs", aliases: []string{"mps_user_dirs"}, raw: true, meaning: "MPS pipe directories where a user's own daemon is trusted for their bookings (none: only root's daemon)",
+		show: func(p Policy) string { return cmp.Or(strings.Join(p.MPSUserDirs, ","), "none") },
+		set:  func(p *Policy, v string) (err error) { p.MPSUserDirs, err = mpsUserDirs(v); return }},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking; 0: none at all, none: no limit",
 		show:     func(p Policy) string { return formatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
@@ -509,6 +514,21 @@ func notifyURL(v string) (string, error) {
 		return "", inputErr("notify-url=%s: expected an http(s) address like https://hooks.slack.com/services/…, or off", v)
 	}
 	return v, nil
+}
+
+// mpsUserDirs checks a list of MPS pipe directories; "none" clears it.
+func mpsUserDirs(v string) ([]string, error) {
+	if strings.EqualFold(v, "none") {
+		return nil, nil
+	}
+	var dirs []string
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); !filepath.IsAbs(d) || strings.ContainsFunc(d, unicode.IsControl) {
+			return nil, inputErr("mps-user-dirs=%s: expected absolute directories separated by commas, or none", Quote(v))
+		}
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return dirs, nil
 }
 
 // SplitPolicy splits settings typed as one string ("expiry=notify,grace=5s"
