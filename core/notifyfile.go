@@ -117,10 +117,10 @@ func notifyShown(path string) string {
 	}
 }
 
-// notifySetting picks the notify-url settings out of settings: they go to
+// NotifySetting picks the notify-url settings out of settings: they go to
 // the notify file, the rest to the ledger. The last one wins; found says
 // whether there was one.
-func notifySetting(settings []string) (rest []string, address string, found bool, err error) {
+func NotifySetting(settings []string) (rest []string, address string, found bool, err error) {
 	for _, s := range settings {
 		k, v, _ := strings.Cut(strings.TrimSpace(s), "=")
 		if k = strings.ToLower(strings.TrimSpace(k)); k != "notify-url" && k != "notify_url" {

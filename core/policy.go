@@ -122,7 +122,7 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		return Policy{}, fmt.Errorf("%w: changing the policy", ErrNotRoot)
 	}
 	// The webhook is root's file, not the ledger's (see NotifyFile).
-	settings, address, setNotify, err := notifySetting(settings)
+	settings, address, setNotify, err := NotifySetting(settings)
 	if err != nil {
 		return Policy{}, err
 	}
@@ -316,7 +316,7 @@ var knobs = []knob{
 			p.HoldMax, err = policyDuration("hold-max", v, time.Minute)
 			return
 		}},
-	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook that gets every notice (off: none)",
+	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook root's monitor posts every notice to, kept in root's notify file (off: none)",
 		show: func(p Policy) string { return cmp.Or(p.NotifyURL, ActOff) },
 		set:  func(p *Policy, v string) (err error) { p.NotifyURL, err = notifyURL(v); return }},
 	{key: "mps-user-dirs", aliases: []string{"mps_user_dirs"}, raw: true, meaning: "MPS pipe directories where a user's own daemon is trusted for their bookings (none: only root's daemon)",
