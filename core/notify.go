@@ -283,6 +283,12 @@ func (n *notifier) send(d delivery) {
 	select {
 	case n.slots <- struct{}{}:
 	default:
+		if d.to == toWebhook {
+			// A post waits for a free slot rather than be lost.
+			d.at = n.clock.Now().Add(n.o.RetryWait)
+			n.retries = append(n.retries, d)
+			return
+		}
 		n.result(sent{act: Act{Time: n.clock.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
 			Detail: fmt.Sprintf("too many notices in flight; not sent to the %s: %s", d.to, d.notice.Detail)}})
 		return
@@ -331,21 +337,19 @@ func (n *notifier) result(s sent) {
 // this monitor's claim, so nobody else would.
 func (n *notifier) drain(report func(Act)) {
 	now := n.clock.Now()
-	for {
+	for drained := false; !drained; {
 		select {
 		case s := <-n.results:
 			report(s.act)
 			if d := s.retry; d != nil {
-				d.at = now.Add(min(n.o.RetryWait<<(d.tries-1), maxRetryWait))
+				d.at = now.Add(n.retryWait(d.tries))
 				n.retries = append(n.retries, *d)
 			}
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
-	due := n.retries[:0]
-	var later []delivery
+	var due, later []delivery
 	for _, d := range n.retries {
 		if now.Before(d.at) {
 			later = append(later, d)
@@ -357,6 +361,16 @@ func (n *notifier) drain(report func(Act)) {
 	for _, d := range due {
 		n.send(d)
 	}
+}
+
+// retryWait is the pause after a delivery's tries-th failed post:
+// RetryWait, doubling after each, at most maxRetryWait.
+func (n *notifier) retryWait(tries int) time.Duration {
+	wait := n.o.RetryWait
+	for i := 1; i < tries && wait < maxRetryWait; i++ {
+		wait *= 2
+	}
+	return min(wait, maxRetryWait)
 }
 
 func (n *notifier) terminalText(nt Notice) string {

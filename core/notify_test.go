@@ -225,6 +225,10 @@ func TestWebhookRefusals(t *testing.T) {
 	require.False(t, refused.retry())
 	require.Len(t, refusing.received(), 1)
 
+	// The pauses between tries double, up to a bound, however many.
+	for tries, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 9: maxRetryWait, 200: maxRetryWait} {
+		require.Equal(t, want, n.retryWait(tries), "after try %d", tries)
+	}
 	for _, status := range []int{http.StatusBadGateway, http.StatusTooManyRequests} {
 		err := n.post(newHook(t, status).URL, Notice{Partition: 7})
 		require.ErrorAs(t, err, &refused)
