@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,25 +163,32 @@ func TestStaleInventory(t *testing.T) {
 	require.Contains(t, r.stdout, "is gone")
 }
 
+// webhookServer is a local webhook; posts returns the bodies it got.
+func webhookServer(t *testing.T) (s *httptest.Server, posts func() []string) {
+	var mu sync.Mutex
+	var bodies []string
+	s = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, string(body))
+	}))
+	t.Cleanup(s.Close)
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
 // The webhook is root's file: `policy set notify-url=` writes it, a
 // notify-url a member put in the ledger is not posted to (the monitor's log
 // says it is ignored), and the notice posted is rendered from the booking,
 // not the forged event's text.
 func TestWebhookIsRootsFile(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var real, forged []string
-	hook := func(into *[]string) *httptest.Server {
-		s := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			defer mu.Unlock()
-			*into = append(*into, string(body))
-		}))
-		t.Cleanup(s.Close)
-		return s
-	}
-	realHook, forgedHook := hook(&real), hook(&forged)
+	realHook, realPosts := webhookServer(t)
+	forgedHook, forgedPosts := webhookServer(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
 	r := chronos(t, db, "policy", "set", "notify-url="+realHook.URL+"/hook")
@@ -207,10 +215,50 @@ func TestWebhookIsRootsFile(t *testing.T) {
 	}))
 	r = runWith(t, chronosBin, db, nil, nil, 3*time.Second, "--monitor")
 	require.Contains(t, r.stderr, "the ledger's policy names a webhook (notify-url="+forgedHook.URL+"): ignored")
-	mu.Lock()
-	defer mu.Unlock()
-	require.Empty(t, forged)
+	require.Empty(t, forgedPosts())
+	real := realPosts()
 	require.Len(t, real, 1, r.stderr)
 	require.Contains(t, real[0], "booking #1 of root (GPU 1): ends in ")
 	require.NotContains(t, real[0], "FORGED")
+}
+
+// A member's monitor (uid 65534, the stock binary) claims no webhook
+// delivery of a notice of its own booking, even with the ledger's policy
+// naming the webhook as an older chronos kept it: one it could not make
+// (its own network namespace) used to be lost. Root's monitor, started
+// after, posts it.
+func TestMembersMonitorClaimsNoWebhook(t *testing.T) {
+	t.Parallel()
+	bin, db := otherUserLedger(t)
+	hook, posts := webhookServer(t)
+	r := chronos(t, db, "policy", "set", "notify-url="+hook.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = chronos(t, db, "create", "1", "0.1", "1h", "--user", "nobody")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Chmod(db, 0o666))
+	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		pol.NotifyURL = hook.URL
+		if err := tx.PutPolicy(pol); err != nil {
+			return err
+		}
+		return tx.AddEvent(storage.Event{Time: clock.System().Now(), Kind: storage.EventWarned, Partition: 1, UID: 65534, User: "nobody", Detail: "ends in 5m (GPU 1)"})
+	}))
+
+	r = runWith(t, bin, db, nobody, nil, 2*time.Second, "--monitor")
+	require.Contains(t, r.stderr, "kind=started", r.stderr)
+	claims := map[string]storage.Claim{}
+	require.NoError(t, storage.New(db).View(func(tx *storage.Tx) (err error) { claims, err = tx.Claims(); return }))
+	for k := range claims {
+		require.False(t, strings.HasPrefix(k, "notify/webhook/"), "nobody's monitor claimed %s", k)
+	}
+	require.Empty(t, posts())
+
+	r = runWith(t, bin, db, nil, nil, 3*time.Second, "--monitor")
+	got := posts()
+	require.Len(t, got, 1, r.stderr)
+	require.Contains(t, got[0], "booking #1 of nobody (GPU 1): ends in ")
 }
