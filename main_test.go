@@ -167,9 +167,11 @@ func otherUserCoverDir(t testing.TB) (dir string, collect func()) {
 }
 
 // binEnv is the environment the binary runs in: the ledger at db, two
-// simulated 80 GiB GPUs, and where to write coverage.
+// simulated 80 GiB GPUs, a webhook file beside db, and where to write
+// coverage.
 func binEnv(db string) []string {
-	return []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "GOCOVERDIR=" + coverDir}
+	return []string{"CHRONOS_DB=" + db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_SIM_MEMORY=80GiB", "GOCOVERDIR=" + coverDir,
+		"CHRONOS_NOTIFY_FILE=" + filepath.Join(filepath.Dir(db), "notify")} // never the host's webhook
 }
 
 func listJSON(t *testing.T, db string, args ...string) []core.PartitionJSON {

@@ -197,8 +197,10 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 
 // A FIFO named control and a process named like the MPS control daemon,
 // both nobody's, used to make a root monitor believe MPS held every
-// booking to its memory, and skip overbudget=terminate. Now only a daemon
-// of root's (multi-user) or of the booking's owner is trusted, and only for
+// booking to its memory, and skip overbudget=terminate; then (the red
+// team's N1) a member's own such fake still switched the check off for
+// the member's own bookings. Now only root's daemon, or the booking
+// owner's in a pipe directory the policy names, is trusted, and only for
 // processes `chronos run` started with its limits.
 func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 	t.Parallel()
@@ -208,36 +210,40 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(fake, data, 0o755))
 
-	for _, tc := range []struct {
-		name     string
-		owner    int
-		enforced bool
+	for i, tc := range []struct {
+		name            string
+		daemon, booking int
+		named, enforced bool
 	}{
-		{"a member's daemon", nobodyUID, false},
-		{"the booking owner's daemon", daemonUID, true},
+		{"another member's daemon", nobodyUID, daemonUID, true, false},
+		{"the owner's own fake daemon", nobodyUID, nobodyUID, false, false},
+		{"the owner's daemon in a pipe directory root named", daemonUID, daemonUID, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pipeDir := filepath.Join(dir, "mps-"+strconv.Itoa(tc.owner))
-			require.NoError(t, os.Mkdir(pipeDir, 0o755))
-			require.NoError(t, os.Chown(pipeDir, tc.owner, tc.owner))
-			out, err := asOther(t, tc.owner, pipeDir, "mkfifo control")
+			pipeDir := filepath.Join(dir, "owner-"+strconv.Itoa(i), "nvidia-mps")
+			require.NoError(t, os.MkdirAll(pipeDir, 0o755))
+			require.NoError(t, os.Chown(pipeDir, tc.daemon, tc.daemon))
+			out, err := asOther(t, tc.daemon, pipeDir, "mkfifo control")
 			require.NoError(t, err, out)
-			startAs(t, fake, tc.owner, []string{"-d", "-M"})
+			startAs(t, fake, tc.daemon, []string{"-d"})
 			mps := gpu.DetectMPS(pipeDir)
 			require.True(t, mps.Running, mps.Detail)
-			require.Equal(t, tc.owner, mps.Owner)
+			require.Equal(t, tc.daemon, mps.Owner)
 
 			sim := gpu.NewSim(gpu.SimOptions{})
-			c := simClient(t, storage.New(filepath.Join(dir, "chronos-"+strconv.Itoa(tc.owner)+".db")), sim, root, nil)
-			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+			c := simClient(t, storage.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, root, nil)
+			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
-			// names the daemon's pipe directory.
-			job := startAs(t, bin, daemonUID, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
-			sim.Attach(idleGPU, job.Process.Pid, 3<<30)
+			// names the daemon's pipe directory: 30 GiB on 2 GiB.
+			job := startAs(t, bin, tc.booking, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
+			sim.Attach(idleGPU, job.Process.Pid, 30<<30)
 
 			strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
-			_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, MPS: mps}).Tick()
+			if tc.named {
+				strict.MPSUserDirs = []string{pipeDir}
+			}
+			_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict}).Tick()
 			require.NoError(t, err)
 			if tc.enforced {
 				time.Sleep(100 * time.Millisecond)
@@ -248,6 +254,55 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.Equal(t, syscall.SIGTERM, ws.Signal())
 		})
 	}
+}
+
+// MPS was detected once, when the monitor started: a daemon started later
+// went unseen, and one that stopped was still trusted. Now it is checked at
+// every sample that finds a process over budget.
+func TestMPSIsCheckedAtEverySample(t *testing.T) {
+	t.Parallel()
+	dir, bin := otherUserDir(t)
+	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fake, data, 0o755))
+	pipeDir := filepath.Join(dir, "nvidia-mps")
+	require.NoError(t, os.Mkdir(pipeDir, 0o755))
+
+	sim := gpu.NewSim(gpu.SimOptions{})
+	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+	require.NoError(t, err)
+	env := append(RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
+	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict})
+	sample := func() {
+		t.Helper()
+		m.nextSample = time.Time{}
+		_, err := m.Tick()
+		require.NoError(t, err)
+	}
+
+	// No daemon yet: nothing holds the job to its booking.
+	before := startAs(t, bin, daemonUID, nil, env...)
+	sim.Attach(idleGPU, before.Process.Pid, 3<<30)
+	sample()
+	require.Equal(t, syscall.SIGTERM, waitStatus(t, before, 2*time.Second).Signal())
+
+	// Root's multi-user daemon starts after the monitor did: seen.
+	require.NoError(t, syscall.Mkfifo(filepath.Join(pipeDir, "control"), 0o600))
+	daemon := startAs(t, fake, 0, []string{"-d", "-M"})
+	job := startAs(t, bin, daemonUID, nil, env...)
+	sim.Attach(idleGPU, job.Process.Pid, 3<<30)
+	sample()
+	time.Sleep(100 * time.Millisecond)
+	require.True(t, alive(job), "root's daemon holds the job to its booking")
+
+	// It stops: the next sample checks the job again.
+	require.NoError(t, daemon.Process.Kill())
+	_, _ = daemon.Process.Wait()
+	sample()
+	require.Equal(t, syscall.SIGTERM, waitStatus(t, job, 2*time.Second).Signal())
 }
 
 // asOther runs a shell script as uid in dir.

@@ -4,6 +4,7 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os/user"
@@ -93,6 +94,8 @@ type Options struct {
 	// that is a storage.Presence); empty means HostName() there. A ledger
 	// file is one host's alone and has no host names.
 	Host string
+	// NotifyFile holds root's webhook address; NotifyFile() when empty.
+	NotifyFile string
 }
 
 // Client is the Go API: every call opens the ledger, runs one transaction
@@ -104,11 +107,12 @@ type Client struct {
 	clock   clock.Clock
 	me      Identity
 	host    string
+	notify  string // the notify file
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
 		c.host = HostName()

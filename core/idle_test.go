@@ -380,6 +380,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 func TestLadderPolicy(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, root)
+	c.notify = filepath.Join(t.TempDir(), "etc", "notify")
 	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
 		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
 	require.NoError(t, err)

@@ -61,9 +61,12 @@ type MonitorOptions struct {
 	// SampleEvery is how often GPU processes are checked against the
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
-	// MPS is the MPS daemon as detected: a process it holds to its
-	// booking's memory (see limitedByMPS) is MPS's to stop, not ours.
-	MPS gpu.MPS
+	// MPS finds the MPS daemon serving a pipe directory ("" the default
+	// one); gpu.CheckMPS when nil. A process such a daemon holds to its
+	// booking's memory (see limitedByMPS) is MPS's to stop, not ours. It
+	// is asked at every sample that finds a process over budget, since a
+	// daemon may start or stop at any time.
+	MPS func(pipeDir string) gpu.MPS
 	// OnAct is called for every act, from the monitor's goroutine.
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
@@ -133,6 +136,9 @@ type snapshot struct {
 	events  []storage.Event // new since the last snapshot
 	waiting bool            // someone waits in line
 	pol     Policy
+	// ledgerNotifyURL is a webhook the ledger's policy names: root's
+	// monitor says it ignores it (see notifier.webhook).
+	ledgerNotifyURL string
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
 	readings         []storage.DeviceReading
@@ -156,11 +162,14 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 	if o.Observer == nil {
 		o.Observer = unobserved{}
 	}
+	if o.MPS == nil {
+		o.MPS = gpu.CheckMPS
+	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock)}
+	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -283,6 +292,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.ledgerNotifyURL = s.pol.NotifyURL
 	if m.o.Policy != nil {
 		s.pol = *m.o.Policy
 	}
@@ -434,7 +444,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			m.acct.accounted()
 		}
 		m.c.placeRest(placeMore)
-		m.notes.done(pol.NotifyURL, m.o.OnNotice)
+		m.notes.done(m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
 		committed := m.c.now()
 		for _, a := range acts {
@@ -447,7 +457,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 		}
 	}
-	m.notes.done(pol.NotifyURL, m.o.OnNotice)
+	m.notes.done(m.o.OnNotice)
 	if m.acct.done != nil {
 		return now, nil // the rest of the window, at once
 	}
@@ -662,6 +672,16 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 			booked[p.Device] = true
 		}
 	}
+	// One look per pipe directory and sample.
+	daemons := map[string]gpu.MPS{}
+	mps := func(dir string) gpu.MPS {
+		d, ok := daemons[dir]
+		if !ok {
+			d = m.o.MPS(dir)
+			daemons[dir] = d
+		}
+		return d
+	}
 	var plans []signalPlan
 	var notes []notice
 	note := func(n notice) {
@@ -675,7 +695,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		switch {
 		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
 			action, reason, cause = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), storage.EventExpired
-		case a.Verdict == OverBudget && !limitedByMPS(m.o.MPS, a, byID[a.Partition]) && pol.OverBudget != ActOff:
+		case a.Verdict == OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != ActOff:
 			p := byID[a.Partition]
 			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes)), storage.EventOverBudget
 			if action == ActWarn {
@@ -710,15 +730,20 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 }
 
 // limitedByMPS says whether MPS holds the process to its booking's memory,
-// so that using more is MPS's to stop: a daemon the booking can trust serves
-// it (root's and multi-user, or the booking owner's), and `chronos run`
-// started it in the booking with a memory limit no larger than the booking
-// on the booked GPU. A process that merely runs while a daemon does, or
-// whose environment names another daemon or a larger limit, is checked.
-func limitedByMPS(mps gpu.MPS, a Attribution, p storage.Partition) bool {
+// so that using more is MPS's to stop: `chronos run` started it in the
+// booking with a memory limit no larger than the booking on the booked
+// GPU, and the daemon its environment names runs now and is one the
+// booking can trust (see gpu.MPS.Enforces: root's, or the owner's own in a
+// pipe directory the policy names). A process that merely runs while a
+// daemon does, or whose environment names another daemon or a larger
+// limit, is checked.
+func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a Attribution, p storage.Partition, pol Policy) bool {
 	limit, ok := a.CUDA.MPSMemLimitBytes()
-	return ok && limit <= p.Bytes && mps.Enforces(p.UID) && a.CUDA.ServedBy(mps) &&
-		a.PartitionID == strconv.FormatUint(p.ID, 10) && a.CUDA.Sees(p.DeviceUUID, p.Device)
+	if !ok || limit > p.Bytes || a.PartitionID != strconv.FormatUint(p.ID, 10) || !a.CUDA.Sees(p.DeviceUUID, p.Device) {
+		return false
+	}
+	mps := daemon(a.CUDA.MPSPipeDir)
+	return mps.Enforces(p.UID, pol.MPSUserDirs) && a.CUDA.ServedBy(mps)
 }
 
 // claimable says whether a monitor may take on an act: nobody has, or the

@@ -229,7 +229,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
 	sim.Attach(idleGPU, limited.Process.Pid, 3<<30)
 	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
-	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps, OnAct: log.add})
+	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }, OnAct: log.add})
 	_, err = strict.Tick()
 	require.NoError(t, err)
 	ws := waitStatus(t, hog, 2*time.Second)
@@ -238,7 +238,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 
 	// Under a daemon of someone else's, the limit holds nothing.
 	mps.Owner = me.UID + 1
-	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: mps}).Tick()
+	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }}).Tick()
 	require.NoError(t, err)
 	ws = waitStatus(t, limited, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())

@@ -16,9 +16,11 @@ import (
 
 // Notice is something an owner is told about their booking before (or as)
 // it happens to it: "ends in 5m", an idle warning, a reclaim. Each is an
-// audit event first; monitors then tell the owner on their terminals, in
-// their open apps and through the policy's webhook, each channel once
-// however many monitors run.
+// audit event first; monitors then tell the owner on their terminals and
+// in their open apps, and root's monitor through the webhook, each channel
+// once however many monitors run. Its text is rendered from the event's
+// kind and the booking's record (see noticeDetail), never taken from the
+// event's free text, which whoever writes the ledger could have written.
 type Notice struct {
 	Seq       uint64            `json:"seq"`
 	Time      time.Time         `json:"time"`
@@ -45,9 +47,11 @@ type NotifyOptions struct {
 	// Utmp lists who is logged in on which terminal; /run/utmp when empty.
 	Utmp string
 	// HTTP posts to the webhook; a client with a 10 s timeout when nil.
+	// It never follows a redirect, whatever client is given.
 	HTTP *http.Client
-	// Tries is how many times a webhook post is attempted (3), RetryWait
-	// the pause after the first failure (2 s), doubling after each.
+	// Tries is how many times a webhook post is attempted (6), RetryWait
+	// the pause after the first failure (2 s), doubling after each up to
+	// maxRetryWait. The pauses are the monitor's clock's.
 	Tries     int
 	RetryWait time.Duration
 	// Host names this machine in messages; the hostname when empty.
@@ -72,31 +76,55 @@ type notifier struct {
 	want    []delivery
 	won     []delivery
 	slots   chan struct{}
-	results chan Act
+	results chan sent
 	clock   clock.Clock
+
+	// Root's monitor alone posts to the webhook, at the address in the
+	// notify file (file); address is the one last read.
+	file, address string
+	said          map[string]bool // problems with the webhook's address, logged once
+	retries       []delivery      // failed posts, to try again at their time
 }
 
 type delivery struct {
 	key, to string
 	notice  Notice
+	tries   int       // posts made so far
+	at      time.Time // when to try again
 }
+
+// sent is what a send finished with: an act to report, and the delivery
+// when it failed in a way worth trying again.
+type sent struct {
+	act   Act
+	retry *delivery
+}
+
+// maxRetryWait bounds the pause between two posts of one notice.
+const maxRetryWait = 5 * time.Minute
 
 // noticeReplay is how far back a monitor that starts looks for notices
 // that may not have gone out (their sender stopped first).
 const noticeReplay = 2 * time.Minute
 
-func newNotifier(o NotifyOptions, c clock.Clock) notifier {
+func newNotifier(o NotifyOptions, c clock.Clock, file string) notifier {
 	if o.Utmp == "" {
 		o.Utmp = "/run/utmp"
 		if _, err := os.Stat(o.Utmp); err != nil {
 			o.Utmp = "/var/run/utmp"
 		}
 	}
-	if o.HTTP == nil {
-		o.HTTP = &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if o.HTTP != nil {
+		c := *o.HTTP
+		client = &c
 	}
+	// A redirect is a failed delivery: following one would post the
+	// notice wherever the answer points.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.HTTP = client
 	if o.Tries <= 0 {
-		o.Tries = 3
+		o.Tries = 6
 	}
 	if o.RetryWait <= 0 {
 		o.RetryWait = 2 * time.Second
@@ -104,7 +132,7 @@ func newNotifier(o NotifyOptions, c clock.Clock) notifier {
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
 	}
-	return notifier{o: o, slots: make(chan struct{}, 4), results: make(chan Act, 64), clock: c}
+	return notifier{o: o, slots: make(chan struct{}, 4), results: make(chan sent, 64), clock: c, file: file, said: map[string]bool{}}
 }
 
 // events reads the audit events this monitor has not handled yet.
@@ -132,8 +160,18 @@ func (n *notifier) events(tx *storage.Tx, now time.Time) ([]storage.Event, error
 // it may make that no monitor has claimed.
 func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 	n.mine, n.want, n.upto = nil, nil, n.seen
+	if root && s.ledgerNotifyURL != "" {
+		n.sayOnce(fmt.Sprintf("the ledger's policy names a webhook (notify-url=%s): ignored; root's monitor posts only to the address in %s", s.ledgerNotifyURL, n.file))
+	}
 	if len(s.events) == 0 || s.events[len(s.events)-1].Seq <= n.seen {
 		return // nothing new: the common tick
+	}
+	address, asked := "", false
+	webhook := func() string {
+		if !asked {
+			address, asked = n.webhook(), true
+		}
+		return address
 	}
 	owners := map[uint64]storage.Partition{}
 	for _, p := range s.parts {
@@ -148,7 +186,7 @@ func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 		if !isNotice(e.Kind) || !ok {
 			continue
 		}
-		nt := Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: e.Detail}
+		nt := Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: noticeDetail(e, p)}
 		if p.UID == me.UID {
 			n.mine = append(n.mine, nt)
 		}
@@ -157,10 +195,48 @@ func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 		if (root || p.UID == me.UID) && loggedIn(n.o.Utmp, p.User) {
 			n.wantDelivery(s.claims, toTerminals, nt)
 		}
-		if s.pol.NotifyURL != "" {
+		// Only root's monitor posts, and claims, a webhook delivery: a
+		// member's monitor that took one might never deliver it (its
+		// own network namespace, say).
+		if root && webhook() != "" {
 			n.wantDelivery(s.claims, toWebhook, nt)
 		}
 	}
+}
+
+// webhook reads the webhook's address from the notify file, saying once
+// in the log why an address cannot be used. (A notify-url in the ledger's
+// policy is ignored: whoever writes the ledger could have put it there.)
+func (n *notifier) webhook() string {
+	address, err := ReadNotifyFile(n.file)
+	if err != nil {
+		address = ""
+		n.sayOnce(fmt.Sprintf("the webhook's address is not used: %v", err))
+	}
+	n.address = address
+	return address
+}
+
+func (n *notifier) sayOnce(detail string) {
+	if !n.said[detail] {
+		n.said[detail] = true
+		n.result(sent{act: Act{Time: n.clock.Now(), Kind: storage.EventError, Detail: detail}})
+	}
+}
+
+// noticeDetail renders what a notice says from the event's kind and the
+// booking's record: the event's own text is not shown to its owner, nor
+// posted, since whoever writes the ledger could have written it.
+func noticeDetail(e storage.Event, p storage.Partition) string {
+	switch e.Kind {
+	case storage.EventWarned:
+		return fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(e.Time)), p.Device)
+	case storage.EventIdle:
+		return fmt.Sprintf("idle on GPU %d and may be released: do GPU work, or `chronos hold %d DURATION --reason …` (`chronos show %d` says when)", p.Device, p.ID, p.ID)
+	case storage.EventReclaimed:
+		return fmt.Sprintf("released early: it sat idle on GPU %d; its processes are handled as at expiry", p.Device)
+	}
+	return string(e.Kind)
 }
 
 func (n *notifier) wantDelivery(claims map[string]storage.Claim, to string, nt Notice) {
@@ -188,9 +264,9 @@ func (n *notifier) claim(tx *storage.Tx, fresh map[string]storage.Claim, m *Moni
 
 // done hands the snapshot's notices on: the owner's to onNotice, the
 // deliveries won to their channels.
-func (n *notifier) done(notifyURL string, onNotice func(Notice)) {
+func (n *notifier) done(onNotice func(Notice)) {
 	for _, d := range n.won {
-		n.send(d, notifyURL)
+		n.send(d)
 	}
 	if onNotice != nil {
 		for _, nt := range n.mine {
@@ -203,17 +279,25 @@ func (n *notifier) done(notifyURL string, onNotice func(Notice)) {
 // send delivers on a goroutine of its own; when too many are in flight
 // the notice is dropped from that channel (the ledger keeps it), rather
 // than the monitor waiting.
-func (n *notifier) send(d delivery, notifyURL string) {
+func (n *notifier) send(d delivery) {
 	select {
 	case n.slots <- struct{}{}:
 	default:
-		n.result(Act{Time: n.clock.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
-			Detail: fmt.Sprintf("too many notices in flight; not sent to the %s: %s", d.to, d.notice.Detail)})
+		if d.to == toWebhook {
+			// A post waits for a free slot rather than be lost.
+			d.at = n.clock.Now().Add(n.o.RetryWait)
+			n.retries = append(n.retries, d)
+			return
+		}
+		n.result(sent{act: Act{Time: n.clock.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
+			Detail: fmt.Sprintf("too many notices in flight; not sent to the %s: %s", d.to, d.notice.Detail)}})
 		return
 	}
+	address := n.address
 	go func() {
 		defer func() { <-n.slots }()
 		a := Act{Kind: storage.EventNotified, Partition: d.notice.Partition, User: d.notice.User}
+		var retry *delivery
 		var err error
 		switch d.to {
 		case toTerminals:
@@ -224,34 +308,69 @@ func (n *notifier) send(d delivery, notifyURL string) {
 			}
 			a.Detail = fmt.Sprintf("on %d terminal(s) of %s: %s", told, d.notice.User, d.notice.Detail)
 		case toWebhook:
-			err = n.post(notifyURL, d.notice)
+			d.tries++
+			err = n.post(address, d.notice)
 			a.Detail = "to the webhook: " + d.notice.Detail
+			var refused *refusal
+			if err != nil && d.tries < n.o.Tries && (!errors.As(err, &refused) || refused.retry()) {
+				retry = &d
+				err = fmt.Errorf("%w (try %d of %d; trying again)", err, d.tries, n.o.Tries)
+			}
 		}
 		if err != nil {
 			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("notice of booking #%d to the %s: %v", d.notice.Partition, d.to, err)
 		}
 		a.Time = n.clock.Now()
-		n.result(a)
+		n.result(sent{act: a, retry: retry})
 	}()
 }
 
-func (n *notifier) result(a Act) {
+func (n *notifier) result(s sent) {
 	select {
-	case n.results <- a:
+	case n.results <- s:
 	default: // the monitor is behind on reading; the ledger has the notice
 	}
 }
 
-// drain reports what the sends finished with since the last tick.
+// drain reports what the sends finished with since the last tick, and
+// posts again the failed deliveries whose time has come: the delivery is
+// this monitor's claim, so nobody else would.
 func (n *notifier) drain(report func(Act)) {
-	for {
+	now := n.clock.Now()
+	for drained := false; !drained; {
 		select {
-		case a := <-n.results:
-			report(a)
+		case s := <-n.results:
+			report(s.act)
+			if d := s.retry; d != nil {
+				d.at = now.Add(n.retryWait(d.tries))
+				n.retries = append(n.retries, *d)
+			}
 		default:
-			return
+			drained = true
 		}
 	}
+	var due, later []delivery
+	for _, d := range n.retries {
+		if now.Before(d.at) {
+			later = append(later, d)
+		} else {
+			due = append(due, d)
+		}
+	}
+	n.retries = later
+	for _, d := range due {
+		n.send(d)
+	}
+}
+
+// retryWait is the pause after a delivery's tries-th failed post:
+// RetryWait, doubling after each, at most maxRetryWait.
+func (n *notifier) retryWait(tries int) time.Duration {
+	wait := n.o.RetryWait
+	for i := 1; i < tries && wait < maxRetryWait; i++ {
+		wait *= 2
+	}
+	return min(wait, maxRetryWait)
 }
 
 func (n *notifier) terminalText(nt Notice) string {
@@ -266,42 +385,37 @@ type webhookBody struct {
 	Chronos Notice `json:"chronos"`
 }
 
-// post sends a notice to the webhook, trying again after a network error,
-// a 5xx or a 429, and not after any other refusal.
+// post sends a notice to the webhook once. A network error, a 5xx or a
+// 429 is worth another try later (see drain); any other answer but 2xx is
+// a refusal, a redirect among them.
 func (n *notifier) post(url string, nt Notice) error {
 	body, err := json.Marshal(webhookBody{Text: fmt.Sprintf("chronos on %s: %s", n.o.Host, nt), Chronos: nt})
 	if err != nil {
 		return err
 	}
-	wait := n.o.RetryWait
-	for try := 1; ; try++ {
-		err = postOnce(n.o.HTTP, url, body)
-		var refused *refusal
-		if err == nil || try >= n.o.Tries || (errors.As(err, &refused) && !refused.retry()) {
-			return err
-		}
-		<-clock.Kernel.After(wait) // a network's back-off, in real time
-		wait *= 2
-	}
-}
-
-// refusal is an answer from the webhook that is not 2xx.
-type refusal struct{ status int }
-
-func (r *refusal) Error() string {
-	return fmt.Sprintf("the webhook answered %d %s", r.status, http.StatusText(r.status))
-}
-func (r *refusal) retry() bool { return r.status >= 500 || r.status == http.StatusTooManyRequests }
-
-func postOnce(client *http.Client, url string, body []byte) error {
-	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	resp, err := n.o.HTTP.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }() // only read: nothing to lose
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return &refusal{status: resp.StatusCode}
+		return &refusal{status: resp.StatusCode, location: resp.Header.Get("Location")}
 	}
 	return nil
 }
+
+// refusal is an answer from the webhook that is not 2xx.
+type refusal struct {
+	status   int
+	location string // where a redirect pointed
+}
+
+func (r *refusal) Error() string {
+	msg := fmt.Sprintf("the webhook answered %d %s", r.status, http.StatusText(r.status))
+	if r.status/100 == 3 {
+		msg += fmt.Sprintf(" to %s: not followed (chronos posts only to the address it was given)", Quote(r.location))
+	}
+	return msg
+}
+func (r *refusal) retry() bool { return r.status >= 500 || r.status == http.StatusTooManyRequests }

@@ -125,7 +125,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
 
 	got := mine.read(t, 5*time.Second, "--reason")
-	require.Contains(t, got, "your booking #1 on GPU 3: idle for 2m on GPU 3")
+	require.Contains(t, got, "your booking #1 on GPU 3: idle on GPU 3 and may be released")
 	require.Contains(t, got, `chronos on gpu\x1b]0;box`, "the escape in the host name is defused")
 	require.Eventually(t, func() bool {
 		r.run(time.Second, time.Second, m)
@@ -180,11 +180,12 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	h := newHook(t)
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
+	r.c.notify = notifyFileFor(t, h.URL)
 	pol := ladderPolicy(ReclaimAlways)
-	pol.NotifyURL = h.URL
 	var ms []*Monitor
+	yes := true
 	for range 3 {
-		ms = append(ms, r.monitor(pol, MonitorOptions{Notify: NotifyOptions{Host: "gpu1"}}))
+		ms = append(ms, r.monitor(pol, MonitorOptions{Root: &yes, Notify: NotifyOptions{Host: "gpu1"}}))
 	}
 	r.run(6*time.Minute+20*time.Second, 10*time.Second, ms...)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed", "signalled"}, eventKinds(t, r.c, id),
@@ -202,23 +203,37 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	}
 }
 
-// A webhook that fails for a moment gets the notice on a later try; one
-// that refuses it (4xx) is not asked again, and the monitor says so.
-func TestWebhookRetries(t *testing.T) {
-	t.Parallel()
-	n := newNotifier(NotifyOptions{Tries: 3, RetryWait: time.Millisecond, Host: "h"}, clock.System())
-	flaky := newHook(t, http.StatusBadGateway, http.StatusTooManyRequests)
-	require.NoError(t, n.post(flaky.URL, Notice{Partition: 7, Detail: "ends in 5m"}))
-	require.Len(t, flaky.received(), 3)
+// notifyFileFor writes a notify file naming address, as `policy set
+// notify-url=` does (the tests run as root), and returns its path.
+func notifyFileFor(t *testing.T, address string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify")
+	require.NoError(t, WriteNotifyFile(path, address))
+	return path
+}
 
+// A webhook that refuses a notice (4xx) is not asked again; one that
+// fails (5xx, 429) is worth another try (see TestRootRetriesAFailedWebhook).
+func TestWebhookRefusals(t *testing.T) {
+	t.Parallel()
+	n := newNotifier(NotifyOptions{Host: "h"}, clock.System(), "")
 	refusing := newHook(t, http.StatusForbidden)
 	err := n.post(refusing.URL, Notice{Partition: 7})
 	require.ErrorContains(t, err, "the webhook answered 403 Forbidden")
+	var refused *refusal
+	require.ErrorAs(t, err, &refused)
+	require.False(t, refused.retry())
 	require.Len(t, refusing.received(), 1)
 
-	down := newHook(t, 500, 500, 500, 500)
-	require.ErrorContains(t, n.post(down.URL, Notice{}), "500")
-	require.Len(t, down.received(), 3, "gives up after its tries")
+	// The pauses between tries double, up to a bound, however many.
+	for tries, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 9: maxRetryWait, 200: maxRetryWait} {
+		require.Equal(t, want, n.retryWait(tries), "after try %d", tries)
+	}
+	for _, status := range []int{http.StatusBadGateway, http.StatusTooManyRequests} {
+		err := n.post(newHook(t, status).URL, Notice{Partition: 7})
+		require.ErrorAs(t, err, &refused)
+		require.True(t, refused.retry(), "%d", status)
+	}
 }
 
 // Every open app of the owner shows the notice, whichever monitor recorded
@@ -250,5 +265,5 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	require.Equal(t, storage.EventIdle, n.Kind)
 	require.Equal(t, id, n.Partition)
 	require.Equal(t, idleGPU, n.Device)
-	require.Contains(t, n.String(), "booking #1 of alice (GPU 3): idle for 2m")
+	require.Contains(t, n.String(), "booking #1 of alice (GPU 3): idle on GPU 3 and may be released")
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -106,6 +108,7 @@ func (c *Client) Policy() (Policy, error) {
 		p, err = policyIn(tx)
 		return err
 	})
+	p.NotifyURL = notifyShown(c.notify)
 	return p, err
 }
 
@@ -118,16 +121,24 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 	if !c.me.Root() {
 		return Policy{}, fmt.Errorf("%w: changing the policy", ErrNotRoot)
 	}
+	// The webhook is root's file, not the ledger's (see NotifyFile).
+	settings, address, setNotify, err := NotifySetting(settings)
+	if err != nil {
+		return Policy{}, err
+	}
 	var p Policy
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err = c.ledger.Update(func(tx *storage.Tx) error {
 		var err error
 		if p, err = policyIn(tx); err != nil {
 			return err
 		}
-		if p, err = ApplyPolicy(p, settings); err != nil {
-			return err
+		if len(settings) > 0 || !setNotify {
+			if p, err = ApplyPolicy(p, settings); err != nil {
+				return err
+			}
 		}
+		p.NotifyURL = "" // one kept by an older version would only be ignored
 		for _, o := range p.Overrides {
 			if err := checkTarget(o.For); err != nil {
 				return err
@@ -140,16 +151,26 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 		for _, o := range p.Overrides {
 			detail += "; " + FormatOverride(o)
 		}
+		if setNotify {
+			// Written once the rest is known good, and before the
+			// ledger commits: a file that cannot be written aborts it.
+			if err := WriteNotifyFile(c.notify, address); err != nil {
+				return fmt.Errorf("notify-url: %w", err)
+			}
+			detail += "; notify-url written to " + c.notify
+		}
 		if err := tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventPolicy, UID: c.me.UID, User: c.me.User, Detail: detail}); err != nil {
 			return err
 		}
 		more, err = c.placeLine(tx)
 		return err
 	})
-	if err == nil {
-		c.placeRest(more)
+	if err != nil {
+		return p, err
 	}
-	return p, err
+	c.placeRest(more)
+	p.NotifyURL = notifyShown(c.notify)
+	return p, nil
 }
 
 // checkTarget makes sure an override names a user or group that exists.
@@ -295,9 +316,12 @@ var knobs = []knob{
 			p.HoldMax, err = policyDuration("hold-max", v, time.Minute)
 			return
 		}},
-	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook that gets every notice (off: none)",
+	{key: "notify-url", aliases: []string{"notify_url"}, raw: true, meaning: "Slack-compatible webhook root's monitor posts every notice to, kept in root's notify file (off: none)",
 		show: func(p Policy) string { return cmp.Or(p.NotifyURL, ActOff) },
 		set:  func(p *Policy, v string) (err error) { p.NotifyURL, err = notifyURL(v); return }},
+	{key: "mps-user-dirs", aliases: []string{"mps_user_dirs"}, raw: true, meaning: "MPS pipe directories where a user's own daemon is trusted for their bookings (none: only root's daemon)",
+		show: func(p Policy) string { return cmp.Or(strings.Join(p.MPSUserDirs, ","), "none") },
+		set:  func(p *Policy, v string) (err error) { p.MPSUserDirs, err = mpsUserDirs(v); return }},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking; 0: none at all, none: no limit",
 		show:     func(p Policy) string { return formatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
@@ -490,6 +514,21 @@ func notifyURL(v string) (string, error) {
 		return "", inputErr("notify-url=%s: expected an http(s) address like https://hooks.slack.com/services/…, or off", v)
 	}
 	return v, nil
+}
+
+// mpsUserDirs checks a list of MPS pipe directories; "none" clears it.
+func mpsUserDirs(v string) ([]string, error) {
+	if strings.EqualFold(v, "none") {
+		return nil, nil
+	}
+	var dirs []string
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); !filepath.IsAbs(d) || strings.ContainsFunc(d, unicode.IsControl) {
+			return nil, inputErr("mps-user-dirs=%s: expected absolute directories separated by commas, or none", Quote(v))
+		}
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return dirs, nil
 }
 
 // SplitPolicy splits settings typed as one string ("expiry=notify,grace=5s"

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -39,12 +40,22 @@ type MPS struct {
 }
 
 // Enforces says whether this daemon's limits can be trusted to hold the
-// processes of a booking owned by uid: it is root's and serves every user
-// (-M), or it is the booking owner's own. A daemon any other user started
-// (or a FIFO and a process named like one) enforces nothing anyone can
-// count on.
-func (m MPS) Enforces(uid int) bool {
-	return m.Running && m.Owner != NA && (m.Owner == 0 && m.MultiUser || m.Owner == uid)
+// processes of a booking owned by uid: it is root's and serves that user
+// (multi-user, -M, or root's own booking), or it is the booking owner's own
+// daemon in one of userDirs, the pipe directories root named for users'
+// own daemons. Anyone can start a program named like the daemon and make a
+// FIFO named control: a daemon of the owner's elsewhere, or any other
+// user's, enforces nothing anyone can count on.
+func (m MPS) Enforces(uid int, userDirs []string) bool {
+	if !m.Running || m.Owner == NA {
+		return false
+	}
+	if m.Owner == 0 {
+		return m.MultiUser || uid == 0
+	}
+	return m.Owner == uid && slices.ContainsFunc(userDirs, func(dir string) bool {
+		return filepath.IsAbs(dir) && filepath.Clean(dir) == filepath.Clean(m.PipeDir)
+	})
 }
 
 // ServedBy says whether a process with this environment is a client of the
@@ -142,19 +153,34 @@ type mpsProbe struct {
 var hostMPSProbe = mpsProbe{procRoot: "/proc", controlPath: findMPSControl, timeout: mpsQueryTimeout}
 
 // DetectMPS looks for an MPS control daemon serving pipeDir ("" means
-// CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). It takes at most a few
-// seconds and never fails: what it cannot learn goes into Detail.
+// CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps), and asks it its
+// defaults. It takes at most a few seconds and never fails: what it cannot
+// learn goes into Detail.
 func DetectMPS(pipeDir string) MPS {
 	return hostMPSProbe.detect(pipeDir)
+}
+
+// CheckMPS is DetectMPS without asking the daemon anything: whether one
+// runs, serving pipeDir, and whose it is. It reads /proc and asks no
+// program, so a monitor can ask it at every sample (a daemon may start or
+// stop at any time). pipeDir "" is /tmp/nvidia-mps, as for a process
+// whose environment names none.
+func CheckMPS(pipeDir string) MPS {
+	return hostMPSProbe.check(cmp.Or(pipeDir, defaultMPSPipeDir))
 }
 
 func (p mpsProbe) detect(pipeDir string) MPS {
 	if pipeDir == "" {
 		pipeDir = os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
 	}
-	if pipeDir == "" {
-		pipeDir = defaultMPSPipeDir
+	m := p.check(cmp.Or(pipeDir, defaultMPSPipeDir))
+	if m.Running {
+		p.askDefaults(&m)
 	}
+	return m
+}
+
+func (p mpsProbe) check(pipeDir string) MPS {
 	m := MPS{PipeDir: pipeDir, Owner: NA}
 
 	// The control endpoint is a Unix socket with current drivers (seen with
@@ -179,11 +205,16 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 		return m
 	}
 	m.Running, m.MultiUser, m.Owner = true, daemons[i].multiUser, owner
+	return m
+}
 
+// askDefaults asks the running daemon m found for its defaults.
+func (p mpsProbe) askDefaults(m *MPS) {
+	pipeDir := m.PipeDir
 	bin := p.controlPath()
 	if bin == "" {
 		m.Detail = mpsControl + " not found on PATH; MPS defaults unknown"
-		return m
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
@@ -201,7 +232,6 @@ func (p mpsProbe) detect(pipeDir string) MPS {
 		details = append(details, mpsAnswer("pinned memory limit", limit, err))
 	}
 	m.Detail = strings.Join(details, "; ")
-	return m
 }
 
 func mpsAnswer(what, out string, err error) string {

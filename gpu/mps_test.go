@@ -217,27 +217,34 @@ func TestMPSTrust(t *testing.T) {
 	m := h.detect()
 	require.False(t, m.Running, "a daemon of another user than the endpoint's serves nothing")
 	require.Contains(t, m.Detail, "not trusted")
-	require.False(t, m.Enforces(os.Geteuid()))
+	require.False(t, m.Enforces(os.Geteuid(), nil))
 
 	h.withProcess(t, 4243, "nvidia-cuda-mps", "nvidia-cuda-mps-control", "-d")
 	m = h.detect()
 	require.True(t, m.Running)
 	require.Equal(t, os.Geteuid(), m.Owner)
 
+	// A user's own daemon counts only in a pipe directory root named
+	// (the policy's mps-user-dirs): anyone can fake one elsewhere.
+	named := []string{"/run/mps-alice/", "relative"}
 	for _, tc := range []struct {
 		mps   MPS
 		uid   int
+		dirs  []string
 		trust bool
 	}{
-		{MPS{Running: true, Owner: 0, MultiUser: true}, 1001, true},
-		{MPS{Running: true, Owner: 0}, 1001, false}, // root's single-user daemon queues others
-		{MPS{Running: true, Owner: 0}, 0, true},
-		{MPS{Running: true, Owner: 1001, MultiUser: true}, 1001, true},
-		{MPS{Running: true, Owner: 1001, MultiUser: true}, 1002, false},
-		{MPS{Running: false, Owner: 0, MultiUser: true}, 1001, false},
-		{MPS{Running: true, Owner: NA, MultiUser: true}, NA, false},
+		{MPS{Running: true, Owner: 0, MultiUser: true}, 1001, nil, true},
+		{MPS{Running: true, Owner: 0}, 1001, nil, false}, // root's single-user daemon queues others
+		{MPS{Running: true, Owner: 0}, 0, nil, true},
+		{MPS{Running: true, Owner: 1001, MultiUser: true, PipeDir: "/tmp/nvidia-mps"}, 1001, nil, false},
+		{MPS{Running: true, Owner: 1001, MultiUser: true, PipeDir: "/tmp/nvidia-mps"}, 1001, named, false},
+		{MPS{Running: true, Owner: 1001, PipeDir: "/run/mps-alice"}, 1001, named, true},
+		{MPS{Running: true, Owner: 1001, PipeDir: "/run/mps-alice"}, 1002, named, false},
+		{MPS{Running: true, Owner: 1001, PipeDir: "relative"}, 1001, named, false},
+		{MPS{Running: false, Owner: 0, MultiUser: true}, 1001, nil, false},
+		{MPS{Running: true, Owner: NA, MultiUser: true}, NA, nil, false},
 	} {
-		require.Equal(t, tc.trust, tc.mps.Enforces(tc.uid), "%+v for uid %d", tc.mps, tc.uid)
+		require.Equal(t, tc.trust, tc.mps.Enforces(tc.uid, tc.dirs), "%+v for uid %d in %v", tc.mps, tc.uid, tc.dirs)
 	}
 }
 

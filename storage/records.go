@@ -150,6 +150,9 @@ type Policy struct {
 	HoldMax   time.Duration   `json:"hold_max,omitempty"`
 	// NotifyURL receives every notice as a Slack-compatible JSON POST.
 	NotifyURL string `json:"notify_url,omitempty"`
+	// MPSUserDirs are the pipe directories where a user's own MPS daemon
+	// is trusted to hold that user's bookings to their memory.
+	MPSUserDirs []string `json:"mps_user_dirs,omitempty"`
 
 	// Quotas; nil is no limit, and zero a limit of nothing (a policy
 	// stored before a zero limit could be set never wrote a zero).
