@@ -165,7 +165,8 @@ type publisher struct {
 	errs    chan error
 	failing bool
 
-	ttl time.Duration // how long a status lasts after its publication
+	ttl     time.Duration // how long a status lasts after its publication
+	started time.Time     // when the monitor began, by this host's clock
 
 	mu      sync.Mutex
 	offsets map[string][]time.Duration // recent readings of each host's clock minus ours, less the delay
@@ -183,7 +184,7 @@ func newPublisher(c *Client, ttl time.Duration) *publisher {
 	if ttl <= 0 {
 		ttl = presenceTTL
 	}
-	return &publisher{c: c, pr: pr, ttl: ttl, samples: make(chan gpu.Sample, 1), errs: make(chan error, 1),
+	return &publisher{c: c, pr: pr, ttl: ttl, started: c.now(), samples: make(chan gpu.Sample, 1), errs: make(chan error, 1),
 		offsets: map[string][]time.Duration{}, seen: map[string]time.Time{}}
 }
 
@@ -202,6 +203,13 @@ func (p *publisher) standing() ClockStanding {
 		others = append(others, slices.Max(rs))
 	}
 	return standingOf(p.c.host, others)
+}
+
+// measured reports whether the other hosts have had time to show up since
+// the monitor began, so that its clock's standing means something: until
+// then it takes over no host's bookings.
+func (p *publisher) measured(now time.Time) bool {
+	return p == nil || now.Sub(p.started) >= presenceEvery
 }
 
 // lastSeen is when host's last status arrived, by this host's clock.

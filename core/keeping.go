@@ -30,7 +30,7 @@ type ClockStanding struct {
 	// many of them are within SkewBound of this one's clock, itself
 	// included.
 	Hosts, Agree int
-	// Ahead is this host's clock minus the others' median.
+	// Ahead is this host's clock minus the lab's (see standingOf).
 	Ahead time.Duration
 }
 
@@ -43,10 +43,14 @@ func standingOf(host string, others []time.Duration) ClockStanding {
 			s.Agree++
 		}
 	}
-	if len(others) > 0 {
-		sorted := slices.Sorted(slices.Values(others))
-		s.Ahead = -sorted[len(sorted)/2]
+	// The lab's clock is the median of all, this one's included; of two
+	// middle ones, the farther from this clock (two hosts: the other's).
+	all := slices.Sorted(slices.Values(append(slices.Clone(others), 0)))
+	lo, hi := all[(len(all)-1)/2], all[len(all)/2]
+	if lo.Abs() > hi.Abs() {
+		hi = lo
 	}
+	s.Ahead = -hi
 	return s
 }
 
@@ -115,7 +119,7 @@ func (m *Monitor) keep(parts []storage.Partition, now time.Time, lead time.Durat
 		switch {
 		case m.c.OnThisHost(p):
 			k.parts = append(k.parts, p)
-		case k.doubt == nil && p.State == storage.Live:
+		case k.doubt == nil && p.State == storage.Live && m.pub.measured(now):
 			others = append(others, p)
 		}
 	}

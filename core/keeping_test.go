@@ -147,6 +147,7 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 	live(t, b.c, "gpuA", false) // the real wait: the lease's TTL on the server
 	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(storage.EventExpired, p.ID); return ok })
 	ended, _ := b.log.find(storage.EventExpired, p.ID)
+	require.Contains(t, ended.Detail, "GPU gpuA:0, 50%")
 	require.Contains(t, ended.Detail, "expired by gpuB: gpuA's monitor has not been seen for ")
 	evs, err := b.c.Events(0, 0)
 	require.NoError(t, err)
@@ -227,4 +228,32 @@ func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, strings.HasSuffix(ended.Detail, "after the deadline"), ended.Detail)
 	require.NotContains(t, strings.Join(log.kinds(), " "), string(storage.EventClock))
+}
+
+// A host's clock is in doubt when most of the hosts measured, itself
+// included, are more than SkewBound from it.
+func TestClockStanding(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	for _, tc := range []struct {
+		name    string
+		others  []time.Duration // each other host's clock minus this one's
+		doubt   bool
+		ahead   time.Duration
+		summary string
+	}{
+		{"alone", nil, false, 0, "(1 of 1 hosts"},
+		{"within the bound", []time.Duration{2 * s, -2 * s}, false, 0, "(3 of 3 hosts"},
+		{"the one off", []time.Duration{-90 * s, -91 * s}, true, 90 * s, "90.0 s ahead"},
+		{"one other off", []time.Duration{90 * s, 0}, false, 0, "(2 of 3 hosts"},
+		{"two that disagree", []time.Duration{3 * s}, true, -3 * s, "3.0 s behind"},
+		{"no majority", []time.Duration{0, 50 * s, 60 * s}, true, -50 * s, "(2 of 4 hosts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := standingOf("gpu1", tc.others)
+			require.Equal(t, tc.doubt, st.InDoubt())
+			require.Equal(t, tc.ahead, st.Ahead)
+			require.Contains(t, st.String(), tc.summary)
+		})
+	}
 }

@@ -626,8 +626,12 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			}
 		}
 		late := now.Sub(p.Expires)
+		gpu := strconv.Itoa(p.Device)
+		if !m.c.OnThisHost(p) { // kept for a host whose monitors stopped
+			gpu = FormatGPU(p.Host, p.Device)
+		}
 		a := Act{Time: now, Kind: storage.EventExpired, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("GPU %d, %s; %d GPU process(es); %s after the deadline%s", p.Device, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
+			Detail: fmt.Sprintf("GPU %s, %s; %d GPU process(es); %s after the deadline%s", gpu, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
