@@ -232,10 +232,10 @@ const (
 func (s *Store) Update(fn func(*storage.Tx) error) error {
 	whole, cancel := s.operation()
 	defer cancel()
-	// The attempts end checkReserve before the operation's deadline, which
-	// leaves time to find out whether a commit etcd did not answer
-	// happened, and to give the turn back: the whole of Update, those
-	// included, ends within the timeout it promises.
+	// The attempts end a checkReserve-th of the timeout before the
+	// operation's deadline, which leaves time to find out whether a commit
+	// etcd did not answer happened, and to give the turn back: the whole
+	// of Update, those included, ends within the timeout it promises.
 	deadline, _ := whole.Deadline()
 	ctx, cancelAttempts := context.WithDeadline(whole, deadline.Add(-s.cfg.Timeout/checkReserve))
 	defer cancelAttempts()
