@@ -154,6 +154,30 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 	require.Equal(t, ended.Detail, evs[len(evs)-1].Detail, "the audit trail says so")
 }
 
+// A host none of whose monitors ever published has its bookings kept by
+// another host's monitor, which says so; a monitor just started first gives
+// the hosts a presence interval to show up (and its clock to be measured).
+func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
+	t.Parallel()
+	open := storetest.Etcd(t, etcdtest.Shared(t))
+	clk := newFakeClock()
+	me := CurrentIdentity()
+	lone := NewClient(Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
+	p, err := lone.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Minute})
+	require.NoError(t, err)
+	clk.Set(p.Expires.Add(time.Second))
+	b := startHost(t, open, "gpuB", clk)
+	passAfter(t, clk, clk.Now(), b)
+	got, err := b.c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.Live, got.State, "gpuB has just started")
+
+	passAfter(t, clk, clk.Now().Add(presenceEvery), b)
+	require.Eventually(t, func() bool { _, ok := b.log.find(storage.EventExpired, p.ID); return ok }, 15*time.Second, 10*time.Millisecond)
+	ended, _ := b.log.find(storage.EventExpired, p.ID)
+	require.Contains(t, ended.Detail, "expired by gpuB: no monitor of gpuA is publishing")
+}
+
 // A host whose clock disagrees with most of the lab's says so once, ends
 // only its own host's bookings (their events say the time is in doubt),
 // and takes over none of a stopped host's: a host whose clock agrees does,
