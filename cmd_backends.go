@@ -108,7 +108,7 @@ func reportHosts(g *globals, r *core.BackendsJSON) error {
 	for _, h := range hosts {
 		r.Hosts = append(r.Hosts, h.JSON())
 	}
-	r.ClockWarnings = core.SkewWarnings(hosts)
+	r.ClockWarnings = core.SkewWarnings(c.Host(), hosts)
 	return nil
 }
 

@@ -98,7 +98,7 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 		switch a.Kind {
 		case storage.EventError:
 			level = slog.LevelError
-		case storage.EventDenied:
+		case storage.EventDenied, storage.EventClock:
 			level = slog.LevelWarn
 		}
 		r := slog.NewRecord(a.Time, level, a.Detail, 0)

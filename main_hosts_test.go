@@ -215,6 +215,50 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	}, patience, 200*time.Millisecond)
 }
 
+// A host whose clock runs 90 s ahead of the other two says in its monitor's
+// log, once, that it judges only its own bookings; chronos backends shows
+// it there, and the others see its clock ahead of theirs.
+func TestBackendsShowsAClockInDoubt(t *testing.T) {
+	t.Parallel()
+	lab := labStore(t)
+	dir := t.TempDir()
+	monitor := func(host string, env ...string) string {
+		log := filepath.Join(dir, host+".log")
+		f, err := os.Create(log)
+		require.NoError(t, err)
+		cmd := exec.Command(chronosBin, "--monitor")
+		cmd.Env = append(append(os.Environ(), "CHRONOS_DB=", "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS=2", "CHRONOS_STORE="+lab,
+			"CHRONOS_HOST="+host, "CHRONOS_STORE_FILE=/nonexistent"), env...)
+		cmd.Stderr = f
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); f.Close() })
+		return log
+	}
+	monitor("gpu1")
+	monitor("gpu2")
+	fast := clockSetBack(t, -90*time.Second)
+	fastLog := monitor("gpu3", fast...)
+	doubt := regexp.MustCompile(`warning:\s+gpu3's clock is (89|9\d)\.\d s ahead of the other hosts' \(1 of 3 hosts within 2s of it\): its monitor ends only gpu3's bookings`)
+	require.Eventually(t, func() bool {
+		return doubt.MatchString(runEnv(t, append(fast, "CHRONOS_STORE="+lab, "CHRONOS_HOST=gpu3", "CHRONOS_STORE_FILE=/nonexistent"), "backends").stdout)
+	}, patience, 200*time.Millisecond)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(fastLog)
+		require.NoError(t, err)
+		return strings.Contains(string(b), "kind=clock")
+	}, patience, 100*time.Millisecond)
+	b, err := os.ReadFile(fastLog)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(b), "kind=clock"), "said once:\n%s", b)
+	require.Contains(t, string(b), "level=WARN detail=\"gpu3's clock is ")
+
+	r := onHost(t, lab, "gpu1", "backends")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `host gpu3:\s+live, 2 GPUs, clock \+(89|9\d)\.\d\d s`, r.stdout)
+	require.Contains(t, r.stdout, "gpu3's clock is ")
+	require.NotContains(t, r.stdout, "gpu1's clock", "gpu1's clock agrees with gpu2's")
+}
+
 // chronos migrate copies a host's file into the lab's ledger, once.
 func TestMigrateCommand(t *testing.T) {
 	t.Parallel()

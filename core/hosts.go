@@ -133,9 +133,14 @@ func skewOf(statuses map[string]*HostStatus, me, host string) (time.Duration, bo
 }
 
 // SkewWarnings says, for each other host whose clock is more than
-// SkewWarning from this one's, by how much.
-func SkewWarnings(hosts []HostView) []string {
+// SkewWarning from this one's, by how much; first, when most of the hosts'
+// clocks disagree with this host's (see SkewBound), what its monitor does
+// about it.
+func SkewWarnings(host string, hosts []HostView) []string {
 	var out []string
+	if st := standingOfViews(host, hosts); st.InDoubt() {
+		out = append(out, st.String())
+	}
 	for _, h := range hosts {
 		if !h.SkewKnown || h.Skew.Abs() <= SkewWarning {
 			continue
@@ -160,19 +165,62 @@ type publisher struct {
 	errs    chan error
 	failing bool
 
+	ttl     time.Duration // how long a status lasts after its publication
+	started time.Time     // when the monitor began, by this host's clock
+
 	mu      sync.Mutex
 	offsets map[string][]time.Duration // recent readings of each host's clock minus ours, less the delay
+	seen    map[string]time.Time       // when each host's last status arrived, by our clock
 }
 
 // skewWindow is how many of a host's statuses its skew is measured over.
 const skewWindow = 8
 
-func newPublisher(c *Client) *publisher {
+func newPublisher(c *Client, ttl time.Duration) *publisher {
 	pr := c.presence()
 	if pr == nil {
 		return nil
 	}
-	return &publisher{c: c, pr: pr, samples: make(chan gpu.Sample, 1), errs: make(chan error, 1), offsets: map[string][]time.Duration{}}
+	if ttl <= 0 {
+		ttl = presenceTTL
+	}
+	return &publisher{c: c, pr: pr, ttl: ttl, started: c.now(), samples: make(chan gpu.Sample, 1), errs: make(chan error, 1),
+		offsets: map[string][]time.Duration{}, seen: map[string]time.Time{}}
+}
+
+// standing is this host's clock against every host measured since the
+// monitor started. A host whose status lapsed keeps its last reading: a
+// host left alone has nobody to check its clock against, and one found
+// wrong while others were there stays in doubt.
+func (p *publisher) standing() ClockStanding {
+	if p == nil {
+		return ClockStanding{Hosts: 1, Agree: 1}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	others := make([]time.Duration, 0, len(p.offsets))
+	for _, rs := range p.offsets {
+		others = append(others, slices.Max(rs))
+	}
+	return standingOf(p.c.host, others)
+}
+
+// measured reports whether the other hosts have had time to show up since
+// the monitor began, so that its clock's standing means something: until
+// then it takes over no host's bookings.
+func (p *publisher) measured(now time.Time) bool {
+	return p == nil || now.Sub(p.started) >= presenceEvery
+}
+
+// lastSeen is when host's last status arrived, by this host's clock.
+func (p *publisher) lastSeen(host string) (time.Time, bool) {
+	if p == nil {
+		return time.Time{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.seen[host]
+	return t, ok
 }
 
 // offer hands over a new reading without waiting.
@@ -230,9 +278,11 @@ func (p *publisher) observe(u storage.Published) {
 	if json.Unmarshal(u.Status, &st) != nil || st.Time.IsZero() {
 		return
 	}
-	off := st.Time.Sub(p.c.now())
+	now := p.c.now()
+	off := st.Time.Sub(now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.seen[u.Host] = now
 	rs := append(p.offsets[u.Host], off)
 	if len(rs) > skewWindow {
 		rs = rs[len(rs)-skewWindow:]
@@ -256,7 +306,7 @@ func (p *publisher) publish(s gpu.Sample) {
 	p.mu.Unlock()
 	data, err := json.Marshal(st)
 	if err == nil {
-		err = p.pr.Publish(p.c.host, data, presenceTTL)
+		err = p.pr.Publish(p.c.host, data, p.ttl)
 	}
 	if err != nil && !p.failing {
 		select {

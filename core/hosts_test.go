@@ -221,9 +221,13 @@ func TestClockSkewIsMeasured(t *testing.T) {
 			clk.Advance(presenceEvery) // the hosts publish again, with what they measured
 			return false
 		}, 15*time.Second, 50*time.Millisecond, "as %s sees %s: %+v", tc.c.Host(), tc.peer, view)
-		warnings := SkewWarnings([]HostView{view})
-		require.Len(t, warnings, 1)
-		require.True(t, strings.HasPrefix(warnings[0], tc.warn), warnings[0])
+		// Two hosts more than SkewBound apart: neither can tell whose
+		// clock is wrong, so each says its own is in doubt, first.
+		warnings := SkewWarnings(tc.c.Host(), []HostView{view})
+		require.Len(t, warnings, 2)
+		require.True(t, strings.HasPrefix(warnings[0], tc.c.Host()+"'s clock is 3.0 s "), warnings[0])
+		require.Contains(t, warnings[0], "(1 of 2 hosts within 2s of it)")
+		require.True(t, strings.HasPrefix(warnings[1], tc.warn), warnings[1])
 	}
 }
 

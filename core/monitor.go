@@ -83,6 +83,9 @@ type MonitorOptions struct {
 	// Observer is told of each pass, reading and signal (metrics); nil:
 	// nobody.
 	Observer MonitorObserver
+	// PresenceTTL is how long this host's status outlives the monitor on
+	// a ledger many hosts share (presenceTTL when zero): tests shorten it.
+	PresenceTTL time.Duration
 }
 
 // attributionWindow is how long after its end an expired booking can still
@@ -107,9 +110,11 @@ type Monitor struct {
 	root          bool
 	nextSample    time.Time
 	nextInventory time.Time
-	nextLine      time.Time  // when the waiting line next needs a look
-	snap          *snapshot  // the ledger as last read; nil: read it again
-	pub           *publisher // this host's status for the other hosts; nil on a ledger file
+	nextLine      time.Time        // when the waiting line next needs a look
+	snap          *snapshot        // the ledger as last read; nil: read it again
+	pub           *publisher       // this host's status for the other hosts; nil on a ledger file
+	pr            storage.Presence // the other hosts' statuses; nil on a ledger file
+	inDoubt       bool             // this host's clock disagrees with the lab's (see SkewBound)
 	acct          accountant
 	notes         notifier
 
@@ -169,7 +174,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify)}
+	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence()}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -183,7 +188,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 func (m *Monitor) Run(ctx context.Context) error {
 	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
 	var pubErrs <-chan error
-	if m.pub = newPublisher(m.c); m.pub != nil {
+	if m.pub = newPublisher(m.c, m.o.PresenceTTL); m.pub != nil {
 		pubErrs = m.pub.errs
 		go m.pub.run(ctx)
 	}
@@ -311,9 +316,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		return now, err
 	}
 	parts, claims, pol := snap.parts, snap.claims, snap.pol
-	// Every monitor keeps the books of every host's bookings (expiry is
-	// the same transaction wherever it runs); processes are matched only
-	// against this host's, whose GPUs it samples.
+	// Each host's monitor keeps the books of its own host's bookings (see
+	// keeping); processes are matched only against this host's, whose
+	// GPUs it samples.
 	local := slices.DeleteFunc(slices.Clone(parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
 	if m.o.Backend != nil && !now.Before(m.nextInventory) {
 		m.nextInventory = now.Add(inventoryEvery)
@@ -322,7 +327,8 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 	}
 
-	due, warn := dueAt(parts, now, pol.WarnLead)
+	kept := m.keep(parts, now, pol.WarnLead)
+	due, warn := dueAt(kept.parts, now, pol.WarnLead)
 	var atts []Attribution
 	var readings []storage.DeviceReading // readings to store
 	var release, orphaned []uint64       // bookings whose chronos run died
@@ -377,7 +383,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			// Read once for every booking the pass ends, if it ends any.
 			policy := ledgerPolicy(tx)
 			var err error
-			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy); err != nil {
+			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy, kept); err != nil {
 				return err
 			}
 			settled, err := m.settleOrphans(tx, release, orphaned, now, policy)
@@ -461,7 +467,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	if m.acct.done != nil {
 		return now, nil // the rest of the window, at once
 	}
-	next := m.nextWake(parts, claims, pol, now)
+	next := m.nextWake(kept.parts, claims, pol, now)
 	if snap.waiting || !m.nextLine.IsZero() && !now.Before(m.nextLine) {
 		// Time alone can make a placement due: an ETA reached, a quota's
 		// window slid on, a timeout, a waiting process gone.
@@ -600,7 +606,7 @@ func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, w
 
 // expireAndWarn flips due bookings and records warnings, inside tx. Only
 // the monitor whose transaction flips a booking reports it.
-func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time, policy func() (Policy, error)) ([]Act, error) {
+func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time, policy func() (Policy, error), kept keeping) ([]Act, error) {
 	var acts []Act
 	if len(due) > 0 {
 		now = m.c.now() // sampling may have taken a while since the tick began
@@ -630,8 +636,12 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 			}
 		}
 		late := now.Sub(p.Expires)
+		gpu := strconv.Itoa(p.Device)
+		if !m.c.OnThisHost(p) { // kept for a host whose monitors stopped
+			gpu = FormatGPU(p.Host, p.Device)
+		}
 		a := Act{Time: now, Kind: storage.EventExpired, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("GPU %d, %s; %d GPU process(es); %s after the deadline", p.Device, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond))}
+			Detail: fmt.Sprintf("GPU %s, %s; %d GPU process(es); %s after the deadline%s", gpu, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}

@@ -41,6 +41,8 @@ const (
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"
 	EventStopped EventKind = "stopped"
+	// This host's clock came to disagree with the lab's, or to agree again.
+	EventClock EventKind = "clock"
 	// A notice delivered to its owner's terminals or the webhook.
 	EventNotified EventKind = "notified"
 )

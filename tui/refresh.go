@@ -87,7 +87,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return m.status.set(m.sh, fmt.Sprintf("reading the other hosts: %v", msg.err), true)
 		}
-		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(msg.hosts)
+		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(m.opts.Client.Host(), msg.hosts)
 		m.derive()
 		return nil
 

@@ -128,19 +128,23 @@ func TestStoppedDuringCommit(t *testing.T) {
 	for _, kill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "continued", true: "killed and restarted"}[kill], func(t *testing.T) {
 			c := etcdtest.Start(t, 1)
-			s := openOn(t, c, time.Second)
+			s := openOn(t, c, DefaultTimeout)
 			prefix := s.cfg.Prefix
 			_, err := addBooking(s)
 			require.NoError(t, err)
 			m := c.Members[0]
 			var once atomic.Int32
 			back := make(chan struct{})
+			var start time.Time
 			s.beforeCommit = func() {
 				if once.Add(1) == 1 {
 					m.Pause()
 					go func() {
 						defer close(back)
-						time.Sleep(1200 * time.Millisecond) // the commit has timed out
+						// The commit has timed out (its attempts end a fifth
+						// of the timeout early); the check, in that fifth, has
+						// not.
+						time.Sleep(time.Until(start.Add(DefaultTimeout * 22 / 25)))
 						if !kill {
 							m.Resume()
 							return
@@ -152,6 +156,7 @@ func TestStoppedDuringCommit(t *testing.T) {
 					}()
 				}
 			}
+			start = time.Now()
 			_, err = addBooking(s)
 			s.beforeCommit = nil
 			<-back
@@ -313,6 +318,46 @@ func TestTurnLeftBehindLapses(t *testing.T) {
 	_, err = addBooking(other)
 	require.NoError(t, err)
 	t.Logf("outage %s, then committed after %s", start.Sub(killed), time.Since(start))
+}
+
+// "Within the timeout" is a deadline on the whole update: a writer that
+// lost to another writer twice, took the turn, and then met an etcd that
+// stopped answering before its commit says so within its timeout: finding
+// out whether the commit happened and giving the turn back wait no longer.
+func TestUpdateUnderContentionEndsWithinItsTimeout(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	const timeout = time.Second
+	s := openOn(t, c, timeout)
+	other, err := Open(Config{Endpoints: c.Endpoints(), Prefix: s.Prefix()})
+	require.NoError(t, err)
+	defer func() { _ = other.Close() }()
+	var attempts atomic.Int32
+	s.beforeCommit = func() {
+		switch attempts.Add(1) {
+		case 1, 2: // another writer commits first: s loses, and then takes the turn
+			_, err := addBooking(other)
+			require.NoError(t, err)
+		case 3: // s holds the turn; etcd stops answering before s commits
+			c.Members[0].Pause()
+		}
+	}
+	start := time.Now()
+	_, err = addBooking(s)
+	took := time.Since(start)
+	c.Members[0].Resume()
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	require.ErrorContains(t, err, "did not answer within 1s")
+	require.Equal(t, int32(3), attempts.Load())
+	// The two commits of the other writer are in the time; a quarter of
+	// the timeout is left for a loaded machine's scheduling. Each fresh
+	// timeout of before (the check, the turn) took a whole one more.
+	require.Less(t, took, timeout*5/4, "said after %s", took)
+	t.Logf("said after %s: %v", took.Round(time.Millisecond), err)
+	require.NoError(t, c.WaitHealthy(20*time.Second))
+	s.beforeCommit = nil
+	_, err = addBooking(other)
+	require.NoError(t, err, "the turn was given back, or lapsed")
 }
 
 // A long transaction among writers in tight loops of short ones is not

@@ -55,6 +55,11 @@ const DefaultPrefix = "/chronos"
 // cluster to elect a new leader (about a second by etcd's defaults).
 const DefaultTimeout = 5 * time.Second
 
+// checkReserve is the share of an update's timeout (1/checkReserve) kept
+// from its attempts for finding out whether a commit etcd did not answer
+// happened (two round trips) and giving the turn back.
+const checkReserve = 5
+
 // Config says how to reach the ledger.
 type Config struct {
 	// Endpoints are etcd members' client addresses, host:port.
@@ -225,8 +230,15 @@ const (
 // etcd fails while committing, Update finds out whether the commit
 // happened before saying so.
 func (s *Store) Update(fn func(*storage.Tx) error) error {
-	ctx, cancel := s.operation()
+	whole, cancel := s.operation()
 	defer cancel()
+	// The attempts end a checkReserve-th of the timeout before the
+	// operation's deadline, which leaves time to find out whether a commit
+	// etcd did not answer happened, and to give the turn back: the whole
+	// of Update, those included, ends within the timeout it promises.
+	deadline, _ := whole.Deadline()
+	ctx, cancelAttempts := context.WithDeadline(whole, deadline.Add(-s.cfg.Timeout/checkReserve))
+	defer cancelAttempts()
 	lost := 0 // attempts that lost to another writer
 	busy := func() error {
 		return fmt.Errorf("%w: lost to other writers %d times in %s; nothing was written", storage.ErrBusy, lost, s.cfg.Timeout)
@@ -234,14 +246,14 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 	var turn *turn // this writer's turn (see takeTurn), once it has one
 	defer func() {
 		if turn != nil {
-			s.endTurn(turn)
+			s.endTurn(whole, turn)
 		}
 	}()
 	for attempt := 1; ; attempt++ {
 		if lost >= turnAfter && turn == nil {
 			turn = s.takeTurn(ctx) // nil: another writer has the turn; wait for it
 		}
-		t := &tx{s: s, ctx: ctx, writable: true, turn: turn}
+		t := &tx{s: s, ctx: ctx, op: whole, writable: true, turn: turn}
 		stx, err := storage.NewTx(t)
 		if err == nil {
 			err = fn(stx)
@@ -272,7 +284,7 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 				// lease ran out while the member keeping it was away) or
 				// is another's. Give it up and take a new one, rather
 				// than comparing against a turn that no longer exists.
-				s.endTurn(turn)
+				s.endTurn(ctx, turn)
 				turn = nil
 			}
 			if !pause(ctx, attempt) { // the deadline bounds the attempts
@@ -339,19 +351,27 @@ func (s *Store) takeTurn(ctx context.Context) *turn {
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
 		Then(clientv3.OpPut(s.turnKey(), t.token, clientv3.WithLease(g.ID))).Commit()
 	if err != nil || !resp.Succeeded {
-		s.endTurn(t)
+		s.endTurn(ctx, t)
 		return nil
 	}
 	return t
 }
 
 // endTurn gives the turn up: it revokes the turn's lease, which deletes the
-// key if it is still there. Should etcd not answer, the lease, no longer
-// kept alive, lapses within turnTTL.
-func (s *Store) endTurn(t *turn) {
+// key if it is still there, within ctx, the operation's time. Should etcd
+// not answer, or the time be up, the lease, no longer kept alive, lapses
+// within turnTTL; with the time up, the revocation is still tried, without
+// keeping the caller past the deadline it promised.
+func (s *Store) endTurn(ctx context.Context, t *turn) {
 	t.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
+	if ctx.Err() != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+			defer cancel()
+			_, _ = s.cli.Revoke(ctx, t.lease)
+		}()
+		return
+	}
 	_, _ = s.cli.Revoke(ctx, t.lease)
 }
 
@@ -426,8 +446,11 @@ type write struct {
 
 // tx is one transaction: reads at rev, writes buffered until commit.
 type tx struct {
-	s        *Store
-	ctx      context.Context
+	s   *Store
+	ctx context.Context
+	// op is the operation's context, which outlasts ctx by the time kept
+	// to find out whether a commit happened (see Update).
+	op       context.Context
 	writable bool
 	rev      int64 // every read is at this revision; 0 until the first
 	writes   map[string]write
@@ -788,9 +811,9 @@ func (t *tx) commit() (outcome, error) {
 		return refused, s.unavailable(t.ctx, "commit", err)
 	}
 	// The Txn may or may not have been applied before etcd failed: ask,
-	// with a fresh deadline.
+	// in the time the operation kept for it.
 	err = s.unavailable(t.ctx, "commit", err)
-	applied, rerr := s.applied(token, t.rev)
+	applied, rerr := s.applied(t.op, token, t.rev)
 	switch {
 	case rerr != nil:
 		return unknown, err
@@ -806,9 +829,7 @@ func (t *tx) commit() (outcome, error) {
 // first fences it off: it rewrites the version key, after which the commit
 // in doubt can no longer apply (it wants the key unchanged since rev). Then
 // the key's history since rev says whether it did before.
-func (s *Store) applied(token string, rev int64) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
+func (s *Store) applied(ctx context.Context, token string, rev int64) (bool, error) {
 	var fence *clientv3.PutResponse
 	for attempt := 1; ; attempt++ { // past a member that just died, say
 		var err error
