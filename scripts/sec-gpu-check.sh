@@ -83,23 +83,41 @@ if [ "${NOBODY_GPU:-yes}" = yes ]; then
 fi
 kill -INT "$RUN" 2>/dev/null; wait "$RUN"
 
-step "a fake MPS daemon of nobody's (a FIFO named control, python named like the daemon, -d -M); root monitor with overbudget=terminate"
+step "nobody's own fake MPS daemon (a FIFO named control in nobody's directory, python named like the daemon, -d) and nobody's own booking: root's monitor with overbudget=terminate checks trust at every sample"
 FAKE_DIR=$WORK/fake-mps
 mkdir -p "$FAKE_DIR" && chown nobody "$FAKE_DIR"
 runuser -u nobody -- mkfifo "$FAKE_DIR/control"
-ln -s "$(command -v python3)" "$WORK/nvidia-cuda-mps-control"
-runuser -u nobody -- "$WORK/nvidia-cuda-mps-control" -c 'import time; time.sleep(600)' -d -M &
+cp "$(command -v python3)" "$WORK/nvidia-cuda-mps-control" && chmod 0755 "$WORK/nvidia-cuda-mps-control"
+runuser -u nobody -- "$WORK/nvidia-cuda-mps-control" -c 'import time; time.sleep(600)' -d &
 FAKE=$!
 sleep 1
 pgrep -a nvidia-cuda-mps
-CUDA_MPS_PIPE_DIRECTORY=$FAKE_DIR "$CHRONOS" --monitor --policy "overbudget=terminate unbooked=off grace=5s" 2> "$WORK/monitor-fake.log" &
+if [ "${NOBODY_GPU:-yes}" = yes ]; then
+	# A ledger nobody may write too: a shared one, of nobody's group.
+	LAB=$WORK/lab/chronos.db
+	"$CHRONOS" --db "$LAB" init --shared --group "$(id -gn nobody)" >/dev/null
+	"$CHRONOS" --db "$LAB" --monitor --policy "overbudget=terminate unbooked=off grace=5s" 2> "$WORK/monitor-fake-lab.log" &
+	MON=$!
+	sleep 1
+	runuser -u nobody -- env CHRONOS_DB="$LAB" HOME=/tmp CUDA_MPS_PIPE_DIRECTORY="$FAKE_DIR" "$CHRONOS" run 0 0.02 5m -- python3 "$WORK/gpu_workload.py" hold --gib 6 --seconds 60
+	echo "nobody's over-budget job under nobody's fake daemon: exit $? (expect 143: a member's daemon is not trusted; or CUDA refusing the fake pipe directory, which its output says)"
+	kill "$MON"; wait "$MON"; MON=
+	cat "$WORK/monitor-fake-lab.log"
+fi
+"$CHRONOS" --monitor --policy "overbudget=terminate unbooked=off grace=5s" 2> "$WORK/monitor-fake.log" &
 MON=$!
+sleep 1
 "$CHRONOS" create 0 0.02 5m
 ID=$("$CHRONOS" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-CHRONOS_BOOKING_ID=$ID $LOAD hold --gib 6 --seconds 60; echo "over-budget job in booking $ID exit $? (expect 143: the fake daemon switches nothing off)"
+CHRONOS_BOOKING_ID=$ID $LOAD hold --gib 6 --seconds 60; echo "root's over-budget job in booking $ID exit $? (expect 143: the fake daemon switches nothing off)"
 kill "$MON"; wait "$MON"; MON=
 cat "$WORK/monitor-fake.log"
 kill "$FAKE"; FAKE=
+
+step "root's monitor started before any MPS daemon (MPS is checked at every sample, not once)"
+"$CHRONOS" --monitor --policy "overbudget=terminate unbooked=off grace=5s" 2> "$WORK/monitor-mps.log" &
+MON=$!
+sleep 1
 
 step "a real multi-user MPS daemon of root's: expect running, multi-user, trusted"
 export CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOGS
@@ -108,9 +126,7 @@ sleep 1
 "$CHRONOS" backends
 ls -l "$MPS_PIPE/control"
 
-step "under MPS, monitor with overbudget=terminate: a job chronos run started with its limit is MPS's; one started without it is ours"
-"$CHRONOS" --monitor --policy "overbudget=terminate unbooked=off grace=5s" 2> "$WORK/monitor-mps.log" &
-MON=$!
+step "under MPS (daemon started after the monitor), overbudget=terminate: a job chronos run started with its limit is MPS's; one started without it is ours"
 "$CHRONOS" run 0 0.05 5m -- $LOAD hold --gib 4 --seconds 20; echo "chronos run job exit $? (expect 0: MPS holds it to its limit, the monitor leaves it)"
 "$CHRONOS" create 0 0.02 5m
 ID=$("$CHRONOS" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
