@@ -161,7 +161,10 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 func TestRootRetriesAFailedWebhook(t *testing.T) {
 	t.Parallel()
 	h := newHook(t, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusTooManyRequests)
-	r := newIdleRig(t, alice)
+	// The booking is this process's user's, so that the member's monitor
+	// (Root: false) keeps its records (keepsRecordsOf) and warns of idle.
+	me := Identity{UID: hostUID(), User: "me"}
+	r := newIdleRig(t, me)
 	id, _ := r.book(true)
 	r.c.notify = notifyFileFor(t, h.URL)
 	pol := ladderPolicy(ReclaimAlways)
