@@ -51,10 +51,6 @@ type Options struct {
 	// Acts carries one line per monitor act (expired, warned, signalled),
 	// shown in the status line. May be nil.
 	Acts <-chan string
-	// Notices carries the notices to this user about their own bookings
-	// (ending soon, idle, reclaimed), shown on a line that stays until
-	// dismissed. May be nil.
-	Notices <-chan core.Notice
 	// Clock tells the time and times every tick; nil means the client's.
 	Clock clock.Clock
 	// Refresh is how often the screen ticks; zero means a second. The GPUs
@@ -176,9 +172,12 @@ type Model struct {
 	request  queueRow   // the request x cancels in the Queue tab
 	resume   mode       // what the keyboard goes back to when the person stays
 
-	// notices are the person's notices not yet dismissed, at most one per
-	// booking, the newest last: it is the one shown.
-	notices []core.Notice
+	// notices are the person's notices neither dismissed nor moot, at most
+	// one per booking, the newest last: it is the one shown. They are read
+	// from the audit trail, up to event noticesRead so far, so every app of
+	// the person's shows the same ones.
+	notices     []core.Notice
+	noticesRead uint64
 	// placed are the requests this app put in the waiting line and waits
 	// for, until it sees them booked (noticeGrants) or takes them out.
 	placed map[uint64]bool
@@ -250,11 +249,10 @@ func Run(opts Options) error {
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(
 		sampleCmd(m.opts.Backend),
-		loadCmd(m.opts.Client, false),
+		loadCmd(m.opts.Client, false, 0),
 		m.tickCmd(),
 		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
 		waitActCmd(m.opts.Acts),
-		waitNoticeCmd(m.opts.Notices),
 	)
 }
 
@@ -312,6 +310,7 @@ func (m *Model) derive() {
 		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)
 	}
 	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
+	m.dropMootNotices(now)
 	if m.form != nil {
 		m.form.setReadings(&m.data)
 	}

@@ -31,7 +31,12 @@ type ledgerMsg struct {
 	// (withQueue): laying a long line out is the dearest read there is.
 	queue     []core.QueueEntry
 	withQueue bool
-	err       error
+	// notices are the person's notices recorded after the app's last
+	// reading of them (all still of interest at the first), and
+	// noticesUpTo the newest event then.
+	notices     []core.Notice
+	noticesUpTo uint64
+	err         error
 }
 
 // tickMsg re-arms the one refresh loop.
@@ -53,8 +58,9 @@ type watchingMsg struct{ changes <-chan struct{} }
 // actMsg is one line from the monitor: something it expired, warned or signalled.
 type actMsg string
 
-// noticeMsg is a notice to the person about one of their bookings.
-type noticeMsg core.Notice
+// dismissedMsg answers d on a notice: it is recorded in the ledger, so
+// that every app of the person's drops it.
+type dismissedMsg struct{ err error }
 
 // historyMsg is one reading of a GPU's history from the ledger.
 type historyMsg struct {
@@ -107,10 +113,16 @@ func sampleCmd(b gpu.Backend) tea.Cmd {
 	}
 }
 
-func loadCmd(c *core.Client, withQueue bool) tea.Cmd {
+// loadCmd reads the ledger: the bookings, what is free, the policy, the
+// line when asked, and the person's notices recorded after event
+// noticesAfter.
+func loadCmd(c *core.Client, withQueue bool, noticesAfter uint64) tea.Cmd {
 	return func() tea.Msg {
 		msg := ledgerMsg{withQueue: withQueue}
 		if msg.parts, msg.err = c.Recent(0); msg.err != nil {
+			return msg
+		}
+		if msg.notices, msg.noticesUpTo, msg.err = c.Notices(noticesAfter); msg.err != nil {
 			return msg
 		}
 		if msg.avail, msg.err = c.Available(-1); msg.err != nil {
@@ -177,11 +189,6 @@ func waitActCmd(acts <-chan string) tea.Cmd {
 	return waitCmd(acts, func(a string) tea.Msg { return actMsg(a) })
 }
 
-// waitNoticeCmd waits for the next notice to the person.
-func waitNoticeCmd(notices <-chan core.Notice) tea.Cmd {
-	return waitCmd(notices, func(n core.Notice) tea.Msg { return noticeMsg(n) })
-}
-
 func historyCmd(c *core.Client, device int) tea.Cmd {
 	return func() tea.Msg {
 		h, err := c.History(device, historyWindow)
@@ -211,6 +218,12 @@ func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
 func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
 	return func() tea.Msg {
 		return leftLineMsg{id: id, err: c.Cancel(id)}
+	}
+}
+
+func dismissCmd(c *core.Client, n core.Notice) tea.Cmd {
+	return func() tea.Msg {
+		return dismissedMsg{err: c.DismissNotice(n.Partition, n.Seq)}
 	}
 }
 

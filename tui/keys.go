@@ -116,7 +116,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Help):
 		m.fullHelp = !m.fullHelp
 	case key.Matches(msg, k.Dismiss):
-		m.notices = m.notices[:len(m.notices)-1]
+		return m.dismiss()
 	case m.mode == viewingHistory:
 		return m.historyKey(msg)
 	case key.Matches(msg, k.History):
