@@ -166,7 +166,7 @@ type Model struct {
 	mode     mode
 	filter   string // as typed; rows match it ignoring case
 	mineOnly bool
-	sortBy   []sortKey // each tab's own, by index: s re-sorts only the tab on screen
+	sortBy   []sortOrder // each tab's own, by index: s re-sorts only the tab on screen
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 	request  queueRow   // the request x cancels in the Queue tab
@@ -220,7 +220,12 @@ func New(opts Options) *Model {
 		help:      help.New(),
 	}
 	m.tabs = []tab{m.bookings, m.processes, m.queue}
-	m.sortBy = make([]sortKey, len(m.tabs))
+	m.sortBy = make([]sortOrder, len(m.tabs))
+	for i, t := range m.tabs {
+		if keys := t.sortKeys(); len(keys) > 0 {
+			m.sortBy[i] = orderBy(keys[0])
+		}
+	}
 	m.help.Styles.FullKey = sh.styles.Label
 	m.help.Styles.FullDesc = sh.styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})

@@ -73,10 +73,16 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 	return rows
 }
 
-func sortBookings(rows []bookingRow, by sortKey) {
+// bookingSorts are what the bookings table can be ordered by.
+var bookingSorts = []sortKey{byTimeLeft, byOwner, byDevice, byID, byMemory}
+
+// bookingSorted is the column each order marks.
+var bookingSorted = map[sortKey]int{byTimeLeft: bkLeft, byOwner: bkOwner, byDevice: bkGPU, byID: bkID, byMemory: bkInUse}
+
+func sortBookings(rows []bookingRow, o sortOrder) {
 	slices.SortStableFunc(rows, func(a, b bookingRow) int {
 		var c int
-		switch by {
+		switch o.by {
 		case byTimeLeft:
 			// Ended bookings sink below the live ones, most recent first.
 			switch {
@@ -93,8 +99,10 @@ func sortBookings(rows []bookingRow, by sortKey) {
 			c = strings.Compare(a.User, b.User)
 		case byDevice:
 			c = cmp.Compare(a.Device, b.Device)
+		case byMemory:
+			c = cmp.Compare(a.inUse, b.inUse)
 		}
-		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
+		return cmp.Or(o.apply(c), cmp.Compare(a.ID, b.ID))
 	})
 }
 
@@ -217,7 +225,11 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
 	}
 	rows := bookingRows(r, f, t.table.sh.me.UID, now)
-	t.specs = specs
+	col, ok := bookingSorted[f.sortBy.by]
+	if !ok {
+		col = -1
+	}
+	t.specs = markSorted(specs, col, f.sortBy)
 	t.noUse = !slices.ContainsFunc(rows, func(r bookingRow) bool { return r.procs > 0 })
 	t.setColumns()
 	t.table.setRows(rows)
@@ -232,7 +244,7 @@ func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
 // device is the selected booking's GPU when it is one of this host's: the
 // app reads only this host's GPUs.
-func (t *bookingsTab) sorts() bool { return true }
+func (t *bookingsTab) sortKeys() []sortKey { return bookingSorts }
 
 func (t *bookingsTab) device() (int, bool) {
 	r, ok := t.table.selected()

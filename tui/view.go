@@ -252,7 +252,7 @@ func (m *Model) drawTabs(titles []string) string {
 	if m.filter != "" && m.mode != filtering {
 		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
 	}
-	if m.current().sorts() {
+	if len(m.current().sortKeys()) > 0 {
 		flags = append(flags, "sort: "+m.sortBy[m.active].String())
 	}
 	right := st.Faint.Render(strings.Join(flags, " · "))
