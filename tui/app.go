@@ -309,7 +309,7 @@ func (m *Model) derive() {
 	client := m.opts.Client
 	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
 	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
-	m.gpus.setBookings(bookedSegments(here, now), nextBookings(here, now))
+	m.gpus.setBookings(bookedSegments(here, m.data.attrs, true, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	for i, t := range m.tabs {
 		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)

@@ -134,7 +134,7 @@ func (m *Model) legendLines() []string {
 		"",
 		st.Label.Render("Legend"),
 		"mem   █ memory in use · ▒ booked, not in use · ░ free · " + st.BarHot.Render("█") + " in use, not booked",
-		"      " + f("booked cells take the owner's colour, a person's the same everywhere"),
+		"      " + f("booked runs in the owner's colour, █ only where their own processes use it"),
 		"util  █ in use · ▁▂▃▅▇█ the last readings",
 		"STATE live · " + st.EndingSoon.Render("ending soon") + " · " + st.IdleLabel.Render("idle") + f(" (none of its processes works)"),
 		"      " + f("upcoming, starts 14:00") + " · " + st.Ended.Render("ended (faded)"),
