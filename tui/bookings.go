@@ -20,8 +20,11 @@ type bookingRow struct {
 	core.Partition
 	procs int    // GPU processes counting against it
 	inUse uint64 // the GPU memory they use
-	mine  bool
-	live  bool // when the rows were shaped
+	// command is what they run, as one line: shown where the terminal is
+	// wide enough for a COMMAND column.
+	command string
+	mine    bool
+	live    bool // when the rows were shaped
 }
 
 // shownAfterEnd is how long an ended booking stays in the table, so that a
@@ -64,6 +67,7 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 		var commands []string
 		if u := uses[p.ID]; u != nil {
 			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
+			row.command = strings.Join(u.commands, "; ")
 		}
 		if f.keeps(row.mine, append(commands, p.User, "#"+strconv.FormatUint(p.ID, 10))...) {
 			rows = append(rows, row)
@@ -120,6 +124,7 @@ const (
 	bkElapsed
 	bkState
 	bkProcs
+	bkCommand
 )
 
 var bookingColumns = []column{
@@ -134,7 +139,13 @@ var bookingColumns = []column{
 	bkElapsed: {title: "ELAPSED", flex: true, min: 5, max: 30},
 	bkState:   {title: "STATE", width: 12},
 	bkProcs:   {title: "PROCS", width: 5, right: true},
+	// COMMAND is given the room a wide terminal has left (setColumns).
+	bkCommand: {title: "COMMAND"},
 }
+
+// minCommand is the least room for a bookings COMMAND column to be worth
+// showing.
+const minCommand = 20
 
 // bookingColumnsOneHost are the columns on a ledger of one host's (a
 // file): no HOST.
@@ -161,6 +172,7 @@ type bookingCells struct {
 	starts  string // when a booking ahead starts: "14:00", "Tue 14:00"
 	procs   int
 	mine    bool
+	command string
 }
 
 // startClock is when something starts, to the minute, as a row has room
@@ -215,6 +227,15 @@ func (t *bookingsTab) setColumns() {
 		specs = slices.Clone(specs)
 		specs[bkInUse].width = 0
 	}
+	// A wide terminal's room, past the ELAPSED bar at its widest, goes to
+	// what the bookings' processes run.
+	full := slices.Clone(specs)
+	full[bkElapsed].min = full[bkElapsed].max
+	if room := t.table.width - columnsWidth(full) - 1; !t.noUse && room >= minCommand {
+		specs = full
+		specs[bkElapsed].min = bookingColumns[bkElapsed].min
+		specs[bkCommand].width = room
+	}
 	t.table.setColumns(specs)
 }
 
@@ -254,7 +275,7 @@ func (t *bookingsTab) device() (int, bool) {
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
-	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine, command: Printable(r.command),
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	switch c.status {
@@ -314,7 +335,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		// One style over the whole line: the highlight unbroken, or the
 		// whole row faded.
 		line := cols.join(string(mark), id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
-			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)))
+			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)), cell(bkCommand, c.command))
 		if selected {
 			return st.Selected.Render(fit(line, width))
 		}
@@ -343,6 +364,6 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		markCell = st.Mine.Render(markCell)
 	}
 	line := cols.join(markCell, id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
-		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)))
+		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)), st.Faint.Render(cell(bkCommand, c.command)))
 	return cut(line, width)
 }

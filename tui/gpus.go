@@ -238,7 +238,8 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 	}
 	title = fit(title, max(0, width-ansi.StringWidth(right)-2)) + "  " + right
 
-	barW := max(10, min(40, (width-30)/2))
+	// Wider than 160 columns the bars grow too, a cell for every two.
+	barW := max(10, min(max(40, width/2-40), (width-30)/2))
 	util := "  util " + p.utilBar(d, barW) + "  " + p.spark(d.Index, width-(7+barW+5+2))
 	mem := "  mem  " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, barW) + " " + memText(d) + " used · " + p.legend(segs)
 	return []string{title, cut(util, width), cut(mem, width)}

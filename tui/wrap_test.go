@@ -53,3 +53,30 @@ func TestLongStatusWrapsIntoFreeLines(t *testing.T) {
 	require.Equal(t, before[:len(before)-4], after[:len(after)-4], "nothing above the free lines moved")
 	require.Equal(t, before[len(before)-1], after[len(after)-1], "the footer stays last")
 }
+
+// At 200×60 the extra width goes to content: the GPU bars grow past the 40
+// cells of a 120-column screen, and the bookings table gets a COMMAND
+// column that shows what each booking runs, in full.
+func TestWideTerminalGivesRoomToBarsAndCommands(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 4)
+	w.seed()
+	barCells := func(m *Model) int {
+		line := lineWith(t, ansi.Strip(m.View()), "alice 50%") // GPU 0's mem line
+		return strings.Count(line, "█") + strings.Count(line, "▒") + strings.Count(line, "░")
+	}
+	require.Equal(t, 40, barCells(w.model(120, 40)))
+	m := w.model(200, 60)
+	require.Equal(t, 60, barCells(m))
+
+	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "ELAPSED"), "COMMAND")
+	var train string
+	for _, a := range m.data.attrs {
+		if a.User == "alice" {
+			train = a.Command
+		}
+	}
+	require.Greater(t, len(train), 30, "a command longer than a narrow column")
+	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "#1 "), train, "in full")
+	require.NotContains(t, lineWith(t, ansi.Strip(w.model(120, 40).View()), "ELAPSED"), "COMMAND", "no room for it at 120")
+}
