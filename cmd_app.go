@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -70,8 +71,19 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		host, _ = os.Hostname()
 	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
-		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts})
+		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
+			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})
+}
+
+// globalArgs are the global flags given (the ledger, the backend), for a
+// chronos the app starts to see what it sees.
+func globalArgs(cmd *cobra.Command) []string {
+	var args []string
+	cmd.Root().PersistentFlags().Visit(func(f *pflag.Flag) {
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
 }
 
 // monitorRunner is what besideMonitor runs: a *core.Monitor.

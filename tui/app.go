@@ -21,6 +21,8 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -51,6 +53,15 @@ type Options struct {
 	// Acts carries one line per monitor act (expired, warned, signalled),
 	// shown in the status line. May be nil.
 	Acts <-chan string
+	// Self is the chronos program, and SelfArgs its global flags (the
+	// ledger's): quitting with requests in line may leave them to a
+	// `chronos create --wait --request` of each, started from it. Empty
+	// Self means this program.
+	Self     string
+	SelfArgs []string
+	// Out hears, once the app has closed, what the person should know then
+	// (the background waiters' pids and logs); nil means standard output.
+	Out io.Writer
 	// Clock tells the time and times every tick; nil means the client's.
 	Clock clock.Clock
 	// Refresh is how often the screen ticks; zero means a second. The GPUs
@@ -181,8 +192,10 @@ type Model struct {
 	// placed are the requests this app put in the waiting line and waits
 	// for, until it sees them booked (noticeGrants) or takes them out.
 	placed map[uint64]bool
-	status statusLine
-	memos  struct{ header, tabs, footer memo }
+	// farewell is said on the terminal once the app has closed.
+	farewell string
+	status   statusLine
+	memos    struct{ header, tabs, footer memo }
 }
 
 // tickOn is tea.Tick on c: the message fn makes from the time d from now.
@@ -246,6 +259,13 @@ func Run(opts Options) error {
 	m := New(opts)
 	defer m.stop()
 	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
+	if m.farewell != "" {
+		out := opts.Out
+		if out == nil {
+			out = os.Stdout
+		}
+		fmt.Fprintln(out, m.farewell)
+	}
 	return err
 }
 

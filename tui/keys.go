@@ -179,8 +179,9 @@ func (m *Model) askQuit() tea.Cmd {
 		verb = " are"
 	}
 	m.resume, m.mode, m.fullHelp = m.mode, quitting, false
-	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [n] stay")
+	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay")
 	m.prompt.keys.Confirm.SetHelp("y", "quit and leave the line")
+	m.prompt.offer("b", "quit, keep waiting in the background")
 	m.prompt.keys.Cancel.SetHelp("any other key", "stay")
 	return nil
 }
@@ -340,8 +341,11 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
 	case quitting:
 		m.mode = m.resume
-		if a == submitted {
+		switch a {
+		case submitted:
 			return m.quit()
+		case other:
+			return backgroundCmd(m.opts.Client, m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
 		}
 		wait := " still waits"
 		if len(m.placed) > 1 {

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -135,6 +136,18 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 
 	case actMsg:
 		return tea.Batch(m.status.set(m.sh, string(msg), false), waitActCmd(m.opts.Acts), m.load())
+
+	case backgroundMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, "keeping the line in the background: "+msg.err.Error(), true)
+		}
+		var said []string
+		for _, w := range msg.waiters {
+			delete(m.placed, w.request)
+			said = append(said, fmt.Sprintf("Request #%d keeps waiting in the background: pid %d, log %s", w.request, w.pid, w.log))
+		}
+		m.farewell = strings.Join(said, "\n") + "\n(chronos queue shows where it stands; chronos queue cancel ID takes it out)"
+		return m.quit()
 
 	case dismissedMsg:
 		if msg.err != nil {

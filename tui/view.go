@@ -268,6 +268,8 @@ func (m *Model) drawTabs(titles []string) string {
 func (m *Model) statusLines(n int) []string {
 	st := &m.sh.styles
 	switch {
+	case m.mode.prompting() && m.prompt.confirm:
+		return renderAll(st.Prompt, wrap(m.prompt.question, m.width, n)) // a question is read whole
 	case m.mode.prompting():
 		return []string{cut(m.prompt.view(), m.width)}
 	case m.status.text == "":
