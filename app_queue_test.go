@@ -1,7 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -44,4 +51,55 @@ func TestAppJoinsTheLineFromTheForm(t *testing.T) {
 	scr := s.waitFor("▸ Bookings (2)") // the released one stays a while
 	require.Regexp(t, `#2\s+nobody\s+0\s+50%`, scr)
 	s.keys("q")
+}
+
+// q with a request in line, then b: the app closes and says which process
+// keeps waiting in the background and where it logs; that process (a
+// `chronos create --wait --request`, in a session of its own) holds the
+// same request in the same place, and when room comes it is booked there.
+func TestAppLeavesItsRequestWaitingInTheBackground(t *testing.T) {
+	t.Parallel()
+	bin, db := rootsLedgerForAll(t, "1")
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	state, err := os.MkdirTemp("", "chronos-state-") // outside the test's own 0700 directory
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(state) })
+	require.NoError(t, os.Chmod(state, 0o777)) // nobody's state directory
+	env := append(binEnv(db), "GOCOVERDIR="+cover, "HOME=/nonexistent", "XDG_STATE_HOME="+state, "PS1=$ ")
+	s := newTmux(t, 220, 30, env...) // the farewell on one line
+	s.keys("runuser -u nobody -- "+bin, "Enter")
+	s.waitFor("GPU 1  Simulated")
+	s.keys("n")
+	s.waitFor("New booking")
+	s.keys("Up", "0", "Down", "5", "0", "%", "Enter")
+	s.waitFor("enter waits in line")
+	s.keys("Enter")
+	s.waitFor("Queue (1)")
+
+	s.keys("q")
+	s.waitFor("[b] keep waiting in the background")
+	s.keys("b")
+	scr := s.waitFor("(chronos queue shows where it stands")
+	m := regexp.MustCompile(`Request #1 keeps waiting in the background: pid (\d+), log (\S+)`).FindStringSubmatch(strings.Join(strings.Fields(scr), " "))
+	require.NotNil(t, m, scr)
+	pid, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.Equal(t, filepath.Join(state, "chronos"), filepath.Dir(m[2]))
+
+	r := chronos(t, db, "queue")
+	require.Regexp(t, `(?m)^1\s+1\s+nobody\s+0\s+50%\s+1h`, r.stdout, "the same request, first in line")
+	require.NoError(t, syscall.Kill(pid, 0), "its waiter outlives the app")
+
+	require.Equal(t, 0, chronos(t, db, "release", "1").code)
+	var logged []byte
+	require.Eventually(t, func() bool {
+		logged, _ = os.ReadFile(m[2])
+		return strings.Contains(string(logged), "Booked 2:")
+	}, patience, 50*time.Millisecond, "the background waiter is booked and says so in its log")
+	require.Contains(t, string(logged), "waiting for request 1 (pid "+m[1]+")")
+	parts := listJSON(t, db)
+	require.Len(t, parts, 1)
+	require.Equal(t, "nobody", parts[0].Owner)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -61,23 +62,28 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		default: // the screen is behind; the ledger has the act anyway
 		}
 	}
-	// The person's notices (ending soon, idle, reclaimed) stay on a line of
-	// their own until dismissed.
-	notices := make(chan core.Notice, 16)
-	opts := core.MonitorOptions{Backend: b, OnAct: show, OnNotice: func(n core.Notice) {
-		select {
-		case notices <- n:
-		default: // the screen is behind; the ledger has the notice anyway
-		}
-	}}
+	// The person's notices (ending soon, idle, reclaimed) the app reads
+	// from the audit trail itself, as every app of theirs does.
+	opts := core.MonitorOptions{Backend: b, OnAct: show}
 	g.metrics.observe(&opts)
 	host := c.Host() // its name in a ledger many hosts share
 	if host == "" {
 		host, _ = os.Hostname()
 	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
-		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts, Notices: notices})
+		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
+			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})
+}
+
+// globalArgs are the global flags given (the ledger, the backend), for a
+// chronos the app starts to see what it sees.
+func globalArgs(cmd *cobra.Command) []string {
+	var args []string
+	cmd.Root().PersistentFlags().Visit(func(f *pflag.Flag) {
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
 }
 
 // monitorRunner is what besideMonitor runs: a *core.Monitor.

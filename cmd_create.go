@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +16,7 @@ import (
 func createCmd(g *globals) *cobra.Command {
 	var forUser, compute string
 	var asJSON bool
+	var request uint64
 	var line lineFlags
 	cmd := &cobra.Command{
 		Use:   "create GPU MEMORY DURATION",
@@ -44,7 +48,12 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 			// SIGINT and SIGTERM end cmd.Context() (see main), and so take a
 			// waiting request out of the line.
 			say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
-			p, err := c.BookOrWait(cmd.Context(), req, line.waitOptions(), nil, say)
+			var p *core.Partition
+			if request > 0 {
+				p, err = waitFor(cmd, c, request, req, line.wait, say)
+			} else {
+				p, err = c.BookOrWait(cmd.Context(), req, line.waitOptions(), nil, say)
+			}
 			if err != nil {
 				return err
 			}
@@ -70,5 +79,30 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 	cmd.Flags().StringVar(&forUser, "user", "", "book for another user (root only)")
 	cmd.Flags().StringVar(&compute, "compute", "", "cap on the share of SMs, e.g. 25% (applied through MPS where it runs)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the booking as JSON")
+	cmd.Flags().Uint64Var(&request, "request", 0, "with --wait: wait for this request of yours already in line, in its place (the app hands its requests on so)")
 	return cmd
+}
+
+// waitFor is create --wait --request: this process becomes the waiter of
+// a request already in line, which keeps its place, and waits for it. The
+// request must be the one the arguments describe.
+func waitFor(cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wait bool, say func(core.QueueEntry)) (*core.Partition, error) {
+	if !wait {
+		return nil, usageError{errors.New("--request goes with --wait: it waits for a request already in line")}
+	}
+	r, err := c.LineRequest(id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Device != req.Device || r.Duration != req.Duration {
+		return nil, usageError{fmt.Errorf("request %d asks for GPU %d for %s, not GPU %d for %s", id, r.Device,
+			core.FormatDuration(r.Duration), req.Device, core.FormatDuration(req.Duration))}
+	}
+	if _, err := c.TakeOver(id, 0); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "chronos: waiting for request %d (pid %d)\n", id, os.Getpid())
+	ctx, stop := core.SignalContext(cmd.Context(), syscall.SIGHUP)
+	defer stop()
+	return c.Wait(ctx, id, say)
 }

@@ -328,10 +328,12 @@ func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingS
 	}
 }
 
-// WarnLead is how long before its end a partition counts as ending soon: the
-// policy's lead, or a tenth of a booking too short for it.
+// WarnLead is how long before its end a partition counts as ending soon
+// and its owner is warned: the policy's lead, or half of a booking shorter
+// than twice that (a tenth, once, warned a 12-minute booking 1m12s before
+// its end under warn=5m: too late to act on).
 func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
-	return min(lead, p.Expires.Sub(p.Start)/10)
+	return min(lead, p.Expires.Sub(p.Start)/2)
 }
 
 func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }

@@ -592,14 +592,21 @@ func DescribeRequest(r storage.Request) string {
 // priority, ETA and why it waits.
 func (c *Client) Queue() ([]QueueEntry, error) {
 	var b *books
+	var usage []storage.BookingUsage
 	err := c.ledger.View(func(tx *storage.Tx) (err error) {
-		b, err = c.readLine(tx)
+		if b, err = c.readLine(tx); err != nil || len(b.line) == 0 {
+			return err
+		}
+		usage, err = tx.UsageOf(liveIDs(b.parts))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	p, err := b.planRead()
+	if err == nil {
+		err = b.reclaimETAs(&p, usage) // the ETA a coming reclaim brings forward
+	}
 	// Requests the next placement will book or let go are shown so.
 	var out []QueueEntry
 	for _, g := range p.grants {

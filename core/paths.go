@@ -32,19 +32,30 @@ func LedgerPath(flag string) (string, error) {
 	if st, err := os.Stat(SharedDir); err == nil && st.IsDir() {
 		return filepath.Join(SharedDir, ledgerName), nil
 	}
+	dir, err := UserStateDir()
+	if err != nil {
+		return "", fmt.Errorf("find the ledger (no --db, no CHRONOS_DB, no %s): %w", SharedDir, err)
+	}
+	return filepath.Join(dir, ledgerName), nil
+}
+
+// UserStateDir is the user's own chronos directory, under $XDG_STATE_HOME
+// (~/.local/state): their ledger where there is no shared one, and the
+// logs of their background waiters. It is created (0700) when missing.
+func UserStateDir() (string, error) {
 	state := os.Getenv("XDG_STATE_HOME")
 	if state == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("find the ledger: no --db, no CHRONOS_DB, no %s and no home directory", SharedDir)
+			return "", fmt.Errorf("no home directory: %w", err)
 		}
 		state = filepath.Join(home, ".local", "state")
 	}
 	dir := filepath.Join(state, "chronos")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create ledger directory: %w", err)
+		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	return filepath.Join(dir, ledgerName), nil
+	return dir, nil
 }
 
 // InitShared prepares the shared ledger directory for the members of group:

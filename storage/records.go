@@ -59,6 +59,10 @@ type Partition struct {
 	// Orphaned is when a monitor found the wrapper gone while its command
 	// still ran; the booking is released once nothing of it runs.
 	Orphaned time.Time `json:"orphaned,omitzero"`
+	// NoticesDismissed is the newest notice about the booking (an event's
+	// sequence number) its owner dismissed: every app of theirs stops
+	// showing it and the older ones.
+	NoticesDismissed uint64 `json:"notices_dismissed,omitempty"`
 }
 
 // Process names one process of one machine, so that a process on the same

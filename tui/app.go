@@ -21,6 +21,8 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -51,10 +53,15 @@ type Options struct {
 	// Acts carries one line per monitor act (expired, warned, signalled),
 	// shown in the status line. May be nil.
 	Acts <-chan string
-	// Notices carries the notices to this user about their own bookings
-	// (ending soon, idle, reclaimed), shown on a line that stays until
-	// dismissed. May be nil.
-	Notices <-chan core.Notice
+	// Self is the chronos program, and SelfArgs its global flags (the
+	// ledger's): quitting with requests in line may leave them to a
+	// `chronos create --wait --request` of each, started from it. Empty
+	// Self means this program.
+	Self     string
+	SelfArgs []string
+	// Out hears, once the app has closed, what the person should know then
+	// (the background waiters' pids and logs); nil means standard output.
+	Out io.Writer
 	// Clock tells the time and times every tick; nil means the client's.
 	Clock clock.Clock
 	// Refresh is how often the screen ticks; zero means a second. The GPUs
@@ -170,20 +177,25 @@ type Model struct {
 	mode     mode
 	filter   string // as typed; rows match it ignoring case
 	mineOnly bool
-	sortBy   []sortKey // each tab's own, by index: s re-sorts only the tab on screen
+	sortBy   []sortOrder // each tab's own, by index: s re-sorts only the tab on screen
 	fullHelp bool
 	target   bookingRow // what x or e acts on
 	request  queueRow   // the request x cancels in the Queue tab
 	resume   mode       // what the keyboard goes back to when the person stays
 
-	// notices are the person's notices not yet dismissed, at most one per
-	// booking, the newest last: it is the one shown.
-	notices []core.Notice
+	// notices are the person's notices neither dismissed nor moot, at most
+	// one per booking, the newest last: it is the one shown. They are read
+	// from the audit trail, up to event noticesRead so far, so every app of
+	// the person's shows the same ones.
+	notices     []core.Notice
+	noticesRead uint64
 	// placed are the requests this app put in the waiting line and waits
 	// for, until it sees them booked (noticeGrants) or takes them out.
 	placed map[uint64]bool
-	status statusLine
-	memos  struct{ header, tabs, footer memo }
+	// farewell is said on the terminal once the app has closed.
+	farewell string
+	status   statusLine
+	memos    struct{ header, tabs, footer memo }
 }
 
 // tickOn is tea.Tick on c: the message fn makes from the time d from now.
@@ -221,7 +233,12 @@ func New(opts Options) *Model {
 		help:      help.New(),
 	}
 	m.tabs = []tab{m.bookings, m.processes, m.queue}
-	m.sortBy = make([]sortKey, len(m.tabs))
+	m.sortBy = make([]sortOrder, len(m.tabs))
+	for i, t := range m.tabs {
+		if keys := t.sortKeys(); len(keys) > 0 {
+			m.sortBy[i] = orderBy(keys[0])
+		}
+	}
 	m.help.Styles.FullKey = sh.styles.Label
 	m.help.Styles.FullDesc = sh.styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
@@ -242,6 +259,13 @@ func Run(opts Options) error {
 	m := New(opts)
 	defer m.stop()
 	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
+	if m.farewell != "" {
+		out := opts.Out
+		if out == nil {
+			out = os.Stdout
+		}
+		fmt.Fprintln(out, m.farewell)
+	}
 	return err
 }
 
@@ -250,11 +274,10 @@ func Run(opts Options) error {
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(
 		sampleCmd(m.opts.Backend),
-		loadCmd(m.opts.Client, false),
+		loadCmd(m.opts.Client, false, 0),
 		m.tickCmd(),
 		watchCmd(m.ctx, m.opts.Client.Ledger(), m.opts.Refresh),
 		waitActCmd(m.opts.Acts),
-		waitNoticeCmd(m.opts.Notices),
 	)
 }
 
@@ -306,12 +329,13 @@ func (m *Model) derive() {
 	client := m.opts.Client
 	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
 	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
-	m.gpus.setBookings(bookedSegments(here, now), nextBookings(here, now))
+	m.gpus.setBookings(bookedSegments(here, m.data.attrs, true, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	for i, t := range m.tabs {
 		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)
 	}
 	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
+	m.dropMootNotices(now)
 	if m.form != nil {
 		m.form.setReadings(&m.data)
 	}

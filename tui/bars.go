@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -98,10 +99,14 @@ func paint(style lipgloss.Style, text string) string {
 	return style.Render(text)
 }
 
-// memoryBar draws a device's memory as one bar: each booking is a run of
-// cells in its owner's colour, and the cells up to the memory in use are
-// solid. So "█" is used memory, "▒" booked but unused, "░" free and
-// unbooked; used memory past the booked runs shows in the warning colour.
+// memoryBar draws a device's memory as one bar: each owner's bookings
+// are a run of cells in their colour, solid ("█") as far as their
+// processes use memory and "▒" for the rest; "░" is free and unbooked.
+// Memory in use that no booking holds (another user's unbooked process,
+// the part of a booking's use beyond its share) is "█" in a colour of its
+// own, never a person's: after the runs, and over the runs' unused tails
+// when it does not fit there. Where who uses what is not known (another
+// host's GPUs), the used cells fill the runs from the left.
 // The characters alone tell used from booked when there is no colour.
 func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string {
 	if width <= 0 {
@@ -110,6 +115,9 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 	usedCells := 0
 	if total > 0 {
 		usedCells = int(float64(used)/float64(total)*float64(width) + 0.5)
+	}
+	if len(segs) > 0 && !slices.ContainsFunc(segs, func(s segment) bool { return !s.seen }) {
+		return attributedBar(st, usedCells, total, segs, width)
 	}
 	var b strings.Builder
 	cell := 0
@@ -135,5 +143,49 @@ func memoryBar(st *Styles, used, total uint64, segs []segment, width int) string
 	solid := max(0, min(rest, usedCells-cell))
 	run(solid, st.BarHot, "█", "█")
 	run(rest-solid, st.BarEmpty, "░", "░")
+	return b.String()
+}
+
+// runCells is how many cells each segment's run takes of width: from
+// cumulative shares, so rounding never adds up past the bar.
+func runCells(segs []segment, width int) []int {
+	cells := make([]int, len(segs))
+	var acc int64
+	for i, s := range segs {
+		start := int(float64(acc) / 1e6 * float64(width))
+		acc += s.share
+		end := int(float64(acc)/1e6*float64(width) + 0.5)
+		cells[i] = max(0, min(end, width)-start)
+	}
+	return cells
+}
+
+// attributedBar is memoryBar where each owner's use is known.
+func attributedBar(st *Styles, usedCells int, total uint64, segs []segment, width int) string {
+	cells := runCells(segs, width)
+	owned, booked := make([]int, len(segs)), 0
+	ownedAll := 0
+	for i, s := range segs {
+		owned[i] = min(cells[i], barCells(float64(s.used)/float64(max(total, 1)), width))
+		ownedAll += owned[i]
+		booked += cells[i]
+	}
+	hot := max(0, usedCells-ownedAll)
+	rest := max(0, width-booked)
+	hotRest := min(hot, rest)
+	// What does not fit after the runs takes their unused tails, the last
+	// run's first.
+	spill := make([]int, len(segs))
+	for i, left := len(segs)-1, hot-hotRest; i >= 0 && left > 0; i-- {
+		spill[i] = min(left, cells[i]-owned[i])
+		left -= spill[i]
+	}
+	var b strings.Builder
+	for i, s := range segs {
+		b.WriteString(paint(st.Owner(s.user), strings.Repeat("█", owned[i])+strings.Repeat("▒", cells[i]-owned[i]-spill[i])))
+		b.WriteString(paint(st.BarHot, strings.Repeat("█", spill[i])))
+	}
+	b.WriteString(paint(st.BarHot, strings.Repeat("█", hotRest)))
+	b.WriteString(paint(st.BarEmpty, strings.Repeat("░", rest-hotRest)))
 	return b.String()
 }

@@ -20,8 +20,11 @@ type bookingRow struct {
 	core.Partition
 	procs int    // GPU processes counting against it
 	inUse uint64 // the GPU memory they use
-	mine  bool
-	live  bool // when the rows were shaped
+	// command is what they run, as one line: shown where the terminal is
+	// wide enough for a COMMAND column.
+	command string
+	mine    bool
+	live    bool // when the rows were shaped
 }
 
 // shownAfterEnd is how long an ended booking stays in the table, so that a
@@ -64,6 +67,7 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 		var commands []string
 		if u := uses[p.ID]; u != nil {
 			row.procs, row.inUse, commands = u.procs, u.bytes, u.commands
+			row.command = strings.Join(u.commands, "; ")
 		}
 		if f.keeps(row.mine, append(commands, p.User, "#"+strconv.FormatUint(p.ID, 10))...) {
 			rows = append(rows, row)
@@ -73,10 +77,16 @@ func bookingRows(r *readings, f rowFilter, me int, now time.Time) []bookingRow {
 	return rows
 }
 
-func sortBookings(rows []bookingRow, by sortKey) {
+// bookingSorts are what the bookings table can be ordered by.
+var bookingSorts = []sortKey{byTimeLeft, byOwner, byDevice, byID, byMemory}
+
+// bookingSorted is the column each order marks.
+var bookingSorted = map[sortKey]int{byTimeLeft: bkLeft, byOwner: bkOwner, byDevice: bkGPU, byID: bkID, byMemory: bkInUse}
+
+func sortBookings(rows []bookingRow, o sortOrder) {
 	slices.SortStableFunc(rows, func(a, b bookingRow) int {
 		var c int
-		switch by {
+		switch o.by {
 		case byTimeLeft:
 			// Ended bookings sink below the live ones, most recent first.
 			switch {
@@ -93,8 +103,10 @@ func sortBookings(rows []bookingRow, by sortKey) {
 			c = strings.Compare(a.User, b.User)
 		case byDevice:
 			c = cmp.Compare(a.Device, b.Device)
+		case byMemory:
+			c = cmp.Compare(a.inUse, b.inUse)
 		}
-		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
+		return cmp.Or(o.apply(c), cmp.Compare(a.ID, b.ID))
 	})
 }
 
@@ -112,6 +124,7 @@ const (
 	bkElapsed
 	bkState
 	bkProcs
+	bkCommand
 )
 
 var bookingColumns = []column{
@@ -126,7 +139,13 @@ var bookingColumns = []column{
 	bkElapsed: {title: "ELAPSED", flex: true, min: 5, max: 30},
 	bkState:   {title: "STATE", width: 12},
 	bkProcs:   {title: "PROCS", width: 5, right: true},
+	// COMMAND is given the room a wide terminal has left (setColumns).
+	bkCommand: {title: "COMMAND"},
 }
+
+// minCommand is the least room for a bookings COMMAND column to be worth
+// showing.
+const minCommand = 20
 
 // bookingColumnsOneHost are the columns on a ledger of one host's (a
 // file): no HOST.
@@ -153,6 +172,7 @@ type bookingCells struct {
 	starts  string // when a booking ahead starts: "14:00", "Tue 14:00"
 	procs   int
 	mine    bool
+	command string
 }
 
 // startClock is when something starts, to the minute, as a row has room
@@ -207,6 +227,15 @@ func (t *bookingsTab) setColumns() {
 		specs = slices.Clone(specs)
 		specs[bkInUse].width = 0
 	}
+	// A wide terminal's room, past the ELAPSED bar at its widest, goes to
+	// what the bookings' processes run.
+	full := slices.Clone(specs)
+	full[bkElapsed].min = full[bkElapsed].max
+	if room := t.table.width - columnsWidth(full) - 1; !t.noUse && room >= minCommand {
+		specs = full
+		specs[bkElapsed].min = bookingColumns[bkElapsed].min
+		specs[bkCommand].width = room
+	}
 	t.table.setColumns(specs)
 }
 
@@ -217,7 +246,11 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 		specs = bookingColumns // a ledger many hosts share: whose GPU each holds
 	}
 	rows := bookingRows(r, f, t.table.sh.me.UID, now)
-	t.specs = specs
+	col, ok := bookingSorted[f.sortBy.by]
+	if !ok {
+		col = -1
+	}
+	t.specs = markSorted(specs, col, f.sortBy)
 	t.noUse = !slices.ContainsFunc(rows, func(r bookingRow) bool { return r.procs > 0 })
 	t.setColumns()
 	t.table.setRows(rows)
@@ -232,7 +265,7 @@ func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
 
 // device is the selected booking's GPU when it is one of this host's: the
 // app reads only this host's GPUs.
-func (t *bookingsTab) sorts() bool { return true }
+func (t *bookingsTab) sortKeys() []sortKey { return bookingSorts }
 
 func (t *bookingsTab) device() (int, bool) {
 	r, ok := t.table.selected()
@@ -242,7 +275,7 @@ func (t *bookingsTab) device() (int, bool) {
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
-	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine,
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine, command: Printable(r.command),
 		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	switch c.status {
@@ -302,7 +335,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		// One style over the whole line: the highlight unbroken, or the
 		// whole row faded.
 		line := cols.join(string(mark), id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
-			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)))
+			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)), cell(bkCommand, c.command))
 		if selected {
 			return st.Selected.Render(fit(line, width))
 		}
@@ -331,6 +364,6 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 		markCell = st.Mine.Render(markCell)
 	}
 	line := cols.join(markCell, id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
-		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)))
+		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)), st.Faint.Render(cell(bkCommand, c.command)))
 	return cut(line, width)
 }

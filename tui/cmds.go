@@ -2,6 +2,12 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -31,7 +37,12 @@ type ledgerMsg struct {
 	// (withQueue): laying a long line out is the dearest read there is.
 	queue     []core.QueueEntry
 	withQueue bool
-	err       error
+	// notices are the person's notices recorded after the app's last
+	// reading of them (all still of interest at the first), and
+	// noticesUpTo the newest event then.
+	notices     []core.Notice
+	noticesUpTo uint64
+	err         error
 }
 
 // tickMsg re-arms the one refresh loop.
@@ -53,8 +64,9 @@ type watchingMsg struct{ changes <-chan struct{} }
 // actMsg is one line from the monitor: something it expired, warned or signalled.
 type actMsg string
 
-// noticeMsg is a notice to the person about one of their bookings.
-type noticeMsg core.Notice
+// dismissedMsg answers d on a notice: it is recorded in the ledger, so
+// that every app of the person's drops it.
+type dismissedMsg struct{ err error }
 
 // historyMsg is one reading of a GPU's history from the ledger.
 type historyMsg struct {
@@ -94,6 +106,21 @@ type extendedMsg struct {
 	err  error
 }
 
+// backgroundMsg answers "keep waiting in the background": the waiters
+// started, or why not.
+type backgroundMsg struct {
+	waiters []backgroundWaiter
+	err     error
+}
+
+// backgroundWaiter is a `chronos create --wait --request` left waiting
+// for one of the app's requests.
+type backgroundWaiter struct {
+	request uint64
+	pid     int
+	log     string
+}
+
 // clearStatusMsg clears the status line if nothing newer replaced it.
 type clearStatusMsg struct{ seq int }
 
@@ -107,10 +134,16 @@ func sampleCmd(b gpu.Backend) tea.Cmd {
 	}
 }
 
-func loadCmd(c *core.Client, withQueue bool) tea.Cmd {
+// loadCmd reads the ledger: the bookings, what is free, the policy, the
+// line when asked, and the person's notices recorded after event
+// noticesAfter.
+func loadCmd(c *core.Client, withQueue bool, noticesAfter uint64) tea.Cmd {
 	return func() tea.Msg {
 		msg := ledgerMsg{withQueue: withQueue}
 		if msg.parts, msg.err = c.Recent(0); msg.err != nil {
+			return msg
+		}
+		if msg.notices, msg.noticesUpTo, msg.err = c.Notices(noticesAfter); msg.err != nil {
 			return msg
 		}
 		if msg.avail, msg.err = c.Available(-1); msg.err != nil {
@@ -177,11 +210,6 @@ func waitActCmd(acts <-chan string) tea.Cmd {
 	return waitCmd(acts, func(a string) tea.Msg { return actMsg(a) })
 }
 
-// waitNoticeCmd waits for the next notice to the person.
-func waitNoticeCmd(notices <-chan core.Notice) tea.Cmd {
-	return waitCmd(notices, func(n core.Notice) tea.Msg { return noticeMsg(n) })
-}
-
 func historyCmd(c *core.Client, device int) tea.Cmd {
 	return func() tea.Msg {
 		h, err := c.History(device, historyWindow)
@@ -212,6 +240,83 @@ func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
 	return func() tea.Msg {
 		return leftLineMsg{id: id, err: c.Cancel(id)}
 	}
+}
+
+func dismissCmd(c *core.Client, n core.Notice) tea.Cmd {
+	return func() tea.Msg {
+		return dismissedMsg{err: c.DismissNotice(n.Partition, n.Seq)}
+	}
+}
+
+// backgroundCmd hands each of the requests to a `chronos create --wait
+// --request` of its own, started from self, detached (its own session:
+// the terminal closing does not end it), its output to a log under the
+// user's state directory. It makes each the request's waiter before it
+// answers, so the request never waits for nobody once the app is gone.
+func backgroundCmd(c *core.Client, self string, global []string, ids []uint64, now time.Time) tea.Cmd {
+	return func() tea.Msg {
+		var msg backgroundMsg
+		if self == "" {
+			if self, msg.err = os.Executable(); msg.err != nil {
+				return msg
+			}
+		}
+		for _, id := range ids {
+			w, err := startWaiter(c, self, global, id, now)
+			if err != nil {
+				msg.err = fmt.Errorf("request #%d: %w", id, err)
+				return msg
+			}
+			msg.waiters = append(msg.waiters, w)
+		}
+		return msg
+	}
+}
+
+func startWaiter(c *core.Client, self string, global []string, id uint64, now time.Time) (backgroundWaiter, error) {
+	w := backgroundWaiter{request: id}
+	r, err := c.LineRequest(id)
+	if err != nil {
+		return w, err
+	}
+	if w.log, err = core.BackgroundWaitLog(id, now); err != nil {
+		return w, err
+	}
+	log, err := os.OpenFile(w.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return w, fmt.Errorf("open its log: %w", err)
+	}
+	defer func() { _ = log.Close() }() // the waiter has its own copy
+	cmd := exec.Command(self, append(slices.Clone(global), waitArgs(r)...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return w, fmt.Errorf("start %s: %w", self, err)
+	}
+	w.pid = cmd.Process.Pid
+	if _, err := c.TakeOver(id, w.pid); err != nil {
+		_ = cmd.Process.Kill() // it would only find the request gone
+		_ = cmd.Wait()
+		return w, err
+	}
+	return w, cmd.Process.Release()
+}
+
+// waitArgs are the arguments of `chronos create` that wait for r in its
+// place.
+func waitArgs(r storage.Request) []string {
+	device := "any"
+	if r.Device != storage.AnyDevice {
+		device = strconv.Itoa(r.Device)
+	}
+	if r.Host != "" {
+		device = r.Host + ":" + device
+	}
+	memory := core.FormatPercent(r.SharePPM)
+	if r.Bytes > 0 {
+		memory = strconv.FormatUint(r.Bytes>>10, 10) + "KiB"
+	}
+	return []string{"create", device, memory, core.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
 }
 
 func releaseCmd(c *core.Client, id uint64) tea.Cmd {

@@ -26,7 +26,7 @@ func TestProcessesShowContainers(t *testing.T) {
 		m := New(opts)
 		m = update(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		m = run(t, m, sampleCmd(drm))
-		m = run(t, m, loadCmd(w.client, false))
+		m = run(t, m, loadCmd(w.client, false, 0))
 		m = press(t, m, "tab")
 		v := m.View()
 		for _, want := range []string{"Chronos · DRM", "CONTAINER", "llm-server", "rl-job", "vllm"} {

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/chronos-gpu/chronos/core"
 )
@@ -357,28 +358,16 @@ func (f *bookingForm) view(width int) string {
 	if f.fields > int(fieldFor) {
 		lines = append(lines, cut(label(fieldFor, "For user")+input(&f.forUser)+st.Faint.Render("a user to book for; empty: yourself"), inner))
 	}
-	// The message and the offer to wait share the last two lines: a long
-	// message wraps onto the offer's line when there is no offer.
-	var msg, offer []string
-	if f.later != nil && !f.busy {
-		offer = wrap(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
-			core.FormatTime(f.later.At, f.sh.now())), inner, 1)
-	}
-	msgStyle := st.Warning
-	switch w := f.warning(); {
-	case f.err != "":
-		msg, msgStyle = wrap("✗ "+Printable(f.err), inner, formMessageLines-len(offer)), st.Invalid
-	case f.busy:
-		msg, msgStyle = []string{"booking…"}, st.Faint
-	case w != "":
-		msg = wrap(w, inner, formMessageLines-len(offer))
-	}
-	for i := range formMessageLines {
+	// The message and the offer to wait take the last lines, two at least
+	// and more for a long message, so that who holds the GPU and until
+	// when is read in full.
+	msg, msgStyle, offer := f.message(inner)
+	for i := range f.messageLines(inner) {
 		switch {
 		case i < len(msg):
 			lines = append(lines, msgStyle.Render(msg[i]))
-		case i >= formMessageLines-len(offer):
-			lines = append(lines, st.Warning.Render(offer[i-(formMessageLines-len(offer))]))
+		case i < len(msg)+len(offer):
+			lines = append(lines, st.Warning.Render(offer[i-len(msg)]))
 		default:
 			lines = append(lines, "")
 		}
@@ -386,16 +375,46 @@ func (f *bookingForm) view(width int) string {
 	return st.Form.Width(inner + st.Form.GetHorizontalPadding()).Render(strings.Join(lines, "\n"))
 }
 
-// height is the lines the form takes on screen: border, title, two lines
-// of GPU, one per other field, and two for the message and the offer to
-// wait in line.
-func (f *bookingForm) height() int {
-	return 2 + 1 + 2 + (f.fields - 1) + formMessageLines
+// message is the form's message (a refusal, "booking…" or a warning)
+// and its offer to wait in line, each wrapped to width.
+func (f *bookingForm) message(width int) (msg []string, style lipgloss.Style, offer []string) {
+	st := &f.sh.styles
+	if f.later != nil && !f.busy {
+		offer = wrap(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
+			core.FormatTime(f.later.At, f.sh.now())), width, 2)
+	}
+	style = st.Warning
+	switch w := f.warning(); {
+	case f.err != "":
+		msg, style = wrap("✗ "+Printable(f.err), width, formMaxMessageLines), st.Invalid
+	case f.busy:
+		msg, style = []string{"booking…"}, st.Faint
+	case w != "":
+		msg = wrap(w, width, formMaxMessageLines)
+	}
+	return msg, style, offer
 }
 
-// formMessageLines are the form's last lines, for its message and the
-// offer to wait in line.
-const formMessageLines = 2
+// messageLines is how many lines the message and the offer take.
+func (f *bookingForm) messageLines(width int) int {
+	msg, _, offer := f.message(width)
+	return max(formMessageLines, len(msg)+len(offer))
+}
+
+// height is the lines the form takes on screen at width: border, title,
+// two lines of GPU, one per other field, and those of the message and
+// the offer to wait in line.
+func (f *bookingForm) height(width int) int {
+	inner := max(20, width-f.sh.styles.Form.GetHorizontalFrameSize())
+	return 2 + 1 + 2 + (f.fields - 1) + f.messageLines(inner)
+}
+
+// The form's last lines, for its message and the offer to wait in line:
+// two at least, a long refusal taking up to formMaxMessageLines.
+const (
+	formMessageLines    = 2
+	formMaxMessageLines = 5
+)
 
 // chip is one choice of a row of them, marked when chosen.
 func chip(st *Styles, text string, on bool) string {

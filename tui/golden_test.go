@@ -17,7 +17,6 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -85,9 +84,9 @@ func TestGoldenHistory(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			w := newWorld(t, 4)
 			ids := w.busyHour()
-			w.notices = make(chan core.Notice, 1)
-			w.notices <- core.Notice{Time: t0.Add(-2 * time.Minute), Kind: storage.EventWarned, Partition: ids[0], UID: alice.UID,
-				User: "alice", Detail: "ends in 5m (GPU 0)"}
+			w.clock.Set(t0.Add(-2 * time.Minute))
+			w.record(ids[0], storage.EventWarned, "ends in 5m (GPU 0)")
+			w.clock.Set(t0)
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
 			// Enter only once the bookings are in and carol's row is
 			// selected: before that it opens another GPU's history.

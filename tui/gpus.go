@@ -12,17 +12,24 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
-// segment is one owner's booked share of a device's memory.
+// segment is one owner's booked share of a device's memory, and when
+// seen, the memory their bookings' processes use there.
 type segment struct {
 	user  string
 	share int64 // ppm
+	used  uint64
+	seen  bool // used is known: the processes of this host's GPUs are
 }
 
 // bookedSegments is, per device, each owner's live booked share, in the
-// order of their bookings.
-func bookedSegments(parts []core.Partition, now time.Time) map[int][]segment {
+// order of their bookings, and the memory the processes counted against
+// those bookings use (attrs) when seen: the processes of this host's GPUs
+// are known, another host's are not.
+func bookedSegments(parts []core.Partition, attrs []core.Attribution, seen bool, now time.Time) map[int][]segment {
 	segs := map[int][]segment{}
+	owners := map[uint64]string{}
 	for _, p := range parts {
+		owners[p.ID] = p.User
 		if !p.LiveAt(now) {
 			continue
 		}
@@ -30,9 +37,18 @@ func bookedSegments(parts []core.Partition, now time.Time) map[int][]segment {
 		if i := slices.IndexFunc(s, func(s segment) bool { return s.user == p.User }); i >= 0 {
 			s[i].share += p.SharePPM
 		} else {
-			s = append(s, segment{user: p.User, share: p.SharePPM})
+			s = append(s, segment{user: p.User, share: p.SharePPM, seen: seen})
 		}
 		segs[p.Device] = s
+	}
+	for _, a := range attrs {
+		if a.Partition == 0 || (a.Verdict != core.Booked && a.Verdict != core.OverBudget) {
+			continue // nobody's booking holds it: the bar's own colour
+		}
+		s := segs[a.Device]
+		if i := slices.IndexFunc(s, func(s segment) bool { return s.user == owners[a.Partition] }); i >= 0 {
+			s[i].used += a.MemoryUsed
+		}
 	}
 	return segs
 }
@@ -222,7 +238,8 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 	}
 	title = fit(title, max(0, width-ansi.StringWidth(right)-2)) + "  " + right
 
-	barW := max(10, min(40, (width-30)/2))
+	// Wider than 160 columns the bars grow too, a cell for every two.
+	barW := max(10, min(max(40, width/2-40), (width-30)/2))
 	util := "  util " + p.utilBar(d, barW) + "  " + p.spark(d.Index, width-(7+barW+5+2))
 	mem := "  mem  " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, barW) + " " + memText(d) + " used · " + p.legend(segs)
 	return []string{title, cut(util, width), cut(mem, width)}

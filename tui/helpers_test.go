@@ -34,8 +34,6 @@ type world struct {
 	gpus   *countingBackend
 	ledger *countingStore
 	client *core.Client
-	// notices, when made, carries a monitor's notices to the app.
-	notices chan core.Notice
 }
 
 // countingBackend is the simulated GPUs, counting how often they are read.
@@ -122,7 +120,6 @@ func (w *world) options() Options {
 		Host:    "gpu-box",
 		Clock:   w.clock,
 		Notice:  "no NVIDIA driver found; showing simulated GPUs",
-		Notices: w.notices,
 		after: func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 			return func() tea.Msg { return timerMsg{after: d, msg: fn(t0.Add(d))} }
 		},
@@ -141,7 +138,7 @@ func (w *world) model(width, height int) *Model {
 	m := New(w.options())
 	update(w.t, m, tea.WindowSizeMsg{Width: width, Height: height})
 	run(w.t, m, sampleCmd(w.gpus))
-	run(w.t, m, loadCmd(w.client, false))
+	run(w.t, m, loadCmd(w.client, false, 0))
 	return m
 }
 

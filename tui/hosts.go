@@ -27,7 +27,7 @@ func hostSegments(parts []core.Partition, c *core.Client, now time.Time) map[str
 	}
 	out := make(map[string]map[int][]segment, len(byHost))
 	for h, ps := range byHost {
-		out[h] = bookedSegments(ps, now)
+		out[h] = bookedSegments(ps, nil, false, now)
 	}
 	return out
 }

@@ -18,12 +18,13 @@ import (
 // have keys of their own. A binding that does not apply now is disabled
 // (SetEnabled): it then neither acts nor shows in the help.
 type appKeys struct {
-	Dismiss, History        key.Binding
-	New, Release, Extend    key.Binding
-	CancelRequest           key.Binding
-	Switch, Back            key.Binding
-	Filter, Mine            key.Binding
-	Sort, Close, Help, Quit key.Binding
+	Dismiss, History       key.Binding
+	New, Release, Extend   key.Binding
+	CancelRequest          key.Binding
+	Switch, Back           key.Binding
+	Filter, Mine           key.Binding
+	Sort, SortBack, Invert key.Binding
+	Close, Help, Quit      key.Binding
 }
 
 func defaultAppKeys() appKeys {
@@ -39,10 +40,14 @@ func defaultAppKeys() appKeys {
 		Back:          key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous table")),
 		Filter:        key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Mine:          key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mine/everyone")),
-		Sort:          key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
-		Close:         key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close help")),
-		Help:          key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:          key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// s (and htop's F6, nvitop's .) the next column, , the previous
+		// one, I (htop's) the other way round.
+		Sort:     key.NewBinding(key.WithKeys("s", ".", "f6"), key.WithHelp("s ,", "sort next, back")),
+		SortBack: key.NewBinding(key.WithKeys(","), key.WithHelp(",", "sort back")),
+		Invert:   key.NewBinding(key.WithKeys("I"), key.WithHelp("I", "invert sort")),
+		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close help")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 }
 
@@ -56,7 +61,10 @@ func (m *Model) syncKeys() {
 	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Back, &k.Filter, &k.Mine} {
 		b.SetEnabled(browse)
 	}
-	k.Sort.SetEnabled(browse && m.current().sorts())
+	sorts := browse && len(m.current().sortKeys()) > 0
+	k.Sort.SetEnabled(sorts)
+	k.SortBack.SetEnabled(sorts)
+	k.Invert.SetEnabled(sorts)
 	k.Help.SetEnabled(browse || history)
 	k.Quit.SetEnabled(browse || history)
 	k.Dismiss.SetEnabled((browse || history) && len(m.notices) > 0)
@@ -116,7 +124,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Help):
 		m.fullHelp = !m.fullHelp
 	case key.Matches(msg, k.Dismiss):
-		m.notices = m.notices[:len(m.notices)-1]
+		return m.dismiss()
 	case m.mode == viewingHistory:
 		return m.historyKey(msg)
 	case key.Matches(msg, k.History):
@@ -135,8 +143,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Mine):
 		m.mineOnly = !m.mineOnly
 		m.derive()
-	case key.Matches(msg, k.Sort):
-		m.sortBy[m.active] = (m.sortBy[m.active] + 1) % sortKeys
+	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortBack):
+		m.sortBy[m.active] = m.sortBy[m.active].step(m.current().sortKeys(), key.Matches(msg, k.SortBack))
+		m.derive()
+	case key.Matches(msg, k.Invert):
+		m.sortBy[m.active].desc = !m.sortBy[m.active].desc
 		m.derive()
 	case key.Matches(msg, k.Filter):
 		m.mode = filtering
@@ -168,8 +179,9 @@ func (m *Model) askQuit() tea.Cmd {
 		verb = " are"
 	}
 	m.resume, m.mode, m.fullHelp = m.mode, quitting, false
-	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [n] stay")
+	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay")
 	m.prompt.keys.Confirm.SetHelp("y", "quit and leave the line")
+	m.prompt.offer("b", "quit, keep waiting in the background")
 	m.prompt.keys.Cancel.SetHelp("any other key", "stay")
 	return nil
 }
@@ -329,8 +341,11 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
 	case quitting:
 		m.mode = m.resume
-		if a == submitted {
+		switch a {
+		case submitted:
 			return m.quit()
+		case other:
+			return backgroundCmd(m.opts.Client, m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
 		}
 		wait := " still waits"
 		if len(m.placed) > 1 {
@@ -402,5 +417,5 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	return append(m.current().FullHelp(),
 		[]key.Binding{k.New, k.Release, k.Extend, k.CancelRequest, k.Switch, k.Back, k.History},
-		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Dismiss, k.Close, k.Help, k.Quit})
+		[]key.Binding{k.Filter, k.Mine, k.Sort, k.Invert, k.Dismiss, k.Close, k.Help, k.Quit})
 }

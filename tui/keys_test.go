@@ -58,11 +58,11 @@ func TestViewKeys(t *testing.T) {
 	t.Run("sort", func(t *testing.T) {
 		m := seeded(t)
 		var orders []sortKey
-		for range 4 {
+		for range 5 {
 			m = press(t, m, "s")
-			orders = append(orders, m.sortBy[m.active])
+			orders = append(orders, m.sortBy[m.active].by)
 		}
-		require.Equal(t, []sortKey{byOwner, byDevice, byID, byTimeLeft}, orders)
+		require.Equal(t, []sortKey{byOwner, byDevice, byID, byMemory, byTimeLeft}, orders)
 		m = press(t, m, "s")
 		rows := m.bookings.table.rows
 		require.Equal(t, "alice", rows[0].User)
@@ -154,7 +154,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 		require.Equal(t, "", m.filter)
 		require.False(t, m.mineOnly)
 		require.False(t, m.fullHelp)
-		require.Equal(t, byTimeLeft, m.sortBy[m.active])
+		require.Equal(t, byTimeLeft, m.sortBy[m.active].by)
 		require.Equal(t, tab(m.bookings), m.current())
 		got, err := w.client.Get(mine.ID)
 		require.NoError(t, err)

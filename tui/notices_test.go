@@ -12,32 +12,49 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// monitor is a monitor of the world's ledger and GPUs, run as alice, whose
-// notices reach the app as in `chronos`.
+// monitor is a monitor of the world's ledger and GPUs, run as alice, as
+// in `chronos`: what it records, every app of alice's reads.
 func (w *world) monitor() *core.Monitor {
-	w.notices = make(chan core.Notice, 16)
-	return core.NewMonitor(w.client, core.MonitorOptions{Backend: w.sim, Signaller: noSignals{},
-		OnNotice: func(n core.Notice) { w.notices <- n }})
+	return core.NewMonitor(w.client, core.MonitorOptions{Backend: w.sim, Signaller: noSignals{}})
 }
 
-// tick has the monitor make a pass; a notice of what one pass records goes
-// out on the next.
+// tick has the monitor make a pass.
 func tick(t *testing.T, mon *core.Monitor) {
 	t.Helper()
 	_, err := mon.Tick()
 	require.NoError(t, err)
 }
 
-// takeNotices hands the app every notice the monitor sent, as the app's
-// wait for notices does; the monitor is done then.
-func (w *world) takeNotices(m *Model) {
-	close(w.notices)
-	run(w.t, m, waitNoticeCmd(w.notices))
+// reread has the app read the ledger, as it does when the ledger's watch
+// says another process wrote it.
+func reread(t *testing.T, m *Model) *Model {
+	t.Helper()
+	return run(t, m, m.load())
+}
+
+// record puts a notice about booking p in the audit trail, as a monitor
+// does; a warning marks the booking warned, as the monitor's does.
+func (w *world) record(id uint64, kind storage.EventKind, detail string) {
+	w.t.Helper()
+	require.NoError(w.t, w.ledger.Update(func(tx *storage.Tx) error {
+		p, err := tx.Partition(id)
+		if err != nil {
+			return err
+		}
+		if kind == storage.EventWarned {
+			p.Warned = true
+			if err := tx.PutPartition(&p); err != nil {
+				return err
+			}
+		}
+		return tx.AddEvent(storage.Event{Time: w.clock.Now(), Kind: kind, Partition: id, UID: p.UID, User: p.User, Detail: detail})
+	}))
 }
 
 // The monitor's "ends in" warning reaches the owner's app as a notice line
 // that outlives the status line and the next readings; another user's
-// booking warned at the same time is not shown there.
+// booking warned at the same time is not shown there. d dismisses it, in
+// the ledger.
 func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 2)
@@ -46,9 +63,7 @@ func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
 	w.book(bob, 1, "50%", 58*time.Minute, time.Hour)
 	m := w.model(80, 24)
 	tick(t, mon)
-	tick(t, mon)
-	require.Len(t, w.notices, 1, "the monitor tells alice's app of alice's booking only")
-	w.takeNotices(m)
+	reread(t, m)
 
 	v := ansi.Strip(m.View())
 	line := lineWith(t, v, "⚠")
@@ -59,7 +74,7 @@ func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
 	update(t, m, clearStatusMsg{seq: m.status.seq})
 	w.clock.Set(t0.Add(30 * time.Second))
 	update(t, m, tickMsg(w.clock.Now()))
-	update(t, m, ledgerChangedMsg{})
+	reread(t, m)
 	require.Contains(t, m.View(), "your booking #1: ends in 3m")
 	m.syncKeys()
 	require.True(t, m.keys.Dismiss.Enabled())
@@ -69,7 +84,61 @@ func TestNoticeLineShowsTheOwnersNoticesUntilDismissed(t *testing.T) {
 	require.Empty(t, m.notices)
 	require.NotContains(t, m.View(), "⚠")
 	require.NotContains(t, m.View(), "dismiss notice")
-	require.Equal(t, mine.ID, live(t, w.client)[0].ID, "dismissing touches nothing in the ledger")
+	p := live(t, w.client)[0]
+	require.Equal(t, mine.ID, p.ID)
+	require.NotZero(t, p.NoticesDismissed, "the dismissal is the ledger's, not one app's")
+}
+
+// A notice is in every open app of its owner, and in one opened after it
+// was issued; d in one of them dismisses it in all, and in apps opened
+// later.
+func TestNoticesAreSharedByEveryAppOfTheOwner(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	mon := w.monitor()
+	w.book(alice, 0, "50%", 57*time.Minute, time.Hour)
+	first := w.model(100, 30)
+	tick(t, mon)
+	reread(t, first)
+	require.Contains(t, first.View(), "your booking #1: ends in 3m")
+
+	later := w.model(100, 30) // opened after the warning
+	require.Contains(t, later.View(), "your booking #1: ends in 3m", "an app opened later reads it from the ledger")
+	bobs := New(Options{Client: w.as(bob), Clock: w.clock, after: w.options().after})
+	run(t, bobs, loadCmd(bobs.opts.Client, false, 0))
+	require.Empty(t, bobs.notices, "nobody else's app shows it")
+
+	press(t, later, "d")
+	reread(t, first)
+	require.Empty(t, first.notices, "dismissed in one app, gone from the other")
+	require.NotContains(t, first.View(), "⚠")
+	require.Empty(t, w.model(100, 30).notices, "and from an app opened after that")
+}
+
+// A warning is moot once its booking has ended: the line empties at the
+// deadline, before anyone dismisses it. An "ends in" warning is moot once
+// the booking is extended in another app.
+func TestNoticesGoWhenMoot(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	mon := w.monitor()
+	ending := w.book(alice, 0, "50%", 57*time.Minute, time.Hour)
+	extended := w.book(alice, 1, "50%", 56*time.Minute, time.Hour)
+	m := w.model(100, 30)
+	tick(t, mon)
+	reread(t, m)
+	require.Len(t, m.notices, 2)
+
+	_, err := w.client.Extend(extended.ID, time.Hour)
+	require.NoError(t, err)
+	reread(t, m)
+	require.Len(t, m.notices, 1, "extending #2 elsewhere makes its warning moot")
+	require.Equal(t, ending.ID, m.notices[0].Partition)
+
+	w.clock.Set(ending.Expires.Add(time.Second))
+	update(t, m, tickMsg(w.clock.Now()))
+	require.Empty(t, m.notices, "#1 ended: its warning is moot")
+	require.NotContains(t, m.View(), "ends in")
 }
 
 // A booking's newer notice takes the place of its older one; notices of
@@ -81,16 +150,16 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	first := w.book(alice, 0, "50%", 10*time.Minute, time.Hour)
 	second := w.book(alice, 1, "50%", 10*time.Minute, time.Hour)
 	m := w.model(100, 30)
-	notice := func(p core.Partition, kind storage.EventKind, detail string) noticeMsg {
-		return noticeMsg{Time: t0, Kind: kind, Partition: p.ID, Device: p.Device, UID: alice.UID, User: "alice", Detail: detail}
-	}
-	update(t, m, notice(first, storage.EventIdle, "idle for 1h on GPU 0"))
-	update(t, m, notice(first, storage.EventIdle, "idle for 1h45m on GPU 0"))
+	w.record(first.ID, storage.EventIdle, "idle for 1h on GPU 0")
+	reread(t, m)
+	w.record(first.ID, storage.EventIdle, "idle for 1h45m on GPU 0")
+	reread(t, m)
 	require.Len(t, m.notices, 1)
 	require.Contains(t, m.View(), "#1: idle for 1h45m")
 	require.NotContains(t, m.View(), "idle for 1h on")
 
-	update(t, m, notice(second, storage.EventWarned, "ends in 5m (GPU 1)"))
+	w.record(second.ID, storage.EventWarned, "ends in 5m (GPU 1)")
+	reread(t, m)
 	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "⚠"), "#2: ends in 5m (GPU 1) (+1 more)")
 
 	m.bookings.table.selectID(second.ID)
@@ -100,7 +169,9 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	m = press(t, m, "d")
 	require.Empty(t, m.notices)
 
-	update(t, m, notice(first, storage.EventIdle, "idle for 1h on GPU 0"))
+	w.record(first.ID, storage.EventIdle, "idle for 2h on GPU 0")
+	reread(t, m)
+	require.Contains(t, m.View(), "#1: idle for 2h", "a notice newer than the one dismissed shows")
 	m.bookings.table.selectID(first.ID)
 	m = press(t, m, "x", "y")
 	require.Empty(t, m.notices, "releasing #1 answers its idle warning")
@@ -110,13 +181,17 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 // and escapes control characters in them.
 func TestNoticesAreOwnAndPrintable(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1)
+	w := newWorld(t, 2)
+	bobs := w.book(bob, 0, "50%", 10*time.Minute, time.Hour)
+	mine := w.book(alice, 1, "50%", 10*time.Minute, time.Hour)
 	m := w.model(100, 30)
-	update(t, m, noticeMsg{Time: t0, Kind: storage.EventWarned, Partition: 9, UID: bob.UID, User: "bob", Detail: "ends in 5m"})
+	w.record(bobs.ID, storage.EventIdle, "idle for 1h")
+	reread(t, m)
 	require.Empty(t, m.notices, "bob's notice is not alice's")
-	update(t, m, noticeMsg{Time: t0, Kind: storage.EventWarned, Partition: 9, UID: alice.UID, User: "alice", Detail: "ends \x1b]2;pwned\a in 5m"})
+	w.record(mine.ID, storage.EventIdle, "idle \x1b]2;pwned\a for 1h")
+	reread(t, m)
 	v := m.View()
 	require.NotContains(t, v, "\x1b]2;")
-	require.Contains(t, v, `ends \x1b]2;pwned\x07 in 5m`)
+	require.Contains(t, v, `idle \x1b]2;pwned\x07 for 1h`)
 	require.True(t, strings.Count(v, "\n") == 29, "the notice line takes its place in the height")
 }

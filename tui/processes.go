@@ -34,18 +34,30 @@ func processRows(r *readings, f rowFilter, me int) []processRow {
 	return rows
 }
 
-func sortProcesses(rows []processRow, by sortKey) {
+// processSorts are what the processes table can be ordered by.
+var processSorts = []sortKey{byBooking, byMemory, bySM, byOwner, byDevice, byID}
+
+// processSorted is the column each order marks.
+var processSorted = map[sortKey]int{byBooking: prBooking, byMemory: prMemory, bySM: prSM, byOwner: prUser, byDevice: prGPU, byID: prPID}
+
+func sortProcesses(rows []processRow, o sortOrder) {
 	slices.SortStableFunc(rows, func(a, b processRow) int {
 		var c int
-		switch by {
+		switch o.by {
 		case byOwner:
 			c = strings.Compare(a.User, b.User)
 		case byID:
 			c = cmp.Compare(a.PID, b.PID)
-		case byTimeLeft:
+		case byBooking:
 			c = cmp.Compare(a.Partition, b.Partition)
+		case byDevice:
+			c = cmp.Compare(a.Device, b.Device)
+		case byMemory:
+			c = cmp.Compare(a.MemoryUsed, b.MemoryUsed)
+		case bySM:
+			c = cmp.Compare(a.SM, b.SM)
 		}
-		return cmp.Or(c, cmp.Compare(a.Device, b.Device), cmp.Compare(a.PID, b.PID))
+		return cmp.Or(o.apply(c), cmp.Compare(a.Device, b.Device), cmp.Compare(a.PID, b.PID))
 	})
 }
 
@@ -142,11 +154,15 @@ func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	if slices.ContainsFunc(rows, func(r processRow) bool { return r.Container.InContainer() }) {
 		specs = processColumns
 	}
-	t.table.setColumns(specs)
+	col, ok := processSorted[f.sortBy.by]
+	if !ok {
+		col = -1
+	}
+	t.table.setColumns(markSorted(specs, col, f.sortBy))
 	t.table.setRows(rows)
 }
 func (t *processesTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
-func (t *processesTab) sorts() bool                 { return true }
+func (t *processesTab) sortKeys() []sortKey         { return processSorts }
 func (t *processesTab) device() (int, bool)         { r, ok := t.table.selected(); return r.Device, ok }
 func (t *processesTab) enable(on bool)              { t.table.enable(on) }
 func (t *processesTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }

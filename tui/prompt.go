@@ -13,11 +13,13 @@ const (
 	stillAsking answer = iota
 	submitted
 	cancelled
+	// other: a yes-or-no question's third answer, offered with offer.
+	other
 )
 
 // promptKeys answer a prompt.
 type promptKeys struct {
-	Confirm, Submit, Cancel key.Binding
+	Confirm, Other, Submit, Cancel key.Binding
 }
 
 // prompt asks one thing on the status line: a yes-or-no question, or a
@@ -35,6 +37,7 @@ type prompt struct {
 func newPrompt(sh *shared) *prompt {
 	return &prompt{sh: sh, keys: promptKeys{
 		Confirm: key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
+		Other:   key.NewBinding(key.WithDisabled()),
 		Submit:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "ok")),
 		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 	}}
@@ -45,9 +48,16 @@ func (p *prompt) ask(question string) {
 	p.question, p.confirm, p.err = question, true, ""
 	p.keys.Confirm.SetEnabled(true)
 	p.keys.Confirm.SetHelp("y", "yes")
+	p.keys.Other.SetEnabled(false)
 	p.keys.Submit.SetEnabled(false)
 	p.keys.Cancel.SetEnabled(true)
 	p.keys.Cancel.SetHelp("any other key", "no")
+}
+
+// offer adds a third answer to the yes-or-no question just asked: k,
+// which desc says in the help.
+func (p *prompt) offer(k, desc string) {
+	p.keys.Other = key.NewBinding(key.WithKeys(k), key.WithHelp(k, desc))
 }
 
 // askText opens a line of text, starting from value; submitDesc and
@@ -58,6 +68,7 @@ func (p *prompt) askText(question, placeholder, value, submitDesc, cancelDesc st
 	p.input.Focus()
 	p.input.CursorEnd()
 	p.keys.Confirm.SetEnabled(false)
+	p.keys.Other.SetEnabled(false)
 	p.keys.Submit.SetEnabled(true)
 	p.keys.Submit.SetHelp("enter", submitDesc)
 	p.keys.Cancel.SetEnabled(true)
@@ -67,8 +78,11 @@ func (p *prompt) askText(question, placeholder, value, submitDesc, cancelDesc st
 // update takes a key and says whether the question was answered.
 func (p *prompt) update(msg tea.KeyMsg) answer {
 	if p.confirm {
-		if key.Matches(msg, p.keys.Confirm) {
+		switch {
+		case key.Matches(msg, p.keys.Confirm):
 			return submitted
+		case key.Matches(msg, p.keys.Other):
+			return other
 		}
 		return cancelled
 	}
@@ -102,7 +116,7 @@ func (p *prompt) view() string {
 }
 
 func (p *prompt) ShortHelp() []key.Binding {
-	return []key.Binding{p.keys.Confirm, p.keys.Submit, p.keys.Cancel}
+	return []key.Binding{p.keys.Confirm, p.keys.Other, p.keys.Submit, p.keys.Cancel}
 }
 
 func (p *prompt) FullHelp() [][]key.Binding { return [][]key.Binding{p.ShortHelp()} }

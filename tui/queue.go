@@ -110,7 +110,7 @@ func (t *queueTab) enable(on bool)              { t.table.enable(on) }
 func (t *queueTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
 func (t *queueTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }
 func (t *queueTab) view(now time.Time) []string { return t.table.view(now) }
-func (t *queueTab) sorts() bool                 { return false }
+func (t *queueTab) sortKeys() []sortKey         { return nil }
 
 // device is the GPU the selected request asks for, or where its ETA places
 // it when it asked for any — when it is one of this host's.

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -41,7 +42,7 @@ const historyEvery = 15 * time.Second
 func (m *Model) load() tea.Cmd {
 	now := m.sh.now()
 	m.sched.loadedAt = now
-	load := loadCmd(m.opts.Client, m.current() == m.queue && m.mode != viewingHistory)
+	load := loadCmd(m.opts.Client, m.current() == m.queue && m.mode != viewingHistory, m.noticesRead)
 	if h := m.history; h != nil && now.Sub(h.readAt) >= historyEvery {
 		h.readAt = now
 		return tea.Batch(load, historyCmd(m.opts.Client, h.device))
@@ -100,6 +101,12 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
 		m.data.queue, m.data.queueRead = msg.queue, msg.withQueue
+		if msg.noticesUpTo > m.noticesRead {
+			m.noticesRead = msg.noticesUpTo
+			for _, n := range msg.notices {
+				m.notice(n)
+			}
+		}
 		said := m.noticeGrants(msg.parts)
 		m.derive()
 		return said
@@ -130,9 +137,23 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case actMsg:
 		return tea.Batch(m.status.set(m.sh, string(msg), false), waitActCmd(m.opts.Acts), m.load())
 
-	case noticeMsg:
-		m.notice(core.Notice(msg))
-		return tea.Batch(waitNoticeCmd(m.opts.Notices), m.load())
+	case backgroundMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, "keeping the line in the background: "+msg.err.Error(), true)
+		}
+		var said []string
+		for _, w := range msg.waiters {
+			delete(m.placed, w.request)
+			said = append(said, fmt.Sprintf("Request #%d keeps waiting in the background: pid %d, log %s", w.request, w.pid, w.log))
+		}
+		m.farewell = strings.Join(said, "\n") + "\n(chronos queue shows where it stands; chronos queue cancel ID takes it out)"
+		return m.quit()
+
+	case dismissedMsg:
+		if msg.err != nil {
+			return m.status.set(m.sh, fmt.Sprintf("dismissing the notice: %v", msg.err), true)
+		}
+		return nil
 
 	case historyMsg:
 		if m.history != nil {
@@ -213,13 +234,47 @@ func (m *Model) spacingCmd() tea.Cmd {
 }
 
 // notice puts a notice on the notice line: the person's own only, and a
-// booking's newer notice in place of its older one.
+// booking's newer notice in place of its older one (a read that raced
+// another may bring an older one again: it is not shown).
 func (m *Model) notice(n core.Notice) {
 	if n.UID != m.sh.me.UID {
 		return
 	}
+	for _, old := range m.notices {
+		if old.Partition == n.Partition && n.Seq > 0 && old.Seq >= n.Seq {
+			return
+		}
+	}
 	m.answered(n.Partition)
 	m.notices = append(m.notices, n)
+}
+
+// dropMootNotices takes off the notice line what no longer needs saying:
+// a notice dismissed in any app of the person's, or one about a booking
+// that ended (or left the table) since.
+func (m *Model) dropMootNotices(now time.Time) {
+	if len(m.notices) == 0 || m.sched.loadedAt.IsZero() {
+		return
+	}
+	parts := make(map[uint64]storage.Partition, len(m.data.parts))
+	for _, p := range m.data.parts {
+		parts[p.ID] = p.Partition
+	}
+	m.notices = slices.DeleteFunc(m.notices, func(n core.Notice) bool {
+		p, ok := parts[n.Partition]
+		return !ok || n.Moot(p, now)
+	})
+}
+
+// dismiss takes the shown notice off the line here at once, and records
+// in the ledger that the person read it, for their other apps.
+func (m *Model) dismiss() tea.Cmd {
+	n := m.notices[len(m.notices)-1]
+	m.notices = m.notices[:len(m.notices)-1]
+	if n.Seq == 0 {
+		return nil // the app's own news, told only here
+	}
+	return dismissCmd(m.opts.Client, n)
 }
 
 // noticeGrants tells of the app's own requests booked since the last

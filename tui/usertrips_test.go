@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,19 +119,71 @@ func TestSortIsPerTab(t *testing.T) {
 	}
 	before := ids()
 	m = press(t, m, "tab", "s")
-	require.Contains(t, m.View(), "sort: owner")
+	require.Contains(t, m.View(), "sort: memory ▼")
 	m = press(t, m, "tab")
 	require.False(t, m.keys.Sort.Enabled(), "the line's order is the point")
 	require.NotContains(t, m.View(), "sort:")
 	m = press(t, m, "s", "tab")
 	require.Equal(t, tab(m.bookings), m.current())
 	require.Equal(t, before, ids(), "the Bookings tab keeps its order")
-	require.Contains(t, m.View(), "sort: time left")
+	require.Contains(t, m.View(), "sort: time left ▲")
 	m = press(t, m, "shift+tab")
 	require.Equal(t, tab(m.queue), m.current(), "shift+tab goes back a tab")
 	m = press(t, m, "shift+tab")
 	require.Equal(t, tab(m.processes), m.current())
-	require.Contains(t, m.View(), "sort: owner")
+	require.Contains(t, m.View(), "sort: memory ▼")
+}
+
+// Processes sort by memory and by SM, biggest first, I turns the order
+// round, , goes back a key; the sorted column's title carries ▲ or ▼.
+// Bookings sort by the memory their processes use.
+func TestSortByMemoryAndSMWithInvert(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 4)
+	w.seed()
+	m := w.model(120, 40)
+	header := func() string { return lineWith(t, ansi.Strip(m.View()), "COMMAND") }
+	memory := func() []uint64 {
+		var out []uint64
+		for _, r := range m.processes.table.rows {
+			out = append(out, r.MemoryUsed)
+		}
+		return out
+	}
+	sm := func() []int {
+		var out []int
+		for _, r := range m.processes.table.rows {
+			out = append(out, r.SM)
+		}
+		return out
+	}
+	m = press(t, m, "tab")
+	require.Contains(t, header(), "BOOKING▲", "the default order is marked too")
+	require.Greater(t, len(memory()), 2)
+
+	m = press(t, m, "s")
+	require.Contains(t, header(), "MEMORY▼")
+	require.NotContains(t, header(), "BOOKING▲")
+	require.True(t, slices.IsSortedFunc(memory(), func(a, b uint64) int { return cmp.Compare(b, a) }), "biggest first: %v", memory())
+	m = press(t, m, "I")
+	require.Contains(t, header(), "MEMORY▲")
+	require.Contains(t, m.View(), "sort: memory ▲")
+	require.True(t, slices.IsSorted(memory()), "smallest first: %v", memory())
+
+	m = press(t, m, ".")
+	require.Contains(t, header(), "SM▼")
+	require.True(t, slices.IsSortedFunc(sm(), func(a, b int) int { return cmp.Compare(b, a) }), "busiest first: %v", sm())
+	m = press(t, m, ",")
+	require.Contains(t, header(), "MEMORY▼", ", goes back, in the key's own order")
+
+	m = press(t, m, "shift+tab", ",") // Bookings: back from time left to memory
+	require.Contains(t, m.View(), "sort: memory ▼")
+	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "OWNER"), "IN USE▼")
+	rows := m.bookings.table.rows
+	for i := 1; i < len(rows); i++ {
+		require.GreaterOrEqual(t, rows[i-1].inUse, rows[i].inUse)
+	}
+	require.NotZero(t, rows[0].inUse)
 }
 
 // enter in the Queue tab opens the history of the GPU the selected request
@@ -290,9 +344,9 @@ func TestQuitWithARequestInLineAsksFirst(t *testing.T) {
 	for _, k := range []string{"q", "ctrl+c"} {
 		require.False(t, quitKey(t, m, k), k)
 		require.Equal(t, quitting, m.mode)
-		want := fmt.Sprintf("Request #%d is waiting in line: quit and leave the line? [y] leave · [n] stay", id)
+		want := fmt.Sprintf("Request #%d is waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay", id)
 		require.Equal(t, want, m.prompt.question)
-		require.Contains(t, m.View(), want)
+		require.Contains(t, joined(m.View()), want)
 		require.False(t, quitKey(t, m, "n"))
 		require.Equal(t, browsing, m.mode)
 		require.NoError(t, m.ctx.Err(), "the app goes on")

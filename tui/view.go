@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -29,7 +30,7 @@ func (m *Model) layout() layout {
 		l.header++
 	}
 	if len(m.notices) > 0 {
-		l.header++
+		l.header += len(m.noticeLines())
 	}
 	l.history = max(1, m.height-l.header-2)
 	rest := m.height - l.header - 1 /* tabs */ - 2 /* status, help */
@@ -37,7 +38,7 @@ func (m *Model) layout() layout {
 	// rows before they get less than half the room.
 	minBody := max(6, rest/2)
 	if m.mode == booking {
-		minBody = max(minBody, m.form.height())
+		minBody = max(minBody, m.form.height(formWidth(m.width)))
 	}
 	// Other hosts' GPUs take what this host's leave, a line each.
 	hosts := hostsLines(m.data.hosts)
@@ -67,7 +68,7 @@ func (m *Model) View() string {
 		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
 	}
 	if len(m.notices) > 0 {
-		lines = append(lines, m.noticeView())
+		lines = append(lines, m.noticeLines()...)
 	}
 	var body []string
 	rows := l.body
@@ -78,7 +79,7 @@ func (m *Model) View() string {
 			body = m.helpLines()
 		}
 	case m.mode == booking:
-		body = cutAll(strings.Split(m.form.view(min(m.width, 90)), "\n"), m.width)
+		body = cutAll(strings.Split(m.form.view(formWidth(m.width)), "\n"), m.width)
 	case m.fullHelp:
 		body = m.helpLines()
 	default:
@@ -89,16 +90,33 @@ func (m *Model) View() string {
 		lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
 		lines = append(lines, m.tabsView())
 	}
-	for i := range rows {
+	// A long status wraps upward into the body's empty last lines, when it
+	// has some, so that nothing on screen moves for it.
+	free := 0
+	for i := rows - 1; i >= 0 && i >= len(body) && free < statusMaxLines-1; i-- {
+		free++
+	}
+	status := m.statusLines(1 + free)
+	for i := range rows - (len(status) - 1) {
 		line := ""
 		if i < len(body) {
 			line = body[i]
 		}
 		lines = append(lines, line)
 	}
-	lines = append(lines, cut(m.statusView(), m.width), m.footer())
+	lines = append(lines, status...)
+	lines = append(lines, m.footer())
 	return strings.Join(lines, "\n")
 }
+
+// Most lines a wrapped status or notice takes: the rest is cut with "…".
+const (
+	statusMaxLines = 3
+	noticeMaxLines = 3
+)
+
+// formWidth is the width of the new-booking form on a screen width wide.
+func formWidth(width int) int { return min(width, 90) }
 
 // helpLines is the full help, in place of the body: the keys, then what
 // the bars and the states mean.
@@ -116,7 +134,7 @@ func (m *Model) legendLines() []string {
 		"",
 		st.Label.Render("Legend"),
 		"mem   █ memory in use · ▒ booked, not in use · ░ free · " + st.BarHot.Render("█") + " in use, not booked",
-		"      " + f("booked cells take the owner's colour, a person's the same everywhere"),
+		"      " + f("booked runs in the owner's colour, █ only where their own processes use it"),
 		"util  █ in use · ▁▂▃▅▇█ the last readings",
 		"STATE live · " + st.EndingSoon.Render("ending soon") + " · " + st.IdleLabel.Render("idle") + f(" (none of its processes works)"),
 		"      " + f("upcoming, starts 14:00") + " · " + st.Ended.Render("ended (faded)"),
@@ -135,9 +153,9 @@ func (m *Model) historyLines(now time.Time) []string {
 	return h.lines(m.gpus.traces[h.device], total, now)
 }
 
-// noticeView is the notice line: the person's newest notice, and how many
-// more wait behind it.
-func (m *Model) noticeView() string {
+// noticeLines are the notice line, wrapped: the person's newest notice,
+// and how many more wait behind it.
+func (m *Model) noticeLines() []string {
 	n := m.notices[len(m.notices)-1]
 	mark := "⚠" // a warning of the monitors'
 	if n.Kind == storage.EventCreated {
@@ -147,7 +165,16 @@ func (m *Model) noticeView() string {
 	if more := len(m.notices) - 1; more > 0 {
 		text += fmt.Sprintf(" (+%d more)", more)
 	}
-	return cut(m.sh.styles.NoticeLine.Render(text), m.width)
+	return renderAll(m.sh.styles.NoticeLine, wrap(text, m.width, noticeMaxLines))
+}
+
+// renderAll styles each line apart, so that every line of wrapped text
+// ends its own styling.
+func renderAll(st lipgloss.Style, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = st.Render(l)
+	}
+	return lines
 }
 
 // memo keeps one drawn part of the screen and what it was drawn from, so
@@ -225,7 +252,7 @@ func (m *Model) drawTabs(titles []string) string {
 	if m.filter != "" && m.mode != filtering {
 		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
 	}
-	if m.current().sorts() {
+	if len(m.current().sortKeys()) > 0 {
 		flags = append(flags, "sort: "+m.sortBy[m.active].String())
 	}
 	right := st.Faint.Render(strings.Join(flags, " · "))
@@ -236,17 +263,21 @@ func (m *Model) drawTabs(titles []string) string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-func (m *Model) statusView() string {
+// statusLines are the status line: a prompt, or the status wrapped onto
+// at most n lines.
+func (m *Model) statusLines(n int) []string {
 	st := &m.sh.styles
 	switch {
+	case m.mode.prompting() && m.prompt.confirm:
+		return renderAll(st.Prompt, wrap(m.prompt.question, m.width, n)) // a question is read whole
 	case m.mode.prompting():
-		return m.prompt.view()
+		return []string{cut(m.prompt.view(), m.width)}
 	case m.status.text == "":
-		return ""
+		return []string{""}
 	case m.status.isErr:
-		return st.StatusErr.Render("✗ " + Printable(m.status.text))
+		return renderAll(st.StatusErr, wrap("✗ "+Printable(m.status.text), m.width, n))
 	default:
-		return st.StatusOK.Render(Printable(m.status.text))
+		return renderAll(st.StatusOK, wrap(Printable(m.status.text), m.width, n))
 	}
 }
 

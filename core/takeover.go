@@ -1,0 +1,80 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// TakeOver makes process pid (0: this one) the waiter of request id, which
+// waits in line: the request keeps its place and its ETA, and from then on
+// leaves the line when that process is gone rather than the one that
+// joined it. The app hands its requests on this way when the person quits
+// but wants to keep waiting (a detached `chronos create --wait --request`).
+// Its owner or root may, and a process not root's must be the caller's own.
+func (c *Client) TakeOver(id uint64, pid int) (storage.Request, error) {
+	if pid <= 0 {
+		pid = os.Getpid()
+	}
+	if err := ownProcess(pid); err != nil {
+		return storage.Request{}, err
+	}
+	waiter, err := thisProcess(pid)
+	if err != nil {
+		return storage.Request{}, fmt.Errorf("name the waiting process %d: %w", pid, err)
+	}
+	var r storage.Request
+	err = c.ledger.Update(func(tx *storage.Tx) error {
+		if r, err = tx.Request(id); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("%w: %d", ErrNoRequest, id)
+			}
+			return err
+		}
+		if !c.me.MayChange(r.UID) {
+			return fmt.Errorf("%w: request %d belongs to %s; only they or root may wait for it", ErrNotOwner, id, r.User)
+		}
+		if r.State != storage.Waiting {
+			return fmt.Errorf("%w: request %d is %s", ErrLeftLine, id, r.State)
+		}
+		r.Waiter = waiter
+		return tx.PutRequest(&r)
+	})
+	return r, err
+}
+
+// LineRequest reads request id of the waiting line, in whatever state.
+func (c *Client) LineRequest(id uint64) (storage.Request, error) { return c.request(id) }
+
+// ownProcess refuses, for a caller who is not root, a process that is not
+// theirs: the kernel says whose it is.
+func ownProcess(pid int) error {
+	euid := os.Geteuid()
+	if euid == 0 {
+		return nil
+	}
+	st, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	if err != nil {
+		return fmt.Errorf("process %d: %w", pid, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != euid {
+		return fmt.Errorf("%w: process %d is not yours", ErrNotOwner, pid)
+	}
+	return nil
+}
+
+// BackgroundWaitLog is where a request's background waiter, started at
+// at, logs: under the user's state directory, a file per waiter.
+func BackgroundWaitLog(id uint64, at time.Time) (string, error) {
+	dir, err := UserStateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, fmt.Sprintf("wait-%d-%s.log", id, at.UTC().Format("20060102T150405"))), nil
+}
