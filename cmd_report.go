@@ -75,7 +75,7 @@ while a monitor runs (chronos --monitor, or an open app).`,
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "30d", `how far back: a duration (7d, 12h) or "all"`)
-	cmd.Flags().StringVar(&by, "by", string(core.ReportByUser), "one row per user, group (primary) or gpu")
+	cmd.Flags().StringVar(&by, "by", string(core.ReportByUser), "one row per user, group (every group a member is in) or gpu")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV, a header line first")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -67,7 +68,7 @@ func writeUsage(w io.Writer, users []core.UserUsage) error {
 	fmt.Fprintln(tw, "USER\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
 	for _, u := range users {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User),
-			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft, 2), left(u.HoursLeft, 1), u.Usage, u.Factor, u.Waiting)
+			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft, 2), hoursLeft(u.HoursLeft), u.Usage, u.Factor, u.Waiting)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -88,7 +89,7 @@ func number(f float64) string { return strconv.FormatFloat(math.Round(f*100)/100
 
 // left prints what a quota leaves, rounded down to decimals places: never
 // more than is left (0.25 GPUs left shows 0.25, not 0.2; 16.875
-// GPU-hours 16.8).
+// GPU-hours 16.87).
 func left(f *float64, decimals int) string {
 	if f == nil {
 		return "no limit"
@@ -97,8 +98,15 @@ func left(f *float64, decimals int) string {
 	// A hair above the rounding, for sums of shares that carry float
 	// noise (0.3 left computed as 0.29999999999999993).
 	down := math.Floor(*f*scale+1e-6) / scale
-	if decimals == 1 {
-		return strconv.FormatFloat(down, 'f', 1, 64) // hours, as the other columns
+	return strconv.FormatFloat(down, 'f', -1, 64) // as shares are booked
+}
+
+// hoursLeft is what an hours quota leaves, to the hundredth (0.09 of a
+// GPU-hour is not 0.0), with a decimal point as the other hours columns.
+func hoursLeft(f *float64) string {
+	s := left(f, 2)
+	if f != nil && !strings.Contains(s, ".") {
+		s += ".0"
 	}
-	return strconv.FormatFloat(down, 'f', -1, 64) // shares, as they are booked
+	return s
 }

@@ -119,3 +119,13 @@ func TestUsageGPUsLeftIsExact(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stdout)
 	require.Contains(t, r.stderr, "user-gpus=1.5")
 }
+
+// An hours quota's remainder reads to the hundredth, rounded down: 0.0965
+// GPU-hours left is 0.09, not 0.0 (usage --json said 0.0965 beside it).
+func TestHoursLeftReadsSmallFigures(t *testing.T) {
+	t.Parallel()
+	for f, want := range map[float64]string{0.0965: "0.09", 0: "0.0", 16.875: "16.87", 3: "3.0"} {
+		require.Equal(t, want, hoursLeft(&f), "%v", f)
+	}
+	require.Equal(t, "no limit", hoursLeft(nil))
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,8 +107,8 @@ func formatGPUCount(sharePPM int64) string {
 	return formatGPUs(sharePPM) + " GPUs"
 }
 
-// formatGPUHours prints GPU-hours to a tenth, or, for a figure that would
-// show as 0.0, to its first two significant digits: a small quota's
+// formatGPUHours prints GPU-hours to a hundredth, or, for a figure that
+// would show as 0.0, to its first two significant digits: a small quota's
 // refusal reads "0.01 GPU-hours booked, 0.0028 asked", not "0.0, 0.0".
 func formatGPUHours(h float64) string {
 	digits := 1
@@ -118,7 +119,9 @@ func formatGPUHours(h float64) string {
 		digits++ // a second significant digit
 		return strconv.FormatFloat(roundTo(h, digits), 'f', -1, 64)
 	}
-	return strconv.FormatFloat(h, 'f', 1, 64)
+	// To the hundredth, as shares are booked (25% for an hour is 0.25),
+	// keeping one decimal at least: 4.0, 0.25, 16.88.
+	return strings.TrimSuffix(strconv.FormatFloat(h, 'f', 2, 64), "0")
 }
 
 func roundTo(f float64, digits int) float64 {

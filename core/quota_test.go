@@ -14,12 +14,12 @@ import (
 func TestQuotaFiguresReadRight(t *testing.T) {
 	t.Parallel()
 	for h, want := range map[float64]string{
-		0: "0.0", 3: "3.0", 1.25: "1.2", 16.875: "16.9", 0.1: "0.1",
+		0: "0.0", 3: "3.0", 1.25: "1.25", 16.875: "16.88", 0.1: "0.1", // 25% for 5h is 1.25
 		0.01:      "0.01",   // 36 GPU-seconds
 		0.0125:    "0.013",  // two significant digits
 		0.0027778: "0.0028", // 1% of a GPU for 1 s would be 2.8e-6: see below
 		0.04:      "0.04",
-		0.05:      "0.1",
+		0.05:      "0.05",
 	} {
 		require.Equal(t, want, formatGPUHours(h), "%v GPU-hours", h)
 	}
