@@ -95,12 +95,22 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 // nextSteps says what an admin does after init --shared: the monitor, a
 // policy, the group's members.
 func nextSteps(w io.Writer, path string, elsewhere bool, group string) {
+	db := "" // what names this ledger where it is not the shared one
+	if elsewhere {
+		db = " --db " + path
+	}
 	fmt.Fprintln(w, "Next:")
 	fmt.Fprintln(w, "  1. Start the monitor, which ends bookings on time when no app is open:")
-	fmt.Fprintln(w, "       sudo systemctl enable --now chronos-monitor   (make install puts the unit in place)")
-	fmt.Fprintln(w, "     or, in tmux: sudo chronos --monitor")
+	if elsewhere {
+		fmt.Fprintf(w, "       in tmux: sudo chronos%s --monitor\n", db)
+		fmt.Fprintf(w, "     or the systemd unit (make install puts it in place), with Environment=CHRONOS_DB=%s added\n", path)
+		fmt.Fprintln(w, "       by sudo systemctl edit chronos-monitor, then sudo systemctl enable --now chronos-monitor")
+	} else {
+		fmt.Fprintln(w, "       sudo systemctl enable --now chronos-monitor   (make install puts the unit in place)")
+		fmt.Fprintln(w, "     or, in tmux: sudo chronos --monitor")
+	}
 	fmt.Fprintln(w, "  2. Set a policy if the defaults don't suit (see chronos policy --help):")
-	fmt.Fprintln(w, "       sudo chronos policy set max=1d user-gpus=2")
+	fmt.Fprintf(w, "       sudo chronos%s policy set max=1d user-gpus=2\n", db)
 	if group == "" {
 		fmt.Fprintln(w, "  3. Only root may book: make it a group's with sudo chronos init --shared --group NAME")
 	} else {

@@ -182,8 +182,10 @@ func TestInitSharedHonoursDB(t *testing.T) {
 	r := cli(t, db, "init", "--shared", "--group", "daemon")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Shared ledger ready at "+db+" (group daemon, mode 0660).\n", strings.SplitAfter(r.stdout, "\n")[0])
-	for _, step := range []string{"sudo systemctl enable --now chronos-monitor", "sudo chronos --monitor", "sudo chronos policy set",
-		"sudo usermod -aG daemon NAME", "Users name this ledger with --db " + db + " or CHRONOS_DB=" + db} {
+	// Every next step names this ledger: a monitor or policy without --db
+	// would be the /var/lib/chronos one's.
+	for _, step := range []string{"sudo chronos --db " + db + " --monitor", "Environment=CHRONOS_DB=" + db, "sudo systemctl enable --now chronos-monitor",
+		"sudo chronos --db " + db + " policy set", "sudo usermod -aG daemon NAME", "Users name this ledger with --db " + db + " or CHRONOS_DB=" + db} {
 		require.Contains(t, r.stdout, step)
 	}
 	st, err := os.Stat(filepath.Dir(db))
