@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,4 +160,23 @@ func TestAppLogMustBeARegularFile(t *testing.T) {
 	}
 	_, err := os.Lstat(filepath.Join(dir, "elsewhere"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing is created through the link")
+}
+
+// An app whose terminal goes away ends, even when it was started with
+// SIGHUP ignored (nohup, some runuser set-ups): a newcomer found such apps
+// running on unseen after their tmux session was killed, keeping their
+// requests in line.
+func TestAppEndsWhenItsTerminalHangsUp(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	s := newTmux(t, 100, 30, "CHRONOS_DB="+db, "CHRONOS_BACKEND=sim", "GOCOVERDIR="+coverDir)
+	s.keys("trap '' HUP; exec "+chronosBin, "Enter")
+	s.waitFor("SIMULATED GPUs")
+	pid, err := strconv.Atoi(s.format("#{pane_pid}"))
+	require.NoError(t, err)
+	s.run("kill-session", "-t", s.name)
+	require.Eventually(t, func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(stat), ") Z ")
+	}, patience, 50*time.Millisecond, "the app outlived its terminal")
 }

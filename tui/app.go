@@ -21,15 +21,18 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
+	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
@@ -256,9 +259,20 @@ func Run(opts Options) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
+	ctx, lost := context.WithCancel(opts.Context)
+	defer lost()
+	opts.Context = ctx
+	var hungUp atomic.Bool
+	go watchTerminal(ctx, int(os.Stdin.Fd()), func() { hungUp.Store(true); lost() })
 	m := New(opts)
 	defer m.stop()
-	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate)).Run()
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(frameRate), tea.WithContext(ctx)).Run()
+	if hungUp.Load() || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // the terminal went away, or the command was told to stop
+	}
 	if m.farewell != "" {
 		out := opts.Out
 		if out == nil {
@@ -363,5 +377,30 @@ func (m *Model) current() tab { return m.tabs[m.active] }
 func (m *Model) show(t tab) {
 	if i := slices.Index(m.tabs, t); i >= 0 {
 		m.active = i
+	}
+}
+
+// watchTerminal calls lost once the terminal on fd hangs up (the SSH
+// session or the tmux pane went away) and the app has not been told by a
+// SIGHUP (it was started with the signal ignored, under nohup or some
+// runuser set-ups): reads then end as at end of file, and the app would
+// run on unseen, holding its requests' places in line. A hung-up terminal
+// answers every ioctl with EIO.
+func watchTerminal(ctx context.Context, fd int, lost func()) {
+	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+		return // not a terminal: nothing to watch
+	}
+	t := clock.Kernel.NewTicker(time.Second) // polling the terminal, in real time
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+				lost()
+				return
+			}
+		}
 	}
 }
