@@ -236,6 +236,19 @@ func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
 	}
 }
 
+// leaveLineCmd takes the app's requests out of the line, then quits: the
+// audit trail says their owner left, not that a waiting process vanished.
+// One it cannot cancel (the ledger busy) leaves with the app's process all
+// the same.
+func leaveLineCmd(c *core.Client, ids []uint64) tea.Cmd {
+	return func() tea.Msg {
+		for _, id := range ids {
+			_ = c.Cancel(id)
+		}
+		return tea.QuitMsg{}
+	}
+}
+
 func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
 	return func() tea.Msg {
 		return leftLineMsg{id: id, err: c.Cancel(id)}

@@ -343,7 +343,8 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		m.mode = m.resume
 		switch a {
 		case submitted:
-			return m.quit()
+			m.stop()
+			return leaveLineCmd(m.opts.Client, slices.Sorted(maps.Keys(m.placed)))
 		case other:
 			return backgroundCmd(m.opts.Client, m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
 		}

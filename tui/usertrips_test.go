@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
 
 	"testing"
 
@@ -354,6 +355,10 @@ func TestQuitWithARequestInLineAsksFirst(t *testing.T) {
 	}
 	require.False(t, quitKey(t, m, "q"))
 	require.True(t, quitKey(t, m, "y"), "y leaves")
+	r, err := w.client.LineRequest(id)
+	require.NoError(t, err)
+	require.Equal(t, storage.Cancelled, r.State, "the owner left the line, said so in the ledger")
+	require.NotContains(t, r.Reason, "is gone")
 }
 
 // Without a request in line q quits at once, as before; a second ctrl+c at
