@@ -46,14 +46,14 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 			// SIGINT and SIGTERM end cmd.Context() (see main), and so take a
 			// waiting request out of the line; so does a hang-up (the SSH
 			// session gone), caught before the request joins the line.
-			ctx := cmd.Context()
-			if line.waitOptions() != nil {
+			ctx, wait := cmd.Context(), line.waitOptions()
+			if wait != nil {
 				var stop context.CancelFunc
 				ctx, stop = signalContext(ctx, syscall.SIGHUP)
 				defer stop()
 			}
 			say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
-			p, err := c.BookOrWait(ctx, req, line.waitOptions(), nil, say)
+			p, err := c.BookOrWait(ctx, req, wait, nil, say)
 			if err != nil {
 				return err
 			}
