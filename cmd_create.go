@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -46,13 +47,20 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				return err
 			}
 			// SIGINT and SIGTERM end cmd.Context() (see main), and so take a
-			// waiting request out of the line.
+			// waiting request out of the line; so does a hang-up (the SSH
+			// session gone), caught before the request joins the line.
+			ctx, wait := cmd.Context(), line.waitOptions()
+			if wait != nil {
+				var stop context.CancelFunc
+				ctx, stop = signalContext(ctx, syscall.SIGHUP)
+				defer stop()
+			}
 			say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
 			var p *core.Partition
 			if request > 0 {
-				p, err = waitFor(cmd, c, request, req, line.wait, say)
+				p, err = waitFor(ctx, cmd, c, request, req, line.wait, say)
 			} else {
-				p, err = c.BookOrWait(cmd.Context(), req, line.waitOptions(), nil, say)
+				p, err = c.BookOrWait(ctx, req, wait, nil, say)
 			}
 			if err != nil {
 				return err
@@ -86,7 +94,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 // waitFor is create --wait --request: this process becomes the waiter of
 // a request already in line, which keeps its place, and waits for it. The
 // request must be the one the arguments describe.
-func waitFor(cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wait bool, say func(core.QueueEntry)) (*core.Partition, error) {
+func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wait bool, say func(core.QueueEntry)) (*core.Partition, error) {
 	if !wait {
 		return nil, usageError{errors.New("--request goes with --wait: it waits for a request already in line")}
 	}
@@ -102,7 +110,5 @@ func waitFor(cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wa
 		return nil, err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "chronos: waiting for request %d (pid %d)\n", id, os.Getpid())
-	ctx, stop := core.SignalContext(cmd.Context(), syscall.SIGHUP)
-	defer stop()
-	return c.Wait(ctx, id, say)
+	return c.Wait(ctx, id, say) // ctx ends on SIGHUP too (see createCmd)
 }

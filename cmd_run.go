@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,8 +84,13 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 				opts.OnQueue = func(e core.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
 			}
 			opts.MPS = gpu.DetectMPS("")
-			// Ctrl-C and SIGTERM go on to the command, which decides when
-			// chronos ends; until then it follows the ledger.
+			// Ctrl-C, SIGTERM and a hang-up end a wait in line or for the
+			// start; then they go on to the command, which decides when
+			// chronos ends, and until then it follows the ledger.
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			defer signal.Stop(sigs)
+			opts.Signals = sigs
 			res, err := c.Run(context.WithoutCancel(cmd.Context()), opts)
 			if err != nil {
 				return err

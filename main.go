@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -61,11 +62,26 @@ func main() {
 	// The first SIGINT or SIGTERM ends the context, which the monitor and
 	// waiting commands watch to stop cleanly; it also restores the default
 	// action, so a second one ends chronos at once.
-	ctx, stop := core.SignalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// signalContext is signal.NotifyContext whose cause (context.Cause) is a
+// *core.Interrupted naming the signal: what a waiter says when it is
+// stopped. stop restores the signals' default action. Signal handlers are
+// the whole process's, so only this layer sets them; core takes contexts
+// and channels.
+func signalContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, signals...)
+	ctx, end := core.Interruptible(parent, got)
+	return ctx, func() {
+		signal.Stop(got)
+		end()
+	}
 }
 
 // execute runs the command line args and returns the exit status. Commands

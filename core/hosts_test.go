@@ -24,7 +24,8 @@ func hostClient(s storage.Store, host string, who Identity) *Client {
 
 // Hosts sharing a ledger book their own GPUs by index and each other's as
 // host:index; admission counts each host's GPU 0 apart.
-func TestHostsShareALedger(t *testing.T) { // serial: Run takes signals for the whole process
+func TestHostsShareALedger(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, testHostsShareALedger)
 }
 

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
@@ -880,16 +879,13 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry))
 // cannot start now joins the line (see Enqueue) and waits there until it
 // is booked (see Wait). joined hears its entry once, when it joins;
 // onChange hears its place in line as it changes (see Wait); either may be
-// nil. The end of ctx, or a hang-up, takes it out of the line.
+// nil. The end of ctx takes it out of the line; to leave on a signal
+// (Ctrl-C, a hang-up), end ctx on it before calling (see Interruptible),
+// so that one that comes as the request joins is not lost.
 func (c *Client) BookOrWait(ctx context.Context, req Request, wait *WaitOptions, joined, onChange func(QueueEntry)) (*Partition, error) {
 	if wait == nil {
 		return c.Create(req)
 	}
-	// Listen before joining: a signal that came between joining the line
-	// and listening would be lost, and the request would wait on with
-	// nobody wanting it.
-	ctx, stop := SignalContext(ctx, syscall.SIGHUP)
-	defer stop()
 	p, entry, err := c.Enqueue(req, *wait)
 	if err != nil || p != nil {
 		return p, err

@@ -317,15 +317,16 @@ func testInterruptedWaiterLeavesCleanly(t *testing.T, open storetest.Opener) {
 	require.Empty(t, line)
 }
 
-// playRunWaiter is chronos run --wait (arg: its command) as the command
-// line runs it — the first SIGINT or SIGTERM ends main's context, which
-// run does not watch (it forwards signals to its command) — and it signals
-// itself SIGTERM the moment it has joined the line.
+// playRunWaiter is chronos run --wait as the command line runs it — it
+// catches SIGINT, SIGTERM and SIGHUP and passes them to Run, which would
+// send them on to its command — and it signals itself SIGTERM the moment
+// it has joined the line.
 func playRunWaiter(c *Client) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	_, err := c.Run(context.WithoutCancel(ctx), RunOptions{
-		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout,
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	_, err := c.Run(context.Background(), RunOptions{
+		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout, Signals: sigs,
 		Request: Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, Wait: &WaitOptions{},
 		Say: func(format string, _ ...any) {
 			if strings.HasPrefix(format, "waiting in line") {
@@ -344,10 +345,9 @@ func playRunWaiter(c *Client) int {
 	return roleOK
 }
 
-// run --wait listens for SIGINT and SIGTERM before it joins the line: one
-// that comes as it joins takes its request out of the line, and the
-// command never runs. (Listening only once in line, it lost such a
-// signal to main's handler and waited on.)
+// A signal passed to run --wait as it joins the line takes its request
+// out of the line, and the command never runs. (Listening only once in
+// line, it lost such a signal to main's handler and waited on.)
 func TestRunWaitSignalledAsItJoins(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, testRunWaitSignalledAsItJoins)

@@ -172,6 +172,8 @@ func playRole(role, db, arg string) int {
 		return playPingWaiter(c)
 	case "runwait":
 		return playRunWaiter(c)
+	case "uncaught":
+		return playUncaught(c, arg)
 	case "sleep":
 		// Stand in for a GPU job (or a daemon: the binary may be copied
 		// under another name) until killed or arg passes.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +42,13 @@ type RunOptions struct {
 	ReleaseWithin time.Duration
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
 	// are passed to the command's CUDA clients.
-	MPS            gpu.MPS
+	MPS gpu.MPS
+	// Signals are the signals the caller caught for the run (chronos run
+	// catches SIGINT, SIGTERM and SIGHUP): until the command starts, one
+	// ends the wait in line or for the booking's start; then each goes on
+	// to the command's process group. Run catches no signal itself; nil
+	// passes none on.
+	Signals        <-chan os.Signal
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Say            func(format string, args ...any) // chronos's own messages
@@ -62,8 +67,9 @@ type RunResult struct {
 // partition's environment, warns it before the deadline, stops it at the
 // deadline (SIGTERM, then SIGKILL after the grace period, to its whole
 // process group), and releases the booking it made when the command ends.
-// The end of ctx only stops Run following the ledger (extensions and
-// releases made elsewhere); the command still runs to its deadline.
+// The end of ctx ends a wait, as a signal does; once the command runs it
+// only stops Run following the ledger (extensions and releases made
+// elsewhere), and the command still runs to its deadline.
 func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if len(o.Command) == 0 {
 		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
@@ -123,7 +129,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		}
 		return c.releaseRetrying(p, o.ReleaseWithin, say)
 	}
-	if err := c.awaitStart(ctx, p, say); err != nil {
+	if err := c.awaitStart(ctx, p, o.Signals, say); err != nil {
 		return RunResult{Partition: p.ID}, errors.Join(err, release())
 	}
 
@@ -167,10 +173,6 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		}
 		return won
 	}
-
-	forward := make(chan os.Signal, 4)
-	signal.Notify(forward, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(forward)
 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -252,8 +254,10 @@ loop:
 		select {
 		case waitErr = <-exited:
 			break loop
-		case s := <-forward:
-			_ = syscall.Kill(-pgid, s.(syscall.Signal))
+		case s := <-o.Signals:
+			if sig, ok := s.(syscall.Signal); ok {
+				_ = syscall.Kill(-pgid, sig)
+			}
 		case _, open := <-changes:
 			if !open { // ctx ended: stop watching; the command still decides when Run ends
 				changes = nil
@@ -275,29 +279,28 @@ loop:
 	return res, nil
 }
 
-// bookForRun books o's request, waiting in line when o says so. Run's ctx
-// does not end on Ctrl-C or SIGTERM, which go on to the command; while it
-// waits in line they take its request out.
+// bookForRun books o's request, waiting in line when o says so. A signal
+// the caller passes on (o.Signals) would go on to the command; while it
+// waits in line it takes its request out instead.
 func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, ...any)) (*Partition, error) {
 	if o.Wait != nil {
-		// Listen before joining, as BookOrWait does.
 		var stop context.CancelFunc
-		ctx, stop = SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		ctx, stop = Interruptible(ctx, o.Signals)
 		defer stop()
 	}
 	joined := func(e QueueEntry) { say("waiting in line: request %d", e.ID) }
 	return c.BookOrWait(ctx, o.Request, o.Wait, joined, o.OnQueue)
 }
 
-// awaitStart waits for a booking made ahead to start. Ctrl-C or SIGTERM
-// ends the wait; the caller releases what it booked.
-func (c *Client) awaitStart(ctx context.Context, p storage.Partition, say func(string, ...any)) error {
+// awaitStart waits for a booking made ahead to start. The end of ctx or a
+// signal on sigs ends the wait; the caller releases what it booked.
+func (c *Client) awaitStart(ctx context.Context, p storage.Partition, sigs <-chan os.Signal, say func(string, ...any)) error {
 	wait := p.Start.Sub(c.now())
 	if wait <= 0 {
 		return nil
 	}
 	say("booking %d starts at %s: waiting %s", p.ID, FormatTime(p.Start, c.now()), FormatDuration(wait))
-	ctx, stop := SignalContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := Interruptible(ctx, sigs)
 	defer stop()
 	for {
 		// Wall-clock deadlines: look again each second, so a step of the

@@ -25,13 +25,13 @@ func runOpts(cmd ...string) RunOptions {
 	return RunOptions{Command: cmd, Grace: -1}
 }
 
-// These tests stay serial (EachSerial, no t.Parallel): Run takes SIGINT,
-// SIGTERM and SIGHUP for the whole process, and most set the environment.
-
 // The command gets the warning signal it asked for, then SIGTERM at the
 // deadline, then SIGKILL when it ignores SIGTERM; chronos reports the expiry
 // status.
-func TestRunWarnsTerminatesKills(t *testing.T) { storetest.EachSerial(t, testRunWarnsTerminatesKills) }
+func TestRunWarnsTerminatesKills(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRunWarnsTerminatesKills)
+}
 
 func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	// The deadline, the warning lead and the grace are the fake clock's:
@@ -39,11 +39,10 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	clk := clock.NewFake(clock.System().Now())
 	c := clientOn(open(), clk, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
-	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$LOG"' USR1; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
+	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$0"' USR1; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
-	t.Setenv("LOG", log)
 	start := time.Now()
 	done := runInBackground(c, o)
 	logSays := logSaying(t, log)
@@ -76,11 +75,11 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 // A booking reclaimed for sitting idle ends its command as its deadline
 // would: SIGTERM now, and the expiry status.
 func TestRunStopsWhenReclaimed(t *testing.T) {
+	t.Parallel()
 	c := newTestClient(t, nil, CurrentIdentity())
 	started := filepath.Join(t.TempDir(), "started")
-	o := runOpts("sh", "-c", `: > "$STARTED"; exec sleep 60`)
+	o := runOpts("sh", "-c", `: > "$0"; exec sleep 60`, started)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
-	t.Setenv("STARTED", started)
 	go func() {
 		// Once the command runs, chronos run follows the ledger.
 		for {
@@ -108,21 +107,23 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 // A command that ends by itself passes on its status and its booking is
 // released at once.
 func TestRunReleasesAndPassesStatus(t *testing.T) {
-	storetest.EachSerial(t, testRunReleasesAndPassesStatus)
+	t.Parallel()
+	storetest.Each(t, testRunReleasesAndPassesStatus)
 }
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
 	var out bytes.Buffer
-	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $KEEP"; exit 3`)
+	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
 	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
 	o.Stdout = &out
-	t.Setenv("KEEP", "kept")
 	res, err := c.Run(context.Background(), o)
 	require.NoError(t, err)
 	require.Equal(t, 3, res.ExitCode)
 	require.False(t, res.Expired)
-	require.Equal(t, "1 GPU-1 kept\n", out.String()) // by UUID: CUDA and NVML may order GPUs differently
+	// By UUID: CUDA and NVML may order GPUs differently. The rest of the
+	// environment is the caller's.
+	require.Equal(t, "1 GPU-1 "+os.Getenv("PATH")+"\n", out.String())
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
 	require.Equal(t, storage.Released, p.State)
@@ -136,7 +137,8 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 }
 
 func TestRunRefusals(t *testing.T) {
-	storetest.EachSerial(t, testRunRefusals)
+	t.Parallel()
+	storetest.Each(t, testRunRefusals)
 }
 
 func testRunRefusals(t *testing.T, open storetest.Opener) {
@@ -168,7 +170,8 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 
 // Running inside an existing booking leaves it live afterwards.
 func TestRunInsideExistingBooking(t *testing.T) {
-	storetest.EachSerial(t, testRunInsideExistingBooking)
+	t.Parallel()
+	storetest.Each(t, testRunInsideExistingBooking)
 }
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
@@ -228,7 +231,10 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 
 // With a monitor watching the same process, the command still gets each
 // signal once: chronos run and the monitor take the same claims.
-func TestRunAndMonitorSignalOnce(t *testing.T) { storetest.EachSerial(t, testRunAndMonitorSignalOnce) }
+func TestRunAndMonitorSignalOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRunAndMonitorSignalOnce)
+}
 
 func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -237,9 +243,8 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	clk := clock.NewFake(clock.System().Now())
 	c := simClient(t, open(), sim, CurrentIdentity(), clk)
 	dir := t.TempDir()
-	t.Setenv("LOG", filepath.Join(dir, "signals"))
-	t.Setenv("PIDFILE", filepath.Join(dir, "pid"))
-	o := runOpts("sh", "-c", `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$LOG"' TERM; echo ready >> "$LOG"; while :; do sleep 0.05; done`)
+	log, pidFile := filepath.Join(dir, "signals"), filepath.Join(dir, "pid")
+	o := runOpts("sh", "-c", `echo $$ > "$1"; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log, pidFile)
 	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
@@ -250,9 +255,9 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	defer cancel()
 	go m.Run(ctx)
 	done := runInBackground(c, o)
-	logSays := logSaying(t, os.Getenv("LOG"))
+	logSays := logSaying(t, log)
 	logSays("ready\n")
-	b, err := os.ReadFile(os.Getenv("PIDFILE"))
+	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
@@ -273,7 +278,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	})
 	require.NoError(t, r.err)
 	require.Equal(t, ExitExpired, r.res.ExitCode)
-	got, err := os.ReadFile(os.Getenv("LOG"))
+	got, err := os.ReadFile(log)
 	require.NoError(t, err)
 	require.Equal(t, "ready\nTERM\n", string(got))
 	kinds := eventKinds(t, c, r.res.Partition)
@@ -285,6 +290,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 // not the command; it must not leave Run spinning on the closed watch,
 // re-reading the ledger as fast as it can.
 func TestRunOutlivesItsContextQuietly(t *testing.T) {
+	t.Parallel()
 	store := &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
 	c := NewClient(Options{Ledger: store, Devices: testDevices})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -324,11 +330,9 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	me := CurrentIdentity()
 	c := NewClient(Options{Ledger: &storage.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
-	t.Setenv("DB", path)
 	pidFile := filepath.Join(t.TempDir(), "holder")
-	t.Setenv("HOLDER", pidFile)
 	var said bytes.Buffer
-	o := runOpts("sh", "-c", `flock -x -o "$DB" sleep 1 & echo $! > "$HOLDER"; sleep 0.3`)
+	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
 	o.Say = func(f string, a ...any) { fmt.Fprintf(&said, f+"\n", a...) }
 	res, err := c.Run(context.Background(), o)
@@ -341,7 +345,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 
 	// A lock held for longer than the retries last: the run fails, saying
 	// the booking is still held and how to release it.
-	o = runOpts("sh", "-c", `flock -x -o "$DB" sleep 5 & echo $! > "$HOLDER"; sleep 0.3`)
+	o = runOpts("sh", "-c", `flock -x -o "$0" sleep 5 & echo $! > "$1"; sleep 0.3`, path, pidFile)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
 	o.ReleaseWithin = 600 * time.Millisecond
 	res, err = c.Run(context.Background(), o)

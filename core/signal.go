@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -89,24 +88,27 @@ func (e *Interrupted) Error() string { return "interrupted by " + signalName(e.S
 // own error does.
 func (e *Interrupted) Is(target error) bool { return target == context.Canceled }
 
-// SignalContext is signal.NotifyContext whose cause (context.Cause) is an
-// *Interrupted naming the signal: what a waiter says when it is stopped.
-// stop restores the signals' default action.
-func SignalContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
+// Interruptible is parent, ended by the first signal that comes on sigs
+// with an *Interrupted cause (see context.Cause) naming it: what a waiter
+// says when it is stopped. sigs are the signals the caller caught
+// (signal.Notify): core catches none itself, since a signal handler is the
+// whole process's and only the program's top owns it. A nil sigs never
+// ends ctx. stop ends ctx and stops reading sigs.
+func Interruptible(parent context.Context, sigs <-chan os.Signal) (ctx context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	got := make(chan os.Signal, 1)
-	signal.Notify(got, signals...)
+	reading := make(chan struct{})
 	go func() {
+		defer close(reading)
 		select {
-		case s := <-got:
+		case s := <-sigs:
 			sig, _ := s.(syscall.Signal)
 			cancel(&Interrupted{sig})
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
-		signal.Stop(got)
 		cancel(context.Canceled)
+		<-reading // the next signal on sigs is the caller's again
 	}
 }
 

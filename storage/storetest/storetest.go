@@ -27,31 +27,15 @@ type Opener func() storage.Store
 // Each runs fn as a subtest per engine, side by side (t.Parallel), each
 // with a fresh, empty ledger. The etcd subtest uses the test binary's
 // shared etcd server (TestMain should call etcdtest.StopShared) and skips
-// only when no etcd server can be had. An fn that changes what the whole
-// process shares (t.Setenv, signal handlers) takes EachSerial.
+// only when no etcd server can be had.
 func Each(t *testing.T, fn func(t *testing.T, open Opener)) {
 	t.Helper()
-	each(t, fn, true)
-}
-
-// EachSerial is Each with the subtests in turn.
-func EachSerial(t *testing.T, fn func(t *testing.T, open Opener)) {
-	t.Helper()
-	each(t, fn, false)
-}
-
-func each(t *testing.T, fn func(t *testing.T, open Opener), parallel bool) {
-	t.Helper()
 	t.Run("bbolt", func(t *testing.T) {
-		if parallel {
-			t.Parallel()
-		}
+		t.Parallel()
 		fn(t, Bolt(t))
 	})
 	t.Run("etcd", func(t *testing.T) {
-		if parallel {
-			t.Parallel()
-		}
+		t.Parallel()
 		fn(t, Etcd(t, etcdtest.Shared(t)))
 	})
 }

@@ -1,0 +1,178 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// uncaught is the signal each way of playUncaught sends itself: one that
+// core caught before it left signals to its callers.
+var uncaught = map[string]syscall.Signal{"wait": syscall.SIGHUP, "runwait": syscall.SIGTERM, "run": syscall.SIGTERM}
+
+// playUncaught waits in line (arg "wait": BookOrWait; "runwait": Run with
+// --wait) and signals itself once it has joined, or runs a command in its
+// booking (arg "run": Run) that signals it — and catches no signal itself,
+// as a program embedding core might not. A signal handler is the whole
+// process's: the library installs none, so the signal ends this process
+// by its default action.
+func playUncaught(c *Client, arg string) int {
+	req := Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	toMe := func(QueueEntry) {
+		_ = syscall.Kill(os.Getpid(), uncaught[arg])
+		time.Sleep(2 * time.Second) // until it is delivered
+	}
+	var err error
+	switch arg {
+	case "wait":
+		_, err = c.BookOrWait(context.Background(), req, &WaitOptions{}, toMe, nil)
+	case "runwait":
+		_, err = c.Run(context.Background(), RunOptions{Command: []string{"true"}, Request: req, Wait: &WaitOptions{},
+			Say: func(format string, _ ...any) {
+				if strings.HasPrefix(format, "waiting in line") {
+					toMe(QueueEntry{})
+				}
+			}})
+	case "run":
+		var p *Partition
+		if p, err = c.Create(req); err != nil {
+			break
+		}
+		// A moment first: before this change Run caught signals only from
+		// just after it started the command.
+		_, err = c.Run(context.Background(), RunOptions{Partition: p.ID, Grace: -1,
+			Command: []string{"sh", "-c", "sleep 0.3; kill -TERM $PPID; sleep 2"}})
+	}
+	fmt.Fprintf(os.Stderr, "survived %s: %v\n", signalName(uncaught[arg]), err)
+	return roleFailed
+}
+
+// Neither waiting in line (BookOrWait, run --wait) nor running a command
+// (Run) catches a signal: a process that embeds core and sets no handler
+// of its own is ended by SIGHUP or SIGTERM, as by default. Before, core
+// caught SIGHUP, SIGINT and SIGTERM for the whole process.
+func TestCoreCatchesNoSignals(t *testing.T) {
+	t.Parallel()
+	if signal.Ignored(syscall.SIGHUP) || signal.Ignored(syscall.SIGTERM) {
+		t.Skip("SIGHUP or SIGTERM is ignored here, and so in the processes the test starts")
+	}
+	for _, how := range []string{"wait", "runwait", "run"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			db := filepath.Join(t.TempDir(), "chronos.db")
+			if how != "run" { // a full GPU: the request waits in line
+				_, err := clientOn(storage.New(db), nil, root).Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+				require.NoError(t, err)
+			}
+			cmd := roleCmd(t, "uncaught", db, how)
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("still running 30 s after %s (then killed: %v)", signalName(uncaught[how]), <-done)
+			}
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit)
+			ws := exit.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled(), "it exited with status %d: something caught %s", ws.ExitStatus(), signalName(uncaught[how]))
+			require.Equal(t, uncaught[how], ws.Signal())
+		})
+	}
+}
+
+// The signals the caller passes to Run go on to the command's process
+// group while it runs; the command decides when the run ends.
+func TestRunPassesSignalsOn(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRunPassesSignalsOn)
+}
+
+func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, CurrentIdentity())
+	log := filepath.Join(t.TempDir(), "signals")
+	sigs := make(chan os.Signal, 1)
+	o := runOpts("sh", "-c", `trap 'echo INT >> "$0"' INT; trap 'echo HUP >> "$0"' HUP; trap 'echo TERM >> "$0"; exit 7' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Signals = sigs
+	done := runInBackground(c, o)
+	logSays := logSaying(t, log)
+	logSays("ready\n")
+	sigs <- syscall.SIGINT
+	logSays("ready\nINT\n")
+	sigs <- syscall.SIGHUP
+	logSays("ready\nINT\nHUP\n")
+	sigs <- syscall.SIGTERM
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 7, r.res.ExitCode)
+	p, err := c.Get(r.res.Partition)
+	require.NoError(t, err)
+	require.Equal(t, storage.Released, p.State)
+}
+
+// A signal passed to Run while it waits for a booking made ahead to start
+// ends the wait and releases the booking, naming the signal; the command
+// never runs.
+func TestRunAheadLeavesOnSignal(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, testRunAheadLeavesOnSignal)
+}
+
+func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
+	c := clientOn(open(), nil, CurrentIdentity())
+	ran := filepath.Join(t.TempDir(), "ran")
+	sigs := make(chan os.Signal, 1)
+	o := runOpts("touch", ran)
+	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour, Start: c.now().Add(time.Hour)}
+	o.Signals = sigs
+	o.Say = func(format string, _ ...any) {
+		if strings.Contains(format, "waiting") {
+			sigs <- syscall.SIGHUP
+		}
+	}
+	res, err := c.Run(context.Background(), o)
+	var why *Interrupted
+	require.ErrorAs(t, err, &why)
+	require.Equal(t, syscall.SIGHUP, why.Signal)
+	require.ErrorContains(t, err, "interrupted by SIGHUP")
+	require.NoFileExists(t, ran)
+	p, err := c.Get(res.Partition)
+	require.NoError(t, err)
+	require.Equal(t, storage.Released, p.State)
+}
+
+// Interruptible ends on the first signal with a cause naming it, and once
+// stopped leaves the next signal to its caller.
+func TestInterruptible(t *testing.T) {
+	t.Parallel()
+	sigs := make(chan os.Signal, 1)
+	ctx, stop := Interruptible(context.Background(), sigs)
+	sigs <- syscall.SIGINT
+	<-ctx.Done()
+	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
+	require.EqualError(t, whyStopped(ctx), "interrupted by SIGINT")
+	stop()
+
+	ctx, stop = Interruptible(context.Background(), sigs)
+	stop()
+	require.True(t, errors.Is(whyStopped(ctx), context.Canceled))
+	sigs <- syscall.SIGTERM
+	require.Equal(t, syscall.SIGTERM, <-sigs, "a stopped Interruptible still read the channel")
+}
