@@ -535,7 +535,7 @@ func signalName(s syscall.Signal) string {
 type WarnSignal struct {
 	Signal syscall.Signal
 	// Lead is how long before the end the signal goes; zero means the
-	// policy's warning lead (or a tenth of a booking too short for it).
+	// policy's warning lead (WarnLead: half of a booking too short for it).
 	Lead time.Duration
 }
 
