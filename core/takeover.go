@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,7 +75,32 @@ func ownProcess(pid int) error {
 func BackgroundWaitLog(id uint64, at time.Time) (string, error) {
 	dir, err := UserStateDir()
 	if err != nil {
-		return "", err
+		// A home that cannot be written (nobody's /nonexistent, a system
+		// user's): a private directory of the user's in the temporary one.
+		if dir, err = privateTempDir(); err != nil {
+			return "", err
+		}
 	}
 	return filepath.Join(dir, fmt.Sprintf("wait-%d-%s.log", id, at.UTC().Format("20060102T150405"))), nil
+}
+
+// privateTempDir is a directory of this user's alone in the temporary
+// directory, made 0700 if it is not there. One that is there must be this
+// user's, a directory (not a link) that nobody else can write: another
+// user may have made the name first.
+func privateTempDir() (string, error) {
+	uid := os.Getuid()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("chronos-%d", uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != uid || st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is not a private directory of uid %d (mode %s): remove it, or set XDG_STATE_HOME", dir, uid, st.Mode())
+	}
+	return dir, nil
 }
