@@ -15,7 +15,13 @@ func reclaimAt(pol Policy, u storage.BookingUsage, now time.Time) (time.Time, bo
 	if pol.Reclaim == ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return time.Time{}, false
 	}
-	at := now.Add(pol.Idle - u.IdleFor)
+	// IdleFor counts to Through, the end of the last accounted minute,
+	// not to now: counting from now moved the ETA on with every look.
+	from := u.Through
+	if from.IsZero() || from.After(now) {
+		from = now
+	}
+	at := from.Add(pol.Idle - u.IdleFor)
 	if steps := pol.IdleWarn; len(steps) > 0 && u.Warnings >= len(steps) {
 		at = later(at, u.WarnedAt.Add(pol.Idle-steps[len(steps)-1]-accountEvery/2))
 	}

@@ -46,6 +46,16 @@ func TestQueueETACountsAComingReclaim(t *testing.T) {
 	require.Equal(t, now.Add(time.Minute), got.ETA, "reclaimed once idle 30m")
 	require.Contains(t, got.Reason, "idle booking is reclaimed")
 
+	// Idle time counts to the last accounted minute, not to now: a later
+	// look gives the same ETA (it moved on with every look).
+	measured := idle
+	measured.Through = now.Add(-20 * time.Second)
+	setUsage(measured)
+	require.Equal(t, now.Add(40*time.Second), eta().ETA)
+	clk.Advance(15 * time.Second)
+	require.Equal(t, now.Add(40*time.Second), eta().ETA, "the same a little later")
+	clk.Set(now)
+
 	// The ladder's spacing comes first: warned just now at 20m, the
 	// reclaim waits until 10m (less half a minute) after that warning.
 	u := idle
