@@ -336,12 +336,8 @@ func (f *bookingForm) view(width int) string {
 		chips = append(chips, chip(st, "any", f.device == len(f.devices)))
 	}
 	lines = append(lines, cut(label(fieldDevice, "GPU")+strings.Join(chips, " "), inner))
-	if a, ok := f.chosen(); ok {
-		// Most telling first: a narrow form cuts the end.
-		detail := fmt.Sprintf("%s · %d booking(s) · %s", a.Room(), a.Bookings, Printable(a.Device.Name))
-		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render(detail), inner))
-	} else if len(f.devices) > 0 {
-		lines = append(lines, cut(st.Field.Render("")+st.Faint.Render("whichever GPU has room first"), inner))
+	for _, l := range f.gpuDetail(inner) {
+		lines = append(lines, st.Field.Render("")+st.Faint.Render(l))
 	}
 	lines = append(lines, cut(label(fieldMemory, "Memory")+input(&f.memory)+st.Faint.Render("a percent, fraction or size"), inner))
 
@@ -395,6 +391,21 @@ func (f *bookingForm) message(width int) (msg []string, style lipgloss.Style, of
 	return msg, style, offer
 }
 
+// gpuDetail is what the chosen GPU offers — room, bookings, name, most
+// telling first — wrapped under the GPU chips in up to two lines.
+func (f *bookingForm) gpuDetail(inner int) []string {
+	var detail string
+	if a, ok := f.chosen(); ok {
+		detail = fmt.Sprintf("%s · %d %s · %s", a.Room(), a.Bookings, plural(a.Bookings, "booking", "bookings"), Printable(a.Device.Name))
+	} else if len(f.devices) > 0 {
+		detail = "whichever GPU has room first"
+	}
+	if detail == "" {
+		return nil
+	}
+	return wrap(detail, inner-lipgloss.Width(f.sh.styles.Field.Render("")), 2)
+}
+
 // messageLines is how many lines the message and the offer take.
 func (f *bookingForm) messageLines(width int) int {
 	msg, _, offer := f.message(width)
@@ -402,11 +413,11 @@ func (f *bookingForm) messageLines(width int) int {
 }
 
 // height is the lines the form takes on screen at width: border, title,
-// two lines of GPU, one per other field, and those of the message and
+// the GPU chips and their detail (one or two lines), one per other field, and those of the message and
 // the offer to wait in line.
 func (f *bookingForm) height(width int) int {
 	inner := max(20, width-f.sh.styles.Form.GetHorizontalFrameSize())
-	return 2 + 1 + 2 + (f.fields - 1) + f.messageLines(inner)
+	return 2 + 1 + 1 + max(1, len(f.gpuDetail(inner))) + (f.fields - 1) + f.messageLines(inner)
 }
 
 // The form's last lines, for its message and the offer to wait in line:
