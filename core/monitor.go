@@ -378,7 +378,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		var acts []Act
 		var mine []signalPlan
 		accounted, placeMore := false, false
-		err := m.c.ledger.Update(func(tx *storage.Tx) error {
+		// A pass goes ahead of other writers waiting their turn:
+		// recording an expiry must not wait behind the lab's bookings.
+		err := storage.UpdateUrgent(m.c.ledger, func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
 			policy := ledgerPolicy(tx)
