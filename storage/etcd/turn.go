@@ -67,7 +67,11 @@ var errWaited = errors.New("waited for other writers")
 
 // takeTurn joins line r and waits until it holds the turn.
 func (s *Store) takeTurn(ctx context.Context, r rank) (*turn, error) {
-	g, err := s.cli.Grant(ctx, int64(turnTTL/time.Second))
+	var g *clientv3.LeaseGrantResponse
+	err := retried(ctx, func() (err error) {
+		g, err = s.cli.Grant(ctx, int64(turnTTL/time.Second))
+		return err
+	})
 	if err != nil {
 		return nil, s.unavailable(ctx, "join the line", err)
 	}
@@ -82,17 +86,41 @@ func (s *Store) takeTurn(ctx context.Context, r rank) (*turn, error) {
 		}
 	}()
 	t := &turn{rank: r, key: s.line(r) + strconv.FormatInt(int64(g.ID), 16), lease: g.ID, stop: stop}
-	put, err := s.cli.Put(ctx, t.key, "", clientv3.WithLease(g.ID))
+	// Put only if absent, else read it: a put tried again after an answer
+	// lost must not move the place to the back of the line.
+	err = retried(ctx, func() error {
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(t.key), "=", 0)).
+			Then(clientv3.OpPut(t.key, "", clientv3.WithLease(g.ID))).Else(clientv3.OpGet(t.key)).Commit()
+		switch {
+		case err != nil:
+			return err
+		case resp.Succeeded:
+			t.rev = resp.Header.Revision
+		default:
+			t.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		}
+		return nil
+	})
 	if err != nil {
 		s.endTurn(ctx, t)
 		return nil, s.unavailable(ctx, "join the line", err)
 	}
-	t.rev = put.Header.Revision
 	if err := s.waitTurn(ctx, t); err != nil {
 		s.endTurn(ctx, t)
 		return nil, err
 	}
 	return t, nil
+}
+
+// retried calls fn until it succeeds, fails for good, or ctx ends: a
+// member down or a leader being elected is waited out.
+func retried(ctx context.Context, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !transient(err) || !pause(ctx, attempt) {
+			return err
+		}
+	}
 }
 
 // waitTurn returns once t holds the turn: no urgent writer is ahead of it,
