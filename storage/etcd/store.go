@@ -290,7 +290,14 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 		how, err := t.commit()
 		switch how {
 		case committed:
-			return nil // the commit deleted the turn's key; the defer ends its lease
+			if turn != nil {
+				// The commit deleted the turn's key: its lease, now
+				// empty, is revoked without keeping the caller.
+				turn.stop()
+				go s.revoke(turn.lease)
+				turn = nil
+			}
+			return nil
 		case conflicted:
 			lost++
 			if turn == nil {

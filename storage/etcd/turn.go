@@ -211,12 +211,16 @@ func (s *Store) turnCompares(t *turn) []clientv3.Cmp {
 func (s *Store) endTurn(ctx context.Context, t *turn) {
 	t.stop()
 	if ctx.Err() != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-			defer cancel()
-			_, _ = s.cli.Revoke(ctx, t.lease)
-		}()
+		go s.revoke(t.lease)
 		return
 	}
 	_, _ = s.cli.Revoke(ctx, t.lease)
+}
+
+// revoke ends a lease within the store's timeout, in the background; one
+// it could not end lapses within turnTTL.
+func (s *Store) revoke(lease clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	_, _ = s.cli.Revoke(ctx, lease)
 }
