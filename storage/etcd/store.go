@@ -261,7 +261,9 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 		if turn == nil && (r == urgent || lost >= turnAfter) {
 			var err error
 			switch turn, err = s.takeTurn(ctx, r); {
-			case errors.Is(err, errWaited):
+			case errors.Is(err, errTurnGone):
+				continue // its place lapsed while it waited: join again
+			case errors.Is(err, errWaited), err != nil && lost > 0 && ctx.Err() != nil:
 				return busy()
 			case err != nil:
 				return fmt.Errorf("%w; nothing was written", err)
