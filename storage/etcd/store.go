@@ -249,7 +249,7 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 	defer cancelAttempts()
 	lost := 0 // attempts that lost to another writer
 	busy := func() error {
-		return fmt.Errorf("%w: other writers kept it for %s (this one lost %d times, then waited its turn); nothing was written", storage.ErrBusy, s.cfg.Timeout, lost)
+		return fmt.Errorf("%w: other writers kept it for %s; nothing was written", storage.ErrBusy, s.cfg.Timeout)
 	}
 	var turn *turn // this writer's place in line, once it has one
 	defer func() {
