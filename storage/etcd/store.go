@@ -286,6 +286,12 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 		if err != nil || len(t.writes) == 0 {
 			return err
 		}
+		if turn == nil && t.waiting {
+			// Others wait their turn: a commit now would lose to them
+			// (and cost etcd a write). Join the line at once.
+			lost = max(lost+1, turnAfter)
+			continue
+		}
 		if s.beforeCommit != nil {
 			s.beforeCommit()
 		}
@@ -418,6 +424,7 @@ type tx struct {
 	writes   map[string]write
 	err      error // the first failed read
 	turn     *turn // the turn this writer holds, if any
+	waiting  bool  // writers waited their turn at rev: without one, this commit would lose
 	// Keys read at rev, nil for absent ones; and prefixes read whole at the
 	// first read (storage.SmallBuckets and the sequences), whose keys not
 	// in read are absent.
@@ -464,6 +471,7 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 	for _, p := range whole {
 		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
 	}
+	ops = append(ops, clientv3.OpGet(t.s.turnsKey(), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
@@ -473,7 +481,8 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 		t.s.seen(kvs[0].ModRevision)
 	}
 	t.read = map[string][]byte{}
-	for _, r := range resp.Responses[2:] {
+	t.waiting = resp.Responses[len(ops)-1].GetResponseRange().Count > 0
+	for _, r := range resp.Responses[2 : len(ops)-1] {
 		for _, kv := range r.GetResponseRange().Kvs {
 			t.read[string(kv.Key)] = stored(kv.Value)
 		}
