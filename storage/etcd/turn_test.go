@@ -89,3 +89,27 @@ func TestWritersWaitTheirTurnInOrder(t *testing.T) {
 	}))
 	require.Equal(t, []string{"monitor", "first", "w1", "w2", "w3", "w4"}, order)
 }
+
+// A writer that finds others waiting its turn joins the line at once,
+// rather than committing twice to lose: each losing commit costs every
+// member of the cluster a write.
+func TestWriterFindingALineJoinsIt(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Shared(t)
+	s := openOn(t, c, 30*time.Second)
+	other, err := Open(Config{Endpoints: c.Endpoints(), Prefix: s.Prefix(), Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	defer func() { _ = other.Close() }()
+	ahead, err := other.takeTurn(context.Background(), ordinary)
+	require.NoError(t, err)
+
+	var commits atomic.Int32
+	s.beforeCommit = func() { commits.Add(1) }
+	done := make(chan error, 1)
+	go func() { done <- note(s.Update, "s") }()
+	require.Eventually(t, func() bool { return inLine(t, s) == 2 }, 10*time.Second, 5*time.Millisecond, "s joins the line")
+	require.Zero(t, commits.Load(), "s waits without committing")
+	other.endTurn(context.Background(), ahead)
+	require.NoError(t, <-done)
+	require.Equal(t, int32(1), commits.Load(), "s committed once, in its turn")
+}
