@@ -232,9 +232,9 @@ const (
 // line (see turn.go).
 func (s *Store) Update(fn func(*storage.Tx) error) error { return s.update(ordinary, fn) }
 
-// UpdateUrgent is Update for a monitor's pass: it waits its turn from its
-// first attempt, ahead of every ordinary writer waiting (see turn.go), so
-// that recording an expiry never loses to unrelated writers.
+// UpdateUrgent is Update for a monitor's pass: once it has lost, or finds
+// writers waiting, it waits its turn ahead of every ordinary writer (see
+// turn.go), so that recording an expiry never loses to unrelated writers.
 func (s *Store) UpdateUrgent(fn func(*storage.Tx) error) error { return s.update(urgent, fn) }
 
 func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
@@ -258,7 +258,7 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		if turn == nil && (r == urgent || lost >= turnAfter) {
+		if turn == nil && (lost >= turnAfter || r == urgent && lost > 0) {
 			var err error
 			switch turn, err = s.takeTurn(ctx, r); {
 			case errors.Is(err, errTurnGone):

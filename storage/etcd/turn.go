@@ -18,13 +18,18 @@ import (
 // or nobody's: a writer in no line commits only while both lines are
 // empty, so once anyone waits, newcomers lose and join the line behind.
 //
+// A writer whose first read finds anyone waiting joins at once: its commit
+// would lose, and a lost commit still costs every member a write.
+//
 // There are two lines. A monitor's pass (see UpdateUrgent) joins the urgent
-// line at its first attempt, and the urgent line goes first: its head
-// commits whatever the ordinary line holds, and the ordinary line's head
-// only while no urgent writer waits. A pass is the long transaction most
-// likely to lose a race, and recording an expiry must not wait behind
-// every writer of the lab; passes that write are rare (something is due),
-// so they cannot starve the others.
+// line as soon as it loses once or finds writers waiting, and the urgent
+// line goes first: its head commits whatever the ordinary line holds, and
+// the ordinary line's head only while no urgent writer waits. A pass is the
+// long transaction most likely to lose a race, and recording an expiry must
+// not wait behind every writer of the lab; passes that write are rare
+// (something is due), so they cannot starve the others. With nobody
+// waiting, a pass commits as any writer does, without the line's round
+// trips (a lease, a place, giving it back).
 //
 // Each key is under a lease of its own, kept alive only while its writer
 // waits or commits: a place its writer could not give back (etcd went away
