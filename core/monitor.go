@@ -309,7 +309,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	m.notes.drain(m.report)
 	now := m.c.now()
 	snap, err := m.read(changed, now)
-	if err != nil && m.good != nil && errors.Is(err, storage.ErrUnavailable) {
+	if err != nil && m.good != nil && withoutLedger(err) {
 		return m.enforceOffline(m.c.now(), err) // the read may have taken a while
 	}
 	if err != nil {
@@ -378,7 +378,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		var acts []Act
 		var mine []signalPlan
 		accounted, placeMore := false, false
-		err := m.c.ledger.Update(func(tx *storage.Tx) error {
+		// A pass goes ahead of other writers waiting their turn:
+		// recording an expiry must not wait behind the lab's bookings.
+		err := storage.UpdateUrgent(m.c.ledger, func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
 			policy := ledgerPolicy(tx)
@@ -438,9 +440,13 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			placeMore, err = m.c.placeLine(tx)
 			return err
 		})
-		if errors.Is(err, storage.ErrUnavailable) && m.good != nil {
-			// The ledger went away: enforce what is due without it.
-			m.retryAt = now.Add(offlineRetry)
+		if withoutLedger(err) && m.good != nil {
+			// The ledger went away, or other writers kept it: enforce
+			// what is due without it. A busy ledger is tried again at
+			// the next pass, which records what this one could not.
+			if errors.Is(err, storage.ErrUnavailable) {
+				m.retryAt = now.Add(offlineRetry)
+			}
 			return m.enforceOffline(m.c.now(), err)
 		}
 		if err != nil {
@@ -523,12 +529,20 @@ func (p pass) empty() bool {
 	return len(p.due)+len(p.warn)+len(p.plans)+len(p.notices)+len(p.release)+len(p.orphaned)+len(p.readings) == 0
 }
 
-// enforceOffline is a pass while the ledger cannot be reached: bookings end
-// at their deadlines whether or not the ledger can record it, so this
-// host's processes of bookings past their deadline are stopped as the last
-// policy read says (SIGTERM, then SIGKILL after the grace). Nothing else is
-// done: no warning, no over-budget or unbooked act, nothing recorded; the
-// ledger catches up when it answers again. It returns cause, the reason.
+// withoutLedger reports whether a pass failed for want of the ledger: it
+// cannot be reached, or other writers kept it past the timeout. Either way
+// the deadlines the monitor knows are still kept (see enforceOffline).
+func withoutLedger(err error) bool {
+	return errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrBusy)
+}
+
+// enforceOffline is a pass while the ledger cannot be reached or is busy:
+// bookings end at their deadlines whether or not the ledger can record it,
+// so this host's processes of bookings past their deadline are stopped as
+// the last policy read says (SIGTERM, then SIGKILL after the grace). Nothing
+// else is done: no warning, no over-budget or unbooked act, nothing
+// recorded; the ledger catches up when it answers again. It returns cause,
+// the reason.
 func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) {
 	snap := m.good
 	next := m.nextWake(snap.parts, snap.claims, snap.pol, now)
@@ -544,6 +558,10 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 	claims := maps.Clone(snap.claims)
 	maps.Copy(claims, m.offline)
 	plans, _ := m.plan(Attribute(s, local, now), local, claims, snap.pol, now)
+	why := "the ledger cannot be reached"
+	if errors.Is(cause, storage.ErrBusy) {
+		why = "the ledger is busy"
+	}
 	if m.offline == nil {
 		m.offline = map[string]storage.Claim{}
 	}
@@ -553,7 +571,7 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 		}
 		m.offline[p.key] = storage.Claim{By: m.o.Name, At: now}
 		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
-			Detail: fmt.Sprintf("%s to %s: %s (the ledger cannot be reached: acted on what it last said, not recorded there)", signalName(p.sig), p.proc.Command, p.reason)}
+			Detail: fmt.Sprintf("%s to %s: %s (%s: acted on what it last said, not recorded there yet)", signalName(p.sig), p.proc.Command, p.reason, why)}
 		switch err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig); {
 		case err == nil:
 		case errors.Is(err, ErrProcessGone):

@@ -29,6 +29,23 @@ type Store interface {
 	String() string
 }
 
+// Urgent is a store whose writers wait their turn in order under
+// contention (etcd). A writer that must not wait behind the others — a
+// monitor recording expiries — goes ahead of them.
+type Urgent interface {
+	// UpdateUrgent is Update, ahead of every ordinary writer waiting.
+	UpdateUrgent(fn func(*Tx) error) error
+}
+
+// UpdateUrgent runs fn as s's UpdateUrgent where it has one, else as its
+// Update: a file's lock has no line to go ahead in.
+func UpdateUrgent(s Store, fn func(*Tx) error) error {
+	if u, ok := s.(Urgent); ok {
+		return u.UpdateUrgent(fn)
+	}
+	return s.Update(fn)
+}
+
 // Presence is what a store many hosts share offers besides transactions:
 // each host's live status, kept only while the host keeps publishing it, so
 // that a host that dies fades from the live view within a TTL (its bookings

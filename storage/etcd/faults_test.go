@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -272,8 +273,8 @@ func TestWriterTakesTheTurnAgainWhenItsTurnIsGone(t *testing.T) {
 		case 1, 2: // another writer commits first: s loses, and then takes the turn
 			_, err := addBooking(other)
 			require.NoError(t, err)
-		case 3: // s holds the turn; it vanishes before s commits
-			_, err := s.Client().Delete(context.Background(), s.turnKey())
+		case 3: // s holds the turn; its place vanishes before s commits
+			_, err := s.Client().Delete(context.Background(), s.turnsKey(), clientv3.WithPrefix())
 			require.NoError(t, err)
 		}
 	}

@@ -8,15 +8,15 @@
 //	<prefix>/seq/<bucket>     the bucket's last sequence number, in decimal
 //	<prefix>/version          rewritten by every committed transaction
 //	<prefix>/hosts/<host>     a host's live status, under a lease
-//	<prefix>/turn             a starving writer's turn, under a lease (see takeTurn)
+//	<prefix>/turn/<rank>/<n>  writers waiting their turn, under leases (see turn.go)
 //
 // A transaction reads at one revision (its first read pins it), keeps its
 // writes in an overlay its own reads see, and commits with one etcd Txn
 // that fails if the version key changed since that revision: any other
 // commit in between makes it retry from the start, so transactions are
 // serializable, as under bbolt's single writer, with no lock held across the
-// network — but for a writer that keeps losing, which takes a turn that the
-// others wait out (see takeTurn).
+// network — but for writers that keep losing, which wait their turn in
+// line, in order, while the others wait for the line (see turn.go).
 package etcd
 
 import (
@@ -228,8 +228,16 @@ const (
 // more than once (after losing to another writer, or after etcd failed
 // before the commit), so it must not act outside the transaction. When
 // etcd fails while committing, Update finds out whether the commit
-// happened before saying so.
-func (s *Store) Update(fn func(*storage.Tx) error) error {
+// happened before saying so. A writer that keeps losing waits its turn in
+// line (see turn.go).
+func (s *Store) Update(fn func(*storage.Tx) error) error { return s.update(ordinary, fn) }
+
+// UpdateUrgent is Update for a monitor's pass: once it has lost, or finds
+// writers waiting, it waits its turn ahead of every ordinary writer (see
+// turn.go), so that recording an expiry never loses to unrelated writers.
+func (s *Store) UpdateUrgent(fn func(*storage.Tx) error) error { return s.update(urgent, fn) }
+
+func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 	whole, cancel := s.operation()
 	defer cancel()
 	// The attempts end a checkReserve-th of the timeout before the
@@ -241,17 +249,25 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 	defer cancelAttempts()
 	lost := 0 // attempts that lost to another writer
 	busy := func() error {
-		return fmt.Errorf("%w: lost to other writers %d times in %s; nothing was written", storage.ErrBusy, lost, s.cfg.Timeout)
+		return fmt.Errorf("%w: other writers kept it for %s; nothing was written", storage.ErrBusy, s.cfg.Timeout)
 	}
-	var turn *turn // this writer's turn (see takeTurn), once it has one
+	var turn *turn // this writer's place in line, once it has one
 	defer func() {
 		if turn != nil {
 			s.endTurn(whole, turn)
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		if lost >= turnAfter && turn == nil {
-			turn = s.takeTurn(ctx) // nil: another writer has the turn; wait for it
+		if turn == nil && (lost >= turnAfter || r == urgent && lost > 0) {
+			var err error
+			switch turn, err = s.takeTurn(ctx, r); {
+			case errors.Is(err, errTurnGone):
+				continue // its place lapsed while it waited: join again
+			case errors.Is(err, errWaited), err != nil && lost > 0 && ctx.Err() != nil:
+				return busy()
+			case err != nil:
+				return fmt.Errorf("%w; nothing was written", err)
+			}
 		}
 		t := &tx{s: s, ctx: ctx, op: whole, writable: true, turn: turn}
 		stx, err := storage.NewTx(t)
@@ -270,25 +286,47 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 		if err != nil || len(t.writes) == 0 {
 			return err
 		}
+		if turn == nil && t.waiting {
+			// Others wait their turn: a commit now would lose to them
+			// (and cost etcd a write). Join the line at once.
+			lost = max(lost+1, turnAfter)
+			continue
+		}
 		if s.beforeCommit != nil {
 			s.beforeCommit()
 		}
 		how, err := t.commit()
 		switch how {
 		case committed:
-			return nil // the commit deleted the turn's key; the defer ends its lease
-		case conflicted:
-			lost++
 			if turn != nil {
-				// Holding the turn, it lost anyway: the turn is gone (its
-				// lease ran out while the member keeping it was away) or
-				// is another's. Give it up and take a new one, rather
-				// than comparing against a turn that no longer exists.
-				s.endTurn(ctx, turn)
+				// The commit deleted the turn's key: its lease, now
+				// empty, is revoked without keeping the caller.
+				turn.stop()
+				go s.revoke(turn.lease)
 				turn = nil
 			}
-			if !pause(ctx, attempt) { // the deadline bounds the attempts
+			return nil
+		case conflicted:
+			lost++
+			if turn == nil {
+				if !pause(ctx, attempt) { // the deadline bounds the attempts
+					return busy()
+				}
+				continue
+			}
+			// Holding the turn, it lost anyway: an urgent writer came
+			// first, and this one waits for it in its place; or its place
+			// lapsed (the member keeping its lease was away), and it
+			// joins the line again, rather than comparing against a place
+			// that no longer exists.
+			switch err := s.waitTurn(ctx, turn); {
+			case errors.Is(err, errTurnGone):
+				s.endTurn(ctx, turn)
+				turn = nil
+			case errors.Is(err, errWaited):
 				return busy()
+			case err != nil:
+				return fmt.Errorf("%w; nothing was written", err)
 			}
 		case notWritten:
 			if ctx.Err() != nil && lost > 0 {
@@ -303,76 +341,6 @@ func (s *Store) Update(fn func(*storage.Tx) error) error {
 			return err
 		}
 	}
-}
-
-// A writer that keeps losing to others — a long transaction, such as a
-// monitor's, among many short ones — would starve. After turnAfter losses
-// it takes the turn: a key every commit requires absent (or holding its own
-// token), so that the others wait while it commits, which deletes the key.
-//
-// The key is under a lease of its own, kept alive only while the turn
-// lasts: a turn its writer could not give back (etcd went away just then)
-// or whose writer died or was stopped lapses within turnTTL, however long
-// the writer's process lives on. (Under the store's lease, kept alive for
-// the process, such a turn made every other writer lose until that process
-// ended.)
-const (
-	turnAfter = 2
-	turnTTL   = 6 * time.Second
-)
-
-func (s *Store) turnKey() string { return s.cfg.Prefix + "/turn" }
-
-// turn is a writer's hold on the turn.
-type turn struct {
-	token string
-	lease clientv3.LeaseID
-	stop  context.CancelFunc // ends the lease's keep-alive
-}
-
-// takeTurn claims the turn; nil when another writer holds it (or etcd did
-// not answer).
-func (s *Store) takeTurn(ctx context.Context) *turn {
-	g, err := s.cli.Grant(ctx, int64(turnTTL/time.Second))
-	if err != nil {
-		return nil
-	}
-	kctx, stop := context.WithCancel(context.Background())
-	alive, err := s.cli.KeepAlive(kctx, g.ID)
-	if err != nil {
-		stop()
-		return nil
-	}
-	go func() {
-		for range alive { // drained, or the client complains it is full
-		}
-	}()
-	t := &turn{token: newToken(), lease: g.ID, stop: stop}
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0)).
-		Then(clientv3.OpPut(s.turnKey(), t.token, clientv3.WithLease(g.ID))).Commit()
-	if err != nil || !resp.Succeeded {
-		s.endTurn(ctx, t)
-		return nil
-	}
-	return t
-}
-
-// endTurn gives the turn up: it revokes the turn's lease, which deletes the
-// key if it is still there, within ctx, the operation's time. Should etcd
-// not answer, or the time be up, the lease, no longer kept alive, lapses
-// within turnTTL; with the time up, the revocation is still tried, without
-// keeping the caller past the deadline it promised.
-func (s *Store) endTurn(ctx context.Context, t *turn) {
-	t.stop()
-	if ctx.Err() != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-			defer cancel()
-			_, _ = s.cli.Revoke(ctx, t.lease)
-		}()
-		return
-	}
-	_, _ = s.cli.Revoke(ctx, t.lease)
 }
 
 // View runs fn in one read-only transaction at one revision.
@@ -456,6 +424,7 @@ type tx struct {
 	writes   map[string]write
 	err      error // the first failed read
 	turn     *turn // the turn this writer holds, if any
+	waiting  bool  // writers waited their turn at rev: without one, this commit would lose
 	// Keys read at rev, nil for absent ones; and prefixes read whole at the
 	// first read (storage.SmallBuckets and the sequences), whose keys not
 	// in read are absent.
@@ -502,6 +471,7 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 	for _, p := range whole {
 		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
 	}
+	ops = append(ops, clientv3.OpGet(t.s.turnsKey(), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
@@ -511,7 +481,8 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 		t.s.seen(kvs[0].ModRevision)
 	}
 	t.read = map[string][]byte{}
-	for _, r := range resp.Responses[2:] {
+	t.waiting = resp.Responses[len(ops)-1].GetResponseRange().Count > 0
+	for _, r := range resp.Responses[2 : len(ops)-1] {
 		for _, kv := range r.GetResponseRange().Kvs {
 			t.read[string(kv.Key)] = stored(kv.Value)
 		}
@@ -793,12 +764,10 @@ func (t *tx) commit() (outcome, error) {
 		}
 	}
 	ops = append(ops, clientv3.OpPut(s.versionKey(), token))
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1)}
+	cmps := append(s.turnCompares(t.turn), clientv3.Compare(clientv3.ModRevision(s.versionKey()), "<", t.rev+1))
 	if t.turn != nil {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.turnKey()), "=", t.turn.token))
-		ops = append(ops, clientv3.OpDelete(s.turnKey()))
-	} else {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.turnKey()), "=", 0))
+		// The next in line holds the turn the moment this commits.
+		ops = append(ops, clientv3.OpDelete(t.turn.key))
 	}
 	resp, err := s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
 	switch {

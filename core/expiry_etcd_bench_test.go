@@ -1,0 +1,166 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+	"github.com/chronos-gpu/chronos/storage/storetest"
+)
+
+// BenchmarkExpiryUnderWriters measures how late expiries are recorded on a
+// local one-member etcd while writers keep the ledger busy: 24 writers,
+// each with its own connection (as 3 hosts × 8 processes would have),
+// create and release short bookings in a loop, while one monitor expires
+// 100 bookings whose deadlines fall 150 ms apart, each with a real process
+// in it (shown on a simulated GPU). Reported: how late each expiry was
+// recorded (the monitor's commit) and how late its process got SIGTERM, p50,
+// p99 and max; bookings never recorded within 20 s of the last deadline
+// count at that lag. Writers' throughput, their busy errors and their
+// slowest operation show what the load was and what it cost them.
+//
+//	go test ./core -run '^$' -bench ExpiryUnderWriters -benchtime 1x
+func BenchmarkExpiryUnderWriters(b *testing.B) {
+	const (
+		writers = 24
+		n       = 100
+		apart   = 150 * time.Millisecond
+		after   = 20 * time.Second // how long past the last deadline expiries are awaited
+	)
+	for range b.N {
+		open := storetest.Etcd(b, etcdtest.Start(b, 1))
+		sim := gpu.NewSim(gpu.SimOptions{})
+		me := CurrentIdentity()
+		client := func() *Client {
+			return NewClient(Options{Ledger: open(), As: &me, Devices: simDevices(sim)})
+		}
+		c := client()
+		first := time.Now().Add(10 * time.Second) // setup, then the writers warm up
+		expires := map[uint64]time.Time{}
+		pidOf := map[uint64]int{}
+		for i := range n {
+			deadline := first.Add(time.Duration(i) * apart)
+			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 20), Duration: time.Until(deadline)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command("sleep", "600")
+			cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			sim.Attach(idleGPU, cmd.Process.Pid, 1<<20)
+			expires[p.ID], pidOf[p.ID] = p.Expires, cmd.Process.Pid
+		}
+		if time.Now().After(first.Add(-time.Second)) {
+			b.Fatal("setup took too long for the first deadline")
+		}
+
+		// The writers, from now until the last deadline and a second more.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var ok, busy, failed atomic.Int64
+		var slowest atomic.Int64
+		for range writers {
+			w := client()
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					t0 := time.Now()
+					p, err := w.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Minute})
+					if err == nil {
+						_, err = w.Release(p.ID)
+					}
+					took := int64(time.Since(t0))
+					for old := slowest.Load(); took > old && !slowest.CompareAndSwap(old, took); old = slowest.Load() {
+					}
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.Is(err, storage.ErrBusy):
+						busy.Add(1)
+					default:
+						failed.Add(1)
+					}
+				}
+			})
+		}
+
+		var mu sync.Mutex
+		flipped := map[uint64]time.Time{}
+		rec := &recordingSignaller{sent: map[int]time.Time{}}
+		m := NewMonitor(client(), MonitorOptions{Backend: sim, Signaller: rec, OnAct: func(a Act) {
+			if a.Kind == storage.EventExpired {
+				mu.Lock()
+				flipped[a.Partition] = a.Time
+				mu.Unlock()
+			}
+		}})
+		last := first.Add((n - 1) * apart)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = m.Run(ctx); close(done) }()
+		loadStart := time.Now()
+		time.Sleep(time.Until(last.Add(time.Second)))
+		close(stop)
+		wg.Wait()
+		loadFor := time.Since(loadStart)
+		for time.Now().Before(last.Add(after)) {
+			mu.Lock()
+			all := len(flipped) == n
+			mu.Unlock()
+			if all {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+		<-done
+
+		mu.Lock()
+		rec.mu.Lock()
+		var flip, term []time.Duration
+		unrecorded, unsignalled := 0, 0
+		for id, deadline := range expires {
+			f, recorded := flipped[id]
+			if !recorded {
+				unrecorded++
+				f = last.Add(after)
+			}
+			s, sent := rec.sent[pidOf[id]]
+			if !sent {
+				unsignalled++
+				s = last.Add(after)
+			}
+			flip = append(flip, f.Sub(deadline))
+			term = append(term, s.Sub(deadline))
+		}
+		rec.mu.Unlock()
+		mu.Unlock()
+		b.ReportMetric(ms(median(flip)), "record-p50-ms")
+		b.ReportMetric(ms(percentile(flip, 0.99)), "record-p99-ms")
+		b.ReportMetric(ms(percentile(flip, 1)), "record-max-ms")
+		b.ReportMetric(float64(unrecorded), "unrecorded")
+		b.ReportMetric(ms(median(term)), "sigterm-p50-ms")
+		b.ReportMetric(ms(percentile(term, 0.99)), "sigterm-p99-ms")
+		b.ReportMetric(ms(percentile(term, 1)), "sigterm-max-ms")
+		b.ReportMetric(float64(unsignalled), "unsignalled")
+		b.ReportMetric(float64(ok.Load())/loadFor.Seconds(), "writer-ops/s")
+		b.ReportMetric(float64(busy.Load()), "writer-busy")
+		b.ReportMetric(float64(failed.Load()), "writer-failed")
+		b.ReportMetric(ms(time.Duration(slowest.Load())), "writer-slowest-ms")
+	}
+}
