@@ -26,6 +26,7 @@ const shortPresence = 2 * time.Second
 // labHost is one host of a test lab: its client, store and monitor.
 type labHost struct {
 	c      *Client
+	m      *Monitor
 	s      storage.Store
 	log    *actLog
 	passes *passCount
@@ -54,6 +55,7 @@ func startHost(t *testing.T, open storetest.Opener, host string, clk clock.Clock
 	h.stop = func() { cancel(); <-done }
 	t.Cleanup(h.stop)
 	m := NewMonitor(h.c, MonitorOptions{Backend: sim, OnAct: h.log.add, Observer: h.passes, PresenceTTL: shortPresence})
+	h.m = m
 	go func() { _ = m.Run(ctx); close(done) }()
 	return h
 }
@@ -188,12 +190,28 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	clk := newFakeClock()
 	a := startHost(t, open, "gpuA", clk)
 	c := startHost(t, open, "gpuC", clk)
+	// gpuA and gpuC measure each other before gpuB shows up: measuring
+	// gpuB alone, either would be one of two hosts that disagree.
+	require.Eventually(t, func() bool {
+		_, ac := a.m.pub.lastSeen("gpuC")
+		_, ca := c.m.pub.lastSeen("gpuA")
+		return ac && ca
+	}, 15*time.Second, 10*time.Millisecond, "gpuA and gpuC see each other")
 	b := startHost(t, open, "gpuB", clock.Offset(clk, 90*time.Second))
 	for _, h := range []string{"gpuA", "gpuB", "gpuC"} {
 		live(t, a.c, h, true)
 	}
 	inDoubt := func() bool { _, ok := b.log.find(storage.EventClock, 0); return ok }
-	advanceUntil(t, clk, presenceEvery, 15*time.Second, inDoubt, "gpuB says its clock is in doubt")
+	// In quarter steps, slowly enough for statuses to arrive (through
+	// etcd's watch, in real time) before the fake clock moves on by
+	// anything like the 2 s bound: a late one reads as a clock behind.
+	require.Eventually(t, func() bool {
+		if inDoubt() {
+			return true
+		}
+		clk.Advance(presenceEvery / 4)
+		return false
+	}, 15*time.Second, 50*time.Millisecond, "gpuB says its clock is in doubt")
 	said, _ := b.log.find(storage.EventClock, 0)
 	// Said when it first measured another host: one or both.
 	require.Regexp(t, `^gpuB's clock is 90\.0 s ahead of the other hosts' \(1 of [23] hosts within 2s of it\): its monitor ends only gpuB's bookings`, said.Detail)

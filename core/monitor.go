@@ -174,7 +174,8 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence()}
+	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence(),
+		pub: newPublisher(c, o.PresenceTTL)}
 	if o.Root != nil {
 		m.root = *o.Root
 	}
@@ -188,7 +189,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 func (m *Monitor) Run(ctx context.Context) error {
 	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
 	var pubErrs <-chan error
-	if m.pub = newPublisher(m.c, m.o.PresenceTTL); m.pub != nil {
+	if m.pub != nil {
 		pubErrs = m.pub.errs
 		go m.pub.run(ctx)
 	}

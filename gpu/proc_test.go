@@ -298,8 +298,16 @@ func startMPSLike(t *testing.T, uid int) (control, server int) {
 	}
 	ctl := copyProgram("sh", mpsControl)
 	srv := copyProgram("sleep", mpsServer)
-	cmd := exec.Command(ctl, "-c", srv+" 30; :")
-	require.NoError(t, cmd.Start())
+	// A program just written may be "busy" while another test's fork still
+	// holds a copy of the writing descriptor (until that child execs):
+	// try again, briefly (golang.org/issue/22315).
+	var cmd *exec.Cmd
+	require.Eventually(t, func() bool {
+		cmd = exec.Command(ctl, "-c", srv+" 30; :")
+		err := cmd.Start()
+		require.True(t, err == nil || errors.Is(err, syscall.ETXTBSY), "start %s: %v", ctl, err)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
