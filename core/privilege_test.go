@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -25,8 +26,12 @@ func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 	if uid != 0 {
 		asUser(cmd, uid)
 	}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	// Stdout alone: under -cover a child of another uid says on stderr
+	// that it cannot write its coverage to the test's directory.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s%s", out, stderr.String())
 	return strings.TrimSpace(string(out))
 }
 
