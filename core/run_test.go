@@ -281,7 +281,13 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	got, err := os.ReadFile(log)
 	require.NoError(t, err)
 	require.Equal(t, "ready\nTERM\n", string(got))
-	kinds := eventKinds(t, c, r.res.Partition)
+	// A monitor records a signal after sending it, in a transaction of its
+	// own: the SIGKILL's event may land a moment after Run has returned.
+	var kinds []string
+	require.Eventually(t, func() bool {
+		kinds = eventKinds(t, c, r.res.Partition)
+		return strings.Count(strings.Join(kinds, " "), "signalled") >= 2
+	}, 15*time.Second, 10*time.Millisecond, "TERM and KILL recorded")
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
 	require.Equal(t, 2, strings.Count(strings.Join(kinds, " "), "signalled"), kinds)
 }
