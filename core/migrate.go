@@ -389,28 +389,38 @@ func renumber(in []uint64, ids map[uint64]uint64) []uint64 {
 }
 
 // check reads back every booking and booking usage Migrate wrote and
-// says which differ from the source.
+// says which differ from the source. It reads them in batches (one round
+// trip to etcd for many), so that a large ledger is checked within one
+// transaction's time.
 func (h *hostPart) check(to storage.Store, toHost string, ids map[uint64]uint64) error {
 	return to.View(func(tx *storage.Tx) error {
-		for _, want := range h.parts {
+		news := make([]uint64, len(h.parts))
+		for i, p := range h.parts {
+			news[i] = ids[p.ID]
+		}
+		got, err := tx.PartitionsByID(news)
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		for i, want := range h.parts {
 			old := want.ID
-			want.ID, want.Host, want.V = ids[old], toHost, storage.SchemaVersion
-			got, err := tx.Partition(want.ID)
-			if err != nil {
-				return fmt.Errorf("check: booking %d (was %d): %w", want.ID, old, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				return fmt.Errorf("check: booking %d (was %d) reads back as %+v, not %+v", want.ID, old, got, want)
+			want.ID, want.Host, want.V = news[i], toHost, storage.SchemaVersion
+			if !reflect.DeepEqual(got[i], want) {
+				return fmt.Errorf("check: booking %d (was %d) reads back as %+v, not %+v", want.ID, old, got[i], want)
 			}
 		}
-		for _, want := range h.usage {
-			want.Partition = ids[want.Partition]
-			got, ok, err := tx.BookingUsage(want.Partition)
-			if err != nil {
-				return fmt.Errorf("check: booking %d's usage: %w", want.Partition, err)
-			}
-			if !ok || !reflect.DeepEqual(got, want) {
-				return fmt.Errorf("check: booking %d's usage (holds, idle time) reads back as %+v, not %+v", want.Partition, got, want)
+		used := make([]uint64, len(h.usage))
+		for i, u := range h.usage {
+			used[i] = ids[u.Partition]
+		}
+		gotUsage, err := tx.UsageOf(used)
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		for i, want := range h.usage {
+			want.Partition = used[i]
+			if !reflect.DeepEqual(gotUsage[i], want) {
+				return fmt.Errorf("check: booking %d's usage (holds, idle time) reads back as %+v, not %+v", want.Partition, gotUsage[i], want)
 			}
 		}
 		return nil
