@@ -45,24 +45,7 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 			return sim.Name(), devs, err
 		}})
 		first := time.Now().Add(3 * time.Second)
-		expires := map[uint64]time.Time{}
-		pidOf := map[uint64]int{}
-		for i := range n {
-			deadline := first.Add(time.Duration(i) * 20 * time.Millisecond)
-			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 20), Duration: time.Until(deadline)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd := exec.Command("sleep", "600")
-			cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			go cmd.Wait()
-			sim.Attach(idleGPU, cmd.Process.Pid, 1<<20)
-			expires[p.ID], pidOf[p.ID] = p.Expires, cmd.Process.Pid
-		}
+		expires, pidOf := bookWithProcesses(b, c, sim, n, first, 20*time.Millisecond)
 		if time.Now().After(first.Add(-500 * time.Millisecond)) {
 			b.Fatal("setup took too long for the first deadline")
 		}
@@ -99,4 +82,30 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 		b.ReportMetric(ms(percentile(term, 0.99)), "sigterm-p99-ms")
 		b.ReportMetric(ms(percentile(term, 1)), "sigterm-max-ms")
 	}
+}
+
+// bookWithProcesses makes n bookings whose deadlines come apart from first
+// on, each with a real process (sleep) attributed to it on sim's idle GPU,
+// killed when the benchmark ends. It returns each booking's deadline and
+// its process's pid.
+func bookWithProcesses(b *testing.B, c *Client, sim *gpu.Sim, n int, first time.Time, apart time.Duration) (expires map[uint64]time.Time, pidOf map[uint64]int) {
+	b.Helper()
+	expires, pidOf = map[uint64]time.Time{}, map[uint64]int{}
+	for i := range n {
+		deadline := first.Add(time.Duration(i) * apart)
+		p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 20), Duration: time.Until(deadline)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "600")
+		cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = cmd.Wait() }() // reaped as soon as a signal ends it
+		b.Cleanup(func() { _ = cmd.Process.Kill() })
+		sim.Attach(idleGPU, cmd.Process.Pid, 1<<20)
+		expires[p.ID], pidOf[p.ID] = p.Expires, cmd.Process.Pid
+	}
+	return expires, pidOf
 }

@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,23 +42,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		}
 		c := client()
 		first := time.Now().Add(10 * time.Second) // setup, then the writers warm up
-		expires := map[uint64]time.Time{}
-		pidOf := map[uint64]int{}
-		for i := range n {
-			deadline := first.Add(time.Duration(i) * apart)
-			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 20), Duration: time.Until(deadline)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd := exec.Command("sleep", "600")
-			cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			sim.Attach(idleGPU, cmd.Process.Pid, 1<<20)
-			expires[p.ID], pidOf[p.ID] = p.Expires, cmd.Process.Pid
-		}
+		expires, pidOf := bookWithProcesses(b, c, sim, n, first, apart)
 		if time.Now().After(first.Add(-time.Second)) {
 			b.Fatal("setup took too long for the first deadline")
 		}
