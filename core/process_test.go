@@ -28,6 +28,9 @@ import (
 // with CHRONOS_TEST_ROLE set, so the processes that race are real OS
 // processes with their own locks, as in production.
 func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "signal-logger" {
+		os.Exit(signalLogger(os.Args[2]))
+	}
 	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
 	}

@@ -108,7 +108,7 @@ func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	sigs := make(chan os.Signal, 1)
-	o := runOpts("sh", "-c", `trap 'echo INT >> "$0"' INT; trap 'echo HUP >> "$0"' HUP; trap 'echo TERM >> "$0"; exit 7' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
+	o := runOpts(os.Args[0], "signal-logger", log)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
 	o.Signals = sigs
 	done := runInBackground(c, o)
@@ -175,4 +175,33 @@ func TestInterruptible(t *testing.T) {
 	require.True(t, errors.Is(whyStopped(ctx), context.Canceled))
 	sigs <- syscall.SIGTERM
 	require.Equal(t, syscall.SIGTERM, <-sigs, "a stopped Interruptible still read the channel")
+}
+
+// signalLogger is the command TestRunPassesSignalsOn runs (this test
+// binary, started as "signal-logger PATH"): it writes "ready", then each
+// SIGINT and SIGHUP it gets, and exits 7 on SIGTERM. Go queues every
+// signal it is notified of, where a shell's traps gave no such promise.
+func signalLogger(path string) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	say := func(line string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = f.WriteString(line + "\n")
+			_ = f.Close()
+		}
+	}
+	say("ready")
+	for s := range sigs {
+		switch s {
+		case syscall.SIGINT:
+			say("INT")
+		case syscall.SIGHUP:
+			say("HUP")
+		case syscall.SIGTERM:
+			say("TERM")
+			return 7
+		}
+	}
+	return 1
 }

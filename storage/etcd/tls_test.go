@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,17 +54,16 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTLS(t, c, "/tls", tc.cacert, tc.cert, tc.key)
-			start := time.Now()
 			_, err := addBooking(s)
-			took := time.Since(start)
 			require.ErrorIs(t, err, ErrTLS)
 			require.ErrorIs(t, err, storage.ErrUnavailable)
 			for _, w := range tc.want {
 				require.ErrorContains(t, err, w)
 			}
 			require.ErrorContains(t, err, "nothing was written")
+			// Named at once, not found out at the timeout: an operation that
+			// ran into the timeout says it "did not answer".
 			require.NotContains(t, err.Error(), "did not answer")
-			require.Less(t, took, s.cfg.Timeout/2, "named before the timeout")
 			err = s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 			require.ErrorIs(t, err, ErrTLS, "reads too")
 		})
