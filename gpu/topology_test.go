@@ -131,7 +131,7 @@ func TestParseTopologyMatrixFixtures(t *testing.T) {
 }
 
 // Every recorded topology, those added later included, reads back from
-// what String writes.
+// what String writes and can place every count of GPUs.
 func TestTopologyFixtures(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "topologies", "*.txt"))
@@ -142,6 +142,11 @@ func TestTopologyFixtures(t *testing.T) {
 		back, err := ParseTopologyMatrix([]byte(topo.String()))
 		require.NoError(t, err, f)
 		require.True(t, back.Equal(topo), "%s:\n%s", f, back)
+		for n := 1; n <= topo.Len(); n++ {
+			p, err := Place(topo, upTo(topo.Len()), n)
+			require.NoError(t, err, "%s: %d GPUs", f, n)
+			require.Len(t, p.GPUs, n)
+		}
 	}
 }
 
