@@ -100,6 +100,9 @@ func ParseTopologyMatrix(b []byte) (Topology, error) {
 			if n < len(fields) && gpuLabel.MatchString(fields[n]) {
 				return Topology{}, fmt.Errorf("%w: line %d: column %d is %s, not GPU%d", ErrTopology, line, n+1, fields[n], n)
 			}
+			if n > maxTopologyGPUs {
+				return Topology{}, fmt.Errorf("%w: line %d: %d GPU columns, more than %d", ErrTopology, line, n, maxTopologyGPUs)
+			}
 			t = NewTopology(n)
 			continue
 		}

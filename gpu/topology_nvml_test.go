@@ -130,7 +130,8 @@ func TestNVMLTopologyBridges(t *testing.T) {
 	require.Equal(t, LinkUnknown, pcieLevel(nvml.GpuTopologyLevel(60)), "a level newer than this code")
 }
 
-// A GPU that cannot tell (no NVLink, MIG, a VM) leaves its links unknown:
+// A GPU that cannot tell (no NVLink, MIG, a VM: a one-H200 VM with driver
+// 580 answered NOT_SUPPORTED to every NVLink query) leaves its links unknown:
 // the backend starts and samples as before. The topology is read once, at
 // start, never per sample.
 func TestNVMLTopologyUnsupported(t *testing.T) {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,11 @@ func TestParseTopologyMatrixFixtures(t *testing.T) {
 		return Link{Level: LinkSystem}
 	})
 
+	// A real dump: one GPU, a blank affinity cell, escapes in the header.
+	vm := topologyFixture(t, "h200-1gpu-vm")
+	require.Equal(t, 1, vm.Len())
+	require.False(t, vm.Known())
+
 	dgx1 := topologyFixture(t, "dgx1-v100")
 	require.Equal(t, Link{Level: LinkNVLink, NVLinks: 2}, dgx1.Link(0, 3))
 	require.Equal(t, Link{Level: LinkNVLink, NVLinks: 1}, dgx1.Link(7, 3))
@@ -152,9 +158,15 @@ func TestTopologyFixtures(t *testing.T) {
 
 func TestParseTopologyMatrixRefuses(t *testing.T) {
 	t.Parallel()
+	var wide strings.Builder
+	for i := range maxTopologyGPUs + 1 {
+		fmt.Fprintf(&wide, "\tGPU%d", i)
+	}
+	tooWide := wide.String()
 	for in, msg := range map[string]string{
 		"":                               "no header of GPU columns",
 		"nothing here\n":                 "no header of GPU columns",
+		tooWide:                          "1025 GPU columns, more than 1024",
 		"\tGPU0\tGPU2\nGPU0\t X \tNV1":   "column 2 is GPU2, not GPU1",
 		"\tGPU0\tGPU1\nGPU0\t X \tNV1\n": "2 GPU columns but 1 GPU rows",
 		"\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\tNV1\t X\nGPU1\tNV1\t X\n": "row GPU1 repeated",
@@ -202,4 +214,37 @@ func TestTopologyOf(t *testing.T) {
 	plain := TopologyOf(plainBackend{Backend: sim})
 	require.Equal(t, 8, plain.Len())
 	require.False(t, plain.Known())
+}
+
+// FuzzTopologyMatrix: reading never panics; what is read is symmetric and
+// reads back the same from String, and survives JSON.
+func FuzzTopologyMatrix(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "topologies", "*.txt"))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("\tGPU0\tGPU1\nGPU0\t X \tNV99999999999999999999\nGPU1\tNV1\t X\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		topo, err := ParseTopologyMatrix(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrTopology)
+			return
+		}
+		require.Positive(t, topo.Len())
+		for a := range topo.Len() {
+			for c := range topo.Len() {
+				require.Equal(t, topo.Link(a, c), topo.Link(c, a))
+			}
+		}
+		back, err := ParseTopologyMatrix([]byte(topo.String()))
+		require.NoError(t, err)
+		require.True(t, back.Equal(topo), "%q reads as\n%s", b, topo)
+		j, err := json.Marshal(topo)
+		require.NoError(t, err)
+		var fromJSON Topology
+		require.NoError(t, json.Unmarshal(j, &fromJSON))
+		require.True(t, fromJSON.Equal(topo))
+	})
 }
