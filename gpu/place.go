@@ -183,26 +183,35 @@ func exhaustive(t Topology, cands []int, n int) ([]int, placeScore) {
 func greedy(t Topology, cands []int, n int) ([]int, placeScore) {
 	var best []int
 	var bestScore placeScore
-	in := make(map[int]bool, n)
-	for _, seed := range cands {
-		set, s := []int{seed}, placeScore{worst: noPairs}
+	// toSet[i] is candidate i's links to the set grown so far, kept up to
+	// date as GPUs join rather than recounted for each pick.
+	toSet := make([]placeScore, len(cands))
+	in := make([]bool, len(cands))
+	for seed := range cands {
+		set, s := make([]int, 0, n), placeScore{worst: noPairs}
 		clear(in)
-		in[seed] = true
-		for len(set) < n {
-			pick, pickScore := -1, placeScore{}
-			for _, g := range cands {
-				if in[g] {
-					continue
-				}
-				// Rank g by its own links to the set.
-				gs := placeScore{worst: noPairs}.add(t, set, g)
-				if pick < 0 || gs.better(pickScore) {
-					pick, pickScore = g, gs
+		for i := range toSet {
+			toSet[i] = placeScore{worst: noPairs}
+		}
+		join := func(i int) {
+			s = s.add(t, set, cands[i])
+			set = append(set, cands[i])
+			in[i] = true
+			for j, g := range cands {
+				if !in[j] {
+					toSet[j] = toSet[j].add(t, []int{cands[i]}, g)
 				}
 			}
-			s = s.add(t, set, pick)
-			set = append(set, pick)
-			in[pick] = true
+		}
+		join(seed)
+		for len(set) < n {
+			pick := -1
+			for j := range cands {
+				if !in[j] && (pick < 0 || toSet[j].better(toSet[pick])) {
+					pick = j
+				}
+			}
+			join(pick)
 		}
 		slices.Sort(set)
 		if best == nil || s.better(bestScore) || !bestScore.better(s) && slices.Compare(set, best) < 0 {
