@@ -85,7 +85,11 @@ func Place(t Topology, free []int, n int) (Placement, error) {
 		if len(cands) > 0 {
 			have = fmt.Sprintf("only %d (GPUs %s) have", len(cands), FormatGPUList(cands))
 		}
-		return Placement{}, fmt.Errorf("%w: %d GPUs asked, %s room", ErrNotEnoughGPUs, n, have)
+		asked := fmt.Sprintf("%d GPUs", n)
+		if n == 1 {
+			asked = "1 GPU"
+		}
+		return Placement{}, fmt.Errorf("%w: %s asked, %s room", ErrNotEnoughGPUs, asked, have)
 	}
 	set, score := bestSet(t, cands, n)
 	p := Placement{GPUs: set, Pairs: map[LinkLevel]int{}}

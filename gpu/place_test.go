@@ -117,7 +117,7 @@ func TestPlaceRefuses(t *testing.T) {
 		{upTo(8), 0, ErrGPUCount, "a booking needs at least one GPU: 0 asked"},
 		{upTo(8), -3, ErrGPUCount, "-3 asked"},
 		{[]int{0, 4}, 3, ErrNotEnoughGPUs, "not enough GPUs with room: 3 GPUs asked, only 2 (GPUs 0,4) have room"},
-		{nil, 1, ErrNotEnoughGPUs, "1 GPUs asked, none has room"},
+		{nil, 1, ErrNotEnoughGPUs, "not enough GPUs with room: 1 GPU asked, none has room"},
 		{upTo(8), 9, ErrNotEnoughGPUs, "only 8 (GPUs 0-7) have room"},
 		{[]int{0, 1, 1}, 2, ErrGPUList, "GPU 1 is negative or given twice"},
 		{[]int{0, -1}, 1, ErrGPUList, "GPU -1 is negative or given twice"},
