@@ -43,6 +43,8 @@ type DRM struct {
 	procs   *procCache
 	devices []drmDevice
 	now     func() time.Time
+	// topology is read once at start from the PCI tree.
+	topology Topology
 
 	mu     sync.Mutex // guards procs, last, fds, scan and closed
 	last   map[string]clientReading
@@ -94,7 +96,7 @@ func OpenDRM(opts DRMOptions) (*DRM, error) {
 	}
 	reader := ProcReader{Root: filepath.Join(root, "proc"), HostRoot: root}
 	return &DRM{root: root, procs: newProcCache(reader), devices: devs, now: opts.Now,
-		last: map[string]clientReading{}, fds: map[int]*processFDs{}}, nil
+		topology: drmTopology(root, devs), last: map[string]clientReading{}, fds: map[int]*processFDs{}}, nil
 }
 
 func drmRoot() string {
@@ -263,6 +265,9 @@ func (d *DRM) Close() error {
 	d.closed = true
 	return nil
 }
+
+// Topology is how the GPUs are connected, as read when the backend opened.
+func (d *DRM) Topology() Topology { return d.topology.clone() }
 
 // Devices lists the GPUs found when the backend was opened.
 func (d *DRM) Devices() ([]Device, error) {

@@ -20,6 +20,8 @@ type NVML struct {
 	procs   *procCache
 	driver  string
 	devices []nvmlDevice
+	// topology is read once at start: links do not change while it runs.
+	topology Topology
 
 	now func() time.Time
 	// smInterval spaces out GetProcessUtilization, which costs ~2 ms a call
@@ -90,6 +92,7 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 		_ = lib.Shutdown()
 		return nil, err
 	}
+	n.topology = nvmlTopology(n.devices)
 	// The driver version is informational; an old driver without it is fine.
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		n.driver = v
@@ -158,6 +161,9 @@ func (n *NVML) DriverVersion() string { return n.driver }
 func (n *NVML) Devices() ([]Device, error) {
 	return inventory(n.devices), nil
 }
+
+// Topology is how the GPUs are connected, as read when the backend opened.
+func (n *NVML) Topology() Topology { return n.topology.clone() }
 
 // Sample reads every device. Readings a device does not support become NA
 // with a note; only a closed backend is an error.

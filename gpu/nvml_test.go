@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,6 +31,17 @@ type fakeGPU struct {
 	smSamples    []nvml.ProcessUtilizationSample
 	smRet        nvml.Return
 	smTimestamps []uint64 // lastSeen values asked for
+	pci          nvml.PciInfo
+	nvlinks      []fakeNVLink            // by link number; nil: no NVLink (NOT_SUPPORTED)
+	ancestors    []nvml.GpuTopologyLevel // by the other GPU's index; nil: NOT_SUPPORTED
+}
+
+// fakeNVLink is one NVLink of a mocked device: to an NVSwitch, or to the
+// device at remote.
+type fakeNVLink struct {
+	remote   nvml.PciInfo
+	toSwitch bool
+	down     bool
 }
 
 // device builds the mock; every method Sample and NewNVML call is set.
@@ -62,6 +74,45 @@ func (g *fakeGPU) device() *mock.Device {
 			g.smTimestamps = append(g.smTimestamps, lastSeen)
 			return g.smSamples, g.smRet
 		},
+		GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) { return g.pci, nvml.SUCCESS },
+		GetNvLinkStateFunc: func(link int) (nvml.EnableState, nvml.Return) {
+			switch {
+			case g.nvlinks == nil:
+				return 0, nvml.ERROR_NOT_SUPPORTED
+			case link >= len(g.nvlinks):
+				return 0, nvml.ERROR_INVALID_ARGUMENT
+			case g.nvlinks[link].down:
+				return nvml.FEATURE_DISABLED, nvml.SUCCESS
+			}
+			return nvml.FEATURE_ENABLED, nvml.SUCCESS
+		},
+		GetNvLinkRemoteDeviceTypeFunc: func(link int) (nvml.IntNvLinkDeviceType, nvml.Return) {
+			if link >= len(g.nvlinks) {
+				return 0, nvml.ERROR_INVALID_ARGUMENT
+			}
+			if g.nvlinks[link].toSwitch {
+				return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
+			}
+			return nvml.NVLINK_DEVICE_TYPE_GPU, nvml.SUCCESS
+		},
+		GetNvLinkRemotePciInfoFunc: func(link int) (nvml.PciInfo, nvml.Return) {
+			if link >= len(g.nvlinks) {
+				return nvml.PciInfo{}, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return g.nvlinks[link].remote, nvml.SUCCESS
+		},
+	}
+}
+
+// commonAncestor answers GetTopologyCommonAncestor from g.ancestors, finding
+// the other device among devices.
+func (g *fakeGPU) commonAncestor(devices []*mock.Device) func(nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+	return func(other nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+		j := slices.Index(devices, other.(*mock.Device))
+		if g.ancestors == nil || j < 0 {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
+		return g.ancestors[j], nvml.SUCCESS
 	}
 }
 
@@ -70,6 +121,9 @@ func fakeLibrary(gpus []*fakeGPU, shutdowns *int) *mock.Interface {
 	devices := make([]*mock.Device, len(gpus))
 	for i, g := range gpus {
 		devices[i] = g.device()
+	}
+	for i, g := range gpus {
+		devices[i].GetTopologyCommonAncestorFunc = g.commonAncestor(devices)
 	}
 	return &mock.Interface{
 		InitFunc: func() nvml.Return { return nvml.SUCCESS },
@@ -95,6 +149,7 @@ func h200(i int) *fakeGPU {
 		total: 141 * gib, used: 10 * gib,
 		util: nvml.Utilization{Gpu: 87, Memory: 40}, temp: 61, powerMW: 412_345,
 		smRet: nvml.ERROR_NOT_FOUND,
+		pci:   nvml.PciInfo{Bus: uint32(0x10 + 0x10*i)},
 	}
 }
 

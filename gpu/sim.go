@@ -110,6 +110,28 @@ func (s *Sim) device(i int) Device {
 	}
 }
 
+// Topology is a fixed, plausible layout, like a PCIe box with NVLink
+// bridges: GPUs in NVLink pairs (0-1, 2-3, …), each four under one PCIe
+// switch, the fours on alternate NUMA nodes.
+func (s *Sim) Topology() Topology {
+	t := NewTopology(s.opts.Count)
+	for a := range s.opts.Count {
+		for b := a + 1; b < s.opts.Count; b++ {
+			switch {
+			case a/2 == b/2:
+				t.SetLink(a, b, Link{Level: LinkNVLink, NVLinks: 4})
+			case a/4 == b/4:
+				t.SetLink(a, b, Link{Level: LinkPCIeSwitch})
+			case a/4%2 == b/4%2:
+				t.SetLink(a, b, Link{Level: LinkNUMANode})
+			default:
+				t.SetLink(a, b, Link{Level: LinkSystem})
+			}
+		}
+	}
+	return t
+}
+
 // Attach shows the real local process pid on device with the given memory
 // use. Its owner, command, partition and start time come from /proc; once it
 // exits it drops out of samples. A device outside the inventory shows

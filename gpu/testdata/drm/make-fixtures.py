@@ -204,3 +204,26 @@ proc(100, "x", ["x"], 1000, fds=fds, cgroup="garbage\n::\n0::/docker/not-an-id\n
     "5": "\x00\xff\xfe binary junk",
     "6": "drm-driver:\tamdgpu\ndrm-pdev:\t" + MI210 + "\ndrm-client-id:\t3\ndrm-memory-vram:\t" + str(18446744073709551615) + " MiB\n"})
 w("proc/100/stat", "100 (x S 1 2\n")  # no closing parenthesis
+
+# ---------------------------------------------------------------- topology: the PCI tree as sysfs links it
+# Six MI210s: 0,1 below one PCIe switch and 2 on another root port of the same
+# host bridge (pci0000:00), 3 on a second root complex of NUMA node 0, 4,5
+# below a switch on node 1. Card numbers are not in slot order, as on real
+# machines; the backend's index is.
+root = os.path.join(base, "topology")
+shutil.rmtree(root, ignore_errors=True)
+def pci_card(n, slot, path, numa):
+    dev = f"sys/devices/{path}/{slot}/"
+    w(dev+"uevent", f"DRIVER=amdgpu\nPCI_CLASS=30000\nPCI_ID=1002:740F\nPCI_SUBSYS_ID=1002:0C34\nPCI_SLOT_NAME={slot}\n")
+    w(dev+"numa_node", f"{numa}\n")
+    w(dev+"product_name", "AMD Instinct MI210\n")
+    w(dev+"mem_info_vram_total", str(64*GiB) + "\n")
+    w(dev+f"drm/card{n}/dev", f"226:{n}\n")
+    link(dev+f"drm/card{n}/device", f"../../../{slot}")
+    link(f"sys/class/drm/card{n}", f"../../devices/{path}/{slot}/drm/card{n}")
+pci_card(2, "0000:03:00.0", "pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0", 0)
+pci_card(0, "0000:04:00.0", "pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:01.0", 0)
+pci_card(5, "0000:21:00.0", "pci0000:00/0000:00:03.1", 0)
+pci_card(1, "0000:41:00.0", "pci0000:40/0000:40:01.1", 0)
+pci_card(4, "0000:83:00.0", "pci0000:80/0000:80:01.1/0000:81:00.0/0000:82:00.0", 1)
+pci_card(3, "0000:84:00.0", "pci0000:80/0000:80:01.1/0000:81:00.0/0000:82:01.0", 1)
