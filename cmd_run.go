@@ -91,7 +91,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			defer signal.Stop(sigs)
 			opts.Signals = sigs
-			res, err := c.Run(context.WithoutCancel(cmd.Context()), opts)
+			res, err := core.Run(context.WithoutCancel(cmd.Context()), c, opts)
 			if err != nil {
 				return err
 			}

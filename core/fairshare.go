@@ -84,16 +84,15 @@ func longestWindow(pol Policy) time.Duration {
 	return window
 }
 
-// heldSlots is the calendar of the intervals uid's ended bookings held that
-// end at or after since: only hours quotas and reports look at them (they
-// hold no GPU any more, so they name none).
-func heldSlots(tx *storage.Tx, uid int, since time.Time) (calendar, error) {
-	held, err := tx.HeldSince(uid, since)
+// heldSlots is the calendar of the intervals uid's ended bookings held
+// (read from the ledger: storage's HeldSince): only hours quotas and
+// reports look at them (they hold no GPU any more, so they name none).
+func heldSlots(held []storage.Held, uid int) calendar {
 	cal := make(calendar, 0, len(held))
 	for _, h := range held {
 		cal = append(cal, slot{gpu: noGPU, uid: uid, share: h.SharePPM, start: h.Start, end: h.End})
 	}
-	return cal, err
+	return cal
 }
 
 // usageAt is each user's usage at now in GPU-seconds: the stored figure

@@ -75,10 +75,10 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 
 	// chronos run starts its command here: another host's GPU is refused,
 	// by booking or by name, and nothing is written.
-	_, err = g2.Run(context.Background(), RunOptions{Command: []string{"true"}, Partition: r.ID})
+	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Partition: r.ID})
 	require.ErrorIs(t, err, ErrOtherHost)
 	require.ErrorContains(t, err, "booking 3 is on gpu1")
-	_, err = g2.Run(context.Background(), RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: Fraction(0.1), Duration: time.Hour}})
+	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: Fraction(0.1), Duration: time.Hour}})
 	require.ErrorIs(t, err, ErrOtherHost)
 	require.ErrorContains(t, err, "run it on gpu1")
 	require.Equal(t, before, storetest.Fingerprint(t, s))

@@ -21,7 +21,9 @@ const AnyDevice = storage.AnyDevice
 // books is what admission and the waiting line read in one transaction:
 // every host's, since quotas and fair share are the lab's.
 type books struct {
-	tx    *storage.Tx
+	// heldSince reads the intervals a user's ended bookings held since an
+	// instant, while the transaction lasts (nil once it has ended).
+	heldSince func(uid int, since time.Time) ([]storage.Held, error)
 	now   time.Time
 	here  string                       // this host's name in the ledger ("" in a file)
 	invs  map[string]storage.Inventory // every host's GPUs, by host
@@ -42,7 +44,7 @@ type books struct {
 }
 
 func readBooks(tx *storage.Tx, here string, now time.Time) (*books, error) {
-	b := &books{tx: tx, now: now, here: here, limits: map[int]Limits{}, heldBy: map[int]calendar{}, alive: waiterAlive}
+	b := &books{heldSince: tx.HeldSince, now: now, here: here, limits: map[int]Limits{}, heldBy: map[int]calendar{}, alive: waiterAlive}
 	var err error
 	if b.invs, err = inventories(tx, here); err != nil {
 		return nil, err
@@ -96,13 +98,14 @@ func (b *books) held(uids ...int) (calendar, error) {
 		if l := b.limits[uid]; l.UserHours != nil && !l.Exempt {
 			held, ok := b.heldBy[uid]
 			if !ok {
-				if b.tx == nil {
+				if b.heldSince == nil {
 					return nil, fmt.Errorf("core: the held intervals of uid %d were not read in the transaction", uid)
 				}
-				var err error
-				if held, err = heldSlots(b.tx, uid, b.now.Add(-l.HoursWindow)); err != nil {
+				rows, err := b.heldSince(uid, b.now.Add(-l.HoursWindow))
+				if err != nil {
 					return nil, err
 				}
+				held = heldSlots(rows, uid)
 				b.heldBy[uid] = held
 			}
 			cal = append(cal, held...)
@@ -509,7 +512,7 @@ func (c *Client) readLine(tx *storage.Tx) (*books, error) {
 // planRead lays the line out on books that readLine read in a transaction
 // that has ended: the same plan lineIn makes, from the same snapshot.
 func (b *books) planRead() (linePlan, error) {
-	b.tx = nil
+	b.heldSince = nil
 	return b.plan(nil)
 }
 

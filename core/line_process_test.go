@@ -325,7 +325,7 @@ func playRunWaiter(c *Client) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	_, err := c.Run(context.Background(), RunOptions{
+	_, err := Run(context.Background(), c, RunOptions{
 		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout, Signals: sigs,
 		Request: Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, Wait: &WaitOptions{},
 		Say: func(format string, _ ...any) {

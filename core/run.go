@@ -70,7 +70,7 @@ type RunResult struct {
 // The end of ctx ends a wait, as a signal does; once the command runs it
 // only stops Run following the ledger (extensions and releases made
 // elsewhere), and the command still runs to its deadline.
-func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
+func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	if len(o.Command) == 0 {
 		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
 	}
@@ -105,15 +105,15 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 			return RunResult{}, err
 		}
 		if p.Host != c.host {
-			return RunResult{}, c.elsewhere(fmt.Sprintf("booking %d", p.ID), p.Host, p.Device)
+			return RunResult{}, elsewhere(c, fmt.Sprintf("booking %d", p.ID), p.Host, p.Device)
 		}
 	} else {
 		if host, err := c.gpuHost(o.Request.Host); err != nil {
 			return RunResult{}, err
 		} else if host != c.host {
-			return RunResult{}, c.elsewhere("GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
+			return RunResult{}, elsewhere(c, "GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
 		}
-		got, err := c.bookForRun(ctx, o, say)
+		got, err := bookForRun(ctx, c, o, say)
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -127,9 +127,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		if !booked {
 			return nil
 		}
-		return c.releaseRetrying(p, o.ReleaseWithin, say)
+		return releaseRetrying(c, p, o.ReleaseWithin, say)
 	}
-	if err := c.awaitStart(ctx, p, o.Signals, say); err != nil {
+	if err := awaitStart(ctx, c, p, o.Signals, say); err != nil {
 		return RunResult{Partition: p.ID}, errors.Join(err, release())
 	}
 
@@ -163,7 +163,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
 	signalOnce := func(act claimAct, sig syscall.Signal, why string) bool {
-		won, err := c.claimSignal(p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
+		won, err := claimSignal(c, p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
 		if err != nil {
 			say("could not record the signal in the ledger (%v); sending it anyway", err)
 			won = true
@@ -282,7 +282,7 @@ loop:
 // bookForRun books o's request, waiting in line when o says so. A signal
 // the caller passes on (o.Signals) would go on to the command; while it
 // waits in line it takes its request out instead.
-func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, ...any)) (*Partition, error) {
+func bookForRun(ctx context.Context, c *Client, o RunOptions, say func(string, ...any)) (*Partition, error) {
 	if o.Wait != nil {
 		var stop context.CancelFunc
 		ctx, stop = Interruptible(ctx, o.Signals)
@@ -294,7 +294,7 @@ func (c *Client) bookForRun(ctx context.Context, o RunOptions, say func(string, 
 
 // awaitStart waits for a booking made ahead to start. The end of ctx or a
 // signal on sigs ends the wait; the caller releases what it booked.
-func (c *Client) awaitStart(ctx context.Context, p storage.Partition, sigs <-chan os.Signal, say func(string, ...any)) error {
+func awaitStart(ctx context.Context, c *Client, p storage.Partition, sigs <-chan os.Signal, say func(string, ...any)) error {
 	wait := p.Start.Sub(c.now())
 	if wait <= 0 {
 		return nil
@@ -318,7 +318,7 @@ func (c *Client) awaitStart(ctx context.Context, p storage.Partition, sigs <-cha
 }
 
 // elsewhere refuses to run a command here for a GPU of another host.
-func (c *Client) elsewhere(what, host string, device int) error {
+func elsewhere(c *Client, what, host string, device int) error {
 	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %s …)",
 		ErrOtherHost, what, host, c.host, host, FormatGPU("", device))
 }
@@ -327,7 +327,7 @@ func (c *Client) elsewhere(what, host string, device int) error {
 // another process, or on an etcd that does not answer, is tried again,
 // backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
 // with nothing running in it.
-func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say func(string, ...any)) error {
+func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say func(string, ...any)) error {
 	if within <= 0 {
 		within = time.Minute
 	}
@@ -360,7 +360,7 @@ func (c *Client) releaseRetrying(p storage.Partition, within time.Duration, say 
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
 // caller got the claim.
-func (c *Client) claimSignal(p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
+func claimSignal(c *Client, p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
 	won, more := false, false
 	err := c.ledger.Update(func(tx *storage.Tx) error {

@@ -97,7 +97,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	res, err := c.Run(context.Background(), o)
+	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.True(t, res.Expired)
 	require.Equal(t, ExitExpired, res.ExitCode)
@@ -117,7 +117,7 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
 	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
 	o.Stdout = &out
-	res, err := c.Run(context.Background(), o)
+	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.Equal(t, 3, res.ExitCode)
 	require.False(t, res.Expired)
@@ -131,7 +131,7 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	// A command killed by a signal reports 128+N.
 	o = runOpts("sh", "-c", `kill -KILL $$`)
 	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
-	res, err = c.Run(context.Background(), o)
+	res, err = Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.Equal(t, 128+9, res.ExitCode)
 }
@@ -161,7 +161,7 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 		{"overbooked", RunOptions{Command: []string{"true"}, Request: Request{Device: 0, Memory: Fraction(0.95), Duration: time.Hour}}, ErrOverbooked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.Run(context.Background(), tc.o)
+			_, err := Run(context.Background(), c, tc.o)
 			require.ErrorIs(t, err, tc.want)
 			require.Equal(t, before, storetest.Fingerprint(t, s), "the ledger changed")
 		})
@@ -180,7 +180,7 @@ func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	o := runOpts("true")
 	o.Partition = p.ID
-	res, err := c.Run(context.Background(), o)
+	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	got, err := c.Get(p.ID)
@@ -303,7 +303,7 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	cancel()
 	o := runOpts("sleep", "0.5")
 	o.Request = Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}
-	res, err := c.Run(ctx, o)
+	res, err := Run(ctx, c, o)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
@@ -341,7 +341,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
 	o.Say = func(f string, a ...any) { fmt.Fprintf(&said, f+"\n", a...) }
-	res, err := c.Run(context.Background(), o)
+	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err, said.String())
 	require.Equal(t, 0, res.ExitCode)
 	p, err := c.Get(res.Partition)
@@ -354,7 +354,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	o = runOpts("sh", "-c", `flock -x -o "$0" sleep 5 & echo $! > "$1"; sleep 0.3`, path, pidFile)
 	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
 	o.ReleaseWithin = 600 * time.Millisecond
-	res, err = c.Run(context.Background(), o)
+	res, err = Run(context.Background(), c, o)
 	holder, _ := os.ReadFile(pidFile)
 	if pid, perr := strconv.Atoi(strings.TrimSpace(string(holder))); perr == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -378,7 +378,7 @@ type runResult struct {
 func runInBackground(c *Client, o RunOptions) <-chan runResult {
 	done := make(chan runResult, 1)
 	go func() {
-		res, err := c.Run(context.Background(), o)
+		res, err := Run(context.Background(), c, o)
 		done <- runResult{res, err}
 	}()
 	return done

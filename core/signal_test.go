@@ -40,7 +40,7 @@ func playUncaught(c *Client, arg string) int {
 	case "wait":
 		_, err = c.BookOrWait(context.Background(), req, &WaitOptions{}, toMe, nil)
 	case "runwait":
-		_, err = c.Run(context.Background(), RunOptions{Command: []string{"true"}, Request: req, Wait: &WaitOptions{},
+		_, err = Run(context.Background(), c, RunOptions{Command: []string{"true"}, Request: req, Wait: &WaitOptions{},
 			Say: func(format string, _ ...any) {
 				if strings.HasPrefix(format, "waiting in line") {
 					toMe(QueueEntry{})
@@ -53,7 +53,7 @@ func playUncaught(c *Client, arg string) int {
 		}
 		// A moment first: before this change Run caught signals only from
 		// just after it started the command.
-		_, err = c.Run(context.Background(), RunOptions{Partition: p.ID, Grace: -1,
+		_, err = Run(context.Background(), c, RunOptions{Partition: p.ID, Grace: -1,
 			Command: []string{"sh", "-c", "sleep 0.3; kill -TERM $PPID; sleep 2"}})
 	}
 	fmt.Fprintf(os.Stderr, "survived %s: %v\n", signalName(uncaught[arg]), err)
@@ -147,7 +147,7 @@ func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
 			sigs <- syscall.SIGHUP
 		}
 	}
-	res, err := c.Run(context.Background(), o)
+	res, err := Run(context.Background(), c, o)
 	var why *Interrupted
 	require.ErrorAs(t, err, &why)
 	require.Equal(t, syscall.SIGHUP, why.Signal)

@@ -38,11 +38,11 @@ func (c *Client) Usage() ([]UserUsage, error) {
 		// What live bookings hold, ahead included, and ended ones held.
 		cal := calendarOf(b.parts)
 		for _, u := range b.usage {
-			held, err := heldSlots(tx, u.UID, now.Add(-max(usageMonth, longestWindow(b.pol))))
+			rows, err := tx.HeldSince(u.UID, now.Add(-max(usageMonth, longestWindow(b.pol))))
 			if err != nil {
 				return err
 			}
-			cal = append(cal, held...)
+			cal = append(cal, heldSlots(rows, u.UID)...)
 		}
 		used := usageAt(b.usage, b.parts, now, b.pol.HalfLife)
 		users := map[int]string{}
