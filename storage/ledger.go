@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"syscall"
 	"time"
 
@@ -21,61 +20,12 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// SchemaVersion is the layout this binary writes. An older binary refuses a
-// file with a newer version rather than guess at it.
-const SchemaVersion = 1
-
 // DefaultTimeout is how long an operation waits for another process's lock.
 const DefaultTimeout = 3 * time.Second
 
 // DefaultBackupEvery is how often, at most, a successful update refreshes
 // the rolling backup (<path>.backup) of the ledger.
 const DefaultBackupEvery = 10 * time.Minute
-
-var (
-	// ErrBusy means another process held the ledger's lock past the timeout.
-	ErrBusy = errors.New("the ledger is busy")
-	// ErrDamaged means the file at the ledger path is not a readable ledger.
-	ErrDamaged = errors.New("the ledger file is damaged or is not a chronos ledger")
-	// ErrNewerSchema means a newer chronos wrote the file.
-	ErrNewerSchema = errors.New("the ledger was written by a newer chronos")
-	// ErrUnavailable means a ledger on a server (etcd) did not answer in
-	// time.
-	ErrUnavailable = errors.New("the ledger cannot be reached")
-)
-
-var (
-	bucketMeta       = []byte("meta")
-	bucketPartitions = []byte("partitions")
-	bucketEvents     = []byte("events")
-	bucketClaims     = []byte("claims")
-	// bucketLive indexes the partitions stored as live, so admission reads
-	// a handful of records however long the history grows.
-	bucketLive = []byte("live")
-	// bucketRequests holds the waiting line's requests, and bucketWaiting
-	// indexes those still waiting, as bucketLive does for bookings.
-	bucketRequests = []byte("requests")
-	bucketWaiting  = []byte("waiting")
-	// bucketUsage holds each user's decayed usage, by uid (fair share);
-	// bucketHeld what their ended bookings held, by uid and end (hours
-	// quotas and usage reports).
-	bucketUsage = []byte("usage")
-	bucketHeld  = []byte("held")
-
-	// requiredBuckets are in every ledger written once; knownBuckets is
-	// the layout: every bucket a ledger may hold. Every write creates them
-	// all; the accounting and the waiting line's came later, and a ledger
-	// last written before them lacks them until its next write.
-	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
-	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked,
-		bucketRequests, bucketWaiting, bucketUsage, bucketHeld)
-
-	keySchema    = []byte("schema")
-	keyInventory = []byte("inventory")
-	keyPolicy    = []byte("policy")
-	// keyReadingPrefix and a GPU's index name its latest reading.
-	keyReadingPrefix = []byte("reading/")
-)
 
 // Ledger is the path of a ledger file and how to open it. It holds no open
 // handle, so a Ledger value is cheap and safe to share between goroutines.
