@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 func initCmd(g *globals) *cobra.Command {
@@ -54,7 +55,7 @@ shared by every host that names it, the ledger of every user of this host.
 			if err != nil {
 				return err
 			}
-			l := storage.New(path)
+			l := bolt.New(path)
 			if err := l.Update(func(*storage.Tx) error { return nil }); err != nil {
 				return err
 			}

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // BenchmarkLedgerOps measures create and release through the public API —
@@ -50,11 +51,11 @@ func BenchmarkLedgerOps(b *testing.B) {
 	}
 	value := make([]byte, 300) // about the size of a stored booking
 	bare := func() {
-		db, err := bolt.Open(barePath, 0o600, &bolt.Options{Timeout: 3 * time.Second})
+		db, err := bbolt.Open(barePath, 0o600, &bbolt.Options{Timeout: 3 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = db.Update(func(tx *bolt.Tx) error {
+		err = db.Update(func(tx *bbolt.Tx) error {
 			bk, err := tx.CreateBucketIfNotExists([]byte("b"))
 			if err != nil {
 				return err
@@ -171,7 +172,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
-	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Clock: clock,
+	c := NewClient(Options{Ledger: bolt.New(seed), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
@@ -191,7 +192,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 		if err := os.WriteFile(path, seeded, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Clock: clock})
+		mc := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock})
 		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
 		b.StartTimer()
 		if _, err := m.Tick(); err != nil {
@@ -226,7 +227,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // has nothing to do.
 func idleMonitor(b *testing.B) *Monitor {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-	c := NewClient(Options{Ledger: storage.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
+	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {

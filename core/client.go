@@ -81,7 +81,7 @@ type DeviceSource func() (backend string, devices []gpu.Device, err error)
 
 // Options configure a Client. Only Ledger is required.
 type Options struct {
-	// Ledger is where the bookings live: a bbolt file (storage.New) or any
+	// Ledger is where the bookings live: a bbolt file (storage/bolt) or any
 	// other storage.Store.
 	Ledger storage.Store
 	// Devices is asked for the inventory when the ledger has none cached.

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // ladderPolicy is the idle ladder with durations short enough for tests:
@@ -37,7 +38,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, bolt.New(path), sim, owner, clock)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with
@@ -242,7 +243,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	require.ErrorIs(t, err, ErrInput)
 	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
 	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
-	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
+	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
 	require.ErrorIs(t, err, ErrNotOwner)
 	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
 	require.NoError(t, err)
@@ -322,7 +323,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 		}
 		return err
 	}))
-	store := &countingStore{Store: storage.New(r.path)}
+	store := &countingStore{Store: bolt.New(r.path)}
 	var ms []*Monitor
 	for range 3 {
 		c := NewClient(Options{Ledger: store, As: &alice, Clock: r.clock})
@@ -352,7 +353,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
+	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
@@ -589,10 +590,10 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
+	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	roots := simClient(t, storage.New(r.path), r.sim, root, r.clock)
+	roots := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
 	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
 	require.NoError(t, err)
 	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})

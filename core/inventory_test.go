@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // simInventory is what a simulated backend of n GPUs of mem bytes reports.
@@ -44,7 +45,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 
 	// A shared ledger (others may write it): a member's simulated GPUs are
 	// not recorded for everyone, nor booked on.
-	shared := &storage.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
+	shared := &bolt.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
 	member := NewClient(Options{Ledger: shared, As: &alice, Devices: func() (string, []gpu.Device, error) {
 		devs, err := gpu.NewSim(gpu.SimOptions{Count: 1, Memory: 8 << 40}).Devices()
 		return gpu.SimName, devs, err
@@ -111,7 +112,7 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
 	forge := func() {
 		require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error {
 			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))

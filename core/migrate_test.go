@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -17,9 +18,9 @@ import (
 // hostFile is a host's ledger file as it was before the lab shared one:
 // live, released and expired bookings, their events, a policy, made on
 // clock.
-func hostFile(t *testing.T, clock *clock.Fake) *storage.Ledger {
+func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 	t.Helper()
-	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
+	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a, r := clientOn(l, clock, alice), clientOn(l, clock, root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestMigrate(t *testing.T) {
 // several.
 func TestMigrateLargeLedger(t *testing.T) {
 	t.Parallel()
-	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
+	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a := clientOn(l, nil, alice)
 	for i := range 130 {
 		p, err := a.Create(Request{Device: i % 2, Memory: Fraction(0.001), Duration: time.Hour})
@@ -161,7 +162,7 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
 	require.Greater(t, usageOf(t, lab, bob.UID), before, "bob's use on the file adds to his use in the lab")
 
-	out := storage.New(filepath.Join(t.TempDir(), "back.db"))
+	out := bolt.New(filepath.Join(t.TempDir(), "back.db"))
 	back, err := Migrate(lab, out, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, "etcd", back.From)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
@@ -82,7 +83,7 @@ func OpenStore(cfg StoreConfig) (storage.Store, error) {
 		if _, err := etcd.ParseURL(etcd.Scheme + cfg.Store); err == nil && !strings.Contains(cfg.Store, "/") {
 			return nil, inputErr("store %q: a ledger on etcd is written %s%s", cfg.Store, etcd.Scheme, cfg.Store)
 		}
-		return storage.New(cfg.Store), nil
+		return bolt.New(cfg.Store), nil
 	}
 	ec, err := etcd.ParseURL(cfg.Store)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // The store comes from the flag, else $CHRONOS_STORE, else $CHRONOS_DB,
@@ -80,7 +80,7 @@ func TestStoreFileMistakes(t *testing.T) {
 	require.ErrorIs(t, err, ErrInput)
 	s, err := OpenStore(StoreConfig{Store: filepath.Join(dir, "c.db")})
 	require.NoError(t, err)
-	require.IsType(t, &storage.Ledger{}, s)
+	require.IsType(t, &bolt.Ledger{}, s)
 }
 
 // The store file is root's and the group's, 0640: members read it, others

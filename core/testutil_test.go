@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // newFakeClock is a clock for tests of deadlines, at a fixed instant: no
@@ -67,7 +68,7 @@ func newTestClient(t *testing.T, clock *clock.Fake, who Identity) *Client {
 }
 
 func clientAt(path string, clock *clock.Fake, who Identity) *Client {
-	return clientOn(storage.New(path), clock, who)
+	return clientOn(bolt.New(path), clock, who)
 }
 
 // clientOn is a client of the test GPUs on any store.

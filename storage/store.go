@@ -1,3 +1,8 @@
+// Package storage is the ledger as every engine keeps it: the Store an
+// engine implements (bolt, a file; etcd, a cluster), the typed transaction
+// and record layout written once above the engines' raw transactions, and
+// the errors they share. It opens nothing itself: the command layer picks
+// an engine.
 package storage
 
 import (
@@ -101,7 +106,7 @@ type ManyGetter interface {
 // SmallBuckets are read by nearly every transaction and stay small (the
 // schema, policy and inventories): an engine that pays a round trip per
 // read does well to read them whole at a transaction's first read.
-var SmallBuckets = [][]byte{bucketMeta}
+var SmallBuckets = [][]byte{BucketMeta}
 
 // Buckets are every bucket a ledger may hold, for engines' tests.
 func Buckets() [][]byte { return slices.Clone(knownBuckets) }
@@ -113,13 +118,13 @@ func NewTx(raw RawTx) (*Tx, error) {
 	if raw == nil {
 		return tx, nil
 	}
-	v, err := raw.Get(bucketMeta, keySchema)
+	v, err := raw.Get(BucketMeta, KeySchema)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case v == nil && raw.Writable():
-		if err := raw.Put(bucketMeta, keySchema, []byte{SchemaVersion}); err != nil {
+		if err := raw.Put(BucketMeta, KeySchema, []byte{SchemaVersion}); err != nil {
 			return nil, err
 		}
 	case v == nil:

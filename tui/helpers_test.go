@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // t0 is when every test happens.
@@ -69,7 +70,7 @@ func newWorld(t testing.TB, gpus int) *world {
 	w := &world{t: t, clock: clock.NewFake(t0)}
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: gpus, Now: w.clock.Now})
 	w.gpus = &countingBackend{Sim: w.sim}
-	w.ledger = &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	w.ledger = &countingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
 	w.client = w.as(alice)
 	return w
 }

@@ -48,6 +48,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
@@ -378,11 +379,11 @@ func (d *driver) run() (int, error) {
 
 	rep.final = chk.final()
 	rep.checker = chk
-	file, ok := d.ledger.(*storage.Ledger)
+	file, ok := d.ledger.(*bolt.Ledger)
 	if !ok {
 		// etcd keeps its own data whole; the checker read the records.
 		rep.doctor = "healthy (etcd: no file to check)"
-		file = storage.New(filepath.Join(d.dir, "none.db"))
+		file = bolt.New(filepath.Join(d.dir, "none.db"))
 	}
 	problems, err := file.Check()
 	rep.checkProblems = len(problems)
