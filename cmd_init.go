@@ -72,13 +72,13 @@ shared by every host that names it, the ledger of every user of this host.
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this
 // host's, once etcd has answered.
 func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
-	if !cfg.Etcd() {
+	if !onEtcd(cfg) {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
 	if !core.RealRoot() {
 		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
 	}
-	s, err := core.OpenStore(cfg)
+	s, err := openStore(cfg)
 	if err != nil {
 		return err
 	}

@@ -197,7 +197,7 @@ func (g *globals) ledger() (*bolt.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Etcd() {
+	if onEtcd(cfg) {
 		return nil, fmt.Errorf("the ledger is on etcd (%s), which keeps its own data whole: this command works on a ledger file (give --db PATH)", cfg.Store)
 	}
 	return bolt.New(cfg.Store), nil
@@ -208,7 +208,7 @@ func (g *globals) client() (*core.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := core.OpenStore(cfg)
+	s, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -125,25 +125,17 @@ func NewClient(opts Options) *Client {
 	return c
 }
 
-// Open is the short way to a client: the ledger as FindStore finds it, the
-// current user, and the GPU backend from CHRONOS_BACKEND for the device
-// inventory.
-func Open() (*Client, error) {
-	cfg, err := FindStore(StoreConfig{})
-	if err != nil {
-		return nil, err
-	}
-	return OpenAt(cfg, BackendDevices(gpu.KindFromEnv()))
+// Open is the short way to a client of the ledger s (the command layer
+// opens it: FindStore says which): the current user, and the GPU backend
+// from CHRONOS_BACKEND for the device inventory.
+func Open(s storage.Store) *Client {
+	return OpenAt(s, BackendDevices(gpu.KindFromEnv()))
 }
 
-// OpenAt returns a client for the ledger cfg names, as the current user; on
-// a ledger many hosts share it acts as this host (HostName).
-func OpenAt(cfg StoreConfig, devices DeviceSource) (*Client, error) {
-	s, err := OpenStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return NewClient(Options{Ledger: s, Devices: devices}), nil
+// OpenAt returns a client of the ledger s as the current user; on a ledger
+// many hosts share it acts as this host (HostName).
+func OpenAt(s storage.Store, devices DeviceSource) *Client {
+	return NewClient(Options{Ledger: s, Devices: devices})
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.

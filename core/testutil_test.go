@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
+	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
 // newFakeClock is a clock for tests of deadlines, at a fixed instant: no
@@ -89,7 +90,14 @@ var (
 // openSpec opens a store by its String(): a file's path or an etcd URL, as
 // a process started by a test gets it.
 func openSpec(spec string) storage.Store {
-	s, err := OpenStore(StoreConfig{Store: spec})
+	if !etcd.IsURL(spec) {
+		return bolt.New(spec)
+	}
+	cfg, err := etcd.ParseURL(spec)
+	if err != nil {
+		panic(err)
+	}
+	s, err := etcd.Open(cfg)
 	if err != nil {
 		panic(err)
 	}

@@ -158,7 +158,7 @@ func soak(cfg config) (int, error) {
 		d.db = c.URL() // every process finds the store by its URL
 	}
 	d.env = append(os.Environ(), "CHRONOS_STORE="+d.db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS="+strconv.Itoa(cfg.devices))
-	if d.ledger, err = core.OpenStore(core.StoreConfig{Store: d.db}); err != nil {
+	if d.ledger, err = openLedger(d.db); err != nil {
 		return 0, err
 	}
 	d.say = func(format string, args ...any) {
