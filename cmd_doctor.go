@@ -136,7 +136,7 @@ func (g *globals) diagnoseStore(cmd *cobra.Command, cfg core.StoreConfig, asJSON
 	if err != nil {
 		return err
 	}
-	d, err := storage.DiagnoseStore(s, clock.System().Now())
+	d, err := storage.DiagnoseStore(cmd.Context(), s, clock.System().Now())
 	if err != nil {
 		return err
 	}

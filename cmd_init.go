@@ -56,7 +56,7 @@ shared by every host that names it, the ledger of every user of this host.
 				return err
 			}
 			l := bolt.New(path)
-			if err := l.Update(func(*storage.Tx) error { return nil }); err != nil {
+			if err := l.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode 0660).\n", path, groupOrRoot(group))
@@ -82,7 +82,7 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Update(func(*storage.Tx) error { return nil }); err != nil {
+	if err := s.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 		return err
 	}
 	if err := core.WriteStoreFile(core.StoreFile(), cfg, group); err != nil {

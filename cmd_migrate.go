@@ -53,7 +53,7 @@ out).`,
 			if host == "" {
 				host = core.HostName()
 			}
-			rep, err := core.Migrate(src, dst, host)
+			rep, err := core.Migrate(cmd.Context(), src, dst, host)
 			if err != nil {
 				return err
 			}

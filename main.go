@@ -57,6 +57,9 @@ type globals struct {
 	// it (see bolt.Ledger.Warn); nil in the app, whose screen it would
 	// break.
 	warn func(msg string)
+	// ctx is the command's context: Ctrl-C ends it, and with it a wait
+	// on the ledger (an etcd transaction retrying).
+	ctx context.Context
 }
 
 func main() {
@@ -139,6 +142,7 @@ Run it with no command for the terminal app.`,
 		SilenceErrors: true,
 		Args:          args(noArgs),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.ctx = cmd.Context()
 			if cmd != cmd.Root() || mon.on {
 				g.warn = warnOnce(cmd.ErrOrStderr())
 			}
@@ -215,7 +219,7 @@ func (g *globals) client() (*core.Client, error) {
 	if l, ok := s.(*bolt.Ledger); ok {
 		l.Warn = g.warn
 	}
-	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource()}), nil
+	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource(), Context: g.ctx}), nil
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.

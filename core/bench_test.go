@@ -34,7 +34,7 @@ func BenchmarkLedgerOps(b *testing.B) {
 		}
 	}
 	// GPU readings stored, as where monitors run: create reads its GPU's.
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var rs []storage.DeviceReading
 		for d := range 2 {
 			r := storage.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
@@ -129,7 +129,7 @@ func BenchmarkUsage(b *testing.B) {
 	clock := newFakeClock()
 	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, alice)
 	now := clock.Now()
-	if err := c.ledger.Update(func(tx *storage.Tx) error {
+	if err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		for i := range 2000 {
 			start := now.Add(-time.Duration(i) * 43 * time.Minute) // 2,000 of them span 60 days
 			uid := 1001 + i%20
@@ -279,7 +279,7 @@ func BenchmarkCreateReadsPhysical(b *testing.B) {
 	c := idleMonitor(b).c
 	read := func(physical bool) time.Duration {
 		t0 := time.Now()
-		err := c.ledger.View(func(tx *storage.Tx) error {
+		err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			inv, _, err := tx.Inventory()
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ package core
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os/user"
@@ -96,6 +97,12 @@ type Options struct {
 	Host string
 	// NotifyFile holds root's webhook address; NotifyFile() when empty.
 	NotifyFile string
+	// Context is what every ledger transaction of the client runs under:
+	// its end (the command's Ctrl-C) cuts short a wait on the ledger, such
+	// as an etcd transaction retrying. Nil means context.Background().
+	// Leaving the line and releasing a run's booking still go ahead after
+	// it ends.
+	Context context.Context
 }
 
 // Client is the Go API: every call opens the ledger, runs one transaction
@@ -108,11 +115,12 @@ type Client struct {
 	me      Identity
 	host    string
 	notify  string // the notify file
+	ctx     context.Context
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile())}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
 		c.host = HostName()
@@ -136,6 +144,15 @@ func Open(s storage.Store) *Client {
 // many hosts share it acts as this host (HostName).
 func OpenAt(s storage.Store, devices DeviceSource) *Client {
 	return NewClient(Options{Ledger: s, Devices: devices})
+}
+
+// lasting is c with ledger calls that outlive the end of its Context, for
+// work that must finish after Ctrl-C (leaving the line, forwarding a
+// signal, releasing a run's booking); its own waits watch their ctx.
+func (c *Client) lasting() *Client {
+	d := *c
+	d.ctx = context.WithoutCancel(c.ctx)
+	return &d
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.

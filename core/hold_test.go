@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	require.NoError(t, err, "root is not capped")
 
 	// It worked: a new stretch, a new hold-max.
-	require.NoError(t, bolt.New(r.path).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(r.path).Update(context.Background(), func(tx *storage.Tx) error {
 		u, _, err := tx.BookingUsage(id)
 		if err != nil {
 			return err

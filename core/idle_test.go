@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,7 +316,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	other, _ := r.book(false)
 	// The GPU readings `create` shows keep their own schedule; an inventory
 	// from another backend leaves them out, so that only accounting writes.
-	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 		inv, _, err := tx.Inventory()
 		inv.Backend = "another backend"
 		if err == nil {
@@ -338,7 +339,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
 
 	var minutes []storage.GPUMinute
-	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		minutes, err = tx.GPUMinutes(time.Time{}, r.clock.Now(), "")
 		return err
@@ -424,7 +425,7 @@ func TestPolicyFromBeforeTheLadder(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, root)
 	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
-	require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
+	require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 	p, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, ActNotify, p.Expiry)
@@ -548,7 +549,7 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 	r.run(3*time.Minute, 10*time.Second, m)
 
 	var got []storage.UnbookedUse
-	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		got, err = tx.Unbooked(r.clock.Now())
 		return err
@@ -569,7 +570,7 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
-	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func simInventory(n int, mem uint64, now time.Time) storage.Inventory {
 func inventoryOf(t *testing.T, c *Client) storage.Inventory {
 	t.Helper()
 	var inv storage.Inventory
-	require.NoError(t, c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		inv, _, err = tx.Inventory()
 		return err
@@ -114,7 +115,7 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
 	forge := func() {
-		require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error {
+		require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))
 		}))
 	}

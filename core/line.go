@@ -468,7 +468,7 @@ func (c *Client) placeLine(tx *storage.Tx) (more bool, err error) {
 // committed whatever happens here.
 func (c *Client) placeRest(more bool) {
 	for more {
-		err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
 			more, err = c.placeLine(tx)
 			return err
 		})
@@ -592,7 +592,7 @@ func DescribeRequest(r storage.Request) string {
 func (c *Client) Queue() ([]QueueEntry, error) {
 	var b *books
 	var usage []storage.BookingUsage
-	err := c.ledger.View(func(tx *storage.Tx) (err error) {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) (err error) {
 		if b, err = c.readLine(tx); err != nil || len(b.line) == 0 {
 			return err
 		}
@@ -652,7 +652,7 @@ const joinTries = 3
 // kept to those behind. Its owner or root may.
 func (c *Client) Cancel(id uint64) error {
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		if _, err := c.cancel(tx, id, storage.Cancelled, "cancelled by "+c.me.User); err != nil {
 			return err
 		}
@@ -699,7 +699,7 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 // made yet, and how many wait in line.
 func (c *Client) lineStatus(id uint64) (e QueueEntry, due bool, waiting int, err error) {
 	var b *books
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		r, err := tx.Request(id)
 		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
@@ -733,7 +733,7 @@ func (c *Client) lineStatus(id uint64) (e QueueEntry, due bool, waiting int, err
 // Monitors and waiters call it, so the line moves with no monitor running.
 func (c *Client) TendLine() (time.Time, error) {
 	var b *books
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		line, err := tx.WaitingRequests()
 		if err != nil || len(line) == 0 {
 			return err
@@ -766,7 +766,7 @@ func (c *Client) TendLine() (time.Time, error) {
 // that leaves in more (see placeRest).
 func (c *Client) place() error {
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
 		more, err = c.placeLine(tx)
 		return err
 	})
@@ -799,6 +799,7 @@ func soonest(a, b time.Time) time.Time {
 // whole line: readers hold a file's writers off, and laying out a long
 // line takes a while.
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry)) (*Partition, error) {
+	c = c.lasting() // the end of ctx takes the request out of the line
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
 	changes := c.ledger.Changes(watch, 250*time.Millisecond)
@@ -920,7 +921,7 @@ func settleFor(n int) time.Duration {
 // request reads one request.
 func (c *Client) request(id uint64) (storage.Request, error) {
 	var r storage.Request
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if r, err = tx.Request(id); errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("%w: %d", ErrNoRequest, id)
@@ -935,7 +936,7 @@ func (c *Client) request(id uint64) (storage.Request, error) {
 func (c *Client) leave(id uint64, why error) error {
 	var granted uint64
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		granted, more = 0, false
 		r, err := c.cancel(tx, id, storage.Cancelled, "its waiter stopped waiting")
 		switch {

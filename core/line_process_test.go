@@ -169,7 +169,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 	}
 	letAllWrite(t, s)
 	now := clock.System().Now() // the time of the waiters' clients
-	require.NoError(t, s.Update(func(tx *storage.Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 func (w *waiterProc) requestIn(t *testing.T, c *Client) storage.Request {
 	t.Helper()
 	var r storage.Request
-	require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		r, err = tx.Request(w.request)
 		return err

@@ -86,7 +86,7 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
 	stored := func() []storage.DeviceReading {
 		var rs []storage.DeviceReading
-		require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+		require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			var err error
 			rs, err = tx.DeviceReadings()
 			return err

@@ -87,7 +87,7 @@ func playRole(role, db, arg string) int {
 	case "hold":
 		// Take the write lock, say so with a marker file, and keep it
 		// until told to let go (or 10 s): the test stops us meanwhile.
-		err := c.ledger.Update(func(tx *storage.Tx) error {
+		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 			if err := os.WriteFile(arg+".held", nil, 0o600); err != nil {
 				return err
 			}

@@ -91,7 +91,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 		}
 		parts, err := c.List(false)
 		if err == nil && len(parts) == 1 {
-			err = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
 		}
 		if err != nil {
 			t.Error(err)

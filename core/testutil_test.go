@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -117,12 +118,12 @@ type countingStore struct {
 	views, updates atomic.Int64
 }
 
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
+func (s *countingStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.views.Add(1)
-	return s.Store.View(fn)
+	return s.Store.View(ctx, fn)
 }
 
-func (s *countingStore) Update(fn func(*storage.Tx) error) error {
+func (s *countingStore) Update(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.updates.Add(1)
-	return s.Store.Update(fn)
+	return s.Store.Update(ctx, fn)
 }

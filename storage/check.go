@@ -2,6 +2,7 @@ package storage
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -18,9 +19,9 @@ type Sequencer interface {
 // DiagnoseStore checks the records of any ledger (one on etcd, say) as
 // one read-only transaction sees them: the checks of InspectRecords. A
 // file's Diagnose checks its pages and backup besides.
-func DiagnoseStore(s Store, now time.Time) (Diagnosis, error) {
+func DiagnoseStore(ctx context.Context, s Store, now time.Time) (Diagnosis, error) {
 	d := Diagnosis{Path: s.String(), Exists: true, Problems: []string{}, Schema: SchemaVersion}
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var inv Inventory
 		if _, err := tx.getMeta(KeyInventory, &inv); err != nil {
 			d.Problem("the device inventory does not decode: %v", err)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -54,9 +55,9 @@ type countingStore struct {
 	views atomic.Int64
 }
 
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
+func (s *countingStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.views.Add(1)
-	return s.Store.View(fn)
+	return s.Store.View(ctx, fn)
 }
 
 // Private is the ledger's own answer: core keeps simulated GPUs' inventory

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,7 +29,7 @@ func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string)
 	c := core.NewClient(core.Options{Ledger: bolt.New(path), As: &who, Clock: now,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	if history {
-		if err := c.Ledger().Update(func(tx *storage.Tx) error {
+		if err := c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			for i := range 1000 {
 				start := now.Now().Add(-time.Duration(i+2) * time.Hour)
 				p := storage.Partition{Device: i % 8, SharePPM: 250_000, UID: 1001 + i%10, User: "user" + string(rune('a'+i%10)),

@@ -306,7 +306,7 @@ func (d *driver) run() (int, error) {
 	// second to expire it.
 	for {
 		var latest time.Time
-		err := d.ledger.View(func(tx *storage.Tx) error {
+		err := d.ledger.View(context.Background(), func(tx *storage.Tx) error {
 			live, err := tx.LivePartitions()
 			for _, p := range live {
 				if p.Expires.After(latest) {

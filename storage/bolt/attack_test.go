@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -117,7 +118,7 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 		out, err := s.member(t, `ln -s `+target+` chronos.db`)
 		require.NoError(t, err, out)
 		l := New(filepath.Join(s.dir, "chronos.db"))
-		err = l.Update(func(*storage.Tx) error { return nil })
+		err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
 		require.ErrorIs(t, err, storage.ErrDamaged)
 		require.ErrorContains(t, err, "symbolic link")
 		require.NoFileExists(t, target, "root created a file where a member's link pointed")
@@ -128,7 +129,7 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 		out, err := s.member(t, `ln -s "$VICTIM" chronos.db`)
 		require.NoError(t, err, out)
 		l := New(filepath.Join(s.dir, "chronos.db"))
-		require.ErrorIs(t, l.Update(func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+		require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 		s.untouched(t)
 		// A link never was a ledger: the doctor asks for --force, then moves
 		// the link aside, and touches nothing it points at.
@@ -205,7 +206,7 @@ func TestRootRefusesLedgerItDoesNotOwn(t *testing.T) {
 	before, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
 
-	err = l.Update(func(*storage.Tx) error { return nil })
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, storage.ErrUnsafeFile)
 	require.ErrorContains(t, err, "belongs to nobody, not root")
 	require.ErrorContains(t, err, "sudo chronos init --shared")
@@ -220,7 +221,7 @@ func TestRootRefusesLedgerItDoesNotOwn(t *testing.T) {
 	root := s.ledger(t)
 	out, err = s.member(t, `ln chronos.db another-name`)
 	require.NoError(t, err, out)
-	err = root.Update(func(*storage.Tx) error { return nil })
+	err = root.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, storage.ErrUnsafeFile)
 	require.ErrorContains(t, err, "2 names")
 }

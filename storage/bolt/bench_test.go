@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,7 @@ func BenchmarkWriterChecks(b *testing.B) {
 func addOneB(b *testing.B, l *Ledger) {
 	b.Helper()
 	p := storage.Partition{Device: 0, SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
-	if err := l.Update(func(tx *storage.Tx) error {
+	if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -38,7 +39,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	t.Parallel()
 	s := newShared(t)
 	l := s.ledger(t)
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 100 {
 			if err := tx.AddEvent(storage.Event{Kind: storage.EventCreated, Detail: strings.Repeat("x", i*5)}); err != nil {
 				return err
@@ -81,7 +82,7 @@ func TestEmptyLedgerBesideItsBackupIsDamage(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, d.Healthy)
 			require.Contains(t, strings.Join(d.Problems, "\n"), "the backup "+storage.BackupPath(l.Path)+" is newer than the ledger")
-			for _, err := range []error{l.Update(func(*storage.Tx) error { return nil }), l.View(func(*storage.Tx) error { return nil })} {
+			for _, err := range []error{l.Update(context.Background(), func(*storage.Tx) error { return nil }), l.View(context.Background(), func(*storage.Tx) error { return nil })} {
 				require.ErrorIs(t, err, storage.ErrDamaged)
 				require.ErrorContains(t, err, "chronos doctor --repair")
 			}
@@ -119,13 +120,13 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Healthy)
 	require.Contains(t, strings.Join(d.Problems, "\n"), "meta page")
-	err = l.Update(func(*storage.Tx) error { return nil })
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, storage.ErrDamaged)
 	require.ErrorContains(t, err, "chronos doctor")
 	// A reader still reads the older state, and is warned that it is older.
 	var warned []string
 	l.Warn = func(msg string) { warned = append(warned, msg) }
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		_, err := tx.Partition(last.ID)
 		require.ErrorIs(t, err, storage.ErrNotFound)
 		return nil
@@ -135,7 +136,7 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	r, err := l.Repair()
 	require.NoError(t, err)
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(last.ID)
 		require.NoError(t, err, "the last commit's booking was lost")
 		require.Equal(t, storage.Live, p.State)
@@ -143,7 +144,7 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	}))
 	require.Greater(t, addOne(t, l).ID, last.ID, "an id was handed out twice")
 	warned = nil
-	require.NoError(t, l.View(func(*storage.Tx) error { return nil }))
+	require.NoError(t, l.View(context.Background(), func(*storage.Tx) error { return nil }))
 	require.Empty(t, warned, "a repaired ledger reads without a warning")
 }
 
@@ -158,7 +159,7 @@ var baseImage = sync.OnceValues(func() ([]byte, []byte) {
 	now := time.Now()
 	for i := range 120 {
 		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
-		if err := l.Update(func(tx *storage.Tx) error {
+		if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
@@ -217,7 +218,7 @@ func doctorAndRepair(t *testing.T, ledger, backup []byte) {
 	if !d.Healthy && len(d.Problems) == 0 {
 		t.Fatal("unhealthy with no problem named")
 	}
-	_ = l.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+	_ = l.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 	r, err := l.Repair()
 	require.NoError(t, err)
 	if !r.Done {

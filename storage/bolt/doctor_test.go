@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func ledgerWith(t *testing.T, n int) (*Ledger, []storage.Partition) {
 	l := newLedger(t)
 	l.BackupEvery = -1 // tests that want a backup make one
 	var parts []storage.Partition
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPolicy(storage.Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
 			return err
 		}
@@ -33,7 +34,7 @@ func ledgerWith(t *testing.T, n int) (*Ledger, []storage.Partition) {
 	for i := range n {
 		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live,
 			Created: now, Expires: now.Add(time.Hour + time.Duration(i)*time.Second)}
-		require.NoError(t, l.Update(func(tx *storage.Tx) error {
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
@@ -112,7 +113,7 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 	// copy of it, on a page bbolt had freed, is found by its bytes.
 	require.Equal(t, 10, r.Partitions)
 	require.Contains(t, strings.Join(r.Sources, "\n"), "found in the file's bytes")
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.NoError(t, err)
 		var ids []uint64
@@ -125,7 +126,7 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 		require.Equal(t, storage.EventRepaired, evs[len(evs)-1].Kind)
 		return nil
 	}))
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		p := storage.Partition{State: storage.Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 		require.NoError(t, tx.PutPartition(&p))
 		require.Equal(t, uint64(11), p.ID, "ids are not reused after a repair")
@@ -187,7 +188,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 			require.True(t, r.After.Healthy, "%v", r.After.Problems)
 
 			got := map[uint64]storage.Partition{}
-			require.NoError(t, l.View(func(tx *storage.Tx) error {
+			require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 				ps, err := tx.Partitions()
 				for _, p := range ps {
 					got[p.ID] = p
@@ -243,7 +244,7 @@ func TestRepairRestoresFromBackup(t *testing.T) {
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
 	require.Contains(t, strings.Join(r.Sources, "\n"), "restored from the backup")
 	require.Equal(t, len(parts)+1, r.Partitions)
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		for _, p := range parts {
 			got, err := tx.Partition(p.ID)
 			require.NoError(t, err)
@@ -274,8 +275,8 @@ func TestNotARegularFile(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				require.ErrorIs(t, l.View(func(*storage.Tx) error { return nil }), storage.ErrDamaged)
-				require.ErrorIs(t, l.Update(func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+				require.ErrorIs(t, l.View(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+				require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 				d, err := l.Diagnose()
 				require.NoError(t, err)
 				require.False(t, d.Healthy)
@@ -407,7 +408,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 	l, _ := ledgerWith(t, 3)
 	now := time.Now()
 	l.BackupEvery = time.Nanosecond // the next writes refresh the backup
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		r := storage.Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: storage.Waiting}
 		if err := tx.PutRequest(&r); err != nil {
 			return err
@@ -417,7 +418,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 		}
 		return tx.AddHeld(65534, storage.Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
 	}))
-	require.NoError(t, l.Update(func(tx *storage.Tx) error { return tx.AddEvent(storage.Event{Kind: storage.EventPolicy}) }))
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.AddEvent(storage.Event{Kind: storage.EventPolicy}) }))
 	l.BackupEvery = -1
 	good, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
@@ -431,7 +432,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 	r, err := l.Repair()
 	require.NoError(t, err)
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		waiting, err := tx.WaitingRequests()
 		require.NoError(t, err)
 		require.Len(t, waiting, 1)

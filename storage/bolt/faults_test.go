@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 func partitionCount(t *testing.T, l *Ledger) int {
 	t.Helper()
 	n := 0
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		n = len(parts)
 		return err
@@ -47,7 +48,7 @@ func TestReadOnlyLedger(t *testing.T) {
 		require.NoError(t, os.Chmod(l.Path, 0o444))
 	}
 
-	err = l.Update(func(*storage.Tx) error { return nil })
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.Error(t, err)
 	require.ErrorContains(t, err, "open ledger "+l.Path)
 	require.ErrorContains(t, err, "read-only")
@@ -90,7 +91,7 @@ func TestFullDisk(t *testing.T) {
 
 	var failed error
 	for i := 0; i < 200 && failed == nil; i++ {
-		failed = l.Update(func(tx *storage.Tx) error {
+		failed = l.Update(context.Background(), func(tx *storage.Tx) error {
 			p := storage.Partition{SharePPM: 1, State: storage.Live, Expires: time.Now().Add(time.Hour)}
 			if err := tx.PutPartition(&p); err != nil {
 				return err

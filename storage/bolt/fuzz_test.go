@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func FuzzStoredRecords(f *testing.F) {
 		if err != nil {
 			t.Skip(err) // an empty or oversized key: bbolt refuses it
 		}
-		_ = l.View(func(tx *storage.Tx) error {
+		_ = l.View(context.Background(), func(tx *storage.Tx) error {
 			_, _ = tx.Partitions()
 			_, _ = tx.Partition(1)
 			_, _ = tx.Partition(9)
@@ -51,7 +52,7 @@ func FuzzStoredRecords(f *testing.F) {
 			_, _ = tx.Claims()
 			return nil
 		})
-		_ = l.Update(func(tx *storage.Tx) error { return tx.DropClaims(time.Now()) })
+		_ = l.Update(context.Background(), func(tx *storage.Tx) error { return tx.DropClaims(time.Now()) })
 		d, err := l.Diagnose()
 		if err != nil {
 			t.Fatal(err)

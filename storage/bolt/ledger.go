@@ -60,16 +60,25 @@ func New(path string) *Ledger {
 }
 
 // Update runs fn in one read-write transaction, creating the file if needed.
-// fn's error rolls the transaction back and is returned as it is.
-func (l *Ledger) Update(fn func(*storage.Tx) error) error {
+// fn's error rolls the transaction back and is returned as it is. A ctx
+// that has ended stops it before it starts; once begun, a transaction runs
+// to its end (bbolt's cannot be interrupted, and the lock's wait is bounded
+// by Timeout).
+func (l *Ledger) Update(ctx context.Context, fn func(*storage.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.Path, err)
+	}
 	return l.run(false, fn)
 }
 
 // View runs fn in one read-only transaction. A ledger that does not exist yet
 // reads as empty; View never creates the file. A ledger whose directory does
 // not exist is a mistyped path, not an empty ledger: View says so, as a
-// writer's open would.
-func (l *Ledger) View(fn func(*storage.Tx) error) error {
+// writer's open would. ctx is as for Update.
+func (l *Ledger) View(ctx context.Context, fn func(*storage.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.Path, err)
+	}
 	if l.unwritten() {
 		if _, err := os.Stat(filepath.Dir(l.Path)); errors.Is(err, fs.ErrNotExist) {
 			return &fs.PathError{Op: "open", Path: l.Path, Err: syscall.ENOENT}

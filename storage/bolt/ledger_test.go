@@ -25,7 +25,7 @@ func newLedger(t *testing.T) *Ledger {
 func addOne(t *testing.T, l *Ledger) storage.Partition {
 	t.Helper()
 	p := storage.Partition{Device: 0, SharePPM: 100_000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	// Reading a ledger that doesn't exist yet sees it empty and creates nothing.
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		require.NoError(t, err)
 		require.Empty(t, parts)
@@ -50,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	// One whose directory does not exist is a mistyped path, not empty.
 	typo := New(filepath.Join(t.TempDir(), "typo", "chronos.db"))
-	err = typo.View(func(*storage.Tx) error { return nil })
+	err = typo.View(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	var pathErr *fs.PathError
 	require.ErrorAs(t, err, &pathErr)
@@ -59,7 +59,7 @@ func TestRoundTrip(t *testing.T) {
 	p1, p2 := addOne(t, l), addOne(t, l)
 	require.Equal(t, uint64(1), p1.ID)
 	require.Equal(t, uint64(2), p2.ID)
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		got, err := tx.Partition(2)
 		require.NoError(t, err)
 		require.Equal(t, storage.SchemaVersion, got.V)
@@ -76,7 +76,7 @@ func TestRoundTrip(t *testing.T) {
 	// A failing transaction leaves nothing behind.
 	before, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
-	err = l.Update(func(tx *storage.Tx) error {
+	err = l.Update(context.Background(), func(tx *storage.Tx) error {
 		p := storage.Partition{State: storage.Live}
 		require.NoError(t, tx.PutPartition(&p))
 		return os.ErrInvalid
@@ -146,8 +146,8 @@ func TestDamagedFiles(t *testing.T) {
 			require.NoError(t, os.WriteFile(l.Path, content, 0o600))
 			// Neither a read nor a write may panic or hang; a file that
 			// does not read as a ledger is reported as damaged.
-			viewErr := l.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
-			updErr := l.Update(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+			viewErr := l.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+			updErr := l.Update(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 			if name == "data pages" && viewErr == nil {
 				return // damage bbolt cannot see without a full check
 			}
@@ -171,7 +171,7 @@ func TestDamagedFiles(t *testing.T) {
 	t.Run("one meta page", func(t *testing.T) {
 		l := New(filepath.Join(t.TempDir(), "chronos.db"))
 		require.NoError(t, os.WriteFile(l.Path, flip(4096+16), 0o600))
-		require.NoError(t, l.View(func(tx *storage.Tx) error {
+		require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 			parts, err := tx.Partitions()
 			require.GreaterOrEqual(t, len(parts), 19)
 			return err
@@ -180,8 +180,8 @@ func TestDamagedFiles(t *testing.T) {
 
 	t.Run("directory", func(t *testing.T) {
 		l := New(t.TempDir())
-		require.ErrorIs(t, l.View(func(*storage.Tx) error { return nil }), storage.ErrDamaged)
-		require.ErrorIs(t, l.Update(func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+		require.ErrorIs(t, l.View(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+		require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 	})
 }
 
@@ -195,10 +195,10 @@ func TestNewerSchemaRefused(t *testing.T) {
 		return tx.Bucket(storage.BucketMeta).Put(storage.KeySchema, []byte{storage.SchemaVersion + 1})
 	}))
 	require.NoError(t, db.Close())
-	err = l.View(func(*storage.Tx) error { return nil })
+	err = l.View(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, storage.ErrNewerSchema)
 	require.ErrorContains(t, err, "upgrade chronos")
-	require.ErrorIs(t, l.Update(func(*storage.Tx) error { return nil }), storage.ErrNewerSchema)
+	require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrNewerSchema)
 }
 
 // A process that holds the lock (stuck, stopped) makes others fail with a
@@ -230,14 +230,14 @@ func TestBusyLedger(t *testing.T) {
 	}, 3*time.Second, 10*time.Millisecond)
 
 	start := time.Now()
-	err := l.Update(func(*storage.Tx) error { return nil })
+	err := l.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, storage.ErrBusy)
 	require.ErrorContains(t, err, "another chronos process has held")
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	holder.Process.Kill()
 	holder.Wait()
-	require.NoError(t, l.Update(func(*storage.Tx) error { return nil }))
+	require.NoError(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }))
 }
 
 func TestCheckFindsNothingOnAGoodFile(t *testing.T) {
@@ -271,7 +271,7 @@ func TestWatchSeesOtherWriters(t *testing.T) {
 		t.Fatal("no notice after a write")
 	}
 	// Readers don't wake watchers.
-	require.NoError(t, l.View(func(*storage.Tx) error { return nil }))
+	require.NoError(t, l.View(context.Background(), func(*storage.Tx) error { return nil }))
 	select {
 	case <-ch:
 		t.Fatal("notice after a read")
@@ -306,7 +306,7 @@ func TestLiveIndexAndRecent(t *testing.T) {
 	l := newLedger(t)
 	old := time.Now().Add(-48 * time.Hour)
 	var ids []uint64
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 6 {
 			p := storage.Partition{State: storage.Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
 			if i%2 == 1 {
@@ -319,7 +319,7 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.NoError(t, err)
 		require.Len(t, live, 3)
@@ -338,13 +338,13 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		return nil
 	}))
 	// Ending a partition takes it out of the live index.
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(ids[0])
 		require.NoError(t, err)
 		p.State = storage.Expired
 		return tx.PutPartition(&p)
 	}))
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.Len(t, live, 2)
 		return err
@@ -364,11 +364,11 @@ func TestDeviceReadings(t *testing.T) {
 			rs = append(rs, storage.DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
 				Holders: []storage.Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
 		}
-		require.NoError(t, l.Update(func(tx *storage.Tx) error { return tx.PutDeviceReadings(rs) }))
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutDeviceReadings(rs) }))
 	}
 	put(12)
 	put(3)
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		rs, err := tx.DeviceReadings()
 		require.NoError(t, err)
 		require.Len(t, rs, 3)

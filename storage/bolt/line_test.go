@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,14 +17,14 @@ func TestOldBookingStartsWhenMade(t *testing.T) {
 	t.Parallel()
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	old := `{"v":1,"id":1,"device":0,"share_ppm":500000,"created":"2026-11-29T12:00:00Z","expires":"2026-11-29T13:00:00Z","state":"live"}`
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.Raw().Put(storage.BucketPartitions, storage.IDKey(1), []byte(old)); err != nil {
 			return err
 		}
 		return tx.Raw().Put(storage.BucketLive, storage.IDKey(1), []byte{})
 	}))
 	created := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(1)
 		require.NoError(t, err)
 		require.Equal(t, created, p.Start)
@@ -44,7 +45,7 @@ func TestOldBookingStartsWhenMade(t *testing.T) {
 func TestWaitingIndex(t *testing.T) {
 	t.Parallel()
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for range 3 {
 			r := storage.Request{Device: 0, SharePPM: 1, Duration: time.Hour, State: storage.Waiting}
 			if err := tx.PutRequest(&r); err != nil {
@@ -58,7 +59,7 @@ func TestWaitingIndex(t *testing.T) {
 		r.State, r.Partition = storage.Granted, 7
 		return tx.PutRequest(&r)
 	}))
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		line, err := tx.WaitingRequests()
 		require.NoError(t, err)
 		require.Len(t, line, 2)
@@ -79,7 +80,7 @@ func TestHeldByUserAndEnd(t *testing.T) {
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
-	require.NoError(t, l.Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i, uid := range []int{7, 8, 7, 7, 8} {
 			if err := tx.AddHeld(uid, storage.Held{Partition: uint64(i + 1), Start: at(i), End: at(i + 1), SharePPM: 1}); err != nil {
 				return err
@@ -87,7 +88,7 @@ func TestHeldByUserAndEnd(t *testing.T) {
 		}
 		return tx.DropHeld(7, at(2))
 	}))
-	require.NoError(t, l.View(func(tx *storage.Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		held, err := tx.HeldSince(7, at(0))
 		require.NoError(t, err)
 		var ids []uint64

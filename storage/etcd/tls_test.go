@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 	right := openTLS(t, c, "/tls", certs.CA, certs.ClientCert, certs.ClientKey)
 	id, err := addBooking(right)
 	require.NoError(t, err)
-	require.NoError(t, right.View(func(tx *storage.Tx) error {
+	require.NoError(t, right.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		require.NoError(t, err)
 		require.EqualValues(t, 1000, p.SharePPM)
@@ -66,7 +67,7 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 			require.ErrorContains(t, err, "nothing was written")
 			require.NotContains(t, err.Error(), "did not answer")
 			require.Less(t, took, s.cfg.Timeout/2, "named before the timeout")
-			err = s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+			err = s.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 			require.ErrorIs(t, err, ErrTLS, "reads too")
 		})
 	}
