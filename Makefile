@@ -138,7 +138,7 @@ soak-etcd: build tools
 	$(GO) run ./scripts/soak -bin $(BIN) -etcd 3 -expiry-grace 2s
 
 fuzz:
-	@for pkg in ./core ./storage ./storage/etcd ./gpu; do \
+	@for pkg in ./core ./storage/bolt ./storage/etcd ./gpu; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 

@@ -12,7 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // noSignals lets a monitor act without signalling anything.
@@ -49,7 +49,7 @@ func recordPastHour(t *testing.T, db string) (appClock []string) {
 		return sim.Name(), d, err
 	}
 	client := func(id core.Identity) *core.Client {
-		return core.NewClient(core.Options{Ledger: storage.New(db), Devices: devices, Clock: at, As: &id})
+		return core.NewClient(core.Options{Ledger: bolt.New(db), Devices: devices, Clock: at, As: &id})
 	}
 	book := func(id core.Identity, device int, d time.Duration) {
 		_, err := client(id).Create(core.Request{Device: device, Memory: core.Fraction(0.25), Duration: d})

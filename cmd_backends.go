@@ -94,7 +94,7 @@ func backendsCmd(g *globals) *cobra.Command {
 // skew as the monitors measure it, to the report.
 func reportHosts(g *globals, r *core.BackendsJSON) error {
 	cfg, err := g.storeConfig()
-	if err != nil || !cfg.Etcd() {
+	if err != nil || !onEtcd(cfg) {
 		return err
 	}
 	c, err := g.client()

@@ -61,7 +61,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 			if err != nil {
 				return err
 			}
-			if cfg.Etcd() {
+			if onEtcd(cfg) {
 				if repair {
 					return usageError{fmt.Errorf("doctor --repair rebuilds a ledger file; the ledger is on etcd (%s), which keeps its data whole: "+
 						"restore an etcd snapshot (etcdutl snapshot restore) to undo damage", cfg.Store)}
@@ -132,11 +132,11 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 // diagnoseStore checks the records of a ledger on etcd: its pages are
 // etcd's to keep whole.
 func (g *globals) diagnoseStore(cmd *cobra.Command, cfg core.StoreConfig, asJSON bool, print func(storage.Diagnosis)) error {
-	s, err := core.OpenStore(cfg)
+	s, err := openStore(cfg)
 	if err != nil {
 		return err
 	}
-	d, err := storage.DiagnoseStore(s, clock.System().Now())
+	d, err := storage.DiagnoseStore(cmd.Context(), s, clock.System().Now())
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // exitStatusMarkdown is chronos(1)'s EXIT STATUS section.
@@ -53,7 +54,7 @@ func filesMarkdown() string {
 
 **/run/utmp**
 : who is logged in on which terminal, for notices.
-`, core.SharedDir, storage.BackupPath(""), core.DefaultStoreFile, core.FormatDuration(storage.DefaultBackupEvery), core.DefaultNotifyFile)
+`, core.SharedDir, storage.BackupPath(""), core.DefaultStoreFile, core.FormatDuration(bolt.DefaultBackupEvery), core.DefaultNotifyFile)
 }
 
 // genManCmd is `chronos gen-man DIR` (hidden; `make man` runs it): a man

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 func initCmd(g *globals) *cobra.Command {
@@ -54,8 +55,8 @@ shared by every host that names it, the ledger of every user of this host.
 			if err != nil {
 				return err
 			}
-			l := storage.New(path)
-			if err := l.Update(func(*storage.Tx) error { return nil }); err != nil {
+			l := bolt.New(path)
+			if err := l.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode 0660).\n", path, groupOrRoot(group))
@@ -71,17 +72,17 @@ shared by every host that names it, the ledger of every user of this host.
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this
 // host's, once etcd has answered.
 func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
-	if !cfg.Etcd() {
+	if !onEtcd(cfg) {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
 	if !core.RealRoot() {
 		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
 	}
-	s, err := core.OpenStore(cfg)
+	s, err := openStore(cfg)
 	if err != nil {
 		return err
 	}
-	if err := s.Update(func(*storage.Tx) error { return nil }); err != nil {
+	if err := s.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 		return err
 	}
 	if err := core.WriteStoreFile(core.StoreFile(), cfg, group); err != nil {

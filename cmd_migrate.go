@@ -53,7 +53,7 @@ out).`,
 			if host == "" {
 				host = core.HostName()
 			}
-			rep, err := core.Migrate(src, dst, host)
+			rep, err := core.Migrate(cmd.Context(), src, dst, host)
 			if err != nil {
 				return err
 			}
@@ -73,12 +73,12 @@ out).`,
 func (g *globals) migrationEnd(flag, where string, source bool) (storage.Store, error) {
 	cfg := g.store
 	cfg.Store = where
-	if source && !cfg.Etcd() {
+	if source && !onEtcd(cfg) {
 		if _, err := os.Stat(where); err != nil {
 			return nil, fmt.Errorf("migrate %s: the ledger file %s: %w", flag, where, err)
 		}
 	}
-	return core.OpenStore(cfg)
+	return openStore(cfg)
 }
 
 func printMigration(cmd *cobra.Command, rep core.MigrationReport, src, dst storage.Store) {

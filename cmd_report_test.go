@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // if it ran long ago: its figures do not move while a test runs.
 func seedUsage(t *testing.T, db string, uid int, user string, device int, sharePPM int64, start time.Time, held, used, idle time.Duration) {
 	t.Helper()
-	require.NoError(t, ledgerAt(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, ledgerAt(db).Update(context.Background(), func(tx *storage.Tx) error {
 		p := storage.Partition{Device: device, SharePPM: sharePPM, UID: uid, User: user, Created: start, Expires: start.Add(held),
 			Ended: start.Add(held), State: storage.Expired}
 		if err := tx.PutPartition(&p); err != nil {

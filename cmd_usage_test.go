@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 	// nobody: a quarter of a GPU for 2h ten days ago, all idle; and GPUs
 	// used with no booking: 1.5h two days ago, 30m ten days ago.
 	seedUsage(t, db, 65534, "nobody", 1, 250_000, now.Add(-10*24*time.Hour), 2*time.Hour, 0, 2*time.Hour)
-	require.NoError(t, ledgerAt(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, ledgerAt(db).Update(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		for _, p := range parts { // what the ending of each wrote for fair share
 			err = cmpErr(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: p.Ended, SharePPM: p.SharePPM}))

@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -53,9 +54,12 @@ type globals struct {
 	// metrics, when --metrics serves them, times the ledger's transactions.
 	metrics *metricsServer
 	// warn prints what a read of the ledger found wrong that did not stop
-	// it (see storage.Ledger.Warn); nil in the app, whose screen it would
+	// it (see bolt.Ledger.Warn); nil in the app, whose screen it would
 	// break.
 	warn func(msg string)
+	// ctx is the command's context: Ctrl-C ends it, and with it a wait
+	// on the ledger (an etcd transaction retrying).
+	ctx context.Context
 }
 
 func main() {
@@ -138,6 +142,7 @@ Run it with no command for the terminal app.`,
 		SilenceErrors: true,
 		Args:          args(noArgs),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.ctx = cmd.Context()
 			if cmd != cmd.Root() || mon.on {
 				g.warn = warnOnce(cmd.ErrOrStderr())
 			}
@@ -191,15 +196,15 @@ func (g *globals) storeConfig() (core.StoreConfig, error) {
 }
 
 // ledger is the ledger file, for the commands that work on a file's bytes.
-func (g *globals) ledger() (*storage.Ledger, error) {
+func (g *globals) ledger() (*bolt.Ledger, error) {
 	cfg, err := g.storeConfig()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Etcd() {
+	if onEtcd(cfg) {
 		return nil, fmt.Errorf("the ledger is on etcd (%s), which keeps its own data whole: this command works on a ledger file (give --db PATH)", cfg.Store)
 	}
-	return storage.New(cfg.Store), nil
+	return bolt.New(cfg.Store), nil
 }
 
 func (g *globals) client() (*core.Client, error) {
@@ -207,14 +212,14 @@ func (g *globals) client() (*core.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := core.OpenStore(cfg)
+	s, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := s.(*storage.Ledger); ok {
+	if l, ok := s.(*bolt.Ledger); ok {
 		l.Warn = g.warn
 	}
-	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource()}), nil
+	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource(), Context: g.ctx}), nil
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.

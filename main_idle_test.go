@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // A hold shows in list, --json and the audit trail, and so does what a
@@ -27,7 +29,7 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 
 	// What a monitor would have recorded: idle for 50 minutes, just now.
 	now := clock.System().Now()
-	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
 		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
 	}))
 	r := chronos(t, db, "list")

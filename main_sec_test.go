@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // requirePrintable fails when out holds anything a terminal would obey.
@@ -41,7 +43,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "create", "0", "0.1", "1h").code)
 	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
 	now := clock.System().Now()
-	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
 		p := storage.Partition{Device: 1, SharePPM: 100_000, UID: 4242, User: "mal" + hostile, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
@@ -202,7 +204,7 @@ func TestWebhookIsRootsFile(t *testing.T) {
 
 	require.Equal(t, 0, chronos(t, db, "create", "1", "0.1", "1h").code)
 	now := clock.System().Now()
-	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
 		pol, _, err := tx.Policy()
 		if err != nil {
 			return err
@@ -236,7 +238,7 @@ func TestMembersMonitorClaimsNoWebhook(t *testing.T) {
 	r = chronos(t, db, "create", "1", "0.1", "1h", "--user", "nobody")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Chmod(db, 0o666))
-	require.NoError(t, storage.New(db).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
 		pol, _, err := tx.Policy()
 		if err != nil {
 			return err
@@ -251,7 +253,7 @@ func TestMembersMonitorClaimsNoWebhook(t *testing.T) {
 	r = runWith(t, bin, db, nobody, nil, 2*time.Second, "--monitor")
 	require.Contains(t, r.stderr, "kind=started", r.stderr)
 	claims := map[string]storage.Claim{}
-	require.NoError(t, storage.New(db).View(func(tx *storage.Tx) (err error) { claims, err = tx.Claims(); return }))
+	require.NoError(t, bolt.New(db).View(context.Background(), func(tx *storage.Tx) (err error) { claims, err = tx.Claims(); return }))
 	for k := range claims {
 		require.False(t, strings.HasPrefix(k, "notify/webhook/"), "nobody's monitor claimed %s", k)
 	}

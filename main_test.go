@@ -24,6 +24,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
@@ -340,7 +341,7 @@ func BenchmarkProcess(b *testing.B) {
 	b.ReportMetric(medianMS(list), "list-ms")
 }
 
-func ledgerAt(path string) *storage.Ledger { return storage.New(path) }
+func ledgerAt(path string) *bolt.Ledger { return bolt.New(path) }
 
 func medianMS(d []time.Duration) float64 {
 	s := slices.Clone(d)

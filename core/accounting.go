@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -369,12 +370,12 @@ func (a *accountant) accounted() { a.done = nil }
 
 // skipTaken drops the finished window when other monitors have written it
 // for every GPU already, so that this one does not write for nothing.
-func (a *accountant) skipTaken(l storage.Store) error {
+func (a *accountant) skipTaken(ctx context.Context, l storage.Store) error {
 	if a.done == nil {
 		return nil
 	}
 	all := true
-	err := l.View(func(tx *storage.Tx) error {
+	err := l.View(ctx, func(tx *storage.Tx) error {
 		for _, g := range a.done.gpus {
 			taken, err := tx.HasGPUMinute(a.done.start, g.dev.UUID)
 			if err != nil || !taken {
@@ -394,7 +395,7 @@ func (a *accountant) skipTaken(l storage.Store) error {
 // memory peak, its place on the idle ladder and its holds.
 func (c *Client) BookingUsage(id uint64) (storage.BookingUsage, error) {
 	var u storage.BookingUsage
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if _, err := getPartition(tx, id); err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // BenchmarkMonitorHours runs a monitor through two simulated hours, a
@@ -60,7 +60,7 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countin
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	c := NewClient(Options{Ledger: storage.New(path), As: &alice, Clock: clock,
+	c := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
@@ -69,7 +69,7 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countin
 	}
 	pol := DefaultPolicy()
 	pol.Unbooked, pol.Reclaim = ActOff, reclaim
-	store := &countingStore{Store: storage.New(path)}
+	store := &countingStore{Store: bolt.New(path)}
 	mc := NewClient(Options{Ledger: store, As: &alice, Clock: clock})
 	m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 	if _, err := m.Tick(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // within fails the test when fn has not returned after d: a hang.
@@ -69,7 +70,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	}
 
 	// Once root wrote the ledger, a member can neither replace nor remove it.
-	c := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
+	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root})
 	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	out, err := asOther(t, nobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
@@ -103,7 +104,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	require.NoError(t, swap.Start())
 	t.Cleanup(func() { swap.Process.Kill(); swap.Wait() })
 
-	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &root})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &root})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); NewMonitor(quick, MonitorOptions{}).Run(ctx) }()
@@ -124,9 +125,9 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	cancel()
 	within(t, 10*time.Second, "the monitor's stop", func() { <-stopped })
 	for range 5 {
-		within(t, 10*time.Second, "doctor", func() { _, _ = quick.Ledger().(*storage.Ledger).Diagnose() })
+		within(t, 10*time.Second, "doctor", func() { _, _ = quick.Ledger().(*bolt.Ledger).Diagnose() })
 	}
-	within(t, 10*time.Second, "doctor --repair", func() { _, _ = quick.Ledger().(*storage.Ledger).Repair() })
+	within(t, 10*time.Second, "doctor --repair", func() { _, _ = quick.Ledger().(*bolt.Ledger).Repair() })
 }
 
 // startAs starts bin (a copy of this test binary) as uid, sleeping in the
@@ -160,7 +161,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	t.Parallel()
 	dir, bin := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
 	daemon := Identity{UID: daemonUID, User: UserName(daemonUID)}
 	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
@@ -231,7 +232,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.Equal(t, tc.daemon, mps.Owner)
 
 			sim := gpu.NewSim(gpu.SimOptions{})
-			c := simClient(t, storage.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, root, nil)
+			c := simClient(t, bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, root, nil)
 			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
@@ -270,7 +271,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	require.NoError(t, os.Mkdir(pipeDir, 0o755))
 
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
 	require.NoError(t, err)
 	env := append(RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
@@ -334,7 +335,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	t.Parallel()
 	dir, _ := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storage.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
 	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each
@@ -370,7 +371,7 @@ func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	dir, bin := otherUserDir(t)
 	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)
-	admin := NewClient(Options{Ledger: storage.New(path), Devices: testDevices, As: &root})
+	admin := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root})
 	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, clock.System().Now())))
 	backup := storage.BackupPath(path)
 	require.FileExists(t, backup)
@@ -388,7 +389,7 @@ func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	require.True(t, st.ModTime().After(old.Add(time.Minute)), "the member's write did not refresh the backup")
 	require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid, "the backup is still root's")
 	require.Equal(t, fs.FileMode(0o660), st.Mode())
-	copyOf := NewClient(Options{Ledger: &storage.Ledger{Path: backup}, As: &root})
+	copyOf := NewClient(Options{Ledger: &bolt.Ledger{Path: backup}, As: &root})
 	parts, err := copyOf.List(false)
 	require.NoError(t, err)
 	require.Len(t, parts, 1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // Intel's drivers do not report their GPUs' memory size, so a booking there
@@ -18,7 +19,7 @@ import (
 func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
 	root := Identity{UID: 0, User: "root"}
-	c := NewClient(Options{Ledger: storage.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(string(gpu.KindDRM)), As: &root})
+	c := NewClient(Options{Ledger: bolt.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(string(gpu.KindDRM)), As: &root})
 	// GPU 0 is the integrated GPU on i915, where the fixture's Xorg (root)
 	// holds 6 MiB.
 	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // BenchmarkLedgerOps measures create and release through the public API —
@@ -33,7 +34,7 @@ func BenchmarkLedgerOps(b *testing.B) {
 		}
 	}
 	// GPU readings stored, as where monitors run: create reads its GPU's.
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var rs []storage.DeviceReading
 		for d := range 2 {
 			r := storage.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
@@ -50,11 +51,11 @@ func BenchmarkLedgerOps(b *testing.B) {
 	}
 	value := make([]byte, 300) // about the size of a stored booking
 	bare := func() {
-		db, err := bolt.Open(barePath, 0o600, &bolt.Options{Timeout: 3 * time.Second})
+		db, err := bbolt.Open(barePath, 0o600, &bbolt.Options{Timeout: 3 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = db.Update(func(tx *bolt.Tx) error {
+		err = db.Update(func(tx *bbolt.Tx) error {
 			bk, err := tx.CreateBucketIfNotExists([]byte("b"))
 			if err != nil {
 				return err
@@ -128,7 +129,7 @@ func BenchmarkUsage(b *testing.B) {
 	clock := newFakeClock()
 	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, alice)
 	now := clock.Now()
-	if err := c.ledger.Update(func(tx *storage.Tx) error {
+	if err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		for i := range 2000 {
 			start := now.Add(-time.Duration(i) * 43 * time.Minute) // 2,000 of them span 60 days
 			uid := 1001 + i%20
@@ -171,7 +172,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
-	c := NewClient(Options{Ledger: storage.New(seed), As: &alice, Clock: clock,
+	c := NewClient(Options{Ledger: bolt.New(seed), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
@@ -191,7 +192,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 		if err := os.WriteFile(path, seeded, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		mc := NewClient(Options{Ledger: storage.New(path), As: &alice, Clock: clock})
+		mc := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock})
 		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
 		b.StartTimer()
 		if _, err := m.Tick(); err != nil {
@@ -226,7 +227,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // has nothing to do.
 func idleMonitor(b *testing.B) *Monitor {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-	c := NewClient(Options{Ledger: storage.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
+	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
@@ -278,7 +279,7 @@ func BenchmarkCreateReadsPhysical(b *testing.B) {
 	c := idleMonitor(b).c
 	read := func(physical bool) time.Duration {
 		t0 := time.Now()
-		err := c.ledger.View(func(tx *storage.Tx) error {
+		err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			inv, _, err := tx.Inventory()
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ package core
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os/user"
@@ -81,7 +82,7 @@ type DeviceSource func() (backend string, devices []gpu.Device, err error)
 
 // Options configure a Client. Only Ledger is required.
 type Options struct {
-	// Ledger is where the bookings live: a bbolt file (storage.New) or any
+	// Ledger is where the bookings live: a bbolt file (storage/bolt) or any
 	// other storage.Store.
 	Ledger storage.Store
 	// Devices is asked for the inventory when the ledger has none cached.
@@ -96,6 +97,12 @@ type Options struct {
 	Host string
 	// NotifyFile holds root's webhook address; NotifyFile() when empty.
 	NotifyFile string
+	// Context is what every ledger transaction of the client runs under:
+	// its end (the command's Ctrl-C) cuts short a wait on the ledger, such
+	// as an etcd transaction retrying. Nil means context.Background().
+	// Leaving the line and releasing a run's booking still go ahead after
+	// it ends.
+	Context context.Context
 }
 
 // Client is the Go API: every call opens the ledger, runs one transaction
@@ -108,11 +115,12 @@ type Client struct {
 	me      Identity
 	host    string
 	notify  string // the notify file
+	ctx     context.Context
 }
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile())}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
 		c.host = HostName()
@@ -125,25 +133,26 @@ func NewClient(opts Options) *Client {
 	return c
 }
 
-// Open is the short way to a client: the ledger as FindStore finds it, the
-// current user, and the GPU backend from CHRONOS_BACKEND for the device
-// inventory.
-func Open() (*Client, error) {
-	cfg, err := FindStore(StoreConfig{})
-	if err != nil {
-		return nil, err
-	}
-	return OpenAt(cfg, BackendDevices(gpu.KindFromEnv()))
+// Open is the short way to a client of the ledger s (the command layer
+// opens it: FindStore says which): the current user, and the GPU backend
+// from CHRONOS_BACKEND for the device inventory.
+func Open(s storage.Store) *Client {
+	return OpenAt(s, BackendDevices(gpu.KindFromEnv()))
 }
 
-// OpenAt returns a client for the ledger cfg names, as the current user; on
-// a ledger many hosts share it acts as this host (HostName).
-func OpenAt(cfg StoreConfig, devices DeviceSource) (*Client, error) {
-	s, err := OpenStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return NewClient(Options{Ledger: s, Devices: devices}), nil
+// OpenAt returns a client of the ledger s as the current user; on a ledger
+// many hosts share it acts as this host (HostName).
+func OpenAt(s storage.Store, devices DeviceSource) *Client {
+	return NewClient(Options{Ledger: s, Devices: devices})
+}
+
+// lasting is c with ledger calls that outlive the end of its Context, for
+// work that must finish after Ctrl-C (leaving the line, forwarding a
+// signal, releasing a run's booking); its own waits watch their ctx.
+func (c *Client) lasting() *Client {
+	d := *c
+	d.ctx = context.WithoutCancel(c.ctx)
+	return &d
 }
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestQueueETACountsAComingReclaim(t *testing.T) {
 	now := clk.Now()
 	idle := storage.BookingUsage{Partition: held.ID, IdleFor: 29 * time.Minute, Warnings: 2, WarnedAt: now.Add(-9 * time.Minute)}
 	setUsage := func(u storage.BookingUsage) {
-		require.NoError(t, admin.Ledger().Update(func(tx *storage.Tx) error { return tx.PutBookingUsage(u) }))
+		require.NoError(t, admin.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(u) }))
 	}
 	eta := func() QueueEntry {
 		line, err := a.Queue()

@@ -67,7 +67,7 @@ func ParseEventKinds(s string) ([]storage.EventKind, error) {
 // must: the trail grows for as long as the machine is used.
 func (c *Client) FindEvents(f EventFilter, limit int) ([]storage.Event, error) {
 	var out []storage.Event
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		owners := map[uint64]storage.Partition{}
 		owner := func(id uint64) (storage.Partition, bool) {
 			if id == 0 {

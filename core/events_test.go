@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestFindEvents(t *testing.T) {
 	clock.Advance(time.Minute)
 	_, err = byRoot.Extend(a.ID, time.Hour) // 3: root acted on alice's booking
 	require.NoError(t, err)
-	require.NoError(t, byRoot.ledger.Update(func(tx *storage.Tx) error { // 4: bob's process, no booking
+	require.NoError(t, byRoot.ledger.Update(context.Background(), func(tx *storage.Tx) error { // 4: bob's process, no booking
 		return tx.AddEvent(storage.Event{Time: clock.Now(), Kind: storage.EventUnbooked, UID: 0, User: "root",
 			Process: &storage.EventProcess{PID: 42, UID: bob.UID, User: bob.User}})
 	}))

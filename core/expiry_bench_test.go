@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // recordingSignaller sends real signals and notes when each SIGTERM was
@@ -40,7 +40,7 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 	for range b.N {
 		sim := gpu.NewSim(gpu.SimOptions{})
 		path := filepath.Join(b.TempDir(), "chronos.db")
-		c := NewClient(Options{Ledger: storage.New(path), Devices: func() (string, []gpu.Device, error) {
+		c := NewClient(Options{Ledger: bolt.New(path), Devices: func() (string, []gpu.Device, error) {
 			devs, err := sim.Devices()
 			return sim.Name(), devs, err
 		}})

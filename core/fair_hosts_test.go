@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	require.NoError(t, err)
 	_, err = admin.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
-	require.NoError(t, open().Update(func(tx *storage.Tx) error { // bob has used much: alice goes first
+	require.NoError(t, open().Update(context.Background(), func(tx *storage.Tx) error { // bob has used much: alice goes first
 		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
 	}))
 	var holds []uint64
@@ -148,7 +149,7 @@ func testOtherMachinesWaitersAreLeftAlone(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	_, gone, err := a.Enqueue(half(0, time.Hour), WaitOptions{})
 	require.NoError(t, err)
-	require.NoError(t, open().Update(func(tx *storage.Tx) error {
+	require.NoError(t, open().Update(context.Background(), func(tx *storage.Tx) error {
 		req, err := tx.Request(q.ID)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -229,7 +230,7 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, b, r := l.as(alice), l.as(bob), l.as(root)
 	// Alice has used the machine a lot; bob not at all.
-	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error {
 		return tx.PutUserUsage(storage.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
 	}))
 	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
@@ -284,7 +285,7 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	// is behind her: her request may start only where it cannot delay
 	// alice's ETA (backfill).
 	carol := Identity{UID: 1003, User: "carol"}
-	require.NoError(t, l.open().Update(func(tx *storage.Tx) error {
+	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error {
 		return tx.PutUserUsage(storage.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
 	}))
 	c := l.as(carol)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/gpu"
 )
@@ -267,11 +267,11 @@ func FuzzStoredPartition(f *testing.F) {
 		if _, err := c.Create(Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		db, err := bolt.Open(path, 0o600, nil)
+		db, err := bbolt.Open(path, 0o600, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = db.Update(func(tx *bolt.Tx) error {
+		err = db.Update(func(tx *bbolt.Tx) error {
 			k := []byte{0, 0, 0, 0, 0, 0, 0, 2}
 			if err := tx.Bucket([]byte("partitions")).Put(k, record); err != nil {
 				return err

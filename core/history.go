@@ -49,7 +49,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 	}
 	now := c.now()
 	h := GPUHistory{Device: device, UUID: dev.UUID, From: now.Add(-window), To: now}
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(accountEvery), h.To, dev.UUID); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // The holds of one idle stretch last hold-max (4h) in all: holding again
@@ -21,7 +23,7 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	require.NoError(t, err)
 	id := p.ID
 
-	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "")
+	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "")
 	require.ErrorIs(t, err, ErrNotOwner, "not 'a hold needs a reason'")
 	_, err = r.c.Hold(id, time.Hour, strings.Repeat("x", maxReason+1))
 	require.ErrorIs(t, err, ErrInput)
@@ -41,12 +43,12 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	_, err = r.c.Hold(id, time.Minute, "one more minute")
 	require.ErrorContains(t, err, "held for 4h (hold-max) already while it sat idle; it can be held again once it has worked")
 
-	root := simClient(t, storage.New(r.path), r.sim, root, r.clock)
+	root := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
 	_, err = root.Hold(id, time.Hour, "root keeps it")
 	require.NoError(t, err, "root is not capped")
 
 	// It worked: a new stretch, a new hold-max.
-	require.NoError(t, storage.New(r.path).Update(func(tx *storage.Tx) error {
+	require.NoError(t, bolt.New(r.path).Update(context.Background(), func(tx *storage.Tx) error {
 		u, _, err := tx.BookingUsage(id)
 		if err != nil {
 			return err

@@ -78,7 +78,7 @@ func (c *Client) Hosts() ([]HostView, error) {
 		return nil, nil
 	}
 	var invs map[string]storage.Inventory
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		invs, err = tx.HostInventories()
 		return err
@@ -86,7 +86,7 @@ func (c *Client) Hosts() ([]HostView, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := pr.Present()
+	raw, err := pr.Present(c.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +306,9 @@ func (p *publisher) publish(s gpu.Sample) {
 	p.mu.Unlock()
 	data, err := json.Marshal(st)
 	if err == nil {
-		err = p.pr.Publish(p.c.host, data, p.ttl)
+		err = p.pr.Publish(p.c.ctx, p.c.host, data, p.ttl)
 	}
-	if err != nil && !p.failing {
+	if err != nil && !p.failing && p.c.ctx.Err() == nil { // cut short by Ctrl-C: nothing failed
 		select {
 		case p.errs <- fmt.Errorf("publish this host's status: %w", err):
 		default:

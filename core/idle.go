@@ -160,7 +160,7 @@ func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.BookingUsage, error) {
 	reason = strings.TrimSpace(reason)
 	var u storage.BookingUsage
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		p, err := c.mine(tx, id, "hold")
 		if err != nil {
 			return err // whose it is comes before what was asked

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // ladderPolicy is the idle ladder with durations short enough for tests:
@@ -37,7 +39,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, storage.New(path), sim, owner, clock)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, bolt.New(path), sim, owner, clock)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with
@@ -242,7 +244,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	require.ErrorIs(t, err, ErrInput)
 	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
 	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
-	_, err = NewClient(Options{Ledger: storage.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
+	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
 	require.ErrorIs(t, err, ErrNotOwner)
 	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
 	require.NoError(t, err)
@@ -314,7 +316,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	other, _ := r.book(false)
 	// The GPU readings `create` shows keep their own schedule; an inventory
 	// from another backend leaves them out, so that only accounting writes.
-	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 		inv, _, err := tx.Inventory()
 		inv.Backend = "another backend"
 		if err == nil {
@@ -322,7 +324,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 		}
 		return err
 	}))
-	store := &countingStore{Store: storage.New(r.path)}
+	store := &countingStore{Store: bolt.New(r.path)}
 	var ms []*Monitor
 	for range 3 {
 		c := NewClient(Options{Ledger: store, As: &alice, Clock: r.clock})
@@ -337,7 +339,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
 
 	var minutes []storage.GPUMinute
-	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		minutes, err = tx.GPUMinutes(time.Time{}, r.clock.Now(), "")
 		return err
@@ -352,7 +354,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
+	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
@@ -423,7 +425,7 @@ func TestPolicyFromBeforeTheLadder(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, root)
 	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
-	require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
+	require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 	p, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, ActNotify, p.Expiry)
@@ -547,7 +549,7 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 	r.run(3*time.Minute, 10*time.Second, m)
 
 	var got []storage.UnbookedUse
-	require.NoError(t, r.c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		got, err = tx.Unbooked(r.clock.Now())
 		return err
@@ -568,7 +570,7 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
-	require.NoError(t, r.c.Ledger().Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil {
 			return err
@@ -589,10 +591,10 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, storage.New(r.path), r.sim, bob, r.clock)
+	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
 	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	roots := simClient(t, storage.New(r.path), r.sim, root, r.clock)
+	roots := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
 	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
 	require.NoError(t, err)
 	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})

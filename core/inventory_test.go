@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // simInventory is what a simulated backend of n GPUs of mem bytes reports.
@@ -21,7 +23,7 @@ func simInventory(n int, mem uint64, now time.Time) storage.Inventory {
 func inventoryOf(t *testing.T, c *Client) storage.Inventory {
 	t.Helper()
 	var inv storage.Inventory
-	require.NoError(t, c.Ledger().View(func(tx *storage.Tx) error {
+	require.NoError(t, c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		inv, _, err = tx.Inventory()
 		return err
@@ -44,7 +46,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 
 	// A shared ledger (others may write it): a member's simulated GPUs are
 	// not recorded for everyone, nor booked on.
-	shared := &storage.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
+	shared := &bolt.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
 	member := NewClient(Options{Ledger: shared, As: &alice, Devices: func() (string, []gpu.Device, error) {
 		devs, err := gpu.NewSim(gpu.SimOptions{Count: 1, Memory: 8 << 40}).Devices()
 		return gpu.SimName, devs, err
@@ -111,9 +113,9 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
 	forge := func() {
-		require.NoError(t, c.Ledger().Update(func(tx *storage.Tx) error {
+		require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))
 		}))
 	}

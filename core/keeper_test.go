@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // Only root keeps other users' records: these tests give a member's
@@ -39,7 +40,7 @@ func newKeeperRig(t *testing.T) *keeperRig {
 	t.Helper()
 	daemon := uidOf(t, "daemon")
 	dir, bin := otherUserDir(t)
-	s := storage.New(filepath.Join(dir, "chronos.db"))
+	s := bolt.New(filepath.Join(dir, "chronos.db"))
 	sim := gpu.NewSim(gpu.SimOptions{})
 	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, root, nil), other: Identity{UID: daemon, User: "daemon"}}
 	// The waiters' GPU is full, so their requests wait.
@@ -208,7 +209,7 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	owner := Identity{UID: uidOf(t, "daemon"), User: "daemon"}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")

@@ -126,7 +126,7 @@ func (m *Monitor) keep(parts []storage.Partition, now time.Time, lead time.Durat
 	if due, warn := dueAt(others, now, lead); len(due)+len(warn) == 0 {
 		return k
 	}
-	present, err := m.pr.Present()
+	present, err := m.pr.Present(m.c.ctx)
 	if err != nil {
 		return k // this host's own bookings go on; the others wait for an answer
 	}

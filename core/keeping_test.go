@@ -64,7 +64,7 @@ func startHost(t *testing.T, open storetest.Opener, host string, clk clock.Clock
 func live(t *testing.T, from *Client, host string, want bool) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		present, err := from.presence().Present()
+		present, err := from.presence().Present(context.Background())
 		require.NoError(t, err)
 		_, ok := present[host]
 		return ok == want

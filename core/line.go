@@ -471,7 +471,7 @@ func (c *Client) placeLine(tx *storage.Tx) (more bool, err error) {
 // committed whatever happens here.
 func (c *Client) placeRest(more bool) {
 	for more {
-		err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
 			more, err = c.placeLine(tx)
 			return err
 		})
@@ -595,7 +595,7 @@ func DescribeRequest(r storage.Request) string {
 func (c *Client) Queue() ([]QueueEntry, error) {
 	var b *books
 	var usage []storage.BookingUsage
-	err := c.ledger.View(func(tx *storage.Tx) (err error) {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) (err error) {
 		if b, err = c.readLine(tx); err != nil || len(b.line) == 0 {
 			return err
 		}
@@ -655,7 +655,7 @@ const joinTries = 3
 // kept to those behind. Its owner or root may.
 func (c *Client) Cancel(id uint64) error {
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		if _, err := c.cancel(tx, id, storage.Cancelled, "cancelled by "+c.me.User); err != nil {
 			return err
 		}
@@ -702,7 +702,7 @@ func (c *Client) cancel(tx *storage.Tx, id uint64, state storage.RequestState, w
 // made yet, and how many wait in line.
 func (c *Client) lineStatus(id uint64) (e QueueEntry, due bool, waiting int, err error) {
 	var b *books
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		r, err := tx.Request(id)
 		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
@@ -736,7 +736,7 @@ func (c *Client) lineStatus(id uint64) (e QueueEntry, due bool, waiting int, err
 // Monitors and waiters call it, so the line moves with no monitor running.
 func (c *Client) TendLine() (time.Time, error) {
 	var b *books
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		line, err := tx.WaitingRequests()
 		if err != nil || len(line) == 0 {
 			return err
@@ -769,7 +769,7 @@ func (c *Client) TendLine() (time.Time, error) {
 // that leaves in more (see placeRest).
 func (c *Client) place() error {
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) (err error) {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
 		more, err = c.placeLine(tx)
 		return err
 	})
@@ -802,6 +802,7 @@ func soonest(a, b time.Time) time.Time {
 // whole line: readers hold a file's writers off, and laying out a long
 // line takes a while.
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(QueueEntry)) (*Partition, error) {
+	c = c.lasting() // the end of ctx takes the request out of the line
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
 	changes := c.ledger.Changes(watch, 250*time.Millisecond)
@@ -923,7 +924,7 @@ func settleFor(n int) time.Duration {
 // request reads one request.
 func (c *Client) request(id uint64) (storage.Request, error) {
 	var r storage.Request
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if r, err = tx.Request(id); errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("%w: %d", ErrNoRequest, id)
@@ -938,7 +939,7 @@ func (c *Client) request(id uint64) (storage.Request, error) {
 func (c *Client) leave(id uint64, why error) error {
 	var granted uint64
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		granted, more = 0, false
 		r, err := c.cancel(tx, id, storage.Cancelled, "its waiter stopped waiting")
 		switch {

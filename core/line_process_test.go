@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -112,7 +113,7 @@ func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, b
 		t.Parallel()
 		dir, bin := otherUserDir(t)
 		path := filepath.Join(dir, "chronos.db")
-		fn(t, func() storage.Store { return storage.New(path) }, bin)
+		fn(t, func() storage.Store { return bolt.New(path) }, bin)
 	})
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
@@ -124,7 +125,7 @@ func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, b
 // letAllWrite lets other uids' waiters write a ledger file once it exists;
 // an etcd ledger needs nothing.
 func letAllWrite(t *testing.T, s storage.Store) {
-	if l, ok := s.(*storage.Ledger); ok {
+	if l, ok := s.(*bolt.Ledger); ok {
 		require.NoError(t, os.Chmod(l.Path, 0o666))
 	}
 }
@@ -168,7 +169,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 	}
 	letAllWrite(t, s)
 	now := clock.System().Now() // the time of the waiters' clients
-	require.NoError(t, s.Update(func(tx *storage.Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
 		}
@@ -228,7 +229,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 func (w *waiterProc) requestIn(t *testing.T, c *Client) storage.Request {
 	t.Helper()
 	var r storage.Request
-	require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		r, err = tx.Request(w.request)
 		return err
@@ -389,7 +390,7 @@ func TestJoinWaitsOutABusyLedger(t *testing.T) {
 
 	holder, marker := holdLedger(t, db)
 
-	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
 	joined := make(chan error, 1)
 	go func() {
 		_, e, err := quick.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,7 +49,7 @@ func BenchmarkLineLayout200(b *testing.B) {
 	for range b.N {
 		t0 := time.Now()
 		var bk *books
-		if err := r.ledger.View(func(tx *storage.Tx) (err error) { bk, err = r.readLine(tx); return err }); err != nil {
+		if err := r.ledger.View(context.Background(), func(tx *storage.Tx) (err error) { bk, err = r.readLine(tx); return err }); err != nil {
 			b.Fatal(err)
 		}
 		read = append(read, time.Since(t0))

@@ -33,7 +33,7 @@ type GrantCheck struct {
 // booked).
 func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 	var out LineCheck
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		b, plan, err := c.lineIn(tx, func(storage.Request) bool { return true }) // the line as stored
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -92,7 +93,7 @@ type heldOf struct {
 // watch the source by its ids. It writes in several transactions; if one
 // fails, what was written stays and the error says how much. It reads
 // back what it wrote and says if anything differs.
-func Migrate(from, to storage.Store, host string) (MigrationReport, error) {
+func Migrate(ctx context.Context, from, to storage.Store, host string) (MigrationReport, error) {
 	fromShared, toShared := isShared(from), isShared(to)
 	rep := MigrationReport{Host: host, IDs: map[uint64]uint64{}, Policy: "none", From: kindOf(fromShared), To: kindOf(toShared)}
 	if !validHost(host) {
@@ -107,19 +108,19 @@ func Migrate(from, to storage.Store, host string) (MigrationReport, error) {
 		fromHost, toHost = host, ""
 	}
 	var src hostPart
-	if err := from.View(func(tx *storage.Tx) error { return src.read(tx, fromHost, !fromShared) }); err != nil {
+	if err := from.View(ctx, func(tx *storage.Tx) error { return src.read(tx, fromHost, !fromShared) }); err != nil {
 		return rep, fmt.Errorf("read %s: %w", from, err)
 	}
 	if err := src.blocked(from); err != nil {
 		return rep, err
 	}
-	if err := migrateStart(to, src, host, toHost, &rep); err != nil {
+	if err := migrateStart(ctx, to, src, host, toHost, &rep); err != nil {
 		return rep, err
 	}
-	if err := src.write(to, toHost, &rep); err != nil {
+	if err := src.write(ctx, to, toHost, &rep); err != nil {
 		return rep, err
 	}
-	return rep, src.check(to, toHost, rep.IDs)
+	return rep, src.check(ctx, to, toHost, rep.IDs)
 }
 
 func isShared(s storage.Store) bool { _, ok := s.(storage.Presence); return ok }
@@ -227,8 +228,8 @@ func (h *hostPart) blocked(from storage.Store) error {
 
 // migrateStart refuses a target that holds host's bookings already, and
 // writes the policy and the inventory.
-func migrateStart(to storage.Store, src hostPart, host, toHost string, rep *MigrationReport) error {
-	return to.Update(func(tx *storage.Tx) error {
+func migrateStart(ctx context.Context, to storage.Store, src hostPart, host, toHost string, rep *MigrationReport) error {
+	return to.Update(ctx, func(tx *storage.Tx) error {
 		there, err := tx.Partitions()
 		if err != nil {
 			return err
@@ -268,9 +269,9 @@ func migrateStart(to storage.Store, src hostPart, host, toHost string, rep *Migr
 
 // inChunks runs put over recs in transactions of at most n records each,
 // counting into done what committed.
-func inChunks[T any](to storage.Store, what string, recs []T, n int, done *int, put func(*storage.Tx, T) error) error {
+func inChunks[T any](ctx context.Context, to storage.Store, what string, recs []T, n int, done *int, put func(*storage.Tx, T) error) error {
 	for chunk := range slices.Chunk(recs, n) {
-		err := to.Update(func(tx *storage.Tx) error {
+		err := to.Update(ctx, func(tx *storage.Tx) error {
 			for _, r := range chunk {
 				if err := put(tx, r); err != nil {
 					return err
@@ -288,9 +289,9 @@ func inChunks[T any](to storage.Store, what string, recs []T, n int, done *int, 
 
 // write copies h into to, labelled toHost, bookings first: every other
 // record names its booking by the id write hands out.
-func (h *hostPart) write(to storage.Store, toHost string, rep *MigrationReport) error {
+func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, rep *MigrationReport) error {
 	ids := rep.IDs
-	err := inChunks(to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p storage.Partition) error {
+	err := inChunks(ctx, to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p storage.Partition) error {
 		old := p.ID
 		p.ID, p.Host = 0, toHost
 		if err := tx.PutPartition(&p); err != nil {
@@ -305,19 +306,19 @@ func (h *hostPart) write(to storage.Store, toHost string, rep *MigrationReport) 
 	rep.Live = countFunc(h.parts, func(p storage.Partition) bool { return p.State == storage.Live })
 	steps := []func() error{
 		func() error {
-			return inChunks(to, "booking usages", h.usage, migrateRecordsPerTx, &rep.Holds, func(tx *storage.Tx, u storage.BookingUsage) error {
+			return inChunks(ctx, to, "booking usages", h.usage, migrateRecordsPerTx, &rep.Holds, func(tx *storage.Tx, u storage.BookingUsage) error {
 				u.Partition = ids[u.Partition]
 				return tx.PutBookingUsage(u)
 			})
 		},
 		func() error {
-			return inChunks(to, "held intervals", h.held, migrateRecordsPerTx, &rep.Held, func(tx *storage.Tx, held heldOf) error {
+			return inChunks(ctx, to, "held intervals", h.held, migrateRecordsPerTx, &rep.Held, func(tx *storage.Tx, held heldOf) error {
 				held.Partition = ids[held.Partition]
 				return tx.AddHeld(held.uid, held.Held)
 			})
 		},
 		func() error {
-			return inChunks(to, "events", h.events, migrateRecordsPerTx, &rep.Events, func(tx *storage.Tx, e storage.Event) error {
+			return inChunks(ctx, to, "events", h.events, migrateRecordsPerTx, &rep.Events, func(tx *storage.Tx, e storage.Event) error {
 				if e.Partition != 0 {
 					e.Partition = ids[e.Partition]
 				}
@@ -325,7 +326,7 @@ func (h *hostPart) write(to storage.Store, toHost string, rep *MigrationReport) 
 			})
 		},
 		func() error {
-			return inChunks(to, "past requests", h.requests, migrateRecordsPerTx, &rep.Requests, func(tx *storage.Tx, r storage.Request) error {
+			return inChunks(ctx, to, "past requests", h.requests, migrateRecordsPerTx, &rep.Requests, func(tx *storage.Tx, r storage.Request) error {
 				r.ID, r.Host = 0, toHost
 				if r.Partition != 0 {
 					r.Partition = ids[r.Partition]
@@ -334,17 +335,17 @@ func (h *hostPart) write(to storage.Store, toHost string, rep *MigrationReport) 
 			})
 		},
 		func() error {
-			return inChunks(to, "users' usage", h.users, migrateRecordsPerTx, &rep.Users, addUserUsage)
+			return inChunks(ctx, to, "users' usage", h.users, migrateRecordsPerTx, &rep.Users, addUserUsage)
 		},
 		func() error {
-			return inChunks(to, "GPU minutes", h.minutes, migrateRecordsPerTx, &rep.Minutes, func(tx *storage.Tx, m storage.GPUMinute) error {
+			return inChunks(ctx, to, "GPU minutes", h.minutes, migrateRecordsPerTx, &rep.Minutes, func(tx *storage.Tx, m storage.GPUMinute) error {
 				m.Active, m.Idle = renumber(m.Active, ids), renumber(m.Idle, ids)
 				return tx.PutGPUMinute(m)
 			})
 		},
 		func() error {
 			var n int
-			return inChunks(to, "unbooked use", h.unbooked, migrateRecordsPerTx, &n, func(tx *storage.Tx, u storage.UnbookedUse) error {
+			return inChunks(ctx, to, "unbooked use", h.unbooked, migrateRecordsPerTx, &n, func(tx *storage.Tx, u storage.UnbookedUse) error {
 				return tx.AddUnbooked(u.Day, u.UID, u.User, u.GPUTime)
 			})
 		},
@@ -392,8 +393,8 @@ func renumber(in []uint64, ids map[uint64]uint64) []uint64 {
 // says which differ from the source. It reads them in batches (one round
 // trip to etcd for many), so that a large ledger is checked within one
 // transaction's time.
-func (h *hostPart) check(to storage.Store, toHost string, ids map[uint64]uint64) error {
-	return to.View(func(tx *storage.Tx) error {
+func (h *hostPart) check(ctx context.Context, to storage.Store, toHost string, ids map[uint64]uint64) error {
+	return to.View(ctx, func(tx *storage.Tx) error {
 		news := make([]uint64, len(h.parts))
 		for i, p := range h.parts {
 			news[i] = ids[p.ID]

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -17,9 +19,9 @@ import (
 // hostFile is a host's ledger file as it was before the lab shared one:
 // live, released and expired bookings, their events, a policy, made on
 // clock.
-func hostFile(t *testing.T, clock *clock.Fake) *storage.Ledger {
+func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 	t.Helper()
-	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
+	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a, r := clientOn(l, clock, alice), clientOn(l, clock, root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
@@ -45,16 +47,16 @@ func TestMigrate(t *testing.T) {
 	f1, f2 := hostFile(t, clock), hostFile(t, clock)
 	before := storetest.Fingerprint(t, f1)
 
-	rep, err := Migrate(f1, lab, "gpu3")
+	rep, err := Migrate(context.Background(), f1, lab, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, MigrationReport{Host: "gpu3", From: "file", To: "etcd", Bookings: 3, Live: 2, Events: 5, Policy: "copied", Inventory: true,
 		IDs: map[uint64]uint64{1: 1, 2: 2, 3: 3}}, rep)
-	rep, err = Migrate(f2, lab, "gpu4")
+	rep, err = Migrate(context.Background(), f2, lab, "gpu4")
 	require.NoError(t, err)
 	require.Equal(t, map[uint64]uint64{1: 4, 2: 5, 3: 6}, rep.IDs)
 	require.Equal(t, "the same", rep.Policy)
 
-	_, err = Migrate(f1, lab, "gpu3")
+	_, err = Migrate(context.Background(), f1, lab, "gpu3")
 	require.ErrorIs(t, err, ErrMigrated)
 	require.ErrorContains(t, err, "holds 3 bookings of host gpu3")
 	require.Equal(t, before, storetest.Fingerprint(t, f1), "the file is only read")
@@ -91,7 +93,7 @@ func TestMigrate(t *testing.T) {
 // several.
 func TestMigrateLargeLedger(t *testing.T) {
 	t.Parallel()
-	l := storage.New(filepath.Join(t.TempDir(), "chronos.db"))
+	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a := clientOn(l, nil, alice)
 	for i := range 130 {
 		p, err := a.Create(Request{Device: i % 2, Memory: Fraction(0.001), Duration: time.Hour})
@@ -102,7 +104,7 @@ func TestMigrateLargeLedger(t *testing.T) {
 		}
 	}
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	rep, err := Migrate(l, lab, "gpu5")
+	rep, err := Migrate(context.Background(), l, lab, "gpu5")
 	require.NoError(t, err)
 	require.Equal(t, 130, rep.Bookings)
 	require.Equal(t, 65, rep.Live)
@@ -146,7 +148,7 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.NoError(t, err)
 	before := usageOf(t, lab, bob.UID)
 
-	rep, err := Migrate(file, lab, "gpu3")
+	rep, err := Migrate(context.Background(), file, lab, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Bookings)
 	require.Equal(t, 1, rep.Requests)
@@ -161,8 +163,8 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
 	require.Greater(t, usageOf(t, lab, bob.UID), before, "bob's use on the file adds to his use in the lab")
 
-	out := storage.New(filepath.Join(t.TempDir(), "back.db"))
-	back, err := Migrate(lab, out, "gpu3")
+	out := bolt.New(filepath.Join(t.TempDir(), "back.db"))
+	back, err := Migrate(context.Background(), lab, out, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, "etcd", back.From)
 	require.Equal(t, "file", back.To)
@@ -179,9 +181,9 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
 
-	_, err = Migrate(lab, out, "gpu3")
+	_, err = Migrate(context.Background(), lab, out, "gpu3")
 	require.ErrorIs(t, err, ErrMigrated, "the file holds bookings of its own now")
-	_, err = Migrate(file, out, "gpu3")
+	_, err = Migrate(context.Background(), file, out, "gpu3")
 	require.ErrorIs(t, err, ErrInput, "two files: nothing to move between")
 }
 
@@ -189,7 +191,7 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 func usageOf(t *testing.T, s storage.Store, uid int) float64 {
 	t.Helper()
 	var u storage.UserUsage
-	require.NoError(t, s.View(func(tx *storage.Tx) error {
+	require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		u, _, err = tx.UserUsage(uid)
 		return err
@@ -211,11 +213,11 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	require.NoError(t, err)
 
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	_, err = Migrate(file, lab, "gpu3")
+	_, err = Migrate(context.Background(), file, lab, "gpu3")
 	require.ErrorIs(t, err, ErrMigrationBlocked)
 	require.ErrorContains(t, err, fmt.Sprintf("request %d (bob) waits in the line", q.ID))
 	require.ErrorContains(t, err, fmt.Sprintf("chronos queue cancel %d", q.ID))
-	require.NoError(t, lab.View(func(tx *storage.Tx) error {
+	require.NoError(t, lab.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		require.Empty(t, parts, "nothing written")
 		return err
@@ -225,7 +227,7 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	w, err := thisWrapper(0)
 	require.NoError(t, err)
 	require.NoError(t, b.recordWrapper(4, w))
-	_, err = Migrate(file, lab, "gpu3")
+	_, err = Migrate(context.Background(), file, lab, "gpu3")
 	require.ErrorIs(t, err, ErrMigrationBlocked)
 	require.ErrorContains(t, err, "booking 4 (bob) is held by chronos run")
 }

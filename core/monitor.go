@@ -203,6 +203,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 		next, err := m.tick(changed)
 		m.o.Observer.Ticked(clock.Since(clock.Kernel, began))
 		changed = false
+		if err != nil && ctx.Err() != nil {
+			return nil // stopped in the middle of a pass: no error to report
+		}
 		if err != nil {
 			// The same error every second (a ledger it may only read, say)
 			// is said again once a minute, not each time.
@@ -265,7 +268,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		return nil, m.lastErr
 	}
 	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
-	err := m.c.ledger.View(func(tx *storage.Tx) error {
+	err := m.c.ledger.View(m.c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if s.pol, err = policyIn(tx); err != nil {
 			return err
@@ -343,7 +346,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		atts = Attribute(s, local, now)
 		m.o.Observer.Sampled(s, atts)
 		m.acct.observe(s, atts, local, now)
-		if err := m.acct.skipTaken(m.c.ledger); err != nil {
+		if err := m.acct.skipTaken(m.c.ctx, m.c.ledger); err != nil {
 			return now, err
 		}
 		// Only readings of the GPUs the inventory lists: a simulated
@@ -381,7 +384,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		accounted, placeMore := false, false
 		// A pass goes ahead of other writers waiting their turn:
 		// recording an expiry must not wait behind the lab's bookings.
-		err := storage.UpdateUrgent(m.c.ledger, func(tx *storage.Tx) error {
+		err := storage.UpdateUrgent(m.c.ctx, m.c.ledger, func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
 			policy := ledgerPolicy(tx)
@@ -826,7 +829,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 		return nil
 	}
 	now := m.c.now()
-	err := m.c.ledger.Update(func(tx *storage.Tx) error {
+	err := m.c.ledger.Update(m.c.ctx, func(tx *storage.Tx) error {
 		for _, key := range denied {
 			if err := m.claim(tx, key, true, now); err != nil {
 				return err

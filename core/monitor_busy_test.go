@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // A ledger kept busy at a booking's deadline (another process holds the
@@ -23,7 +24,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := newFakeClock()
-	c := simClient(t, &storage.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, CurrentIdentity(), clk)
+	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, CurrentIdentity(), clk)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")

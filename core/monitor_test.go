@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -312,8 +313,8 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	dir, bin := otherUserDir(t)
 
 	s := open()
-	if _, ok := s.(*storage.Ledger); ok {
-		s = storage.New(filepath.Join(dir, "chronos.db")) // a file the other uid may write
+	if _, ok := s.(*bolt.Ledger); ok {
+		s = bolt.New(filepath.Join(dir, "chronos.db")) // a file the other uid may write
 	}
 	db := s.String()
 	sim := gpu.NewSim(gpu.SimOptions{})
@@ -324,7 +325,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	c := simClient(t, s, sim, root, clk)
 	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
-	if _, ok := s.(*storage.Ledger); ok {
+	if _, ok := s.(*bolt.Ledger); ok {
 		require.NoError(t, os.Chmod(db, 0o666))
 	}
 	victim := startChild(t, p.ID, "sleep 60")

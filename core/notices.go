@@ -14,7 +14,7 @@ import (
 // before. It returns the newest event's number, to pass as after next
 // time. Whether each is still worth showing is Notice.Moot's to say.
 func (c *Client) Notices(after uint64) (notices []Notice, upTo uint64, err error) {
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		upTo = tx.LastEvent()
 		if upTo <= after {
 			return nil
@@ -120,7 +120,7 @@ func (n Notice) Moot(p storage.Partition, now time.Time) bool {
 // up to event seq, so that none of their apps shows them again. Its owner
 // or root may, whether the booking still runs or not.
 func (c *Client) DismissNotice(id, seq uint64) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		p, err := getPartition(tx, id)
 		if err != nil {
 			return err

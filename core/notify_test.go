@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 var nobody = Identity{UID: 65534, User: "nobody"}
@@ -247,7 +248,7 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]Notice{}
 	app := func(who Identity) *Monitor {
-		c := NewClient(Options{Ledger: storage.New(r.path), As: &who, Clock: r.clock})
+		c := NewClient(Options{Ledger: bolt.New(r.path), As: &who, Clock: r.clock})
 		return NewMonitor(c, MonitorOptions{OnNotice: func(n Notice) {
 			mu.Lock()
 			defer mu.Unlock()

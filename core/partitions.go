@@ -96,7 +96,7 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 	var room Availability
 	var more bool // placement left for a transaction of its own
 	create := func(fetched *storage.Inventory) error {
-		return c.ledger.Update(func(tx *storage.Tx) error {
+		return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 			out, entry, more = nil, nil, false
 			inv, ok, err := tx.HostInventory(host)
 			if err != nil {
@@ -401,7 +401,7 @@ func (c *Client) otherHost(host string) string {
 // all, every booking ever made that the ledger still holds.
 func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		out, err = c.listIn(tx, all, c.now())
 		return err
@@ -449,7 +449,7 @@ func withUsage(tx *storage.Tx, parts []Partition, want func(Partition) bool) err
 // Get returns one booking, live or not.
 func (c *Client) Get(id uint64) (*Partition, error) {
 	var w Partition
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		p, err := getPartition(tx, id)
 		w = c.seenIn(tx)(p)
 		return err
@@ -494,7 +494,7 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 func (c *Client) Release(id uint64) (Partition, error) {
 	var p storage.Partition
 	var more bool
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
@@ -537,7 +537,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		return Partition{}, inputErr("extension %s must be at least a second", d)
 	}
 	var p storage.Partition
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "extend"); err != nil {
 			return err
@@ -665,7 +665,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 		inv, err = c.Inventory()
 	} else {
 		var ok bool
-		err = c.ledger.View(func(tx *storage.Tx) error {
+		err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			inv, ok, err = tx.HostInventory(host)
 			return err
 		})
@@ -677,7 +677,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 		return nil, err
 	}
 	var out []Availability
-	err = c.ledger.View(func(tx *storage.Tx) error {
+	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		parts, err := tx.LivePartitions()
 		if err != nil {
 			return err
@@ -707,7 +707,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 func (c *Client) Inventory() (storage.Inventory, error) {
 	var inv storage.Inventory
 	var ok bool
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		inv, ok, err = tx.HostInventory(c.host)
 		return err
@@ -729,7 +729,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 // not woken by a write that changes nothing.
 func (c *Client) SaveInventory(inv storage.Inventory) error {
 	same := false
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		old, ok, err := tx.HostInventory(c.host)
 		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
 		return nil
@@ -737,14 +737,14 @@ func (c *Client) SaveInventory(inv storage.Inventory) error {
 	if err != nil || same {
 		return err
 	}
-	return c.ledger.Update(func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
 }
 
 // Events returns audit events numbered after seq (0: from the start), at most
 // limit (0: all).
 func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
 	var out []storage.Event
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		out, err = tx.Events(after, limit)
 		return err
@@ -762,7 +762,7 @@ func (c *Client) LastEvents(n int) ([]storage.Event, error) { return c.FindEvent
 // Live bookings come with their usage.
 func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if window <= 0 {
 			pol, err := policyIn(tx)
 			if err != nil {

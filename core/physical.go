@@ -155,7 +155,7 @@ func (c *Client) saveReading(rs []storage.DeviceReading) error {
 		return nil // a ledger many hosts share keeps no readings (see Monitor.tick)
 	}
 	due := false
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		inv, _, err := tx.Inventory()
 		if err != nil || inv.Backend != rs[0].Backend {
 			return err
@@ -167,7 +167,7 @@ func (c *Client) saveReading(rs []storage.DeviceReading) error {
 	if err != nil || !due {
 		return err
 	}
-	return c.ledger.Update(func(tx *storage.Tx) error { return putReadingIfDue(tx, rs) })
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return putReadingIfDue(tx, rs) })
 }
 
 // putReadingIfDue stores rs inside a write transaction, checking again

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // A booking is admitted on booked shares, but told when it promises memory
@@ -22,7 +23,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, storage.New(path), sim, root, clock)
+	c := simClient(t, bolt.New(path), sim, root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 
@@ -79,13 +80,13 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	still := clock.Now()
 	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, storage.New(path), sim, root, clock)
+	c := simClient(t, bolt.New(path), sim, root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
 	stored := func() []storage.DeviceReading {
 		var rs []storage.DeviceReading
-		require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+		require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			var err error
 			rs, err = tx.DeviceReadings()
 			return err
@@ -129,12 +130,12 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, storage.New(path), sim, root, nil)
+	c := simClient(t, bolt.New(path), sim, root, nil)
 	_, err := c.Inventory()
 	require.NoError(t, err)
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := bbolt.Open(path, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte("reading/3"), []byte("not json"))
 	}))
 	require.NoError(t, db.Close())

@@ -103,7 +103,7 @@ func policyIn(tx *storage.Tx) (Policy, error) {
 // Policy returns the policy in force.
 func (c *Client) Policy() (Policy, error) {
 	var p Policy
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		p, err = policyIn(tx)
 		return err
@@ -128,7 +128,7 @@ func (c *Client) SetPolicy(settings []string) (Policy, error) {
 	}
 	var p Policy
 	var more bool
-	err = c.ledger.Update(func(tx *storage.Tx) error {
+	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if p, err = policyIn(tx); err != nil {
 			return err

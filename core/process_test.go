@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -89,7 +90,7 @@ func playRole(role, db, arg string) int {
 	case "hold":
 		// Take the write lock, say so with a marker file, and keep it
 		// until told to let go (or 10 s): the test stops us meanwhile.
-		err := c.ledger.Update(func(tx *storage.Tx) error {
+		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 			if err := os.WriteFile(arg+".held", nil, 0o600); err != nil {
 				return err
 			}
@@ -292,7 +293,7 @@ func TestKilledWriterLeavesWholeLedger(t *testing.T) {
 func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
-	_, file := s.(*storage.Ledger)
+	_, file := s.(*bolt.Ledger)
 	rounds := 300
 	if testing.Short() || !file {
 		rounds = 30 // etcd: what it keeps whole is its own affair; this checks the transactions
@@ -311,7 +312,7 @@ func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 			if _, err := os.Stat(db); err != nil {
 				continue // killed before its first write
 			}
-			l := storage.New(db)
+			l := bolt.New(db)
 			problems, err := l.Check()
 			require.NoError(t, err, "round %d", i)
 			require.Empty(t, problems, "round %d", i)
@@ -385,7 +386,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	holder, marker := holdLedger(t, db)
 	require.NoError(t, holder.Process.Signal(syscall.SIGSTOP))
 
-	quick := NewClient(Options{Ledger: &storage.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &alice})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &alice})
 	for name, op := range map[string]func() error{
 		"create": func() error {
 			_, err := quick.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})

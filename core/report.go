@@ -82,7 +82,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		}
 		return g
 	}
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		if err != nil {
 			return err
@@ -282,7 +282,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 	sums, settle := maps.Clone(t.settled), map[string]figures{}
 	var settledIDs []uint64
 	next := t.next
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if also != nil {
 			if err := also(tx); err != nil {
 				return err

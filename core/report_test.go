@@ -46,7 +46,7 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 		// nobody: 50% of GPU 1 from 8 days ago to 6 days ago: half in a 7-day window.
 		{65534, "nobody", 1, 0.5, 8 * day, 6 * day, storage.Expired, 10 * h, 4 * h, false},
 	} {
-		require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+		require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 			p := storage.Partition{Device: s.device, DeviceUUID: "GPU-x", SharePPM: int64(s.share * ppm), UID: s.uid, User: s.user,
 				Created: now.Add(-s.created), Expires: now.Add(-s.end), State: s.state}
 			if s.state == storage.Released {
@@ -65,7 +65,7 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 			return tx.PutBookingUsage(u)
 		}))
 	}
-	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		if err := tx.AddUnbooked(now.Add(-day), 65534, "nobody", 90*time.Minute); err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 
 	// A settled booking is not read again: what a monitor might still
 	// change there (it cannot, past settleAfter) does not cost a scrape.
-	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		u, _, err := tx.BookingUsage(3)
 		u.GPUTime += time.Hour
 		if err != nil {
@@ -265,7 +265,7 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	t.Parallel()
 	c, now := reportLedger(t)
 	day := 24 * time.Hour
-	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		// daemon: all of GPU 1 from 31 days ago to 29 days ago.
 		p := storage.Partition{Device: 1, DeviceUUID: "GPU-x", SharePPM: ppm, UID: 1, User: "daemon",
 			Created: now.Add(-31 * day), Expires: now.Add(-29 * day), Ended: now.Add(-29 * day), State: storage.Expired}

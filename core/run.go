@@ -71,6 +71,7 @@ type RunResult struct {
 // only stops Run following the ledger (extensions and releases made
 // elsewhere), and the command still runs to its deadline.
 func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
+	c = c.lasting() // a signal goes on to the command, and the booking is released after
 	if len(o.Command) == 0 {
 		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
 	}
@@ -97,7 +98,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	var p storage.Partition
 	booked := false
 	if o.Partition != 0 {
-		err = c.ledger.View(func(tx *storage.Tx) error {
+		err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			p, err = c.mine(tx, o.Partition, "run in")
 			return err
 		})
@@ -363,7 +364,7 @@ func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say f
 func claimSignal(c *Client, p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
 	won, more := false, false
-	err := c.ledger.Update(func(tx *storage.Tx) error {
+	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		won, more = false, false
 		claims, err := tx.Claims()
 		if err != nil {
@@ -462,7 +463,7 @@ func (c *Client) ComputeCapNote(p storage.Partition, mps gpu.MPS) string {
 	}
 	var inv storage.Inventory
 	var ok bool
-	_ = c.ledger.View(func(tx *storage.Tx) (err error) {
+	_ = c.ledger.View(c.ctx, func(tx *storage.Tx) (err error) {
 		inv, ok, err = tx.HostInventory(p.Host)
 		return err
 	})

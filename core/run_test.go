@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -90,7 +91,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 		}
 		parts, err := c.List(false)
 		if err == nil && len(parts) == 1 {
-			err = c.Ledger().Update(func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
 		}
 		if err != nil {
 			t.Error(err)
@@ -297,7 +298,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 // re-reading the ledger as fast as it can.
 func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	t.Parallel()
-	store := &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	store := &countingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
 	c := NewClient(Options{Ledger: store, Devices: testDevices})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -335,7 +336,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	me := CurrentIdentity()
-	c := NewClient(Options{Ledger: &storage.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
+	c := NewClient(Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
 	pidFile := filepath.Join(t.TempDir(), "holder")
 	var said bytes.Buffer
 	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -74,7 +75,7 @@ func TestCoreCatchesNoSignals(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			if how != "run" { // a full GPU: the request waits in line
-				_, err := clientOn(storage.New(db), nil, root).Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+				_, err := clientOn(bolt.New(db), nil, root).Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
 				require.NoError(t, err)
 			}
 			cmd := roleCmd(t, "uncaught", db, how)

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/chronos-gpu/chronos/storage"
-	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
 // DefaultStoreFile is where StoreFile is unless the environment moves it.
@@ -36,10 +35,6 @@ type StoreConfig struct {
 	// CACert, Cert and Key are PEM files for TLS to etcd.
 	CACert, Cert, Key string
 }
-
-// Etcd reports whether the store is an etcd cluster (many hosts) rather
-// than a file (this host alone).
-func (c StoreConfig) Etcd() bool { return etcd.IsURL(c.Store) }
 
 // FindStore completes what the flags gave. The store is the flag's, else
 // $CHRONOS_STORE, else $CHRONOS_DB, else the one in the store file, else
@@ -70,28 +65,6 @@ func FindStore(flags StoreConfig) (StoreConfig, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// OpenStore opens the ledger cfg names. An etcd store is not reached until
-// the first transaction, which fails within the timeout when etcd does not
-// answer.
-func OpenStore(cfg StoreConfig) (storage.Store, error) {
-	if !cfg.Etcd() {
-		// "gpu1:2379" would make a ledger file of that name: say what was
-		// probably meant.
-		if _, err := etcd.ParseURL(etcd.Scheme + cfg.Store); err == nil && !strings.Contains(cfg.Store, "/") {
-			return nil, inputErr("store %q: a ledger on etcd is written %s%s", cfg.Store, etcd.Scheme, cfg.Store)
-		}
-		return storage.New(cfg.Store), nil
-	}
-	ec, err := etcd.ParseURL(cfg.Store)
-	if err != nil {
-		return nil, inputErr("%v", err)
-	}
-	if ec.TLS, err = etcd.TLSConfig(cfg.CACert, cfg.Cert, cfg.Key); err != nil {
-		return nil, err
-	}
-	return etcd.Open(ec)
 }
 
 // ReadStoreFile reads a store file: lines of key=value (store, cacert,

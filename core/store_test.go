@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
 // The store comes from the flag, else $CHRONOS_STORE, else $CHRONOS_DB,
@@ -55,7 +55,7 @@ func TestFindStore(t *testing.T) {
 	want, err := LedgerPath("")
 	require.NoError(t, err)
 	require.Equal(t, want, cfg.Store)
-	require.False(t, cfg.Etcd())
+	require.False(t, etcd.IsURL(cfg.Store))
 }
 
 func TestStoreFileMistakes(t *testing.T) {
@@ -72,15 +72,6 @@ func TestStoreFileMistakes(t *testing.T) {
 		require.ErrorContains(t, err, "write key=value", name)
 		require.ErrorContains(t, err, "line", name)
 	}
-
-	_, err := OpenStore(StoreConfig{Store: "gpu1:2379"})
-	require.ErrorIs(t, err, ErrInput)
-	require.ErrorContains(t, err, "etcd://gpu1:2379")
-	_, err = OpenStore(StoreConfig{Store: "etcd://gpu1"})
-	require.ErrorIs(t, err, ErrInput)
-	s, err := OpenStore(StoreConfig{Store: filepath.Join(dir, "c.db")})
-	require.NoError(t, err)
-	require.IsType(t, &storage.Ledger{}, s)
 }
 
 // The store file is root's and the group's, 0640: members read it, others

@@ -31,7 +31,7 @@ func (c *Client) TakeOver(id uint64, pid int) (storage.Request, error) {
 		return storage.Request{}, fmt.Errorf("name the waiting process %d: %w", pid, err)
 	}
 	var r storage.Request
-	err = c.ledger.Update(func(tx *storage.Tx) error {
+	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		if r, err = tx.Request(id); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return fmt.Errorf("%w: %d", ErrNoRequest, id)

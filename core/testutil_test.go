@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
+	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
 // newFakeClock is a clock for tests of deadlines, at a fixed instant: no
@@ -67,7 +70,7 @@ func newTestClient(t *testing.T, clock *clock.Fake, who Identity) *Client {
 }
 
 func clientAt(path string, clock *clock.Fake, who Identity) *Client {
-	return clientOn(storage.New(path), clock, who)
+	return clientOn(bolt.New(path), clock, who)
 }
 
 // clientOn is a client of the test GPUs on any store.
@@ -88,7 +91,14 @@ var (
 // openSpec opens a store by its String(): a file's path or an etcd URL, as
 // a process started by a test gets it.
 func openSpec(spec string) storage.Store {
-	s, err := OpenStore(StoreConfig{Store: spec})
+	if !etcd.IsURL(spec) {
+		return bolt.New(spec)
+	}
+	cfg, err := etcd.ParseURL(spec)
+	if err != nil {
+		panic(err)
+	}
+	s, err := etcd.Open(cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -108,12 +118,12 @@ type countingStore struct {
 	views, updates atomic.Int64
 }
 
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
+func (s *countingStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.views.Add(1)
-	return s.Store.View(fn)
+	return s.Store.View(ctx, fn)
 }
 
-func (s *countingStore) Update(fn func(*storage.Tx) error) error {
+func (s *countingStore) Update(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.updates.Add(1)
-	return s.Store.Update(fn)
+	return s.Store.Update(ctx, fn)
 }

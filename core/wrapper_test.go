@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // A monitor releases a booking whose chronos run is gone once nothing of
@@ -20,7 +21,7 @@ import (
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
 	book := func(w storage.Wrapper) uint64 {
 		t.Helper()
 		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
@@ -81,7 +82,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	t.Parallel()
-	c := simClient(t, storage.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]BookingStatus{}
 	for _, w := range []struct {

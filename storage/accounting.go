@@ -9,9 +9,9 @@ import (
 // The monitors' accounting: per booking aggregates, one compact sample per
 // GPU per minute (kept a day), and per user GPU time used with no booking.
 var (
-	bucketBookingUsage = []byte("booking-usage") // BookingUsage by booking id
-	bucketSamples      = []byte("samples")       // GPUMinute by minute, then device UUID
-	bucketUnbooked     = []byte("unbooked")      // UnbookedUse by day, then uid
+	BucketBookingUsage = []byte("booking-usage") // BookingUsage by booking id
+	BucketSamples      = []byte("samples")       // GPUMinute by minute, then device UUID
+	BucketUnbooked     = []byte("unbooked")      // UnbookedUse by day, then uid
 )
 
 // BookingUsage is what monitors measured of one booking, and where it stands on
@@ -70,11 +70,11 @@ type UnbookedUse struct {
 // BookingUsage returns the booking's usage; ok is false when none was
 // recorded.
 func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
-	v, err := tx.get(bucketBookingUsage, key(id))
+	v, err := tx.get(BucketBookingUsage, IDKey(id))
 	if err != nil || v == nil {
 		return BookingUsage{Partition: id}, false, err
 	}
-	if err := decode(v, &u); err != nil {
+	if err := Decode(v, &u); err != nil {
 		return u, false, fmt.Errorf("usage of %d: %w", id, err)
 	}
 	return u, true, nil
@@ -83,7 +83,7 @@ func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
 // UsageOf returns the usage of each booking of ids, in that order (with no
 // usage yet: zero, Partition set), in as few reads as the engine allows.
 func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
-	vals, err := tx.getMany(bucketBookingUsage, idKeys(ids))
+	vals, err := tx.getMany(BucketBookingUsage, idKeys(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
 	for i, v := range vals {
 		out[i].Partition = ids[i]
 		if v != nil {
-			if err := decode(v, &out[i]); err != nil {
+			if err := Decode(v, &out[i]); err != nil {
 				return nil, fmt.Errorf("usage of %d: %w", ids[i], err)
 			}
 		}
@@ -105,13 +105,13 @@ func (tx *Tx) PutBookingUsage(u BookingUsage) error {
 	if err != nil {
 		return err
 	}
-	return put(raw, bucketBookingUsage, key(u.Partition), u)
+	return PutRecord(raw, BucketBookingUsage, IDKey(u.Partition), u)
 }
 
 // BookingUsages returns every booking's usage by id.
 func (tx *Tx) BookingUsages() (map[uint64]BookingUsage, error) {
 	out := map[uint64]BookingUsage{}
-	err := each(tx, bucketBookingUsage, func(_ []byte, u BookingUsage) error {
+	err := each(tx, BucketBookingUsage, func(_ []byte, u BookingUsage) error {
 		out[u.Partition] = u
 		return nil
 	})
@@ -130,7 +130,7 @@ func minuteKey(t time.Time, uuid string) []byte {
 // HasGPUMinute reports whether the GPU's minute starting at minute was
 // recorded: the claim that makes many monitors account it once.
 func (tx *Tx) HasGPUMinute(minute time.Time, uuid string) (bool, error) {
-	v, err := tx.get(bucketSamples, minuteKey(minute, uuid))
+	v, err := tx.get(BucketSamples, minuteKey(minute, uuid))
 	return v != nil, err
 }
 
@@ -140,7 +140,7 @@ func (tx *Tx) PutGPUMinute(m GPUMinute) error {
 	if err != nil {
 		return err
 	}
-	return put(raw, bucketSamples, minuteKey(m.Minute, m.UUID), m)
+	return PutRecord(raw, BucketSamples, minuteKey(m.Minute, m.UUID), m)
 }
 
 // GPUMinutes returns the minutes that started in [from, to), oldest first;
@@ -148,7 +148,7 @@ func (tx *Tx) PutGPUMinute(m GPUMinute) error {
 func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]GPUMinute, error) {
 	var out []GPUMinute
 	end := unixSeconds(to)
-	err := tx.scan(bucketSamples, minuteKey(from, ""), false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketSamples, minuteKey(from, ""), false, func(k, v []byte) (bool, error) {
 		if len(k) < 8 || binary.BigEndian.Uint64(k) >= end {
 			return false, nil
 		}
@@ -156,7 +156,7 @@ func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]GPUMinute, error) {
 			return true, nil
 		}
 		var m GPUMinute
-		if err := decode(v, &m); err != nil {
+		if err := Decode(v, &m); err != nil {
 			return false, fmt.Errorf("GPU minute %x: %w", k, err)
 		}
 		out = append(out, m)
@@ -172,7 +172,7 @@ func (tx *Tx) DropGPUMinutes(cutoff time.Time) error {
 		return err
 	}
 	end := unixSeconds(cutoff)
-	return deleteWhere(tx, raw, bucketSamples, nil, DropMax, func(k, _ []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketSamples, nil, DropMax, func(k, _ []byte) (bool, bool) {
 		old := len(k) < 8 || binary.BigEndian.Uint64(k) < end
 		return old, old
 	})
@@ -196,26 +196,26 @@ func (tx *Tx) AddUnbooked(at time.Time, uid int, user string, d time.Duration) e
 	day := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
 	k := dayKey(day, uid)
 	u := UnbookedUse{Day: day, UID: uid, User: user}
-	v, err := raw.Get(bucketUnbooked, k)
+	v, err := raw.Get(BucketUnbooked, k)
 	if err != nil {
 		return err
 	}
 	if v != nil {
-		if err := decode(v, &u); err != nil {
+		if err := Decode(v, &u); err != nil {
 			return fmt.Errorf("unbooked use %x: %w", k, err)
 		}
 	}
 	u.GPUTime += d
-	return put(raw, bucketUnbooked, k, u)
+	return PutRecord(raw, BucketUnbooked, k, u)
 }
 
 // Unbooked returns each user's daily unbooked use from the day of since on.
 func (tx *Tx) Unbooked(since time.Time) ([]UnbookedUse, error) {
 	y, m, d := since.UTC().Date()
 	var out []UnbookedUse
-	err := tx.scan(bucketUnbooked, dayKey(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), 0), false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketUnbooked, dayKey(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), 0), false, func(k, v []byte) (bool, error) {
 		var u UnbookedUse
-		if err := decode(v, &u); err != nil {
+		if err := Decode(v, &u); err != nil {
 			return false, fmt.Errorf("unbooked use %x: %w", k, err)
 		}
 		out = append(out, u)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -9,27 +10,27 @@ import (
 )
 
 // Sequencer is an engine that can say a bucket's last handed-out number
-// without handing out another: doctor checks the counters are ahead of
+// without handing out another: doctor checks the Counters are ahead of
 // every id.
 type Sequencer interface {
 	Sequence(bucket []byte) (uint64, error)
 }
 
 // DiagnoseStore checks the records of any ledger (one on etcd, say) as
-// one read-only transaction sees them: the checks of inspectRecords. A
+// one read-only transaction sees them: the checks of InspectRecords. A
 // file's Diagnose checks its pages and backup besides.
-func DiagnoseStore(s Store, now time.Time) (Diagnosis, error) {
+func DiagnoseStore(ctx context.Context, s Store, now time.Time) (Diagnosis, error) {
 	d := Diagnosis{Path: s.String(), Exists: true, Problems: []string{}, Schema: SchemaVersion}
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var inv Inventory
-		if _, err := tx.getMeta(keyInventory, &inv); err != nil {
-			d.problem("the device inventory does not decode: %v", err)
+		if _, err := tx.getMeta(KeyInventory, &inv); err != nil {
+			d.Problem("the device inventory does not decode: %v", err)
 		}
 		var pol Policy
-		if _, err := tx.getMeta(keyPolicy, &pol); err != nil {
-			d.problem("the policy does not decode: %v", err)
+		if _, err := tx.getMeta(KeyPolicy, &pol); err != nil {
+			d.Problem("the policy does not decode: %v", err)
 		}
-		inspectRecords(tx, &d, now)
+		InspectRecords(tx, &d, now)
 		return nil
 	})
 	d.Healthy = len(d.Problems) == 0
@@ -42,39 +43,39 @@ type gpuAt struct {
 	device int
 }
 
-// inspectRecords checks a ledger's records, whatever its engine: that
+// InspectRecords checks a ledger's records, whatever its engine: that
 // every booking decodes, agrees with its key and is valid (a state among
 // them: a record without one hides from list yet would block admission),
 // that the live index lists exactly the bookings stored as live, that no
 // GPU is booked past 100%, that every booking has its "created" event and
 // every ended one the event that ended it, that every event decodes and
-// agrees with its key, and that the id counters are ahead of every id.
-func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
+// agrees with its key, and that the id Counters are ahead of every id.
+func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 	stored := map[uint64]Partition{}
 	var maxID uint64
-	walkRecords(tx, bucketPartitions, "booking", d, func(id uint64, v []byte) {
+	walkRecords(tx, BucketPartitions, "booking", d, func(id uint64, v []byte) {
 		var p Partition
-		if err := decode(v, &p); err != nil {
-			d.problem("partition %d does not decode: %v", id, err)
+		if err := Decode(v, &p); err != nil {
+			d.Problem("partition %d does not decode: %v", id, err)
 			return
 		}
-		if msg := p.invalid(id); msg != "" {
-			d.problem("partition %d: %s", id, msg)
+		if msg := p.Invalid(id); msg != "" {
+			d.Problem("partition %d: %s", id, msg)
 		}
 		stored[id] = p
 		maxID = max(maxID, id)
 	})
-	have.parts = counterAhead(tx, bucketPartitions, maxID, "the partition id counter (%d) is behind the highest id (%d): ids would be reused", d)
+	have.Parts = counterAhead(tx, BucketPartitions, maxID, "the partition id counter (%d) is behind the highest id (%d): ids would be reused", d)
 	d.Partitions = len(stored)
 
 	indexed := map[uint64]bool{}
-	walkRecords(tx, bucketLive, "live index", d, func(id uint64, _ []byte) {
+	walkRecords(tx, BucketLive, "live index", d, func(id uint64, _ []byte) {
 		indexed[id] = true
 		switch p, ok := stored[id]; {
 		case !ok:
-			d.problem("the live index lists partition %d, which does not exist", id)
+			d.Problem("the live index lists partition %d, which does not exist", id)
 		case p.State != Live:
-			d.problem("the live index lists partition %d, which is %s", id, stateName(p.State))
+			d.Problem("the live index lists partition %d, which is %s", id, stateName(p.State))
 		}
 	})
 	used := map[gpuAt]int64{}
@@ -84,7 +85,7 @@ func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
 		}
 		d.Live++
 		if !indexed[id] {
-			d.problem("partition %d is live but missing from the live index (admission would not count it)", id)
+			d.Problem("partition %d is live but missing from the live index (admission would not count it)", id)
 		}
 		if p.LiveAt(now) {
 			used[gpuAt{p.Host, p.Device}] += p.SharePPM
@@ -98,20 +99,20 @@ func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
 			if g.host != "" {
 				on = " of " + g.host
 			}
-			d.problem("GPU %d%s is booked %.2f%% by its live partitions", g.device, on, float64(ppm)/1e4)
+			d.Problem("GPU %d%s is booked %.2f%% by its live partitions", g.device, on, float64(ppm)/1e4)
 		}
 	}
 
 	created, ended := map[uint64]bool{}, map[uint64]bool{}
 	var maxSeq uint64
-	walkRecords(tx, bucketEvents, "event", d, func(seq uint64, v []byte) {
+	walkRecords(tx, BucketEvents, "event", d, func(seq uint64, v []byte) {
 		var e Event
-		if err := decode(v, &e); err != nil {
-			d.problem("event %d does not decode: %v", seq, err)
+		if err := Decode(v, &e); err != nil {
+			d.Problem("event %d does not decode: %v", seq, err)
 			return
 		}
 		if e.Seq != seq {
-			d.problem("event %d says it is event %d", seq, e.Seq)
+			d.Problem("event %d says it is event %d", seq, e.Seq)
 		}
 		switch e.Kind {
 		case EventCreated:
@@ -122,7 +123,7 @@ func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
 		maxSeq = max(maxSeq, seq)
 		d.Events++
 	})
-	have.events = counterAhead(tx, bucketEvents, maxSeq, "the event counter (%d) is behind the newest event (%d)", d)
+	have.Events = counterAhead(tx, BucketEvents, maxSeq, "the event counter (%d) is behind the newest event (%d)", d)
 	var missing, unended []uint64
 	for id, p := range stored {
 		if !created[id] {
@@ -135,10 +136,10 @@ func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
 	listed(d, missing, "partition %d has no created event", "%d more partitions have no created event")
 	listed(d, unended, "partition %d ended with no event saying who ended it", "%d more partitions ended with no event")
 
-	_ = tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+	_ = tx.scan(BucketClaims, nil, false, func(k, v []byte) (bool, error) {
 		var c Claim
-		if err := decode(v, &c); err != nil {
-			d.problem("claim %q does not decode", k)
+		if err := Decode(v, &c); err != nil {
+			d.Problem("claim %q does not decode", k)
 		} else {
 			d.Claims++
 		}
@@ -152,14 +153,14 @@ func inspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have counters) {
 func walkRecords(tx *Tx, bucket []byte, what string, d *Diagnosis, fn func(id uint64, v []byte)) {
 	err := tx.scan(bucket, nil, false, func(k, v []byte) (bool, error) {
 		if len(k) != 8 {
-			d.problem("%s key %x is not a number", what, k)
+			d.Problem("%s key %x is not a number", what, k)
 			return true, nil
 		}
 		fn(binary.BigEndian.Uint64(k), v)
 		return true, nil
 	})
 	if err != nil {
-		d.problem("reading the %s records failed: %v", what, err)
+		d.Problem("reading the %s records failed: %v", what, err)
 	}
 }
 
@@ -172,11 +173,11 @@ func counterAhead(tx *Tx, bucket []byte, highest uint64, behind string, d *Diagn
 	}
 	seq, err := s.Sequence(bucket)
 	if err != nil {
-		d.problem("the %s counter cannot be read: %v", bucket, err)
+		d.Problem("the %s counter cannot be read: %v", bucket, err)
 		return highest
 	}
 	if seq < highest {
-		d.problem(behind, seq, highest)
+		d.Problem(behind, seq, highest)
 	}
 	return max(seq, highest)
 }
@@ -186,10 +187,10 @@ func listed(d *Diagnosis, ids []uint64, one, more string) {
 	slices.Sort(ids)
 	for i, id := range ids {
 		if i == 10 {
-			d.problem(more, len(ids)-10)
+			d.Problem(more, len(ids)-10)
 			return
 		}
-		d.problem(one, id)
+		d.Problem(one, id)
 	}
 }
 

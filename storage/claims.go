@@ -20,9 +20,9 @@ type Claim struct {
 // Claims returns every claim by key.
 func (tx *Tx) Claims() (map[string]Claim, error) {
 	out := map[string]Claim{}
-	err := tx.scan(bucketClaims, nil, false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketClaims, nil, false, func(k, v []byte) (bool, error) {
 		var c Claim
-		if err := decode(v, &c); err != nil {
+		if err := Decode(v, &c); err != nil {
 			return false, fmt.Errorf("claim %q: %w", k, err)
 		}
 		out[string(k)] = c
@@ -37,7 +37,7 @@ func (tx *Tx) PutClaim(key string, c Claim) error {
 	if err != nil {
 		return err
 	}
-	return put(raw, bucketClaims, []byte(key), c)
+	return PutRecord(raw, BucketClaims, []byte(key), c)
 }
 
 // DropMax is the most records one call of DropClaims or DropGPUMinutes
@@ -52,8 +52,8 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	return deleteWhere(tx, raw, bucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
 		var c Claim
-		return decode(v, &c) != nil || c.At.Before(cutoff), true
+		return Decode(v, &c) != nil || c.At.Before(cutoff), true
 	})
 }

@@ -80,21 +80,21 @@ func (tx *Tx) AddEvent(e Event) error {
 	if err != nil {
 		return err
 	}
-	seq, err := raw.NextSequence(bucketEvents)
+	seq, err := raw.NextSequence(BucketEvents)
 	if err != nil {
 		return err
 	}
 	e.Seq = seq
-	return put(raw, bucketEvents, key(seq), e)
+	return PutRecord(raw, BucketEvents, IDKey(seq), e)
 }
 
 // Events returns the events numbered after seq, oldest first, at most limit
 // of them (0: all).
 func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
 	var out []Event
-	err := tx.scan(bucketEvents, key(after+1), false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketEvents, IDKey(after+1), false, func(k, v []byte) (bool, error) {
 		var e Event
-		if err := decode(v, &e); err != nil {
+		if err := Decode(v, &e); err != nil {
 			return false, fmt.Errorf("event %x: %w", k, err)
 		}
 		out = append(out, e)
@@ -106,9 +106,9 @@ func (tx *Tx) Events(after uint64, limit int) ([]Event, error) {
 // EventsBackward visits the audit trail from the newest event back, until
 // fn says stop.
 func (tx *Tx) EventsBackward(fn func(Event) (more bool, err error)) error {
-	return tx.scan(bucketEvents, nil, true, func(k, v []byte) (bool, error) {
+	return tx.scan(BucketEvents, nil, true, func(k, v []byte) (bool, error) {
 		var e Event
-		if err := decode(v, &e); err != nil {
+		if err := Decode(v, &e); err != nil {
 			return false, fmt.Errorf("event %x: %w", k, err)
 		}
 		return fn(e)
@@ -118,7 +118,7 @@ func (tx *Tx) EventsBackward(fn func(Event) (more bool, err error)) error {
 // LastEvent returns the sequence number of the newest event (0: none).
 func (tx *Tx) LastEvent() uint64 {
 	var last uint64
-	_ = tx.scan(bucketEvents, nil, true, func(k, _ []byte) (bool, error) {
+	_ = tx.scan(BucketEvents, nil, true, func(k, _ []byte) (bool, error) {
 		if len(k) == 8 {
 			last = binary.BigEndian.Uint64(k)
 		}

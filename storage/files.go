@@ -34,7 +34,7 @@ const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 // openRegular opens the ledger's file at path without following a
 // symbolic link or blocking on a FIFO, and refuses anything but a regular
 // file. A missing file gives an error that matches fs.ErrNotExist.
-func openRegular(path string, flag int) (*os.File, error) {
+func OpenRegular(path string, flag int) (*os.File, error) {
 	f, err := openNoFollow(path, flag, 0)
 	if errors.Is(err, errNotRegular) {
 		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
@@ -96,7 +96,7 @@ func kind(m fs.FileMode) string {
 
 // createNew creates the file at path, which must not exist in any form (a
 // dangling link included), with the given mode whatever the umask.
-func createNew(path string, mode fs.FileMode) (*os.File, error) {
+func CreateNew(path string, mode fs.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow, mode)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func createTemp(path string, mode fs.FileMode) (*os.File, error) {
 }
 
 // ownerOf returns a file's owner and group from its stat.
-func ownerOf(st fs.FileInfo) (uid, gid int, links uint64) {
+func OwnerOf(st fs.FileInfo) (uid, gid int, links uint64) {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		return int(sys.Uid), int(sys.Gid), uint64(sys.Nlink)
 	}
@@ -137,12 +137,12 @@ func ownerOf(st fs.FileInfo) (uid, gid int, links uint64) {
 // this process is root, root owns it — root never writes a file that a
 // member of the group controls — in the group of its directory when that is
 // a shared (setgid) one.
-func checkWritable(f *os.File, path string) error {
+func CheckWritable(f *os.File, path string) error {
 	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	uid, fgid, links := ownerOf(st)
+	uid, fgid, links := OwnerOf(st)
 	if links != 1 {
 		return fmt.Errorf("%w %s: it has %d names (hard links); a ledger has one", ErrUnsafeFile, path, links)
 	}
@@ -151,7 +151,7 @@ func checkWritable(f *os.File, path string) error {
 	}
 	gid := -1
 	if dir, err := os.Stat(filepath.Dir(path)); err == nil && dir.Mode()&fs.ModeSetgid != 0 {
-		_, gid, _ = ownerOf(dir)
+		_, gid, _ = OwnerOf(dir)
 	}
 	switch {
 	case uid != 0:
@@ -234,7 +234,7 @@ func Own(path string, uid, gid int, mode fs.FileMode) error {
 		if !st.Mode().IsRegular() {
 			return fmt.Errorf("%s is not a regular file (%s): remove it", path, kind(st.Mode()))
 		}
-		if _, _, links := ownerOf(st); links != 1 {
+		if _, _, links := OwnerOf(st); links != 1 {
 			return fmt.Errorf("%s has %d names (hard links): remove it, or check it and copy it to a file of its own", path, links)
 		}
 	}
@@ -243,3 +243,9 @@ func Own(path string, uid, gid int, mode fs.FileMode) error {
 	}
 	return f.Chmod(mode)
 }
+
+// BackupPath is where the rolling backup of the file ledger at path lives.
+// It is here, beside the other file rules, because setting up a shared
+// directory gives the backup the ledger's owner and mode, whichever engine
+// the command layer later opens.
+func BackupPath(path string) string { return path + ".backup" }

@@ -65,9 +65,9 @@ func (tx *Tx) PutInventory(inv Inventory) error { return tx.PutHostInventory("",
 // inventory/<host>. The ledger's own host (a file's) keeps "inventory".
 func inventoryKey(host string) []byte {
 	if host == "" {
-		return keyInventory
+		return KeyInventory
 	}
-	return append(slices.Clone(keyInventory), "/"+host...)
+	return append(slices.Clone(KeyInventory), "/"+host...)
 }
 
 // HostInventory returns host's cached device inventory ("" the ledger's own
@@ -88,13 +88,13 @@ func (tx *Tx) HostInventories() (map[string]Inventory, error) {
 	out := map[string]Inventory{}
 	from := inventoryKey("")
 	from = append(from, '/')
-	err := tx.scan(bucketMeta, from, false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketMeta, from, false, func(k, v []byte) (bool, error) {
 		host, ok := bytes.CutPrefix(k, from)
 		if !ok {
 			return false, nil
 		}
 		var inv Inventory
-		if err := decode(v, &inv); err != nil {
+		if err := Decode(v, &inv); err != nil {
 			return false, fmt.Errorf("%s: %w", k, err)
 		}
 		out[string(host)] = inv
@@ -115,12 +115,12 @@ func (tx *Tx) DeviceReading(index int) (r DeviceReading, ok bool, err error) {
 // DeviceReadings returns every stored GPU reading.
 func (tx *Tx) DeviceReadings() ([]DeviceReading, error) {
 	var out []DeviceReading
-	err := tx.scan(bucketMeta, keyReadingPrefix, false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketMeta, keyReadingPrefix, false, func(k, v []byte) (bool, error) {
 		if !bytes.HasPrefix(k, keyReadingPrefix) {
 			return false, nil
 		}
 		var r DeviceReading
-		if err := decode(v, &r); err != nil {
+		if err := Decode(v, &r); err != nil {
 			return false, fmt.Errorf("%s: %w", k, err)
 		}
 		out = append(out, r)
@@ -137,7 +137,7 @@ func (tx *Tx) PutDeviceReadings(rs []DeviceReading) error {
 		return err
 	}
 	var old [][]byte
-	err = tx.scan(bucketMeta, keyReadingPrefix, false, func(k, _ []byte) (bool, error) {
+	err = tx.scan(BucketMeta, keyReadingPrefix, false, func(k, _ []byte) (bool, error) {
 		if !bytes.HasPrefix(k, keyReadingPrefix) {
 			return false, nil
 		}
@@ -148,12 +148,12 @@ func (tx *Tx) PutDeviceReadings(rs []DeviceReading) error {
 		return err
 	}
 	for _, k := range old {
-		if err := raw.Delete(bucketMeta, k); err != nil {
+		if err := raw.Delete(BucketMeta, k); err != nil {
 			return err
 		}
 	}
 	for _, r := range rs {
-		if err := put(raw, bucketMeta, readingKey(r.Index), r); err != nil {
+		if err := PutRecord(raw, BucketMeta, readingKey(r.Index), r); err != nil {
 			return err
 		}
 	}

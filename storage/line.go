@@ -56,14 +56,14 @@ type Request struct {
 // Request returns the request with that id, or ErrNotFound.
 func (tx *Tx) Request(id uint64) (Request, error) {
 	var r Request
-	v, err := tx.get(bucketRequests, key(id))
+	v, err := tx.get(BucketRequests, IDKey(id))
 	if err != nil {
 		return r, err
 	}
 	if v == nil {
 		return r, ErrNotFound
 	}
-	if err := decode(v, &r); err != nil {
+	if err := Decode(v, &r); err != nil {
 		return r, fmt.Errorf("request %d: %w", id, err)
 	}
 	return r, nil
@@ -73,7 +73,7 @@ func (tx *Tx) Request(id uint64) (Request, error) {
 // line's history.
 func (tx *Tx) Requests() ([]Request, error) {
 	var out []Request
-	err := each(tx, bucketRequests, func(_ []byte, r Request) error {
+	err := each(tx, BucketRequests, func(_ []byte, r Request) error {
 		out = append(out, r)
 		return nil
 	})
@@ -84,7 +84,7 @@ func (tx *Tx) Requests() ([]Request, error) {
 // few reads as the engine allows.
 func (tx *Tx) WaitingRequests() ([]Request, error) {
 	var ids []uint64
-	err := tx.scan(bucketWaiting, nil, false, func(k, _ []byte) (bool, error) {
+	err := tx.scan(BucketWaiting, nil, false, func(k, _ []byte) (bool, error) {
 		if len(k) != 8 {
 			return false, fmt.Errorf("%w: waiting index key %x", ErrDamaged, k)
 		}
@@ -94,7 +94,7 @@ func (tx *Tx) WaitingRequests() ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := tx.getMany(bucketRequests, idKeys(ids))
+	vals, err := tx.getMany(BucketRequests, idKeys(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (tx *Tx) WaitingRequests() ([]Request, error) {
 		if v == nil {
 			return nil, fmt.Errorf("waiting index: request %d: %w", ids[i], ErrNotFound)
 		}
-		if err := decode(v, &out[i]); err != nil {
+		if err := Decode(v, &out[i]); err != nil {
 			return nil, fmt.Errorf("waiting index: request %d: %w", ids[i], err)
 		}
 	}
@@ -118,18 +118,18 @@ func (tx *Tx) PutRequest(r *Request) error {
 		return err
 	}
 	if r.ID == 0 {
-		if r.ID, err = raw.NextSequence(bucketRequests); err != nil {
+		if r.ID, err = raw.NextSequence(BucketRequests); err != nil {
 			return err
 		}
 	}
 	r.V = SchemaVersion
-	if err := put(raw, bucketRequests, key(r.ID), r); err != nil {
+	if err := PutRecord(raw, BucketRequests, IDKey(r.ID), r); err != nil {
 		return err
 	}
 	if r.State == Waiting {
-		return raw.Put(bucketWaiting, key(r.ID), []byte{})
+		return raw.Put(BucketWaiting, IDKey(r.ID), []byte{})
 	}
-	return raw.Delete(bucketWaiting, key(r.ID))
+	return raw.Delete(BucketWaiting, IDKey(r.ID))
 }
 
 // UserUsage is one user's use of the GPUs, decayed: GPU-seconds (a 50%
@@ -144,7 +144,7 @@ type UserUsage struct {
 // UserUsages returns every user's usage record, by uid.
 func (tx *Tx) UserUsages() ([]UserUsage, error) {
 	var out []UserUsage
-	err := each(tx, bucketUsage, func(_ []byte, u UserUsage) error {
+	err := each(tx, BucketUsage, func(_ []byte, u UserUsage) error {
 		out = append(out, u)
 		return nil
 	})
@@ -156,11 +156,11 @@ func (tx *Tx) UserUsage(uid int) (u UserUsage, ok bool, err error) {
 	if uid < 0 {
 		return u, false, nil
 	}
-	v, err := tx.get(bucketUsage, key(uint64(uid)))
+	v, err := tx.get(BucketUsage, IDKey(uint64(uid)))
 	if err != nil || v == nil {
 		return u, false, err
 	}
-	if err := decode(v, &u); err != nil {
+	if err := Decode(v, &u); err != nil {
 		return u, false, fmt.Errorf("usage of uid %d: %w", uid, err)
 	}
 	return u, true, nil
@@ -175,7 +175,7 @@ func (tx *Tx) PutUserUsage(u UserUsage) error {
 	if u.UID < 0 {
 		return fmt.Errorf("put usage: uid %d", u.UID)
 	}
-	return put(raw, bucketUsage, key(uint64(u.UID)), u)
+	return PutRecord(raw, BucketUsage, IDKey(uint64(u.UID)), u)
 }
 
 // Held is one interval an ended booking held its share, in parts per
@@ -211,7 +211,7 @@ func (tx *Tx) AddHeld(uid int, h Held) error {
 	v := make([]byte, 16)
 	binary.BigEndian.PutUint64(v, uint64(max(h.Start.UnixNano(), 0)))
 	binary.BigEndian.PutUint64(v[8:], uint64(max(h.SharePPM, 0)))
-	return raw.Put(bucketHeld, heldKey(uid, h.End, h.Partition), v)
+	return raw.Put(BucketHeld, heldKey(uid, h.End, h.Partition), v)
 }
 
 // HeldSince returns the intervals uid's bookings held that end at or
@@ -219,7 +219,7 @@ func (tx *Tx) AddHeld(uid int, h Held) error {
 func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
 	var out []Held
 	prefix := heldKey(uid, time.Unix(0, 0), 0)[:8]
-	err := tx.scan(bucketHeld, heldKey(uid, since, 0), false, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketHeld, heldKey(uid, since, 0), false, func(k, v []byte) (bool, error) {
 		if len(k) != 24 || string(k[:8]) != string(prefix) {
 			return false, nil
 		}
@@ -250,7 +250,7 @@ func decodeHeld(k, v []byte) (Held, error) {
 // EachHeld visits every user's held intervals, by user, then end: what a
 // migration copies.
 func (tx *Tx) EachHeld(fn func(uid int, h Held) error) error {
-	return tx.scan(bucketHeld, nil, false, func(k, v []byte) (bool, error) {
+	return tx.scan(BucketHeld, nil, false, func(k, v []byte) (bool, error) {
 		h, err := decodeHeld(k, v)
 		if err != nil {
 			return false, err
@@ -272,7 +272,7 @@ func (tx *Tx) DropHeld(uid int, cutoff time.Time) error {
 		return err
 	}
 	end := heldKey(uid, cutoff, 0)
-	return deleteWhere(tx, raw, bucketHeld, heldKey(uid, time.Unix(0, 0), 0), HeldDropMax, func(k, _ []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketHeld, heldKey(uid, time.Unix(0, 0), 0), HeldDropMax, func(k, _ []byte) (bool, bool) {
 		old := len(k) == 24 && string(k) < string(end)
 		return old, old
 	})

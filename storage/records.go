@@ -233,7 +233,7 @@ func (tx *Tx) wrote(bucket, k []byte) {
 // written), for engine conformance tests and for copying a ledger whole.
 func (tx *Tx) Raw() RawTx { return tx.raw }
 
-func key(id uint64) []byte {
+func IDKey(id uint64) []byte {
 	k := make([]byte, 8)
 	binary.BigEndian.PutUint64(k, id)
 	return k
@@ -272,7 +272,7 @@ func each[T any](tx *Tx, bucket []byte, fn func(k []byte, rec T) error) error {
 func eachFrom[T any](tx *Tx, bucket, from []byte, fn func(k []byte, rec T) error) error {
 	return tx.scan(bucket, from, false, func(k, v []byte) (bool, error) {
 		var rec T
-		if err := decode(v, &rec); err != nil {
+		if err := Decode(v, &rec); err != nil {
 			return false, fmt.Errorf("%s %x: %w", bucket, k, err)
 		}
 		return true, fn(k, rec)
@@ -282,7 +282,7 @@ func eachFrom[T any](tx *Tx, bucket, from []byte, fn func(k []byte, rec T) error
 // Partitions returns every partition, oldest first.
 func (tx *Tx) Partitions() ([]Partition, error) {
 	var out []Partition
-	err := each(tx, bucketPartitions, func(_ []byte, p Partition) error {
+	err := each(tx, BucketPartitions, func(_ []byte, p Partition) error {
 		out = append(out, p)
 		return nil
 	})
@@ -292,7 +292,7 @@ func (tx *Tx) Partitions() ([]Partition, error) {
 // PartitionsFrom returns the partitions numbered id and up, oldest first.
 func (tx *Tx) PartitionsFrom(id uint64) ([]Partition, error) {
 	var out []Partition
-	err := eachFrom(tx, bucketPartitions, key(id), func(_ []byte, p Partition) error {
+	err := eachFrom(tx, BucketPartitions, IDKey(id), func(_ []byte, p Partition) error {
 		out = append(out, p)
 		return nil
 	})
@@ -302,14 +302,14 @@ func (tx *Tx) PartitionsFrom(id uint64) ([]Partition, error) {
 // Partition returns the partition with that id, or ErrNotFound.
 func (tx *Tx) Partition(id uint64) (Partition, error) {
 	var p Partition
-	v, err := tx.get(bucketPartitions, key(id))
+	v, err := tx.get(BucketPartitions, IDKey(id))
 	if err != nil {
 		return p, err
 	}
 	if v == nil {
 		return p, ErrNotFound
 	}
-	if err := decode(v, &p); err != nil {
+	if err := Decode(v, &p); err != nil {
 		return p, fmt.Errorf("partition %d: %w", id, err)
 	}
 	return p, nil
@@ -323,20 +323,20 @@ func (tx *Tx) PutPartition(p *Partition) error {
 		return err
 	}
 	if p.ID == 0 {
-		id, err := raw.NextSequence(bucketPartitions)
+		id, err := raw.NextSequence(BucketPartitions)
 		if err != nil {
 			return err
 		}
 		p.ID = id
 	}
 	p.V = SchemaVersion
-	if err := put(raw, bucketPartitions, key(p.ID), p); err != nil {
+	if err := PutRecord(raw, BucketPartitions, IDKey(p.ID), p); err != nil {
 		return err
 	}
 	if p.State == Live {
-		return raw.Put(bucketLive, key(p.ID), []byte{})
+		return raw.Put(BucketLive, IDKey(p.ID), []byte{})
 	}
-	return raw.Delete(bucketLive, key(p.ID))
+	return raw.Delete(BucketLive, IDKey(p.ID))
 }
 
 // getMany reads keys of bucket in as few reads as the engine allows (one
@@ -359,7 +359,7 @@ func (tx *Tx) getMany(bucket []byte, keys [][]byte) ([][]byte, error) {
 func idKeys(ids []uint64) [][]byte {
 	keys := make([][]byte, len(ids))
 	for i, id := range ids {
-		keys[i] = key(id)
+		keys[i] = IDKey(id)
 	}
 	return keys
 }
@@ -367,7 +367,7 @@ func idKeys(ids []uint64) [][]byte {
 // PartitionsByID reads the partitions with those ids, in that order, in as
 // few reads as the engine allows; a missing one is an error.
 func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
-	vals, err := tx.getMany(bucketPartitions, idKeys(ids))
+	vals, err := tx.getMany(BucketPartitions, idKeys(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +377,7 @@ func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
 		if v == nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], ErrNotFound)
 		}
-		if err := decode(v, &p); err != nil {
+		if err := Decode(v, &p); err != nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], err)
 		}
 		out = append(out, p)
@@ -388,7 +388,7 @@ func (tx *Tx) PartitionsByID(ids []uint64) ([]Partition, error) {
 // liveIDs lists the ids in the live index.
 func (tx *Tx) liveIDs() ([]uint64, error) {
 	var ids []uint64
-	err := tx.scan(bucketLive, nil, false, func(k, _ []byte) (bool, error) {
+	err := tx.scan(BucketLive, nil, false, func(k, _ []byte) (bool, error) {
 		if len(k) != 8 {
 			return false, fmt.Errorf("%w: live index key %x", ErrDamaged, k)
 		}
@@ -416,9 +416,9 @@ func (tx *Tx) LivePartitions() ([]Partition, error) {
 // every partition still stored as live, oldest first.
 func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 	var recent []Partition
-	err := tx.scan(bucketPartitions, nil, true, func(k, v []byte) (bool, error) {
+	err := tx.scan(BucketPartitions, nil, true, func(k, v []byte) (bool, error) {
 		var p Partition
-		if err := decode(v, &p); err != nil {
+		if err := Decode(v, &p); err != nil {
 			return false, fmt.Errorf("partition %x: %w", k, err)
 		}
 		if p.Created.Before(since) {
@@ -452,19 +452,19 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]Partition, error) {
 
 // Policy returns the stored policy; ok is false when the admin set none.
 func (tx *Tx) Policy() (p Policy, ok bool, err error) {
-	ok, err = tx.getMeta(keyPolicy, &p)
+	ok, err = tx.getMeta(KeyPolicy, &p)
 	return p, ok, err
 }
 
 // PutPolicy stores the policy.
-func (tx *Tx) PutPolicy(p Policy) error { return tx.putMeta(keyPolicy, p) }
+func (tx *Tx) PutPolicy(p Policy) error { return tx.putMeta(KeyPolicy, p) }
 
 func (tx *Tx) getMeta(k []byte, into any) (bool, error) {
-	v, err := tx.get(bucketMeta, k)
+	v, err := tx.get(BucketMeta, k)
 	if err != nil || v == nil {
 		return false, err
 	}
-	if err := decode(v, into); err != nil {
+	if err := Decode(v, into); err != nil {
 		return false, fmt.Errorf("%s: %w", k, err)
 	}
 	return true, nil
@@ -475,10 +475,10 @@ func (tx *Tx) putMeta(k []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return put(raw, bucketMeta, k, v)
+	return PutRecord(raw, BucketMeta, k, v)
 }
 
-func put(raw RawTx, bucket, k []byte, v any) error {
+func PutRecord(raw RawTx, bucket, k []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -488,7 +488,7 @@ func put(raw RawTx, bucket, k []byte, v any) error {
 
 // decode reads one stored record; a record that doesn't decode is damage.
 // A record stored by an older chronos gets the fields it lacks.
-func decode(data []byte, into any) error {
+func Decode(data []byte, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
 		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}

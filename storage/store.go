@@ -1,3 +1,8 @@
+// Package storage is the ledger as every engine keeps it: the Store an
+// engine implements (bolt, a file; etcd, a cluster), the typed transaction
+// and record layout written once above the engines' raw transactions, and
+// the errors they share. It opens nothing itself: the command layer picks
+// an engine.
 package storage
 
 import (
@@ -15,9 +20,12 @@ import (
 type Store interface {
 	// Update runs fn in one read-write transaction. Either every write fn
 	// made is committed or none is; fn's error rolls back and is returned.
-	Update(fn func(*Tx) error) error
-	// View runs fn in one read-only transaction.
-	View(fn func(*Tx) error) error
+	// The end of ctx cuts short waiting for the ledger (a lock, a server, a
+	// retry), with ctx's error; a transaction that has begun committing
+	// may still commit.
+	Update(ctx context.Context, fn func(*Tx) error) error
+	// View runs fn in one read-only transaction; ctx as for Update.
+	View(ctx context.Context, fn func(*Tx) error) error
 	// Changes sends whenever another process may have written the ledger,
 	// checking at least every poll; the channel closes when ctx ends. Sends
 	// never block: a pending notice already says "look again".
@@ -34,16 +42,16 @@ type Store interface {
 // monitor recording expiries — goes ahead of them.
 type Urgent interface {
 	// UpdateUrgent is Update, ahead of every ordinary writer waiting.
-	UpdateUrgent(fn func(*Tx) error) error
+	UpdateUrgent(ctx context.Context, fn func(*Tx) error) error
 }
 
 // UpdateUrgent runs fn as s's UpdateUrgent where it has one, else as its
 // Update: a file's lock has no line to go ahead in.
-func UpdateUrgent(s Store, fn func(*Tx) error) error {
+func UpdateUrgent(ctx context.Context, s Store, fn func(*Tx) error) error {
 	if u, ok := s.(Urgent); ok {
-		return u.UpdateUrgent(fn)
+		return u.UpdateUrgent(ctx, fn)
 	}
-	return s.Update(fn)
+	return s.Update(ctx, fn)
 }
 
 // Presence is what a store many hosts share offers besides transactions:
@@ -53,9 +61,11 @@ func UpdateUrgent(s Store, fn func(*Tx) error) error {
 // no watcher of Changes and conflict with nothing.
 type Presence interface {
 	// Publish sets host's status, to lapse ttl after the last Publish.
-	Publish(host string, status []byte, ttl time.Duration) error
-	// Present returns every status that has not lapsed, by host.
-	Present() (map[string][]byte, error)
+	// The end of ctx cuts it short.
+	Publish(ctx context.Context, host string, status []byte, ttl time.Duration) error
+	// Present returns every status that has not lapsed, by host; the end
+	// of ctx cuts it short.
+	Present(ctx context.Context) (map[string][]byte, error)
 	// WatchPresence sends each status as it is published (Status nil: it
 	// lapsed). The channel closes when ctx ends.
 	WatchPresence(ctx context.Context) <-chan Published
@@ -101,7 +111,7 @@ type ManyGetter interface {
 // SmallBuckets are read by nearly every transaction and stay small (the
 // schema, policy and inventories): an engine that pays a round trip per
 // read does well to read them whole at a transaction's first read.
-var SmallBuckets = [][]byte{bucketMeta}
+var SmallBuckets = [][]byte{BucketMeta}
 
 // Buckets are every bucket a ledger may hold, for engines' tests.
 func Buckets() [][]byte { return slices.Clone(knownBuckets) }
@@ -113,13 +123,13 @@ func NewTx(raw RawTx) (*Tx, error) {
 	if raw == nil {
 		return tx, nil
 	}
-	v, err := raw.Get(bucketMeta, keySchema)
+	v, err := raw.Get(BucketMeta, KeySchema)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case v == nil && raw.Writable():
-		if err := raw.Put(bucketMeta, keySchema, []byte{SchemaVersion}); err != nil {
+		if err := raw.Put(BucketMeta, KeySchema, []byte{SchemaVersion}); err != nil {
 			return nil, err
 		}
 	case v == nil:

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // t0 is when every test happens.
@@ -53,9 +55,9 @@ type countingStore struct {
 	views atomic.Int64
 }
 
-func (s *countingStore) View(fn func(*storage.Tx) error) error {
+func (s *countingStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	s.views.Add(1)
-	return s.Store.View(fn)
+	return s.Store.View(ctx, fn)
 }
 
 // Private is the ledger's own answer: core keeps simulated GPUs' inventory
@@ -69,7 +71,7 @@ func newWorld(t testing.TB, gpus int) *world {
 	w := &world{t: t, clock: clock.NewFake(t0)}
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: gpus, Now: w.clock.Now})
 	w.gpus = &countingBackend{Sim: w.sim}
-	w.ledger = &countingStore{Store: storage.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	w.ledger = &countingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
 	w.client = w.as(alice)
 	return w
 }

@@ -125,7 +125,7 @@ func TestGoldenHostsCut(t *testing.T) {
 		}
 		data, err := json.Marshal(st)
 		require.NoError(t, err)
-		require.NoError(t, c.Ledger().(storage.Presence).Publish(name, data, time.Minute))
+		require.NoError(t, c.Ledger().(storage.Presence).Publish(context.Background(), name, data, time.Minute))
 	}
 
 	m := New(Options{Client: here, Backend: hereSim, Host: "gpu1", Mode: "time-sliced", Clock: still})

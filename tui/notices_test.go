@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func reread(t *testing.T, m *Model) *Model {
 // does; a warning marks the booking warned, as the monitor's does.
 func (w *world) record(id uint64, kind storage.EventKind, detail string) {
 	w.t.Helper()
-	require.NoError(w.t, w.ledger.Update(func(tx *storage.Tx) error {
+	require.NoError(w.t, w.ledger.Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // clock is a settable clock shared by the simulated GPUs and the client.
@@ -24,10 +26,10 @@ func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string)
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: now.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	who := core.Identity{UID: 1001, User: "alice"}
-	c := core.NewClient(core.Options{Ledger: storage.New(path), As: &who, Clock: now,
+	c := core.NewClient(core.Options{Ledger: bolt.New(path), As: &who, Clock: now,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	if history {
-		if err := c.Ledger().Update(func(tx *storage.Tx) error {
+		if err := c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			for i := range 1000 {
 				start := now.Now().Add(-time.Duration(i+2) * time.Hour)
 				p := storage.Partition{Device: i % 8, SharePPM: 250_000, UID: 1001 + i%10, User: "user" + string(rune('a'+i%10)),
@@ -67,7 +69,7 @@ func BenchmarkScrape(b *testing.B) {
 			now := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 			sim, path := benchLedger(b, now, history)
 			ex := metrics.New(metrics.Options{Compat: metrics.CompatDCGM})
-			c := core.NewClient(core.Options{Ledger: ex.Timed(storage.New(path)), Clock: now})
+			c := core.NewClient(core.Options{Ledger: ex.Timed(bolt.New(path)), Clock: now})
 			s, err := sim.Sample()
 			if err != nil {
 				b.Fatal(err)
@@ -126,7 +128,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 				who := core.Identity{UID: 1001, User: "alice"}
 				opts := core.MonitorOptions{Backend: sim, Policy: &pol, Notify: core.NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}}
 				var ex *metrics.Exporter
-				var store storage.Store = storage.New(path)
+				var store storage.Store = bolt.New(path)
 				if on {
 					ex = metrics.New(metrics.Options{Compat: metrics.CompatDCGM})
 					store, opts.Observer = ex.Timed(store), ex

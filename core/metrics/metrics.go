@@ -156,14 +156,14 @@ func (s timedStore) Private() bool {
 	return ok && p.Private()
 }
 
-func (s timedStore) View(fn func(*storage.Tx) error) error {
+func (s timedStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	defer s.since(clock.Kernel.Now(), "read")
-	return s.Store.View(fn)
+	return s.Store.View(ctx, fn)
 }
 
-func (s timedStore) Update(fn func(*storage.Tx) error) error {
+func (s timedStore) Update(ctx context.Context, fn func(*storage.Tx) error) error {
 	defer s.since(clock.Kernel.Now(), "write")
-	return s.Store.Update(fn)
+	return s.Store.Update(ctx, fn)
 }
 
 // since observes how long a transaction took: a measurement, on the

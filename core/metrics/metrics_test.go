@@ -25,7 +25,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // rig is a ledger on four simulated GPUs (the fourth without made-up load),
@@ -44,7 +44,7 @@ func newRig(t *testing.T, compat metrics.Compat) *rig {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 4})
 	ex := metrics.New(metrics.Options{Compat: compat})
 	me := core.CurrentIdentity()
-	c := core.NewClient(core.Options{Ledger: ex.Timed(storage.New(filepath.Join(t.TempDir(), "chronos.db"))), As: &me,
+	c := core.NewClient(core.Options{Ledger: ex.Timed(bolt.New(filepath.Join(t.TempDir(), "chronos.db"))), As: &me,
 		Devices: func() (string, []gpu.Device, error) {
 			devs, err := sim.Devices()
 			return sim.Name(), devs, err

@@ -27,7 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // demoBookings were made ago, for length in all.
@@ -63,7 +63,7 @@ func main() {
 	now := time.Now()
 	at := now.Add(-2 * time.Hour)
 	clk := settable{clock.System(), &at}
-	ledger := storage.New(flag.Arg(0))
+	ledger := bolt.New(flag.Arg(0))
 	sim := gpu.NewSim(gpu.SimOptions{Now: clk.Now})
 	devices := func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
@@ -134,7 +134,7 @@ func check(err error) {
 // pastWeek books, on a clock set back a week, each user's habits day by
 // day, and releases each booking just before its end: the ledger's own accounting
 // (fair-share usage, held intervals) is what `chronos usage` then reports.
-func pastWeek(ledger *storage.Ledger, devices core.DeviceSource) {
+func pastWeek(ledger *bolt.Ledger, devices core.DeviceSource) {
 	at := time.Now().Add(-7 * 24 * time.Hour)
 	clk := settable{clock.System(), &at}
 	for day := range 7 {

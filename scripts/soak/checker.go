@@ -97,7 +97,7 @@ func (c *checker) once() {
 	var pol storage.Policy
 	var now time.Time
 	deep := c.views.Load()%50 == 0 // GPU-hour windows cost more: a few times a second
-	err := c.l.View(func(tx *storage.Tx) error {
+	err := c.l.View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		if live, err = tx.LivePartitions(); err != nil {
 			return err
@@ -338,7 +338,7 @@ type finalCheck struct {
 
 func (c *checker) final() finalCheck {
 	var f finalCheck
-	err := c.l.View(func(tx *storage.Tx) error {
+	err := c.l.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		if err != nil {
 			return err

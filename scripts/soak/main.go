@@ -48,6 +48,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
@@ -157,7 +158,7 @@ func soak(cfg config) (int, error) {
 		d.db = c.URL() // every process finds the store by its URL
 	}
 	d.env = append(os.Environ(), "CHRONOS_STORE="+d.db, "CHRONOS_BACKEND=sim", "CHRONOS_SIM_GPUS="+strconv.Itoa(cfg.devices))
-	if d.ledger, err = core.OpenStore(core.StoreConfig{Store: d.db}); err != nil {
+	if d.ledger, err = openLedger(d.db); err != nil {
 		return 0, err
 	}
 	d.say = func(format string, args ...any) {
@@ -305,7 +306,7 @@ func (d *driver) run() (int, error) {
 	// second to expire it.
 	for {
 		var latest time.Time
-		err := d.ledger.View(func(tx *storage.Tx) error {
+		err := d.ledger.View(context.Background(), func(tx *storage.Tx) error {
 			live, err := tx.LivePartitions()
 			for _, p := range live {
 				if p.Expires.After(latest) {
@@ -378,11 +379,11 @@ func (d *driver) run() (int, error) {
 
 	rep.final = chk.final()
 	rep.checker = chk
-	file, ok := d.ledger.(*storage.Ledger)
+	file, ok := d.ledger.(*bolt.Ledger)
 	if !ok {
 		// etcd keeps its own data whole; the checker read the records.
 		rep.doctor = "healthy (etcd: no file to check)"
-		file = storage.New(filepath.Join(d.dir, "none.db"))
+		file = bolt.New(filepath.Join(d.dir, "none.db"))
 	}
 	problems, err := file.Check()
 	rep.checkProblems = len(problems)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 type report struct {
@@ -115,7 +115,7 @@ func (r *report) markdown() string {
 		w("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", k, h.N, o[outOK], o[outOverbooked], o[outQuota], o[outLeft], o[outEnded], o[outBusy], o[outFailed],
 			fmtDur(h.Quantile(0.5)), fmtDur(h.Quantile(0.99)), fmtDur(time.Duration(h.Max)*time.Microsecond))
 	}
-	w("\nWorst wait of any operation: **%s** (%s); the lock timeout is %s.\n", fmtDur(worst), worstKind, storage.DefaultTimeout)
+	w("\nWorst wait of any operation: **%s** (%s); the lock timeout is %s.\n", fmtDur(worst), worstKind, bolt.DefaultTimeout)
 	if h := r.tally.Lat["contend.create"]; h != nil {
 		w("Under contention (%d processes on one GPU): worst create %s, worst release %s.\n", cfg.contenders,
 			fmtDur(time.Duration(h.Max)*time.Microsecond), fmtDur(time.Duration(r.tally.Lat["contend.release"].maxOr0())*time.Microsecond))

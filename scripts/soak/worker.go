@@ -14,6 +14,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
+	"github.com/chronos-gpu/chronos/storage/etcd"
 )
 
 // workerArgs is what the driver hands a worker process (as JSON in an
@@ -73,7 +75,7 @@ func runWorker(raw string) int {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	rng := rand.New(rand.NewPCG(a.Seed, a.Seed^0x5eed))
-	ledger, err := core.OpenStore(core.StoreConfig{Store: a.DB})
+	ledger, err := openLedger(a.DB)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak worker:", err)
 		return 2
@@ -255,4 +257,17 @@ func splitLines(s string) []string {
 		s = s[i:]
 	}
 	return out
+}
+
+// openLedger opens the ledger the soak runs on, by its file path or etcd
+// URL, as chronos's command layer picks the engine for a --store.
+func openLedger(spec string) (storage.Store, error) {
+	if !etcd.IsURL(spec) {
+		return bolt.New(spec), nil
+	}
+	cfg, err := etcd.ParseURL(spec)
+	if err != nil {
+		return nil, err
+	}
+	return etcd.Open(cfg)
 }

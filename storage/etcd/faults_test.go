@@ -34,7 +34,7 @@ func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
 // entry and its event — in one transaction, as core does.
 func addBooking(s storage.Store) (uint64, error) {
 	var id uint64
-	err := s.Update(func(tx *storage.Tx) error {
+	err := s.Update(context.Background(), func(tx *storage.Tx) error {
 		p := storage.Partition{SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
@@ -49,7 +49,7 @@ func addBooking(s storage.Store) (uint64, error) {
 // and nothing else is there.
 func requireWhole(t *testing.T, s storage.Store) (bookings int) {
 	t.Helper()
-	require.NoError(t, s.View(func(tx *storage.Tx) error {
+	require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		require.NoError(t, err)
 		live, err := tx.LivePartitions()
@@ -80,7 +80,9 @@ func TestUnreachableAtStart(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	for name, op := range map[string]func() error{
 		"update": func() error { _, err := addBooking(s); return err },
-		"view":   func() error { return s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err }) },
+		"view": func() error {
+			return s.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+		},
 	} {
 		start := time.Now()
 		err := op()
@@ -207,7 +209,7 @@ func TestOneOfThreeMembersKilled(t *testing.T) {
 	for _, victim := range c.Members {
 		victim.Kill()
 		book(10)
-		require.NoError(t, s.View(func(tx *storage.Tx) error {
+		require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
 			parts, err := tx.Partitions()
 			require.Len(t, parts, made)
 			return err
@@ -388,7 +390,7 @@ func TestLongWriterIsNotStarved(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	for range 5 {
 		start := time.Now()
-		err := long.Update(func(tx *storage.Tx) error {
+		err := long.Update(context.Background(), func(tx *storage.Tx) error {
 			if _, err := tx.LivePartitions(); err != nil {
 				return err
 			}

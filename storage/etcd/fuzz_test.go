@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -53,7 +54,7 @@ func FuzzStoredRecordsOnEtcd(f *testing.F) {
 			t.Fatal(err)
 		}
 		b := buckets[int(where)%len(buckets)]
-		if err := s.Update(func(tx *storage.Tx) error { return tx.Raw().Put(b, k, v) }); err != nil {
+		if err := s.Update(context.Background(), func(tx *storage.Tx) error { return tx.Raw().Put(b, k, v) }); err != nil {
 			t.Fatal(err)
 		}
 		check := func(what string, err error) {
@@ -61,7 +62,7 @@ func FuzzStoredRecordsOnEtcd(f *testing.F) {
 				t.Errorf("%s: %v: not an error about the record", what, err)
 			}
 		}
-		check("view", s.View(func(tx *storage.Tx) error {
+		check("view", s.View(context.Background(), func(tx *storage.Tx) error {
 			for what, read := range map[string]func() error{
 				"partitions":       func() error { _, err := tx.Partitions(); return err },
 				"partition 1":      func() error { _, err := tx.Partition(1); return err },
@@ -85,7 +86,7 @@ func FuzzStoredRecordsOnEtcd(f *testing.F) {
 			}
 			return nil
 		}))
-		check("drop claims", s.Update(func(tx *storage.Tx) error { return tx.DropClaims(time.Now()) }))
+		check("drop claims", s.Update(context.Background(), func(tx *storage.Tx) error { return tx.DropClaims(time.Now()) }))
 	})
 }
 

@@ -66,8 +66,8 @@ func (s *Store) lease(ctx context.Context, ttl time.Duration) (clientv3.LeaseID,
 }
 
 // Publish sets host's status under the store's lease.
-func (s *Store) Publish(host string, status []byte, ttl time.Duration) error {
-	ctx, cancel := s.operation()
+func (s *Store) Publish(ctx context.Context, host string, status []byte, ttl time.Duration) error {
+	ctx, cancel := s.operation(ctx)
 	defer cancel()
 	for range 2 {
 		id, err := s.lease(ctx, ttl)
@@ -90,8 +90,8 @@ func (s *Store) Publish(host string, status []byte, ttl time.Duration) error {
 }
 
 // Present returns every status that has not lapsed.
-func (s *Store) Present() (map[string][]byte, error) {
-	ctx, cancel := s.operation()
+func (s *Store) Present(ctx context.Context) (map[string][]byte, error) {
+	ctx, cancel := s.operation(ctx)
 	defer cancel()
 	resp, err := s.cli.Get(ctx, s.hostsPrefix(), clientv3.WithPrefix())
 	if err != nil {

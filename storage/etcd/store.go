@@ -191,6 +191,9 @@ func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, ErrTLS):
 		return fmt.Errorf("%w: %w", storage.ErrUnavailable, cause)
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The caller's ctx ended (Ctrl-C): etcd is not to blame.
+		return fmt.Errorf("%s: %w", what, stopped(ctx))
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %w)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
 	case transient(err):
@@ -199,6 +202,15 @@ func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("%s: etcd at %s: %w (start etcd with a larger --max-txn-ops, e.g. 4096)", what, eps, err)
 	}
 	return fmt.Errorf("%s: etcd at %s: %w", what, eps, err)
+}
+
+// stopped is why the caller's ctx ended: its cause (a signal, say), which
+// matches context.Canceled, else its error.
+func stopped(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return ctx.Err()
 }
 
 // pause waits a little, at random, before trying again; false when the
@@ -229,17 +241,29 @@ const (
 // before the commit), so it must not act outside the transaction. When
 // etcd fails while committing, Update finds out whether the commit
 // happened before saying so. A writer that keeps losing waits its turn in
-// line (see turn.go).
-func (s *Store) Update(fn func(*storage.Tx) error) error { return s.update(ordinary, fn) }
+// line (see turn.go). The end of ctx ends the waiting and the retries at
+// once, with ctx's cause (a commit etcd may have made meanwhile is
+// reported as unknown).
+func (s *Store) Update(ctx context.Context, fn func(*storage.Tx) error) error {
+	return s.update(ctx, ordinary, fn)
+}
 
 // UpdateUrgent is Update for a monitor's pass: once it has lost, or finds
 // writers waiting, it waits its turn ahead of every ordinary writer (see
 // turn.go), so that recording an expiry never loses to unrelated writers.
-func (s *Store) UpdateUrgent(fn func(*storage.Tx) error) error { return s.update(urgent, fn) }
+func (s *Store) UpdateUrgent(ctx context.Context, fn func(*storage.Tx) error) error {
+	return s.update(ctx, urgent, fn)
+}
 
-func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
-	whole, cancel := s.operation()
+func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) error) (err error) {
+	whole, cancel := s.operation(caller)
 	defer cancel()
+	defer func() {
+		// Busy or unavailable because the caller stopped waiting: say so.
+		if caller.Err() != nil && (errors.Is(err, storage.ErrBusy) || errors.Is(err, storage.ErrUnavailable)) {
+			err = fmt.Errorf("%w; nothing was written", stopped(caller))
+		}
+	}()
 	// The attempts end a checkReserve-th of the timeout before the
 	// operation's deadline, which leaves time to find out whether a commit
 	// etcd did not answer happened, and to give the turn back: the whole
@@ -343,9 +367,10 @@ func (s *Store) update(r rank, fn func(*storage.Tx) error) error {
 	}
 }
 
-// View runs fn in one read-only transaction at one revision.
-func (s *Store) View(fn func(*storage.Tx) error) error {
-	ctx, cancel := s.operation()
+// View runs fn in one read-only transaction at one revision; the end of
+// ctx cuts it short.
+func (s *Store) View(ctx context.Context, fn func(*storage.Tx) error) error {
+	ctx, cancel := s.operation(ctx)
 	defer cancel()
 	t := &tx{s: s, ctx: ctx}
 	stx, err := storage.NewTx(t)

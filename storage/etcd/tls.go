@@ -21,14 +21,15 @@ import (
 // only. Waiting does not mend it, so operations end at once, saying so.
 var ErrTLS = errors.New("TLS failed")
 
-// operation is the context of one operation: it ends at the timeout, or as
-// soon as the connection fails for a reason of TLS (context.Cause says
-// which), rather than at the timeout as if etcd did not answer.
-func (s *Store) operation() (context.Context, context.CancelFunc) {
-	base, fail := context.WithCancelCause(context.Background())
-	ctx, cancel := context.WithTimeout(base, s.cfg.Timeout)
-	go s.watchTLS(ctx, fail)
-	return ctx, func() { cancel(); fail(nil) }
+// operation is the context of one operation: it ends with the caller's
+// ctx (Ctrl-C), at the timeout, or as soon as the connection fails for a
+// reason of TLS (context.Cause says which), rather than at the timeout as
+// if etcd did not answer.
+func (s *Store) operation(ctx context.Context) (context.Context, context.CancelFunc) {
+	base, fail := context.WithCancelCause(ctx)
+	op, cancel := context.WithTimeout(base, s.cfg.Timeout)
+	go s.watchTLS(op, fail)
+	return op, func() { cancel(); fail(nil) }
 }
 
 // watchTLS waits while ctx lasts for the connection to fail, and each time

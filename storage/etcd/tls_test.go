@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 	right := openTLS(t, c, "/tls", certs.CA, certs.ClientCert, certs.ClientKey)
 	id, err := addBooking(right)
 	require.NoError(t, err)
-	require.NoError(t, right.View(func(tx *storage.Tx) error {
+	require.NoError(t, right.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		require.NoError(t, err)
 		require.EqualValues(t, 1000, p.SharePPM)
@@ -64,7 +65,7 @@ func TestTLSMistakesAreNamed(t *testing.T) {
 			// Named at once, not found out at the timeout: an operation that
 			// ran into the timeout says it "did not answer".
 			require.NotContains(t, err.Error(), "did not answer")
-			err = s.View(func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+			err = s.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 			require.ErrorIs(t, err, ErrTLS, "reads too")
 		})
 	}

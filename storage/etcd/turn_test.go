@@ -14,8 +14,8 @@ import (
 )
 
 // note writes an event that names who wrote it, through update.
-func note(update func(func(*storage.Tx) error) error, who string) error {
-	return update(func(tx *storage.Tx) error {
+func note(update func(context.Context, func(*storage.Tx) error) error, who string) error {
+	return update(context.Background(), func(tx *storage.Tx) error {
 		return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: who})
 	})
 }
@@ -78,7 +78,7 @@ func TestWritersWaitTheirTurnInOrder(t *testing.T) {
 	require.Zero(t, inLine(t, first), "every place in line was given back")
 
 	var order []string
-	require.NoError(t, first.View(func(tx *storage.Tx) error {
+	require.NoError(t, first.View(context.Background(), func(tx *storage.Tx) error {
 		evs, err := tx.Events(0, 0)
 		for _, e := range evs {
 			if e.Kind == storage.EventWarned {

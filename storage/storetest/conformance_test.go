@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -116,7 +117,7 @@ func TestRawTxConformance(t *testing.T) {
 		// The small buckets too, which an engine may read whole: the model
 		// starts with what they hold (the schema).
 		buckets := append(slices.Clone(buckets), storage.SmallBuckets...)
-		require.NoError(t, s.Update(func(tx *storage.Tx) error {
+		require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 			for _, b := range storage.SmallBuckets {
 				committed.data[string(b)] = map[string][]byte{}
 				for _, kv := range scanAll(t, tx.Raw(), b, nil, false, 0) {
@@ -128,7 +129,7 @@ func TestRawTxConformance(t *testing.T) {
 		for round := range 60 {
 			m := committed.clone()
 			rollback := rng.IntN(4) == 0
-			err := s.Update(func(tx *storage.Tx) error {
+			err := s.Update(context.Background(), func(tx *storage.Tx) error {
 				m = committed.clone() // fn may run again
 				raw := tx.Raw()
 				require.True(t, raw.Writable())
@@ -204,7 +205,7 @@ func TestRawTxConformance(t *testing.T) {
 				committed = m
 			}
 			// What a new reader sees is exactly what was committed.
-			require.NoError(t, open().View(func(tx *storage.Tx) error {
+			require.NoError(t, open().View(context.Background(), func(tx *storage.Tx) error {
 				raw := tx.Raw()
 				require.False(t, raw.Writable())
 				require.Error(t, raw.Put(buckets[0], []byte("x"), []byte("y")), "a read-only transaction refuses writes")
@@ -216,7 +217,7 @@ func TestRawTxConformance(t *testing.T) {
 			}))
 		}
 		// Sequences are never handed out twice, even for keys deleted since.
-		require.NoError(t, s.Update(func(tx *storage.Tx) error {
+		require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 			n, err := tx.Raw().NextSequence(buckets[0])
 			require.Equal(t, committed.seq[string(buckets[0])]+1, n)
 			return err
@@ -235,7 +236,7 @@ func TestRawTxLongScans(t *testing.T) {
 		key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
 		// etcd takes at most 128 writes in one transaction by default.
 		for start := 0; start < n; start += 200 {
-			require.NoError(t, s.Update(func(tx *storage.Tx) error {
+			require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 				for i := start; i < start+200; i += 2 {
 					if err := tx.Raw().Put(b, key(i), key(i)); err != nil {
 						return err
@@ -244,7 +245,7 @@ func TestRawTxLongScans(t *testing.T) {
 				return nil
 			}))
 		}
-		require.ErrorIs(t, s.Update(func(tx *storage.Tx) error {
+		require.ErrorIs(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 			raw := tx.Raw()
 			// Odd keys only in this transaction's overlay (never
 			// committed); every tenth stored key deleted in it.
@@ -290,7 +291,7 @@ func TestUpdatesAreSerializable(t *testing.T) {
 			s := open()
 			wg.Go(func() {
 				for range each {
-					errs <- s.Update(func(tx *storage.Tx) error {
+					errs <- s.Update(context.Background(), func(tx *storage.Tx) error {
 						v, err := tx.Raw().Get(b, k)
 						if err != nil {
 							return err
@@ -309,7 +310,7 @@ func TestUpdatesAreSerializable(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		require.NoError(t, open().View(func(tx *storage.Tx) error {
+		require.NoError(t, open().View(context.Background(), func(tx *storage.Tx) error {
 			v, err := tx.Raw().Get(b, k)
 			require.Equal(t, fmt.Sprint(writers*each), string(v))
 			return err

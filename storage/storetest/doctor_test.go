@@ -1,6 +1,7 @@
 package storetest_test
 
 import (
+	"context"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestDiagnoseStoreFindsForgedRecords(t *testing.T) {
 			return storage.Partition{Device: 0, SharePPM: 300_000, UID: 1001, User: "alice",
 				Created: now.Add(-time.Hour), Expires: now.Add(time.Hour), State: state}
 		}
-		require.NoError(t, s.Update(func(tx *storage.Tx) error {
+		require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 			for _, st := range []storage.State{storage.Live, storage.Released} {
 				p := booking(st)
 				require.NoError(t, tx.PutPartition(&p))
@@ -34,14 +35,14 @@ func TestDiagnoseStoreFindsForgedRecords(t *testing.T) {
 			}
 			return nil
 		}))
-		d, err := storage.DiagnoseStore(s, now)
+		d, err := storage.DiagnoseStore(context.Background(), s, now)
 		require.NoError(t, err)
 		require.True(t, d.Healthy, d.Problems)
 		require.Equal(t, 2, d.Partitions)
 		require.Equal(t, 1, d.Live)
 		require.Equal(t, 3, d.Events)
 
-		require.NoError(t, s.Update(func(tx *storage.Tx) error {
+		require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 			// A member's forgery: a 100% record without a state, in the
 			// live index, and a release that no event records.
 			id := make([]byte, 8)
@@ -52,7 +53,7 @@ func TestDiagnoseStoreFindsForgedRecords(t *testing.T) {
 			p := booking(storage.Released)
 			return tx.PutPartition(&p)
 		}))
-		d, err = storage.DiagnoseStore(s, now)
+		d, err = storage.DiagnoseStore(context.Background(), s, now)
 		require.NoError(t, err)
 		require.False(t, d.Healthy)
 		require.Contains(t, d.Problems, "partition 5: has no state: list hides it, yet the live index may make admission count it")

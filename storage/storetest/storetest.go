@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -43,7 +44,7 @@ func Each(t *testing.T, fn func(t *testing.T, open Opener)) {
 // Bolt is a new ledger file in a temporary directory.
 func Bolt(t testing.TB) Opener {
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return func() storage.Store { return storage.New(path) }
+	return func() storage.Store { return bolt.New(path) }
 }
 
 // Etcd is a new ledger on the cluster, under a prefix of its own. Handles
@@ -73,7 +74,7 @@ func NewPrefix() string {
 func Fingerprint(t testing.TB, s storage.Store) string {
 	t.Helper()
 	switch s := s.(type) {
-	case *storage.Ledger:
+	case *bolt.Ledger:
 		b, err := os.ReadFile(s.Path)
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)

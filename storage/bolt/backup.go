@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 import (
 	"bytes"
@@ -7,20 +7,18 @@ import (
 	"io/fs"
 	"os"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/storage"
 )
-
-// BackupPath is where the rolling backup of the ledger at path lives.
-func BackupPath(path string) string { return path + ".backup" }
 
 // maybeBackup refreshes the rolling backup when it is older than
 // BackupEvery. It runs after a committed update, under the write lock, so
 // the copy is the state just committed. Most calls cost one stat. A copy is
 // made only of a file that passes bbolt's check, so the backup stays the last
 // good ledger; failing to make one never fails the update it follows.
-func (l *Ledger) maybeBackup(db *bolt.DB, ledger *os.File) {
+func (l *Ledger) maybeBackup(db *bbolt.DB, ledger *os.File) {
 	every := l.BackupEvery
 	if every < 0 {
 		return
@@ -28,7 +26,7 @@ func (l *Ledger) maybeBackup(db *bolt.DB, ledger *os.File) {
 	if every == 0 {
 		every = DefaultBackupEvery
 	}
-	backup := BackupPath(l.Path)
+	backup := storage.BackupPath(l.Path)
 	if st, err := os.Lstat(backup); err == nil && clock.Since(clock.Kernel, st.ModTime()) < every /* the kernel wrote the time */ {
 		return
 	}
@@ -38,13 +36,13 @@ func (l *Ledger) maybeBackup(db *bolt.DB, ledger *os.File) {
 // writeBackup copies the committed ledger into memory, checks the copy (a
 // private one: bbolt's check is never run over a file others can change),
 // and writes it to the backup.
-func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error {
+func (l *Ledger) writeBackup(db *bbolt.DB, ledger *os.File, backup string) error {
 	mode := l.mode()
 	if st, err := ledger.Stat(); err == nil {
 		mode = st.Mode().Perm()
 	}
 	var copied bytes.Buffer
-	if err := db.View(func(btx *bolt.Tx) error { _, err := btx.WriteTo(&copied); return err }); err != nil {
+	if err := db.View(func(btx *bbolt.Tx) error { _, err := btx.WriteTo(&copied); return err }); err != nil {
 		return err
 	}
 	data := copied.Bytes()
@@ -52,7 +50,7 @@ func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error 
 		return fmt.Errorf("not backed up: %w", errors.Join(append([]error{err}, problems...)...))
 	}
 	write := func(f *os.File) error { _, err := f.Write(data); return err }
-	err := WriteAtomically(backup, mode, write)
+	err := storage.WriteAtomically(backup, mode, write)
 	if errors.Is(err, fs.ErrPermission) {
 		// In a shared (sticky) directory only the backup's owner may
 		// replace it: write into it instead. Readers of the backup hold
@@ -65,11 +63,11 @@ func (l *Ledger) writeBackup(db *bolt.DB, ledger *os.File, backup string) error 
 
 // writeInPlace replaces the contents of the regular file at path.
 func writeInPlace(path string, data []byte) error {
-	f, err := openRegular(path, os.O_WRONLY)
+	f, err := storage.OpenRegular(path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	if err = checkWritable(f, path); err == nil {
+	if err = storage.CheckWritable(f, path); err == nil {
 		_, err = f.WriteAt(data, 0)
 	}
 	if err == nil {

@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 func newLedger(t *testing.T) *Ledger {
@@ -20,14 +22,14 @@ func newLedger(t *testing.T) *Ledger {
 	return New(filepath.Join(t.TempDir(), "chronos.db"))
 }
 
-func addOne(t *testing.T, l *Ledger) Partition {
+func addOne(t *testing.T, l *Ledger) storage.Partition {
 	t.Helper()
-	p := Partition{Device: 0, SharePPM: 100_000, State: Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	p := storage.Partition{Device: 0, SharePPM: 100_000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.AddEvent(Event{Kind: "created", Partition: p.ID})
+		return tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID})
 	}))
 	return p
 }
@@ -36,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	// Reading a ledger that doesn't exist yet sees it empty and creates nothing.
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		require.NoError(t, err)
 		require.Empty(t, parts)
@@ -48,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	// One whose directory does not exist is a mistyped path, not empty.
 	typo := New(filepath.Join(t.TempDir(), "typo", "chronos.db"))
-	err = typo.View(func(*Tx) error { return nil })
+	err = typo.View(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	var pathErr *fs.PathError
 	require.ErrorAs(t, err, &pathErr)
@@ -57,12 +59,12 @@ func TestRoundTrip(t *testing.T) {
 	p1, p2 := addOne(t, l), addOne(t, l)
 	require.Equal(t, uint64(1), p1.ID)
 	require.Equal(t, uint64(2), p2.ID)
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		got, err := tx.Partition(2)
 		require.NoError(t, err)
-		require.Equal(t, SchemaVersion, got.V)
+		require.Equal(t, storage.SchemaVersion, got.V)
 		_, err = tx.Partition(3)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, storage.ErrNotFound)
 		evs, err := tx.Events(1, 0)
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
@@ -74,8 +76,8 @@ func TestRoundTrip(t *testing.T) {
 	// A failing transaction leaves nothing behind.
 	before, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
-	err = l.Update(func(tx *Tx) error {
-		p := Partition{State: Live}
+	err = l.Update(context.Background(), func(tx *storage.Tx) error {
+		p := storage.Partition{State: storage.Live}
 		require.NoError(t, tx.PutPartition(&p))
 		return os.ErrInvalid
 	})
@@ -116,9 +118,9 @@ func TestDamagedFiles(t *testing.T) {
 	require.NoError(t, err)
 
 	foreign := filepath.Join(t.TempDir(), "foreign.db")
-	db, err := bolt.Open(foreign, 0o600, nil)
+	db, err := bbolt.Open(foreign, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err }))
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err }))
 	require.NoError(t, db.Close())
 	foreignBytes, err := os.ReadFile(foreign)
 	require.NoError(t, err)
@@ -144,8 +146,8 @@ func TestDamagedFiles(t *testing.T) {
 			require.NoError(t, os.WriteFile(l.Path, content, 0o600))
 			// Neither a read nor a write may panic or hang; a file that
 			// does not read as a ledger is reported as damaged.
-			viewErr := l.View(func(tx *Tx) error { _, err := tx.Partitions(); return err })
-			updErr := l.Update(func(tx *Tx) error { _, err := tx.Partitions(); return err })
+			viewErr := l.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+			updErr := l.Update(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 			if name == "data pages" && viewErr == nil {
 				return // damage bbolt cannot see without a full check
 			}
@@ -159,8 +161,8 @@ func TestDamagedFiles(t *testing.T) {
 				require.NoError(t, updErr)
 				return
 			}
-			require.ErrorIs(t, viewErr, ErrDamaged, "view: %v", viewErr)
-			require.ErrorIs(t, updErr, ErrDamaged, "update: %v", updErr)
+			require.ErrorIs(t, viewErr, storage.ErrDamaged, "view: %v", viewErr)
+			require.ErrorIs(t, updErr, storage.ErrDamaged, "update: %v", updErr)
 		})
 	}
 
@@ -169,7 +171,7 @@ func TestDamagedFiles(t *testing.T) {
 	t.Run("one meta page", func(t *testing.T) {
 		l := New(filepath.Join(t.TempDir(), "chronos.db"))
 		require.NoError(t, os.WriteFile(l.Path, flip(4096+16), 0o600))
-		require.NoError(t, l.View(func(tx *Tx) error {
+		require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 			parts, err := tx.Partitions()
 			require.GreaterOrEqual(t, len(parts), 19)
 			return err
@@ -178,8 +180,8 @@ func TestDamagedFiles(t *testing.T) {
 
 	t.Run("directory", func(t *testing.T) {
 		l := New(t.TempDir())
-		require.ErrorIs(t, l.View(func(*Tx) error { return nil }), ErrDamaged)
-		require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrDamaged)
+		require.ErrorIs(t, l.View(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+		require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 	})
 }
 
@@ -187,16 +189,16 @@ func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	addOne(t, l)
-	db, err := bolt.Open(l.Path, 0o600, nil)
+	db, err := bbolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte{SchemaVersion + 1})
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(storage.BucketMeta).Put(storage.KeySchema, []byte{storage.SchemaVersion + 1})
 	}))
 	require.NoError(t, db.Close())
-	err = l.View(func(*Tx) error { return nil })
-	require.ErrorIs(t, err, ErrNewerSchema)
+	err = l.View(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, storage.ErrNewerSchema)
 	require.ErrorContains(t, err, "upgrade chronos")
-	require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrNewerSchema)
+	require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrNewerSchema)
 }
 
 // A process that holds the lock (stuck, stopped) makes others fail with a
@@ -228,14 +230,14 @@ func TestBusyLedger(t *testing.T) {
 	}, 3*time.Second, 10*time.Millisecond)
 
 	start := time.Now()
-	err := l.Update(func(*Tx) error { return nil })
-	require.ErrorIs(t, err, ErrBusy)
+	err := l.Update(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, storage.ErrBusy)
 	require.ErrorContains(t, err, "another chronos process has held")
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	holder.Process.Kill()
 	holder.Wait()
-	require.NoError(t, l.Update(func(*Tx) error { return nil }))
+	require.NoError(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }))
 }
 
 func TestCheckFindsNothingOnAGoodFile(t *testing.T) {
@@ -269,7 +271,7 @@ func TestWatchSeesOtherWriters(t *testing.T) {
 		t.Fatal("no notice after a write")
 	}
 	// Readers don't wake watchers.
-	require.NoError(t, l.View(func(*Tx) error { return nil }))
+	require.NoError(t, l.View(context.Background(), func(*storage.Tx) error { return nil }))
 	select {
 	case <-ch:
 		t.Fatal("notice after a read")
@@ -304,11 +306,11 @@ func TestLiveIndexAndRecent(t *testing.T) {
 	l := newLedger(t)
 	old := time.Now().Add(-48 * time.Hour)
 	var ids []uint64
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 6 {
-			p := Partition{State: Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
+			p := storage.Partition{State: storage.Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
 			if i%2 == 1 {
-				p.State = Released
+				p.State = storage.Released
 			}
 			if err := tx.PutPartition(&p); err != nil {
 				return err
@@ -317,12 +319,12 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.NoError(t, err)
 		require.Len(t, live, 3)
 		for _, p := range live {
-			require.Equal(t, Live, p.State)
+			require.Equal(t, storage.Live, p.State)
 		}
 		// Created within 25 hours: ids 4, 5, 6 (created 10h apart from 48h
 		// ago), plus the older live ones 1 and 3.
@@ -336,13 +338,13 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		return nil
 	}))
 	// Ending a partition takes it out of the live index.
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(ids[0])
 		require.NoError(t, err)
-		p.State = Expired
+		p.State = storage.Expired
 		return tx.PutPartition(&p)
 	}))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.Len(t, live, 2)
 		return err
@@ -357,16 +359,16 @@ func TestDeviceReadings(t *testing.T) {
 	l := newLedger(t)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	put := func(n int) {
-		var rs []DeviceReading
+		var rs []storage.DeviceReading
 		for i := range n {
-			rs = append(rs, DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
-				Holders: []Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
+			rs = append(rs, storage.DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
+				Holders: []storage.Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
 		}
-		require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutDeviceReadings(rs) }))
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutDeviceReadings(rs) }))
 	}
 	put(12)
 	put(3)
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		rs, err := tx.DeviceReadings()
 		require.NoError(t, err)
 		require.Len(t, rs, 3)
@@ -375,7 +377,7 @@ func TestDeviceReadings(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, uint64(1<<30), r.MemoryUsed)
-		require.Equal(t, []Holder{{User: "carol", UID: 1003, Bytes: 1 << 30, PIDs: []int{4242}}}, r.Holders)
+		require.Equal(t, []storage.Holder{{User: "carol", UID: 1003, Bytes: 1 << 30, PIDs: []int{4242}}}, r.Holders)
 		_, ok, err = tx.DeviceReading(10)
 		require.NoError(t, err)
 		require.False(t, ok)

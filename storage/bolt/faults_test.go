@@ -1,7 +1,8 @@
-package storage
+package bolt
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 func partitionCount(t *testing.T, l *Ledger) int {
 	t.Helper()
 	n := 0
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		n = len(parts)
 		return err
@@ -45,7 +48,7 @@ func TestReadOnlyLedger(t *testing.T) {
 		require.NoError(t, os.Chmod(l.Path, 0o444))
 	}
 
-	err = l.Update(func(*Tx) error { return nil })
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.Error(t, err)
 	require.ErrorContains(t, err, "open ledger "+l.Path)
 	require.ErrorContains(t, err, "read-only")
@@ -88,12 +91,12 @@ func TestFullDisk(t *testing.T) {
 
 	var failed error
 	for i := 0; i < 200 && failed == nil; i++ {
-		failed = l.Update(func(tx *Tx) error {
-			p := Partition{SharePPM: 1, State: Live, Expires: time.Now().Add(time.Hour)}
+		failed = l.Update(context.Background(), func(tx *storage.Tx) error {
+			p := storage.Partition{SharePPM: 1, State: storage.Live, Expires: time.Now().Add(time.Hour)}
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
-			return tx.AddEvent(Event{Kind: "created", Partition: p.ID, Detail: strings.Repeat("x", 2000)})
+			return tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID, Detail: strings.Repeat("x", 2000)})
 		})
 	}
 	require.Error(t, failed, "200 bookings fitted in a full file system")

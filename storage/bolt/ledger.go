@@ -1,9 +1,9 @@
-// Package storage is the shared ledger: one bbolt file that every chronos
-// process (each TUI, the headless monitor, one-shot commands) reads and
+// Package bolt is the ledger's file engine: one bbolt file that every
+// chronos process (each TUI, the headless monitor, one-shot commands) reads and
 // writes. No process keeps it open: each operation opens the file, runs one
 // transaction and closes it, because bbolt holds an exclusive flock for as
 // long as a read-write handle is open.
-package storage
+package bolt
 
 import (
 	"context"
@@ -13,17 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-)
 
-// SchemaVersion is the layout this binary writes. An older binary refuses a
-// file with a newer version rather than guess at it.
-const SchemaVersion = 1
+	"github.com/chronos-gpu/chronos/storage"
+)
 
 // DefaultTimeout is how long an operation waits for another process's lock.
 const DefaultTimeout = 3 * time.Second
@@ -31,51 +28,6 @@ const DefaultTimeout = 3 * time.Second
 // DefaultBackupEvery is how often, at most, a successful update refreshes
 // the rolling backup (<path>.backup) of the ledger.
 const DefaultBackupEvery = 10 * time.Minute
-
-var (
-	// ErrBusy means another process held the ledger's lock past the timeout.
-	ErrBusy = errors.New("the ledger is busy")
-	// ErrDamaged means the file at the ledger path is not a readable ledger.
-	ErrDamaged = errors.New("the ledger file is damaged or is not a chronos ledger")
-	// ErrNewerSchema means a newer chronos wrote the file.
-	ErrNewerSchema = errors.New("the ledger was written by a newer chronos")
-	// ErrUnavailable means a ledger on a server (etcd) did not answer in
-	// time.
-	ErrUnavailable = errors.New("the ledger cannot be reached")
-)
-
-var (
-	bucketMeta       = []byte("meta")
-	bucketPartitions = []byte("partitions")
-	bucketEvents     = []byte("events")
-	bucketClaims     = []byte("claims")
-	// bucketLive indexes the partitions stored as live, so admission reads
-	// a handful of records however long the history grows.
-	bucketLive = []byte("live")
-	// bucketRequests holds the waiting line's requests, and bucketWaiting
-	// indexes those still waiting, as bucketLive does for bookings.
-	bucketRequests = []byte("requests")
-	bucketWaiting  = []byte("waiting")
-	// bucketUsage holds each user's decayed usage, by uid (fair share);
-	// bucketHeld what their ended bookings held, by uid and end (hours
-	// quotas and usage reports).
-	bucketUsage = []byte("usage")
-	bucketHeld  = []byte("held")
-
-	// requiredBuckets are in every ledger written once; knownBuckets is
-	// the layout: every bucket a ledger may hold. Every write creates them
-	// all; the accounting and the waiting line's came later, and a ledger
-	// last written before them lacks them until its next write.
-	requiredBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive}
-	knownBuckets    = append(slices.Clone(requiredBuckets), bucketBookingUsage, bucketSamples, bucketUnbooked,
-		bucketRequests, bucketWaiting, bucketUsage, bucketHeld)
-
-	keySchema    = []byte("schema")
-	keyInventory = []byte("inventory")
-	keyPolicy    = []byte("policy")
-	// keyReadingPrefix and a GPU's index name its latest reading.
-	keyReadingPrefix = []byte("reading/")
-)
 
 // Ledger is the path of a ledger file and how to open it. It holds no open
 // handle, so a Ledger value is cheap and safe to share between goroutines.
@@ -108,16 +60,25 @@ func New(path string) *Ledger {
 }
 
 // Update runs fn in one read-write transaction, creating the file if needed.
-// fn's error rolls the transaction back and is returned as it is.
-func (l *Ledger) Update(fn func(*Tx) error) error {
+// fn's error rolls the transaction back and is returned as it is. A ctx
+// that has ended stops it before it starts; once begun, a transaction runs
+// to its end (bbolt's cannot be interrupted, and the lock's wait is bounded
+// by Timeout).
+func (l *Ledger) Update(ctx context.Context, fn func(*storage.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.Path, err)
+	}
 	return l.run(false, fn)
 }
 
 // View runs fn in one read-only transaction. A ledger that does not exist yet
 // reads as empty; View never creates the file. A ledger whose directory does
 // not exist is a mistyped path, not an empty ledger: View says so, as a
-// writer's open would.
-func (l *Ledger) View(fn func(*Tx) error) error {
+// writer's open would. ctx is as for Update.
+func (l *Ledger) View(ctx context.Context, fn func(*storage.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.Path, err)
+	}
 	if l.unwritten() {
 		if _, err := os.Stat(filepath.Dir(l.Path)); errors.Is(err, fs.ErrNotExist) {
 			return &fs.PathError{Op: "open", Path: l.Path, Err: syscall.ENOENT}
@@ -125,7 +86,7 @@ func (l *Ledger) View(fn func(*Tx) error) error {
 		if err := l.notLost(); err != nil {
 			return err
 		}
-		return fn(&Tx{})
+		return fn(&storage.Tx{})
 	}
 	return l.run(true, fn)
 }
@@ -152,7 +113,7 @@ func (l *Ledger) Private() bool {
 	if err != nil {
 		return l.mode()&0o022 == 0
 	}
-	uid, _, _ := ownerOf(st)
+	uid, _, _ := storage.OwnerOf(st)
 	return uid == os.Geteuid() && st.Mode().Perm()&0o022 == 0
 }
 
@@ -170,22 +131,22 @@ func (l *Ledger) unwritten() bool {
 // backup is too: a backup that holds a ledger means the ledger lost its
 // contents, and starting it afresh would hand out its ids again.
 func (l *Ledger) notLost() error {
-	if st, err := os.Lstat(BackupPath(l.Path)); err == nil && st.Size() > 0 {
+	if st, err := os.Lstat(storage.BackupPath(l.Path)); err == nil && st.Size() > 0 {
 		return fmt.Errorf("%w: %s is missing or empty, but its backup %s holds a ledger: "+
-			"run `chronos doctor --repair` to restore it (or remove the backup to start afresh)", ErrDamaged, l.Path, BackupPath(l.Path))
+			"run `chronos doctor --repair` to restore it (or remove the backup to start afresh)", storage.ErrDamaged, l.Path, storage.BackupPath(l.Path))
 	}
 	return nil
 }
 
-func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
+func (l *Ledger) run(readOnly bool, fn func(*storage.Tx) error) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	var db *bolt.DB
+	var db *bbolt.DB
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s (%v)", ErrDamaged, l.Path, r)
+			err = fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
 			// Let go of the file, its mapping and its locks (the mapping
 			// keeps the file, and so its lock, alive): a process that goes
 			// on, a monitor, must not keep others out. bbolt's transaction
@@ -202,9 +163,9 @@ func (l *Ledger) run(readOnly bool, fn func(*Tx) error) (err error) {
 	var txErr error
 	if readOnly {
 		l.warnRolledBack(file)
-		txErr = db.View(func(btx *bolt.Tx) error { return runTx(btx, fn) })
+		txErr = db.View(func(btx *bbolt.Tx) error { return runTx(btx, fn) })
 	} else {
-		txErr = db.Update(func(btx *bolt.Tx) error {
+		txErr = db.Update(func(btx *bbolt.Tx) error {
 			if err := prepare(btx); err != nil {
 				return err
 			}
@@ -235,7 +196,7 @@ func (l *Ledger) mode() fs.FileMode {
 
 // open opens the ledger with bbolt, and returns with it the file it holds
 // open (closed with the database).
-func (l *Ledger) open(readOnly bool) (*bolt.DB, *os.File, error) {
+func (l *Ledger) open(readOnly bool) (*bbolt.DB, *os.File, error) {
 	timeout := l.timeout()
 	for tries := 1; ; tries++ {
 		db, file, replaced, err := l.openOnce(readOnly, timeout)
@@ -247,7 +208,7 @@ func (l *Ledger) open(readOnly bool) (*bolt.DB, *os.File, error) {
 		// there is gone. Open the file now at the path.
 		db.Close()
 		if tries == maxOpenTries {
-			return nil, nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", ErrBusy, l.Path)
+			return nil, nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", storage.ErrBusy, l.Path)
 		}
 	}
 }
@@ -264,7 +225,7 @@ func (l *Ledger) timeout() time.Duration {
 	return l.Timeout
 }
 
-func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, file *os.File, replaced bool, err error) {
+func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bbolt.DB, file *os.File, replaced bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// bbolt panicked opening it. A writer checked beforehand what
@@ -299,7 +260,7 @@ func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, fi
 		file = f
 		return f, nil
 	}
-	db, err = bolt.Open(l.Path, l.mode(), &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
+	db, err = bbolt.Open(l.Path, l.mode(), &bbolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: openFile})
 	if err == nil && file != nil {
 		held, herr := file.Stat()
 		now, nerr := os.Lstat(l.Path)
@@ -314,17 +275,17 @@ func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bolt.DB, fi
 // ledger's mode) when a writer finds none.
 func (l *Ledger) openFile(readOnly bool) (*os.File, error) {
 	if readOnly {
-		return openRegular(l.Path, os.O_RDONLY)
+		return storage.OpenRegular(l.Path, os.O_RDONLY)
 	}
 	for tries := 1; ; tries++ {
-		f, err := openRegular(l.Path, os.O_RDWR)
+		f, err := storage.OpenRegular(l.Path, os.O_RDWR)
 		if !errors.Is(err, fs.ErrNotExist) || tries == maxOpenTries {
 			return f, err
 		}
 		if err := l.notLost(); err != nil {
 			return nil, err
 		}
-		f, err = createNew(l.Path, l.mode())
+		f, err = storage.CreateNew(l.Path, l.mode())
 		if !errors.Is(err, fs.ErrExist) {
 			return f, err
 		}
@@ -338,7 +299,7 @@ func (l *Ledger) openFile(readOnly bool) (*os.File, error) {
 // meta page damaged, bbolt would carry on from the commit before, handing
 // out again the ids that commit gave.
 func (l *Ledger) checkForWrite(f *os.File) error {
-	if err := checkWritable(f, l.Path); err != nil {
+	if err := storage.CheckWritable(f, l.Path); err != nil {
 		return err
 	}
 	st, err := f.Stat()
@@ -353,7 +314,7 @@ func (l *Ledger) checkForWrite(f *os.File) error {
 		return fmt.Errorf("read ledger %s: %w", l.Path, err)
 	}
 	if msg != "" {
-		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", ErrDamaged, l.Path, msg)
+		return fmt.Errorf("%w: %s: %s; run `chronos doctor`", storage.ErrDamaged, l.Path, msg)
 	}
 	return nil
 }
@@ -382,18 +343,18 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockTimeout):
-		return fmt.Errorf("%w: another chronos process has held %s for %s", ErrBusy, l.Path, timeout)
+		return fmt.Errorf("%w: another chronos process has held %s for %s", storage.ErrBusy, l.Path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
-	case errors.Is(err, ErrDamaged), errors.Is(err, ErrUnsafeFile):
+		return fmt.Errorf("%w: %s (%w)", storage.ErrDamaged, l.Path, err)
+	case errors.Is(err, storage.ErrDamaged), errors.Is(err, storage.ErrUnsafeFile):
 		return err
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		return fmt.Errorf("open ledger %s: %w: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, ErrReadOnly, err)
+		return fmt.Errorf("open ledger %s: %w: %w (is the file read-only, or a shared ledger of a group you are not in?)", l.Path, storage.ErrReadOnly, err)
 	default:
 		// bbolt reports short or foreign files with plain errors ("file size
 		// too small", "invalid argument" from mmap).
 		if st, statErr := os.Lstat(l.Path); statErr == nil && st.Size() > 0 && st.Size() < 2*int64(os.Getpagesize()) {
-			return fmt.Errorf("%w: %s (%w)", ErrDamaged, l.Path, err)
+			return fmt.Errorf("%w: %s (%w)", storage.ErrDamaged, l.Path, err)
 		}
 		return fmt.Errorf("open ledger %s: %w", l.Path, err)
 	}
@@ -401,11 +362,11 @@ func (l *Ledger) openError(err error, timeout time.Duration) error {
 
 // prepare creates the buckets of a new file, so that doctor finds every
 // bucket of the layout in any ledger written once.
-func prepare(btx *bolt.Tx) error {
-	if btx.Bucket(bucketMeta) == nil && len(bucketNames(btx)) > 0 {
-		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
+func prepare(btx *bbolt.Tx) error {
+	if btx.Bucket(storage.BucketMeta) == nil && len(bucketNames(btx)) > 0 {
+		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", storage.ErrDamaged)
 	}
-	for _, name := range knownBuckets {
+	for _, name := range storage.Buckets() {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -415,11 +376,11 @@ func prepare(btx *bolt.Tx) error {
 
 // runTx runs fn over one bbolt transaction, refusing a bbolt file that
 // holds buckets but no chronos meta bucket: somebody else's database.
-func runTx(btx *bolt.Tx, fn func(*Tx) error) error {
-	if btx.Bucket(bucketMeta) == nil && len(bucketNames(btx)) > 0 {
-		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", ErrDamaged)
+func runTx(btx *bbolt.Tx, fn func(*storage.Tx) error) error {
+	if btx.Bucket(storage.BucketMeta) == nil && len(bucketNames(btx)) > 0 {
+		return fmt.Errorf("%w: a bbolt file, but not a chronos ledger", storage.ErrDamaged)
 	}
-	tx, err := NewTx(boltTx{btx})
+	tx, err := storage.NewTx(boltTx{btx})
 	if err != nil {
 		return err
 	}
@@ -449,7 +410,7 @@ func checkImage(data []byte) (problems []error, err error) {
 		}
 		return problems, nil
 	}
-	err = viewImage(data, func(btx *bolt.Tx) error {
+	err = viewImage(data, func(btx *bbolt.Tx) error {
 		for e := range btx.Check() {
 			problems = append(problems, e)
 		}
@@ -461,7 +422,7 @@ func checkImage(data []byte) (problems []error, err error) {
 // readLocked reads the whole ledger file under the readers' lock, and runs
 // also (when not nil) before it lets go.
 func (l *Ledger) readLocked(also func()) ([]byte, error) {
-	f, err := openRegular(l.Path, os.O_RDONLY)
+	f, err := storage.OpenRegular(l.Path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 import (
 	"encoding/binary"
@@ -9,8 +9,10 @@ import (
 	"os"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // bbolt's layout (go.etcd.io/bbolt/internal/common): a page is a 16-byte
@@ -379,7 +381,7 @@ func (w *pageWalk) leaf(p []byte, where string, depth int) string {
 // readFile reads the whole regular file at path, opened without following a
 // link or blocking on a FIFO, with its stat.
 func readFile(path string) ([]byte, fs.FileInfo, error) {
-	f, err := openRegular(path, os.O_RDONLY)
+	f, err := storage.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -419,7 +421,7 @@ func memFile(data []byte) (*os.File, error) {
 // openImage opens a private copy of a ledger file's bytes with bbolt, once
 // checkPages has found them safe to read. With readOnly false an empty
 // image is a new ledger to build.
-func openImage(data []byte, readOnly bool) (*bolt.DB, *os.File, error) {
+func openImage(data []byte, readOnly bool) (*bbolt.DB, *os.File, error) {
 	f, err := memFile(data)
 	if err != nil {
 		return nil, nil, err
@@ -432,7 +434,7 @@ func openImage(data []byte, readOnly bool) (*bolt.DB, *os.File, error) {
 		return nil, nil, err
 	}
 	mine := os.NewFile(uintptr(dup), f.Name())
-	db, err := bolt.Open(f.Name(), 0o600, &bolt.Options{ReadOnly: readOnly, Timeout: time.Second,
+	db, err := bbolt.Open(f.Name(), 0o600, &bbolt.Options{ReadOnly: readOnly, Timeout: time.Second,
 		OpenFile: func(string, int, fs.FileMode) (*os.File, error) { return f, nil }})
 	if err != nil {
 		f.Close()
@@ -444,9 +446,9 @@ func openImage(data []byte, readOnly bool) (*bolt.DB, *os.File, error) {
 
 // viewImage runs fn over a read-only transaction of the ledger file's bytes,
 // when they are safe to read; a panic or fault becomes an error.
-func viewImage(data []byte, fn func(*bolt.Tx) error) error {
+func viewImage(data []byte, fn func(*bbolt.Tx) error) error {
 	if _, safe := checkPages(data); !safe {
-		return fmt.Errorf("%w: the file's pages do not hold together", ErrDamaged)
+		return fmt.Errorf("%w: the file's pages do not hold together", storage.ErrDamaged)
 	}
 	var err error
 	guard(func() error {
@@ -457,6 +459,6 @@ func viewImage(data []byte, fn func(*bolt.Tx) error) error {
 		mine.Close()
 		defer db.Close()
 		return db.View(fn)
-	}, func(msg string) { err = fmt.Errorf("%w: %s", ErrDamaged, msg) })
+	}, func(msg string) { err = fmt.Errorf("%w: %s", storage.ErrDamaged, msg) })
 	return err
 }

@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 // bbolt as a storage engine: its transaction as a RawTx.
 
@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 )
 
 // boltTx is bbolt's transaction as a RawTx: a bucket per name, created on
 // first write.
-type boltTx struct{ btx *bolt.Tx }
+type boltTx struct{ btx *bbolt.Tx }
 
 func (t boltTx) Get(bucket, k []byte) ([]byte, error) {
 	if b := t.btx.Bucket(bucket); b != nil {
@@ -20,7 +20,7 @@ func (t boltTx) Get(bucket, k []byte) ([]byte, error) {
 	return nil, nil
 }
 
-func (t boltTx) writeBucket(name []byte) (*bolt.Bucket, error) {
+func (t boltTx) writeBucket(name []byte) (*bbolt.Bucket, error) {
 	if b := t.btx.Bucket(name); b != nil {
 		return b, nil
 	}
@@ -80,7 +80,7 @@ func (t boltTx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bo
 	return nil
 }
 
-func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+func step(c *bbolt.Cursor, reverse bool) ([]byte, []byte) {
 	if reverse {
 		return c.Prev()
 	}
@@ -105,9 +105,9 @@ func (t boltTx) Sequence(bucket []byte) (uint64, error) {
 
 func (t boltTx) Writable() bool { return t.btx.Writable() }
 
-func bucketNames(btx *bolt.Tx) []string {
+func bucketNames(btx *bbolt.Tx) []string {
 	var names []string
-	_ = btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+	_ = btx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 		names = append(names, string(name))
 		return nil
 	})

@@ -1,11 +1,14 @@
-package storage
+package bolt
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // FuzzStoredRecords puts arbitrary keys and values into each bucket of a
@@ -25,18 +28,18 @@ func FuzzStoredRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, where uint8, k, v []byte) {
 		l := New(filepath.Join(t.TempDir(), "chronos.db"))
 		addOne(t, l)
-		buckets := [][]byte{bucketPartitions, bucketEvents, bucketClaims, bucketMeta, bucketLive}
+		buckets := [][]byte{storage.BucketPartitions, storage.BucketEvents, storage.BucketClaims, storage.BucketMeta, storage.BucketLive}
 		b := buckets[int(where)%len(buckets)]
-		db, err := bolt.Open(l.Path, 0o600, nil)
+		db, err := bbolt.Open(l.Path, 0o600, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(b).Put(k, v) })
+		err = db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(b).Put(k, v) })
 		db.Close()
 		if err != nil {
 			t.Skip(err) // an empty or oversized key: bbolt refuses it
 		}
-		_ = l.View(func(tx *Tx) error {
+		_ = l.View(context.Background(), func(tx *storage.Tx) error {
 			_, _ = tx.Partitions()
 			_, _ = tx.Partition(1)
 			_, _ = tx.Partition(9)
@@ -49,7 +52,7 @@ func FuzzStoredRecords(f *testing.F) {
 			_, _ = tx.Claims()
 			return nil
 		})
-		_ = l.Update(func(tx *Tx) error { return tx.DropClaims(time.Now()) })
+		_ = l.Update(context.Background(), func(tx *storage.Tx) error { return tx.DropClaims(time.Now()) })
 		d, err := l.Diagnose()
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
-package storage
+package bolt
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // The uid and group of the member in these tests: nobody, in nogroup.
@@ -35,7 +38,7 @@ func newShared(t *testing.T) sharedSetup {
 	require.NoError(t, os.Chmod(parent, 0o755))
 	s := sharedSetup{dir: filepath.Join(parent, "chronos"), victim: filepath.Join(parent, "victim"), victimData: []byte("root's own file\n")}
 	require.NoError(t, os.Mkdir(s.dir, 0o700))
-	require.NoError(t, Own(s.dir, 0, memberGID, 0o770|fs.ModeSetgid|fs.ModeSticky))
+	require.NoError(t, storage.Own(s.dir, 0, memberGID, 0o770|fs.ModeSetgid|fs.ModeSticky))
 	require.NoError(t, os.WriteFile(s.victim, s.victimData, 0o644))
 	return s
 }
@@ -84,7 +87,7 @@ func (s sharedSetup) untouched(t *testing.T) {
 	st, err := os.Stat(s.victim)
 	require.NoError(t, err)
 	require.Equal(t, fs.FileMode(0o644), st.Mode(), "root changed the mode of a file a member pointed it at")
-	uid, gid, _ := ownerOf(st)
+	uid, gid, _ := storage.OwnerOf(st)
 	require.Equal(t, []int{0, 0}, []int{uid, gid}, "root changed the owner of a file a member pointed it at")
 }
 
@@ -104,7 +107,7 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 
 		addOne(t, l) // root writes, and refreshes the backup
 		s.untouched(t)
-		st, err := os.Lstat(BackupPath(l.Path))
+		st, err := os.Lstat(storage.BackupPath(l.Path))
 		require.NoError(t, err)
 		require.True(t, st.Mode().IsRegular())
 	})
@@ -115,8 +118,8 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 		out, err := s.member(t, `ln -s `+target+` chronos.db`)
 		require.NoError(t, err, out)
 		l := New(filepath.Join(s.dir, "chronos.db"))
-		err = l.Update(func(*Tx) error { return nil })
-		require.ErrorIs(t, err, ErrDamaged)
+		err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
+		require.ErrorIs(t, err, storage.ErrDamaged)
 		require.ErrorContains(t, err, "symbolic link")
 		require.NoFileExists(t, target, "root created a file where a member's link pointed")
 	})
@@ -126,7 +129,7 @@ func TestMemberLinksNeverRedirectRootsWrites(t *testing.T) {
 		out, err := s.member(t, `ln -s "$VICTIM" chronos.db`)
 		require.NoError(t, err, out)
 		l := New(filepath.Join(s.dir, "chronos.db"))
-		require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrDamaged)
+		require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 		s.untouched(t)
 		// A link never was a ledger: the doctor asks for --force, then moves
 		// the link aside, and touches nothing it points at.
@@ -180,7 +183,7 @@ func TestRepairNeverWritesThroughMembersNames(t *testing.T) {
 		}
 		st, err := os.Lstat(l.Path)
 		require.NoError(t, err)
-		uid, gid, _ := ownerOf(st)
+		uid, gid, _ := storage.OwnerOf(st)
 		require.Equal(t, []int{0, memberGID}, []int{uid, gid}, "the rebuilt ledger is root's, in the group")
 		require.Equal(t, fs.FileMode(0o660), st.Mode())
 	}
@@ -203,8 +206,8 @@ func TestRootRefusesLedgerItDoesNotOwn(t *testing.T) {
 	before, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
 
-	err = l.Update(func(*Tx) error { return nil })
-	require.ErrorIs(t, err, ErrUnsafeFile)
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, storage.ErrUnsafeFile)
 	require.ErrorContains(t, err, "belongs to nobody, not root")
 	require.ErrorContains(t, err, "sudo chronos init --shared")
 	after, err := os.ReadFile(l.Path)
@@ -218,7 +221,7 @@ func TestRootRefusesLedgerItDoesNotOwn(t *testing.T) {
 	root := s.ledger(t)
 	out, err = s.member(t, `ln chronos.db another-name`)
 	require.NoError(t, err, out)
-	err = root.Update(func(*Tx) error { return nil })
-	require.ErrorIs(t, err, ErrUnsafeFile)
+	err = root.Update(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, storage.ErrUnsafeFile)
 	require.ErrorContains(t, err, "2 names")
 }

@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 import (
 	"bytes"
@@ -14,16 +14,17 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Repaired says what Repair did.
 type Repaired struct {
-	Before Diagnosis `json:"before"`
-	After  Diagnosis `json:"after"`
+	Before storage.Diagnosis `json:"before"`
+	After  storage.Diagnosis `json:"after"`
 	// SavedAs is the copy of the damaged file, kept as it was.
 	SavedAs string `json:"saved_as,omitempty"`
 	// Done is false when there was nothing to repair.
@@ -40,17 +41,17 @@ type Repaired struct {
 
 // salvage is what could be read from one file.
 type salvage struct {
-	parts     map[uint64]Partition
-	events    map[uint64]Event
-	claims    map[string]Claim
-	usage     map[uint64]BookingUsage
-	policy    *Policy
-	inventory *Inventory
+	parts     map[uint64]storage.Partition
+	events    map[uint64]storage.Event
+	claims    map[string]storage.Claim
+	usage     map[uint64]storage.BookingUsage
+	policy    *storage.Policy
+	inventory *storage.Inventory
 	partSeq   uint64
 	eventSeq  uint64
 	// asIs holds, by bucket, the buckets no record above is checked for
 	// (the waiting line, fair-share usage, held intervals, GPU minutes,
-	// unbooked use): copied key for key, with their counters.
+	// unbooked use): copied key for key, with their Counters.
 	asIs    map[string]map[string][]byte
 	asIsSeq map[string]uint64
 
@@ -58,18 +59,18 @@ type salvage struct {
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]Partition{}, events: map[uint64]Event{}, claims: map[string]Claim{}, usage: map[uint64]BookingUsage{},
+	return &salvage{parts: map[uint64]storage.Partition{}, events: map[uint64]storage.Event{}, claims: map[string]storage.Claim{}, usage: map[uint64]storage.BookingUsage{},
 		asIs: map[string]map[string][]byte{}, asIsSeq: map[string]uint64{}}
 }
 
 // checkedBuckets are the buckets salvage reads record by record (the live
 // index is rebuilt from the bookings); every other bucket is copied as is.
-var checkedBuckets = [][]byte{bucketMeta, bucketPartitions, bucketEvents, bucketClaims, bucketLive, bucketBookingUsage}
+var checkedBuckets = [][]byte{storage.BucketMeta, storage.BucketPartitions, storage.BucketEvents, storage.BucketClaims, storage.BucketLive, storage.BucketBookingUsage}
 
-// copiedBuckets are knownBuckets less checkedBuckets.
+// copiedBuckets are storage.Buckets() less checkedBuckets.
 func copiedBuckets() [][]byte {
 	var out [][]byte
-	for _, b := range knownBuckets {
+	for _, b := range storage.Buckets() {
 		if !slices.ContainsFunc(checkedBuckets, func(c []byte) bool { return bytes.Equal(b, c) }) {
 			out = append(out, b)
 		}
@@ -115,14 +116,14 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	if before.Healthy {
 		return r, nil
 	}
-	if before.Schema > SchemaVersion {
-		return r, fmt.Errorf("%w (schema %d): upgrade chronos instead of repairing", ErrNewerSchema, before.Schema)
+	if before.Schema > storage.SchemaVersion {
+		return r, fmt.Errorf("%w (schema %d): upgrade chronos instead of repairing", storage.ErrNewerSchema, before.Schema)
 	}
 
 	mode, uid, gid := l.mode(), -1, -1
 	stamp := clock.System().Now().UTC().Format("20060102T150405Z")
 	found := newSalvage()
-	f, err := openRegular(l.Path, os.O_RDWR)
+	f, err := storage.OpenRegular(l.Path, os.O_RDWR)
 	switch {
 	case err == nil:
 		// Hold the writers' lock while the file is copied and replaced.
@@ -138,14 +139,14 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 			return r, l.notLedger()
 		}
 		mode = st.Mode().Perm()
-		uid, gid, _ = ownerOf(st)
+		uid, gid, _ = storage.OwnerOf(st)
 		if r.SavedAs, err = saveCopy(l.Path, stamp, mode, data); err != nil {
 			return r, fmt.Errorf("save the damaged file: %w", err)
 		}
 		found.salvage(data, &r)
 	case errors.Is(err, fs.ErrNotExist):
 		r.Lost = append(r.Lost, l.Path+" was missing")
-	case errors.Is(err, ErrDamaged):
+	case errors.Is(err, storage.ErrDamaged):
 		// A directory, a FIFO, a link: nothing to read. Move it aside so
 		// the path is free — if it was the ledger's place (--db /etc).
 		if !anyway && !hasBackup(l.Path) {
@@ -160,7 +161,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	}
 
 	// The rolling backup fills in what the damaged file lost.
-	backup := BackupPath(l.Path)
+	backup := storage.BackupPath(l.Path)
 	if data, st, err := readFile(backup); err == nil {
 		if problems, err := checkImage(data); err == nil && len(problems) == 0 {
 			old := newSalvage()
@@ -185,7 +186,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 		}
 		return r, fmt.Errorf("the rebuilt ledger did not pass bbolt's check (%w); %s is unchanged", err, l.Path)
 	}
-	err = WriteAtomically(l.Path, mode, func(f *os.File) error {
+	err = storage.WriteAtomically(l.Path, mode, func(f *os.File) error {
 		if uid >= 0 && os.Geteuid() == 0 {
 			// Keep the ledger its owner's and group's.
 			if err := f.Chown(uid, gid); err != nil {
@@ -201,7 +202,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	r.Done = true
 	r.Partitions, r.Events = len(found.parts), len(found.events)+1
 	for _, p := range found.parts {
-		if p.State == Live {
+		if p.State == storage.Live {
 			r.Live++
 		}
 	}
@@ -279,34 +280,34 @@ func readTree(data []byte, into *salvage) int {
 	if len(data) == 0 {
 		return 0
 	}
-	err := viewImage(data, func(btx *bolt.Tx) error {
-		n += readBucket(btx.Bucket(bucketPartitions), "partitions", into, func(k, v []byte) bool {
-			var p Partition
-			if len(k) != 8 || decode(v, &p) != nil || p.invalid(binary.BigEndian.Uint64(k)) != "" {
+	err := viewImage(data, func(btx *bbolt.Tx) error {
+		n += readBucket(btx.Bucket(storage.BucketPartitions), "partitions", into, func(k, v []byte) bool {
+			var p storage.Partition
+			if len(k) != 8 || storage.Decode(v, &p) != nil || p.Invalid(binary.BigEndian.Uint64(k)) != "" {
 				return false
 			}
 			into.parts[p.ID] = p
 			return true
 		}, &into.partSeq)
-		n += readBucket(btx.Bucket(bucketEvents), "events", into, func(k, v []byte) bool {
-			var e Event
-			if len(k) != 8 || decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
+		n += readBucket(btx.Bucket(storage.BucketEvents), "events", into, func(k, v []byte) bool {
+			var e storage.Event
+			if len(k) != 8 || storage.Decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
 				return false
 			}
 			into.events[e.Seq] = e
 			return true
 		}, &into.eventSeq)
-		n += readBucket(btx.Bucket(bucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
-			var u BookingUsage
-			if len(k) != 8 || decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
+		n += readBucket(btx.Bucket(storage.BucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
+			var u storage.BookingUsage
+			if len(k) != 8 || storage.Decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
 				return false
 			}
 			into.usage[u.Partition] = u
 			return true
 		}, nil)
-		n += readBucket(btx.Bucket(bucketClaims), "claims", into, func(k, v []byte) bool {
-			var c Claim
-			if decode(v, &c) != nil {
+		n += readBucket(btx.Bucket(storage.BucketClaims), "claims", into, func(k, v []byte) bool {
+			var c storage.Claim
+			if storage.Decode(v, &c) != nil {
 				return false
 			}
 			into.claims[string(k)] = c
@@ -326,9 +327,9 @@ func readTree(data []byte, into *salvage) int {
 			into.asIsSeq[string(name)] = seq
 		}
 		guard(func() error {
-			if meta := btx.Bucket(bucketMeta); meta != nil {
-				into.readMeta(keyPolicy, meta.Get(keyPolicy))
-				into.readMeta(keyInventory, meta.Get(keyInventory))
+			if meta := btx.Bucket(storage.BucketMeta); meta != nil {
+				into.readMeta(storage.KeyPolicy, meta.Get(storage.KeyPolicy))
+				into.readMeta(storage.KeyInventory, meta.Get(storage.KeyInventory))
 			}
 			return nil
 		}, func(msg string) { into.failures = append(into.failures, "policy and inventory: "+msg) })
@@ -345,13 +346,13 @@ func (s *salvage) readMeta(k, v []byte) {
 		return
 	}
 	switch string(k) {
-	case string(keyPolicy):
-		var p Policy
+	case string(storage.KeyPolicy):
+		var p storage.Policy
 		if json.Unmarshal(v, &p) == nil && p.Expiry != "" {
 			s.policy = &p
 		}
-	case string(keyInventory):
-		var inv Inventory
+	case string(storage.KeyInventory):
+		var inv storage.Inventory
 		if json.Unmarshal(v, &inv) == nil && len(inv.Devices) > 0 {
 			s.inventory = &inv
 		}
@@ -361,7 +362,7 @@ func (s *salvage) readMeta(k, v []byte) {
 // readBucket walks a bucket with a cursor; when the walk breaks on a damaged
 // page it goes on from the next key it can reach, and for numbered buckets
 // it tries every number up to the bucket's counter, one Get at a time.
-func readBucket(b *bolt.Bucket, name string, into *salvage, keep func(k, v []byte) bool, seq *uint64) int {
+func readBucket(b *bbolt.Bucket, name string, into *salvage, keep func(k, v []byte) bool, seq *uint64) int {
 	if b == nil {
 		return 0
 	}
@@ -394,8 +395,8 @@ func readBucket(b *bolt.Bucket, name string, into *salvage, keep func(k, v []byt
 			top = min(top, 5_000_000)
 			for id := uint64(1); id <= top; id++ {
 				guard(func() error {
-					if v := b.Get(key(id)); v != nil {
-						if keep(key(id), v) {
+					if v := b.Get(storage.IDKey(id)); v != nil {
+						if keep(storage.IDKey(id), v) {
 							n++
 						}
 					}
@@ -475,12 +476,12 @@ func (s *salvage) build() ([]byte, error) {
 		return nil, err
 	}
 	defer mine.Close()
-	err = db.Update(func(btx *bolt.Tx) error {
+	err = db.Update(func(btx *bbolt.Tx) error {
 		if err := prepare(btx); err != nil {
 			return err
 		}
 		raw := boltTx{btx}
-		tx, err := NewTx(raw)
+		tx, err := storage.NewTx(raw)
 		if err != nil {
 			return err
 		}
@@ -489,17 +490,17 @@ func (s *salvage) build() ([]byte, error) {
 		for _, seq := range sortedKeys(s.events) {
 			e := s.events[seq]
 			switch e.Kind {
-			case EventCreated:
+			case storage.EventCreated:
 				created[e.Partition] = true
-			case EventReleased, EventExpired, EventReclaimed:
+			case storage.EventReleased, storage.EventExpired, storage.EventReclaimed:
 				ended[e.Partition] = true
 			}
-			if err := put(raw, bucketEvents, key(seq), e); err != nil {
+			if err := storage.PutRecord(raw, storage.BucketEvents, storage.IDKey(seq), e); err != nil {
 				return err
 			}
 			maxSeq = seq
 		}
-		if err := btx.Bucket(bucketEvents).SetSequence(max(maxSeq, s.eventSeq)); err != nil {
+		if err := btx.Bucket(storage.BucketEvents).SetSequence(max(maxSeq, s.eventSeq)); err != nil {
 			return err
 		}
 		var maxID uint64
@@ -514,7 +515,7 @@ func (s *salvage) build() ([]byte, error) {
 				return err
 			}
 		}
-		if err := btx.Bucket(bucketPartitions).SetSequence(max(maxID, s.partSeq)); err != nil {
+		if err := btx.Bucket(storage.BucketPartitions).SetSequence(max(maxID, s.partSeq)); err != nil {
 			return err
 		}
 		for k, c := range s.claims {
@@ -548,7 +549,7 @@ func (s *salvage) build() ([]byte, error) {
 				return err
 			}
 		}
-		return tx.AddEvent(Event{Time: now, Kind: EventRepaired, UID: os.Getuid(),
+		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventRepaired, UID: os.Getuid(),
 			Detail: fmt.Sprintf("ledger rebuilt by chronos doctor: %d bookings, %d events", len(s.parts), len(s.events))})
 	})
 	if cerr := db.Close(); err == nil {
@@ -655,29 +656,29 @@ func (s *salvage) classify(k, v []byte) {
 		return true
 	}
 	switch {
-	case string(k) == string(keyPolicy) || string(k) == string(keyInventory):
+	case string(k) == string(storage.KeyPolicy) || string(k) == string(storage.KeyInventory):
 		s.readMeta(k, v)
 	case len(k) == 8 && has("share_ppm", "expires", "state"):
-		var p Partition
-		if json.Unmarshal(v, &p) == nil && p.invalid(binary.BigEndian.Uint64(k)) == "" {
+		var p storage.Partition
+		if json.Unmarshal(v, &p) == nil && p.Invalid(binary.BigEndian.Uint64(k)) == "" {
 			if old, ok := s.parts[p.ID]; !ok || later(p, old) {
 				s.parts[p.ID] = p
 			}
 		}
 	case len(k) == 8 && has("seq", "kind", "time"):
-		var e Event
+		var e storage.Event
 		if json.Unmarshal(v, &e) == nil && e.Seq == binary.BigEndian.Uint64(k) {
 			s.events[e.Seq] = e
 		}
 	case len(k) == 8 && has("partition", "through"):
-		var u BookingUsage
+		var u storage.BookingUsage
 		if json.Unmarshal(v, &u) == nil && u.Partition == binary.BigEndian.Uint64(k) {
 			if old, ok := s.usage[u.Partition]; !ok || u.Through.After(old.Through) {
 				s.usage[u.Partition] = u
 			}
 		}
 	case has("by", "at"):
-		var c Claim
+		var c storage.Claim
 		if json.Unmarshal(v, &c) == nil {
 			s.claims[string(k)] = c
 		}
@@ -686,9 +687,9 @@ func (s *salvage) classify(k, v []byte) {
 
 // later says whether a is a later version of the same partition than b:
 // states only move from live to ended, and deadlines only move later.
-func later(a, b Partition) bool {
-	if (a.State == Live) != (b.State == Live) {
-		return b.State == Live
+func later(a, b storage.Partition) bool {
+	if (a.State == storage.Live) != (b.State == storage.Live) {
+		return b.State == storage.Live
 	}
 	if !a.Expires.Equal(b.Expires) {
 		return a.Expires.After(b.Expires)
@@ -723,9 +724,9 @@ func carve(data []byte, into *salvage) {
 				continue
 			}
 			if id.ID != 0 {
-				into.classify(key(id.ID), raw)
+				into.classify(storage.IDKey(id.ID), raw)
 			} else if id.Seq != 0 {
-				into.classify(key(id.Seq), raw)
+				into.classify(storage.IDKey(id.Seq), raw)
 			}
 		}
 	}
@@ -749,7 +750,7 @@ func wasLedger(data []byte) bool {
 			return true
 		}
 	}
-	for _, name := range requiredBuckets { // a ledger older than the later buckets lacks them
+	for _, name := range storage.RequiredBuckets() { // a ledger older than the later buckets lacks them
 		if !bytes.Contains(data, name) {
 			return false
 		}
@@ -760,29 +761,29 @@ func wasLedger(data []byte) bool {
 // hasBackup says whether a rolling backup lies beside path: only chronos
 // writes one.
 func hasBackup(path string) bool {
-	st, err := os.Lstat(BackupPath(path))
+	st, err := os.Lstat(storage.BackupPath(path))
 	return err == nil && st.Mode().IsRegular()
 }
 
 // restoreEvents adds the events a repair found lost for p: its "created",
 // and the one that ended it, each saying it was restored. The audit trail
 // then has every booking's beginning and end, as doctor checks.
-func restoreEvents(tx *Tx, p Partition, now time.Time, created, ended bool) error {
-	restored := func(kind EventKind, what string, at time.Time) error {
-		return tx.AddEvent(Event{Time: now, Kind: kind, Partition: p.ID, UID: p.UID, User: p.User,
+func restoreEvents(tx *storage.Tx, p storage.Partition, now time.Time, created, ended bool) error {
+	restored := func(kind storage.EventKind, what string, at time.Time) error {
+		return tx.AddEvent(storage.Event{Time: now, Kind: kind, Partition: p.ID, UID: p.UID, User: p.User,
 			Detail: "restored by chronos doctor: the original event was lost (" + what + " " + at.UTC().Format(time.RFC3339) + ")"})
 	}
 	if !created {
-		if err := restored(EventCreated, "booked", p.Created); err != nil {
+		if err := restored(storage.EventCreated, "booked", p.Created); err != nil {
 			return err
 		}
 	}
 	switch {
 	case ended:
-	case p.State == Released:
-		return restored(EventReleased, "released by", p.End())
-	case p.State == Expired:
-		return restored(EventExpired, "ended", p.End())
+	case p.State == storage.Released:
+		return restored(storage.EventReleased, "released by", p.End())
+	case p.State == storage.Expired:
+		return restored(storage.EventExpired, "ended", p.End())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package storage
+package bolt
 
 import (
 	"fmt"
@@ -134,7 +134,7 @@ func waitingInProcess() int {
 	buf := make([]byte, 1<<20)
 	n := 0
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "[select") && strings.Contains(g, "storage.lockLedger(") {
+		if strings.Contains(g, "[select") && strings.Contains(g, "bolt.lockLedger(") {
 			n++
 		}
 	}

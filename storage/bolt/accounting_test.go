@@ -1,13 +1,16 @@
-package storage
+package bolt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // A ledger last written by a chronos from before accounting lacks its
@@ -15,10 +18,10 @@ import (
 func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 	t.Parallel()
 	l, _ := ledgerWith(t, 3)
-	db, err := bolt.Open(l.Path, 0o600, nil)
+	db, err := bbolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(btx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketBookingUsage, bucketSamples, bucketUnbooked} {
+	require.NoError(t, db.Update(func(btx *bbolt.Tx) error {
+		for _, b := range [][]byte{storage.BucketBookingUsage, storage.BucketSamples, storage.BucketUnbooked} {
 			if err := btx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -30,7 +33,9 @@ func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
 
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(BookingUsage{Partition: 1, Idle: time.Minute}) }))
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
+		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Idle: time.Minute})
+	}))
 	d, err = l.Diagnose()
 	require.NoError(t, err)
 	require.True(t, d.Healthy, "%v", d.Problems)
@@ -40,22 +45,22 @@ func TestUsageRoundTrip(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		u, ok, err := tx.BookingUsage(7)
 		require.False(t, ok)
-		require.Equal(t, BookingUsage{Partition: 7}, u)
+		require.Equal(t, storage.BookingUsage{Partition: 7}, u)
 		return err
 	}))
-	want := BookingUsage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
+	want := storage.BookingUsage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
 		IdleFor: 50 * time.Minute, Warnings: 1, WarnedAt: at, HeldUntil: at.Add(time.Hour), HoldReason: "tokenizing", Holds: 1}
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(want) }))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(want) }))
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		got, ok, err := tx.BookingUsage(7)
 		require.True(t, ok)
 		require.Equal(t, want, got)
 		all, err2 := tx.BookingUsages()
 		require.NoError(t, err2)
-		require.Equal(t, map[uint64]BookingUsage{7: want}, all)
+		require.Equal(t, map[uint64]storage.BookingUsage{7: want}, all)
 		return err
 	}))
 }
@@ -65,10 +70,10 @@ func TestGPUMinutes(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 5 {
 			for _, uuid := range []string{"GPU-a", "GPU-b"} {
-				m := GPUMinute{Minute: start.Add(time.Duration(i) * time.Minute), UUID: uuid, Util: i, Idle: []uint64{uint64(i)}}
+				m := storage.GPUMinute{Minute: start.Add(time.Duration(i) * time.Minute), UUID: uuid, Util: i, Idle: []uint64{uint64(i)}}
 				if err := tx.PutGPUMinute(m); err != nil {
 					return err
 				}
@@ -76,7 +81,7 @@ func TestGPUMinutes(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		taken, err := tx.HasGPUMinute(start.Add(time.Minute), "GPU-b")
 		require.NoError(t, err)
 		require.True(t, taken)
@@ -92,8 +97,8 @@ func TestGPUMinutes(t *testing.T) {
 		require.Len(t, all, 10)
 		return err
 	}))
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.DropGPUMinutes(start.Add(3 * time.Minute)) }))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.DropGPUMinutes(start.Add(3 * time.Minute)) }))
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		all, err := tx.GPUMinutes(time.Time{}, start.Add(time.Hour), "")
 		require.Len(t, all, 4)
 		require.Equal(t, start.Add(3*time.Minute), all[0].Minute.UTC())
@@ -106,7 +111,7 @@ func TestUnbookedUse(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t)
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for _, add := range []struct {
 			at  time.Time
 			uid int
@@ -118,7 +123,7 @@ func TestUnbookedUse(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		got, err := tx.Unbooked(day)
 		require.NoError(t, err)
 		require.Len(t, got, 3)
@@ -136,8 +141,8 @@ func TestUnbookedUse(t *testing.T) {
 func TestRepairKeepsUsage(t *testing.T) {
 	t.Parallel()
 	l, _ := ledgerWith(t, 5)
-	want := BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.PutBookingUsage(want) }))
+	want := storage.BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(want) }))
 	for name, damage := range map[string]func([]byte){
 		// bbolt cannot open the file: every record is read from its pages.
 		"both meta pages": func(b []byte) {
@@ -158,7 +163,7 @@ func TestRepairKeepsUsage(t *testing.T) {
 			r, err := broken.Repair()
 			require.NoError(t, err)
 			require.True(t, r.After.Healthy, "%v", r.After.Problems)
-			require.NoError(t, broken.View(func(tx *Tx) error {
+			require.NoError(t, broken.View(context.Background(), func(tx *storage.Tx) error {
 				got, ok, err := tx.BookingUsage(2)
 				require.True(t, ok)
 				require.Equal(t, want.HoldReason, got.HoldReason)

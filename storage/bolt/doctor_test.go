@@ -1,7 +1,8 @@
-package storage
+package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,40 +11,42 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // ledgerWith makes a ledger of n bookings, every third released, with a
 // policy and an inventory, and returns the bookings as stored.
-func ledgerWith(t *testing.T, n int) (*Ledger, []Partition) {
+func ledgerWith(t *testing.T, n int) (*Ledger, []storage.Partition) {
 	t.Helper()
 	l := newLedger(t)
 	l.BackupEvery = -1 // tests that want a backup make one
-	var parts []Partition
-	require.NoError(t, l.Update(func(tx *Tx) error {
-		if err := tx.PutPolicy(Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
+	var parts []storage.Partition
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
+		if err := tx.PutPolicy(storage.Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
 			return err
 		}
-		return tx.PutInventory(Inventory{Backend: "simulated", Devices: []Device{{Index: 0, MemoryTotal: 1 << 30}}})
+		return tx.PutInventory(storage.Inventory{Backend: "simulated", Devices: []storage.Device{{Index: 0, MemoryTotal: 1 << 30}}})
 	}))
 	now := time.Now()
 	for i := range n {
-		p := Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: Live,
+		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live,
 			Created: now, Expires: now.Add(time.Hour + time.Duration(i)*time.Second)}
-		require.NoError(t, l.Update(func(tx *Tx) error {
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
-			if err := tx.AddEvent(Event{Kind: "created", Partition: p.ID}); err != nil {
+			if err := tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID}); err != nil {
 				return err
 			}
 			if i%3 == 2 {
-				p.State, p.Ended = Released, now
+				p.State, p.Ended = storage.Released, now
 				if err := tx.PutPartition(&p); err != nil {
 					return err
 				}
-				return tx.AddEvent(Event{Kind: "released", Partition: p.ID})
+				return tx.AddEvent(storage.Event{Kind: "released", Partition: p.ID})
 			}
 			return nil
 		}))
@@ -61,7 +64,7 @@ func TestDiagnoseHealthyLedger(t *testing.T) {
 	require.Equal(t, len(parts), d.Partitions)
 	require.Equal(t, 20, d.Live)
 	require.Equal(t, 40, d.Events)
-	require.Equal(t, SchemaVersion, d.Schema)
+	require.Equal(t, storage.SchemaVersion, d.Schema)
 
 	missing := New(filepath.Join(t.TempDir(), "none.db"))
 	d, err = missing.Diagnose()
@@ -75,15 +78,15 @@ func TestDiagnoseHealthyLedger(t *testing.T) {
 func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 	t.Parallel()
 	l, _ := ledgerWith(t, 10)
-	db, err := bolt.Open(l.Path, 0o600, nil)
+	db, err := bbolt.Open(l.Path, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		live, parts, events := tx.Bucket(bucketLive), tx.Bucket(bucketPartitions), tx.Bucket(bucketEvents)
-		require.NoError(t, live.Delete(key(1)))            // live, but not indexed
-		require.NoError(t, live.Put(key(3), nil))          // released, but indexed
-		require.NoError(t, parts.Put(key(4), []byte("{"))) // does not decode
-		require.NoError(t, events.Delete(key(7)))          // a created event lost (partition 6's)
-		return parts.SetSequence(2)                        // counter behind the ids
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+		live, parts, events := tx.Bucket(storage.BucketLive), tx.Bucket(storage.BucketPartitions), tx.Bucket(storage.BucketEvents)
+		require.NoError(t, live.Delete(storage.IDKey(1)))            // live, but not indexed
+		require.NoError(t, live.Put(storage.IDKey(3), nil))          // released, but indexed
+		require.NoError(t, parts.Put(storage.IDKey(4), []byte("{"))) // does not decode
+		require.NoError(t, events.Delete(storage.IDKey(7)))          // a created event lost (partition 6's)
+		return parts.SetSequence(2)                                  // counter behind the ids
 	}))
 	require.NoError(t, db.Close())
 
@@ -110,7 +113,7 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 	// copy of it, on a page bbolt had freed, is found by its bytes.
 	require.Equal(t, 10, r.Partitions)
 	require.Contains(t, strings.Join(r.Sources, "\n"), "found in the file's bytes")
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		live, err := tx.LivePartitions()
 		require.NoError(t, err)
 		var ids []uint64
@@ -120,11 +123,11 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 		require.Equal(t, []uint64{1, 2, 4, 5, 7, 8, 10}, ids)
 		evs, err := tx.Events(0, 0)
 		require.NoError(t, err)
-		require.Equal(t, EventRepaired, evs[len(evs)-1].Kind)
+		require.Equal(t, storage.EventRepaired, evs[len(evs)-1].Kind)
 		return nil
 	}))
-	require.NoError(t, l.Update(func(tx *Tx) error {
-		p := Partition{State: Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
+		p := storage.Partition{State: storage.Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 		require.NoError(t, tx.PutPartition(&p))
 		require.Equal(t, uint64(11), p.ID, "ids are not reused after a repair")
 		return nil
@@ -184,8 +187,8 @@ func TestRepairDamagedFiles(t *testing.T) {
 			require.Empty(t, problems)
 			require.True(t, r.After.Healthy, "%v", r.After.Problems)
 
-			got := map[uint64]Partition{}
-			require.NoError(t, l.View(func(tx *Tx) error {
+			got := map[uint64]storage.Partition{}
+			require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 				ps, err := tx.Partitions()
 				for _, p := range ps {
 					got[p.ID] = p
@@ -196,10 +199,10 @@ func TestRepairDamagedFiles(t *testing.T) {
 			// damaged bytes was kept, as it was.
 			kept := 0
 			for _, p := range parts {
-				if p.State != Live {
+				if p.State != storage.Live {
 					continue
 				}
-				p.V = SchemaVersion
+				p.V = storage.SchemaVersion
 				rec, err := json.Marshal(p)
 				require.NoError(t, err)
 				if !bytes.Contains(content, rec) {
@@ -209,7 +212,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 				_, ok := got[p.ID]
 				require.True(t, ok, "readable live booking %d lost", p.ID)
 				require.True(t, got[p.ID].Expires.Equal(p.Expires))
-				require.Equal(t, Live, got[p.ID].State)
+				require.Equal(t, storage.Live, got[p.ID].State)
 			}
 			for id, p := range got {
 				require.Equal(t, id, p.ID)
@@ -226,7 +229,7 @@ func TestRepairRestoresFromBackup(t *testing.T) {
 	l, parts := ledgerWith(t, 50)
 	l.BackupEvery = time.Nanosecond
 	addOne(t, l) // this update writes the backup
-	require.FileExists(t, BackupPath(l.Path))
+	require.FileExists(t, storage.BackupPath(l.Path))
 	l.BackupEvery = -1
 	addOne(t, l) // one more after the backup: lost with the file
 	require.NoError(t, os.WriteFile(l.Path, bytes.Repeat([]byte{0xff}, 64<<10), 0o600))
@@ -234,14 +237,14 @@ func TestRepairRestoresFromBackup(t *testing.T) {
 	d, err := l.Diagnose()
 	require.NoError(t, err)
 	require.False(t, d.Healthy)
-	require.Contains(t, d.Backup, BackupPath(l.Path))
+	require.Contains(t, d.Backup, storage.BackupPath(l.Path))
 
 	r, err := l.Repair()
 	require.NoError(t, err)
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
 	require.Contains(t, strings.Join(r.Sources, "\n"), "restored from the backup")
 	require.Equal(t, len(parts)+1, r.Partitions)
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		for _, p := range parts {
 			got, err := tx.Partition(p.ID)
 			require.NoError(t, err)
@@ -272,8 +275,8 @@ func TestNotARegularFile(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				require.ErrorIs(t, l.View(func(*Tx) error { return nil }), ErrDamaged)
-				require.ErrorIs(t, l.Update(func(*Tx) error { return nil }), ErrDamaged)
+				require.ErrorIs(t, l.View(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
+				require.ErrorIs(t, l.Update(context.Background(), func(*storage.Tx) error { return nil }), storage.ErrDamaged)
 				d, err := l.Diagnose()
 				require.NoError(t, err)
 				require.False(t, d.Healthy)
@@ -346,13 +349,13 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 		b[pageHeader+i], b[page+pageHeader+i] = 0, 0
 	}
 	require.NoError(t, os.WriteFile(good.Path, b, 0o600))
-	require.NoFileExists(t, BackupPath(good.Path))
+	require.NoFileExists(t, storage.BackupPath(good.Path))
 	r, err := good.Repair()
 	require.NoError(t, err)
 	require.True(t, r.Done)
 	good.BackupEvery = time.Nanosecond
 	addOne(t, good)
-	require.FileExists(t, BackupPath(good.Path))
+	require.FileExists(t, storage.BackupPath(good.Path))
 	require.NoError(t, os.WriteFile(good.Path, make([]byte, 32<<10), 0o600))
 	r, err = good.Repair()
 	require.NoError(t, err)
@@ -363,11 +366,11 @@ func TestRepairRefusesWhatNeverWasALedger(t *testing.T) {
 // ledger's tree uses (not a freed one).
 func usedLeaf(t *testing.T, path string, from int) int {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true})
 	require.NoError(t, err)
 	defer db.Close()
 	leaf := -1
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
 		for id := from; leaf < 0; id++ {
 			info, err := tx.Page(id)
 			if err != nil || info == nil {
@@ -389,15 +392,15 @@ func usedLeaf(t *testing.T, path string, from int) int {
 func TestWasLedgerNeedsOnlyTheFirstBuckets(t *testing.T) {
 	t.Parallel()
 	var old []byte
-	for _, name := range requiredBuckets {
+	for _, name := range storage.RequiredBuckets() {
 		old = append(append(old, name...), 0)
 	}
 	require.True(t, wasLedger(old))
-	require.False(t, wasLedger(old[len(requiredBuckets[0])+1:]), "without %s", requiredBuckets[0])
+	require.False(t, wasLedger(old[len(storage.RequiredBuckets()[0])+1:]), "without %s", storage.RequiredBuckets()[0])
 }
 
 // A repair keeps what has no record-by-record check — the waiting line,
-// fair-share usage, held intervals — as it was, with its counters (a
+// fair-share usage, held intervals — as it was, with its Counters (a
 // request's id is not handed out again): here from the rolling backup,
 // since the file's own tree cannot be read.
 func TestRepairKeepsTheLineAndUsage(t *testing.T) {
@@ -405,17 +408,17 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 	l, _ := ledgerWith(t, 3)
 	now := time.Now()
 	l.BackupEvery = time.Nanosecond // the next writes refresh the backup
-	require.NoError(t, l.Update(func(tx *Tx) error {
-		r := Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: Waiting}
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
+		r := storage.Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: storage.Waiting}
 		if err := tx.PutRequest(&r); err != nil {
 			return err
 		}
-		if err := tx.PutUserUsage(UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}); err != nil {
+		if err := tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}); err != nil {
 			return err
 		}
-		return tx.AddHeld(65534, Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
+		return tx.AddHeld(65534, storage.Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
 	}))
-	require.NoError(t, l.Update(func(tx *Tx) error { return tx.AddEvent(Event{Kind: EventPolicy}) }))
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.AddEvent(storage.Event{Kind: storage.EventPolicy}) }))
 	l.BackupEvery = -1
 	good, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
@@ -429,7 +432,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 	r, err := l.Repair()
 	require.NoError(t, err)
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		waiting, err := tx.WaitingRequests()
 		require.NoError(t, err)
 		require.Len(t, waiting, 1)
@@ -440,7 +443,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 		held, err := tx.HeldSince(65534, now.Add(-2*time.Hour))
 		require.NoError(t, err)
 		require.Len(t, held, 1)
-		next := Request{Device: 0, SharePPM: 1, Duration: time.Minute, Created: now, State: Waiting}
+		next := storage.Request{Device: 0, SharePPM: 1, Duration: time.Minute, Created: now, State: storage.Waiting}
 		require.NoError(t, tx.PutRequest(&next))
 		require.Equal(t, waiting[0].ID+1, next.ID, "request ids are not reused")
 		return nil

@@ -1,6 +1,7 @@
-package storage
+package bolt
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // withBackup is a ledger of n bookings and a backup of it as it stands.
@@ -36,15 +39,15 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	t.Parallel()
 	s := newShared(t)
 	l := s.ledger(t)
-	require.NoError(t, l.Update(func(tx *Tx) error {
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 100 {
-			if err := tx.AddEvent(Event{Kind: EventCreated, Detail: strings.Repeat("x", i*5)}); err != nil {
+			if err := tx.AddEvent(storage.Event{Kind: storage.EventCreated, Detail: strings.Repeat("x", i*5)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}))
-	st, err := os.Stat(BackupPath(l.Path))
+	st, err := os.Stat(storage.BackupPath(l.Path))
 	require.NoError(t, err)
 	require.Greater(t, st.Size(), int64(12288))
 	out, err := s.member(t, `truncate -s 12288 chronos.db.backup`)
@@ -58,7 +61,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	problems, err := l.Check()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	_, err = (&Ledger{Path: BackupPath(l.Path)}).Check()
+	_, err = (&Ledger{Path: storage.BackupPath(l.Path)}).Check()
 	require.NoError(t, err)
 }
 
@@ -78,9 +81,9 @@ func TestEmptyLedgerBesideItsBackupIsDamage(t *testing.T) {
 			d, err := l.Diagnose()
 			require.NoError(t, err)
 			require.False(t, d.Healthy)
-			require.Contains(t, strings.Join(d.Problems, "\n"), "the backup "+BackupPath(l.Path)+" is newer than the ledger")
-			for _, err := range []error{l.Update(func(*Tx) error { return nil }), l.View(func(*Tx) error { return nil })} {
-				require.ErrorIs(t, err, ErrDamaged)
+			require.Contains(t, strings.Join(d.Problems, "\n"), "the backup "+storage.BackupPath(l.Path)+" is newer than the ledger")
+			for _, err := range []error{l.Update(context.Background(), func(*storage.Tx) error { return nil }), l.View(context.Background(), func(*storage.Tx) error { return nil })} {
+				require.ErrorIs(t, err, storage.ErrDamaged)
 				require.ErrorContains(t, err, "chronos doctor --repair")
 			}
 
@@ -117,15 +120,15 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Healthy)
 	require.Contains(t, strings.Join(d.Problems, "\n"), "meta page")
-	err = l.Update(func(*Tx) error { return nil })
-	require.ErrorIs(t, err, ErrDamaged)
+	err = l.Update(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, storage.ErrDamaged)
 	require.ErrorContains(t, err, "chronos doctor")
 	// A reader still reads the older state, and is warned that it is older.
 	var warned []string
 	l.Warn = func(msg string) { warned = append(warned, msg) }
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		_, err := tx.Partition(last.ID)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, storage.ErrNotFound)
 		return nil
 	}))
 	require.Equal(t, []string{fmt.Sprintf("the ledger's newest write may be missing: meta page %d of %s is damaged; run `chronos doctor`", newest, l.Path)}, warned)
@@ -133,15 +136,15 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	r, err := l.Repair()
 	require.NoError(t, err)
 	require.True(t, r.After.Healthy, "%v", r.After.Problems)
-	require.NoError(t, l.View(func(tx *Tx) error {
+	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(last.ID)
 		require.NoError(t, err, "the last commit's booking was lost")
-		require.Equal(t, Live, p.State)
+		require.Equal(t, storage.Live, p.State)
 		return nil
 	}))
 	require.Greater(t, addOne(t, l).ID, last.ID, "an id was handed out twice")
 	warned = nil
-	require.NoError(t, l.View(func(*Tx) error { return nil }))
+	require.NoError(t, l.View(context.Background(), func(*storage.Tx) error { return nil }))
 	require.Empty(t, warned, "a repaired ledger reads without a warning")
 }
 
@@ -155,22 +158,22 @@ var baseImage = sync.OnceValues(func() ([]byte, []byte) {
 	l.BackupEvery = -1
 	now := time.Now()
 	for i := range 120 {
-		p := Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: Live, Created: now, Expires: now.Add(time.Hour)}
-		if err := l.Update(func(tx *Tx) error {
+		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
+		if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
 			if i == 60 {
 				l.BackupEvery = time.Nanosecond
 			}
-			return tx.AddEvent(Event{Kind: EventCreated, Partition: p.ID, Detail: strings.Repeat("d", i)})
+			return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID, Detail: strings.Repeat("d", i)})
 		}); err != nil {
 			panic(err)
 		}
 		l.BackupEvery = -1
 	}
 	ledger, _ := os.ReadFile(l.Path)
-	backup, _ := os.ReadFile(BackupPath(l.Path))
+	backup, _ := os.ReadFile(storage.BackupPath(l.Path))
 	return ledger, backup
 })
 
@@ -209,13 +212,13 @@ func doctorAndRepair(t *testing.T, ledger, backup []byte) {
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	l.BackupEvery = -1
 	require.NoError(t, os.WriteFile(l.Path, ledger, 0o600))
-	require.NoError(t, os.WriteFile(BackupPath(l.Path), backup, 0o600))
+	require.NoError(t, os.WriteFile(storage.BackupPath(l.Path), backup, 0o600))
 	d, err := l.Diagnose()
 	require.NoError(t, err)
 	if !d.Healthy && len(d.Problems) == 0 {
 		t.Fatal("unhealthy with no problem named")
 	}
-	_ = l.View(func(tx *Tx) error { _, err := tx.Partitions(); return err })
+	_ = l.View(context.Background(), func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
 	r, err := l.Repair()
 	require.NoError(t, err)
 	if !r.Done {
@@ -229,9 +232,9 @@ func doctorAndRepair(t *testing.T, ledger, backup []byte) {
 	_, good := baseImage()
 	_, okBackup := checkPages(backup)
 	if okBackup && string(backup) == string(good) {
-		var got counters
-		require.NoError(t, viewImage(bytesOfFile(t, l.Path), func(btx *bolt.Tx) error { got = countersOf(btx); return nil }))
-		require.GreaterOrEqual(t, got.parts, uint64(61))
+		var got storage.Counters
+		require.NoError(t, viewImage(bytesOfFile(t, l.Path), func(btx *bbolt.Tx) error { got = countersOf(btx); return nil }))
+		require.GreaterOrEqual(t, got.Parts, uint64(61))
 	}
 }
 

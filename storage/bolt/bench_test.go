@@ -1,11 +1,14 @@
-package storage
+package bolt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // BenchmarkWriterChecks measures what every write now pays before bbolt
@@ -53,12 +56,12 @@ func BenchmarkWriterChecks(b *testing.B) {
 
 func addOneB(b *testing.B, l *Ledger) {
 	b.Helper()
-	p := Partition{Device: 0, SharePPM: 1000, State: Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
-	if err := l.Update(func(tx *Tx) error {
+	p := storage.Partition{Device: 0, SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.AddEvent(Event{Kind: EventCreated, Partition: p.ID})
+		return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID})
 	}); err != nil {
 		b.Fatal(err)
 	}

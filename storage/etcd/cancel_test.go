@@ -1,0 +1,73 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+)
+
+// The end of the caller's ctx (Ctrl-C) ends a transaction waiting on an
+// etcd that does not answer — stopped, or gone with the client retrying —
+// at once, saying so, rather than at the store's timeout as "unavailable".
+func TestCancelEndsAWaitingTransaction(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	const timeout = 10 * time.Second
+	s := openOn(t, c, timeout)
+	_, err := addBooking(s)
+	require.NoError(t, err)
+
+	cancelled := func(what string, op func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		err := op(ctx)
+		took := time.Since(start)
+		require.ErrorIs(t, err, context.Canceled, what)
+		require.NotErrorIs(t, err, storage.ErrUnavailable, what)
+		require.NotErrorIs(t, err, storage.ErrBusy, what)
+		require.Less(t, took, timeout/2, "%s: %v", what, err)
+	}
+	write := func(ctx context.Context) error {
+		return s.Update(ctx, func(tx *storage.Tx) error {
+			return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: "cancelled"})
+		})
+	}
+	m := c.Members[0]
+	m.Pause()
+	cancelled("a write to a stopped etcd", write)
+	cancelled("an urgent write to a stopped etcd", func(ctx context.Context) error {
+		return storage.UpdateUrgent(ctx, s, func(tx *storage.Tx) error {
+			return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: "cancelled"})
+		})
+	})
+	cancelled("a read of a stopped etcd", func(ctx context.Context) error {
+		return s.View(ctx, func(tx *storage.Tx) error { _, err := tx.Partitions(); return err })
+	})
+	m.Resume()
+	require.NoError(t, c.WaitHealthy(timeout))
+	requireNoneWritten := func() {
+		t.Helper()
+		require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
+			evs, err := tx.Events(0, 0)
+			for _, e := range evs {
+				if e.Detail == "cancelled" {
+					return errors.New("a cancelled write was committed")
+				}
+			}
+			return err
+		}))
+	}
+	requireNoneWritten()
+
+	m.Kill()
+	cancelled("a write to an etcd that is gone", write)
+}
