@@ -11,6 +11,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -48,14 +50,14 @@ func recordPastHour(t *testing.T, db string) (appClock []string) {
 		d, err := sim.Devices()
 		return sim.Name(), d, err
 	}
-	client := func(id core.Identity) *core.Client {
+	client := func(id domain.Identity) *core.Client {
 		return core.NewClient(core.Options{Ledger: bolt.New(db), Devices: devices, Clock: at, As: &id})
 	}
-	book := func(id core.Identity, device int, d time.Duration) {
-		_, err := client(id).Create(core.Request{Device: device, Memory: core.Fraction(0.25), Duration: d})
+	book := func(id domain.Identity, device int, d time.Duration) {
+		_, err := client(id).Create(core.Request{Device: device, Memory: human.Fraction(0.25), Duration: d})
 		require.NoError(t, err)
 	}
-	book(core.Identity{UID: 65534, User: "nobody"}, 1, 3*time.Hour)
+	book(domain.Identity{UID: 65534, User: "nobody"}, 1, 3*time.Hour)
 	mon := core.NewMonitor(client(core.CurrentIdentity()), core.MonitorOptions{Backend: sim, Signaller: noSignals{}})
 	for at.Set(now.Add(-time.Hour)); at.Now().Before(now); at.Advance(15 * time.Second) {
 		if at.Now().Equal(now.Add(-56 * time.Minute)) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // In a terminal too small to draw in, the app shows no prompt, so keys
@@ -29,7 +29,7 @@ func TestAppTooSmallActsOnlyOnQuit(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // what a key asks for is written within milliseconds
 	parts := listJSON(t, db)
 	require.Len(t, parts, 1, "nothing booked")
-	require.Equal(t, core.StatusLive, parts[0].State, "nothing released")
+	require.Equal(t, domain.StatusLive, parts[0].State, "nothing released")
 	require.InDelta(t, 3600, parts[0].RemainingSeconds, 30, "nothing extended")
 
 	s.run("resize-window", "-t", s.name, "-x", "100", "-y", "30")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 func availableCmd(g *globals) *cobra.Command {
@@ -22,7 +23,7 @@ func availableCmd(g *globals) *cobra.Command {
 				var err error
 				if h, ok := strings.CutSuffix(a[0], ":"); ok {
 					host = h
-				} else if host, dev, err = core.ParseGPU(a[0]); err != nil {
+				} else if host, dev, err = human.ParseGPU(a[0]); err != nil {
 					return err
 				}
 			}

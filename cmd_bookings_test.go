@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // bookingsOfTwo is a ledger with root's bookings 1 (GPU 0) and 3 (GPU 1,
@@ -156,7 +157,7 @@ func TestShowAndEventFilters(t *testing.T) {
 	r = cli(t, db, "show", "3", "--json")
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &b))
 	require.Equal(t, uint64(3), b.ID)
-	require.Equal(t, core.StatusReleased, b.State)
+	require.Equal(t, domain.StatusReleased, b.State)
 	require.Len(t, b.Events, 2)
 	require.Equal(t, "released", string(b.Events[1].Kind))
 	require.NotNil(t, b.Processes)

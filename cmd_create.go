@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -55,7 +57,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				ctx, stop = signalContext(ctx, syscall.SIGHUP)
 				defer stop()
 			}
-			say := func(e core.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
+			say := func(e admission.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
 			var p *core.Partition
 			if request > 0 {
 				p, err = waitFor(ctx, cmd, c, request, req, line.wait, say)
@@ -94,7 +96,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 // waitFor is create --wait --request: this process becomes the waiter of
 // a request already in line, which keeps its place, and waits for it. The
 // request must be the one the arguments describe.
-func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wait bool, say func(core.QueueEntry)) (*core.Partition, error) {
+func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64, req core.Request, wait bool, say func(admission.QueueEntry)) (*core.Partition, error) {
 	if !wait {
 		return nil, usageError{errors.New("--request goes with --wait: it waits for a request already in line")}
 	}
@@ -104,7 +106,7 @@ func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64,
 	}
 	if r.Device != req.Device || r.Duration != req.Duration {
 		return nil, usageError{fmt.Errorf("request %d asks for GPU %d for %s, not GPU %d for %s", id, r.Device,
-			core.FormatDuration(r.Duration), req.Device, core.FormatDuration(req.Duration))}
+			human.FormatDuration(r.Duration), req.Device, human.FormatDuration(req.Duration))}
 	}
 	if _, err := c.TakeOver(id, 0); err != nil {
 		return nil, err

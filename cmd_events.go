@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -30,7 +31,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if booking != "" {
 				var err error
-				if f.Booking, err = core.ParseID(booking); err != nil {
+				if f.Booking, err = human.ParseID(booking); err != nil {
 					return err
 				}
 			}
@@ -45,7 +46,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				return err
 			}
 			if since != "" {
-				d, err := core.ParseDuration(since)
+				d, err := human.ParseDuration(since)
 				if err != nil {
 					return err
 				}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 func extendCmd(g *globals) *cobra.Command {
@@ -32,12 +32,12 @@ policy's maximum (7d unless root changed it).`,
 			}
 			now := c.Now()
 			if p.Upcoming(now) { // time before its start is not time left
-				fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now from %s until %s (%s long).\n", id, core.FormatDuration(d),
-					core.FormatTime(p.Start, now), core.FormatTime(p.Expires, now), core.FormatDuration(p.TimeRemaining()))
+				fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now from %s until %s (%s long).\n", id, human.FormatDuration(d),
+					human.FormatTime(p.Start, now), human.FormatTime(p.Expires, now), human.FormatDuration(p.TimeRemaining()))
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, core.FormatDuration(d),
-				core.FormatTime(p.Expires, now), core.FormatDuration(p.Expires.Sub(now)))
+			fmt.Fprintf(cmd.OutOrStdout(), "Extended %d by %s: now until %s (%s left).\n", id, human.FormatDuration(d),
+				human.FormatTime(p.Expires, now), human.FormatDuration(p.Expires.Sub(now)))
 			return nil
 		},
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // holdCmd is `chronos hold ID DURATION --reason …`: exempt a booking from
@@ -36,7 +36,7 @@ warnings start over from the first.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Held %d until %s: it will not be reclaimed for being idle before then.\n",
-				id, core.FormatTime(u.HeldUntil, c.Now()))
+				id, human.FormatTime(u.HeldUntil, c.Now()))
 			return nil
 		},
 	}
@@ -46,10 +46,10 @@ warnings start over from the first.`,
 
 // idAndDuration reads the ID DURATION arguments of extend and hold.
 func idAndDuration(a []string) (uint64, time.Duration, error) {
-	id, err := core.ParseID(a[0])
+	id, err := human.ParseID(a[0])
 	if err != nil {
 		return 0, 0, err
 	}
-	d, err := core.ParseDuration(a[1])
+	d, err := human.ParseDuration(a[1])
 	return id, d, err
 }

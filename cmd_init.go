@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -75,8 +77,8 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 	if !onEtcd(cfg) {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
-	if !core.RealRoot() {
-		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", core.ErrNotRoot, core.StoreFile())
+	if !proc.RealRoot() {
+		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", domain.ErrNotRoot, core.StoreFile())
 	}
 	s, err := openStore(cfg)
 	if err != nil {

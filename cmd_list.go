@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -30,13 +32,13 @@ type bookingFilter struct {
 	user   string
 	host   string // "": any
 	gpu    int    // -1: any
-	states []core.BookingStatus
+	states []domain.BookingStatus
 }
 
 // ended says whether the filter asks for ended bookings, which only the
 // whole history holds.
 func (f bookingFilter) ended() bool {
-	return slices.ContainsFunc(f.states, core.BookingStatus.Ended)
+	return slices.ContainsFunc(f.states, domain.BookingStatus.Ended)
 }
 
 // narrows says whether the filter leaves any booking out.
@@ -44,7 +46,7 @@ func (f bookingFilter) narrows() bool {
 	return f.mine || f.user != "" || f.host != "" || f.gpu >= 0 || len(f.states) > 0
 }
 
-func (f bookingFilter) keeps(p core.Partition, c *core.Client, st core.BookingStatus) bool {
+func (f bookingFilter) keeps(p core.Partition, c *core.Client, st domain.BookingStatus) bool {
 	return (!f.mine || p.UID == c.Me().UID) &&
 		(f.user == "" || p.User == f.user || strconv.Itoa(p.UID) == f.user) &&
 		(f.host == "" || c.HostOf(p.Partition) == f.host) &&
@@ -81,7 +83,7 @@ every 2s (--watch 5s) until Ctrl-C.`,
 			case asJSON:
 				output = outputJSON
 			case !slices.Contains([]string{outputTable, outputWide, outputJSON, outputIDs}, output):
-				return usageError{fmt.Errorf("-o %s: use wide, json or ids", core.Quote(output))}
+				return usageError{fmt.Errorf("-o %s: use wide, json or ids", human.Quote(output))}
 			}
 			filter.gpu = -1
 			c, err := g.client()
@@ -93,7 +95,7 @@ every 2s (--watch 5s) until Ctrl-C.`,
 			}
 			if gpuArg != "" {
 				host := ""
-				if host, filter.gpu, err = core.ParseGPU(gpuArg); err != nil {
+				if host, filter.gpu, err = human.ParseGPU(gpuArg); err != nil {
 					return err
 				}
 				if host == "" {
@@ -105,7 +107,7 @@ every 2s (--watch 5s) until Ctrl-C.`,
 				filter.host = cmp.Or(filter.host, host)
 			}
 			for _, s := range strings.FieldsFunc(states, func(r rune) bool { return r == ',' }) {
-				st, err := core.ParseStatus(s)
+				st, err := human.ParseStatus(s)
 				if err != nil {
 					return err
 				}
@@ -206,5 +208,5 @@ func knownUser(c *core.Client, name string) error {
 			return nil
 		}
 	}
-	return usageError{fmt.Errorf("%w: %s has no account here and no booking in the ledger", core.ErrUnknownUser, core.Quote(name))}
+	return usageError{fmt.Errorf("%w: %s has no account here and no booking in the ledger", domain.ErrUnknownUser, human.Quote(name))}
 }

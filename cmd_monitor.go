@@ -10,8 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // monitorFlags are the flags of headless `chronos --monitor`.
@@ -40,12 +43,12 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	if err != nil {
 		return fmt.Errorf("cannot open the ledger %s: %w", c.Ledger(), err)
 	}
-	var override *core.Policy
+	var override *domain.Policy
 	if f.policy != "" {
-		if _, _, found, _ := core.NotifySetting(core.SplitPolicy(f.policy)); found {
-			return usageError{fmt.Errorf("--policy notify-url=…: the webhook is root's file %s; set it with sudo chronos policy set notify-url=…", core.NotifyFile())}
+		if _, _, found, _ := notice.NotifySetting(admission.SplitPolicy(f.policy)); found {
+			return usageError{fmt.Errorf("--policy notify-url=…: the webhook is root's file %s; set it with sudo chronos policy set notify-url=…", notice.NotifyFile())}
 		}
-		p, err := core.ApplyPolicy(pol, core.SplitPolicy(f.policy))
+		p, err := admission.ApplyPolicy(pol, admission.SplitPolicy(f.policy))
 		if err != nil {
 			return err
 		}
@@ -57,8 +60,8 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	}
 	defer b.Close()
 	mps := gpu.DetectMPS("")
-	start := core.Act{Time: c.Now(), Kind: storage.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
-		c.Ledger(), b.Name(), mps.Label(), c.Me().User, core.FormatPolicy(pol))}
+	start := core.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
+		c.Ledger(), b.Name(), mps.Label(), c.Me().User, admission.FormatPolicy(pol))}
 	if notice != "" {
 		start.Detail += "; " + notice
 	}
@@ -69,7 +72,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
 	g.metrics.observe(&opts)
 	err = g.metrics.beside(core.NewMonitor(c, opts), c).Run(cmd.Context())
-	logAct(core.Act{Time: c.Now(), Kind: storage.EventStopped, Detail: "signal received"})
+	logAct(core.Act{Time: c.Now(), Kind: domain.EventStopped, Detail: "signal received"})
 	return err
 }
 
@@ -91,14 +94,14 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 	case "json":
 		h = slog.NewJSONHandler(w, opts)
 	default:
-		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", core.Quote(format))}
+		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", human.Quote(format))}
 	}
 	return func(a core.Act) {
 		level := slog.LevelInfo
 		switch a.Kind {
-		case storage.EventError:
+		case domain.EventError:
 			level = slog.LevelError
-		case storage.EventDenied, storage.EventClock:
+		case domain.EventDenied, domain.EventClock:
 			level = slog.LevelWarn
 		}
 		r := slog.NewRecord(a.Time, level, a.Detail, 0)

@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // The monitor's log keeps the fields scripts read, with the act's own time.
 func TestActLogger(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 9, 15, 42, 123456789, time.UTC)
-	signalled := core.Act{Time: at, Kind: storage.EventSignalled, Partition: 7, User: "carol", UID: 1003, PID: 4242, Detail: "SIGTERM to python: booking #7 expired"}
-	refused := core.Act{Time: at, Kind: storage.EventDenied, Detail: "needs root"}
+	signalled := core.Act{Time: at, Kind: domain.EventSignalled, Partition: 7, User: "carol", UID: 1003, PID: 4242, Detail: "SIGTERM to python: booking #7 expired"}
+	refused := core.Act{Time: at, Kind: domain.EventDenied, Detail: "needs root"}
 
 	var out bytes.Buffer
 	logAct, err := actLogger(&out, "json")

@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -90,8 +91,8 @@ exempt=yes, no quotas: root is not exempt unless set). VALUE default undoes one.
 // writePolicy prints every policy knob with its value, its default and
 // what it does, then each user's or group's settings: what `chronos
 // policy` and `policy set` show.
-func writePolicy(w io.Writer, p core.Policy) error {
-	knobs, overrides := core.Knobs(p)
+func writePolicy(w io.Writer, p domain.Policy) error {
+	knobs, overrides := admission.Knobs(p)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tMEANING")
 	for _, k := range knobs {

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -50,7 +52,7 @@ keep one user's requests, at their places in the whole line.`,
 				return err
 			}
 			if mine || owner != "" {
-				line = slices.DeleteFunc(line, func(e core.QueueEntry) bool {
+				line = slices.DeleteFunc(line, func(e admission.QueueEntry) bool {
 					if mine {
 						return e.UID != c.Me().UID
 					}
@@ -92,7 +94,7 @@ a terminal; without one they cancel nothing unless --yes says so.`,
 				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
 			}
 			if !mine && owner == "" {
-				return eachID(cmd, g, a, core.ParseRequestID, cancel)
+				return eachID(cmd, g, a, human.ParseRequestID, cancel)
 			}
 			all := manyAtOnce{asked: "queue cancel", verb: "cancel", nothing: "nothing cancelled", none: "has no requests waiting",
 				of: func(c *core.Client, uid int) (ids []uint64, names []string, err error) {
@@ -151,7 +153,7 @@ func doEach(cmd *cobra.Command, c *core.Client, ids []uint64, do func(c *core.Cl
 	return nil
 }
 
-func writeQueue(w io.Writer, c *core.Client, line []core.QueueEntry) error {
+func writeQueue(w io.Writer, c *core.Client, line []admission.QueueEntry) error {
 	now := c.Now()
 	if len(line) == 0 {
 		_, err := fmt.Fprintln(w, "Nobody is waiting.")
@@ -165,15 +167,15 @@ func writeQueue(w io.Writer, c *core.Client, line []core.QueueEntry) error {
 			pos = strconv.Itoa(e.Position)
 		}
 		if !e.ETA.IsZero() {
-			eta = core.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUName(e.Host, e.ETADevice)) + ")"
+			eta = human.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUName(e.Host, e.ETADevice)) + ")"
 		}
 		gpu := tui.Printable(c.GPUName(e.Host, e.Device))
-		share := core.FormatPercent(e.SharePPM)
+		share := human.FormatPercent(e.SharePPM)
 		if e.Bytes > 0 {
-			share = core.FormatBytes(e.Bytes)
+			share = human.FormatBytes(e.Bytes)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, tui.Printable(e.User), gpu, share,
-			core.FormatDuration(e.Duration), core.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
+			human.FormatDuration(e.Duration), human.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
 	}
 	return tw.Flush()
 }
@@ -208,8 +210,8 @@ func (f *lineFlags) apply(req *core.Request) error {
 		return nil
 	}
 	now := clock.System().Now()
-	start, err := core.ParseStart(f.at, now)
-	if note := core.StartNote(f.at, start, now); err == nil && note != "" {
+	start, err := human.ParseStart(f.at, now)
+	if note := human.StartNote(f.at, start, now); err == nil && note != "" {
 		f.note(note)
 	}
 	req.Start = start
@@ -217,26 +219,26 @@ func (f *lineFlags) apply(req *core.Request) error {
 }
 
 // waitOptions are the waiting line's options, or nil without --wait.
-func (f *lineFlags) waitOptions() *core.WaitOptions {
+func (f *lineFlags) waitOptions() *admission.WaitOptions {
 	if !f.wait {
 		return nil
 	}
-	return &core.WaitOptions{Timeout: f.timeout}
+	return &admission.WaitOptions{Timeout: f.timeout}
 }
 
 // waitingLine is what a waiter says when its place in line changes.
-func waitingLine(c *core.Client, e core.QueueEntry) string {
+func waitingLine(c *core.Client, e admission.QueueEntry) string {
 	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
-		core.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUName(e.Host, e.ETADevice)), tui.Printable(e.Reason))
+		human.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUName(e.Host, e.ETADevice)), tui.Printable(e.Reason))
 }
 
 // bookedLine is what create prints for a booking.
 func bookedLine(c *core.Client, p *core.Partition) string {
 	now := c.Now()
-	when := "until " + core.FormatTime(p.Expires, now)
+	when := "until " + human.FormatTime(p.Expires, now)
 	if p.Start.After(now) {
-		when = "from " + core.FormatTime(p.Start, now) + " " + when
+		when = "from " + human.FormatTime(p.Start, now) + " " + when
 	}
-	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, core.FormatPercent(p.SharePPM),
-		core.FormatBytes(p.Bytes), tui.Printable(c.GPUName(p.Host, p.Device)), p.User, when)
+	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, human.FormatPercent(p.SharePPM),
+		human.FormatBytes(p.Bytes), tui.Printable(c.GPUName(p.Host, p.Device)), p.User, when)
 }

@@ -16,7 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // waiterCmd is the real binary on the simulated backend, not yet started:
@@ -117,7 +120,7 @@ func TestBookingAheadFromTheCommandLine(t *testing.T) {
 	require.Regexp(t, `^Booked 1: 60% \(48.0 GiB\) of GPU 1 for root, from .+ until .+\.\n$`, r.stdout, "no room is read for a booking ahead")
 	parts := listJSON(t, db)
 	require.Len(t, parts, 1)
-	require.Equal(t, core.StatusUpcoming, parts[0].State)
+	require.Equal(t, domain.StatusUpcoming, parts[0].State)
 	require.InDelta(t, clock.Until(clock.System(), parts[0].Start).Hours(), 2, 0.01)
 	r = cli(t, db, "list")
 	require.Regexp(t, `(?m)^1\s+root\s+1\s+60%\s+48.0 GiB\s+3:00:00\s+.*upcoming\s+-$`, r.stdout)
@@ -164,7 +167,7 @@ func TestBookingAheadBlocksAnotherUser(t *testing.T) {
 	require.Regexp(t, `^Booked 2: 50% \(40.0 GiB\) of GPU 0 for daemon, until .+\.\n`, r.stdout)
 	parts := listJSON(t, db)
 	require.Len(t, parts, 2)
-	require.Equal(t, core.StatusUpcoming, parts[0].State)
+	require.Equal(t, domain.StatusUpcoming, parts[0].State)
 }
 
 // `run --at` waits for the booking's start, then runs the command in it.
@@ -298,9 +301,9 @@ func TestQueueMineAndCancelMine(t *testing.T) {
 	// fair-share order while the test runs: it is the order they came in.
 	require.Equal(t, 0, cli(t, db, "create", "0", "100%", "1h", "--user", "daemon").code)
 	sim := core.BackendDevices("sim")
-	for _, who := range []core.Identity{{UID: 0, User: "root"}, {UID: 65534, User: "nobody"}, {UID: 0, User: "root"}} {
+	for _, who := range []domain.Identity{{UID: 0, User: "root"}, {UID: 65534, User: "nobody"}, {UID: 0, User: "root"}} {
 		c := core.NewClient(core.Options{Ledger: ledgerAt(db), Devices: sim, As: &who})
-		_, e, err := c.Enqueue(core.Request{Device: 0, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
+		_, e, err := c.Enqueue(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 		require.NoError(t, err)
 		require.NotNil(t, e)
 	}

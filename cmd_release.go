@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -31,7 +33,7 @@ nothing unless --yes says so.`,
 			}
 			// Release what can be released; report each refusal on its own.
 			if !mine && owner == "" {
-				return eachID(cmd, g, a, core.ParseID, release)
+				return eachID(cmd, g, a, human.ParseID, release)
 			}
 			all := manyAtOnce{asked: "release", verb: "release", nothing: "nothing released", none: "has no live bookings",
 				of: func(c *core.Client, uid int) (ids []uint64, names []string, err error) {
@@ -39,7 +41,7 @@ nothing unless --yes says so.`,
 					for _, p := range parts {
 						if p.UID == uid {
 							ids = append(ids, p.ID)
-							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), core.FormatPercent(p.SharePPM)))
+							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), human.FormatPercent(p.SharePPM)))
 						}
 					}
 					return ids, names, err
@@ -55,7 +57,7 @@ nothing unless --yes says so.`,
 
 // ownerOf is whose bookings or requests --mine or --user NAME means: one's
 // own, or, for root, anyone's.
-func ownerOf(c *core.Client, mine bool, name string) (core.Identity, error) {
+func ownerOf(c *core.Client, mine bool, name string) (domain.Identity, error) {
 	if mine || name == "" {
 		return c.Me(), nil
 	}
@@ -64,7 +66,7 @@ func ownerOf(c *core.Client, mine bool, name string) (core.Identity, error) {
 		return who, usageError{err}
 	}
 	if who.UID != c.Me().UID && !c.Me().Root() {
-		return who, fmt.Errorf("%w: --user %s acts on another user's bookings (--mine acts on yours)", core.ErrNotRoot, core.Quote(name))
+		return who, fmt.Errorf("%w: --user %s acts on another user's bookings (--mine acts on yours)", domain.ErrNotRoot, human.Quote(name))
 	}
 	return who, nil
 }

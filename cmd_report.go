@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -48,7 +49,7 @@ while a monitor runs (chronos --monitor, or an open app).`,
 			}
 			window := time.Duration(0)
 			if since != "all" {
-				if window, err = core.ParseDuration(since); err != nil {
+				if window, err = human.ParseDuration(since); err != nil {
 					return err
 				}
 			}

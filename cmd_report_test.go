@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -21,12 +22,12 @@ import (
 func seedUsage(t *testing.T, db string, uid int, user string, device int, sharePPM int64, start time.Time, held, used, idle time.Duration) {
 	t.Helper()
 	require.NoError(t, ledgerAt(db).Update(context.Background(), func(tx *storage.Tx) error {
-		p := storage.Partition{Device: device, SharePPM: sharePPM, UID: uid, User: user, Created: start, Expires: start.Add(held),
-			Ended: start.Add(held), State: storage.Expired}
+		p := domain.Partition{Device: device, SharePPM: sharePPM, UID: uid, User: user, Created: start, Expires: start.Add(held),
+			Ended: start.Add(held), State: domain.Expired}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: used, Idle: idle})
+		return tx.PutBookingUsage(domain.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: used, Idle: idle})
 	}))
 }
 

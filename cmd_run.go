@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -57,12 +59,12 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
 				return usageError{errors.New("run: --warn-signal is the old name of --signal: give one")}
 			}
-			if opts.WarnSignal, err = core.ParseWarnSignal(warnSignal); err != nil {
+			if opts.WarnSignal, err = human.ParseWarnSignal(warnSignal); err != nil {
 				return err
 			}
 			switch {
 			case booking != "" && len(spec) == 0:
-				if opts.Partition, err = core.ParseID(booking); err != nil {
+				if opts.Partition, err = human.ParseID(booking); err != nil {
 					return err
 				}
 			case booking == "" && len(spec) == 3:
@@ -81,7 +83,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 				return err
 			}
 			if opts.Wait != nil {
-				opts.OnQueue = func(e core.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
+				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
 			}
 			opts.MPS = gpu.DetectMPS("")
 			// Ctrl-C, SIGTERM and a hang-up end a wait in line or for the

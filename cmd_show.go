@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -20,7 +22,7 @@ func showCmd(g *globals) *cobra.Command {
 		Example: "  chronos show 7\n  chronos show 7 --json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			id, err := core.ParseID(a[0])
+			id, err := human.ParseID(a[0])
 			if err != nil {
 				return err
 			}
@@ -59,7 +61,7 @@ func showCmd(g *globals) *cobra.Command {
 
 // bookingProcesses reads the GPUs now and returns the processes that count
 // against booking id or claim it; when the GPUs cannot be read, why.
-func bookingProcesses(c *core.Client, backend string, id uint64) ([]core.Attribution, string) {
+func bookingProcesses(c *core.Client, backend string, id uint64) ([]admission.Attribution, string) {
 	b, _, err := c.OpenGPUs(backend)
 	if err != nil {
 		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
@@ -69,7 +71,7 @@ func bookingProcesses(c *core.Client, backend string, id uint64) ([]core.Attribu
 	if err != nil {
 		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
 	}
-	procs := []core.Attribution{}
+	procs := []admission.Attribution{}
 	for _, a := range st.Processes {
 		if a.Partition == id || a.Claimed == id {
 			procs = append(procs, a)

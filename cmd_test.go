@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -45,7 +45,7 @@ func TestCommandLine(t *testing.T) {
 	require.Equal(t, uint64(40<<30), parts[1].Bytes)
 	require.InDelta(t, 9000, parts[1].RemainingSeconds, 5)
 	require.Equal(t, 25, parts[2].ComputePercent)
-	require.Equal(t, core.StatusLive, parts[0].State)
+	require.Equal(t, domain.StatusLive, parts[0].State)
 
 	r = cli(t, db, "list")
 	require.Equal(t, 0, r.code)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -33,10 +34,10 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 	require.NoError(t, ledgerAt(db).Update(context.Background(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		for _, p := range parts { // what the ending of each wrote for fair share
-			err = cmpErr(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: p.Ended, SharePPM: p.SharePPM}))
+			err = cmpErr(err, tx.AddHeld(p.UID, domain.Held{Partition: p.ID, Start: p.Start, End: p.Ended, SharePPM: p.SharePPM}))
 		}
-		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 1, User: "daemon", GPUSeconds: 4 * 3600, At: now.Add(-68 * time.Hour)}))
-		err = cmpErr(err, tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 1800, At: now.Add(-238 * time.Hour)}))
+		err = cmpErr(err, tx.PutUserUsage(domain.UserUsage{UID: 1, User: "daemon", GPUSeconds: 4 * 3600, At: now.Add(-68 * time.Hour)}))
+		err = cmpErr(err, tx.PutUserUsage(domain.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 1800, At: now.Add(-238 * time.Hour)}))
 		err = cmpErr(err, tx.AddUnbooked(now.Add(-48*time.Hour), 65534, "nobody", 90*time.Minute))
 		return cmpErr(err, tx.AddUnbooked(now.Add(-10*24*time.Hour), 65534, "nobody", 30*time.Minute))
 	}))

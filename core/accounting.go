@@ -4,18 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// accountEvery is the accounting window. A booking's usage, its GPU's
-// minute sample and the idle ladder move once a window, in one transaction
-// for every booking, so the ledger takes one write a minute however many
-// bookings there are.
-const accountEvery = time.Minute
 
 // samplesKept is how long the per-GPU minutes stay in the ledger.
 const samplesKept = 24 * time.Hour
@@ -59,16 +56,16 @@ type unbookedWindow struct {
 	smSum int
 }
 
-func (w *window) end() time.Time { return w.start.Add(accountEvery) }
+func (w *window) end() time.Time { return w.start.Add(domain.AccountEvery) }
 
 // observe adds one sample to the window it falls in. A sample in a later
 // window finishes the current one.
-func (a *accountant) observe(s gpu.Sample, atts []Attribution, parts []storage.Partition, now time.Time) {
-	start := now.Truncate(accountEvery)
+func (a *accountant) observe(s gpu.Sample, atts []admission.Attribution, parts []domain.Partition, now time.Time) {
+	start := now.Truncate(domain.AccountEvery)
 	if a.cur != nil && !a.cur.start.Equal(start) {
 		// A monitor that came in late saw too little of the window to
 		// judge it; another monitor, or the next window, will.
-		if a.cur.start.Before(start) && !a.cur.first.After(a.cur.start.Add(accountEvery/2)) {
+		if a.cur.start.Before(start) && !a.cur.first.After(a.cur.start.Add(domain.AccountEvery/2)) {
 			a.done = a.cur
 		}
 		a.cur = nil
@@ -79,7 +76,7 @@ func (a *accountant) observe(s gpu.Sample, atts []Attribution, parts []storage.P
 	a.cur.add(s, atts, parts, now)
 }
 
-func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition, now time.Time) {
+func (w *window) add(s gpu.Sample, atts []admission.Attribution, parts []domain.Partition, now time.Time) {
 	for _, d := range s.Devices {
 		g := w.gpus[d.Index]
 		if g == nil {
@@ -122,7 +119,7 @@ func (w *window) add(s gpu.Sample, atts []Attribution, parts []storage.Partition
 		}
 	}
 	for _, a := range atts {
-		if (a.Verdict != Unbooked && a.Verdict != Ended) || a.UID == gpu.NA || a.SM == gpu.NA || a.MadeUp {
+		if (a.Verdict != admission.Unbooked && a.Verdict != admission.Ended) || a.UID == gpu.NA || a.SM == gpu.NA || a.MadeUp {
 			continue // a simulated GPU's made-up users are nobody's use
 		}
 		k := unbookedKey{a.Device, a.UID}
@@ -149,10 +146,10 @@ type reading struct {
 // utilization too where the booking's processes are the GPU's only ones (as
 // when it holds the whole GPU). Not known when a process's figure is
 // missing and the device's cannot stand in for it.
-func activity(s gpu.Sample, atts []Attribution) map[uint64]reading {
+func activity(s gpu.Sample, atts []admission.Attribution) map[uint64]reading {
 	out := map[uint64]reading{}
 	for _, a := range atts {
-		if a.Verdict != Booked && a.Verdict != OverBudget {
+		if a.Verdict != admission.Booked && a.Verdict != admission.OverBudget {
 			continue
 		}
 		r, ok := out[a.Partition]
@@ -206,7 +203,7 @@ const (
 // is done: it writes whole GPUs only while they fit in budget writes (but
 // at least one), since etcd takes 128 writes in a transaction by default;
 // the next pass does the rest (skipTaken passes over those written).
-func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int) ([]Act, bool, error) {
+func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budget int) ([]Act, bool, error) {
 	w := m.acct.done
 	if w == nil {
 		return nil, true, nil
@@ -214,7 +211,7 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 	var acts []Act
 	budget -= storage.DropMax // DropGPUMinutes
 	wrote := false
-	for _, idx := range sortedKeys(w.gpus) {
+	for _, idx := range domain.SortedKeys(w.gpus) {
 		g := w.gpus[idx]
 		taken, err := tx.HasGPUMinute(w.start, g.dev.UUID)
 		if err != nil || taken {
@@ -224,7 +221,7 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 			continue
 		}
 		var ids []uint64 // the GPU's bookings
-		for _, id := range sortedKeys(w.books) {
+		for _, id := range domain.SortedKeys(w.books) {
 			if w.books[id].device == idx {
 				ids = append(ids, id)
 			}
@@ -239,7 +236,7 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 			return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept))
 		}
 		wrote, budget = true, budget-cost
-		minute := storage.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: gpu.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
+		minute := domain.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: gpu.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
 		if g.utilN > 0 {
 			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
 		}
@@ -269,7 +266,7 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 			if k.device != idx || u.smSum == 0 {
 				continue
 			}
-			used := time.Duration(float64(accountEvery) * float64(u.smSum) / 100 / float64(g.samples))
+			used := time.Duration(float64(domain.AccountEvery) * float64(u.smSum) / 100 / float64(g.samples))
 			if err := tx.AddUnbooked(w.start, k.uid, u.user, used); err != nil {
 				return nil, false, err
 			}
@@ -283,16 +280,16 @@ func (m *Monitor) account(tx *storage.Tx, pol Policy, now time.Time, budget int)
 
 // accountBooking adds one window to booking p's usage u and moves its
 // ladder.
-func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.BookingUsage, b *bookingWindow, w *window, pol Policy, now time.Time) ([]Act, minuteVerdict, error) {
+func (m *Monitor) accountBooking(tx *storage.Tx, p domain.Partition, u domain.BookingUsage, b *bookingWindow, w *window, pol domain.Policy, now time.Time) ([]Act, minuteVerdict, error) {
 	if !u.Through.Before(w.end()) {
 		return nil, verdictUnknown, nil // accounted already
 	}
 	// The part of the window the booking held its share.
-	from, to := later(w.start, p.Start), w.end()
+	from, to := admission.Later(w.start, p.Start), w.end()
 	if !p.Ended.IsZero() {
-		to = earlier(to, p.Ended)
+		to = admission.Earlier(to, p.Ended)
 	}
-	to = earlier(to, p.Expires)
+	to = admission.Earlier(to, p.Expires)
 	held := max(0, to.Sub(from))
 
 	verdict := verdictUnknown
@@ -306,13 +303,13 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.
 		verdict = verdictStarting
 	case b.withProcs == 0:
 		verdict = verdictIdle
-		held = max(0, to.Sub(later(from, p.Start.Add(pol.IdleStart))))
+		held = max(0, to.Sub(admission.Later(from, p.Start.Add(pol.IdleStart))))
 	case b.known > 0 && mean >= float64(pol.IdleSM):
 		verdict = verdictBusy
 	case b.known > 0 && b.dark == 0:
 		verdict = verdictIdle
 	}
-	kept := keepsRecordsOf(m.root, p.UID)
+	kept := proc.KeepsRecordsOf(m.root, p.UID)
 	if verdict == verdictIdle && !kept {
 		// No process seen may be processes hidden from this monitor
 		// (another user's, under hidepid=2 or from a namespace): idle is
@@ -340,29 +337,6 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p storage.Partition, u storage.
 		}
 	}
 	return acts, verdict, tx.PutBookingUsage(u)
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // accounted tells the accountant its finished window is in the ledger.
@@ -393,8 +367,8 @@ func (a *accountant) skipTaken(ctx context.Context, l storage.Store) error {
 
 // BookingUsage returns what monitors recorded of a booking: idle and GPU time,
 // memory peak, its place on the idle ladder and its holds.
-func (c *Client) BookingUsage(id uint64) (storage.BookingUsage, error) {
-	var u storage.BookingUsage
+func (c *Client) BookingUsage(id uint64) (domain.BookingUsage, error) {
+	var u domain.BookingUsage
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if _, err := getPartition(tx, id); err != nil {
 			return err
@@ -406,42 +380,12 @@ func (c *Client) BookingUsage(id uint64) (storage.BookingUsage, error) {
 	return u, err
 }
 
-// usageStale is how old a booking's usage may be and still say it is idle
-// now: no monitor watched it since.
-const usageStale = 3 * accountEvery
-
-// IdleFor is how long a booking has been idle as of now: zero while it
-// works, when it has ended, or when no monitor has watched it lately.
-func IdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) time.Duration {
-	if !p.LiveAt(now) || now.Sub(u.Through) > usageStale {
-		return 0
-	}
-	return u.IdleFor
-}
-
-// IdleUnderAMinute is FormatIdleFor's word for a booking idle for less
-// than a minute (it said "0s", while the JSON said 54.7 seconds).
-const IdleUnderAMinute = "<1m"
-
-// FormatIdleFor is how long a booking has been idle as of now, to the
-// minute (IdleUnderAMinute before the first): "" while it works.
-func FormatIdleFor(p storage.Partition, u storage.BookingUsage, now time.Time) string {
-	switch d := IdleFor(p, u, now); {
-	case d <= 0:
-		return ""
-	case d < time.Minute:
-		return IdleUnderAMinute
-	default:
-		return FormatDuration(d.Truncate(time.Minute))
-	}
-}
-
 // FormatIdle is a booking's IDLE cell: "-" while it works, else how long
 // it has been idle, and "held" while a hold exempts it.
-func FormatIdle(p storage.Partition, u storage.BookingUsage, now time.Time) string {
-	s := cmp.Or(FormatIdleFor(p, u, now), "-")
+func FormatIdle(p domain.Partition, u domain.BookingUsage, now time.Time) string {
+	s := cmp.Or(human.FormatIdleFor(p, u, now), "-")
 	if p.LiveAt(now) && u.HeldUntil.After(now) {
-		s += fmt.Sprintf(" (held %s)", FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
+		s += fmt.Sprintf(" (held %s)", human.FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
 	}
 	return s
 }

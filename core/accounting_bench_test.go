@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -19,7 +21,7 @@ import (
 // of its life and again at 2h. One op is the two hours; it reports the
 // ledger's write transactions per hour and the cost of a tick.
 func BenchmarkMonitorHours(b *testing.B) {
-	for _, reclaim := range []string{ReclaimOff, ReclaimAlways} {
+	for _, reclaim := range []string{admission.ReclaimOff, admission.ReclaimAlways} {
 		b.Run("reclaim="+reclaim, func(b *testing.B) {
 			var writes int64
 			var cpu time.Duration
@@ -63,12 +65,12 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countin
 	c := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	pol := DefaultPolicy()
-	pol.Unbooked, pol.Reclaim = ActOff, reclaim
+	pol := admission.DefaultPolicy()
+	pol.Unbooked, pol.Reclaim = admission.ActOff, reclaim
 	store := &countingStore{Store: bolt.New(path)}
 	mc := NewClient(Options{Ledger: store, As: &alice, Clock: clock})
 	m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})

@@ -17,7 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -71,7 +74,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 
 	// Once root wrote the ledger, a member can neither replace nor remove it.
 	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root})
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	out, err := asOther(t, nobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
 	require.Error(t, err, out)
@@ -90,10 +93,10 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	dir, bin := otherUserDir(t)
 	db := filepath.Join(dir, "chronos.db")
 	c := clientAt(db, nil, root)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 2 * time.Second})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	for range 5 {
-		_, err := c.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+		_, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 	}
 
@@ -120,7 +123,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	require.NotZero(t, listed, "no list got through")
 	require.Eventually(t, func() bool {
 		got, err := quick.Get(p.ID)
-		return err == nil && got.State == storage.Expired
+		return err == nil && got.State == domain.Expired
 	}, 20*time.Second, 50*time.Millisecond, "the monitor never expired the booking")
 	cancel()
 	within(t, 10*time.Second, "the monitor's stop", func() { <-stopped })
@@ -162,8 +165,8 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	dir, bin := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	daemon := Identity{UID: daemonUID, User: UserName(daemonUID)}
-	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
+	daemon := domain.Identity{UID: daemonUID, User: UserName(daemonUID)}
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
 	id := strconv.FormatUint(p.ID, 10)
 
@@ -174,16 +177,16 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 
 	s, err := sim.Sample()
 	require.NoError(t, err)
-	atts := map[int]Attribution{}
-	for _, a := range Attribute(s, []storage.Partition{p.Partition}, clock.System().Now()) {
+	atts := map[int]admission.Attribution{}
+	for _, a := range admission.Attribute(s, []domain.Partition{p.Partition}, clock.System().Now()) {
 		atts[a.PID] = a
 	}
-	require.Equal(t, Booked, atts[job.Process.Pid].Verdict)
-	require.Equal(t, Unbooked, atts[forged.Process.Pid].Verdict)
+	require.Equal(t, admission.Booked, atts[job.Process.Pid].Verdict)
+	require.Equal(t, admission.Unbooked, atts[forged.Process.Pid].Verdict)
 	require.Equal(t, p.ID, atts[forged.Process.Pid].Claimed)
 	require.Zero(t, atts[forged.Process.Pid].Partition)
 
-	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
 	var log actLog
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
 	require.NoError(t, err)
@@ -192,7 +195,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.True(t, alive(job), "daemon's job was stopped for a process that only claimed its booking")
 	require.Len(t, log.acts, 1)
-	require.Equal(t, storage.EventSignalled, log.acts[0].Kind)
+	require.Equal(t, domain.EventSignalled, log.acts[0].Kind)
 	require.Contains(t, log.acts[0].Detail, fmt.Sprintf("its environment names booking #%d, which is daemon's", p.ID))
 }
 
@@ -233,14 +236,14 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 
 			sim := gpu.NewSim(gpu.SimOptions{})
 			c := simClient(t, bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, root, nil)
-			p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
+			p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
 			// names the daemon's pipe directory: 30 GiB on 2 GiB.
 			job := startAs(t, bin, tc.booking, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
 			sim.Attach(idleGPU, job.Process.Pid, 30<<30)
 
-			strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+			strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 			if tc.named {
 				strict.MPSUserDirs = []string{pipeDir}
 			}
@@ -272,10 +275,10 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
 	require.NoError(t, err)
 	env := append(RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
-	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict})
 	sample := func() {
 		t.Helper()
@@ -336,7 +339,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	dir, _ := otherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each
 	proc := exec.Command("sh", "-c", "sleep 60; :", long, long)
@@ -354,7 +357,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	require.NoError(t, err)
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)
-	require.Equal(t, storage.EventUnbooked, evs[0].Kind)
+	require.Equal(t, domain.EventUnbooked, evs[0].Kind)
 	require.LessOrEqual(t, len(evs[0].Detail), maxDetail+40)
 	require.Contains(t, evs[0].Detail, "sh -c sleep 60; : \x1b]2;pwned\x07üü")
 	require.Contains(t, evs[0].Detail, "more bytes)")

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -18,15 +20,15 @@ import (
 // over budget: no policy may stop a job for a limit nobody could state.
 func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
-	root := Identity{UID: 0, User: "root"}
+	root := domain.Identity{UID: 0, User: "root"}
 	c := NewClient(Options{Ledger: bolt.New(filepath.Join(t.TempDir(), "chronos.db")), Devices: BackendDevices(string(gpu.KindDRM)), As: &root})
 	// GPU 0 is the integrated GPU on i915, where the fixture's Xorg (root)
 	// holds 6 MiB.
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Zero(t, p.Bytes)
-	_, err = c.Create(Request{Device: 0, Memory: Bytes(1 << 30), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrInput, "a size cannot be booked on a GPU of unknown size")
+	_, err = c.Create(Request{Device: 0, Memory: human.Bytes(1 << 30), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrInput, "a size cannot be booked on a GPU of unknown size")
 
 	b, _, err := c.OpenGPUs(string(gpu.KindDRM))
 	require.NoError(t, err)
@@ -37,7 +39,7 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	for _, a := range st.Processes {
 		if a.PID == 400 && a.Device == 0 {
 			found = true
-			require.Equal(t, Booked, a.Verdict)
+			require.Equal(t, admission.Booked, a.Verdict)
 			require.Equal(t, p.ID, a.Partition)
 		}
 	}
@@ -50,10 +52,10 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 func TestAttributionJSONSaysBooking(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	parts := []storage.Partition{{ID: 3, UID: 1000, Device: 0, State: storage.Live, Created: now, Expires: now.Add(time.Hour)}}
+	parts := []domain.Partition{{ID: 3, UID: 1000, Device: 0, State: domain.Live, Created: now, Expires: now.Add(time.Hour)}}
 	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0},
 		Processes: []gpu.Process{{PID: 42, UID: 1000, User: "alice", Command: "python", SM: gpu.NA, PartitionID: "3"}}}}}
-	out, err := json.Marshal(Attribute(s, parts, now))
+	out, err := json.Marshal(admission.Attribute(s, parts, now))
 	require.NoError(t, err)
 	var got []map[string]any
 	require.NoError(t, json.Unmarshal(out, &got))

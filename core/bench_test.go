@@ -13,6 +13,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -29,18 +32,18 @@ func BenchmarkLedgerOps(b *testing.B) {
 	barePath := filepath.Join(dir, "bare.db")
 	// A few live bookings in the background, as on a busy machine.
 	for range 20 {
-		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// GPU readings stored, as where monitors run: create reads its GPU's.
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-		var rs []storage.DeviceReading
+		var rs []domain.DeviceReading
 		for d := range 2 {
-			r := storage.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
+			r := domain.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
 				MemoryTotal: testGPUMemory, MemoryUsed: testGPUMemory / 2}
-			for h := range readingHolders {
-				r.Holders = append(r.Holders, storage.Holder{User: "user" + strconv.Itoa(h), UID: 2000 + h, Bytes: 4 << 30, PIDs: []int{100000 + h, 100100 + h, 100200 + h}})
+			for h := range admission.ReadingHolders {
+				r.Holders = append(r.Holders, domain.Holder{User: "user" + strconv.Itoa(h), UID: 2000 + h, Bytes: 4 << 30, PIDs: []int{100000 + h, 100100 + h, 100200 + h}})
 			}
 			rs = append(rs, r)
 		}
@@ -89,7 +92,7 @@ func timeCreateRelease(b *testing.B, c *Client, bare func()) (bareT, createT, re
 		t0 := time.Now()
 		bare()
 		t1 := time.Now()
-		p, err := c.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Hour})
+		p, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,7 +112,7 @@ func timeCreateRelease(b *testing.B, c *Client, bare func()) (bareT, createT, re
 func BenchmarkList(b *testing.B) {
 	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), nil, alice)
 	for i := range 1000 {
-		if _, err := c.Create(Request{Device: i % 2, Memory: Bytes(1 << 20), Duration: time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: i % 2, Memory: human.Bytes(1 << 20), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -133,14 +136,14 @@ func BenchmarkUsage(b *testing.B) {
 		for i := range 2000 {
 			start := now.Add(-time.Duration(i) * 43 * time.Minute) // 2,000 of them span 60 days
 			uid := 1001 + i%20
-			p := storage.Partition{Device: i % 2, SharePPM: 250_000, UID: uid, User: "user" + strconv.Itoa(uid),
-				Created: start.Add(-2 * time.Hour), Expires: start, Ended: start, State: storage.Expired}
+			p := domain.Partition{Device: i % 2, SharePPM: 250_000, UID: uid, User: "user" + strconv.Itoa(uid),
+				Created: start.Add(-2 * time.Hour), Expires: start, Ended: start, State: domain.Expired}
 			err := tx.PutPartition(&p)
-			err = cmp.Or(err, tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: time.Hour, Idle: 30 * time.Minute}))
-			err = cmp.Or(err, tx.AddHeld(uid, storage.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
-			err = cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: uid, User: p.User, GPUSeconds: 3600, At: start}))
-			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventSignalled, Partition: p.ID}))
-			err = cmp.Or(err, tx.AddEvent(storage.Event{Time: start, Kind: storage.EventExpired, Partition: p.ID}))
+			err = cmp.Or(err, tx.PutBookingUsage(domain.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: time.Hour, Idle: 30 * time.Minute}))
+			err = cmp.Or(err, tx.AddHeld(uid, domain.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
+			err = cmp.Or(err, tx.PutUserUsage(domain.UserUsage{UID: uid, User: p.User, GPUSeconds: 3600, At: start}))
+			err = cmp.Or(err, tx.AddEvent(domain.Event{Time: start, Kind: domain.EventSignalled, Partition: p.ID}))
+			err = cmp.Or(err, tx.AddEvent(domain.Event{Time: start, Kind: domain.EventExpired, Partition: p.ID}))
 			if err != nil {
 				return err
 			}
@@ -150,7 +153,7 @@ func BenchmarkUsage(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range 20 {
-		if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -175,7 +178,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	c := NewClient(Options{Ledger: bolt.New(seed), As: &alice, Clock: clock,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -184,8 +187,8 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol := DefaultPolicy()
-	pol.Unbooked = ActOff
+	pol := admission.DefaultPolicy()
+	pol.Unbooked = admission.ActOff
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
 		path := filepath.Join(dir, strconv.Itoa(i)+".db")
@@ -200,7 +203,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 		}
 		b.StopTimer()
 		all, err := mc.List(true)
-		ended := slices.DeleteFunc(all, func(p Partition) bool { return p.State != storage.Expired })
+		ended := slices.DeleteFunc(all, func(p Partition) bool { return p.State != domain.Expired })
 		if err != nil || len(ended) == 0 {
 			b.Fatal(err, len(ended))
 		}
@@ -230,12 +233,12 @@ func idleMonitor(b *testing.B) *Monitor {
 	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	pol := DefaultPolicy()
-	pol.Unbooked = ActOff
+	pol := admission.DefaultPolicy()
+	pol.Unbooked = admission.ActOff
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol})
 	if _, err := m.Tick(); err != nil {
 		b.Fatal(err)
@@ -289,7 +292,7 @@ func BenchmarkCreateReadsPhysical(b *testing.B) {
 				return err
 			}
 			if physical {
-				if a := c.availabilityOf(tx, c.host, inv, calendarOf(parts), parts, nil, inv.Devices[1], time.Now()); !a.Physical.Known {
+				if a := c.availabilityOf(tx, c.host, inv, admission.CalendarOf(parts), parts, nil, inv.Devices[1], time.Now()); !a.Physical.Known {
 					b.Fatal("no reading")
 				}
 			}

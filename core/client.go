@@ -6,54 +6,27 @@ package core
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os/user"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// Errors callers can tell apart; each is wrapped with a message that says
-// the particulars.
-var (
-	ErrOverbooked   = errors.New("not enough free share on that GPU")
-	ErrNotOwner     = errors.New("not your booking")
-	ErrNotRoot      = errors.New("only root may do that")
-	ErrNotLive      = errors.New("booking has ended")
-	ErrNoPartition  = errors.New("no such booking")
-	ErrNoDevice     = errors.New("no such GPU")
-	ErrTooLong      = errors.New("longer than the policy allows")
-	ErrUnknownUser  = errors.New("no such user")
-	ErrUnknownGroup = errors.New("no such group")
-	ErrOtherHost    = errors.New("that GPU is on another host")
-	ErrMemoryInUse  = errors.New("not enough memory physically free on that GPU")
-	errNeedDevices  = errors.New("no device inventory cached")
-)
-
-// Identity is an OS user: who asks, or who owns a booking. It comes from the
-// process's real uid, never from $USER.
-type Identity struct {
-	UID  int
-	User string
-}
-
-// Root reports whether the identity is the superuser.
-func (id Identity) Root() bool { return id.UID == 0 }
-
-// MayChange reports whether id may release, extend or cancel what uid owns:
-// its owner or root.
-func (id Identity) MayChange(uid int) bool { return uid == id.UID || id.Root() }
-
 // CurrentIdentity is the user running this process, as the host knows
 // them: a member inside `unshare -r` is that member, not root.
-func CurrentIdentity() Identity {
-	uid := hostUID()
-	return Identity{UID: uid, User: UserName(uid)}
+func CurrentIdentity() domain.Identity {
+	uid := proc.HostUID()
+	return domain.Identity{UID: uid, User: UserName(uid)}
 }
 
 // UserName returns the login name of uid, or the number when it has none.
@@ -65,15 +38,15 @@ func UserName(uid int) string {
 }
 
 // LookupUser resolves a login name (or a numeric uid) to an identity.
-func LookupUser(name string) (Identity, error) {
+func LookupUser(name string) (domain.Identity, error) {
 	if u, err := user.Lookup(name); err == nil {
 		uid, _ := strconv.Atoi(u.Uid)
-		return Identity{UID: uid, User: u.Username}, nil
+		return domain.Identity{UID: uid, User: u.Username}, nil
 	}
 	if uid, err := strconv.Atoi(name); err == nil && uid >= 0 {
-		return Identity{UID: uid, User: UserName(uid)}, nil
+		return domain.Identity{UID: uid, User: UserName(uid)}, nil
 	}
-	return Identity{}, fmt.Errorf("%w: %s", ErrUnknownUser, Quote(name))
+	return domain.Identity{}, fmt.Errorf("%w: %s", domain.ErrUnknownUser, human.Quote(name))
 }
 
 // DeviceSource lists the GPUs when the ledger has no inventory cached yet,
@@ -90,7 +63,7 @@ type Options struct {
 	// Clock tells the time and makes timers; nil means clock.System().
 	Clock clock.Clock
 	// As is who acts; the zero value means the current process's user.
-	As *Identity
+	As *domain.Identity
 	// Host is this machine's name in a ledger many hosts share (a store
 	// that is a storage.Presence); empty means HostName() there. A ledger
 	// file is one host's alone and has no host names.
@@ -112,7 +85,7 @@ type Client struct {
 	ledger  storage.Store
 	devices DeviceSource
 	clock   clock.Clock
-	me      Identity
+	me      domain.Identity
 	host    string
 	notify  string // the notify file
 	ctx     context.Context
@@ -120,7 +93,7 @@ type Client struct {
 
 // NewClient returns a client for the ledger in opts.
 func NewClient(opts Options) *Client {
-	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
+	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, notice.NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
 		c.host = HostName()
@@ -197,7 +170,7 @@ func (c *Client) Host() string { return c.host }
 
 // HostOf is the host whose GPU p holds: a ledger file's bookings are this
 // host's.
-func (c *Client) HostOf(p storage.Partition) string {
+func (c *Client) HostOf(p domain.Partition) string {
 	if p.Host == "" {
 		return HostName()
 	}
@@ -205,7 +178,7 @@ func (c *Client) HostOf(p storage.Partition) string {
 }
 
 // Me is who this client acts as.
-func (c *Client) Me() Identity { return c.me }
+func (c *Client) Me() domain.Identity { return c.me }
 
 // Now is the time by the client's clock.
 func (c *Client) Now() time.Time { return c.clock.Now() }
@@ -218,7 +191,7 @@ func (c *Client) now() time.Time { return c.clock.Now() }
 
 // Partition is a booking, with the calls that act on it.
 type Partition struct {
-	storage.Partition
+	domain.Partition
 	// Room is what the GPU had room for when Create made the booking:
 	// the bookable share and the memory physically free before it.
 	Room Availability
@@ -234,7 +207,7 @@ type Partition struct {
 	CapNotApplied bool
 	// Usage is what monitors measured of it (List fills it in): idle and
 	// GPU time, its place on the idle ladder, its holds.
-	Usage  storage.BookingUsage
+	Usage  domain.BookingUsage
 	client *Client
 }
 
@@ -244,11 +217,11 @@ func (p *Partition) TimeRemaining() time.Duration {
 	return remaining(p.Partition, p.client.now())
 }
 
-func remaining(p storage.Partition, now time.Time) time.Duration {
+func remaining(p domain.Partition, now time.Time) time.Duration {
 	if p.EndedAt(now) {
 		return 0
 	}
-	return p.Expires.Sub(later(now, p.Start))
+	return p.Expires.Sub(admission.Later(now, p.Start))
 }
 
 // Release ends the booking now.
@@ -269,102 +242,46 @@ func (p *Partition) Extend(d time.Duration) error {
 	return err
 }
 
-// BookingStatus is what a person sees of a booking.
-type BookingStatus string
-
-// The statuses, as list, --json and the app print them.
-const (
-	StatusUpcoming   BookingStatus = "upcoming" // booked ahead, not started
-	StatusLive       BookingStatus = "live"
-	StatusEndingSoon BookingStatus = "ending soon"
-	StatusExpired    BookingStatus = "expired"
-	StatusReleased   BookingStatus = "released"
-	// StatusReclaimed: released by the idle ladder before its deadline.
-	StatusReclaimed BookingStatus = "reclaimed"
-	// StatusOrphaned: live, but the `chronos run` that made it is gone
-	// while its command runs on; a monitor releases it when nothing does.
-	StatusOrphaned BookingStatus = "orphaned"
-	// StatusGPUGone: live, on a GPU the machine no longer has.
-	StatusGPUGone BookingStatus = "GPU gone"
-)
-
-// BookingStatuses are every status, in the order of a booking's life.
-var BookingStatuses = []BookingStatus{StatusUpcoming, StatusLive, StatusEndingSoon, StatusOrphaned, StatusGPUGone, StatusExpired, StatusReclaimed, StatusReleased}
-
-// Ended reports whether the booking no longer holds its share.
-func (s BookingStatus) Ended() bool {
-	return s == StatusExpired || s == StatusReleased || s == StatusReclaimed
-}
-
 // Status is what a person sees of the booking: Status, or StatusGPUGone
 // while it is live on a GPU that is gone.
-func (p Partition) Status(now time.Time, warnLead time.Duration) BookingStatus {
+func (p Partition) Status(now time.Time, warnLead time.Duration) domain.BookingStatus {
 	s := p.state(now, warnLead)
 	if p.GPUGone && !s.Ended() {
-		return StatusGPUGone
+		return domain.StatusGPUGone
 	}
 	return s
 }
 
 // state is the record's Status, orphaned too when this machine sees its
 // wrapper gone.
-func (p Partition) state(now time.Time, warnLead time.Duration) BookingStatus {
-	s := Status(p.Partition, now, warnLead)
+func (p Partition) state(now time.Time, warnLead time.Duration) domain.BookingStatus {
+	s := domain.Status(p.Partition, now, warnLead)
 	if p.WrapperGone && !s.Ended() {
-		return StatusOrphaned
+		return domain.StatusOrphaned
 	}
 	return s
 }
 
-// Status is what a person sees: upcoming, live, ending soon, orphaned,
-// expired or released.
-func Status(p storage.Partition, now time.Time, warnLead time.Duration) BookingStatus {
-	switch {
-	case p.State == storage.Released:
-		return StatusReleased
-	case p.ReclaimedEarly():
-		return StatusReclaimed
-	case p.State == storage.Expired || !now.Before(p.Expires):
-		return StatusExpired
-	case p.Upcoming(now):
-		return StatusUpcoming
-	case !p.Orphaned.IsZero():
-		return StatusOrphaned
-	case p.Expires.Sub(now) <= WarnLead(p, warnLead):
-		return StatusEndingSoon
-	default:
-		return StatusLive
-	}
-}
-
-// WarnLead is how long before its end a partition counts as ending soon
-// and its owner is warned: the policy's lead, or half of a booking shorter
-// than twice that (a tenth, once, warned a 12-minute booking 1m12s before
-// its end under warn=5m: too late to act on).
-func WarnLead(p storage.Partition, lead time.Duration) time.Duration {
-	return min(lead, p.Expires.Sub(p.Start)/2)
-}
-
-func (c *Client) wrap(p storage.Partition) Partition { return Partition{Partition: p, client: c} }
+func (c *Client) wrap(p domain.Partition) Partition { return Partition{Partition: p, client: c} }
 
 // wrapSeen wraps p read beside the inventory (inv, when ok).
-func (c *Client) wrapSeen(p storage.Partition, inv storage.Inventory, ok bool) Partition {
+func (c *Client) wrapSeen(p domain.Partition, inv domain.Inventory, ok bool) Partition {
 	w := c.wrap(p)
 	w.GPUGone = gpuGone(inv, ok, p)
-	w.WrapperGone = wrapperDied(p)
+	w.WrapperGone = proc.WrapperDied(p)
 	w.CapNotApplied = capNotApplied(inv, ok, p)
 	return w
 }
 
 // seenIn wraps bookings read in tx, each checked against its own host's
 // GPUs (a shared ledger holds each host's inventory).
-func (c *Client) seenIn(tx *storage.Tx) func(storage.Partition) Partition {
+func (c *Client) seenIn(tx *storage.Tx) func(domain.Partition) Partition {
 	type known struct {
-		inv storage.Inventory
+		inv domain.Inventory
 		ok  bool
 	}
 	invs := map[string]known{}
-	return func(p storage.Partition) Partition {
+	return func(p domain.Partition) Partition {
 		k, read := invs[p.Host]
 		if !read {
 			k.inv, k.ok, _ = tx.HostInventory(p.Host)
@@ -374,8 +291,8 @@ func (c *Client) seenIn(tx *storage.Tx) func(storage.Partition) Partition {
 	}
 }
 
-func (c *Client) event(tx *storage.Tx, kind storage.EventKind, p storage.Partition, detail string) error {
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
+func (c *Client) event(tx *storage.Tx, kind domain.EventKind, p domain.Partition, detail string) error {
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
 }
 
 // maxDetail bounds what an event or a monitor's act says: a command line

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -19,17 +21,17 @@ func TestClientContextEndsItsLedgerCalls(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	r := clientAt(path, nil, root)
-	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice, Context: ctx})
-	_, entry, err := c.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	_, entry, err := c.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, entry)
 
 	cancel()
-	_, err = c.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: time.Hour})
+	_, err = c.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = c.List(true)
 	require.ErrorIs(t, err, context.Canceled)
@@ -41,6 +43,6 @@ func TestClientContextEndsItsLedgerCalls(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	req, err := r.LineRequest(entry.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Cancelled, req.State)
+	require.Equal(t, domain.Cancelled, req.State)
 	require.Equal(t, "its waiter stopped waiting", req.Reason)
 }

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -23,18 +26,18 @@ func TestQueueETACountsAComingReclaim(t *testing.T) {
 	admin, b, a := clientAt(path, clk, root), clientAt(path, clk, bob), clientAt(path, clk, alice)
 	_, err := admin.SetPolicy([]string{"reclaim=always", "idle=30m", "idle-warn=10m,20m"})
 	require.NoError(t, err)
-	held, err := b.Create(Request{Device: 0, Memory: Fraction(1), Duration: 4 * time.Hour})
+	held, err := b.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 4 * time.Hour})
 	require.NoError(t, err)
 	clk.Advance(40 * time.Minute)
-	_, e, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	_, e, err := a.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	now := clk.Now()
-	idle := storage.BookingUsage{Partition: held.ID, IdleFor: 29 * time.Minute, Warnings: 2, WarnedAt: now.Add(-9 * time.Minute)}
-	setUsage := func(u storage.BookingUsage) {
+	idle := domain.BookingUsage{Partition: held.ID, IdleFor: 29 * time.Minute, Warnings: 2, WarnedAt: now.Add(-9 * time.Minute)}
+	setUsage := func(u domain.BookingUsage) {
 		require.NoError(t, admin.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(u) }))
 	}
-	eta := func() QueueEntry {
+	eta := func() admission.QueueEntry {
 		line, err := a.Queue()
 		require.NoError(t, err)
 		require.Len(t, line, 1)
@@ -62,7 +65,7 @@ func TestQueueETACountsAComingReclaim(t *testing.T) {
 	u := idle
 	u.WarnedAt = now
 	setUsage(u)
-	require.Equal(t, now.Add(10*time.Minute-accountEvery/2), eta().ETA)
+	require.Equal(t, now.Add(10*time.Minute-domain.AccountEvery/2), eta().ETA)
 
 	u = idle
 	u.HeldUntil = now.Add(time.Hour)

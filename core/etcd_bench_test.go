@@ -13,6 +13,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -49,7 +51,7 @@ func BenchmarkStores(b *testing.B) {
 			s := e.fresh(b)
 			c := clientOn(s, nil, alice)
 			for range 20 {
-				if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+				if _, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -67,7 +69,7 @@ func BenchmarkStores(b *testing.B) {
 			bareT, createT, releaseT := timeCreateRelease(b, c, bare)
 			b.StopTimer()
 			for range 80 {
-				if _, err := c.Create(Request{Device: 0, Memory: Fraction(0.001), Duration: time.Hour}); err != nil {
+				if _, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.001), Duration: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -126,7 +128,7 @@ func BenchmarkVisibility(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		p, err := maker.Create(Request{Device: i % 2, Memory: Fraction(0.001), Duration: time.Hour})
+		p, err := maker.Create(Request{Device: i % 2, Memory: human.Fraction(0.001), Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -162,12 +164,12 @@ func BenchmarkMonitorLoad(b *testing.B) {
 		sim := gpu.NewSim(gpu.SimOptions{Count: 8})
 		c := NewClient(Options{Ledger: s, As: &alice, Host: "gpu1", Devices: simDevices(sim)})
 		for i := range 100 {
-			if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		pol := DefaultPolicy()
-		pol.Unbooked = ActOff
+		pol := admission.DefaultPolicy()
+		pol.Unbooked = admission.ActOff
 		ctx, cancel := context.WithCancel(context.Background())
 		go NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol}).Run(ctx)
 		time.Sleep(5 * time.Second)
@@ -204,12 +206,12 @@ func BenchmarkMonitorMinutesEtcd(b *testing.B) {
 		sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &alice, Host: "gpu1", Clock: clock, Devices: simDevices(sim)})
 		for i := range 100 {
-			if _, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		pol := DefaultPolicy()
-		pol.Unbooked = ActOff
+		pol := admission.DefaultPolicy()
+		pol.Unbooked = admission.ActOff
 		m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 		if _, err := m.Tick(); err != nil {
 			b.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -20,11 +22,11 @@ type EventFilter struct {
 	// Since: only events recorded at or after this time (zero: all).
 	Since time.Time
 	// Kinds: only events of these kinds (none: any).
-	Kinds []storage.EventKind
+	Kinds []domain.EventKind
 }
 
 // keeps says whether the filter picks e; owner finds a booking's owner.
-func (f EventFilter) keeps(e storage.Event, owner func(uint64) (storage.Partition, bool)) bool {
+func (f EventFilter) keeps(e domain.Event, owner func(uint64) (domain.Partition, bool)) bool {
 	if f.Booking != 0 && e.Partition != f.Booking {
 		return false
 	}
@@ -43,21 +45,21 @@ func (f EventFilter) keeps(e storage.Event, owner func(uint64) (storage.Partitio
 }
 
 // ParseEventKinds reads a comma-separated list of event kinds.
-func ParseEventKinds(s string) ([]storage.EventKind, error) {
-	var kinds []storage.EventKind
+func ParseEventKinds(s string) ([]domain.EventKind, error) {
+	var kinds []domain.EventKind
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
-		k := storage.EventKind(strings.ToLower(strings.TrimSpace(w)))
+		k := domain.EventKind(strings.ToLower(strings.TrimSpace(w)))
 		if !slices.Contains(storage.StoredEventKinds, k) {
 			names := make([]string, len(storage.StoredEventKinds))
 			for i, k := range storage.StoredEventKinds {
 				names[i] = string(k)
 			}
-			return nil, inputErr("event kind %s: use %s", Quote(w), strings.Join(names, ", "))
+			return nil, domain.InputErr("event kind %s: use %s", human.Quote(w), strings.Join(names, ", "))
 		}
 		kinds = append(kinds, k)
 	}
 	if len(kinds) == 0 {
-		return nil, inputErr("--kind needs an event kind, such as created or expired")
+		return nil, domain.InputErr("--kind needs an event kind, such as created or expired")
 	}
 	return kinds, nil
 }
@@ -65,13 +67,13 @@ func ParseEventKinds(s string) ([]storage.EventKind, error) {
 // FindEvents returns the newest limit (0: all) events the filter picks,
 // oldest first. It reads the trail from its end back, only as far as it
 // must: the trail grows for as long as the machine is used.
-func (c *Client) FindEvents(f EventFilter, limit int) ([]storage.Event, error) {
-	var out []storage.Event
+func (c *Client) FindEvents(f EventFilter, limit int) ([]domain.Event, error) {
+	var out []domain.Event
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-		owners := map[uint64]storage.Partition{}
-		owner := func(id uint64) (storage.Partition, bool) {
+		owners := map[uint64]domain.Partition{}
+		owner := func(id uint64) (domain.Partition, bool) {
 			if id == 0 {
-				return storage.Partition{}, false
+				return domain.Partition{}, false
 			}
 			p, ok := owners[id]
 			if !ok {
@@ -82,7 +84,7 @@ func (c *Client) FindEvents(f EventFilter, limit int) ([]storage.Event, error) {
 			}
 			return p, ok && p.ID != 0
 		}
-		return tx.EventsBackward(func(e storage.Event) (bool, error) {
+		return tx.EventsBackward(func(e domain.Event) (bool, error) {
 			if !f.Since.IsZero() && e.Time.Before(f.Since) {
 				return false, nil
 			}

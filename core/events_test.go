@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -15,17 +17,17 @@ func TestFindEvents(t *testing.T) {
 	clock := newFakeClock()
 	path := t.TempDir() + "/chronos.db"
 	byAlice, byBob, byRoot := clientAt(path, clock, alice), clientAt(path, clock, bob), clientAt(path, clock, root)
-	a, err := byAlice.Create(Request{Device: 0, Memory: Fraction(0.25), Duration: time.Hour}) // event 1
+	a, err := byAlice.Create(Request{Device: 0, Memory: human.Fraction(0.25), Duration: time.Hour}) // event 1
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
-	b, err := byBob.Create(Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}) // 2
+	b, err := byBob.Create(Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}) // 2
 	require.NoError(t, err)
 	clock.Advance(time.Minute)
 	_, err = byRoot.Extend(a.ID, time.Hour) // 3: root acted on alice's booking
 	require.NoError(t, err)
 	require.NoError(t, byRoot.ledger.Update(context.Background(), func(tx *storage.Tx) error { // 4: bob's process, no booking
-		return tx.AddEvent(storage.Event{Time: clock.Now(), Kind: storage.EventUnbooked, UID: 0, User: "root",
-			Process: &storage.EventProcess{PID: 42, UID: bob.UID, User: bob.User}})
+		return tx.AddEvent(domain.Event{Time: clock.Now(), Kind: domain.EventUnbooked, UID: 0, User: "root",
+			Process: &domain.EventProcess{PID: 42, UID: bob.UID, User: bob.User}})
 	}))
 	_, err = byBob.Release(b.ID) // 5
 	require.NoError(t, err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -22,7 +24,7 @@ type recordingSignaller struct {
 }
 
 func (r *recordingSignaller) Signal(pid int, start uint64, sig syscall.Signal) error {
-	err := PidfdSignaller{}.Signal(pid, start, sig)
+	err := proc.PidfdSignaller{}.Signal(pid, start, sig)
 	if err == nil && sig == syscall.SIGTERM {
 		r.mu.Lock()
 		r.sent[pid] = time.Now()
@@ -93,7 +95,7 @@ func bookWithProcesses(b *testing.B, c *Client, sim *gpu.Sim, n int, first time.
 	expires, pidOf = map[uint64]time.Time{}, map[uint64]int{}
 	for i := range n {
 		deadline := first.Add(time.Duration(i) * apart)
-		p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 20), Duration: time.Until(deadline)})
+		p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(1 << 20), Duration: time.Until(deadline)})
 		if err != nil {
 			b.Fatal(err)
 		}

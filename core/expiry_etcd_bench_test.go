@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -62,7 +64,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 					default:
 					}
 					t0 := time.Now()
-					p, err := w.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Minute})
+					p, err := w.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Minute})
 					if err == nil {
 						_, err = w.Release(p.ID)
 					}
@@ -85,7 +87,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		flipped := map[uint64]time.Time{}
 		rec := &recordingSignaller{sent: map[int]time.Time{}}
 		m := NewMonitor(client(), MonitorOptions{Backend: sim, Signaller: rec, OnAct: func(a Act) {
-			if a.Kind == storage.EventExpired {
+			if a.Kind == domain.EventExpired {
 				mu.Lock()
 				flipped[a.Partition] = a.Time
 				mu.Unlock()

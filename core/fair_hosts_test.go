@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -24,12 +27,12 @@ func TestPlacementOverManyTransactions(t *testing.T) {
 
 func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 	const n = 80 // 80 grants write 400 keys, over 4 transactions' worth
-	require.Greater(t, n*grantWrites, 3*storage.WriteBudget)
+	require.Greater(t, n*admission.GrantWrites, 3*storage.WriteBudget)
 	r, a := clientOn(open(), nil, root), clientOn(open(), nil, alice)
-	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	for range n {
-		p, _, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour}, WaitOptions{})
+		p, _, err := a.Enqueue(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour}, admission.WaitOptions{})
 		require.NoError(t, err)
 		require.Nil(t, p)
 	}
@@ -46,7 +49,7 @@ func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 		require.Equal(t, alice.UID, p.UID)
 		sum += p.SharePPM
 	}
-	require.LessOrEqual(t, sum, int64(ppm))
+	require.LessOrEqual(t, sum, int64(human.Ppm))
 }
 
 // Two hosts share an etcd ledger; requests for each host's GPU 0 come
@@ -59,7 +62,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	on := map[string]map[int]*Client{} // host, uid: client
 	for _, host := range []string{"gpu1", "gpu2"} {
 		on[host] = map[int]*Client{}
-		for _, who := range []Identity{root, alice, bob} {
+		for _, who := range []domain.Identity{root, alice, bob} {
 			on[host][who.UID] = hostClient(open(), host, who)
 		}
 	}
@@ -69,11 +72,11 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	_, err = admin.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
 	require.NoError(t, open().Update(context.Background(), func(tx *storage.Tx) error { // bob has used much: alice goes first
-		return tx.PutUserUsage(storage.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
+		return tx.PutUserUsage(domain.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
 	}))
 	var holds []uint64
 	for _, host := range []string{"gpu1", "gpu2"} {
-		p, err := on[host][root.UID].Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+		p, err := on[host][root.UID].Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 		require.NoError(t, err)
 		holds = append(holds, p.ID)
 	}
@@ -88,8 +91,8 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	var all []asked
 	for i := range 8 {
 		host, from := []string{"gpu1", "gpu2"}[i/2%2], []string{"gpu2", "gpu1"}[i/2%2]
-		who := []Identity{alice, bob}[i%2]
-		p, q, err := on[from][who.UID].Enqueue(Request{Host: host, Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+		who := []domain.Identity{alice, bob}[i%2]
+		p, q, err := on[from][who.UID].Enqueue(Request{Host: host, Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 		require.NoError(t, err)
 		require.Nil(t, p)
 		require.Equal(t, host, q.Host)
@@ -113,8 +116,8 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 		held[p.Host] += p.SharePPM
 		byUser[p.UID] += p.SharePPM
 	}
-	require.Equal(t, map[string]int64{"gpu1": ppm, "gpu2": ppm}, held, "each host's GPU 0 full, neither over")
-	require.Equal(t, map[int]int64{alice.UID: ppm, bob.UID: ppm}, byUser)
+	require.Equal(t, map[string]int64{"gpu1": human.Ppm, "gpu2": human.Ppm}, held, "each host's GPU 0 full, neither over")
+	require.Equal(t, map[int]int64{alice.UID: human.Ppm, bob.UID: human.Ppm}, byUser)
 	granted := map[uint64]bool{}
 	for _, p := range parts {
 		granted[p.Request] = true
@@ -143,11 +146,11 @@ func TestOtherMachinesWaitersAreLeftAlone(t *testing.T) {
 
 func testOtherMachinesWaitersAreLeftAlone(t *testing.T, open storetest.Opener) {
 	r, a := clientOn(open(), nil, root), clientOn(open(), nil, alice)
-	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := a.Enqueue(half(0, time.Hour), WaitOptions{})
+	_, q, err := a.Enqueue(half(0, time.Hour), admission.WaitOptions{})
 	require.NoError(t, err)
-	_, gone, err := a.Enqueue(half(0, time.Hour), WaitOptions{})
+	_, gone, err := a.Enqueue(half(0, time.Hour), admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NoError(t, open().Update(context.Background(), func(tx *storage.Tx) error {
 		req, err := tx.Request(q.ID)

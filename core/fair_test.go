@@ -9,7 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -26,9 +30,9 @@ func newLedger(open storetest.Opener) *onLedger {
 	return &onLedger{open: open, clock: newFakeClock()}
 }
 
-func (l *onLedger) as(who Identity) *Client { return clientOn(l.open(), l.clock, who) }
+func (l *onLedger) as(who domain.Identity) *Client { return clientOn(l.open(), l.clock, who) }
 
-func (l *onLedger) events(t *testing.T) []storage.Event {
+func (l *onLedger) events(t *testing.T) []domain.Event {
 	t.Helper()
 	evs, err := l.as(root).Events(0, 0)
 	require.NoError(t, err)
@@ -36,7 +40,7 @@ func (l *onLedger) events(t *testing.T) []storage.Event {
 }
 
 func half(dev int, d time.Duration) Request {
-	return Request{Device: dev, Memory: Fraction(0.5), Duration: d}
+	return Request{Device: dev, Memory: human.Fraction(0.5), Duration: d}
 }
 
 // A booking made ahead holds its share only over its interval: a request
@@ -51,23 +55,23 @@ func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Ope
 	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
 	now := l.clock.Now()
-	ahead, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
+	ahead, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, now.Add(2*time.Hour), ahead.Start)
-	require.Equal(t, StatusUpcoming, Status(ahead.Partition, now, 5*time.Minute))
+	require.Equal(t, domain.StatusUpcoming, domain.Status(ahead.Partition, now, 5*time.Minute))
 	require.Equal(t, 3*time.Hour, ahead.TimeRemaining(), "its whole length while it has not started")
 
 	_, err = b.Create(half(0, 3*time.Hour))
-	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by alice (60%, #1, from "+
-		FormatTime(ahead.Start, now)+" until "+FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
-	require.ErrorContains(t, err, FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
+		human.FormatTime(ahead.Start, now)+" until "+human.FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
+	require.ErrorContains(t, err, human.FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
 
 	_, err = b.Create(half(0, 2*time.Hour))
 	require.NoError(t, err, "ends as the booking ahead starts")
-	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.45), Duration: 8 * time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked, "50% now, then 60% ahead, leave 40% over those 8 hours")
-	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: time.Hour, Start: now.Add(4 * time.Hour)})
+	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.45), Duration: 8 * time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked, "50% now, then 60% ahead, leave 40% over those 8 hours")
+	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: time.Hour, Start: now.Add(4 * time.Hour)})
 	require.NoError(t, err, "fits beside the booking ahead")
 
 	// Now is not its time: it counts toward nothing live, yet is listed.
@@ -87,7 +91,7 @@ func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Ope
 	require.NoError(t, err)
 	got, err := a.Get(ahead.ID)
 	require.NoError(t, err)
-	require.Equal(t, StatusLive, Status(got.Partition, l.clock.Now(), 5*time.Minute))
+	require.Equal(t, domain.StatusLive, domain.Status(got.Partition, l.clock.Now(), 5*time.Minute))
 	require.False(t, got.Warned)
 }
 
@@ -102,11 +106,11 @@ func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a := l.as(alice)
 	now := l.clock.Now()
-	_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Start: now.Add(15 * 24 * time.Hour)})
-	require.ErrorIs(t, err, ErrTooFarAhead)
+	_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, Start: now.Add(15 * 24 * time.Hour)})
+	require.ErrorIs(t, err, domain.ErrTooFarAhead)
 	require.ErrorContains(t, err, "the furthest is 14d (ahead=14d)")
-	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Start: now.Add(-time.Hour)})
-	require.ErrorIs(t, err, ErrInput)
+	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, Start: now.Add(-time.Hour)})
+	require.ErrorIs(t, err, domain.ErrInput)
 	require.ErrorContains(t, err, "has passed")
 	require.Empty(t, l.events(t))
 }
@@ -124,39 +128,39 @@ func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 	_, err := r.SetPolicy([]string{"user-gpus=1", "user-hours=3/1d"})
 	require.NoError(t, err)
 
-	first, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	first, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = a.Create(half(1, time.Hour))
-	require.ErrorIs(t, err, ErrQuota)
+	require.ErrorIs(t, err, domain.ErrQuota)
 	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.1 GPUs at once (0.6 already, 0.5 asked). It would fit at "+
-		FormatTime(first.Expires, l.clock.Now()))
-	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.4), Duration: time.Hour})
+		human.FormatTime(first.Expires, l.clock.Now()))
+	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(0.4), Duration: time.Hour})
 	require.NoError(t, err, "exactly at the limit")
 
 	// 0.6 + 0.4 GPU-hours booked; 2 more hours of a whole GPU is 3.
-	_, err = a.Create(Request{Device: 1, Memory: Fraction(1), Duration: 3 * time.Hour, Start: first.Expires})
-	require.ErrorIs(t, err, ErrQuota)
+	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(1), Duration: 3 * time.Hour, Start: first.Expires})
+	require.ErrorIs(t, err, domain.ErrQuota)
 	require.ErrorContains(t, err, "user-hours=3/1d: 1.0 GPU-hours booked in the window, 3.0 asked")
-	_, err = a.Create(Request{Device: 1, Memory: Fraction(1), Duration: 2 * time.Hour, Start: first.Expires})
+	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(1), Duration: 2 * time.Hour, Start: first.Expires})
 	require.NoError(t, err)
 
 	// More than a quota allows by itself is refused as never, even with --wait.
-	_, _, err = a.Enqueue(Request{Device: 0, Memory: Fraction(1), Duration: 4 * time.Hour}, WaitOptions{})
-	require.ErrorIs(t, err, ErrQuota)
+	_, _, err = a.Enqueue(Request{Device: 0, Memory: human.Fraction(1), Duration: 4 * time.Hour}, admission.WaitOptions{})
+	require.ErrorIs(t, err, domain.ErrQuota)
 	require.ErrorContains(t, err, "4.0 GPU-hours asked can never be granted")
 
 	// Root is not exempt by default; the policy can make it so.
-	_, err = r.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 8 * time.Hour})
-	require.ErrorIs(t, err, ErrQuota)
+	_, err = r.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: 8 * time.Hour})
+	require.ErrorIs(t, err, domain.ErrQuota)
 	_, err = r.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
-	_, err = r.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 8 * time.Hour})
+	_, err = r.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: 8 * time.Hour})
 	require.NoError(t, err)
 
 	// A user's own setting wins over the policy's.
 	_, err = r.SetPolicy([]string{"user-gpus=2", "user-hours=none", "for=1001"})
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: 10 * time.Hour, Start: l.clock.Now().Add(4 * time.Hour)})
+	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 10 * time.Hour, Start: l.clock.Now().Add(4 * time.Hour)})
 	require.NoError(t, err)
 	_, err = r.SetPolicy([]string{"user-gpus=default", "user-hours=default", "for=1001"})
 	require.NoError(t, err)
@@ -172,50 +176,50 @@ func TestGroupOverride(t *testing.T) {
 	if err != nil {
 		t.Skip("no nobody user here")
 	}
-	groups := groupsOf(u.UID)
+	groups := proc.GroupsOf(u.UID)
 	if len(groups) == 0 {
 		t.Skip("nobody is in no group here")
 	}
-	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
+	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
 	require.NoError(t, err)
-	require.Equal(t, new(0.25), LimitsFor(p, u).UserGPUs)
-	require.Nil(t, LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
-	p, err = ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
+	require.Equal(t, new(0.25), admission.LimitsFor(p, u).UserGPUs)
+	require.Nil(t, admission.LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
+	p, err = admission.ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
 	require.NoError(t, err)
-	require.Equal(t, new(3.0), LimitsFor(p, u).UserGPUs)
+	require.Equal(t, new(3.0), admission.LimitsFor(p, u).UserGPUs)
 }
 
 func TestPolicyKnobsReadBack(t *testing.T) {
 	t.Parallel()
-	p, err := ApplyPolicy(DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
+	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
 	require.NoError(t, err)
 	require.Equal(t, new(1.5), p.UserGPUs)
 	require.Equal(t, new(200.0), p.UserHours)
 	require.Equal(t, 7*24*time.Hour, p.HoursWindow)
-	back, err := ApplyPolicy(DefaultPolicy(), strings.Fields(FormatPolicy(p)))
+	back, err := admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatPolicy(p)))
 	require.NoError(t, err)
 	require.Equal(t, p, back)
 
-	p, err = ApplyPolicy(p, []string{"share=2", "max=2d", "for=alice"})
+	p, err = admission.ApplyPolicy(p, []string{"share=2", "max=2d", "for=alice"})
 	require.NoError(t, err)
-	require.Equal(t, "max=2d share=2 for=alice", FormatOverride(p.Overrides[0]))
-	back, err = ApplyPolicy(DefaultPolicy(), strings.Fields(FormatOverride(p.Overrides[0])))
+	require.Equal(t, "max=2d share=2 for=alice", admission.FormatOverride(p.Overrides[0]))
+	back, err = admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatOverride(p.Overrides[0])))
 	require.NoError(t, err)
 	require.Equal(t, p.Overrides, back.Overrides)
 
 	for _, bad := range [][]string{{"share=2"}, {"expiry=notify", "for=alice"}, {"user-gpus=-1"}, {"user-hours=5/0"},
 		{"for=alice", "for=bob", "max=1d"}, {"for=a b", "max=1d"}, {"exempt=maybe", "for=alice"}} {
-		_, err := ApplyPolicy(DefaultPolicy(), bad)
-		require.ErrorIs(t, err, ErrInput, "%v", bad)
+		_, err := admission.ApplyPolicy(admission.DefaultPolicy(), bad)
+		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 	}
 	c := newTestClient(t, nil, root)
 	_, err = c.SetPolicy([]string{"user-gpus=1", "for=no-such-user-here"})
-	require.ErrorIs(t, err, ErrUnknownUser)
+	require.ErrorIs(t, err, domain.ErrUnknownUser)
 
 	// A policy stored before fairness reads with its defaults.
-	old := DefaultPolicy()
+	old := admission.DefaultPolicy()
 	old.Ahead, old.HalfLife, old.AgeWeight, old.MaxAge = 0, 0, 0, 0
-	require.Equal(t, DefaultPolicy(), withDefaults(old))
+	require.Equal(t, admission.DefaultPolicy(), admission.WithDefaults(old))
 }
 
 // The line: requests that do not fit wait; when room appears, the
@@ -231,17 +235,17 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	a, b, r := l.as(alice), l.as(bob), l.as(root)
 	// Alice has used the machine a lot; bob not at all.
 	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error {
-		return tx.PutUserUsage(storage.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
+		return tx.PutUserUsage(domain.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
 	}))
-	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	_, qa, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.9), Duration: time.Hour}, WaitOptions{})
+	_, qa, err := a.Enqueue(Request{Device: 0, Memory: human.Fraction(0.9), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, qa.Position)
 	require.Equal(t, hold.Expires, qa.ETA)
 	l.clock.Advance(time.Minute)
-	_, qb, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.8), Duration: time.Hour}, WaitOptions{})
+	_, qb, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, qb.Position, "bob's fair share puts him ahead of alice, who came first")
 	line, err := b.Queue()
@@ -257,7 +261,7 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	// a plain create may not take room kept for those waiting.
 	_, err = a.Create(half(1, time.Hour))
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
+	_, err = a.Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err, "any GPU: GPU 1's other half")
 	// GPU 0 is full anyway now; give it 20% of room by ending the holder
 	// and booking 80% ahead, as root (ahead of nobody: root's usage is 0).
@@ -284,25 +288,25 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	// 20% is free on GPU 0 now. Carol used even more than alice, so she
 	// is behind her: her request may start only where it cannot delay
 	// alice's ETA (backfill).
-	carol := Identity{UID: 1003, User: "carol"}
+	carol := domain.Identity{UID: 1003, User: "carol"}
 	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error {
-		return tx.PutUserUsage(storage.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
+		return tx.PutUserUsage(domain.UserUsage{UID: carol.UID, User: "carol", GPUSeconds: 900 * 3600, At: l.clock.Now()})
 	}))
 	c := l.as(carol)
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: 2 * time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: 2 * time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "kept for requests waiting ahead of you")
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: 30 * time.Minute})
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: 30 * time.Minute})
 	require.NoError(t, err, "ends before alice's ETA: backfill")
 	// Root, who used nothing, is ahead of alice: it may take the room.
-	_, err = r.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: time.Minute})
-	require.ErrorIs(t, err, ErrOverbooked, "GPU 1 is full")
+	_, err = r.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Minute})
+	require.ErrorIs(t, err, domain.ErrOverbooked, "GPU 1 is full")
 
-	var kinds []storage.EventKind
+	var kinds []domain.EventKind
 	for _, e := range l.events(t) {
 		kinds = append(kinds, e.Kind)
 	}
-	require.Contains(t, kinds, storage.EventQueued)
+	require.Contains(t, kinds, domain.EventQueued)
 }
 
 // Readers lay the line out after their transaction ends, from what they
@@ -320,13 +324,13 @@ func testLineReadThenLaidOutWeighsHeldHours(t *testing.T, open storetest.Opener)
 	r, a := l.as(root), l.as(alice)
 	_, err := r.SetPolicy([]string{"user-hours=2/1d"})
 	require.NoError(t, err)
-	held, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: 2 * time.Hour})
+	held, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 2 * time.Hour})
 	require.NoError(t, err)
 	l.clock.Advance(90 * time.Minute)
 	_, err = a.Release(held.ID)
 	require.NoError(t, err)
 
-	p, q, err := a.Enqueue(Request{Device: 1, Memory: Fraction(1), Duration: time.Hour}, WaitOptions{})
+	p, q, err := a.Enqueue(Request{Device: 1, Memory: human.Fraction(1), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.Nil(t, p, "GPU 1 is free: only the 1.5 GPU-hours held keep it waiting")
 	require.Contains(t, q.Reason, "user-hours=2/1d: 1.5 GPU-hours booked in the window")
@@ -359,11 +363,11 @@ func TestLineTimersWithNoOtherActivity(t *testing.T) {
 func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
-	hold, err := a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
+	hold, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.7), Duration: time.Hour})
 	require.NoError(t, err)
-	_, waits, err := b.Enqueue(half(0, time.Hour), WaitOptions{})
+	_, waits, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{})
 	require.NoError(t, err)
-	_, brief, err := b.Enqueue(half(0, time.Hour), WaitOptions{Timeout: 10 * time.Minute})
+	_, brief, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{Timeout: 10 * time.Minute})
 	require.NoError(t, err)
 
 	l.clock.Advance(11 * time.Minute)
@@ -375,14 +379,14 @@ func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 	require.False(t, due)
 	r, err := b.request(brief.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.TimedOut, r.State)
+	require.Equal(t, domain.TimedOut, r.State)
 
 	l.clock.Advance(hold.Expires.Sub(l.clock.Now()))
 	_, err = b.TendLine() // the deadline passed; no monitor flipped it
 	require.NoError(t, err)
 	r, err = b.request(waits.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Granted, r.State)
+	require.Equal(t, domain.Granted, r.State)
 	p, err := b.Get(r.Partition)
 	require.NoError(t, err)
 	require.Equal(t, "bob", p.User)
@@ -390,7 +394,7 @@ func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 
 	var left []string
 	for _, e := range l.events(t) {
-		if e.Kind == storage.EventLeft {
+		if e.Kind == domain.EventLeft {
 			left = append(left, e.Detail)
 		}
 	}
@@ -408,15 +412,15 @@ func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
 func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, r := l.as(alice), l.as(root)
-	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := a.Enqueue(Request{Device: 0, Memory: Fraction(0.8), Duration: time.Hour}, WaitOptions{})
+	_, q, err := a.Enqueue(Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	_, err = r.SetPolicy([]string{"user-gpus=0.5"})
 	require.NoError(t, err)
 	st, err := a.request(q.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Cancelled, st.State)
+	require.Equal(t, domain.Cancelled, st.State)
 	require.Contains(t, st.Reason, "it can never be granted: over your quota: user-gpus=0.5: 0.8 GPUs asked at once")
 	line, err := a.Queue()
 	require.NoError(t, err)
@@ -433,14 +437,14 @@ func TestCancel(t *testing.T) {
 func testCancel(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
-	_, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := a.Enqueue(half(0, time.Hour), WaitOptions{})
+	_, q, err := a.Enqueue(half(0, time.Hour), admission.WaitOptions{})
 	require.NoError(t, err)
-	require.ErrorIs(t, b.Cancel(q.ID), ErrNotOwner)
+	require.ErrorIs(t, b.Cancel(q.ID), domain.ErrNotOwner)
 	require.NoError(t, a.Cancel(q.ID))
-	require.ErrorIs(t, a.Cancel(q.ID), ErrLeftLine)
-	require.ErrorIs(t, a.Cancel(99), ErrNoRequest)
+	require.ErrorIs(t, a.Cancel(q.ID), domain.ErrLeftLine)
+	require.ErrorIs(t, a.Cancel(99), domain.ErrNoRequest)
 }
 
 // Extending takes room like a new booking: not over a booking made ahead,
@@ -453,24 +457,24 @@ func TestExtendIsAdmittedLikeABooking(t *testing.T) {
 func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
-	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	p, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour, Start: p.Expires.Add(30 * time.Minute)})
-	require.NoError(t, err)
-	_, err = a.Extend(p.ID, 20*time.Minute)
+	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: p.Expires.Add(30 * time.Minute)})
 	require.NoError(t, err)
 	_, err = a.Extend(p.ID, 20*time.Minute)
-	require.ErrorIs(t, err, ErrOverbooked, "it would run into bob's booking ahead")
+	require.NoError(t, err)
+	_, err = a.Extend(p.ID, 20*time.Minute)
+	require.ErrorIs(t, err, domain.ErrOverbooked, "it would run into bob's booking ahead")
 
-	_, _, err = b.Enqueue(half(1, time.Hour), WaitOptions{}) // GPU 1 is free: booked at once
+	_, _, err = b.Enqueue(half(1, time.Hour), admission.WaitOptions{}) // GPU 1 is free: booked at once
 	require.NoError(t, err)
 	q, err := a.Create(half(1, time.Hour))
 	require.NoError(t, err)
-	_, w, err := b.Enqueue(Request{Device: 1, Memory: Fraction(0.6), Duration: time.Hour}, WaitOptions{})
+	_, w, err := b.Enqueue(Request{Device: 1, Memory: human.Fraction(0.6), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.Equal(t, q.Expires, w.ETA)
 	_, err = a.Extend(q.ID, time.Minute)
-	require.ErrorIs(t, err, ErrOverbooked)
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "kept for requests waiting ahead")
 }
 
@@ -505,8 +509,8 @@ func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 	// At an equal share: two GPUs used for ever at the rate that keeps
 	// usage steady is u = 1, F = 0.5.
 	steady := 2 * (24 * time.Hour).Seconds() / 0.6931471805599453
-	require.InDelta(t, 0.5, fairShare(steady, 2, 24*time.Hour, 1), 1e-12)
-	require.InDelta(t, 1.0, priority(0.5, 12*time.Hour, DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
+	require.InDelta(t, 0.5, admission.FairShare(steady, 2, 24*time.Hour, 1), 1e-12)
+	require.InDelta(t, 1.0, admission.Priority(0.5, 12*time.Hour, admission.DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
 }
 
 // A process that names a booking which has not started runs on no booking;
@@ -514,8 +518,8 @@ func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 func TestBookingAheadClaimsNoProcess(t *testing.T) {
 	t.Parallel()
 	now := clock.System().Now() // the process's real start (as the system clock reads it) is before the booking's end
-	ahead := storage.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
-		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: storage.Live}
+	ahead := domain.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
+		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: domain.Live}
 	pid := os.Getpid()
 	start, err := gpu.ProcStartTime(pid)
 	require.NoError(t, err)
@@ -523,8 +527,8 @@ func TestBookingAheadClaimsNoProcess(t *testing.T) {
 		{PID: pid, UID: 1001, StartTime: start, MemoryUsed: 1 << 20, PartitionID: "3"},
 		{PID: pid, UID: 1001, StartTime: start, MemoryUsed: 1 << 20},
 	}}}}
-	for _, a := range Attribute(s, []storage.Partition{ahead}, now) {
-		require.Equal(t, Unbooked, a.Verdict)
+	for _, a := range admission.Attribute(s, []domain.Partition{ahead}, now) {
+		require.Equal(t, admission.Unbooked, a.Verdict)
 		require.Zero(t, a.Partition)
 	}
 }
@@ -553,7 +557,7 @@ func TestParseStart(t *testing.T) {
 		"tomorrow 9am":              time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local),
 		"12am":                      time.Date(2026, 11, 30, 0, 0, 0, 0, time.Local),
 	} {
-		got, err := ParseStart(in, now)
+		got, err := human.ParseStart(in, now)
 		require.NoError(t, err, in)
 		require.True(t, want.Equal(got), "%s: %v, want %v", in, got, want)
 	}
@@ -569,20 +573,20 @@ func TestParseStart(t *testing.T) {
 		"13pm":            "is not a time",
 		"+400d":           "absurdly",
 	} {
-		_, err := ParseStart(in, now)
-		require.ErrorIs(t, err, ErrInput, in)
+		_, err := human.ParseStart(in, now)
+		require.ErrorIs(t, err, domain.ErrInput, in)
 		require.ErrorContains(t, err, msg, in)
 	}
 
 	// Only a time of day taken for tomorrow's is noted.
 	for in, note := range map[string]string{"11:00": "11:00 has passed today: it starts tomorrow, ", "9am": "9am has passed today", "14:00": "",
 		"tomorrow 09:00": "", "+2h": "", "2026-12-01 09:00": ""} {
-		got, err := ParseStart(in, now)
+		got, err := human.ParseStart(in, now)
 		require.NoError(t, err, in)
 		if note == "" {
-			require.Empty(t, StartNote(in, got, now), in)
+			require.Empty(t, human.StartNote(in, got, now), in)
 		} else {
-			require.Contains(t, StartNote(in, got, now), note, in)
+			require.Contains(t, human.StartNote(in, got, now), note, in)
 		}
 	}
 }

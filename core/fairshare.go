@@ -1,39 +1,12 @@
 package core
 
 import (
-	"math"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// Fair share, as docs/fairness.md says: each user's usage U decays with the
-// policy's half-life H and grows by what their bookings hold (share in
-// GPU-equivalents × seconds actually held), on whichever host. It is
-// measured against the lab's capacity (every GPU of every host), not
-// against others' use, so nobody is penalised for using GPUs nobody else
-// wanted: u = U / (GPUs × H / ln 2), the usage of a user who held every
-// GPU for ever. The factor F = 2^(−u/s), s the user's
-// share, is Slurm's: 1 for no use, 0.5 exactly at one's share.
-
-// decay is what usage v, recorded at, is worth at now.
-func decay(v float64, at, now time.Time, halfLife time.Duration) float64 {
-	dt := now.Sub(at)
-	if dt <= 0 || halfLife <= 0 {
-		return v
-	}
-	return v * math.Exp2(-dt.Seconds()/halfLife.Seconds())
-}
-
-// heldSeconds is the share-weighted time a booking held by end: a 50%
-// booking held an hour is 1,800.
-func heldSeconds(p storage.Partition, end time.Time) float64 {
-	end = earlier(end, p.Expires)
-	if !end.After(p.Start) {
-		return 0
-	}
-	return float64(p.SharePPM) / ppm * end.Sub(p.Start).Seconds()
-}
 
 // chargeWrites is the most charge writes: the owner's usage, the interval
 // held, and the old intervals it lets go of.
@@ -43,8 +16,8 @@ const chargeWrites = 2 + storage.HeldDropMax
 // transaction that ends it, and keeps the interval it held for hours
 // quotas and usage reports (letting go of those no window or report
 // reaches any more).
-func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) error {
-	held := heldSeconds(p, end)
+func charge(tx *storage.Tx, p domain.Partition, end time.Time, pol domain.Policy) error {
+	held := admission.HeldSeconds(p, end)
 	if held == 0 {
 		return nil
 	}
@@ -53,79 +26,16 @@ func charge(tx *storage.Tx, p storage.Partition, end time.Time, pol Policy) erro
 		return err
 	}
 	if !ok {
-		u = storage.UserUsage{UID: p.UID, User: p.User, At: end}
+		u = domain.UserUsage{UID: p.UID, User: p.User, At: end}
 	}
-	at := later(u.At, end)
-	u.GPUSeconds = decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held
+	at := admission.Later(u.At, end)
+	u.GPUSeconds = admission.Decay(u.GPUSeconds, u.At, at, pol.HalfLife) + held
 	u.At, u.User = at, p.User
 	if err := tx.PutUserUsage(u); err != nil {
 		return err
 	}
-	if err := tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Start, End: earlier(end, p.Expires), SharePPM: p.SharePPM}); err != nil {
+	if err := tx.AddHeld(p.UID, domain.Held{Partition: p.ID, Start: p.Start, End: admission.Earlier(end, p.Expires), SharePPM: p.SharePPM}); err != nil {
 		return err
 	}
-	return tx.DropHeld(p.UID, end.Add(-max(usageMonth, longestWindow(pol))))
-}
-
-// longestWindow is the longest window any hours quota of the policy
-// looks back over (0: none is set).
-func longestWindow(pol Policy) time.Duration {
-	var window time.Duration
-	if pol.UserHours != nil {
-		window = pol.HoursWindow
-	}
-	for _, o := range pol.Overrides {
-		var l Limits
-		_ = applyLimits(&l, o.Settings)
-		if l.UserHours != nil {
-			window = max(window, l.HoursWindow)
-		}
-	}
-	return window
-}
-
-// heldSlots is the calendar of the intervals uid's ended bookings held
-// (read from the ledger: storage's HeldSince): only hours quotas and
-// reports look at them (they hold no GPU any more, so they name none).
-func heldSlots(held []storage.Held, uid int) calendar {
-	cal := make(calendar, 0, len(held))
-	for _, h := range held {
-		cal = append(cal, slot{gpu: noGPU, uid: uid, share: h.SharePPM, start: h.Start, end: h.End})
-	}
-	return cal
-}
-
-// usageAt is each user's usage at now in GPU-seconds: the stored figure
-// decayed to now, plus what their started bookings have held so far (they
-// are charged when they end).
-func usageAt(stored []storage.UserUsage, live []storage.Partition, now time.Time, halfLife time.Duration) map[int]float64 {
-	out := map[int]float64{}
-	for _, u := range stored {
-		out[u.UID] += decay(u.GPUSeconds, u.At, now, halfLife)
-	}
-	for _, p := range live {
-		if p.State == storage.Live {
-			out[p.UID] += heldSeconds(p, now)
-		}
-	}
-	return out
-}
-
-// fairShare is F = 2^(−u/s) for usage in GPU-seconds in a lab of gpus.
-func fairShare(usage float64, gpus int, halfLife time.Duration, share float64) float64 {
-	if gpus <= 0 || halfLife <= 0 || share <= 0 {
-		return 1
-	}
-	u := usage / (float64(gpus) * halfLife.Seconds() / math.Ln2)
-	return math.Exp2(-u / share)
-}
-
-// priority is P = F + w_age · min(wait / max_age, 1): fair share first,
-// and time waited so that nobody starves.
-func priority(factor float64, waited time.Duration, pol Policy) float64 {
-	age := 1.0
-	if pol.MaxAge > 0 {
-		age = min(max(waited.Seconds(), 0)/pol.MaxAge.Seconds(), 1)
-	}
-	return factor + pol.AgeWeight*age
+	return tx.DropHeld(p.UID, end.Add(-max(admission.UsageMonth, admission.LongestWindow(pol))))
 }

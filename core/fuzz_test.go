@@ -12,6 +12,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -21,14 +24,14 @@ import (
 
 func requireInputErr(t *testing.T, in string, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrInput) {
+	if !errors.Is(err, domain.ErrInput) {
 		t.Fatalf("%q: error %v is not ErrInput", in, err)
 	}
 	if strings.TrimSpace(err.Error()) == "" {
 		t.Fatalf("%q: empty error message", in)
 	}
 	// The message names the input, never repeats a long one whole.
-	if len(err.Error()) > 200+len(Quote(in)) || len(in) > 4*maxEcho && strings.Contains(err.Error(), in) {
+	if len(err.Error()) > 200+len(human.Quote(in)) || len(in) > 4*human.MaxEcho && strings.Contains(err.Error(), in) {
 		t.Fatalf("%q: the message repeats too much: %q", in, err)
 	}
 }
@@ -38,17 +41,17 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDuration(s)
+		d, err := human.ParseDuration(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		if d < time.Second || d > maxParsedDuration {
+		if d < time.Second || d > human.MaxParsedDuration {
 			t.Fatalf("%q parsed to %v, outside [1s, 366d]", s, d)
 		}
-		back, err := ParseDuration(FormatDuration(d))
+		back, err := human.ParseDuration(human.FormatDuration(d))
 		if err != nil || back != d.Round(time.Second) {
-			t.Fatalf("%q: %v prints as %q, which reads back as %v (%v)", s, d, FormatDuration(d), back, err)
+			t.Fatalf("%q: %v prints as %q, which reads back as %v (%v)", s, d, human.FormatDuration(d), back, err)
 		}
 	})
 }
@@ -58,7 +61,7 @@ func FuzzParseMemory(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMemory(s)
+		m, err := human.ParseMemory(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -80,7 +83,7 @@ func FuzzParseCompute(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		pct, err := ParseCompute(s)
+		pct, err := human.ParseCompute(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -102,7 +105,7 @@ func FuzzParseID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		id, err := ParseID(s)
+		id, err := human.ParseID(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -110,7 +113,7 @@ func FuzzParseID(f *testing.F) {
 		if id == 0 {
 			t.Fatalf("%q gave id 0", s)
 		}
-		if back, err := ParseID(strconv.FormatUint(id, 10)); err != nil || back != id {
+		if back, err := human.ParseID(strconv.FormatUint(id, 10)); err != nil || back != id {
 			t.Fatalf("%d does not read back: %v %v", id, back, err)
 		}
 	})
@@ -121,12 +124,12 @@ func FuzzParseDevice(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		i, err := ParseDevice(s)
+		i, err := human.ParseDevice(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		if i == AnyDevice && !strings.EqualFold(strings.TrimSpace(s), "any") || i < AnyDevice {
+		if i == domain.AnyDevice && !strings.EqualFold(strings.TrimSpace(s), "any") || i < domain.AnyDevice {
 			t.Fatalf("%q gave device %d", s, i)
 		}
 	})
@@ -138,14 +141,14 @@ func FuzzParseGPU(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		host, dev, err := ParseGPU(s)
+		host, dev, err := human.ParseGPU(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		h2, d2, err := ParseGPU(FormatGPU(host, dev))
+		h2, d2, err := human.ParseGPU(human.FormatGPU(host, dev))
 		if err != nil || h2 != host || d2 != dev {
-			t.Fatalf("%q: %q %d printed as %q, read back as %q %d (%v)", s, host, dev, FormatGPU(host, dev), h2, d2, err)
+			t.Fatalf("%q: %q %d printed as %q, read back as %q %d (%v)", s, host, dev, human.FormatGPU(host, dev), h2, d2, err)
 		}
 	})
 }
@@ -155,7 +158,7 @@ func FuzzParseSignal(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		sig, err := ParseSignal(s)
+		sig, err := human.ParseSignal(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -177,7 +180,7 @@ func FuzzParseWarnSignal(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		w, err := ParseWarnSignal(s)
+		w, err := human.ParseWarnSignal(s)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
@@ -185,7 +188,7 @@ func FuzzParseWarnSignal(f *testing.F) {
 		if w.Signal < 0 || w.Signal > 64 || (w.Signal == 0 && w.Lead != 0) || (w.Lead != 0 && w.Lead < time.Second) {
 			t.Fatalf("%q gave %+v", s, w)
 		}
-		back, err := ParseWarnSignal(w.String())
+		back, err := human.ParseWarnSignal(w.String())
 		if err != nil || back.Signal != w.Signal || back.Lead != w.Lead.Round(time.Second) {
 			t.Fatalf("%q: %+v prints as %q, which reads back as %+v (%v)", s, w, w, back, err)
 		}
@@ -204,23 +207,23 @@ func FuzzApplyPolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ApplyPolicy(DefaultPolicy(), SplitPolicy(s))
+		p, err := admission.ApplyPolicy(admission.DefaultPolicy(), admission.SplitPolicy(s))
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		if p.Expiry != ActTerminate && p.Expiry != ActNotify {
+		if p.Expiry != admission.ActTerminate && p.Expiry != admission.ActNotify {
 			t.Fatalf("%q: expiry %q", s, p.Expiry)
 		}
 		for _, a := range []string{p.OverBudget, p.Unbooked} {
-			if a != ActOff && a != ActWarn && a != ActTerminate {
+			if a != admission.ActOff && a != admission.ActWarn && a != admission.ActTerminate {
 				t.Fatalf("%q: action %q", s, a)
 			}
 		}
 		if p.Grace < 0 || p.WarnLead < 0 || p.MaxLength < time.Minute {
 			t.Fatalf("%q: durations %v %v %v", s, p.Grace, p.WarnLead, p.MaxLength)
 		}
-		if !slices.Contains([]string{ReclaimOff, ReclaimWhenWaiting, ReclaimAlways}, p.Reclaim) || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
+		if !slices.Contains([]string{admission.ReclaimOff, admission.ReclaimWhenWaiting, admission.ReclaimAlways}, p.Reclaim) || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
 			t.Fatalf("%q: ladder %+v", s, p)
 		}
 		for i, w := range p.IdleWarn {
@@ -228,12 +231,12 @@ func FuzzApplyPolicy(f *testing.F) {
 				t.Fatalf("%q: idle warnings %v with idle %v", s, p.IdleWarn, p.Idle)
 			}
 		}
-		back, err := ApplyPolicy(DefaultPolicy(), SplitPolicy(FormatPolicy(p)))
+		back, err := admission.ApplyPolicy(admission.DefaultPolicy(), admission.SplitPolicy(admission.FormatPolicy(p)))
 		if err != nil {
-			t.Fatalf("%q: %q does not read back: %v", s, FormatPolicy(p), err)
+			t.Fatalf("%q: %q does not read back: %v", s, admission.FormatPolicy(p), err)
 		}
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Second }
-		if p.Admit != AdmitBooked && p.Admit != AdmitPhysical {
+		if p.Admit != admission.AdmitBooked && p.Admit != admission.AdmitPhysical {
 			t.Fatalf("%q: admit %q", s, p.Admit)
 		}
 		steps := len(back.IdleWarn) == len(p.IdleWarn)
@@ -264,7 +267,7 @@ func FuzzStoredPartition(f *testing.F) {
 		path := filepath.Join(t.TempDir(), "chronos.db")
 		clock := newFakeClock()
 		c := clientAt(path, clock, alice)
-		if _, err := c.Create(Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}); err != nil {
+		if _, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		db, err := bbolt.Open(path, 0o600, nil)
@@ -292,7 +295,7 @@ func FuzzStoredPartition(f *testing.F) {
 		_, _ = c.Recent(0)
 		_, _ = c.Release(2)
 		_, _ = c.Extend(2, time.Minute)
-		_, _ = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+		_, _ = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 		sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: clock.Now})
 		m := NewMonitor(c, MonitorOptions{Backend: sim, Signaller: noSignals{}})
 		_, _ = m.Tick()
@@ -319,15 +322,15 @@ func FuzzParseStart(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 29, 12, 30, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseStart(s, now)
+		got, err := human.ParseStart(s, now)
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		if got.Before(now.Add(-startSlack)) || got.After(now.Add(maxParsedDuration)) {
+		if got.Before(now.Add(-human.StartSlack)) || got.After(now.Add(human.MaxParsedDuration)) {
 			t.Fatalf("%q parsed to %v, outside [now-1m, now+366d]", s, got)
 		}
-		back, err := ParseStart(got.Format(time.RFC3339Nano), now)
+		back, err := human.ParseStart(got.Format(time.RFC3339Nano), now)
 		if err != nil || !back.Equal(got) {
 			t.Fatalf("%q: %v prints as %q, which reads back as %v (%v)", s, got, got.Format(time.RFC3339Nano), back, err)
 		}

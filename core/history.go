@@ -3,6 +3,8 @@ package core
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -10,12 +12,12 @@ import (
 // per minute and each booking's time on the GPU with its idle stretches.
 // The app's history view draws it; a freshly opened app shows it at once.
 type GPUHistory struct {
-	Device   int                 `json:"device"`
-	UUID     string              `json:"uuid"`
-	From     time.Time           `json:"from"`
-	To       time.Time           `json:"to"`
-	Minutes  []storage.GPUMinute `json:"minutes"` // oldest first; a minute no monitor watched is missing
-	Bookings []BookingSpan       `json:"bookings"`
+	Device   int                `json:"device"`
+	UUID     string             `json:"uuid"`
+	From     time.Time          `json:"from"`
+	To       time.Time          `json:"to"`
+	Minutes  []domain.GPUMinute `json:"minutes"` // oldest first; a minute no monitor watched is missing
+	Bookings []BookingSpan      `json:"bookings"`
 }
 
 // BookingSpan is one booking's time on the GPU within a history's window.
@@ -43,14 +45,14 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 	if err != nil {
 		return GPUHistory{}, err
 	}
-	dev, err := findDevice(inv, device)
+	dev, err := admission.FindDevice(inv, device)
 	if err != nil {
 		return GPUHistory{}, err
 	}
 	now := c.now()
 	h := GPUHistory{Device: device, UUID: dev.UUID, From: now.Add(-window), To: now}
 	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(accountEvery), h.To, dev.UUID); err != nil {
+		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(domain.AccountEvery), h.To, dev.UUID); err != nil {
 			return err
 		}
 		pol, err := policyIn(tx)
@@ -83,8 +85,8 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 }
 
 // spanOf is p's time on its GPU within [from, to).
-func spanOf(p storage.Partition, from, to time.Time) (BookingSpan, bool) {
-	start, end := later(p.Start, from), earlier(p.End(), to)
+func spanOf(p domain.Partition, from, to time.Time) (BookingSpan, bool) {
+	start, end := admission.Later(p.Start, from), admission.Earlier(p.End(), to)
 	if !start.Before(end) {
 		return BookingSpan{}, false
 	}
@@ -93,7 +95,7 @@ func spanOf(p storage.Partition, from, to time.Time) (BookingSpan, bool) {
 
 // idleStretches joins the minutes that list b as idle into stretches,
 // clipped to b's span.
-func idleStretches(b BookingSpan, minutes []storage.GPUMinute) []Span {
+func idleStretches(b BookingSpan, minutes []domain.GPUMinute) []Span {
 	var out []Span
 	for _, m := range minutes {
 		idle := false
@@ -103,7 +105,7 @@ func idleStretches(b BookingSpan, minutes []storage.GPUMinute) []Span {
 		if !idle {
 			continue
 		}
-		s := Span{From: later(m.Minute, b.Start), To: earlier(m.Minute.Add(accountEvery), b.End)}
+		s := Span{From: admission.Later(m.Minute, b.Start), To: admission.Earlier(m.Minute.Add(domain.AccountEvery), b.End)}
 		if !s.From.Before(s.To) {
 			continue
 		}

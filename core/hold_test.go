@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -19,14 +21,14 @@ import (
 func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 12 * time.Hour})
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 12 * time.Hour})
 	require.NoError(t, err)
 	id := p.ID
 
 	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "")
-	require.ErrorIs(t, err, ErrNotOwner, "not 'a hold needs a reason'")
+	require.ErrorIs(t, err, domain.ErrNotOwner, "not 'a hold needs a reason'")
 	_, err = r.c.Hold(id, time.Hour, strings.Repeat("x", maxReason+1))
-	require.ErrorIs(t, err, ErrInput)
+	require.ErrorIs(t, err, domain.ErrInput)
 	require.ErrorContains(t, err, "201 characters long; say it in at most 200")
 
 	_, err = r.c.Hold(id, 3*time.Hour, "preprocessing on CPU")
@@ -37,7 +39,7 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	require.Equal(t, 2, u.Holds)
 	r.clock.Advance(time.Hour)
 	_, err = r.c.Hold(id, 4*time.Hour, "and more")
-	require.ErrorIs(t, err, ErrTooLong)
+	require.ErrorIs(t, err, domain.ErrTooLong)
 	require.ErrorContains(t, err, "this idle stretch's holds may last 4h in all (hold-max): at most 2h more, until ")
 	r.clock.Advance(2 * time.Hour)
 	_, err = r.c.Hold(id, time.Minute, "one more minute")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -48,7 +49,7 @@ type HostView struct {
 	// published within the TTL: its GPUs are shown as last known.
 	Status *HostStatus
 	// Inventory is its GPUs as cached in the ledger.
-	Inventory storage.Inventory
+	Inventory domain.Inventory
 	// Skew is its clock minus this host's, when SkewKnown.
 	Skew      time.Duration
 	SkewKnown bool
@@ -59,7 +60,7 @@ func (h HostView) Live() bool { return h.Status != nil }
 
 // OnThisHost reports whether p holds one of this host's GPUs: what this
 // host's monitor enforces and its GPU panel shows.
-func (c *Client) OnThisHost(p storage.Partition) bool { return p.Host == c.host }
+func (c *Client) OnThisHost(p domain.Partition) bool { return p.Host == c.host }
 
 func (c *Client) presence() storage.Presence {
 	if c.host == "" {
@@ -77,7 +78,7 @@ func (c *Client) Hosts() ([]HostView, error) {
 	if pr == nil {
 		return nil, nil
 	}
-	var invs map[string]storage.Inventory
+	var invs map[string]domain.Inventory
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		invs, err = tx.HostInventories()

@@ -10,7 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -18,7 +21,7 @@ import (
 )
 
 // hostClient is a client acting as host on a ledger many hosts share.
-func hostClient(s storage.Store, host string, who Identity) *Client {
+func hostClient(s storage.Store, host string, who domain.Identity) *Client {
 	return NewClient(Options{Ledger: s, Devices: testDevices, As: &who, Host: host})
 }
 
@@ -34,23 +37,23 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 	g1 := hostClient(s, "gpu1", alice)
 	g2 := hostClient(open(), "gpu2", bob)
 
-	p, err := g1.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	p, err := g1.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, "gpu1", p.Host)
-	q, err := g2.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	q, err := g2.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err, "gpu2's GPU 0 is another GPU")
 	require.Equal(t, "gpu2", q.Host)
 
 	// From gpu2, gpu1's GPU 0 by name.
-	_, err = g2.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = g2.Create(Request{Host: "gpu1", Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "GPU gpu1:0 has 40% (32.0 GiB) free")
-	r, err := g2.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.4), Duration: time.Hour})
+	r, err := g2.Create(Request{Host: "gpu1", Device: 0, Memory: human.Fraction(0.4), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, "gpu1", r.Host)
 	require.Equal(t, bob.UID, r.UID)
 	// Its own name is the same as no name.
-	own, err := g2.Create(Request{Host: "gpu2", Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+	own, err := g2.Create(Request{Host: "gpu2", Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, "gpu2", own.Host)
 
@@ -67,19 +70,19 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 	require.Contains(t, evs[2].Detail, "of GPU gpu1:0", "the audit trail names the host")
 
 	before := storetest.Fingerprint(t, s)
-	_, err = g1.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrNoDevice)
+	_, err = g1.Create(Request{Host: "gpu9", Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "no GPUs of host gpu9 are known")
-	_, err = g1.Create(Request{Host: "gpu2", Device: 7, Memory: Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrNoDevice)
+	_, err = g1.Create(Request{Host: "gpu2", Device: 7, Memory: human.Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrNoDevice)
 
 	// chronos run starts its command here: another host's GPU is refused,
 	// by booking or by name, and nothing is written.
 	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Partition: r.ID})
-	require.ErrorIs(t, err, ErrOtherHost)
+	require.ErrorIs(t, err, domain.ErrOtherHost)
 	require.ErrorContains(t, err, "booking 3 is on gpu1")
-	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: Fraction(0.1), Duration: time.Hour}})
-	require.ErrorIs(t, err, ErrOtherHost)
+	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour}})
+	require.ErrorIs(t, err, domain.ErrOtherHost)
 	require.ErrorContains(t, err, "run it on gpu1")
 	require.Equal(t, before, storetest.Fingerprint(t, s))
 }
@@ -89,10 +92,10 @@ func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, alice)
-	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrNoDevice)
+	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "this host's alone")
-	p, err := c.Create(Request{Host: HostName(), Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	p, err := c.Create(Request{Host: HostName(), Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, p.Host, "a file's bookings carry no host")
 }
@@ -111,7 +114,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	here := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
 	there := NewClient(Options{Ledger: open(), As: &bob, Host: "gpu2", Devices: simDevices(sim)})
-	theirs, err := there.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	theirs, err := there.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	// A process here names gpu2's booking (a job copied from there), and
 	// one of another user has no booking at all.
@@ -120,7 +123,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	sim.Attach(idleGPU, named.Process.Pid, 1<<30)
 	sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
 
-	strict := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := NewMonitor(here, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add})
 	_, err = m.Tick()
@@ -165,7 +168,7 @@ func TestDeadHostFades(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return gpu1().Live() }, 10*time.Second, 100*time.Millisecond)
 	require.Len(t, gpu1().Status.Devices, 4, "its GPUs, live")
-	p, err := other.Create(Request{Host: "gpu1", Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := other.Create(Request{Host: "gpu1", Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 
 	require.NoError(t, mon.Process.Kill())
@@ -246,7 +249,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	// server, its outage and the processes are real.
 	clk := clock.NewFake(clock.System().Now())
 	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: 4 * time.Second})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
 	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
@@ -254,7 +257,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := DefaultPolicy()
+	pol := admission.DefaultPolicy()
 	pol.Grace = time.Second
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -283,7 +286,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	require.NoError(t, cl.WaitHealthy(20*time.Second))
 	advanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
 		got, err := c.Get(p.ID)
-		return err == nil && got.State == storage.Expired
+		return err == nil && got.State == domain.Expired
 	})
 	require.Equal(t, 3, strings.Count(strings.Join(log.kinds(), " "), "signalled"), "nothing signalled twice")
 }
@@ -297,8 +300,8 @@ func TestUnnamedClientIsThisHost(t *testing.T) {
 	lib := clientOn(open(), nil, alice)
 	require.Equal(t, HostName(), lib.Host())
 	cli := hostClient(open(), HostName(), bob)
-	_, err := lib.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	_, err := lib.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = cli.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = cli.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 }

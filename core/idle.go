@@ -7,11 +7,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // ErrNoReason means a hold was asked for without saying why.
-var ErrNoReason = fmt.Errorf("%w: a hold needs a reason", ErrInput)
+var ErrNoReason = fmt.Errorf("%w: a hold needs a reason", domain.ErrInput)
 
 // ladder moves one live booking along the idle reclaim ladder, inside the
 // transaction that accounted its latest minute (so however many monitors
@@ -19,8 +22,8 @@ var ErrNoReason = fmt.Errorf("%w: a hold needs a reason", ErrInput)
 // most, each at least as long after the last as the policy spaces them:
 // the owner always gets the warning and the time it promised, even when
 // root turns the ladder on over a booking long idle, or after a hold.
-func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.BookingUsage, pol Policy, now time.Time) ([]Act, error) {
-	if pol.Reclaim == ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
+func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingUsage, pol domain.Policy, now time.Time) ([]Act, error) {
+	if pol.Reclaim == admission.ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return nil, nil
 	}
 	steps := pol.IdleWarn
@@ -31,22 +34,22 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 		if u.IdleFor < at {
 			return false
 		}
-		return k == 0 || now.Sub(u.WarnedAt) >= at-steps[k-1]-accountEvery/2
+		return k == 0 || now.Sub(u.WarnedAt) >= at-steps[k-1]-domain.AccountEvery/2
 	}
 	if k < len(steps) {
 		if !due(steps[k]) {
 			return nil, nil
 		}
 		u.Warnings, u.WarnedAt = k+1, now
-		a := Act{Time: now, Kind: storage.EventIdle, Partition: p.ID, User: p.User,
+		a := Act{Time: now, Kind: domain.EventIdle, Partition: p.ID, User: p.User,
 			Detail: fmt.Sprintf("idle for %s on GPU %d: %s — do GPU work, or `chronos hold %d %s --reason …`",
-				formatIdle(u.IdleFor), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, FormatDuration(pol.HoldMax))}
+				formatIdle(u.IdleFor), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, human.FormatDuration(pol.HoldMax))}
 		return []Act{a}, m.record(tx, a)
 	}
 	if !due(pol.Idle) {
 		return nil, nil
 	}
-	if pol.Reclaim == ReclaimWhenWaiting {
+	if pol.Reclaim == admission.ReclaimWhenWaiting {
 		helps, err := m.c.reclaimHelps(tx, *p, now)
 		if err != nil || !helps {
 			return nil, err
@@ -57,10 +60,10 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 	}
 	u.Reclaimed = now
 	why := "reclaim=always"
-	if pol.Reclaim == ReclaimWhenWaiting {
+	if pol.Reclaim == admission.ReclaimWhenWaiting {
 		why = "someone is waiting for it"
 	}
-	a := Act{Time: now, Kind: storage.EventReclaimed, Partition: p.ID, User: p.User,
+	a := Act{Time: now, Kind: domain.EventReclaimed, Partition: p.ID, User: p.User,
 		Detail: fmt.Sprintf("released after %s idle on GPU %d (%s); its processes are handled as at expiry (%s)",
 			formatIdle(u.IdleFor), p.Device, why, pol.Expiry)}
 	return []Act{a}, m.record(tx, a)
@@ -71,8 +74,8 @@ func (m *Monitor) ladder(tx *storage.Tx, p *storage.Partition, u *storage.Bookin
 // no longer its (its End is now). Its deadline is kept, so that it shows
 // as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
 // charged for the time it was held.
-func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
-	return endBooking(tx, p, storage.Expired, now, ledgerPolicy(tx))
+func reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
+	return endBooking(tx, p, domain.Expired, now, ledgerPolicy(tx))
 }
 
 // formatIdle is how long a booking has been idle, for its owner: in whole
@@ -80,60 +83,60 @@ func reclaim(tx *storage.Tx, p *storage.Partition, now time.Time) error {
 // then, and "idle for 0s" would say it was not idle).
 func formatIdle(d time.Duration) string {
 	if d < time.Minute {
-		return FormatDuration(d.Truncate(time.Second))
+		return human.FormatDuration(d.Truncate(time.Second))
 	}
-	return FormatDuration(d.Truncate(time.Minute))
+	return human.FormatDuration(d.Truncate(time.Minute))
 }
 
 // reclaimWhen says what happens at the end of the ladder, in left.
-func reclaimWhen(pol Policy, left time.Duration) string {
-	in := "in " + FormatDuration(max(left, accountEvery).Round(time.Minute))
-	if pol.Reclaim == ReclaimWhenWaiting {
-		return fmt.Sprintf("it will be released after %s idle if someone is waiting for the GPU (%s)", FormatDuration(pol.Idle), in)
+func reclaimWhen(pol domain.Policy, left time.Duration) string {
+	in := "in " + human.FormatDuration(max(left, domain.AccountEvery).Round(time.Minute))
+	if pol.Reclaim == admission.ReclaimWhenWaiting {
+		return fmt.Sprintf("it will be released after %s idle if someone is waiting for the GPU (%s)", human.FormatDuration(pol.Idle), in)
 	}
-	return fmt.Sprintf("it will be released after %s idle (%s)", FormatDuration(pol.Idle), in)
+	return fmt.Sprintf("it will be released after %s idle (%s)", human.FormatDuration(pol.Idle), in)
 }
 
 // reclaimHelps reports whether ending p now would let a request waiting
 // in line start: the line laid out with p ended grants more than without.
 // A waiter that its own quota (or anything but p's share) keeps out gains
 // nothing from the room, and the GPU would sit empty.
-func (c *Client) reclaimHelps(tx *storage.Tx, p storage.Partition, now time.Time) (bool, error) {
-	if waiting, err := someoneWaits(tx, gpuOf(p), now); err != nil || !waiting {
+func (c *Client) reclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time) (bool, error) {
+	if waiting, err := someoneWaits(tx, admission.GpuOf(p), now); err != nil || !waiting {
 		return false, err
 	}
 	b, err := readBooks(tx, c.host, now)
 	if err != nil {
 		return false, err
 	}
-	if err := b.readHeld(); err != nil {
+	if err := b.ReadHeld(); err != nil {
 		return false, err
 	}
-	without, err := b.plan(nil)
+	without, err := b.Plan(nil)
 	if err != nil {
 		return false, err
 	}
-	for i := range b.parts {
-		if b.parts[i].ID == p.ID {
-			b.parts[i].Expires = now
+	for i := range b.Parts {
+		if b.Parts[i].ID == p.ID {
+			b.Parts[i].Expires = now
 		}
 	}
-	with, err := b.plan(nil)
-	return len(with.grants) > len(without.grants), err
+	with, err := b.Plan(nil)
+	return len(with.Grants) > len(without.Grants), err
 }
 
 // someoneWaits reports whether a request in the waiting line wants GPU g
 // (or any GPU of its host).
-func someoneWaits(tx *storage.Tx, g gpuID, now time.Time) (bool, error) {
+func someoneWaits(tx *storage.Tx, g admission.GpuID, now time.Time) (bool, error) {
 	line, err := tx.WaitingRequests()
-	return slices.ContainsFunc(line, func(r storage.Request) bool {
-		return r.Host == g.host && (r.Device == g.device || r.Device == AnyDevice) && stillWaits(r, now)
+	return slices.ContainsFunc(line, func(r domain.Request) bool {
+		return r.Host == g.Host && (r.Device == g.Device || r.Device == domain.AnyDevice) && stillWaits(r, now)
 	}), err
 }
 
 // stillWaits is whether r, in the line, still waits at now: one past its
 // --timeout leaves at the next placement, and wants nothing meanwhile.
-func stillWaits(r storage.Request, now time.Time) bool {
+func stillWaits(r domain.Request, now time.Time) bool {
 	return r.Deadline.IsZero() || now.Before(r.Deadline)
 }
 
@@ -157,9 +160,9 @@ func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 // it ends. The holds of one idle stretch (until the booking works again)
 // last hold-max in all, unless root holds it: holding again and again does
 // not keep an idle booking from the line.
-func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.BookingUsage, error) {
+func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error) {
 	reason = strings.TrimSpace(reason)
-	var u storage.BookingUsage
+	var u domain.BookingUsage
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		p, err := c.mine(tx, id, "hold")
 		if err != nil {
@@ -173,7 +176,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Bookin
 			return err
 		}
 		if d > pol.HoldMax {
-			return fmt.Errorf("%w: a hold of %s asked, the most is %s (policy hold-max)", ErrTooLong, FormatDuration(d), FormatDuration(pol.HoldMax))
+			return fmt.Errorf("%w: a hold of %s asked, the most is %s (policy hold-max)", domain.ErrTooLong, human.FormatDuration(d), human.FormatDuration(pol.HoldMax))
 		}
 		if u, _, err = tx.BookingUsage(id); err != nil {
 			return err
@@ -185,17 +188,17 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (storage.Bookin
 		}
 		if end := since.Add(pol.HoldMax); !c.me.Root() && now.Add(d).After(end) {
 			if !end.After(now) {
-				return fmt.Errorf("%w: held for %s (hold-max) already while it sat idle; it can be held again once it has worked", ErrTooLong, FormatDuration(pol.HoldMax))
+				return fmt.Errorf("%w: held for %s (hold-max) already while it sat idle; it can be held again once it has worked", domain.ErrTooLong, human.FormatDuration(pol.HoldMax))
 			}
 			return fmt.Errorf("%w: a hold of %s asked, but this idle stretch's holds may last %s in all (hold-max): at most %s more, until %s",
-				ErrTooLong, FormatDuration(d), FormatDuration(pol.HoldMax), FormatDuration(end.Sub(now).Truncate(time.Second)), FormatTime(end, now))
+				domain.ErrTooLong, human.FormatDuration(d), human.FormatDuration(pol.HoldMax), human.FormatDuration(end.Sub(now).Truncate(time.Second)), human.FormatTime(end, now))
 		}
 		u.HeldUntil, u.HoldReason, u.Holds, u.HoldSince = now.Add(d), reason, u.Holds+1, since
 		u.Warnings, u.WarnedAt = 0, time.Time{}
 		if err := tx.PutBookingUsage(u); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))
+		return c.event(tx, domain.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", human.FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))
 	})
 	return u, err
 }
@@ -210,12 +213,12 @@ func checkHold(d time.Duration, reason string) error {
 	switch {
 	case reason == "":
 		return fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
-	case Printable(reason) != reason:
-		return inputErr("the reason %q holds control characters; say it in plain words", reason)
+	case human.Printable(reason) != reason:
+		return domain.InputErr("the reason %q holds control characters; say it in plain words", reason)
 	case utf8.RuneCountInString(reason) > maxReason:
-		return inputErr("the reason is %d characters long; say it in at most %d", utf8.RuneCountInString(reason), maxReason)
+		return domain.InputErr("the reason is %d characters long; say it in at most %d", utf8.RuneCountInString(reason), maxReason)
 	case d < time.Second:
-		return inputErr("hold %s must be at least a second", d)
+		return domain.InputErr("hold %s must be at least a second", d)
 	}
 	return nil
 }

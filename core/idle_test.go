@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -19,8 +22,8 @@ import (
 
 // ladderPolicy is the idle ladder with durations short enough for tests:
 // warned after 2 and 4 idle minutes, reclaimed after 6.
-func ladderPolicy(reclaim string) Policy {
-	p := DefaultPolicy()
+func ladderPolicy(reclaim string) domain.Policy {
+	p := admission.DefaultPolicy()
 	p.Reclaim, p.Idle, p.IdleWarn, p.IdleStart = reclaim, 6*time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute}, 3*time.Minute
 	return p
 }
@@ -34,7 +37,7 @@ type idleRig struct {
 	c     *Client // the booking owner's
 }
 
-func newIdleRig(t *testing.T, owner Identity) *idleRig {
+func newIdleRig(t *testing.T, owner domain.Identity) *idleRig {
 	t.Helper()
 	clock := newFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
@@ -46,7 +49,7 @@ func newIdleRig(t *testing.T, owner Identity) *idleRig {
 // a process, shows a real process of it there holding 2 GiB.
 func (r *idleRig) book(withProcess bool) (uint64, int) {
 	r.t.Helper()
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour})
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour})
 	require.NoError(r.t, err)
 	if !withProcess {
 		return p.ID, 0
@@ -56,7 +59,7 @@ func (r *idleRig) book(withProcess bool) (uint64, int) {
 	return p.ID, cmd.Process.Pid
 }
 
-func (r *idleRig) monitor(pol Policy, opts MonitorOptions) *Monitor {
+func (r *idleRig) monitor(pol domain.Policy, opts MonitorOptions) *Monitor {
 	opts.Backend, opts.Policy = r.sim, &pol
 	if opts.Signaller == nil {
 		opts.Signaller = noSignals{}
@@ -77,7 +80,7 @@ func (r *idleRig) run(d, step time.Duration, ms ...*Monitor) {
 	}
 }
 
-func (r *idleRig) usage(id uint64) storage.BookingUsage {
+func (r *idleRig) usage(id uint64) domain.BookingUsage {
 	r.t.Helper()
 	u, err := r.c.BookingUsage(id)
 	require.NoError(r.t, err)
@@ -89,7 +92,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	var log actLog
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{OnAct: log.add})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{OnAct: log.add})
 
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned once idle for 2 minutes")
@@ -102,22 +105,22 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, domain.Expired, got.State)
 	require.Equal(t, r.clock.Now(), got.Ended)
 	// Reclaimed is its own state, and its deadline is kept (it showed
 	// "expired", its end overwritten with the reclaim time).
 	now := r.clock.Now()
-	require.Equal(t, StatusReclaimed, got.Status(now, 0))
+	require.Equal(t, domain.StatusReclaimed, got.Status(now, 0))
 	require.Equal(t, got.Created.Add(2*time.Hour), got.Expires, "the deadline it was booked with")
 	j := got.JSON(now, 0)
-	require.Equal(t, StatusReclaimed, j.State)
+	require.Equal(t, domain.StatusReclaimed, j.State)
 	require.Equal(t, now.UTC(), j.Ended)
 	all, err := r.c.List(true)
 	require.NoError(t, err)
-	require.Equal(t, StatusReclaimed, all[0].Status(now, 0))
-	st, err := ParseStatus("reclaimed")
+	require.Equal(t, domain.StatusReclaimed, all[0].Status(now, 0))
+	st, err := human.ParseStatus("reclaimed")
 	require.NoError(t, err)
-	require.Equal(t, StatusReclaimed, st)
+	require.Equal(t, domain.StatusReclaimed, st)
 	u := r.usage(id)
 	require.Equal(t, 6*time.Minute, u.Idle)
 	require.Equal(t, r.clock.Now(), u.Reclaimed)
@@ -132,13 +135,13 @@ func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, pid := r.book(true)
 	r.sim.SetSM(pid, 50)
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, domain.Live, got.State)
 	u := r.usage(id)
 	require.Zero(t, u.Idle)
 	require.Zero(t, u.IdleFor)
@@ -154,7 +157,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, pid := r.book(true)
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	for range 3 {
 		r.sim.SetSM(pid, 100)
 		r.run(time.Second, time.Second, m)
@@ -180,12 +183,12 @@ func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})
 	r.run(15*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, domain.Live, got.State)
 	require.Equal(t, 15*time.Minute, r.usage(id).IdleFor)
 }
 
@@ -194,7 +197,7 @@ func TestLadderOffOnlyCounts(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
 	require.Equal(t, 10*time.Minute, r.usage(id).Idle)
@@ -206,7 +209,7 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(false)
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(3*time.Minute, 10*time.Second, m)
 	u := r.usage(id)
 	require.Zero(t, u.Idle, "within idle-start (3m)")
@@ -222,9 +225,9 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
+	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
 	require.NoError(t, err)
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(30*time.Minute+3*time.Minute, 10*time.Second, m)
 	require.Zero(t, r.usage(p.ID).Idle, "within idle-start (3m) of its start")
 	require.Equal(t, []string{"created"}, eventKinds(t, r.c, p.ID))
@@ -236,16 +239,16 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
 
 	_, err := r.c.Hold(id, 10*time.Minute, "  ")
-	require.ErrorIs(t, err, ErrInput)
+	require.ErrorIs(t, err, domain.ErrInput)
 	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
-	require.ErrorIs(t, err, ErrTooLong, "hold-max is 4h")
+	require.ErrorIs(t, err, domain.ErrTooLong, "hold-max is 4h")
 	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
-	require.ErrorIs(t, err, ErrNotOwner)
+	require.ErrorIs(t, err, domain.ErrNotOwner)
 	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
 	require.NoError(t, err)
 	require.Equal(t, r.clock.Now().Add(10*time.Minute), u.HeldUntil)
@@ -273,13 +276,13 @@ func TestMonitorRestartMidLadder(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	first := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	first := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
 
 	// The new monitor sees too little of the minute it starts in to judge
 	// it; from the next one on it counts.
-	second := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	second := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(90*time.Second, 10*time.Second, second)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "the first warning is not repeated")
 	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
@@ -295,8 +298,8 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{}))
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{}))
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
 	r.run(time.Minute, 10*time.Second, m)
@@ -328,7 +331,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	var ms []*Monitor
 	for range 3 {
 		c := NewClient(Options{Ledger: store, As: &alice, Clock: r.clock})
-		pol := ladderPolicy(ReclaimAlways)
+		pol := ladderPolicy(admission.ReclaimAlways)
 		ms = append(ms, NewMonitor(c, MonitorOptions{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
 	}
 	r.run(5*time.Minute, 10*time.Second, ms...)
@@ -338,7 +341,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, other))
 	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
 
-	var minutes []storage.GPUMinute
+	var minutes []domain.GPUMinute
 	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		minutes, err = tx.GPUMinutes(time.Time{}, r.clock.Now(), "")
@@ -355,21 +358,21 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
-	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
+	_, err := bobs.Create(Request{Device: idleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})
 	r.run(6*time.Minute, 10*time.Second, m)
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "idle past idle=, but nobody waits")
+	require.Equal(t, domain.Live, got.State, "idle past idle=, but nobody waits")
 
-	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})
+	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	r.run(time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
 	st, err := bobs.request(q.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Granted, st.State, "the reclaimed room went to the line")
+	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to the line")
 	users, err := r.c.Usage()
 	require.NoError(t, err)
 	for _, u := range users {
@@ -386,12 +389,12 @@ func TestLadderPolicy(t *testing.T) {
 	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
 		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
 	require.NoError(t, err)
-	require.Equal(t, ReclaimAlways, p.Reclaim)
+	require.Equal(t, admission.ReclaimAlways, p.Reclaim)
 	require.Equal(t, 90*time.Minute, p.Idle)
 	require.Equal(t, []time.Duration{30 * time.Minute, time.Hour}, p.IdleWarn)
 	require.Equal(t, 10, p.IdleSM)
 	require.Equal(t, "https://hooks.slack.com/services/T0/B0/XyZ", p.NotifyURL, "the URL keeps its case")
-	require.Contains(t, FormatPolicy(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
+	require.Contains(t, admission.FormatPolicy(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
 	stored, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, p, stored)
@@ -399,11 +402,11 @@ func TestLadderPolicy(t *testing.T) {
 	for _, bad := range [][]string{{"idle-warn=2h"}, {"idle-warn=1h,30m"}, {"idle=30s"}, {"idle-sm=0"}, {"reclaim=sometimes"},
 		{"notify-url=ftp://example.com"}, {"notify-url=hooks.slack.com"}, {"hold-max=0"}} {
 		_, err := c.SetPolicy(bad)
-		require.ErrorIs(t, err, ErrInput, "%v", bad)
+		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 	}
 	for _, bad := range []string{"150%", "0", "lots"} {
 		_, err := c.SetPolicy([]string{"idle-sm=" + bad})
-		require.EqualError(t, err, "idle-sm "+Quote(bad)+": the SM activity under which a minute counts as idle is a percent from 1% to 100%, like 5%", "a utilization threshold, not a compute share")
+		require.EqualError(t, err, "idle-sm "+human.Quote(bad)+": the SM activity under which a minute counts as idle is a percent from 1% to 100%, like 5%", "a utilization threshold, not a compute share")
 	}
 	again, err := c.Policy()
 	require.NoError(t, err)
@@ -413,10 +416,10 @@ func TestLadderPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, p.IdleWarn)
 	require.Empty(t, p.NotifyURL)
-	require.Contains(t, FormatPolicy(p), "idle-warn=none")
+	require.Contains(t, admission.FormatPolicy(p), "idle-warn=none")
 
 	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"reclaim=always"})
-	require.ErrorIs(t, err, ErrNotRoot)
+	require.ErrorIs(t, err, domain.ErrNotRoot)
 }
 
 // A policy stored before the ladder existed reads with the ladder's
@@ -424,20 +427,20 @@ func TestLadderPolicy(t *testing.T) {
 func TestPolicyFromBeforeTheLadder(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, root)
-	old := Policy{Expiry: ActNotify, OverBudget: ActWarn, Unbooked: ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
+	old := domain.Policy{Expiry: admission.ActNotify, OverBudget: admission.ActWarn, Unbooked: admission.ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
 	require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 	p, err := c.Policy()
 	require.NoError(t, err)
-	require.Equal(t, ActNotify, p.Expiry)
-	require.Equal(t, ReclaimOff, p.Reclaim)
-	require.Equal(t, DefaultPolicy().IdleWarn, p.IdleWarn)
+	require.Equal(t, admission.ActNotify, p.Expiry)
+	require.Equal(t, admission.ReclaimOff, p.Reclaim)
+	require.Equal(t, admission.DefaultPolicy().IdleWarn, p.IdleWarn)
 	require.Equal(t, 4*time.Hour, p.HoldMax)
 }
 
 func TestSplitPolicy(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
-	require.Empty(t, SplitPolicy("  "))
+	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, admission.SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
+	require.Empty(t, admission.SplitPolicy("  "))
 }
 
 // list shows how long a booking has been idle, and --json says so, while
@@ -449,7 +452,7 @@ func TestListShowsIdle(t *testing.T) {
 	busy, busyPID := r.book(true)
 	r.sim.SetSM(busyPID, 90)
 	r.sim.SetSM(pid, 0)
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(5*time.Minute, 10*time.Second, m)
 	// The busy one is not alone on the GPU: its own 90% is what counts.
 	parts, err := r.c.List(false)
@@ -491,9 +494,9 @@ func TestGPUHistory(t *testing.T) {
 	r.clock.Set(r.clock.Now().Add(-30 * time.Second)) // book mid-minute
 	first, pid := r.book(true)
 	// Another GPU's booking is not this GPU's history.
-	_, err := r.c.Create(Request{Device: idleGPU - 1, Memory: Fraction(0.5), Duration: time.Hour})
+	_, err := r.c.Create(Request{Device: idleGPU - 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
 	r.sim.SetSM(pid, 80)
 	r.run(2*time.Minute, 10*time.Second, m) // 12:03–12:05 busy, and 12:05's first sample
@@ -526,7 +529,7 @@ func TestGPUHistory(t *testing.T) {
 	require.Equal(t, []Span{{at(12, 8), at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
 
 	_, err = r.c.History(9, time.Hour)
-	require.ErrorIs(t, err, ErrNoDevice)
+	require.ErrorIs(t, err, domain.ErrNoDevice)
 }
 
 func utcSpans(spans []Span) []Span {
@@ -545,10 +548,10 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
 	r.sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
 	r.sim.SetSM(stray.Process.Pid, 50)
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(3*time.Minute, 10*time.Second, m)
 
-	var got []storage.UnbookedUse
+	var got []domain.UnbookedUse
 	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		got, err = tx.Unbooked(r.clock.Now())
@@ -578,9 +581,9 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 		p.DeviceUUID = "GPU-of-another-host"
 		return tx.PutPartition(&p)
 	}))
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(10*time.Minute, 10*time.Second, m)
-	require.Equal(t, storage.BookingUsage{Partition: id}, r.usage(id))
+	require.Equal(t, domain.BookingUsage{Partition: id}, r.usage(id))
 	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
 }
 
@@ -592,19 +595,19 @@ func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
-	_, err := bobs.Create(Request{Device: idleGPU, Memory: Fraction(0.75), Duration: 2 * time.Hour})
+	_, err := bobs.Create(Request{Device: idleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	roots := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
 	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
 	require.NoError(t, err)
-	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: Fraction(0.25), Duration: time.Hour}, WaitOptions{})
+	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 
-	m := r.monitor(ladderPolicy(ReclaimWhenWaiting), MonitorOptions{})
+	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})
 	r.run(8*time.Minute, 10*time.Second, m)
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "idle past idle=, but the only waiter cannot use the room")
+	require.Equal(t, domain.Live, got.State, "idle past idle=, but the only waiter cannot use the room")
 	require.NotContains(t, eventKinds(t, r.c, id), "reclaimed")
 
 	_, err = roots.SetPolicy([]string{"user-gpus=1"})
@@ -613,5 +616,5 @@ func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	require.Contains(t, eventKinds(t, r.c, id), "reclaimed")
 	st, err := bobs.request(q.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Granted, st.State, "the reclaimed room went to him")
+	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to him")
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -21,7 +23,7 @@ const inventoryEvery = time.Minute
 // what changed as an event. Simulated GPUs never replace real ones, and are
 // written only to a ledger that is this user's alone or by root: one
 // member's CHRONOS_BACKEND=sim must not change what everyone books on.
-func (c *Client) cacheInventory(tx *storage.Tx, inv storage.Inventory) error {
+func (c *Client) cacheInventory(tx *storage.Tx, inv domain.Inventory) error {
 	old, ok, err := tx.HostInventory(c.host)
 	if err != nil {
 		ok = false // a record that does not decode is replaced
@@ -38,12 +40,12 @@ func (c *Client) cacheInventory(tx *storage.Tx, inv storage.Inventory) error {
 	if !ok {
 		return nil
 	}
-	return tx.AddEvent(storage.Event{Time: c.now(), Kind: storage.EventInventory, UID: c.me.UID, User: c.me.User,
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: domain.EventInventory, UID: c.me.UID, User: c.me.User,
 		Detail: boundDetail(inventoryChanges(old, inv))})
 }
 
 // mayCache says whether inv may replace the stored inventory (old, when ok).
-func (c *Client) mayCache(old storage.Inventory, ok bool, inv storage.Inventory) bool {
+func (c *Client) mayCache(old domain.Inventory, ok bool, inv domain.Inventory) bool {
 	if inv.Backend != gpu.SimName {
 		return true
 	}
@@ -54,20 +56,20 @@ func (c *Client) mayCache(old storage.Inventory, ok bool, inv storage.Inventory)
 	return c.me.Root() || known && private.Private()
 }
 
-func sameInventory(a, b storage.Inventory) bool {
+func sameInventory(a, b domain.Inventory) bool {
 	return a.Backend == b.Backend && a.Host == b.Host && slices.Equal(a.Devices, b.Devices)
 }
 
 // inventoryChanges says in words how the GPUs in b differ from those in a.
-func inventoryChanges(a, b storage.Inventory) string {
+func inventoryChanges(a, b domain.Inventory) string {
 	var changes []string
 	if a.Backend != b.Backend || a.Host != b.Host {
 		changes = append(changes, fmt.Sprintf("GPUs now from %s (was %s)", where(b), where(a)))
 	}
-	find := func(devs []storage.Device, d storage.Device) (storage.Device, bool) {
-		i := slices.IndexFunc(devs, func(e storage.Device) bool { return sameDevice(e, d.Index, d.UUID) })
+	find := func(devs []domain.Device, d domain.Device) (domain.Device, bool) {
+		i := slices.IndexFunc(devs, func(e domain.Device) bool { return sameDevice(e, d.Index, d.UUID) })
 		if i < 0 {
-			return storage.Device{}, false
+			return domain.Device{}, false
 		}
 		return devs[i], true
 	}
@@ -86,15 +88,15 @@ func inventoryChanges(a, b storage.Inventory) string {
 	return strings.Join(changes, "; ")
 }
 
-func where(inv storage.Inventory) string {
+func where(inv domain.Inventory) string {
 	if inv.Host == "" {
 		return inv.Backend
 	}
 	return inv.Backend + " on " + inv.Host
 }
 
-func describeDevice(d storage.Device) string {
-	s := fmt.Sprintf("%s, %s", d.Name, FormatBytes(d.MemoryTotal))
+func describeDevice(d domain.Device) string {
+	s := fmt.Sprintf("%s, %s", d.Name, human.FormatBytes(d.MemoryTotal))
 	if d.UUID != "" {
 		s += ", " + d.UUID
 	}
@@ -103,14 +105,14 @@ func describeDevice(d storage.Device) string {
 
 // sameDevice says whether d is the GPU a booking of (index, uuid) was made
 // on: the same index, and the same card when both know its UUID.
-func sameDevice(d storage.Device, index int, uuid string) bool {
+func sameDevice(d domain.Device, index int, uuid string) bool {
 	return d.Index == index && (d.UUID == "" || uuid == "" || d.UUID == uuid)
 }
 
 // gpuGone says whether the booking p is on a GPU the inventory no longer
 // lists.
-func gpuGone(inv storage.Inventory, ok bool, p storage.Partition) bool {
-	return ok && !slices.ContainsFunc(inv.Devices, func(d storage.Device) bool { return sameDevice(d, p.Device, p.DeviceUUID) })
+func gpuGone(inv domain.Inventory, ok bool, p domain.Partition) bool {
+	return ok && !slices.ContainsFunc(inv.Devices, func(d domain.Device) bool { return sameDevice(d, p.Device, p.DeviceUUID) })
 }
 
 // cannotWrite says whether err means only that this process may not write

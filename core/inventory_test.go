@@ -9,20 +9,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // simInventory is what a simulated backend of n GPUs of mem bytes reports.
-func simInventory(n int, mem uint64, now time.Time) storage.Inventory {
+func simInventory(n int, mem uint64, now time.Time) domain.Inventory {
 	devs, _ := gpu.NewSim(gpu.SimOptions{Count: n, Memory: mem}).Devices()
 	return InventoryOf(gpu.SimName, devs, now)
 }
 
-func inventoryOf(t *testing.T, c *Client) storage.Inventory {
+func inventoryOf(t *testing.T, c *Client) domain.Inventory {
 	t.Helper()
-	var inv storage.Inventory
+	var inv domain.Inventory
 	require.NoError(t, c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		inv, _, err = tx.Inventory()
@@ -51,8 +53,8 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 		devs, err := gpu.NewSim(gpu.SimOptions{Count: 1, Memory: 8 << 40}).Devices()
 		return gpu.SimName, devs, err
 	}})
-	_, err := member.Create(Request{Device: 0, Memory: Bytes(120 << 30), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrNoDevice)
+	_, err := member.Create(Request{Device: 0, Memory: human.Bytes(120 << 30), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "run `chronos stats` on this machine once")
 	require.Empty(t, inventoryOf(t, member).Devices)
 	admin := NewClient(Options{Ledger: shared, As: &root})
@@ -60,7 +62,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	require.Len(t, inventoryOf(t, admin).Devices, 2, "root may record simulated GPUs")
 	require.NoError(t, member.SaveInventory(simInventory(1, 8<<40, now)))
 	require.Len(t, inventoryOf(t, admin).Devices, 2)
-	_, err = member.Create(Request{Device: 0, Memory: Bytes(120 << 30), Duration: time.Hour})
+	_, err = member.Create(Request{Device: 0, Memory: human.Bytes(120 << 30), Duration: time.Hour})
 	require.ErrorContains(t, err, "is more than GPU 0 has (80.0 GiB)")
 	require.NoError(t, admin.SaveInventory(real))
 	require.NoError(t, admin.SaveInventory(simInventory(2, 80<<30, now)))
@@ -75,13 +77,13 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	require.NoError(t, c.SaveInventory(simInventory(4, 80<<30, clock.Now())))
-	p, err := c.Create(Request{Device: 3, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 3, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, c.SaveInventory(simInventory(2, 80<<30, clock.Now())))
 
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)
-	require.Equal(t, storage.EventInventory, evs[0].Kind)
+	require.Equal(t, domain.EventInventory, evs[0].Kind)
 	require.Contains(t, evs[0].Detail, "GPU 2 (Simulated H100 80GB, 80.0 GiB, SIM-")
 	require.Contains(t, evs[0].Detail, "GPU 3 (Simulated H100 80GB, 80.0 GiB, SIM-00000000-0000-0000-0000-000000000003) is gone")
 
@@ -89,9 +91,9 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, parts, 1)
 	require.True(t, parts[0].GPUGone)
-	require.Equal(t, StatusGPUGone, parts[0].Status(clock.Now(), time.Minute))
+	require.Equal(t, domain.StatusGPUGone, parts[0].Status(clock.Now(), time.Minute))
 	require.True(t, parts[0].JSON(clock.Now(), time.Minute).GPUGone)
-	require.Equal(t, StatusLive, parts[0].JSON(clock.Now(), time.Minute).State)
+	require.Equal(t, domain.StatusLive, parts[0].JSON(clock.Now(), time.Minute).State)
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
 	require.True(t, got.GPUGone)
@@ -104,7 +106,7 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 	require.NoError(t, err)
 	got, err = c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, StatusReleased, got.Status(clock.Now(), time.Minute))
+	require.Equal(t, domain.StatusReleased, got.Status(clock.Now(), time.Minute))
 }
 
 // The monitor puts its GPUs back in the ledger when someone else's process
@@ -136,6 +138,6 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	require.Len(t, inventoryOf(t, c).Devices, 2)
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)
-	require.Equal(t, storage.EventInventory, evs[0].Kind)
+	require.Equal(t, domain.EventInventory, evs[0].Kind)
 	require.True(t, strings.HasSuffix(evs[0].Detail, "is new"), evs[0].Detail)
 }

@@ -3,8 +3,10 @@ package core
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // The shapes `--json` prints, in one place. Their field names are a stable
@@ -29,9 +31,9 @@ type PartitionJSON struct {
 	Expires        time.Time `json:"expires"`
 	// Ended is when an ended booking stopped holding its share: its
 	// deadline, or earlier when released or reclaimed.
-	Ended            time.Time     `json:"ended,omitzero"`
-	RemainingSeconds float64       `json:"remaining_seconds"`
-	State            BookingStatus `json:"state"`
+	Ended            time.Time            `json:"ended,omitzero"`
+	RemainingSeconds float64              `json:"remaining_seconds"`
+	State            domain.BookingStatus `json:"state"`
 	// GPUGone: the booking's GPU is no longer in the machine's inventory.
 	GPUGone bool `json:"gpu_gone,omitempty"`
 	// Idle says monitors see the booking doing no GPU work now, for
@@ -56,7 +58,7 @@ type UsageJSON struct {
 }
 
 // endedUTC is an ended booking's end, in UTC; zero while it holds its share.
-func endedUTC(p storage.Partition, now time.Time) time.Time {
+func endedUTC(p domain.Partition, now time.Time) time.Time {
 	if !p.EndedAt(now) {
 		return time.Time{}
 	}
@@ -64,12 +66,12 @@ func endedUTC(p storage.Partition, now time.Time) time.Time {
 }
 
 // JSON returns the booking in its script-facing form, as seen at now.
-func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
+func JSON(p domain.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
 	return PartitionJSON{
 		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
-		Share: ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
+		Share: human.ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
-		State: Status(p, now, warnLead), Ended: endedUTC(p, now),
+		State: domain.Status(p, now, warnLead), Ended: endedUTC(p, now),
 	}
 }
 
@@ -78,7 +80,7 @@ func JSON(p storage.Partition, now time.Time, warnLead time.Duration) PartitionJ
 func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
 	j := JSON(p.Partition, now, warnLead)
 	j.State, j.GPUGone = p.state(now, warnLead), p.GPUGone
-	idle := IdleFor(p.Partition, p.Usage, now)
+	idle := domain.IdleFor(p.Partition, p.Usage, now)
 	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
 	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {
 		j.Usage = &UsageJSON{IdleSeconds: u.Idle.Seconds(), GPUSeconds: u.GPUTime.Seconds(), MemoryPeak: u.MemoryPeak,
@@ -120,12 +122,12 @@ type QueueJSON struct {
 }
 
 // QueueEntryJSON returns a waiting request in its script-facing form.
-func QueueEntryJSON(e QueueEntry, now time.Time) QueueJSON {
-	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Host: e.Host, Share: float64(e.SharePPM) / ppm, Bytes: e.Bytes,
+func QueueEntryJSON(e admission.QueueEntry, now time.Time) QueueJSON {
+	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Host: e.Host, Share: float64(e.SharePPM) / human.Ppm, Bytes: e.Bytes,
 		DurationSeconds: e.Duration.Seconds(), ComputePercent: e.ComputePct, Created: e.Created.UTC(), NotBefore: e.NotBefore.UTC(),
 		Deadline: e.Deadline.UTC(), WaitedSeconds: now.Sub(e.Created).Seconds(), FairShare: e.Factor, Priority: e.Priority,
 		ETA: e.ETA.UTC(), ETADevice: e.ETADevice, Reason: e.Reason}
-	if e.Device != AnyDevice {
+	if e.Device != domain.AnyDevice {
 		d := e.Device
 		out.Device = &d
 	}
@@ -178,16 +180,16 @@ type AvailableJSON struct {
 
 // JSON returns the availability in its script-facing form.
 func (a Availability) JSON() AvailableJSON {
-	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: ShareOf(a.FreePPM), FreeBytes: a.FreeBytes, Bookings: a.Bookings}
+	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: human.ShareOf(a.FreePPM), FreeBytes: a.FreeBytes, Bookings: a.Bookings}
 }
 
 // Stats is one reading of the GPUs set against the bookings: what
 // `chronos stats` prints (--json as it is) and the app shows.
 type Stats struct {
-	Sample    gpu.Sample            `json:"sample"`
-	Mode      gpu.Mode              `json:"mode"`
-	Booked    map[int]DeviceBooking `json:"booked"`
-	Processes []Attribution         `json:"processes"`
+	Sample    gpu.Sample              `json:"sample"`
+	Mode      gpu.Mode                `json:"mode"`
+	Booked    map[int]DeviceBooking   `json:"booked"`
+	Processes []admission.Attribution `json:"processes"`
 }
 
 // DeviceBooking is how much of one device live bookings hold.
@@ -200,12 +202,12 @@ type DeviceBooking struct {
 // EventJSON is one audit event as `chronos events --json` prints it: the
 // stored event, with the booking's id also under the name people read.
 type EventJSON struct {
-	storage.Event
+	domain.Event
 	Booking uint64 `json:"booking,omitempty"`
 }
 
 // EventsJSON returns events in their script-facing form.
-func EventsJSON(evs []storage.Event) []EventJSON {
+func EventsJSON(evs []domain.Event) []EventJSON {
 	out := make([]EventJSON, len(evs))
 	for i, e := range evs {
 		out[i] = EventJSON{Event: e, Booking: e.Partition}
@@ -290,6 +292,6 @@ type ReportRow struct {
 // prints it, the GPU processes that count against it now, and its events.
 type BookingJSON struct {
 	PartitionJSON
-	Processes []Attribution `json:"processes"`
-	Events    []EventJSON   `json:"events"`
+	Processes []admission.Attribution `json:"processes"`
+	Events    []EventJSON             `json:"events"`
 }

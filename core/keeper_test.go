@@ -12,7 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -33,7 +37,7 @@ type keeperRig struct {
 	s     storage.Store
 	sim   *gpu.Sim
 	root  *Client
-	other Identity // the user whose records the member must leave alone
+	other domain.Identity // the user whose records the member must leave alone
 }
 
 func newKeeperRig(t *testing.T) *keeperRig {
@@ -42,9 +46,9 @@ func newKeeperRig(t *testing.T) *keeperRig {
 	dir, bin := otherUserDir(t)
 	s := bolt.New(filepath.Join(dir, "chronos.db"))
 	sim := gpu.NewSim(gpu.SimOptions{})
-	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, root, nil), other: Identity{UID: daemon, User: "daemon"}}
+	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
 	// The waiters' GPU is full, so their requests wait.
-	_, err := r.root.Create(Request{Device: idleGPU, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.root.Create(Request{Device: idleGPU, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	letAllWrite(t, s)
 	return r
@@ -52,7 +56,7 @@ func newKeeperRig(t *testing.T) *keeperRig {
 
 // runBooking is what `chronos run` as owner records: a booking on GPU 1
 // whose wrapper is a live process of owner's (the leader of its own group).
-func (r *keeperRig) runBooking(owner Identity) (uint64, *exec.Cmd) {
+func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	r.t.Helper()
 	wrapper := exec.Command(r.bin, "-test.run=^$")
 	wrapper.Env = roleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=10m")
@@ -60,17 +64,17 @@ func (r *keeperRig) runBooking(owner Identity) (uint64, *exec.Cmd) {
 	wrapper.SysProcAttr.Setpgid = true
 	require.NoError(r.t, wrapper.Start())
 	r.t.Cleanup(func() { _ = wrapper.Process.Kill(); _ = wrapper.Wait() })
-	p, err := r.as(owner).Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+	p, err := r.as(owner).Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(r.t, err)
-	proc, err := thisProcess(wrapper.Process.Pid)
+	proc, err := proc.ThisProcess(wrapper.Process.Pid)
 	require.NoError(r.t, err)
-	require.NoError(r.t, r.root.recordWrapper(p.ID, storage.Wrapper{Process: proc, Group: wrapper.Process.Pid}))
+	require.NoError(r.t, r.root.recordWrapper(p.ID, domain.Wrapper{Process: proc, Group: wrapper.Process.Pid}))
 	return p.ID, wrapper
 }
 
-func (r *keeperRig) as(who Identity) *Client { return simClient(r.t, r.s, r.sim, who, nil) }
+func (r *keeperRig) as(who domain.Identity) *Client { return simClient(r.t, r.s, r.sim, who, nil) }
 
-func (r *keeperRig) state(id uint64) storage.State {
+func (r *keeperRig) state(id uint64) domain.State {
 	r.t.Helper()
 	p, err := r.root.Get(id)
 	require.NoError(r.t, err)
@@ -91,13 +95,13 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	r := newKeeperRig(t)
 	theirs, wrapper := r.runBooking(r.other)
 	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(idleGPU)+" 0.5")
-	member := Identity{UID: nobody, User: "nobody"}
-	mine, err := r.as(member).Create(Request{Device: 2, Memory: Fraction(0.1), Duration: time.Hour})
+	member := domain.Identity{UID: nobody, User: "nobody"}
+	mine, err := r.as(member).Create(Request{Device: 2, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
-	gone, err := thisProcess(os.Getpid())
+	gone, err := proc.ThisProcess(os.Getpid())
 	require.NoError(t, err)
 	gone.Start++ // this pid, but not the process that started then
-	require.NoError(t, r.root.recordWrapper(mine.ID, storage.Wrapper{Process: gone}))
+	require.NoError(t, r.root.recordWrapper(mine.ID, domain.Wrapper{Process: gone}))
 
 	bootID := filepath.Join(r.dir, "boot_id")
 	require.NoError(t, os.WriteFile(bootID, []byte("00000000-0000-4000-8000-000000000000\n"), 0o644))
@@ -111,9 +115,9 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	out, err := mon.CombinedOutput()
 	require.NoError(t, err, "the member's monitor: %s", out)
 
-	require.Equal(t, storage.Live, r.state(theirs), "their chronos run still runs: %v", eventKinds(t, r.root, theirs))
-	require.Equal(t, storage.Waiting, waiter.requestIn(t, r.root).State)
-	require.Equal(t, storage.Released, r.state(mine.ID), "its own user's dead wrapper: released as before")
+	require.Equal(t, domain.Live, r.state(theirs), "their chronos run still runs: %v", eventKinds(t, r.root, theirs))
+	require.Equal(t, domain.Waiting, waiter.requestIn(t, r.root).State)
+	require.Equal(t, domain.Released, r.state(mine.ID), "its own user's dead wrapper: released as before")
 
 	// Root's monitor keeps everyone's: once the other user's processes
 	// are really gone, it releases their booking and drops their request.
@@ -124,10 +128,10 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	rootMon := NewMonitor(r.root, MonitorOptions{Backend: r.sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, r.state(theirs))
+	require.Equal(t, domain.Released, r.state(theirs))
 	require.Equal(t, []string{"created", "released"}, eventKinds(t, r.root, theirs))
 	req := waiter.requestIn(t, r.root)
-	require.Equal(t, storage.Cancelled, req.State)
+	require.Equal(t, domain.Cancelled, req.State)
 	require.Contains(t, req.Reason, "its waiting process")
 }
 
@@ -154,7 +158,7 @@ func TestCreateUnderHidepidLeavesOthersWaiting(t *testing.T) {
 	require.Len(t, parts, 2, "root's hold and the member's booking")
 	require.Equal(t, nobody, parts[1].UID)
 	req := waiter.requestIn(t, r.root)
-	require.Equal(t, storage.Waiting, req.State, "dropped: %s", req.Reason)
+	require.Equal(t, domain.Waiting, req.State, "dropped: %s", req.Reason)
 }
 
 // A member's monitor sees no process of another user's booking (hidden
@@ -166,24 +170,24 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 	member, keeper := false, true
 	for _, c := range []struct {
 		name      string
-		owner     Identity
+		owner     domain.Identity
 		root      *bool
 		reclaimed bool
 	}{
 		{"another user's, a member's monitor", alice, &member, false},
-		{"its own user's, a member's monitor", Identity{UID: hostUID(), User: "me"}, &member, true},
+		{"its own user's, a member's monitor", domain.Identity{UID: proc.HostUID(), User: "me"}, &member, true},
 		{"another user's, root's monitor", alice, &keeper, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			r := newIdleRig(t, c.owner)
 			id, _ := r.book(false)
-			m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: c.root})
+			m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: c.root})
 			r.run(10*time.Minute, 10*time.Second, m)
 			got, err := r.c.Get(id)
 			require.NoError(t, err)
 			if !c.reclaimed {
-				require.Equal(t, storage.Live, got.State)
+				require.Equal(t, domain.Live, got.State)
 				require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
 				require.Zero(t, r.usage(id).IdleFor)
 				return
@@ -198,7 +202,7 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 type goneSignaller struct{}
 
 func (goneSignaller) Signal(pid int, _ uint64, _ syscall.Signal) error {
-	return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	return fmt.Errorf("%w: pid %d", proc.ErrProcessGone, pid)
 }
 
 // A member's monitor that finds another user's process gone as it comes to
@@ -206,11 +210,11 @@ func (goneSignaller) Signal(pid int, _ uint64, _ syscall.Signal) error {
 // not send, rather than taking it as done: root's monitor sends it.
 func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	t.Parallel()
-	owner := Identity{UID: uidOf(t, "daemon"), User: "daemon"}
+	owner := domain.Identity{UID: uidOf(t, "daemon"), User: "daemon"}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := clock.NewFake(clock.System().Now())
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")
 	job.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // On a ledger many hosts share, each host's monitor keeps the books of its
@@ -64,14 +65,14 @@ func (s ClockStanding) InDoubt() bool { return s.Hosts > 1 && 2*s.Agree <= s.Hos
 func (s ClockStanding) String() string {
 	if !s.InDoubt() {
 		return fmt.Sprintf("%s's clock agrees with the lab's again (%d of %d hosts within %s): its monitor keeps the books of hosts whose monitors have stopped",
-			s.Host, s.Agree, s.Hosts, FormatDuration(SkewBound))
+			s.Host, s.Agree, s.Hosts, human.FormatDuration(SkewBound))
 	}
 	dir := "ahead of"
 	if s.Ahead < 0 {
 		dir = "behind"
 	}
 	return fmt.Sprintf("%s's clock is %.1f s %s the other hosts' (%d of %d hosts within %s of it): its monitor ends only %s's bookings, says their times are in doubt, and takes over no other host's until the clocks agree; check NTP",
-		s.Host, s.Ahead.Abs().Seconds(), dir, s.Agree, s.Hosts, FormatDuration(SkewBound), s.Host)
+		s.Host, s.Ahead.Abs().Seconds(), dir, s.Agree, s.Hosts, human.FormatDuration(SkewBound), s.Host)
 }
 
 // standingOfViews is this host's clock against the other hosts' as their
@@ -89,7 +90,7 @@ func standingOfViews(host string, hosts []HostView) ClockStanding {
 // keeping is what a pass of this host's monitor judges: the bookings whose
 // deadlines it keeps, and why it keeps those of another host.
 type keeping struct {
-	parts []storage.Partition
+	parts []domain.Partition
 	// why says, for each other host whose bookings are kept, why.
 	why map[string]string
 	// doubt is this host's clock standing when it is in doubt: the events
@@ -99,27 +100,27 @@ type keeping struct {
 
 // keep picks from parts the bookings this monitor judges at now. On a
 // ledger file (no other host) it is all of them.
-func (m *Monitor) keep(parts []storage.Partition, now time.Time, lead time.Duration) keeping {
+func (m *Monitor) keep(parts []domain.Partition, now time.Time, lead time.Duration) keeping {
 	if m.pr == nil {
 		return keeping{parts: parts}
 	}
-	k := keeping{parts: make([]storage.Partition, 0, len(parts))}
+	k := keeping{parts: make([]domain.Partition, 0, len(parts))}
 	st := m.pub.standing()
 	if st.InDoubt() != m.inDoubt {
 		m.inDoubt = st.InDoubt()
-		m.report(Act{Time: now, Kind: storage.EventClock, Detail: st.String()})
+		m.report(Act{Time: now, Kind: domain.EventClock, Detail: st.String()})
 	}
 	if st.InDoubt() {
 		k.doubt = &st
 	}
 	// Another host's bookings matter only once something of theirs is due:
 	// only then is the presence read (a round trip to etcd).
-	var others []storage.Partition
+	var others []domain.Partition
 	for _, p := range parts {
 		switch {
 		case m.c.OnThisHost(p):
 			k.parts = append(k.parts, p)
-		case k.doubt == nil && p.State == storage.Live && m.pub.measured(now):
+		case k.doubt == nil && p.State == domain.Live && m.pub.measured(now):
 			others = append(others, p)
 		}
 	}
@@ -148,15 +149,15 @@ func (m *Monitor) keep(parts []storage.Partition, now time.Time, lead time.Durat
 // whyKeep says why this host's monitor ends another host's bookings.
 func (m *Monitor) whyKeep(host string, now time.Time) string {
 	if seen, ok := m.pub.lastSeen(host); ok {
-		return fmt.Sprintf("%s by %s: %s's monitor has not been seen for %s", storage.EventExpired, m.c.host, host, FormatDuration(now.Sub(seen).Round(time.Second)))
+		return fmt.Sprintf("%s by %s: %s's monitor has not been seen for %s", domain.EventExpired, m.c.host, host, human.FormatDuration(now.Sub(seen).Round(time.Second)))
 	}
-	return fmt.Sprintf("%s by %s: no monitor of %s is publishing", storage.EventExpired, m.c.host, host)
+	return fmt.Sprintf("%s by %s: no monitor of %s is publishing", domain.EventExpired, m.c.host, host)
 }
 
 // endedNote is what an expiry's event adds about who judged the time: a
 // monitor keeping another host's bookings says why, and one whose clock is
 // in doubt says the time is.
-func (k keeping) endedNote(p storage.Partition) string {
+func (k keeping) endedNote(p domain.Partition) string {
 	if why, ok := k.why[p.Host]; ok {
 		return "; " + why
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -85,7 +87,7 @@ func passAfter(t *testing.T, clk *clock.Fake, at time.Time, hosts ...*labHost) {
 	}
 }
 
-func (l *actLog) find(kind storage.EventKind, partition uint64) (Act, bool) {
+func (l *actLog) find(kind domain.EventKind, partition uint64) (Act, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, a := range l.acts {
@@ -107,7 +109,7 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	me := CurrentIdentity()
 	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: testDevices})
 	live(t, fast, "gpuA", true)
-	p, err := a.c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Minute})
+	p, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
 	require.NoError(t, err)
 
 	// gpuB's clock is past the deadline, gpuA's 89 s short of it.
@@ -116,11 +118,11 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	require.NoError(t, err)
 	got, err := fast.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "gpuB's clock does not end gpuA's booking")
+	require.Equal(t, domain.Live, got.State, "gpuB's clock does not end gpuA's booking")
 
 	passAfter(t, clk, p.Expires, a)
-	require.Eventually(t, func() bool { _, ok := a.log.find(storage.EventExpired, p.ID); return ok }, 15*time.Second, 10*time.Millisecond)
-	ended, _ := a.log.find(storage.EventExpired, p.ID)
+	require.Eventually(t, func() bool { _, ok := a.log.find(domain.EventExpired, p.ID); return ok }, 15*time.Second, 10*time.Millisecond)
+	ended, _ := a.log.find(domain.EventExpired, p.ID)
 	require.NotContains(t, ended.Detail, "expired by", "its own host ended it")
 	require.NotContains(t, ended.Detail, "in doubt")
 }
@@ -136,19 +138,19 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 	live(t, b.c, "gpuB", true) // publishing, so it sees gpuA's first status
 	a := startHost(t, open, "gpuA", clk)
 	live(t, b.c, "gpuA", true)
-	p, err := a.c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Minute})
+	p, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 
 	a.stop() // its store lives on, and with it its lease
 	passAfter(t, clk, p.Expires.Add(time.Second), b)
 	got, err := b.c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "gpuA's status stands: its bookings are its own")
+	require.Equal(t, domain.Live, got.State, "gpuA's status stands: its bookings are its own")
 
 	require.NoError(t, a.s.(io.Closer).Close())
 	live(t, b.c, "gpuA", false) // the real wait: the lease's TTL on the server
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(storage.EventExpired, p.ID); return ok })
-	ended, _ := b.log.find(storage.EventExpired, p.ID)
+	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok })
+	ended, _ := b.log.find(domain.EventExpired, p.ID)
 	require.Contains(t, ended.Detail, "GPU gpuA:0, 50%")
 	require.Contains(t, ended.Detail, "expired by gpuB: gpuA's monitor has not been seen for ")
 	evs, err := b.c.Events(0, 0)
@@ -165,18 +167,18 @@ func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 	clk := newFakeClock()
 	me := CurrentIdentity()
 	lone := NewClient(Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
-	p, err := lone.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Minute})
+	p, err := lone.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	clk.Set(p.Expires.Add(time.Second))
 	b := startHost(t, open, "gpuB", clk)
 	passAfter(t, clk, clk.Now(), b)
 	got, err := b.c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "gpuB has just started")
+	require.Equal(t, domain.Live, got.State, "gpuB has just started")
 
 	passAfter(t, clk, clk.Now().Add(presenceEvery), b)
-	require.Eventually(t, func() bool { _, ok := b.log.find(storage.EventExpired, p.ID); return ok }, 15*time.Second, 10*time.Millisecond)
-	ended, _ := b.log.find(storage.EventExpired, p.ID)
+	require.Eventually(t, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok }, 15*time.Second, 10*time.Millisecond)
+	ended, _ := b.log.find(domain.EventExpired, p.ID)
 	require.Contains(t, ended.Detail, "expired by gpuB: no monitor of gpuA is publishing")
 }
 
@@ -201,7 +203,7 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	for _, h := range []string{"gpuA", "gpuB", "gpuC"} {
 		live(t, a.c, h, true)
 	}
-	inDoubt := func() bool { _, ok := b.log.find(storage.EventClock, 0); return ok }
+	inDoubt := func() bool { _, ok := b.log.find(domain.EventClock, 0); return ok }
 	// In quarter steps, slowly enough for statuses to arrive (through
 	// etcd's watch, in real time) before the fake clock moves on by
 	// anything like the 2 s bound: a late one reads as a clock behind.
@@ -212,14 +214,14 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 		clk.Advance(presenceEvery / 4)
 		return false
 	}, 15*time.Second, 50*time.Millisecond, "gpuB says its clock is in doubt")
-	said, _ := b.log.find(storage.EventClock, 0)
+	said, _ := b.log.find(domain.EventClock, 0)
 	// Said when it first measured another host: one or both.
 	// 90 s, and as much as a status waited for etcd's watch while the
 	// fake clock moved on (its quarter steps).
 	const ahead = `gpuB's clock is 9[01]\.\d s ahead of the other hosts'`
 	require.Regexp(t, `^`+ahead+` \(1 of [23] hosts within 2s of it\): its monitor ends only gpuB's bookings`, said.Detail)
 	for _, h := range []*labHost{a, c} {
-		_, ok := h.log.find(storage.EventClock, 0)
+		_, ok := h.log.find(domain.EventClock, 0)
 		require.False(t, ok, "%s's clock agrees with most", h.c.Host())
 	}
 	// What gpuB's own app and chronos backends show.
@@ -229,9 +231,9 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	require.NotEmpty(t, warnings)
 	require.Regexp(t, ahead, warnings[0])
 
-	theirs, err := a.c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Minute})
+	theirs, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
 	require.NoError(t, err)
-	own, err := b.c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Minute})
+	own, err := b.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	a.stop()
 	require.NoError(t, a.s.(io.Closer).Close())
@@ -239,17 +241,17 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 
 	// gpuB's clock is past both deadlines; gpuC's is past neither.
 	passAfter(t, clk, own.Expires.Add(-90*time.Second), b, c)
-	require.Eventually(t, func() bool { _, ok := b.log.find(storage.EventExpired, own.ID); return ok }, 15*time.Second, 10*time.Millisecond)
-	ended, _ := b.log.find(storage.EventExpired, own.ID)
+	require.Eventually(t, func() bool { _, ok := b.log.find(domain.EventExpired, own.ID); return ok }, 15*time.Second, 10*time.Millisecond)
+	ended, _ := b.log.find(domain.EventExpired, own.ID)
 	require.Regexp(t, `by gpuB's clock, which is 9[01]\.\d s ahead of the other hosts': when it ended is in doubt`, ended.Detail)
 	got, err := c.c.Get(theirs.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "gpuB takes over nothing")
+	require.Equal(t, domain.Live, got.State, "gpuB takes over nothing")
 
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := c.log.find(storage.EventExpired, theirs.ID); return ok })
-	took, _ := c.log.find(storage.EventExpired, theirs.ID)
+	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := c.log.find(domain.EventExpired, theirs.ID); return ok })
+	took, _ := c.log.find(domain.EventExpired, theirs.ID)
 	require.Contains(t, took.Detail, "expired by gpuC: gpuA's monitor has not been seen for ")
-	_, byB := b.log.find(storage.EventExpired, theirs.ID)
+	_, byB := b.log.find(domain.EventExpired, theirs.ID)
 	require.False(t, byB)
 	require.False(t, clk.Now().Before(theirs.Expires), "ended at gpuC's deadline, not gpuB's")
 }
@@ -262,17 +264,17 @@ func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	s := storetest.Bolt(t)()
 	me := CurrentIdentity()
 	c := NewClient(Options{Ledger: s, As: &me, Clock: clk, Devices: testDevices})
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Minute})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
 	clk.Set(p.Expires)
 	_, err = m.Tick()
 	require.NoError(t, err)
-	ended, ok := log.find(storage.EventExpired, p.ID)
+	ended, ok := log.find(domain.EventExpired, p.ID)
 	require.True(t, ok)
 	require.True(t, strings.HasSuffix(ended.Detail, "after the deadline"), ended.Detail)
-	require.NotContains(t, strings.Join(log.kinds(), " "), string(storage.EventClock))
+	require.NotContains(t, strings.Join(log.kinds(), " "), string(domain.EventClock))
 }
 
 // A host's clock is in doubt when most of the hosts measured, itself

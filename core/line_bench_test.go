@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // playPingWaiter waits in line each time it reads a line: it asks for all
@@ -17,7 +20,7 @@ import (
 func playPingWaiter(c *Client) int {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		p, entry, err := c.Enqueue(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour}, WaitOptions{})
+		p, entry, err := c.Enqueue(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour}, admission.WaitOptions{})
 		if err != nil || p != nil {
 			fmt.Fprintln(os.Stderr, "not queued:", err)
 			return roleFailed
@@ -45,7 +48,7 @@ func playPingWaiter(c *Client) int {
 func BenchmarkReleaseToWaiter(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "chronos.db")
 	c := clientAt(db, nil, alice)
-	if _, err := c.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Hour}); err != nil {
+	if _, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 		b.Fatal(err) // the inventory, cached before the waiter starts
 	}
 	cmd := roleCmd(b, "pingwait", db, "")
@@ -71,7 +74,7 @@ func BenchmarkReleaseToWaiter(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		// The baseline: a release with nobody waiting.
-		p, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+		p, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +84,7 @@ func BenchmarkReleaseToWaiter(b *testing.B) {
 		}
 		bare = append(bare, time.Since(t0))
 
-		hold, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+		hold, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -21,11 +23,11 @@ func TestLineEventsSayWhoAndWhy(t *testing.T) { storetest.Each(t, testLineEvents
 func testLineEventsSayWhoAndWhy(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	a, b := l.as(alice), l.as(bob)
-	held, err := a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	held, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	_, waits, err := b.Enqueue(half(0, time.Hour), WaitOptions{})
+	_, waits, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{})
 	require.NoError(t, err)
-	_, brief, err := b.Enqueue(half(0, time.Hour), WaitOptions{Timeout: time.Minute})
+	_, brief, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{Timeout: time.Minute})
 	require.NoError(t, err)
 
 	l.clock.Advance(2 * time.Minute)
@@ -33,7 +35,7 @@ func testLineEventsSayWhoAndWhy(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	left := l.events(t)
 	last := left[len(left)-1]
-	require.Equal(t, storage.EventLeft, last.Kind)
+	require.Equal(t, domain.EventLeft, last.Kind)
 	require.Equal(t, "bob", last.User, "his own --timeout")
 	require.Regexp(t, `^request `+strconv.FormatUint(brief.ID, 10)+` \(50% of GPU (\w+:)?0 for 1h.*\): waited 1m \(--timeout\); placed by root$`, last.Detail)
 
@@ -41,7 +43,7 @@ func testLineEventsSayWhoAndWhy(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	evs := l.events(t)
 	last = evs[len(evs)-1]
-	require.Equal(t, storage.EventCreated, last.Kind)
+	require.Equal(t, domain.EventCreated, last.Kind)
 	require.Equal(t, "bob", last.User, "bob's booking, made from his request")
 	require.Regexp(t, `^50% \(40\.0 GiB\) of GPU (\w+:)?0 for 1h, granted from the line \(request `+strconv.FormatUint(waits.ID, 10)+
 		`, after 2m in line; placed by alice\)$`, last.Detail)

@@ -18,7 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -37,13 +40,13 @@ func playWaiter(c *Client, arg string) int {
 	if !ok {
 		gpuName, shareText = "0", arg
 	}
-	host, dev, err := ParseGPU(gpuName)
+	host, dev, err := human.ParseGPU(gpuName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return roleFailed
 	}
 	share, _ := strconv.ParseFloat(shareText, 64)
-	p, entry, err := c.Enqueue(Request{Host: host, Device: dev, Memory: Fraction(share), Duration: time.Hour}, WaitOptions{})
+	p, entry, err := c.Enqueue(Request{Host: host, Device: dev, Memory: human.Fraction(share), Duration: time.Hour}, admission.WaitOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return roleFailed
@@ -52,7 +55,7 @@ func playWaiter(c *Client, arg string) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		fmt.Printf("queued %d\n", entry.ID)
-		if p, err = c.Wait(ctx, entry.ID, nil); errors.Is(err, ErrLeftLine) {
+		if p, err = c.Wait(ctx, entry.ID, nil); errors.Is(err, domain.ErrLeftLine) {
 			fmt.Fprintln(os.Stderr, err)
 			return roleLeft
 		}
@@ -163,17 +166,17 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 	r := clientOn(s, nil, root)
 	var holders []uint64
 	for range waitingHolders {
-		p, err := r.Create(Request{Device: 0, Memory: Fraction(1.0 / waitingHolders), Duration: time.Hour})
+		p, err := r.Create(Request{Device: 0, Memory: human.Fraction(1.0 / waitingHolders), Duration: time.Hour})
 		require.NoError(t, err)
 		holders = append(holders, p.ID)
 	}
 	letAllWrite(t, s)
 	now := clock.System().Now() // the time of the waiters' clients
 	require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
-		if err := tx.PutUserUsage(storage.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
+		if err := tx.PutUserUsage(domain.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
 			return err
 		}
-		return tx.PutUserUsage(storage.UserUsage{UID: daemon, User: "daemon", GPUSeconds: 1000 * 3600, At: now})
+		return tx.PutUserUsage(domain.UserUsage{UID: daemon, User: "daemon", GPUSeconds: 1000 * 3600, At: now})
 	}))
 
 	users := []int{0, nobody, daemon}
@@ -207,7 +210,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 		require.NoError(t, err)
 		require.Equal(t, w.uid, p.UID, "waiter %d (request %d) got a booking of uid %d", i, w.request, p.UID)
 		req := w.requestIn(t, r)
-		require.Equal(t, storage.Granted, req.State)
+		require.Equal(t, domain.Granted, req.State)
 		require.Equal(t, got, req.Partition)
 	}
 	line, err = r.Queue()
@@ -219,16 +222,16 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 	require.NoError(t, err)
 	granted := map[string]int{}
 	for _, e := range evs {
-		if e.Kind == storage.EventCreated && strings.Contains(e.Detail, "request ") {
+		if e.Kind == domain.EventCreated && strings.Contains(e.Detail, "request ") {
 			granted[e.Detail[strings.Index(e.Detail, "request "):]]++
 		}
 	}
 	require.Len(t, granted, waitingProcesses)
 }
 
-func (w *waiterProc) requestIn(t *testing.T, c *Client) storage.Request {
+func (w *waiterProc) requestIn(t *testing.T, c *Client) domain.Request {
 	t.Helper()
-	var r storage.Request
+	var r domain.Request
 	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		r, err = tx.Request(w.request)
@@ -256,7 +259,7 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 	s := open()
 	db := s.String()
 	r := clientOn(s, nil, root)
-	hold, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	letAllWrite(t, s)
 	w := startWaiter(t, bin, db, nobody, "0.5")
@@ -267,7 +270,7 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 	_, err = r.TendLine()
 	require.NoError(t, err)
 	req := w.requestIn(t, r)
-	require.Equal(t, storage.Cancelled, req.State)
+	require.Equal(t, domain.Cancelled, req.State)
 	require.Contains(t, req.Reason, fmt.Sprintf("its waiting process (pid %d on", w.cmd.Process.Pid))
 	line, err := r.Queue()
 	require.NoError(t, err)
@@ -280,11 +283,11 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 	p, err := r.Get(next.booked(t))
 	require.NoError(t, err)
 	require.Equal(t, 0, p.UID)
-	var left []storage.Event
+	var left []domain.Event
 	evs, err := r.Events(0, 0)
 	require.NoError(t, err)
 	for _, e := range evs {
-		if e.Kind == storage.EventLeft {
+		if e.Kind == domain.EventLeft {
 			left = append(left, e)
 		}
 	}
@@ -303,14 +306,14 @@ func testInterruptedWaiterLeavesCleanly(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
 	r := clientOn(s, nil, root)
-	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		w := startWaiter(t, os.Args[0], db, 0, "0.5")
 		require.NoError(t, w.cmd.Process.Signal(sig))
 		require.Equal(t, roleLeft, exitCode(w.cmd.Wait()), "%s", sig)
 		req := w.requestIn(t, r)
-		require.Equal(t, storage.Cancelled, req.State, "%s", sig)
+		require.Equal(t, domain.Cancelled, req.State, "%s", sig)
 		require.Equal(t, "its waiter stopped waiting", req.Reason)
 	}
 	line, err := r.Queue()
@@ -328,7 +331,7 @@ func playRunWaiter(c *Client) int {
 	defer signal.Stop(sigs)
 	_, err := Run(context.Background(), c, RunOptions{
 		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout, Signals: sigs,
-		Request: Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, Wait: &WaitOptions{},
+		Request: Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, Wait: &admission.WaitOptions{},
 		Say: func(format string, _ ...any) {
 			if strings.HasPrefix(format, "waiting in line") {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
@@ -357,7 +360,7 @@ func TestRunWaitSignalledAsItJoins(t *testing.T) {
 func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 	s := open()
 	r := clientOn(s, nil, root)
-	_, err := r.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	cmd := roleCmd(t, "runwait", s.String(), "")
 	var out strings.Builder
@@ -385,7 +388,7 @@ func TestJoinWaitsOutABusyLedger(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	c := clientAt(db, nil, alice)
-	_, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	holder, marker := holdLedger(t, db)
@@ -393,7 +396,7 @@ func TestJoinWaitsOutABusyLedger(t *testing.T) {
 	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
 	joined := make(chan error, 1)
 	go func() {
-		_, e, err := quick.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+		_, e, err := quick.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 		if err == nil && e == nil {
 			err = errors.New("booked on a full GPU")
 		}

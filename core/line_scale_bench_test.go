@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -25,22 +28,22 @@ func BenchmarkLineLayout200(b *testing.B) {
 	r := clientAt(path, nil, root)
 	for dev := range 2 {
 		for range 4 {
-			if _, err := r.Create(Request{Device: dev, Memory: Fraction(0.25), Duration: time.Hour}); err != nil {
+			if _, err := r.Create(Request{Device: dev, Memory: human.Fraction(0.25), Duration: time.Hour}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	users := []Identity{alice, bob, {UID: 1003, User: "carol"}}
+	users := []domain.Identity{alice, bob, {UID: 1003, User: "carol"}}
 	for i := range 200 {
 		dev := 0
 		switch i % 10 {
 		case 3:
 			dev = 1
 		case 7:
-			dev = AnyDevice
+			dev = domain.AnyDevice
 		}
 		c := clientAt(path, nil, users[i%3])
-		if _, _, err := c.Enqueue(Request{Device: dev, Memory: Fraction(0.05 * float64(1+i%6)), Duration: time.Duration(1+i%4) * time.Hour}, WaitOptions{}); err != nil {
+		if _, _, err := c.Enqueue(Request{Device: dev, Memory: human.Fraction(0.05 * float64(1+i%6)), Duration: time.Duration(1+i%4) * time.Hour}, admission.WaitOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -48,13 +51,13 @@ func BenchmarkLineLayout200(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		var bk *books
+		var bk *admission.Books
 		if err := r.ledger.View(context.Background(), func(tx *storage.Tx) (err error) { bk, err = r.readLine(tx); return err }); err != nil {
 			b.Fatal(err)
 		}
 		read = append(read, time.Since(t0))
 		t0 = time.Now()
-		if _, err := bk.planRead(); err != nil {
+		if _, err := bk.PlanRead(); err != nil {
 			b.Fatal(err)
 		}
 		layout = append(layout, time.Since(t0))
@@ -92,7 +95,7 @@ func BenchmarkWaiters200(b *testing.B) {
 		r := clientAt(db, nil, root)
 		var holders []uint64
 		for range n {
-			p, err := r.Create(Request{Device: 0, Memory: Fraction(1 / float64(n)), Duration: time.Hour})
+			p, err := r.Create(Request{Device: 0, Memory: human.Fraction(1 / float64(n)), Duration: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -109,7 +112,7 @@ func BenchmarkWaiters200(b *testing.B) {
 				case <-tick.C:
 				}
 				t0 := time.Now()
-				p, err := r.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Minute})
+				p, err := r.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Minute})
 				if err == nil {
 					_, err = r.Release(p.ID)
 				}

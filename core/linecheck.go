@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -15,7 +17,7 @@ import (
 // A booking granted to a request of lower priority must never be what
 // makes a request ahead of it wait longer than it was told.
 type LineCheck struct {
-	Waiting []QueueEntry
+	Waiting []admission.QueueEntry
 	Granted []GrantCheck
 }
 
@@ -34,18 +36,18 @@ type GrantCheck struct {
 func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 	var out LineCheck
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-		b, plan, err := c.lineIn(tx, func(storage.Request) bool { return true }) // the line as stored
+		b, plan, err := c.lineIn(tx, func(domain.Request) bool { return true }) // the line as stored
 		if err != nil {
 			return err
 		}
-		out.Waiting = plan.order
-		if len(plan.order) == 0 {
+		out.Waiting = plan.Order
+		if len(plan.Order) == 0 {
 			return nil
 		}
-		used := usageAt(b.usage, b.parts, b.now, b.pol.HalfLife)
-		all := b.parts
+		used := admission.UsageAt(b.Usage, b.Parts, b.Now, b.Pol.HalfLife)
+		all := b.Parts
 		for i, p := range all {
-			if p.Request == 0 || !p.Created.After(since) || p.EndedAt(b.now) {
+			if p.Request == 0 || !p.Created.After(since) || p.EndedAt(b.Now) {
 				continue
 			}
 			r, err := tx.Request(p.Request)
@@ -53,18 +55,18 @@ func (c *Client) CheckLine(since time.Time) (LineCheck, error) {
 				return err
 			}
 			g := GrantCheck{Booking: p.ID, Request: r.ID, Without: map[uint64]time.Time{},
-				Priority: priority(fairShare(used[r.UID], b.gpus, b.pol.HalfLife, b.limitsFor(r.UID, r.User).Share), b.now.Sub(r.Created), b.pol)}
-			b.parts = slices.Delete(slices.Clone(all), i, i+1)
-			without, err := b.plan(nil)
-			b.parts = all
+				Priority: admission.Priority(admission.FairShare(used[r.UID], b.Gpus, b.Pol.HalfLife, b.LimitsFor(r.UID, r.User).Share), b.Now.Sub(r.Created), b.Pol)}
+			b.Parts = slices.Delete(slices.Clone(all), i, i+1)
+			without, err := b.Plan(nil)
+			b.Parts = all
 			if err != nil {
 				return err
 			}
-			for _, e := range without.order {
+			for _, e := range without.Order {
 				g.Without[e.ID] = e.ETA
 			}
-			for _, gr := range without.grants {
-				g.Without[gr.req.ID] = gr.part.Start
+			for _, gr := range without.Grants {
+				g.Without[gr.Req.ID] = gr.Part.Start
 			}
 			out.Granted = append(out.Granted, g)
 		}

@@ -8,6 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -58,23 +62,23 @@ const (
 // hostPart is one host's part of a ledger, read at one instant: what
 // Migrate carries.
 type hostPart struct {
-	parts     []storage.Partition
-	events    []storage.Event
-	requests  []storage.Request // those that left the line; a waiting one blocks
-	usage     []storage.BookingUsage
+	parts     []domain.Partition
+	events    []domain.Event
+	requests  []domain.Request // those that left the line; a waiting one blocks
+	usage     []domain.BookingUsage
 	held      []heldOf
-	users     []storage.UserUsage
-	minutes   []storage.GPUMinute
-	unbooked  []storage.UnbookedUse
-	policy    storage.Policy
+	users     []domain.UserUsage
+	minutes   []domain.GPUMinute
+	unbooked  []domain.UnbookedUse
+	policy    domain.Policy
 	hasPolicy bool
-	inv       storage.Inventory
+	inv       domain.Inventory
 	hasInv    bool
 }
 
 type heldOf struct {
 	uid int
-	storage.Held
+	domain.Held
 }
 
 // Migrate moves a host between a ledger file of its own and a lab's
@@ -96,11 +100,11 @@ type heldOf struct {
 func Migrate(ctx context.Context, from, to storage.Store, host string) (MigrationReport, error) {
 	fromShared, toShared := isShared(from), isShared(to)
 	rep := MigrationReport{Host: host, IDs: map[uint64]uint64{}, Policy: "none", From: kindOf(fromShared), To: kindOf(toShared)}
-	if !validHost(host) {
-		return rep, inputErr("host %q: give the name the host has in the lab (--host)", host)
+	if !human.ValidHost(host) {
+		return rep, domain.InputErr("host %q: give the name the host has in the lab (--host)", host)
 	}
 	if fromShared == toShared {
-		return rep, inputErr("migrate moves a host between its ledger file and a lab's ledger on etcd; %s and %s are both %s ledgers", from, to, rep.From)
+		return rep, domain.InputErr("migrate moves a host between its ledger file and a lab's ledger on etcd; %s and %s are both %s ledgers", from, to, rep.From)
 	}
 	// A file's records carry no host; a shared ledger's carry each host's.
 	fromHost, toHost := "", host
@@ -150,12 +154,12 @@ func (h *hostPart) read(tx *storage.Tx, host string, whole bool) error {
 	if err != nil {
 		return err
 	}
-	h.events = slices.DeleteFunc(events, func(e storage.Event) bool { return !ids[e.Partition] && (!whole || e.Partition != 0) })
+	h.events = slices.DeleteFunc(events, func(e domain.Event) bool { return !ids[e.Partition] && (!whole || e.Partition != 0) })
 	reqs, err := tx.Requests()
 	if err != nil {
 		return err
 	}
-	h.requests = slices.DeleteFunc(reqs, func(r storage.Request) bool { return r.Host != host })
+	h.requests = slices.DeleteFunc(reqs, func(r domain.Request) bool { return r.Host != host })
 	usage, err := tx.BookingUsages()
 	if err != nil {
 		return err
@@ -165,8 +169,8 @@ func (h *hostPart) read(tx *storage.Tx, host string, whole bool) error {
 			h.usage = append(h.usage, u)
 		}
 	}
-	slices.SortFunc(h.usage, func(a, b storage.BookingUsage) int { return int(a.Partition) - int(b.Partition) })
-	err = tx.EachHeld(func(uid int, held storage.Held) error {
+	slices.SortFunc(h.usage, func(a, b domain.BookingUsage) int { return int(a.Partition) - int(b.Partition) })
+	err = tx.EachHeld(func(uid int, held domain.Held) error {
 		if ids[held.Partition] {
 			h.held = append(h.held, heldOf{uid, held})
 		}
@@ -203,26 +207,26 @@ func (h *hostPart) read(tx *storage.Tx, host string, whole bool) error {
 // there).
 func (h *hostPart) blocked(from storage.Store) error {
 	for _, p := range h.parts {
-		if p.State != storage.Live {
+		if p.State != domain.Live {
 			continue
 		}
-		if f := fateOf(p); f == wrapperAlive || f == wrapperGoneCommandRuns || f == wrapperUnknown && p.Wrapper != nil {
+		if f := proc.FateOf(p); f == proc.WrapperAlive || f == proc.WrapperGoneCommandRuns || f == proc.WrapperUnknown && p.Wrapper != nil {
 			return fmt.Errorf("%w: booking %d (%s) is held by chronos run (pid %d on %s), which names it by its id in %s: migrate once it has ended",
-				ErrMigrationBlocked, p.ID, Printable(p.User), p.Wrapper.PID, Printable(p.Wrapper.Host), from)
+				ErrMigrationBlocked, p.ID, human.Printable(p.User), p.Wrapper.PID, human.Printable(p.Wrapper.Host), from)
 		}
 	}
 	for _, r := range h.requests {
-		if r.State != storage.Waiting {
+		if r.State != domain.Waiting {
 			continue
 		}
-		if f := fateOfProcess(r.Waiter); f == processAlive || f == processUnknown {
+		if f := proc.FateOfProcess(r.Waiter); f == proc.ProcessAlive || f == proc.ProcessUnknown {
 			return fmt.Errorf("%w: request %d (%s) waits in the line of %s, and its waiter (pid %d) watches that ledger: let it start, or cancel it (chronos queue cancel %d), then migrate",
-				ErrMigrationBlocked, r.ID, Printable(r.User), from, r.Waiter.PID, r.ID)
+				ErrMigrationBlocked, r.ID, human.Printable(r.User), from, r.Waiter.PID, r.ID)
 		}
 	}
 	// A request whose waiter is gone leaves the line at the next look; it
 	// is not carried.
-	h.requests = slices.DeleteFunc(h.requests, func(r storage.Request) bool { return r.State == storage.Waiting })
+	h.requests = slices.DeleteFunc(h.requests, func(r domain.Request) bool { return r.State == domain.Waiting })
 	return nil
 }
 
@@ -234,7 +238,7 @@ func migrateStart(ctx context.Context, to storage.Store, src hostPart, host, toH
 		if err != nil {
 			return err
 		}
-		if n := countFunc(there, func(p storage.Partition) bool { return p.Host == toHost }); n > 0 {
+		if n := countFunc(there, func(p domain.Partition) bool { return p.Host == toHost }); n > 0 {
 			what := "bookings of host " + host
 			if toHost == "" {
 				what = "bookings of its own"
@@ -291,7 +295,7 @@ func inChunks[T any](ctx context.Context, to storage.Store, what string, recs []
 // record names its booking by the id write hands out.
 func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, rep *MigrationReport) error {
 	ids := rep.IDs
-	err := inChunks(ctx, to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p storage.Partition) error {
+	err := inChunks(ctx, to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p domain.Partition) error {
 		old := p.ID
 		p.ID, p.Host = 0, toHost
 		if err := tx.PutPartition(&p); err != nil {
@@ -303,10 +307,10 @@ func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, r
 	if err != nil {
 		return err
 	}
-	rep.Live = countFunc(h.parts, func(p storage.Partition) bool { return p.State == storage.Live })
+	rep.Live = countFunc(h.parts, func(p domain.Partition) bool { return p.State == domain.Live })
 	steps := []func() error{
 		func() error {
-			return inChunks(ctx, to, "booking usages", h.usage, migrateRecordsPerTx, &rep.Holds, func(tx *storage.Tx, u storage.BookingUsage) error {
+			return inChunks(ctx, to, "booking usages", h.usage, migrateRecordsPerTx, &rep.Holds, func(tx *storage.Tx, u domain.BookingUsage) error {
 				u.Partition = ids[u.Partition]
 				return tx.PutBookingUsage(u)
 			})
@@ -318,7 +322,7 @@ func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, r
 			})
 		},
 		func() error {
-			return inChunks(ctx, to, "events", h.events, migrateRecordsPerTx, &rep.Events, func(tx *storage.Tx, e storage.Event) error {
+			return inChunks(ctx, to, "events", h.events, migrateRecordsPerTx, &rep.Events, func(tx *storage.Tx, e domain.Event) error {
 				if e.Partition != 0 {
 					e.Partition = ids[e.Partition]
 				}
@@ -326,7 +330,7 @@ func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, r
 			})
 		},
 		func() error {
-			return inChunks(ctx, to, "past requests", h.requests, migrateRecordsPerTx, &rep.Requests, func(tx *storage.Tx, r storage.Request) error {
+			return inChunks(ctx, to, "past requests", h.requests, migrateRecordsPerTx, &rep.Requests, func(tx *storage.Tx, r domain.Request) error {
 				r.ID, r.Host = 0, toHost
 				if r.Partition != 0 {
 					r.Partition = ids[r.Partition]
@@ -338,14 +342,14 @@ func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, r
 			return inChunks(ctx, to, "users' usage", h.users, migrateRecordsPerTx, &rep.Users, addUserUsage)
 		},
 		func() error {
-			return inChunks(ctx, to, "GPU minutes", h.minutes, migrateRecordsPerTx, &rep.Minutes, func(tx *storage.Tx, m storage.GPUMinute) error {
+			return inChunks(ctx, to, "GPU minutes", h.minutes, migrateRecordsPerTx, &rep.Minutes, func(tx *storage.Tx, m domain.GPUMinute) error {
 				m.Active, m.Idle = renumber(m.Active, ids), renumber(m.Idle, ids)
 				return tx.PutGPUMinute(m)
 			})
 		},
 		func() error {
 			var n int
-			return inChunks(ctx, to, "unbooked use", h.unbooked, migrateRecordsPerTx, &n, func(tx *storage.Tx, u storage.UnbookedUse) error {
+			return inChunks(ctx, to, "unbooked use", h.unbooked, migrateRecordsPerTx, &n, func(tx *storage.Tx, u domain.UnbookedUse) error {
 				return tx.AddUnbooked(u.Day, u.UID, u.User, u.GPUTime)
 			})
 		},
@@ -360,7 +364,7 @@ func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, r
 
 // addUserUsage adds u to what the target holds of its user: decayed usage
 // adds up, each part decayed to the later of the two instants.
-func addUserUsage(tx *storage.Tx, u storage.UserUsage) error {
+func addUserUsage(tx *storage.Tx, u domain.UserUsage) error {
 	there, ok, err := tx.UserUsage(u.UID)
 	if err != nil || !ok {
 		if err == nil {
@@ -372,8 +376,8 @@ func addUserUsage(tx *storage.Tx, u storage.UserUsage) error {
 	if err != nil {
 		return err
 	}
-	at := later(u.At, there.At)
-	there.GPUSeconds = decay(there.GPUSeconds, there.At, at, pol.HalfLife) + decay(u.GPUSeconds, u.At, at, pol.HalfLife)
+	at := admission.Later(u.At, there.At)
+	there.GPUSeconds = admission.Decay(there.GPUSeconds, there.At, at, pol.HalfLife) + admission.Decay(u.GPUSeconds, u.At, at, pol.HalfLife)
 	there.At = at
 	return tx.PutUserUsage(there)
 }

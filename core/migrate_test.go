@@ -9,7 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -25,13 +29,13 @@ func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 	a, r := clientOn(l, clock, alice), clientOn(l, clock, root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
-	p1, err := a.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p1, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: 1, Memory: Fraction(0.2), Duration: time.Minute})
+	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(0.2), Duration: time.Minute})
 	require.NoError(t, err)
 	_, err = a.Release(p1.ID)
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.3), Duration: 48 * time.Hour})
+	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(0.3), Duration: 48 * time.Hour})
 	require.NoError(t, err)
 	return l
 }
@@ -70,20 +74,20 @@ func TestMigrate(t *testing.T) {
 	for i, p := range all {
 		require.Equal(t, []string{"gpu3", "gpu4"}[i/3], p.Host)
 	}
-	require.Equal(t, storage.Released, all[3].State)
+	require.Equal(t, domain.Released, all[3].State)
 	require.Equal(t, int64(300_000), all[5].SharePPM)
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 10)
-	require.Equal(t, storage.EventReleased, evs[8].Kind)
+	require.Equal(t, domain.EventReleased, evs[8].Kind)
 	require.Equal(t, uint64(4), evs[8].Partition, "gpu4's booking 1, now 4")
 	pol, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, pol.Grace)
 
 	// Admission on the lab ledger counts the migrated live bookings.
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.8), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	avail, err := c.AvailableOn("gpu3", 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(700_000), avail[0].FreePPM)
@@ -96,7 +100,7 @@ func TestMigrateLargeLedger(t *testing.T) {
 	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
 	a := clientOn(l, nil, alice)
 	for i := range 130 {
-		p, err := a.Create(Request{Device: i % 2, Memory: Fraction(0.001), Duration: time.Hour})
+		p, err := a.Create(Request{Device: i % 2, Memory: human.Fraction(0.001), Duration: time.Hour})
 		require.NoError(t, err)
 		if i%2 == 0 {
 			_, err = a.Release(p.ID)
@@ -129,9 +133,9 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.NoError(t, err)
 	// A past request: bob waited, then left the line.
 	b := clientOn(file, clock, bob)
-	held, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	held, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, q)
 	require.NoError(t, b.Cancel(q.ID))
@@ -141,7 +145,7 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	// Bob has used GPU time in the lab before (another host).
 	other := hostClient(lab, "gpu1", bob)
 	other.clock = clock
-	p, err := other.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	p, err := other.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
 	_, err = other.Release(p.ID)
@@ -184,13 +188,13 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	_, err = Migrate(context.Background(), lab, out, "gpu3")
 	require.ErrorIs(t, err, ErrMigrated, "the file holds bookings of its own now")
 	_, err = Migrate(context.Background(), file, out, "gpu3")
-	require.ErrorIs(t, err, ErrInput, "two files: nothing to move between")
+	require.ErrorIs(t, err, domain.ErrInput, "two files: nothing to move between")
 }
 
 // usageOf is uid's decayed usage as the ledger holds it.
 func usageOf(t *testing.T, s storage.Store, uid int) float64 {
 	t.Helper()
-	var u storage.UserUsage
+	var u domain.UserUsage
 	require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		u, _, err = tx.UserUsage(uid)
@@ -207,9 +211,9 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	clock := newFakeClock()
 	file := hostFile(t, clock)
 	b := clientOn(file, clock, bob)
-	_, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	_, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
@@ -224,7 +228,7 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	}))
 
 	require.NoError(t, b.Cancel(q.ID))
-	w, err := thisWrapper(0)
+	w, err := proc.ThisWrapper(0)
 	require.NoError(t, err)
 	require.NoError(t, b.recordWrapper(4, w))
 	_, err = Migrate(context.Background(), file, lab, "gpu3")

@@ -12,7 +12,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -20,9 +25,9 @@ import (
 // Act is one thing a monitor did or saw: a booking expired or was warned, a
 // process was signalled, or a signal was refused for want of permission.
 type Act struct {
-	Time      time.Time         `json:"time"`
-	Kind      storage.EventKind `json:"kind"`
-	Partition uint64            `json:"partition,omitempty"`
+	Time      time.Time        `json:"time"`
+	Kind      domain.EventKind `json:"kind"`
+	Partition uint64           `json:"partition,omitempty"`
 	// User is whose booking or process the act is about; UID goes with it
 	// for a process.
 	User   string `json:"user,omitempty"`
@@ -55,9 +60,9 @@ type MonitorOptions struct {
 	// bookings (no process is signalled).
 	Backend gpu.Backend
 	// Signaller sends signals; nil means PidfdSignaller.
-	Signaller Signaller
+	Signaller proc.Signaller
 	// Policy overrides the ledger's policy (flags on `chronos --monitor`).
-	Policy *Policy
+	Policy *domain.Policy
 	// SampleEvery is how often GPU processes are checked against the
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
@@ -77,7 +82,7 @@ type MonitorOptions struct {
 	// OnNotice is called with every notice to this monitor's user (an idle
 	// warning, "ends in 5m", a reclaim), whichever monitor recorded it: the
 	// app shows them.
-	OnNotice func(Notice)
+	OnNotice func(notice.Notice)
 	// Notify says how notices reach owners' terminals and the webhook.
 	Notify NotifyOptions
 	// Observer is told of each pass, reading and signal (metrics); nil:
@@ -123,7 +128,7 @@ type Monitor struct {
 	// past their deadline, remembering its signals in offline since it
 	// cannot claim them, and tries the ledger again at retryAt.
 	good    *snapshot
-	offline map[string]storage.Claim
+	offline map[string]domain.Claim
 	retryAt time.Time
 	lastErr error
 }
@@ -136,17 +141,17 @@ const offlineRetry = 15 * time.Second
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
 // every booking every second.
 type snapshot struct {
-	parts   []storage.Partition
-	claims  map[string]storage.Claim
-	events  []storage.Event // new since the last snapshot
-	waiting bool            // someone waits in line
-	pol     Policy
+	parts   []domain.Partition
+	claims  map[string]domain.Claim
+	events  []domain.Event // new since the last snapshot
+	waiting bool           // someone waits in line
+	pol     domain.Policy
 	// ledgerNotifyURL is a webhook the ledger's policy names: root's
 	// monitor says it ignores it (see notifier.webhook).
 	ledgerNotifyURL string
 	// readings are the stored GPU readings, and inventoryBackend the
 	// backend that wrote the inventory.
-	readings         []storage.DeviceReading
+	readings         []domain.DeviceReading
 	inventoryBackend string
 	stamp            string // the ledger version it was read at
 	read             time.Time
@@ -159,7 +164,7 @@ const snapshotMaxAge = 10 * time.Second
 // NewMonitor returns a monitor acting through c.
 func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 	if o.Signaller == nil {
-		o.Signaller = PidfdSignaller{}
+		o.Signaller = proc.PidfdSignaller{}
 	}
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Second
@@ -174,7 +179,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence(),
+	m := &Monitor{c: c, o: o, root: proc.RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence(),
 		pub: newPublisher(c, o.PresenceTTL)}
 	if o.Root != nil {
 		m.root = *o.Root
@@ -211,7 +216,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 			// is said again once a minute, not each time.
 			now := m.c.now()
 			if msg := err.Error(); msg != lastErr || now.Sub(lastErrAt) >= errorRepeat || now.Before(lastErrAt) {
-				m.report(Act{Time: now, Kind: storage.EventError, Detail: msg})
+				m.report(Act{Time: now, Kind: domain.EventError, Detail: msg})
 				lastErr, lastErrAt = msg, now
 			}
 			if !next.After(now) {
@@ -228,7 +233,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 			changed = true
 			timer.Stop()
 		case err := <-pubErrs:
-			m.report(Act{Time: m.c.now(), Kind: storage.EventError, Detail: err.Error()})
+			m.report(Act{Time: m.c.now(), Kind: domain.EventError, Detail: err.Error()})
 			timer.Stop()
 		case <-timer.C():
 		}
@@ -246,9 +251,9 @@ func (m *Monitor) report(a Act) {
 type signalPlan struct {
 	key    string // claim key
 	sig    syscall.Signal
-	proc   Attribution
+	proc   admission.Attribution
 	reason string
-	cause  storage.EventKind // expired, overbudget or unbooked
+	cause  domain.EventKind // expired, overbudget or unbooked
 }
 
 // Tick makes one pass: it expires and warns what is due and applies the
@@ -267,7 +272,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		// notice or not; each try may take the store's whole timeout.
 		return nil, m.lastErr
 	}
-	s := &snapshot{pol: DefaultPolicy(), stamp: stamp, read: now}
+	s := &snapshot{pol: admission.DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.ledger.View(m.c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if s.pol, err = policyIn(tx); err != nil {
@@ -323,7 +328,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	// Each host's monitor keeps the books of its own host's bookings (see
 	// keeping); processes are matched only against this host's, whose
 	// GPUs it samples.
-	local := slices.DeleteFunc(slices.Clone(parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
+	local := slices.DeleteFunc(slices.Clone(parts), func(p domain.Partition) bool { return !m.c.OnThisHost(p) })
 	if m.o.Backend != nil && !now.Before(m.nextInventory) {
 		m.nextInventory = now.Add(inventoryEvery)
 		if err := m.refreshInventory(); err != nil {
@@ -333,9 +338,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 
 	kept := m.keep(parts, now, pol.WarnLead)
 	due, warn := dueAt(kept.parts, now, pol.WarnLead)
-	var atts []Attribution
-	var readings []storage.DeviceReading // readings to store
-	var release, orphaned []uint64       // bookings whose chronos run died
+	var atts []admission.Attribution
+	var readings []domain.DeviceReading // readings to store
+	var release, orphaned []uint64      // bookings whose chronos run died
 	if m.o.Backend != nil && (len(due) > 0 || !now.Before(m.nextSample)) {
 		s, err := m.o.Backend.Sample()
 		if err != nil {
@@ -343,7 +348,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
 		m.pub.offer(s)
-		atts = Attribute(s, local, now)
+		atts = admission.Attribute(s, local, now)
 		m.o.Observer.Sampled(s, atts)
 		m.acct.observe(s, atts, local, now)
 		if err := m.acct.skipTaken(m.c.ctx, m.c.ledger); err != nil {
@@ -353,7 +358,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		// backend never speaks for a ledger of real GPUs. A ledger many
 		// hosts share keeps none: hosts' live readings go in their
 		// published statuses instead.
-		if rs := readingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && readingDue(snap.readings, rs) {
+		if rs := admission.ReadingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && admission.ReadingDue(snap.readings, rs) {
 			readings = rs
 		}
 		release, orphaned = orphans(local, atts, now, m.root)
@@ -499,10 +504,10 @@ const passWrites = storage.WriteBudget
 // pass is what one monitor pass means to write.
 type pass struct {
 	due, warn         []uint64
-	notices           []notice
+	notices           []pendingNotice
 	plans             []signalPlan
 	release, orphaned []uint64 // bookings whose chronos run died
-	readings          []storage.DeviceReading
+	readings          []domain.DeviceReading
 }
 
 // bound keeps what the pass writes within passWrites: an expiry or a
@@ -558,32 +563,32 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 		return next, fmt.Errorf("sample GPUs: %w", err)
 	}
 	m.nextSample = now.Add(m.o.SampleEvery)
-	local := slices.DeleteFunc(slices.Clone(snap.parts), func(p storage.Partition) bool { return !m.c.OnThisHost(p) })
+	local := slices.DeleteFunc(slices.Clone(snap.parts), func(p domain.Partition) bool { return !m.c.OnThisHost(p) })
 	claims := maps.Clone(snap.claims)
 	maps.Copy(claims, m.offline)
-	plans, _ := m.plan(Attribute(s, local, now), local, claims, snap.pol, now)
+	plans, _ := m.plan(admission.Attribute(s, local, now), local, claims, snap.pol, now)
 	why := "the ledger cannot be reached"
 	if errors.Is(cause, storage.ErrBusy) {
 		why = "the ledger is busy"
 	}
 	if m.offline == nil {
-		m.offline = map[string]storage.Claim{}
+		m.offline = map[string]domain.Claim{}
 	}
 	for _, p := range plans {
-		if p.proc.Verdict != Ended {
+		if p.proc.Verdict != admission.Ended {
 			continue
 		}
-		m.offline[p.key] = storage.Claim{By: m.o.Name, At: now}
-		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
-			Detail: fmt.Sprintf("%s to %s: %s (%s: acted on what it last said, not recorded there yet)", signalName(p.sig), p.proc.Command, p.reason, why)}
+		m.offline[p.key] = domain.Claim{By: m.o.Name, At: now}
+		a := Act{Time: m.c.now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+			Detail: fmt.Sprintf("%s to %s: %s (%s: acted on what it last said, not recorded there yet)", proc.SignalName(p.sig), p.proc.Command, p.reason, why)}
 		switch err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig); {
 		case err == nil:
-		case errors.Is(err, ErrProcessGone):
+		case errors.Is(err, proc.ErrProcessGone):
 			continue
-		case errors.Is(err, ErrNoPermission):
-			a.Kind, a.Detail = storage.EventDenied, fmt.Sprintf("%s to %s (%s) needs root: %s", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
+		case errors.Is(err, proc.ErrNoPermission):
+			a.Kind, a.Detail = domain.EventDenied, fmt.Sprintf("%s to %s (%s) needs root: %s", proc.SignalName(p.sig), p.proc.Command, p.proc.User, p.reason)
 		default:
-			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+			a.Kind, a.Detail = domain.EventError, fmt.Sprintf("%s to pid %d: %v", proc.SignalName(p.sig), p.proc.PID, err)
 		}
 		m.report(a)
 	}
@@ -612,14 +617,14 @@ func (m *Monitor) refreshInventory() error {
 
 // dueAt lists the bookings whose deadline has passed but are still stored
 // as live, and those that have reached their warning lead.
-func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, warn []uint64) {
+func dueAt(parts []domain.Partition, now time.Time, lead time.Duration) (due, warn []uint64) {
 	for _, p := range parts {
-		if p.State != storage.Live {
+		if p.State != domain.Live {
 			continue
 		}
 		if !now.Before(p.Expires) {
 			due = append(due, p.ID)
-		} else if !p.Warned && lead > 0 && !now.Before(p.Expires.Add(-WarnLead(p, lead))) {
+		} else if !p.Warned && lead > 0 && !now.Before(p.Expires.Add(-domain.WarnLead(p, lead))) {
 			warn = append(warn, p.ID)
 		}
 	}
@@ -628,7 +633,7 @@ func dueAt(parts []storage.Partition, now time.Time, lead time.Duration) (due, w
 
 // expireAndWarn flips due bookings and records warnings, inside tx. Only
 // the monitor whose transaction flips a booking reports it.
-func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attribution, now time.Time, policy func() (Policy, error), kept keeping) ([]Act, error) {
+func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admission.Attribution, now time.Time, policy func() (domain.Policy, error), kept keeping) ([]Act, error) {
 	var acts []Act
 	if len(due) > 0 {
 		now = m.c.now() // sampling may have taken a while since the tick began
@@ -639,16 +644,16 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[uint64]storage.Partition, len(read))
+	byID := make(map[uint64]domain.Partition, len(read))
 	for _, p := range read {
 		byID[p.ID] = p
 	}
 	for _, id := range due {
 		p := byID[id]
-		if p.State != storage.Live || now.Before(p.Expires) {
+		if p.State != domain.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		if err := endBooking(tx, &p, storage.Expired, p.Expires, policy); err != nil {
+		if err := endBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -660,10 +665,10 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		late := now.Sub(p.Expires)
 		gpu := strconv.Itoa(p.Device)
 		if !m.c.OnThisHost(p) { // kept for a host whose monitors stopped
-			gpu = FormatGPU(p.Host, p.Device)
+			gpu = human.FormatGPU(p.Host, p.Device)
 		}
-		a := Act{Time: now, Kind: storage.EventExpired, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("GPU %s, %s; %d GPU process(es); %s after the deadline%s", gpu, FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
+		a := Act{Time: now, Kind: domain.EventExpired, Partition: id, User: p.User,
+			Detail: fmt.Sprintf("GPU %s, %s; %d GPU process(es); %s after the deadline%s", gpu, human.FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -678,8 +683,8 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 		if err := tx.PutPartition(&p); err != nil {
 			return nil, err
 		}
-		a := Act{Time: now, Kind: storage.EventWarned, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(now)), p.Device)}
+		a := Act{Time: now, Kind: domain.EventWarned, Partition: id, User: p.User,
+			Detail: fmt.Sprintf("%s (GPU %d)", human.EndsIn(p.Expires.Sub(now)), p.Device)}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -688,15 +693,15 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []Attri
 	return acts, nil
 }
 
-type notice struct {
+type pendingNotice struct {
 	key string
 	act Act
 }
 
 // plan decides, from one sample, which processes to signal and which
 // misuse to note, leaving out what another monitor has claimed.
-func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map[string]storage.Claim, pol Policy, now time.Time) ([]signalPlan, []notice) {
-	byID := map[uint64]storage.Partition{}
+func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, claims map[string]domain.Claim, pol domain.Policy, now time.Time) ([]signalPlan, []pendingNotice) {
+	byID := map[uint64]domain.Partition{}
 	booked := map[int]bool{}
 	for _, p := range parts {
 		byID[p.ID] = p
@@ -715,37 +720,37 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		return d
 	}
 	var plans []signalPlan
-	var notes []notice
-	note := func(n notice) {
+	var notes []pendingNotice
+	note := func(n pendingNotice) {
 		if _, done := claims[n.key]; !done {
 			notes = append(notes, n)
 		}
 	}
 	for _, a := range atts {
 		var action, reason string
-		var cause storage.EventKind
+		var cause domain.EventKind
 		switch {
-		case a.Verdict == Ended && byID[a.Partition].State != storage.Released && pol.Expiry == ActTerminate:
-			action, reason, cause = ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), storage.EventExpired
-		case a.Verdict == OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != ActOff:
+		case a.Verdict == admission.Ended && byID[a.Partition].State != domain.Released && pol.Expiry == admission.ActTerminate:
+			action, reason, cause = admission.ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), domain.EventExpired
+		case a.Verdict == admission.OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != admission.ActOff:
 			p := byID[a.Partition]
-			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, FormatBytes(p.Bytes)), storage.EventOverBudget
-			if action == ActWarn {
-				note(notice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventOverBudget,
-					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, FormatBytes(a.MemoryUsed), reason)}})
+			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, human.FormatBytes(p.Bytes)), domain.EventOverBudget
+			if action == admission.ActWarn {
+				note(pendingNotice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventOverBudget,
+					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, human.FormatBytes(a.MemoryUsed), reason)}})
 			}
-		case a.Verdict == Unbooked && booked[a.Device] && pol.Unbooked != ActOff:
+		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != admission.ActOff:
 			claim := ""
 			if c, ok := byID[a.Claimed]; ok {
 				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
 			}
-			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), storage.EventUnbooked
-			if action == ActWarn {
-				note(notice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: storage.EventUnbooked,
-					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, FormatBytes(a.MemoryUsed), a.Device, claim)}})
+			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), domain.EventUnbooked
+			if action == admission.ActWarn {
+				note(pendingNotice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventUnbooked,
+					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, human.FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
-		if action != ActTerminate || a.PID <= 0 || a.StartTime == 0 {
+		if action != admission.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
 		term, kill := claimKey(claimTerm, a.PID, a.StartTime), claimKey(claimKill, a.PID, a.StartTime)
@@ -755,7 +760,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 		case claimable(tc, termed, m.root):
 			plans = append(plans, signalPlan{key: term, sig: syscall.SIGTERM, proc: a, reason: reason, cause: cause})
 		case termed && !tc.NeedsRoot && !now.Before(tc.At.Add(pol.Grace)) && claimable(kc, killed, m.root):
-			plans = append(plans, signalPlan{key: kill, sig: syscall.SIGKILL, proc: a, reason: reason + ", still running " + FormatDuration(pol.Grace) + " after SIGTERM", cause: cause})
+			plans = append(plans, signalPlan{key: kill, sig: syscall.SIGKILL, proc: a, reason: reason + ", still running " + human.FormatDuration(pol.Grace) + " after SIGTERM", cause: cause})
 		}
 	}
 	return plans, notes
@@ -769,7 +774,7 @@ func (m *Monitor) plan(atts []Attribution, parts []storage.Partition, claims map
 // pipe directory the policy names). A process that merely runs while a
 // daemon does, or whose environment names another daemon or a larger
 // limit, is checked.
-func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a Attribution, p storage.Partition, pol Policy) bool {
+func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a admission.Attribution, p domain.Partition, pol domain.Policy) bool {
 	limit, ok := a.CUDA.MPSMemLimitBytes()
 	if !ok || limit > p.Bytes || a.PartitionID != strconv.FormatUint(p.ID, 10) || !a.CUDA.Sees(p.DeviceUUID, p.Device) {
 		return false
@@ -780,20 +785,20 @@ func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a Attribution, p storage.
 
 // claimable says whether a monitor may take on an act: nobody has, or the
 // one who did lacked permission and this monitor runs as root.
-func claimable(c storage.Claim, exists, root bool) bool {
+func claimable(c domain.Claim, exists, root bool) bool {
 	return !exists || (c.NeedsRoot && root)
 }
 
 func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Time) error {
-	return tx.PutClaim(key, storage.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
+	return tx.PutClaim(key, domain.Claim{By: m.o.Name, At: now, NeedsRoot: needsRoot})
 }
 
 // record adds an act to the audit trail: the monitor's user acted; a
 // process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	e := storage.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(a.Detail)}
+	e := domain.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(a.Detail)}
 	if a.PID != 0 {
-		e.Process = &storage.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
+		e.Process = &domain.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
 	return tx.AddEvent(e)
 }
@@ -806,22 +811,22 @@ func (m *Monitor) signal(plans []signalPlan) error {
 	var denied []string
 	for _, p := range plans {
 		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: storage.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
-			Detail: fmt.Sprintf("%s to %s: %s", signalName(p.sig), p.proc.Command, p.reason)}
+		a := Act{Time: m.c.now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
+			Detail: fmt.Sprintf("%s to %s: %s", proc.SignalName(p.sig), p.proc.Command, p.reason)}
 		switch {
 		case err == nil:
 			m.o.Observer.Signalled(p.sig, p.cause)
-		case errors.Is(err, ErrProcessGone) && keepsRecordsOf(m.root, p.proc.UID):
+		case errors.Is(err, proc.ErrProcessGone) && proc.KeepsRecordsOf(m.root, p.proc.UID):
 			continue
-		case errors.Is(err, ErrNoPermission), errors.Is(err, ErrProcessGone):
+		case errors.Is(err, proc.ErrNoPermission), errors.Is(err, proc.ErrProcessGone):
 			// Another user's process gone from this monitor's /proc may
 			// only be hidden from it (hidepid=2, a namespace): root's
 			// monitor looks again.
-			a.Kind = storage.EventDenied
-			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", signalName(p.sig), p.proc.Command, p.proc.User, p.reason)
+			a.Kind = domain.EventDenied
+			a.Detail = fmt.Sprintf("%s to %s (%s) needs root: %s; left to a monitor running as root", proc.SignalName(p.sig), p.proc.Command, p.proc.User, p.reason)
 			denied = append(denied, p.key)
 		default:
-			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("%s to pid %d: %v", signalName(p.sig), p.proc.PID, err)
+			a.Kind, a.Detail = domain.EventError, fmt.Sprintf("%s to pid %d: %v", proc.SignalName(p.sig), p.proc.PID, err)
 		}
 		acts = append(acts, a)
 	}
@@ -850,7 +855,7 @@ func (m *Monitor) signal(plans []signalPlan) error {
 
 // nextWake is the earliest of: the next deadline, the next warning, the
 // next sample (when processes are watched) and the next SIGKILL due.
-func (m *Monitor) nextWake(parts []storage.Partition, claims map[string]storage.Claim, pol Policy, now time.Time) time.Time {
+func (m *Monitor) nextWake(parts []domain.Partition, claims map[string]domain.Claim, pol domain.Policy, now time.Time) time.Time {
 	next := now.Add(maxSleep)
 	consider := func(t time.Time) {
 		if t.Before(next) {
@@ -858,12 +863,12 @@ func (m *Monitor) nextWake(parts []storage.Partition, claims map[string]storage.
 		}
 	}
 	for _, p := range parts {
-		if p.State != storage.Live {
+		if p.State != domain.Live {
 			continue
 		}
 		consider(p.Expires)
 		if !p.Warned && pol.WarnLead > 0 {
-			consider(p.Expires.Add(-WarnLead(p, pol.WarnLead)))
+			consider(p.Expires.Add(-domain.WarnLead(p, pol.WarnLead)))
 		}
 	}
 	if m.o.Backend != nil {

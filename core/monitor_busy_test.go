@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -25,7 +27,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := newFakeClock()
 	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, CurrentIdentity(), clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Minute})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
 	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
@@ -46,7 +48,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		for _, a := range log.acts {
-			if a.Kind == storage.EventSignalled {
+			if a.Kind == domain.EventSignalled {
 				n, detail = n+1, a.Detail
 			}
 		}
@@ -60,14 +62,14 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	require.NoError(t, holder.Wait())
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State, "not recorded while the ledger was busy")
+	require.Equal(t, domain.Live, got.State, "not recorded while the ledger was busy")
 
 	clk.Advance(time.Second)
 	_, err = m.Tick()
 	require.NoError(t, err)
 	got, err = c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Expired, got.State, "recorded once the ledger is free")
+	require.Equal(t, domain.Expired, got.State, "recorded once the ledger is free")
 	require.Contains(t, strings.Join(eventKinds(t, c, p.ID), " "), "expired")
 	n, _ = signalled()
 	require.Equal(t, 1, n, "nothing signalled twice")

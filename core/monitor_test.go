@@ -16,7 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -26,7 +29,7 @@ import (
 // idleGPU is the simulated device with no made-up workload on it.
 const idleGPU = 3
 
-func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who Identity, clk clock.Clock) *Client {
+func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who domain.Identity, clk clock.Clock) *Client {
 	t.Helper()
 	return NewClient(Options{Ledger: s, As: &who, Clock: clk, Devices: func() (string, []gpu.Device, error) {
 		devs, err := sim.Devices()
@@ -72,7 +75,7 @@ func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	c := clientOn(open(), clock, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
@@ -98,7 +101,7 @@ func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	require.Equal(t, []string{"warned"}, log.kinds(), "the other monitor flipped it, so this one reports nothing")
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, domain.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended)
 	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
 }
@@ -111,9 +114,9 @@ func TestMonitorWakesAtTheDeadline(t *testing.T) {
 func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	c := clientOn(open(), clock, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
-	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, WarnLead: 0, Grace: time.Second}})
+	m := NewMonitor(c, MonitorOptions{Policy: &domain.Policy{Expiry: admission.ActTerminate, WarnLead: 0, Grace: time.Second}})
 	clock.Advance(1500 * time.Millisecond)
 	next, err := m.Tick()
 	require.NoError(t, err)
@@ -158,7 +161,7 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, open(), sim, CurrentIdentity(), nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Second})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
 	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
@@ -166,7 +169,7 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := DefaultPolicy()
+	pol := admission.DefaultPolicy()
 	pol.Grace = 300 * time.Millisecond
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -198,13 +201,13 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	s := open()
 	me := CurrentIdentity()
 	c := simClient(t, s, sim, me, nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Bytes(2 << 30), Duration: time.Hour})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	hog := startChild(t, p.ID, "sleep 60")
 	sim.Attach(idleGPU, hog.Process.Pid, 3<<30)
 
 	var log actLog
-	warnOnly := Policy{Expiry: ActTerminate, OverBudget: ActWarn, Unbooked: ActWarn, Grace: time.Second, MaxLength: time.Hour}
+	warnOnly := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActWarn, Unbooked: admission.ActWarn, Grace: time.Second, MaxLength: time.Hour}
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &warnOnly, OnAct: log.add})
 	for range 3 {
 		m.nextSample = time.Time{}
@@ -224,7 +227,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	// limit, under a daemon the booking can trust, is MPS's to hold to its
 	// memory; any other process of the booking is still ours to stop.
 	terminate := warnOnly
-	terminate.OverBudget = ActTerminate
+	terminate.OverBudget = admission.ActTerminate
 	pipeDir := t.TempDir()
 	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
@@ -261,7 +264,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	ids := map[uint64]bool{}
 	var first, last time.Time
 	for i := range n {
-		p, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.004), Duration: time.Second + time.Duration(i)*5*time.Millisecond})
+		p, err := c.Create(Request{Device: i % 2, Memory: human.Fraction(0.004), Duration: time.Second + time.Duration(i)*5*time.Millisecond})
 		require.NoError(t, err)
 		ids[p.ID] = true
 		if i == 0 {
@@ -323,7 +326,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	// tenth of it, a window a real-time monitor may miss.
 	clk := clock.NewFake(clock.System().Now())
 	c := simClient(t, s, sim, root, clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Second})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	if _, ok := s.(*bolt.Ledger); ok {
 		require.NoError(t, os.Chmod(db, 0o666))
@@ -365,9 +368,9 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	c := clientOn(open(), clock, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	m := NewMonitor(c, MonitorOptions{Policy: &Policy{Expiry: ActTerminate, MaxLength: 24 * time.Hour}})
+	m := NewMonitor(c, MonitorOptions{Policy: &domain.Policy{Expiry: admission.ActTerminate, MaxLength: 24 * time.Hour}})
 
 	clock.Set(clock.Now().Add(-30 * time.Minute)) // a step back
 	next, err := m.Tick()
@@ -375,14 +378,14 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	require.Equal(t, clock.Now().Add(time.Second), next)
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, domain.Live, got.State)
 
 	clock.Advance(3 * time.Hour) // a big step forwards, past the deadline
 	_, err = m.Tick()
 	require.NoError(t, err)
 	got, err = c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Expired, got.State)
+	require.Equal(t, domain.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended, "it ended at its deadline, whenever the monitor noticed")
 }
 
@@ -399,7 +402,7 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), clock, alice)
 	const n = 150
 	for i := range n {
-		_, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.005), Duration: time.Hour})
+		_, err := c.Create(Request{Device: i % 2, Memory: human.Fraction(0.005), Duration: time.Hour})
 		require.NoError(t, err)
 	}
 	clock.Advance(2 * time.Hour)
@@ -417,7 +420,7 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	expired := map[uint64]int{}
 	for _, e := range evs {
-		if e.Kind == storage.EventExpired {
+		if e.Kind == domain.EventExpired {
 			expired[e.Partition]++
 		}
 	}
@@ -432,7 +435,7 @@ func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 3 * time.Second})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3 * time.Second})
 	require.NoError(t, err)
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
@@ -441,7 +444,7 @@ func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 	require.NoError(t, err)
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
-	require.Equal(t, storage.EventWarned, evs[len(evs)-1].Kind)
+	require.Equal(t, domain.EventWarned, evs[len(evs)-1].Kind)
 	require.Equal(t, "ends in under a second (GPU 0)", evs[len(evs)-1].Detail)
 	require.Equal(t, p.ID, evs[len(evs)-1].Partition)
 }
@@ -449,20 +452,20 @@ func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 func TestFormatEvent(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		e    storage.Event
+		e    domain.Event
 		want string
 	}{
-		{storage.Event{Kind: storage.EventCreated, Partition: 3, User: "alice", Detail: "50% (40.0 GiB) of GPU 0 for 1h"},
+		{domain.Event{Kind: domain.EventCreated, Partition: 3, User: "alice", Detail: "50% (40.0 GiB) of GPU 0 for 1h"},
 			"created    #3 by alice: 50% (40.0 GiB) of GPU 0 for 1h"},
-		{storage.Event{Kind: storage.EventReleased, Partition: 3, User: "alice"}, "released   #3 by alice"},
-		{storage.Event{Kind: storage.EventUnbooked, User: "root", Process: &storage.EventProcess{PID: 4242, UID: 1003, User: "carol"},
+		{domain.Event{Kind: domain.EventReleased, Partition: 3, User: "alice"}, "released   #3 by alice"},
+		{domain.Event{Kind: domain.EventUnbooked, User: "root", Process: &domain.EventProcess{PID: 4242, UID: 1003, User: "carol"},
 			Detail: "python x.py uses 34.0 GiB on GPU 1 with no booking"},
 			"unbooked   carol's pid 4242: python x.py uses 34.0 GiB on GPU 1 with no booking (recorded by root)"},
-		{storage.Event{Kind: storage.EventSignalled, Partition: 7, User: "root", Process: &storage.EventProcess{PID: 9, UID: 1001, User: "alice"},
+		{domain.Event{Kind: domain.EventSignalled, Partition: 7, User: "root", Process: &domain.EventProcess{PID: 9, UID: 1001, User: "alice"},
 			Detail: "SIGTERM to python: booking #7 expired"},
 			"signalled  #7 alice's pid 9: SIGTERM to python: booking #7 expired (recorded by root)"},
 	} {
-		require.Equal(t, tc.want, FormatEvent(tc.e))
+		require.Equal(t, tc.want, human.FormatEvent(tc.e))
 	}
 }
 
@@ -475,7 +478,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storetest.Bolt(t)(), sim, root, nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour, For: "daemon"})
+	_, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour, For: "daemon"})
 	require.NoError(t, err)
 	stray := exec.Command("sleep", "60")
 	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -489,10 +492,10 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
 	e := evs[len(evs)-1]
-	require.Equal(t, storage.EventUnbooked, e.Kind)
-	require.Equal(t, &storage.EventProcess{PID: stray.Process.Pid, UID: 65534, User: UserName(65534)}, e.Process)
+	require.Equal(t, domain.EventUnbooked, e.Kind)
+	require.Equal(t, &domain.EventProcess{PID: stray.Process.Pid, UID: 65534, User: UserName(65534)}, e.Process)
 	require.Equal(t, "root", e.User)
-	require.Contains(t, FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
+	require.Contains(t, human.FormatEvent(e), UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
 }
 
 // A minute's accounting of many bookings is written whole, in passes small
@@ -510,7 +513,7 @@ func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 	c := NewClient(Options{Ledger: open(), As: &me, Clock: clock, Devices: simDevices(sim)})
 	const n = 150
 	for i := range n {
-		_, err := c.Create(Request{Device: i % 8, Memory: Fraction(0.005), Duration: 4 * time.Hour})
+		_, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.005), Duration: 4 * time.Hour})
 		require.NoError(t, err)
 	}
 	// A sample every 5 s is as good as every second for a minute's books,
@@ -541,7 +544,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storetest.Bolt(t)(), sim, CurrentIdentity(), nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: Bytes(1 << 30), Duration: time.Hour})
+	_, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 
 	// Root's programs named as MPS's: a control daemon (a copy of sh) that
@@ -575,16 +578,16 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	t.Cleanup(func() { _ = server.Kill() })
 	sim.Attach(idleGPU, server.Pid, 3<<30) // more than the booking holds
 
-	terminate := Policy{Expiry: ActTerminate, OverBudget: ActTerminate, Unbooked: ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	terminate := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, OnAct: log.add})
 	_, err = m.Tick()
 	require.NoError(t, err)
 	st, err := c.Stats(sim, gpu.MPS{})
 	require.NoError(t, err)
-	i := slices.IndexFunc(st.Processes, func(a Attribution) bool { return a.PID == server.Pid })
+	i := slices.IndexFunc(st.Processes, func(a admission.Attribution) bool { return a.PID == server.Pid })
 	require.GreaterOrEqual(t, i, 0)
-	require.Equal(t, MPSServer, st.Processes[i].Verdict)
+	require.Equal(t, admission.MPSServer, st.Processes[i].Verdict)
 	require.Zero(t, st.Processes[i].Partition, "the server counts against no booking")
 	require.NotContains(t, log.kinds(), "signalled")
 	require.NotContains(t, log.kinds(), "overbudget")

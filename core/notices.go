@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -13,13 +15,13 @@ import (
 // booking and a day), so that an app opened later shows what was issued
 // before. It returns the newest event's number, to pass as after next
 // time. Whether each is still worth showing is Notice.Moot's to say.
-func (c *Client) Notices(after uint64) (notices []Notice, upTo uint64, err error) {
+func (c *Client) Notices(after uint64) (notices []notice.Notice, upTo uint64, err error) {
 	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		upTo = tx.LastEvent()
 		if upTo <= after {
 			return nil
 		}
-		var evs []storage.Event
+		var evs []domain.Event
 		if after > 0 {
 			if evs, err = tx.Events(after, 0); err != nil {
 				return err
@@ -35,7 +37,7 @@ func (c *Client) Notices(after uint64) (notices []Notice, upTo uint64, err error
 
 // recentNoticeEvents reads back the audit trail as far as the oldest of
 // the user's bookings a table shows, oldest first.
-func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]storage.Event, error) {
+func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]domain.Event, error) {
 	pol, err := policyIn(tx)
 	if err != nil {
 		return nil, err
@@ -53,13 +55,13 @@ func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]storage.Event, error) {
 	if oldest.IsZero() {
 		return nil, nil // no bookings of theirs: nothing to tell
 	}
-	var evs []storage.Event
-	err = tx.EventsBackward(func(e storage.Event) (bool, error) {
+	var evs []domain.Event
+	err = tx.EventsBackward(func(e domain.Event) (bool, error) {
 		if e.Time.Before(oldest) {
 			return false, nil
 		}
-		if isNotice(e.Kind) {
-			evs = append([]storage.Event{e}, evs...)
+		if notice.IsNotice(e.Kind) {
+			evs = append([]domain.Event{e}, evs...)
 		}
 		return true, nil
 	})
@@ -70,10 +72,10 @@ func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]storage.Event, error) {
 // text is the event's, as `chronos events` shows it (escaped where drawn):
 // the app shows a person their own ledger; what root writes to a terminal
 // or posts is rendered from the records instead (noticeDetail).
-func (c *Client) noticesOf(tx *storage.Tx, evs []storage.Event) ([]Notice, error) {
+func (c *Client) noticesOf(tx *storage.Tx, evs []domain.Event) ([]notice.Notice, error) {
 	var ids []uint64
 	for _, e := range evs {
-		if isNotice(e.Kind) && e.Partition != 0 {
+		if notice.IsNotice(e.Kind) && e.Partition != 0 {
 			ids = append(ids, e.Partition)
 		}
 	}
@@ -84,36 +86,19 @@ func (c *Client) noticesOf(tx *storage.Tx, evs []storage.Event) ([]Notice, error
 	if err != nil {
 		return nil, err
 	}
-	owners := make(map[uint64]storage.Partition, len(parts))
+	owners := make(map[uint64]domain.Partition, len(parts))
 	for _, p := range parts {
 		owners[p.ID] = p
 	}
-	var out []Notice
+	var out []notice.Notice
 	for _, e := range evs {
 		p, ok := owners[e.Partition]
-		if !isNotice(e.Kind) || !ok || p.UID != c.me.UID {
+		if !notice.IsNotice(e.Kind) || !ok || p.UID != c.me.UID {
 			continue
 		}
-		out = append(out, Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: e.Detail})
+		out = append(out, notice.Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: e.Detail})
 	}
 	return out, nil
-}
-
-// Moot says whether n no longer needs showing, given its booking p as read
-// now: its owner dismissed it (in any app), or it warned of something
-// that can no longer happen — an "ends in" whose booking was extended, a
-// warning about a booking that has ended. A reclaim is news of the end
-// itself: it stays until dismissed.
-func (n Notice) Moot(p storage.Partition, now time.Time) bool {
-	switch {
-	case n.Seq > 0 && p.NoticesDismissed >= n.Seq:
-		return true
-	case n.Kind == storage.EventReclaimed:
-		return false
-	case n.Kind == storage.EventWarned && !p.Warned:
-		return true
-	}
-	return p.EndedAt(now)
 }
 
 // DismissNotice records that the owner of booking id has read its notices
@@ -126,7 +111,7 @@ func (c *Client) DismissNotice(id, seq uint64) error {
 			return err
 		}
 		if !c.me.MayChange(p.UID) {
-			return fmt.Errorf("%w: %d belongs to %s; only they or root may dismiss its notices", ErrNotOwner, id, p.User)
+			return fmt.Errorf("%w: %d belongs to %s; only they or root may dismiss its notices", domain.ErrNotOwner, id, p.User)
 		}
 		if seq <= p.NoticesDismissed {
 			return nil // another app of theirs did

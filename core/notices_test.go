@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
 )
 
 // A booking shorter than twice the policy's lead is warned halfway, not a
@@ -17,7 +19,7 @@ func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
 	c := newTestClient(t, clk, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 12 * time.Minute})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{})
 	clk.Advance(7 * time.Minute)
@@ -26,14 +28,14 @@ func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
 	last := evs[len(evs)-1]
-	require.Equal(t, storage.EventWarned, last.Kind)
+	require.Equal(t, domain.EventWarned, last.Kind)
 	require.Equal(t, p.ID, last.Partition)
 	require.Equal(t, "ends in 5m (GPU 0)", last.Detail)
 
 	// A 4-minute booking is warned halfway, not at its start.
-	q, err := c.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: 4 * time.Minute})
+	q, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 4 * time.Minute})
 	require.NoError(t, err)
-	require.Equal(t, 2*time.Minute, WarnLead(q.Partition, 5*time.Minute))
+	require.Equal(t, 2*time.Minute, domain.WarnLead(q.Partition, 5*time.Minute))
 }
 
 // Notices are read from the audit trail by their owner only: all of those
@@ -45,9 +47,9 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	clk := newFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	a, b, r := clientAt(path, clk, alice), clientAt(path, clk, bob), clientAt(path, clk, root)
-	mine, err := a.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 12 * time.Minute})
+	mine, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
-	bobs, err := b.Create(Request{Device: 1, Memory: Fraction(0.5), Duration: 12 * time.Minute})
+	bobs, err := b.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	clk.Advance(7 * time.Minute)
 	_, err = NewMonitor(r, MonitorOptions{}).Tick()
@@ -58,7 +60,7 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	require.Len(t, got, 1, "bob's warning is not alice's")
 	n := got[0]
 	require.Equal(t, mine.ID, n.Partition)
-	require.Equal(t, storage.EventWarned, n.Kind)
+	require.Equal(t, domain.EventWarned, n.Kind)
 	require.NotZero(t, upTo)
 	again, upTo2, err := a.Notices(upTo)
 	require.NoError(t, err)
@@ -68,7 +70,7 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	p, err := a.Get(mine.ID)
 	require.NoError(t, err)
 	require.False(t, n.Moot(p.Partition, clk.Now()))
-	require.ErrorIs(t, b.DismissNotice(mine.ID, n.Seq), ErrNotOwner)
+	require.ErrorIs(t, b.DismissNotice(mine.ID, n.Seq), domain.ErrNotOwner)
 	require.NoError(t, a.DismissNotice(mine.ID, n.Seq))
 	p, err = a.Get(mine.ID)
 	require.NoError(t, err)
@@ -80,7 +82,7 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	clk.Advance(6 * time.Minute)
 	bp, err := b.Get(bobs.ID)
 	require.NoError(t, err)
-	warned := Notice{Seq: 99, Kind: storage.EventWarned}
+	warned := notice.Notice{Seq: 99, Kind: domain.EventWarned}
 	require.True(t, warned.Moot(bp.Partition, clk.Now()))
-	require.False(t, Notice{Seq: 99, Kind: storage.EventReclaimed}.Moot(bp.Partition, clk.Now()))
+	require.False(t, notice.Notice{Seq: 99, Kind: domain.EventReclaimed}.Moot(bp.Partition, clk.Now()))
 }

@@ -11,35 +11,10 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// Notice is something an owner is told about their booking before (or as)
-// it happens to it: "ends in 5m", an idle warning, a reclaim. Each is an
-// audit event first; monitors then tell the owner on their terminals and
-// in their open apps, and root's monitor through the webhook, each channel
-// once however many monitors run. Its text is rendered from the event's
-// kind and the booking's record (see noticeDetail), never taken from the
-// event's free text, which whoever writes the ledger could have written.
-type Notice struct {
-	Seq       uint64            `json:"seq"`
-	Time      time.Time         `json:"time"`
-	Kind      storage.EventKind `json:"kind"`
-	Partition uint64            `json:"booking"`
-	Device    int               `json:"gpu"`
-	UID       int               `json:"uid"`
-	User      string            `json:"user"`
-	Detail    string            `json:"detail"`
-}
-
-func (n Notice) String() string {
-	return fmt.Sprintf("booking #%d of %s (GPU %d): %s", n.Partition, n.User, n.Device, n.Detail)
-}
-
-// isNotice says which events their owner is told of.
-func isNotice(k storage.EventKind) bool {
-	return k == storage.EventWarned || k == storage.EventIdle || k == storage.EventReclaimed
-}
 
 // NotifyOptions say how notices leave the monitor. Zero fields take the
 // defaults.
@@ -72,7 +47,7 @@ type notifier struct {
 	started bool   // seen is set
 	seen    uint64 // the newest event handled
 	upto    uint64 // the newest event of the current snapshot
-	mine    []Notice
+	mine    []notice.Notice
 	want    []delivery
 	won     []delivery
 	slots   chan struct{}
@@ -88,7 +63,7 @@ type notifier struct {
 
 type delivery struct {
 	key, to string
-	notice  Notice
+	notice  notice.Notice
 	tries   int       // posts made so far
 	at      time.Time // when to try again
 }
@@ -136,13 +111,13 @@ func newNotifier(o NotifyOptions, c clock.Clock, file string) notifier {
 }
 
 // events reads the audit events this monitor has not handled yet.
-func (n *notifier) events(tx *storage.Tx, now time.Time) ([]storage.Event, error) {
+func (n *notifier) events(tx *storage.Tx, now time.Time) ([]domain.Event, error) {
 	if n.started {
 		return tx.Events(n.seen, 0)
 	}
 	last := tx.LastEvent()
 	evs, err := tx.Events(max(last, 50)-50, 0)
-	var recent []storage.Event
+	var recent []domain.Event
 	for _, e := range evs {
 		if !e.Time.Before(now.Add(-noticeReplay)) {
 			recent = append(recent, e)
@@ -158,7 +133,7 @@ func (n *notifier) events(tx *storage.Tx, now time.Time) ([]storage.Event, error
 // prepare finds, in a fresh snapshot, the notices this monitor has not
 // handled: those for its own user (its app shows them) and the deliveries
 // it may make that no monitor has claimed.
-func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
+func (n *notifier) prepare(s *snapshot, me domain.Identity, root bool) {
 	n.mine, n.want, n.upto = nil, nil, n.seen
 	if root && s.ledgerNotifyURL != "" {
 		n.sayOnce(fmt.Sprintf("the ledger's policy names a webhook (notify-url=%s): ignored; root's monitor posts only to the address in %s", s.ledgerNotifyURL, n.file))
@@ -173,7 +148,7 @@ func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 		}
 		return address
 	}
-	owners := map[uint64]storage.Partition{}
+	owners := map[uint64]domain.Partition{}
 	for _, p := range s.parts {
 		owners[p.ID] = p
 	}
@@ -183,16 +158,16 @@ func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 		}
 		n.upto = max(n.upto, e.Seq)
 		p, ok := owners[e.Partition]
-		if !isNotice(e.Kind) || !ok {
+		if !notice.IsNotice(e.Kind) || !ok {
 			continue
 		}
-		nt := Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: noticeDetail(e, p)}
+		nt := notice.Notice{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User, Detail: notice.NoticeDetail(e, p)}
 		if p.UID == me.UID {
 			n.mine = append(n.mine, nt)
 		}
 		// Only root, or the owner, may write to the owner's terminals; and
 		// only while they are logged in is there anything to claim.
-		if (root || p.UID == me.UID) && loggedIn(n.o.Utmp, p.User) {
+		if (root || p.UID == me.UID) && notice.LoggedIn(n.o.Utmp, p.User) {
 			n.wantDelivery(s.claims, toTerminals, nt)
 		}
 		// Only root's monitor posts, and claims, a webhook delivery: a
@@ -208,7 +183,7 @@ func (n *notifier) prepare(s *snapshot, me Identity, root bool) {
 // in the log why an address cannot be used. (A notify-url in the ledger's
 // policy is ignored: whoever writes the ledger could have put it there.)
 func (n *notifier) webhook() string {
-	address, err := ReadNotifyFile(n.file)
+	address, err := notice.ReadNotifyFile(n.file)
 	if err != nil {
 		address = ""
 		n.sayOnce(fmt.Sprintf("the webhook's address is not used: %v", err))
@@ -220,26 +195,11 @@ func (n *notifier) webhook() string {
 func (n *notifier) sayOnce(detail string) {
 	if !n.said[detail] {
 		n.said[detail] = true
-		n.result(sent{act: Act{Time: n.clock.Now(), Kind: storage.EventError, Detail: detail}})
+		n.result(sent{act: Act{Time: n.clock.Now(), Kind: domain.EventError, Detail: detail}})
 	}
 }
 
-// noticeDetail renders what a notice says from the event's kind and the
-// booking's record: the event's own text is not shown to its owner, nor
-// posted, since whoever writes the ledger could have written it.
-func noticeDetail(e storage.Event, p storage.Partition) string {
-	switch e.Kind {
-	case storage.EventWarned:
-		return fmt.Sprintf("%s (GPU %d)", endsIn(p.Expires.Sub(e.Time)), p.Device)
-	case storage.EventIdle:
-		return fmt.Sprintf("idle on GPU %d and may be released: do GPU work, or `chronos hold %d DURATION --reason …` (`chronos show %d` says when)", p.Device, p.ID, p.ID)
-	case storage.EventReclaimed:
-		return fmt.Sprintf("released early: it sat idle on GPU %d; its processes are handled as at expiry", p.Device)
-	}
-	return string(e.Kind)
-}
-
-func (n *notifier) wantDelivery(claims map[string]storage.Claim, to string, nt Notice) {
+func (n *notifier) wantDelivery(claims map[string]domain.Claim, to string, nt notice.Notice) {
 	key := fmt.Sprintf("notify/%s/%d", to, nt.Seq)
 	if _, taken := claims[key]; !taken {
 		n.want = append(n.want, delivery{key: key, to: to, notice: nt})
@@ -248,7 +208,7 @@ func (n *notifier) wantDelivery(claims map[string]storage.Claim, to string, nt N
 
 // claim takes, inside tx, the deliveries nobody took since the snapshot
 // (fresh holds the claims as tx sees them).
-func (n *notifier) claim(tx *storage.Tx, fresh map[string]storage.Claim, m *Monitor, now time.Time) error {
+func (n *notifier) claim(tx *storage.Tx, fresh map[string]domain.Claim, m *Monitor, now time.Time) error {
 	n.won = nil
 	for _, d := range n.want {
 		if _, taken := fresh[d.key]; taken {
@@ -264,7 +224,7 @@ func (n *notifier) claim(tx *storage.Tx, fresh map[string]storage.Claim, m *Moni
 
 // done hands the snapshot's notices on: the owner's to onNotice, the
 // deliveries won to their channels.
-func (n *notifier) done(onNotice func(Notice)) {
+func (n *notifier) done(onNotice func(notice.Notice)) {
 	for _, d := range n.won {
 		n.send(d)
 	}
@@ -289,20 +249,20 @@ func (n *notifier) send(d delivery) {
 			n.retries = append(n.retries, d)
 			return
 		}
-		n.result(sent{act: Act{Time: n.clock.Now(), Kind: storage.EventError, Partition: d.notice.Partition, User: d.notice.User,
+		n.result(sent{act: Act{Time: n.clock.Now(), Kind: domain.EventError, Partition: d.notice.Partition, User: d.notice.User,
 			Detail: fmt.Sprintf("too many notices in flight; not sent to the %s: %s", d.to, d.notice.Detail)}})
 		return
 	}
 	address := n.address
 	go func() {
 		defer func() { <-n.slots }()
-		a := Act{Kind: storage.EventNotified, Partition: d.notice.Partition, User: d.notice.User}
+		a := Act{Kind: domain.EventNotified, Partition: d.notice.Partition, User: d.notice.User}
 		var retry *delivery
 		var err error
 		switch d.to {
 		case toTerminals:
 			var told int
-			told, err = tellTerminals(n.o.Utmp, d.notice.UID, d.notice.User, n.terminalText(d.notice))
+			told, err = notice.TellTerminals(n.o.Utmp, d.notice.UID, d.notice.User, n.terminalText(d.notice))
 			if told == 0 && err == nil {
 				return // not logged in: nothing to report
 			}
@@ -311,14 +271,14 @@ func (n *notifier) send(d delivery) {
 			d.tries++
 			err = n.post(address, d.notice)
 			a.Detail = "to the webhook: " + d.notice.Detail
-			var refused *refusal
-			if err != nil && d.tries < n.o.Tries && (!errors.As(err, &refused) || refused.retry()) {
+			var refused *notice.Refusal
+			if err != nil && d.tries < n.o.Tries && (!errors.As(err, &refused) || refused.Retry()) {
 				retry = &d
 				err = fmt.Errorf("%w (try %d of %d; trying again)", err, d.tries, n.o.Tries)
 			}
 		}
 		if err != nil {
-			a.Kind, a.Detail = storage.EventError, fmt.Sprintf("notice of booking #%d to the %s: %v", d.notice.Partition, d.to, err)
+			a.Kind, a.Detail = domain.EventError, fmt.Sprintf("notice of booking #%d to the %s: %v", d.notice.Partition, d.to, err)
 		}
 		a.Time = n.clock.Now()
 		n.result(sent{act: a, retry: retry})
@@ -373,23 +333,16 @@ func (n *notifier) retryWait(tries int) time.Duration {
 	return min(wait, maxRetryWait)
 }
 
-func (n *notifier) terminalText(nt Notice) string {
+func (n *notifier) terminalText(nt notice.Notice) string {
 	return fmt.Sprintf("chronos on %s at %s: your booking #%d on GPU %d: %s",
 		n.o.Host, nt.Time.Local().Format("15:04"), nt.Partition, nt.Device, nt.Detail)
-}
-
-// webhookBody is a Slack-compatible message: Slack, Mattermost and
-// Rocket.Chat show text; the notice itself rides along for other readers.
-type webhookBody struct {
-	Text    string `json:"text"`
-	Chronos Notice `json:"chronos"`
 }
 
 // post sends a notice to the webhook once. A network error, a 5xx or a
 // 429 is worth another try later (see drain); any other answer but 2xx is
 // a refusal, a redirect among them.
-func (n *notifier) post(url string, nt Notice) error {
-	body, err := json.Marshal(webhookBody{Text: fmt.Sprintf("chronos on %s: %s", n.o.Host, nt), Chronos: nt})
+func (n *notifier) post(url string, nt notice.Notice) error {
+	body, err := json.Marshal(notice.WebhookBody{Text: fmt.Sprintf("chronos on %s: %s", n.o.Host, nt), Chronos: nt})
 	if err != nil {
 		return err
 	}
@@ -400,22 +353,7 @@ func (n *notifier) post(url string, nt Notice) error {
 	defer func() { _ = resp.Body.Close() }() // only read: nothing to lose
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return &refusal{status: resp.StatusCode, location: resp.Header.Get("Location")}
+		return &notice.Refusal{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
 	}
 	return nil
 }
-
-// refusal is an answer from the webhook that is not 2xx.
-type refusal struct {
-	status   int
-	location string // where a redirect pointed
-}
-
-func (r *refusal) Error() string {
-	msg := fmt.Sprintf("the webhook answered %d %s", r.status, http.StatusText(r.status))
-	if r.status/100 == 3 {
-		msg += fmt.Sprintf(" to %s: not followed (chronos posts only to the address it was given)", Quote(r.location))
-	}
-	return msg
-}
-func (r *refusal) retry() bool { return r.status >= 500 || r.status == http.StatusTooManyRequests }

@@ -18,29 +18,31 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
-var nobody = Identity{UID: 65534, User: "nobody"}
+var nobody = domain.Identity{UID: 65534, User: "nobody"}
 
 // writeUtmp writes a utmp file listing each login, as glibc lays it out.
-func writeUtmp(t *testing.T, logins ...Login) string {
+func writeUtmp(t *testing.T, logins ...notice.Login) string {
 	t.Helper()
 	var data []byte
 	for _, l := range logins {
-		rec := make([]byte, utmpRecord)
-		binary.NativeEndian.PutUint16(rec, utmpUserProcess)
-		copy(rec[utmpLineAt:utmpLineAt+utmpFieldLen], l.Line)
-		copy(rec[utmpUserAt:utmpUserAt+utmpFieldLen], l.User)
+		rec := make([]byte, notice.UtmpRecord)
+		binary.NativeEndian.PutUint16(rec, notice.UtmpUserProcess)
+		copy(rec[notice.UtmpLineAt:notice.UtmpLineAt+notice.UtmpFieldLen], l.Line)
+		copy(rec[notice.UtmpUserAt:notice.UtmpUserAt+notice.UtmpFieldLen], l.User)
 		data = append(data, rec...)
 	}
 	// A dead process's record (type 8) names nobody.
-	dead := make([]byte, utmpRecord)
+	dead := make([]byte, notice.UtmpRecord)
 	binary.NativeEndian.PutUint16(dead, 8)
-	copy(dead[utmpUserAt:], "nobody")
-	copy(dead[utmpLineAt:], "pts/999")
+	copy(dead[notice.UtmpUserAt:], "nobody")
+	copy(dead[notice.UtmpLineAt:], "pts/999")
 	data = append(data, dead...)
 	path := filepath.Join(t.TempDir(), "utmp")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
@@ -49,10 +51,10 @@ func writeUtmp(t *testing.T, logins ...Login) string {
 
 func TestLogins(t *testing.T) {
 	t.Parallel()
-	path := writeUtmp(t, Login{User: "alice", Line: "pts/3"}, Login{User: strings.Repeat("x", 32), Line: "tty1"})
-	got, err := Logins(path)
+	path := writeUtmp(t, notice.Login{User: "alice", Line: "pts/3"}, notice.Login{User: strings.Repeat("x", 32), Line: "tty1"})
+	got, err := notice.Logins(path)
 	require.NoError(t, err)
-	require.Equal(t, []Login{{User: "alice", Line: "pts/3"}, {User: strings.Repeat("x", 32), Line: "tty1"}}, got)
+	require.Equal(t, []notice.Login{{User: "alice", Line: "pts/3"}, {User: strings.Repeat("x", 32), Line: "tty1"}}, got)
 }
 
 // pty is a real pseudo-terminal, its terminal end owned by uid with the
@@ -113,14 +115,14 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	}
 	mine, quiet, theirs := openPty(t, nobody.UID), openPty(t, nobody.UID), openPty(t, 1)
 	require.NoError(t, os.Chmod("/dev/"+quiet.line, 0o600)) // mesg n
-	utmp := writeUtmp(t, Login{User: "nobody", Line: mine.line}, Login{User: "nobody", Line: quiet.line},
-		Login{User: "daemon", Line: theirs.line}, Login{User: "nobody", Line: theirs.line}, Login{User: "nobody", Line: "../etc/passwd"})
+	utmp := writeUtmp(t, notice.Login{User: "nobody", Line: mine.line}, notice.Login{User: "nobody", Line: quiet.line},
+		notice.Login{User: "daemon", Line: theirs.line}, notice.Login{User: "nobody", Line: theirs.line}, notice.Login{User: "nobody", Line: "../etc/passwd"})
 
 	r := newIdleRig(t, nobody)
 	id, _ := r.book(true)
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
 	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
@@ -136,7 +138,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	require.Empty(t, quiet.read(t, 200*time.Millisecond, ""), "mesg n")
 
 	// Once told, never again: the next monitor finds the delivery claimed.
-	again := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
+	again := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
 	r.run(30*time.Second, 10*time.Second, again)
 	require.Empty(t, mine.read(t, 300*time.Millisecond, ""))
 }
@@ -146,7 +148,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 type hook struct {
 	*httptest.Server
 	mu       sync.Mutex
-	bodies   []webhookBody
+	bodies   []notice.WebhookBody
 	statuses []int
 }
 
@@ -154,7 +156,7 @@ func newHook(t *testing.T, statuses ...int) *hook {
 	h := &hook{statuses: statuses}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
-		var b webhookBody
+		var b notice.WebhookBody
 		_ = json.Unmarshal(data, &b)
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -168,10 +170,10 @@ func newHook(t *testing.T, statuses ...int) *hook {
 	return h
 }
 
-func (h *hook) received() []webhookBody {
+func (h *hook) received() []notice.WebhookBody {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]webhookBody(nil), h.bodies...)
+	return append([]notice.WebhookBody(nil), h.bodies...)
 }
 
 // Three monitors, three notices (two warnings and the reclaim): the
@@ -182,7 +184,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
 	r.c.notify = notifyFileFor(t, h.URL)
-	pol := ladderPolicy(ReclaimAlways)
+	pol := ladderPolicy(admission.ReclaimAlways)
 	var ms []*Monitor
 	yes := true
 	for range 3 {
@@ -195,8 +197,8 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	got := h.received()
 	require.Len(t, got, 3, "no notice twice")
-	kinds := []storage.EventKind{got[0].Chronos.Kind, got[1].Chronos.Kind, got[2].Chronos.Kind}
-	require.ElementsMatch(t, []storage.EventKind{storage.EventIdle, storage.EventIdle, storage.EventReclaimed}, kinds)
+	kinds := []domain.EventKind{got[0].Chronos.Kind, got[1].Chronos.Kind, got[2].Chronos.Kind}
+	require.ElementsMatch(t, []domain.EventKind{domain.EventIdle, domain.EventIdle, domain.EventReclaimed}, kinds)
 	for _, b := range got {
 		require.True(t, strings.HasPrefix(b.Text, "chronos on gpu1: booking #1 of alice (GPU 3): "), b.Text)
 		require.Equal(t, id, b.Chronos.Partition)
@@ -209,7 +211,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 func notifyFileFor(t *testing.T, address string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify")
-	require.NoError(t, WriteNotifyFile(path, address))
+	require.NoError(t, notice.WriteNotifyFile(path, address))
 	return path
 }
 
@@ -219,11 +221,11 @@ func TestWebhookRefusals(t *testing.T) {
 	t.Parallel()
 	n := newNotifier(NotifyOptions{Host: "h"}, clock.System(), "")
 	refusing := newHook(t, http.StatusForbidden)
-	err := n.post(refusing.URL, Notice{Partition: 7})
+	err := n.post(refusing.URL, notice.Notice{Partition: 7})
 	require.ErrorContains(t, err, "the webhook answered 403 Forbidden")
-	var refused *refusal
+	var refused *notice.Refusal
 	require.ErrorAs(t, err, &refused)
-	require.False(t, refused.retry())
+	require.False(t, refused.Retry())
 	require.Len(t, refusing.received(), 1)
 
 	// The pauses between tries double, up to a bound, however many.
@@ -231,9 +233,9 @@ func TestWebhookRefusals(t *testing.T) {
 		require.Equal(t, want, n.retryWait(tries), "after try %d", tries)
 	}
 	for _, status := range []int{http.StatusBadGateway, http.StatusTooManyRequests} {
-		err := n.post(newHook(t, status).URL, Notice{Partition: 7})
+		err := n.post(newHook(t, status).URL, notice.Notice{Partition: 7})
 		require.ErrorAs(t, err, &refused)
-		require.True(t, refused.retry(), "%d", status)
+		require.True(t, refused.Retry(), "%d", status)
 	}
 }
 
@@ -243,13 +245,13 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	recorder := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{})
+	recorder := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 
 	var mu sync.Mutex
-	seen := map[string][]Notice{}
-	app := func(who Identity) *Monitor {
+	seen := map[string][]notice.Notice{}
+	app := func(who domain.Identity) *Monitor {
 		c := NewClient(Options{Ledger: bolt.New(r.path), As: &who, Clock: r.clock})
-		return NewMonitor(c, MonitorOptions{OnNotice: func(n Notice) {
+		return NewMonitor(c, MonitorOptions{OnNotice: func(n notice.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen[who.User] = append(seen[who.User], n)
@@ -263,7 +265,7 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	require.Len(t, seen["alice"], 1)
 	require.Empty(t, seen["bob"])
 	n := seen["alice"][0]
-	require.Equal(t, storage.EventIdle, n.Kind)
+	require.Equal(t, domain.EventIdle, n.Kind)
 	require.Equal(t, id, n.Partition)
 	require.Equal(t, idleGPU, n.Device)
 	require.Contains(t, n.String(), "booking #1 of alice (GPU 3): idle on GPU 3 and may be released")

@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -16,18 +18,20 @@ type MonitorObserver interface {
 	Ticked(took time.Duration)
 	// Sampled: the latest reading of the GPUs, and each process set
 	// against the bookings.
-	Sampled(s gpu.Sample, atts []Attribution)
+	Sampled(s gpu.Sample, atts []admission.Attribution)
 	// Signalled: a signal reached a process; cause is why (expired,
 	// overbudget or unbooked), a word from a small set.
-	Signalled(sig syscall.Signal, cause storage.EventKind)
+	Signalled(sig syscall.Signal, cause domain.EventKind)
 }
 
 // unobserved is the observer of a monitor nobody watches.
 type unobserved struct{}
 
-func (unobserved) Ticked(time.Duration)                        {}
-func (unobserved) Sampled(gpu.Sample, []Attribution)           {}
-func (unobserved) Signalled(syscall.Signal, storage.EventKind) {}
+func (unobserved) Ticked(time.Duration) {}
+
+func (unobserved) Sampled(gpu.Sample, []admission.Attribution) {}
+
+func (unobserved) Signalled(syscall.Signal, domain.EventKind) {}
 
 // LedgerSnapshot is what a metrics scrape shows of the ledger, read in one
 // transaction: its figures agree with each other, and on etcd a scrape
@@ -36,7 +40,7 @@ type LedgerSnapshot struct {
 	// Now is the time the snapshot is of.
 	Now time.Time
 	// Inventory is this host's GPUs, as Inventory gives them.
-	Inventory storage.Inventory
+	Inventory domain.Inventory
 	// Live is the live and upcoming bookings, as List(false) gives them.
 	Live []Partition
 	// Waiting counts the requests waiting in line for this host's GPUs

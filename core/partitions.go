@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -23,7 +24,7 @@ type Request struct {
 	// Device is the GPU's index on that host, or AnyDevice for whichever
 	// of its GPUs has room first.
 	Device   int
-	Memory   Memory
+	Memory   human.Memory
 	Duration time.Duration
 	// Compute is an optional cap on the share of SMs, in percent (0: none).
 	// It is applied through MPS where an MPS daemon runs.
@@ -47,11 +48,11 @@ func (c *Client) Create(req Request) (*Partition, error) {
 
 // submit books req, or with wait set, puts it in the waiting line when it
 // cannot start yet.
-func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry, error) {
+func (c *Client) submit(req Request, wait *admission.WaitOptions) (*Partition, *admission.QueueEntry, error) {
 	owner := c.me
 	if req.For != "" {
 		if !c.me.Root() {
-			return nil, nil, fmt.Errorf("%w: booking for another user (--user %s)", ErrNotRoot, req.For)
+			return nil, nil, fmt.Errorf("%w: booking for another user (--user %s)", domain.ErrNotRoot, req.For)
 		}
 		var err error
 		if owner, err = LookupUser(req.For); err != nil {
@@ -59,43 +60,43 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 		}
 	}
 	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
-		return nil, nil, inputErr("no memory share given")
+		return nil, nil, domain.InputErr("no memory share given")
 	}
 	if req.Memory.Bytes == 0 {
-		if _, err := checkFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
+		if _, err := human.CheckFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
 			return nil, nil, err
 		}
 	}
 	if req.Duration < time.Second {
-		return nil, nil, inputErr("duration %s must be at least a second", req.Duration)
+		return nil, nil, domain.InputErr("duration %s must be at least a second", req.Duration)
 	}
 	if req.Compute < 0 || req.Compute > 100 {
-		return nil, nil, inputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+		return nil, nil, domain.InputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
 	}
-	if req.Device < AnyDevice {
-		return nil, nil, inputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
+	if req.Device < domain.AnyDevice {
+		return nil, nil, domain.InputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
 	}
 	host, err := c.gpuHost(req.Host)
 	if err != nil {
 		return nil, nil, err
 	}
-	ask := storage.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
+	ask := domain.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
 		UID: owner.UID, User: owner.User}
 	if req.Memory.Bytes == 0 {
-		ask.SharePPM = int64(math.Round(req.Memory.Fraction * ppm))
+		ask.SharePPM = int64(math.Round(req.Memory.Fraction * human.Ppm))
 	}
-	var waiter storage.Process
+	var waiter domain.Process
 	if wait != nil {
-		if waiter, err = thisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
+		if waiter, err = proc.ThisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
 			return nil, nil, fmt.Errorf("wait in line: name the waiting process: %w", err)
 		}
 	}
 
-	var out *storage.Partition
-	var entry *QueueEntry
+	var out *domain.Partition
+	var entry *admission.QueueEntry
 	var room Availability
 	var more bool // placement left for a transaction of its own
-	create := func(fetched *storage.Inventory) error {
+	create := func(fetched *domain.Inventory) error {
 		return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 			out, entry, more = nil, nil, false
 			inv, ok, err := tx.HostInventory(host)
@@ -109,20 +110,20 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 				}
 			}
 			if !ok && host != c.host {
-				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", domain.ErrNoDevice, host)
 			}
 			if !ok {
-				return errNeedDevices
+				return domain.ErrNeedDevices
 			}
 			now := c.now()
 			r := ask
 			r.Created = now
 			start := now
 			if !req.Start.IsZero() {
-				if req.Start.Before(now.Add(-startSlack)) {
-					return inputErr("the start %s has passed", FormatTime(req.Start, now))
+				if req.Start.Before(now.Add(-human.StartSlack)) {
+					return domain.InputErr("the start %s has passed", human.FormatTime(req.Start, now))
 				}
-				start = later(req.Start, now)
+				start = admission.Later(req.Start, now)
 				r.NotBefore = start
 			}
 			b, err := readBooks(tx, c.host, now)
@@ -130,24 +131,24 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 				return err
 			}
 			if owner.UID != c.me.UID {
-				b.onBehalf = owner.User
+				b.OnBehalf = owner.User
 			}
-			if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
+			if err := admission.CheckLength(b.LimitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
 				return err
 			}
-			plan, err := b.plan(&r)
+			plan, err := b.Plan(&r)
 			if err != nil {
 				return err
 			}
 			switch {
-			case plan.candPart != nil:
-				out = plan.candPart
+			case plan.CandPart != nil:
+				out = plan.CandPart
 				if !out.Start.After(now) {
 					// What the GPU physically holds matters to a booking
 					// that starts now.
-					dev, _ := findDevice(inv, out.Device)
-					room = c.availabilityOf(tx, host, inv, calendarOf(b.parts), b.parts, b.line, dev, now)
-					if err := admitPhysical(b.pol, room, out.Bytes); err != nil {
+					dev, _ := admission.FindDevice(inv, out.Device)
+					room = c.availabilityOf(tx, host, inv, admission.CalendarOf(b.Parts), b.Parts, b.Line, dev, now)
+					if err := admitPhysical(b.Pol, room, out.Bytes); err != nil {
 						return err
 					}
 				}
@@ -155,29 +156,29 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 					return err
 				}
 			case wait == nil:
-				return b.refusal(plan.cal, plan.candBlk, plan.candFit, start, true)
+				return b.Refusal(plan.Cal, plan.CandBlk, plan.CandFit, start, true)
 			default:
 				// Waiting that long is booking that far ahead: the policy's
 				// ahead holds for both (it queued with an ETA a week out
 				// while --at that far was refused).
-				if eta := plan.cand.ETA; !eta.IsZero() {
-					if err := checkLength(b.limitsFor(owner.UID, owner.User), req.Duration, eta, now); err != nil {
-						return fmt.Errorf("it would wait in line until %s: %w", FormatTime(eta, now), err)
+				if eta := plan.Cand.ETA; !eta.IsZero() {
+					if err := admission.CheckLength(b.LimitsFor(owner.UID, owner.User), req.Duration, eta, now); err != nil {
+						return fmt.Errorf("it would wait in line until %s: %w", human.FormatTime(eta, now), err)
 					}
 				}
 				r.Waiter = waiter
 				if wait.Timeout > 0 {
 					r.Deadline = now.Add(wait.Timeout)
 				}
-				r.State = storage.Waiting
+				r.State = domain.Waiting
 				if err := tx.PutRequest(&r); err != nil {
 					return err
 				}
-				e := *plan.cand
+				e := *plan.Cand
 				e.Request = r
 				entry = &e
-				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, FormatTime(e.ETA, now), e.Reason)
-				if err := c.lineEvent(tx, storage.EventQueued, r, why); err != nil {
+				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, human.FormatTime(e.ETA, now), e.Reason)
+				if err := c.lineEvent(tx, domain.EventQueued, r, why); err != nil {
 					return err
 				}
 			}
@@ -186,14 +187,14 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 		})
 	}
 	err = create(nil)
-	if errors.Is(err, errNeedDevices) {
+	if errors.Is(err, domain.ErrNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
 			return nil, nil, ierr
 		}
-		if !c.mayCache(storage.Inventory{}, false, inv) {
+		if !c.mayCache(domain.Inventory{}, false, inv) {
 			return nil, nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
-				"run `chronos stats` on this machine once (as root, for simulated GPUs)", ErrNoDevice, c.ledger)
+				"run `chronos stats` on this machine once (as root, for simulated GPUs)", domain.ErrNoDevice, c.ledger)
 		}
 		err = create(&inv)
 	}
@@ -209,148 +210,38 @@ func (c *Client) submit(req Request, wait *WaitOptions) (*Partition, *QueueEntry
 	return &p, nil, nil
 }
 
-// startSlack is how far in the past a start may be and still mean now: the
-// minute a person typed.
-const startSlack = time.Minute
-
 // admitPhysical refuses, when the policy says admit=physical, a booking
 // of more memory than is physically free. With no fresh reading nothing is
 // known and the booking is admitted on booked shares.
-func admitPhysical(pol Policy, room Availability, bytes uint64) error {
-	if pol.Admit != AdmitPhysical {
+func admitPhysical(pol domain.Policy, room Availability, bytes uint64) error {
+	if pol.Admit != admission.AdmitPhysical {
 		return nil
 	}
 	if w := room.Warning(bytes); w != "" {
-		return fmt.Errorf("%w (the policy admits only what is physically free): %s", ErrMemoryInUse, w)
+		return fmt.Errorf("%w (the policy admits only what is physically free): %s", domain.ErrMemoryInUse, w)
 	}
 	return nil
 }
 
-func (c *Client) fetchInventory() (storage.Inventory, error) {
+func (c *Client) fetchInventory() (domain.Inventory, error) {
 	if c.devices == nil {
-		return storage.Inventory{}, fmt.Errorf("no GPU inventory: run `chronos stats` once on this machine so chronos can list its GPUs")
+		return domain.Inventory{}, fmt.Errorf("no GPU inventory: run `chronos stats` once on this machine so chronos can list its GPUs")
 	}
 	backend, devs, err := c.devices()
 	if err != nil {
-		return storage.Inventory{}, fmt.Errorf("list GPUs: %w", err)
+		return domain.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
 	return InventoryOf(backend, devs, c.now()), nil
 }
 
 // InventoryOf is the ledger's form of a backend's device list, as seen on
 // this host.
-func InventoryOf(backend string, devs []gpu.Device, now time.Time) storage.Inventory {
-	inv := storage.Inventory{Backend: backend, Host: hostname(), Updated: now}
+func InventoryOf(backend string, devs []gpu.Device, now time.Time) domain.Inventory {
+	inv := domain.Inventory{Backend: backend, Host: hostname(), Updated: now}
 	for _, d := range devs {
-		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
+		inv.Devices = append(inv.Devices, domain.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
 	return inv
-}
-
-func findDevice(inv storage.Inventory, index int) (storage.Device, error) {
-	for _, d := range inv.Devices {
-		if d.Index == index {
-			return d, nil
-		}
-	}
-	if len(inv.Devices) == 0 {
-		return storage.Device{}, fmt.Errorf("%w: GPU %d (this machine has no GPUs)", ErrNoDevice, index)
-	}
-	return storage.Device{}, fmt.Errorf("%w: GPU %d (this machine has GPUs 0–%d)", ErrNoDevice, index, len(inv.Devices)-1)
-}
-
-// shareOf turns a requested amount into parts per million of the device
-// and the bytes they stand for. Sizes round up, so a booking never holds less
-// than was asked.
-func shareOf(m Memory, dev storage.Device) (int64, uint64, error) {
-	if m.Bytes > 0 {
-		if dev.MemoryTotal == 0 {
-			return 0, 0, inputErr("GPU %d's memory size is unknown; book a fraction (0.5) instead", dev.Index)
-		}
-		if m.Bytes > dev.MemoryTotal {
-			return 0, 0, inputErr("%s is more than GPU %d has (%s)", FormatBytes(m.Bytes), dev.Index, FormatBytes(dev.MemoryTotal))
-		}
-		share := int64(math.Ceil(float64(m.Bytes) * ppm / float64(dev.MemoryTotal)))
-		return share, m.Bytes, nil
-	}
-	share := int64(math.Round(m.Fraction * ppm))
-	return share, bytesOf(share, dev.MemoryTotal), nil
-}
-
-// overbooked says why f's GPU cannot take it from start: what is free
-// over the time asked and what was asked (rounded so that the free figure
-// never looks enough), who holds the rest and over when, and which GPUs
-// have room for the request over that time, its own host's first, when it
-// could move there (others).
-func (b *books) overbooked(cal calendar, f fit, start time.Time, others bool) string {
-	g, dev, share, end := f.ask.gpu, f.dev, f.ask.share, start.Add(f.ask.length)
-	free := max(0, ppm-cal.peak(onGPU(g), start, end))
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "GPU %s has %s (%s) free", b.gpuName(g), FormatPercentDown(free), formatBytesDown(bytesOf(free, dev.MemoryTotal)))
-	if start.After(b.now) {
-		fmt.Fprintf(&sb, " from %s to %s", FormatTime(start, b.now), FormatTime(end, b.now))
-	}
-	fmt.Fprintf(&sb, ", %s asked", FormatPercentUp(share))
-	var holders []storage.Partition
-	for _, p := range b.parts {
-		if gpuOf(p) == g && p.State == storage.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.now) {
-			holders = append(holders, p)
-		}
-	}
-	// The largest holders first; the ones ending soonest among equals.
-	slices.SortFunc(holders, func(a, b storage.Partition) int {
-		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
-	})
-	const shown = 3
-	for i, p := range holders[:min(len(holders), shown)] {
-		sep := ", "
-		if i == 0 {
-			sep = ": held by "
-		}
-		from := ""
-		if p.Upcoming(b.now) {
-			from = "from " + FormatTime(p.Start, b.now) + " "
-		}
-		fmt.Fprintf(&sb, "%s%s (%s, #%d, %suntil %s)", sep, p.User, FormatPercent(p.SharePPM), p.ID, from, FormatTime(p.Expires, b.now))
-	}
-	if len(holders) > shown {
-		fmt.Fprintf(&sb, " and %d more", len(holders)-shown)
-	}
-	if !others {
-		return sb.String()
-	}
-	var room []string
-	// The host's own GPUs, then a few of other hosts'.
-	const shownElsewhere = 3
-	elsewhere := 0
-	hosts := slices.DeleteFunc(slices.Sorted(maps.Keys(b.invs)), func(h string) bool { return h == g.host })
-	for _, h := range append([]string{g.host}, hosts...) {
-		for _, d := range b.invs[h].Devices {
-			other := gpuID{host: h, device: d.Index}
-			if f := ppm - cal.peak(onGPU(other), start, end); other != g && f >= share {
-				if h != g.host {
-					if elsewhere++; elsewhere > shownElsewhere {
-						continue
-					}
-				}
-				room = append(room, fmt.Sprintf("GPU %s has %s free", b.gpuName(other), FormatPercentDown(f)))
-			}
-		}
-	}
-	if elsewhere > shownElsewhere {
-		room = append(room, fmt.Sprintf("%d more on other hosts", elsewhere-shownElsewhere))
-	}
-	switch {
-	case len(room) > 0:
-		sb.WriteString(". " + strings.Join(room, ", "))
-	case b.gpus > 1:
-		fmt.Fprintf(&sb, ". No other GPU has %s free", FormatPercentUp(share))
-	}
-	return sb.String()
-}
-
-func bytesOf(share int64, total uint64) uint64 {
-	return uint64(float64(total) * float64(share) / ppm)
 }
 
 // gpuHost resolves the host a request names: none, or this host's own
@@ -363,30 +254,24 @@ func (c *Client) gpuHost(host string) (string, error) {
 	case c.host == "" && host == HostName():
 		return "", nil
 	case c.host == "":
-		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", ErrNoDevice, host, c.ledger)
+		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", domain.ErrNoDevice, host, c.ledger)
 	}
 	return host, nil
 }
 
 // GPUName names a GPU as people type it: its index on this host,
 // host:index on another.
-func (c *Client) GPUName(host string, device int) string { return gpuName(c.host, host, device) }
+func (c *Client) GPUName(host string, device int) string {
+	return admission.GpuName(c.host, host, device)
+}
 
 // GPUName names the booking's GPU as GPUName does (host:index for another
 // host's GPU).
 func (p Partition) GPUName() string {
 	if p.client == nil {
-		return FormatGPU(p.Host, p.Device)
+		return human.FormatGPU(p.Host, p.Device)
 	}
 	return p.client.GPUName(p.Host, p.Device)
-}
-
-// gpuName names a GPU of host as people on host here type it.
-func gpuName(here, host string, device int) string {
-	if host == here {
-		host = ""
-	}
-	return FormatGPU(host, device)
 }
 
 // otherHost is host when it is another host, else empty.
@@ -460,30 +345,30 @@ func (c *Client) Get(id uint64) (*Partition, error) {
 	return &w, nil
 }
 
-func getPartition(tx *storage.Tx, id uint64) (storage.Partition, error) {
+func getPartition(tx *storage.Tx, id uint64) (domain.Partition, error) {
 	p, err := tx.Partition(id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return p, fmt.Errorf("%w: %d", ErrNoPartition, id)
+		return p, fmt.Errorf("%w: %d", domain.ErrNoPartition, id)
 	}
 	return p, err
 }
 
 // mine fetches a live or upcoming partition the client may change: its
 // owner's, or any for root.
-func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition, error) {
+func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (domain.Partition, error) {
 	p, err := getPartition(tx, id)
 	if err != nil {
 		return p, err
 	}
 	if !c.me.MayChange(p.UID) {
-		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", ErrNotOwner, id, p.User, verb)
+		return p, fmt.Errorf("%w: %d belongs to %s; only they or root may %s it", domain.ErrNotOwner, id, p.User, verb)
 	}
 	if now := c.now(); p.EndedAt(now) {
 		state := p.State
-		if state == storage.Live {
-			state = storage.Expired
+		if state == domain.Live {
+			state = domain.Expired
 		}
-		return p, fmt.Errorf("%w: %d is %s", ErrNotLive, id, state)
+		return p, fmt.Errorf("%w: %d is %s", domain.ErrNotLive, id, state)
 	}
 	return p, nil
 }
@@ -492,17 +377,17 @@ func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (storage.Partition
 // same transaction gives the room to the waiting line. Its owner or root
 // may.
 func (c *Client) Release(id uint64) (Partition, error) {
-	var p storage.Partition
+	var p domain.Partition
 	var more bool
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := endBooking(tx, &p, storage.Released, c.now(), ledgerPolicy(tx)); err != nil {
+		if err := endBooking(tx, &p, domain.Released, c.now(), ledgerPolicy(tx)); err != nil {
 			return err
 		}
-		if err := c.event(tx, storage.EventReleased, p, ""); err != nil {
+		if err := c.event(tx, domain.EventReleased, p, ""); err != nil {
 			return err
 		}
 		more, err = c.placeLine(tx)
@@ -517,7 +402,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 // endBooking ends p (released or expired) at ended and charges its owner's
 // fair-share usage for the time it held, under the ledger's policy, in the
 // transaction that ends it.
-func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended time.Time, policy func() (Policy, error)) error {
+func endBooking(tx *storage.Tx, p *domain.Partition, state domain.State, ended time.Time, policy func() (domain.Policy, error)) error {
 	pol, err := policy()
 	if err != nil {
 		return err
@@ -534,9 +419,9 @@ func endBooking(tx *storage.Tx, p *storage.Partition, state storage.State, ended
 // maximum length, and the added time is admitted like a new booking.
 func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	if d < time.Second {
-		return Partition{}, inputErr("extension %s must be at least a second", d)
+		return Partition{}, domain.InputErr("extension %s must be at least a second", d)
 	}
-	var p storage.Partition
+	var p domain.Partition
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		if p, err = c.mine(tx, id, "extend"); err != nil {
@@ -548,38 +433,38 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			return err
 		}
 		if p.UID != c.me.UID {
-			b.onBehalf = p.User
+			b.OnBehalf = p.User
 		}
-		lim := b.limitsFor(p.UID, p.User)
+		lim := b.LimitsFor(p.UID, p.User)
 		expires := p.Expires.Add(d)
-		if left := expires.Sub(later(now, p.Start)); left > lim.MaxLength && !lim.Exempt {
-			return fmt.Errorf("%w: that would leave %s, the most is %s", ErrTooLong, FormatDuration(left), FormatDuration(lim.MaxLength))
+		if left := expires.Sub(admission.Later(now, p.Start)); left > lim.MaxLength && !lim.Exempt {
+			return fmt.Errorf("%w: that would leave %s, the most is %s", domain.ErrTooLong, human.FormatDuration(left), human.FormatDuration(lim.MaxLength))
 		}
 		// The added time is a new interval on the calendar: it must fit
 		// beside the bookings (some may start ahead), the owner's quotas,
 		// and the places kept for requests waiting in line.
-		plan, err := b.plan(nil)
+		plan, err := b.Plan(nil)
 		if err != nil {
 			return err
 		}
-		cal := plan.cal
-		if !plan.heldOf[p.UID] {
-			held, err := b.held(p.UID)
+		cal := plan.Cal
+		if !plan.HeldOf[p.UID] {
+			held, err := b.Held(p.UID)
 			if err != nil {
 				return err
 			}
 			cal = append(cal, held...)
 		}
-		dev, _ := findDevice(b.invs[p.Host], p.Device)
-		more := ask{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, length: d, limits: lim}
-		if blk := cal.check(more, p.Expires); blk != nil {
-			return fmt.Errorf("extend %d by %s: %w", id, FormatDuration(d), b.refusal(cal, blk, fit{dev: dev, ask: more}, p.Expires, false))
+		dev, _ := admission.FindDevice(b.Invs[p.Host], p.Device)
+		more := admission.Ask{Gpu: admission.GpuOf(p), Uid: p.UID, Share: p.SharePPM, Length: d, Limits: lim}
+		if blk := cal.Check(more, p.Expires); blk != nil {
+			return fmt.Errorf("extend %d by %s: %w", id, human.FormatDuration(d), b.Refusal(cal, blk, admission.Fit{Dev: dev, Ask: more}, p.Expires, false))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, storage.EventExtended, p, FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
+		return c.event(tx, domain.EventExtended, p, human.FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }
@@ -591,11 +476,11 @@ type Availability struct {
 	// Host is the device's host when it is another host's; empty for
 	// this host's.
 	Host      string
-	Device    storage.Device
+	Device    domain.Device
 	FreePPM   int64
 	FreeBytes uint64
 	Bookings  int
-	Physical  PhysicalMemory
+	Physical  admission.PhysicalMemory
 	// Ahead is when bookings made ahead leave the least free (zero: they
 	// never leave less than now), and FreeAheadPPM how much.
 	Ahead        time.Time
@@ -608,28 +493,28 @@ type Availability struct {
 
 // availabilityOf is what is free on d of host at now, on the calendar of
 // the stored live bookings, with the requests waiting in line.
-func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Inventory, cal calendar, parts []storage.Partition, line []storage.Request, d storage.Device, now time.Time) Availability {
-	g := gpuID{host: host, device: d.Index}
-	free := max(0, ppm-cal.bookedAt(g, now))
-	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: bytesOf(free, d.MemoryTotal), At: now}
+func (c *Client) availabilityOf(tx *storage.Tx, host string, inv domain.Inventory, cal admission.Calendar, parts []domain.Partition, line []domain.Request, d domain.Device, now time.Time) Availability {
+	g := admission.GpuID{Host: host, Device: d.Index}
+	free := max(0, human.Ppm-cal.BookedAt(g, now))
+	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
 		a.Physical = physicalIn(tx, inv, d, now)
 	}
 	for _, p := range parts {
 		switch {
-		case gpuOf(p) != g:
+		case admission.GpuOf(p) != g:
 		case p.LiveAt(now):
 			a.Bookings++
 		case p.Upcoming(now):
 			// The least free at any start ahead, when less than now.
-			if then := max(0, ppm-cal.bookedAt(g, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
+			if then := max(0, human.Ppm-cal.BookedAt(g, p.Start)); then < free && (a.Ahead.IsZero() || then < a.FreeAheadPPM) {
 				a.Ahead, a.FreeAheadPPM = p.Start, then
 			}
 		}
 	}
 	for _, r := range line {
-		if r.Host == host && (r.Device == d.Index || r.Device == AnyDevice) {
+		if r.Host == host && (r.Device == d.Index || r.Device == domain.AnyDevice) {
 			a.Waiting++
 		}
 	}
@@ -637,9 +522,9 @@ func (c *Client) availabilityOf(tx *storage.Tx, host string, inv storage.Invento
 }
 
 func (a Availability) String() string {
-	s := fmt.Sprintf("%s (%s) free on GPU %s", FormatPercentDown(a.FreePPM), formatBytesDown(a.FreeBytes), FormatGPU(a.Host, a.Device.Index))
+	s := fmt.Sprintf("%s (%s) free on GPU %s", human.FormatPercentDown(a.FreePPM), human.FormatBytesDown(a.FreeBytes), human.FormatGPU(a.Host, a.Device.Index))
 	if !a.Ahead.IsZero() {
-		s += fmt.Sprintf("; %s from %s (booked ahead)", FormatPercentDown(a.FreeAheadPPM), FormatTime(a.Ahead, a.At))
+		s += fmt.Sprintf("; %s from %s (booked ahead)", human.FormatPercentDown(a.FreeAheadPPM), human.FormatTime(a.Ahead, a.At))
 	}
 	if a.Waiting > 0 {
 		s += fmt.Sprintf("; %d waiting in line", a.Waiting)
@@ -660,7 +545,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 	if err != nil {
 		return nil, err
 	}
-	var inv storage.Inventory
+	var inv domain.Inventory
 	if host == c.host {
 		inv, err = c.Inventory()
 	} else {
@@ -670,7 +555,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 			return err
 		})
 		if err == nil && !ok {
-			err = fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", ErrNoDevice, host)
+			err = fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", domain.ErrNoDevice, host)
 		}
 	}
 	if err != nil {
@@ -687,7 +572,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 			return err
 		}
 		now := c.now()
-		cal := calendarOf(parts)
+		cal := admission.CalendarOf(parts)
 		for _, d := range inv.Devices {
 			if device >= 0 && d.Index != device {
 				continue
@@ -697,15 +582,15 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 		return nil
 	})
 	if err == nil && device >= 0 && len(out) == 0 {
-		_, err = findDevice(inv, device)
+		_, err = admission.FindDevice(inv, device)
 	}
 	return out, err
 }
 
 // Inventory returns the cached device list, asking the device source (and
 // caching its answer) when the ledger has none.
-func (c *Client) Inventory() (storage.Inventory, error) {
-	var inv storage.Inventory
+func (c *Client) Inventory() (domain.Inventory, error) {
+	var inv domain.Inventory
 	var ok bool
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
@@ -727,7 +612,7 @@ func (c *Client) Inventory() (storage.Inventory, error) {
 // SaveInventory caches the device list (see cacheInventory) when it differs
 // from the one stored, looking first without writing, so that watchers are
 // not woken by a write that changes nothing.
-func (c *Client) SaveInventory(inv storage.Inventory) error {
+func (c *Client) SaveInventory(inv domain.Inventory) error {
 	same := false
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		old, ok, err := tx.HostInventory(c.host)
@@ -742,8 +627,8 @@ func (c *Client) SaveInventory(inv storage.Inventory) error {
 
 // Events returns audit events numbered after seq (0: from the start), at most
 // limit (0: all).
-func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
-	var out []storage.Event
+func (c *Client) Events(after uint64, limit int) ([]domain.Event, error) {
+	var out []domain.Event
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
 		out, err = tx.Events(after, limit)
@@ -754,7 +639,7 @@ func (c *Client) Events(after uint64, limit int) ([]storage.Event, error) {
 
 // LastEvents returns the newest n audit events, oldest first, reading only
 // those: the trail grows for as long as the machine is used.
-func (c *Client) LastEvents(n int) ([]storage.Event, error) { return c.FindEvents(EventFilter{}, n) }
+func (c *Client) LastEvents(n int) ([]domain.Event, error) { return c.FindEvents(EventFilter{}, n) }
 
 // Recent returns the live bookings and those made within the window (zero:
 // long enough that every booking that can still have processes is in it):

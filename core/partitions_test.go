@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -22,7 +24,7 @@ func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	c := clientOn(open(), clock, alice)
 
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), p.ID)
 	require.Equal(t, "alice", p.User)
@@ -31,7 +33,7 @@ func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	require.Equal(t, "GPU-0", p.DeviceUUID)
 	require.Equal(t, time.Hour, p.TimeRemaining())
 
-	q, err := c.Create(Request{Device: 1, Memory: Bytes(20 << 30), Duration: 30 * time.Minute, Compute: 25})
+	q, err := c.Create(Request{Device: 1, Memory: human.Bytes(20 << 30), Duration: 30 * time.Minute, Compute: 25})
 	require.NoError(t, err)
 	require.Equal(t, int64(250_000), q.SharePPM)
 	require.Equal(t, 25, q.ComputePct)
@@ -54,7 +56,7 @@ func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	require.Equal(t, clock.Now().Add(80*time.Minute), ext.Expires)
 
 	require.NoError(t, q.Release())
-	require.Equal(t, storage.Released, q.State)
+	require.Equal(t, domain.Released, q.State)
 	require.Zero(t, q.TimeRemaining())
 
 	parts, err = c.List(false)
@@ -78,7 +80,7 @@ func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
 	last, err := c.LastEvents(2)
 	require.NoError(t, err)
 	require.Len(t, last, 2)
-	require.Equal(t, []storage.EventKind{storage.EventExtended, storage.EventReleased}, []storage.EventKind{last[0].Kind, last[1].Kind})
+	require.Equal(t, []domain.EventKind{domain.EventExtended, domain.EventReleased}, []domain.EventKind{last[0].Kind, last[1].Kind})
 	every, err := c.LastEvents(100)
 	require.NoError(t, err)
 	require.Len(t, every, 4)
@@ -92,11 +94,11 @@ func TestTimeIsTheTruth(t *testing.T) {
 func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	c := clientOn(open(), clock, alice)
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Minute})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Minute})
 	require.NoError(t, err)
 
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Minute})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Minute})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 
 	// No monitor runs: the deadline alone ends the booking everywhere.
 	clock.Advance(time.Minute)
@@ -105,18 +107,18 @@ func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
 	require.Empty(t, parts)
 	avail, err := c.Available(0)
 	require.NoError(t, err)
-	require.Equal(t, int64(ppm), avail[0].FreePPM)
+	require.Equal(t, int64(human.Ppm), avail[0].FreePPM)
 	require.Zero(t, p.TimeRemaining())
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Minute})
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Minute})
 	require.NoError(t, err)
 	_, err = c.Release(p.ID)
-	require.ErrorIs(t, err, ErrNotLive)
+	require.ErrorIs(t, err, domain.ErrNotLive)
 	_, err = c.Extend(p.ID, time.Hour)
-	require.ErrorIs(t, err, ErrNotLive)
+	require.ErrorIs(t, err, domain.ErrNotLive)
 
 	all, err := c.List(true)
 	require.NoError(t, err)
-	require.Equal(t, StatusExpired, Status(all[0].Partition, clock.Now(), time.Minute))
+	require.Equal(t, domain.StatusExpired, domain.Status(all[0].Partition, clock.Now(), time.Minute))
 }
 
 func TestAdmissionAddsUpExactly(t *testing.T) {
@@ -128,11 +130,11 @@ func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, alice)
 	// Ten 10% bookings fill a device exactly, however the floats round.
 	for i := range 10 {
-		_, err := c.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Hour})
+		_, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err, "booking %d", i)
 	}
-	_, err := c.Create(Request{Device: 1, Memory: Bytes(1 << 20), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err := c.Create(Request{Device: 1, Memory: human.Bytes(1 << 20), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "GPU 1 has 0% (0 MiB) free")
 }
 
@@ -149,9 +151,9 @@ func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
 	a := clientOn(s, clock, alice)
 	b := clientOn(open(), clock, bob)
 	r := clientOn(open(), clock, root)
-	mine, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	mine, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
-	old, err := a.Create(Request{Device: 1, Memory: Fraction(0.1), Duration: time.Minute})
+	old, err := a.Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Minute})
 	require.NoError(t, err)
 	_, err = a.Release(old.ID)
 	require.NoError(t, err)
@@ -163,53 +165,53 @@ func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
 		msg  string
 	}{
 		{"overbooked", func() error {
-			_, err := b.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+			_, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 			return err
-		}, ErrOverbooked, "GPU 0 has 40% (32.0 GiB) free, 50% asked"},
+		}, domain.ErrOverbooked, "GPU 0 has 40% (32.0 GiB) free, 50% asked"},
 		{"unknown device", func() error {
-			_, err := a.Create(Request{Device: 7, Memory: Fraction(0.1), Duration: time.Hour})
+			_, err := a.Create(Request{Device: 7, Memory: human.Fraction(0.1), Duration: time.Hour})
 			return err
-		}, ErrNoDevice, "GPUs 0–1"},
+		}, domain.ErrNoDevice, "GPUs 0–1"},
 		{"zero share", func() error {
 			_, err := a.Create(Request{Device: 0, Duration: time.Hour})
 			return err
-		}, ErrInput, "no memory share"},
+		}, domain.ErrInput, "no memory share"},
 		{"share above one", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Fraction(1.5), Duration: time.Hour})
+			_, err := a.Create(Request{Device: 0, Memory: human.Fraction(1.5), Duration: time.Hour})
 			return err
-		}, ErrInput, "at most 100%"},
+		}, domain.ErrInput, "at most 100%"},
 		{"more bytes than the GPU", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Bytes(100 << 30), Duration: time.Hour})
+			_, err := a.Create(Request{Device: 0, Memory: human.Bytes(100 << 30), Duration: time.Hour})
 			return err
-		}, ErrInput, "more than GPU 0 has"},
+		}, domain.ErrInput, "more than GPU 0 has"},
 		{"zero duration", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1)})
+			_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1)})
 			return err
-		}, ErrInput, "at least a second"},
+		}, domain.ErrInput, "at least a second"},
 		{"longer than policy", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 30 * 24 * time.Hour})
+			_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: 30 * 24 * time.Hour})
 			return err
-		}, ErrTooLong, "the most is 7d"},
+		}, domain.ErrTooLong, "the most is 7d"},
 		{"bad compute", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, Compute: 300})
+			_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, Compute: 300})
 			return err
-		}, ErrInput, "compute share"},
+		}, domain.ErrInput, "compute share"},
 		{"for another user, not root", func() error {
-			_, err := a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, For: "bob"})
+			_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, For: "bob"})
 			return err
-		}, ErrNotRoot, "--user bob"},
+		}, domain.ErrNotRoot, "--user bob"},
 		{"for an unknown user", func() error {
-			_, err := r.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour, For: "no-such-user-x"})
+			_, err := r.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, For: "no-such-user-x"})
 			return err
-		}, ErrUnknownUser, "no-such-user-x"},
-		{"release unknown id", func() error { _, err := a.Release(99); return err }, ErrNoPartition, "99"},
-		{"release another's", func() error { _, err := b.Release(mine.ID); return err }, ErrNotOwner, "belongs to alice"},
-		{"extend another's", func() error { _, err := b.Extend(mine.ID, time.Hour); return err }, ErrNotOwner, "only they or root"},
-		{"release ended", func() error { _, err := a.Release(old.ID); return err }, ErrNotLive, "released"},
-		{"extend past the maximum", func() error { _, err := a.Extend(mine.ID, 7*24*time.Hour); return err }, ErrTooLong, "the most is 7d"},
-		{"extend by nothing", func() error { _, err := a.Extend(mine.ID, 0); return err }, ErrInput, "at least a second"},
-		{"policy by non-root", func() error { _, err := a.SetPolicy([]string{"grace=1s"}); return err }, ErrNotRoot, "policy"},
-		{"bad policy", func() error { _, err := r.SetPolicy([]string{"expiry=explode"}); return err }, ErrInput, "terminate, notify"},
+		}, domain.ErrUnknownUser, "no-such-user-x"},
+		{"release unknown id", func() error { _, err := a.Release(99); return err }, domain.ErrNoPartition, "99"},
+		{"release another's", func() error { _, err := b.Release(mine.ID); return err }, domain.ErrNotOwner, "belongs to alice"},
+		{"extend another's", func() error { _, err := b.Extend(mine.ID, time.Hour); return err }, domain.ErrNotOwner, "only they or root"},
+		{"release ended", func() error { _, err := a.Release(old.ID); return err }, domain.ErrNotLive, "released"},
+		{"extend past the maximum", func() error { _, err := a.Extend(mine.ID, 7*24*time.Hour); return err }, domain.ErrTooLong, "the most is 7d"},
+		{"extend by nothing", func() error { _, err := a.Extend(mine.ID, 0); return err }, domain.ErrInput, "at least a second"},
+		{"policy by non-root", func() error { _, err := a.SetPolicy([]string{"grace=1s"}); return err }, domain.ErrNotRoot, "policy"},
+		{"bad policy", func() error { _, err := r.SetPolicy([]string{"expiry=explode"}); return err }, domain.ErrInput, "terminate, notify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := storetest.Fingerprint(t, s)
@@ -230,14 +232,14 @@ func testRootMayActForOthers(t *testing.T, open storetest.Opener) {
 	clock := newFakeClock()
 	a := clientOn(open(), clock, alice)
 	r := clientOn(open(), clock, root)
-	p, err := a.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour})
+	p, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = r.Extend(p.ID, time.Hour)
 	require.NoError(t, err)
 	_, err = r.Release(p.ID)
 	require.NoError(t, err)
 
-	q, err := r.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour, For: "0"})
+	q, err := r.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour, For: "0"})
 	require.NoError(t, err)
 	require.Equal(t, 0, q.UID)
 }
@@ -251,19 +253,19 @@ func testPolicy(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, root)
 	p, err := c.Policy()
 	require.NoError(t, err)
-	require.Equal(t, DefaultPolicy(), p)
+	require.Equal(t, admission.DefaultPolicy(), p)
 	p, err = c.SetPolicy([]string{"expiry=notify", "overbudget=terminate", "grace=5s", "max=1d"})
 	require.NoError(t, err)
-	require.Equal(t, ActNotify, p.Expiry)
-	require.Equal(t, ActTerminate, p.OverBudget)
+	require.Equal(t, admission.ActNotify, p.Expiry)
+	require.Equal(t, admission.ActTerminate, p.OverBudget)
 	require.Equal(t, 5*time.Second, p.Grace)
 	require.Equal(t, 24*time.Hour, p.MaxLength)
 	// What FormatPolicy prints, ApplyPolicy reads back.
-	again, err := ApplyPolicy(DefaultPolicy(), splitFields(FormatPolicy(p)))
+	again, err := admission.ApplyPolicy(admission.DefaultPolicy(), splitFields(admission.FormatPolicy(p)))
 	require.NoError(t, err)
 	require.Equal(t, p, again)
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: 2 * 24 * time.Hour})
-	require.ErrorIs(t, err, ErrTooLong)
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: 2 * 24 * time.Hour})
+	require.ErrorIs(t, err, domain.ErrTooLong)
 }
 
 func splitFields(s string) []string {
@@ -292,14 +294,14 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 		return testDevices()
 	}})
 	for range 3 {
-		_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+		_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 	}
 	require.Equal(t, 1, calls)
 
 	failing := NewClient(Options{Ledger: storetest.Bolt(t)(), As: &alice,
 		Devices: func() (string, []gpu.Device, error) { return "", nil, errors.New("NVML: no driver") }})
-	_, err := failing.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err := failing.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.ErrorContains(t, err, "list GPUs: NVML: no driver")
 }
 
@@ -310,26 +312,26 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	a := clientAt(path, clock, alice)
 	b := clientAt(path, clock, bob)
-	first, err := a.Create(Request{Device: 0, Memory: Fraction(0.6), Duration: time.Hour})
+	first, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
-	second, err := b.Create(Request{Device: 0, Memory: Fraction(0.4), Duration: 3 * 24 * time.Hour})
+	second, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: 3 * 24 * time.Hour})
 	require.NoError(t, err)
-	_, err = b.Create(Request{Device: 1, Memory: Fraction(0.4), Duration: time.Hour})
+	_, err = b.Create(Request{Device: 1, Memory: human.Fraction(0.4), Duration: time.Hour})
 	require.NoError(t, err)
 
-	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	now := clock.Now()
 	require.EqualError(t, err, "not enough free share on that GPU: GPU 0 has 0% (0 MiB) free, 10% asked: held by alice (60%, #1, until "+
-		FormatTime(first.Expires, now)+"), bob (40%, #2, until "+FormatTime(second.Expires, now)+"). GPU 1 has 60% free. "+
-		"It would fit at "+FormatTime(first.Expires, now)+" (--wait joins the line)")
-	require.NotEqual(t, FormatTime(first.Expires, now), FormatTime(second.Expires, now), "a date three days ahead names its day")
-	var later *FitsLaterError // the app offers to wait in line with it
+		human.FormatTime(first.Expires, now)+"), bob (40%, #2, until "+human.FormatTime(second.Expires, now)+"). GPU 1 has 60% free. "+
+		"It would fit at "+human.FormatTime(first.Expires, now)+" (--wait joins the line)")
+	require.NotEqual(t, human.FormatTime(first.Expires, now), human.FormatTime(second.Expires, now), "a date three days ahead names its day")
+	var later *admission.FitsLaterError // the app offers to wait in line with it
 	require.ErrorAs(t, err, &later)
 	require.Equal(t, first.Expires, later.At)
 	require.NotContains(t, later.Why.Error(), "It would fit")
 
-	_, err = a.Create(Request{Device: 0, Memory: Fraction(0.7), Duration: time.Hour})
+	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(0.7), Duration: time.Hour})
 	require.ErrorContains(t, err, ". No other GPU has 70% free")
 }
 
@@ -338,17 +340,17 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 func TestFreeShareIsShownAsCompared(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, alice)
-	_, err := c.Create(Request{Device: 1, Memory: Fraction(0.000001), Duration: time.Hour})
+	_, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.000001), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = c.Create(Request{Device: 1, Memory: Fraction(1), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrOverbooked)
+	_, err = c.Create(Request{Device: 1, Memory: human.Fraction(1), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "GPU 1 has 99.9% (79.9 GiB) free, 100% asked")
 	avail, err := c.Available(1)
 	require.NoError(t, err)
 	require.Equal(t, "99.9% (79.9 GiB) free on GPU 1", avail[0].String())
 
 	// What is shown free can be booked.
-	_, err = c.Create(Request{Device: 1, Memory: Fraction(0.999), Duration: time.Hour})
+	_, err = c.Create(Request{Device: 1, Memory: human.Fraction(0.999), Duration: time.Hour})
 	require.NoError(t, err)
 }
 
@@ -367,6 +369,6 @@ func TestFormatTime(t *testing.T) {
 		{at(2027, 3, 10, 9), "Wed Mar 10 2027 09:00:00"},
 		{at(2026, 5, 14, 9), "Thu May 14 2026 09:00:00"},
 	} {
-		require.Equal(t, tc.want, FormatTime(tc.at, now))
+		require.Equal(t, tc.want, human.FormatTime(tc.at, now))
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -73,14 +76,14 @@ func InitShared(dir, group string) (string, error) {
 // directory is prepared as InitShared prepares SharedDir.
 func InitSharedAt(path, group string) (string, error) {
 	dir := filepath.Dir(path)
-	if !RealRoot() {
-		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", ErrNotRoot)
+	if !proc.RealRoot() {
+		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", domain.ErrNotRoot)
 	}
 	gid := 0
 	if group != "" {
 		g, err := user.LookupGroup(group)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s", ErrUnknownGroup, Quote(group))
+			return "", fmt.Errorf("%w: %s", domain.ErrUnknownGroup, human.Quote(group))
 		}
 		gid, _ = strconv.Atoi(g.Gid)
 	}

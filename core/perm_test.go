@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -32,7 +33,7 @@ func TestPerUserLedgerModes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(state, "chronos", "chronos.db"), path)
 	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice})
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	for p, want := range map[string]fs.FileMode{
@@ -74,7 +75,7 @@ func TestInitSharedModes(t *testing.T) {
 	// which a member may not in a shared ledger); then a member books.
 	require.NoError(t, NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root}).SaveInventory(simInventory(2, testGPUMemory, time.Now())))
 	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice})
-	_, err = c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	for p, want := range map[string]fs.FileMode{

@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -28,7 +31,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	require.NoError(t, err)
 
 	// Before any reading, nothing is known and nothing is claimed.
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 	require.Contains(t, p.Room.Room(), "physically free memory unknown")
@@ -43,7 +46,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	_, err = m.Tick()
 	require.NoError(t, err)
 
-	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
+	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err, "admission counts booked shares")
 	require.True(t, p.Room.Physical.Known)
 	require.Equal(t, uint64(46<<30), p.Room.Physical.Free)
@@ -56,18 +59,18 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	_, err = c.SetPolicy([]string{"admit=physical"})
 	require.NoError(t, err)
 	before := fileBytes(t, path)
-	_, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrMemoryInUse)
+	_, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrMemoryInUse)
 	require.ErrorContains(t, err, "only 46.0 GiB of GPU 3 is physically free")
 	require.Equal(t, before, fileBytes(t, path), "a refusal changes nothing")
-	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(40 << 30), Duration: time.Hour})
+	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(40 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, p.Release())
 
 	// A reading nobody renews goes stale: then the figure is unknown, and
 	// admission falls back to booked shares.
-	clock.Advance(ReadingFreshFor + time.Second)
-	p, err = c.Create(Request{Device: idleGPU, Memory: Bytes(80 << 30), Duration: time.Hour})
+	clock.Advance(admission.ReadingFreshFor + time.Second)
+	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 }
@@ -84,8 +87,8 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
-	stored := func() []storage.DeviceReading {
-		var rs []storage.DeviceReading
+	stored := func() []domain.DeviceReading {
+		var rs []domain.DeviceReading
 		require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 			var err error
 			rs, err = tx.DeviceReadings()
@@ -114,11 +117,11 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	sim.Attach(idleGPU, hog.Process.Pid, 10<<30)
 	tick(time.Second)
 	require.Equal(t, first[0].Time, stored()[0].Time, "a change within seconds of the last write waits")
-	tick(readingMinGap)
+	tick(admission.ReadingMinGap)
 	require.Equal(t, uint64(10<<30), stored()[idleGPU].MemoryUsed)
 
 	renewed := stored()[0].Time
-	tick(readingHeartbeat - time.Second)
+	tick(admission.ReadingHeartbeat - time.Second)
 	require.Equal(t, renewed, stored()[0].Time)
 	tick(2 * time.Second)
 	require.Equal(t, clock.Now(), stored()[0].Time, "renewed though unchanged")
@@ -140,7 +143,7 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 
-	p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()

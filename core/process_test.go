@@ -18,6 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -54,8 +57,8 @@ func playRole(role, db, arg string) int {
 	switch role {
 	case "book":
 		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
-		_, err := c.Create(Request{Device: dev, Memory: Fraction(0.1), Duration: time.Hour})
-		if errors.Is(err, ErrOverbooked) {
+		_, err := c.Create(Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
+		if errors.Is(err, domain.ErrOverbooked) {
 			return roleOverbooked
 		}
 		if err != nil {
@@ -65,7 +68,7 @@ func playRole(role, db, arg string) int {
 	case "release":
 		id, _ := strconv.ParseUint(arg, 10, 64)
 		_, err := c.Release(id)
-		if errors.Is(err, ErrNotOwner) {
+		if errors.Is(err, domain.ErrNotOwner) {
 			return roleNotOwner
 		}
 		if err != nil {
@@ -75,7 +78,7 @@ func playRole(role, db, arg string) int {
 	case "churn":
 		// Write for ever; the test kills us at a random point.
 		for {
-			p, err := c.Create(Request{Device: 1, Memory: Fraction(0.01), Duration: time.Hour})
+			p, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return roleFailed
@@ -100,7 +103,7 @@ func playRole(role, db, arg string) int {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			return tx.AddEvent(storage.Event{Kind: "held"})
+			return tx.AddEvent(domain.Event{Kind: "held"})
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -171,7 +174,7 @@ func playRole(role, db, arg string) int {
 	case "wait":
 		return playWaiter(c, arg)
 	case "whoami":
-		fmt.Println(RealRoot(), CurrentIdentity().UID)
+		fmt.Println(proc.RealRoot(), CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
 	case "runwait":
@@ -276,7 +279,7 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 	for _, p := range parts {
 		sum += p.SharePPM
 	}
-	require.Equal(t, int64(ppm), sum)
+	require.Equal(t, int64(human.Ppm), sum)
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 10)
@@ -345,7 +348,7 @@ func requireWhole(t *testing.T, db string) {
 		require.NotZero(t, p.SharePPM)
 		require.False(t, p.Expires.IsZero())
 		require.True(t, created[p.ID], "booking %d has no created event", p.ID)
-		require.Equal(t, p.State == storage.Released, released[p.ID], "booking %d: state %s", p.ID, p.State)
+		require.Equal(t, p.State == domain.Released, released[p.ID], "booking %d: state %s", p.ID, p.State)
 	}
 	require.Len(t, created, len(parts))
 }
@@ -357,8 +360,8 @@ func TestOtherUserCannotRelease(t *testing.T) {
 	dir, bin := otherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
-	owner := clientAt(db, nil, Identity{UID: 0, User: "root"})
-	p, err := owner.Create(Request{Device: 0, Memory: Fraction(0.2), Duration: time.Hour})
+	owner := clientAt(db, nil, domain.Identity{UID: 0, User: "root"})
+	p, err := owner.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(db, 0o666))
 
@@ -369,7 +372,7 @@ func TestOtherUserCannotRelease(t *testing.T) {
 
 	got, err := owner.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, domain.Live, got.State)
 }
 
 // A process stopped (SIGSTOP) while it holds the ledger makes the others
@@ -380,7 +383,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
 	c := clientAt(db, nil, alice)
-	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	holder, marker := holdLedger(t, db)
@@ -389,7 +392,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &alice})
 	for name, op := range map[string]func() error{
 		"create": func() error {
-			_, err := quick.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+			_, err := quick.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 			return err
 		},
 		"list":    func() error { _, err := quick.List(false); return err },
@@ -406,14 +409,14 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	require.NoError(t, holder.Process.Signal(syscall.SIGCONT))
 	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
 	require.NoError(t, holder.Wait())
-	p, err := quick.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	p, err := quick.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), p.ID)
 	_, err = quick.Release(1)
 	require.NoError(t, err)
 	evs, err := quick.Events(0, 0)
 	require.NoError(t, err)
-	require.Equal(t, storage.EventKind("held"), evs[1].Kind, "the stopped process's transaction committed once it ran again")
+	require.Equal(t, domain.EventKind("held"), evs[1].Kind, "the stopped process's transaction committed once it ran again")
 }
 
 // otherUserDir skips unless the test runs as root; else it makes a directory

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // BenchmarkCreateUnderQuotas books and releases, as BenchmarkLedgerOps
@@ -17,10 +19,10 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	at := time.Now().Add(-7 * 24 * time.Hour)
 	clock := clock.NewFake(at)
-	users := []Identity{alice, bob, root, {UID: 1003, User: "carol"}}
+	users := []domain.Identity{alice, bob, root, {UID: 1003, User: "carol"}}
 	for i := range 2000 {
 		c := clientAt(path, clock, users[i%len(users)])
-		p, err := c.Create(Request{Device: i % 2, Memory: Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(Request{Device: i % 2, Memory: human.Fraction(0.1), Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 	admin := clientAt(path, nil, root)
 	create := func(c *Client) time.Duration {
 		t0 := time.Now()
-		p, err := c.Create(Request{Device: 0, Memory: Fraction(0.01), Duration: time.Hour})
+		p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour})
 		took := time.Since(t0)
 		if err != nil {
 			b.Fatal(err)

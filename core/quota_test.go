@@ -6,6 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -21,12 +24,12 @@ func TestQuotaFiguresReadRight(t *testing.T) {
 		0.04:      "0.04",
 		0.05:      "0.05",
 	} {
-		require.Equal(t, want, formatGPUHours(h), "%v GPU-hours", h)
+		require.Equal(t, want, admission.FormatGPUHours(h), "%v GPU-hours", h)
 	}
-	require.Equal(t, "0.0000028", formatGPUHours(0.01/3600))
-	require.Equal(t, "1 GPU", formatGPUCount(ppm))
-	require.Equal(t, "0.5 GPUs", formatGPUCount(ppm/2))
-	require.Equal(t, "2 GPUs", formatGPUCount(2*ppm))
+	require.Equal(t, "0.0000028", admission.FormatGPUHours(0.01/3600))
+	require.Equal(t, "1 GPU", admission.FormatGPUCount(human.Ppm))
+	require.Equal(t, "0.5 GPUs", admission.FormatGPUCount(human.Ppm/2))
+	require.Equal(t, "2 GPUs", admission.FormatGPUCount(2*human.Ppm))
 }
 
 // "any" over the user's quota is refused for the quota, not for the first
@@ -39,15 +42,15 @@ func testAnyOverQuotaNamesTheQuota(t *testing.T, open storetest.Opener) {
 	_, err := l.as(root).SetPolicy([]string{"user-gpus=1"})
 	require.NoError(t, err)
 	a := l.as(alice)
-	_, err = a.Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
-	require.ErrorIs(t, err, ErrQuota)
-	require.NotErrorIs(t, err, ErrOverbooked)
+	_, err = a.Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
+	require.ErrorIs(t, err, domain.ErrQuota)
+	require.NotErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.5 GPUs at once (1 already, 0.5 asked)")
 
 	// Another user, within the quota, gets GPU 1.
-	p, err := l.as(bob).Create(Request{Device: AnyDevice, Memory: Fraction(0.5), Duration: time.Hour})
+	p, err := l.as(bob).Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, p.Device)
 }
@@ -60,18 +63,18 @@ func testWaitHoldsToAhead(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
 	_, err := l.as(root).SetPolicy([]string{"ahead=2d", "max=7d"})
 	require.NoError(t, err)
-	_, err = l.as(alice).Create(Request{Device: 0, Memory: Fraction(1), Duration: 3 * 24 * time.Hour})
+	_, err = l.as(alice).Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 3 * 24 * time.Hour})
 	require.NoError(t, err)
 	b := l.as(bob)
-	_, _, err = b.Enqueue(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
-	require.ErrorIs(t, err, ErrTooFarAhead)
+	_, _, err = b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
+	require.ErrorIs(t, err, domain.ErrTooFarAhead)
 	require.ErrorContains(t, err, "it would wait in line until ")
 	require.ErrorContains(t, err, "it would start in 3d, the furthest is 2d (ahead=2d)")
 	q, err := b.Queue()
 	require.NoError(t, err)
 	require.Empty(t, q, "nothing queued")
 
-	_, e, err := b.Enqueue(Request{Device: 1, Memory: Fraction(0.5), Duration: time.Hour}, WaitOptions{})
+	_, e, err := b.Enqueue(Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err, "GPU 1 is free: booked at once")
 	require.Nil(t, e)
 }

@@ -9,6 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -29,7 +33,7 @@ func ParseReportBy(s string) (ReportBy, error) {
 	if slices.Contains(ReportBys, ReportBy(s)) {
 		return ReportBy(s), nil
 	}
-	return "", inputErr("--by %s: use user, group or gpu", Quote(s))
+	return "", domain.InputErr("--by %s: use user, group or gpu", human.Quote(s))
 }
 
 // Report sums the ledger's record of GPU use in [from, now), one row per
@@ -75,7 +79,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		}
 		g, ok := groups[uid]
 		if !ok {
-			if g = groupsOf(uid); len(g) == 0 {
+			if g = proc.GroupsOf(uid); len(g) == 0 {
 				g = []string{GroupName(uid)}
 			}
 			groups[uid] = g
@@ -148,8 +152,8 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 // too; the scan goes an hour further back in case hosts' clocks differ.
 func lastSignals(tx *storage.Tx, from time.Time) (map[uint64]time.Time, error) {
 	last := map[uint64]time.Time{}
-	err := tx.EventsBackward(func(e storage.Event) (bool, error) {
-		if e.Kind == storage.EventSignalled && e.Partition != 0 && e.Time.After(last[e.Partition]) {
+	err := tx.EventsBackward(func(e domain.Event) (bool, error) {
+		if e.Kind == domain.EventSignalled && e.Partition != 0 && e.Time.After(last[e.Partition]) {
 			last[e.Partition] = e.Time
 		}
 		return from.IsZero() || !e.Time.Before(from.Add(-time.Hour)), nil
@@ -201,13 +205,13 @@ func (f figures) row(key string, by ReportBy) ReportRow {
 }
 
 // bookingFigures is what one booking adds to a report of [from, to).
-func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.Time) figures {
+func bookingFigures(p domain.Partition, u domain.BookingUsage, from, to time.Time) figures {
 	var f figures
 	end := p.End()
-	held := earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
-	inside := earlier(end, to).Sub(later(p.Start, from))
+	held := admission.Earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
+	inside := admission.Earlier(end, to).Sub(admission.Later(p.Start, from))
 	if held > 0 && inside > 0 {
-		share := ShareOf(p.SharePPM)
+		share := human.ShareOf(p.SharePPM)
 		part := inside.Seconds() / held.Seconds()
 		f.booked = share * inside.Seconds()
 		f.used = u.GPUTime.Seconds() * part
@@ -220,7 +224,7 @@ func bookingFigures(p storage.Partition, u storage.BookingUsage, from, to time.T
 	switch {
 	case within(u.Reclaimed):
 		f.reclaimed = 1
-	case u.Reclaimed.IsZero() && p.State != storage.Released && within(end):
+	case u.Reclaimed.IsZero() && p.State != domain.Released && within(end):
 		f.expired = 1 // ran out its time, whether or not a monitor has flipped it yet
 	}
 	return f
@@ -242,7 +246,7 @@ func GroupName(uid int) string {
 // settleAfter is how long after its end a booking's figures may still
 // change: monitors write a minute's accounting in the next minute, and one
 // that fell behind catches up within a few.
-const settleAfter = 10 * accountEvery
+const settleAfter = 10 * domain.AccountEvery
 
 // UserTotals is every user's figures since the ledger began, kept for
 // metrics, which Prometheus reads every few seconds for as long as the
@@ -256,7 +260,7 @@ type UserTotals struct {
 	// Keep picks the bookings counted (nil: all). Unbooked use, which is
 	// recorded per user and day but not per host, is counted only when
 	// every booking is.
-	Keep func(storage.Partition) bool
+	Keep func(domain.Partition) bool
 
 	mu      sync.Mutex
 	next    uint64             // the bookings numbered below are all in settled
@@ -295,7 +299,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 		if len(parts) > 0 {
 			next = parts[len(parts)-1].ID + 1 // unless one below has not settled
 		}
-		parts = slices.DeleteFunc(parts, func(p storage.Partition) bool { return t.folded[p.ID] })
+		parts = slices.DeleteFunc(parts, func(p domain.Partition) bool { return t.folded[p.ID] })
 		ids := make([]uint64, len(parts))
 		for i, p := range parts {
 			ids[i] = p.ID
@@ -311,7 +315,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 			}
 			f := bookingFigures(p, usage[i], time.Time{}, now)
 			addTo(sums, p.User, f)
-			if (p.State != storage.Live || !now.Before(p.Expires)) && now.Sub(p.End()) > settleAfter {
+			if (p.State != domain.Live || !now.Before(p.Expires)) && now.Sub(p.End()) > settleAfter {
 				addTo(settle, p.User, f)
 				settledIDs = append(settledIDs, p.ID)
 			} else {
@@ -343,7 +347,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 		t.next = next
 		maps.DeleteFunc(t.folded, func(id uint64, _ bool) bool { return id < next })
 	}
-	t.daysTo = later(t.daysTo, closed)
+	t.daysTo = admission.Later(t.daysTo, closed)
 	rows := make([]ReportRow, 0, len(sums))
 	for user, f := range sums {
 		rows = append(rows, f.row(user, ReportByUser))

@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -30,35 +33,35 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 		device       int
 		share        float64
 		created, end time.Duration // before now (end may be after: negative)
-		state        storage.State
+		state        domain.State
 		used, idle   time.Duration
 		reclaimed    bool
 	}
 	for _, s := range []seed{
 		// root: 50% of GPU 0 for 2h, ran out, used 30m, idle 1h.
-		{0, "root", 0, 0.5, 3 * h, h, storage.Expired, 30 * time.Minute, h, false},
+		{0, "root", 0, 0.5, 3 * h, h, domain.Expired, 30 * time.Minute, h, false},
 		// root: 25% of GPU 1 for the last hour, live another hour, used 12m.
-		{0, "root", 1, 0.25, h, -h, storage.Live, 12 * time.Minute, 0, false},
+		{0, "root", 1, 0.25, h, -h, domain.Live, 12 * time.Minute, 0, false},
 		// daemon: all of GPU 0 ten days ago, released after 2 of its 4h.
-		{1, "daemon", 0, 1, 10 * day, 10*day - 2*h, storage.Released, h, 0, false},
+		{1, "daemon", 0, 1, 10 * day, 10*day - 2*h, domain.Released, h, 0, false},
 		// daemon: 50% of GPU 0 for 3h, reclaimed after 2h idle.
-		{1, "daemon", 0, 0.5, 5 * h, 2 * h, storage.Expired, 0, 2 * h, true},
+		{1, "daemon", 0, 0.5, 5 * h, 2 * h, domain.Expired, 0, 2 * h, true},
 		// nobody: 50% of GPU 1 from 8 days ago to 6 days ago: half in a 7-day window.
-		{65534, "nobody", 1, 0.5, 8 * day, 6 * day, storage.Expired, 10 * h, 4 * h, false},
+		{65534, "nobody", 1, 0.5, 8 * day, 6 * day, domain.Expired, 10 * h, 4 * h, false},
 	} {
 		require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-			p := storage.Partition{Device: s.device, DeviceUUID: "GPU-x", SharePPM: int64(s.share * ppm), UID: s.uid, User: s.user,
+			p := domain.Partition{Device: s.device, DeviceUUID: "GPU-x", SharePPM: int64(s.share * human.Ppm), UID: s.uid, User: s.user,
 				Created: now.Add(-s.created), Expires: now.Add(-s.end), State: s.state}
-			if s.state == storage.Released {
+			if s.state == domain.Released {
 				p.Expires = p.Created.Add(4 * h)
 			}
-			if s.state != storage.Live {
+			if s.state != domain.Live {
 				p.Ended = now.Add(-s.end)
 			}
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
-			u := storage.BookingUsage{Partition: p.ID, Through: now, GPUTime: s.used, Idle: s.idle}
+			u := domain.BookingUsage{Partition: p.ID, Through: now, GPUTime: s.used, Idle: s.idle}
 			if s.reclaimed {
 				u.Reclaimed = p.Ended
 			}
@@ -75,11 +78,11 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 		// Signals: root's first booking still ran at its deadline (forced);
 		// nobody's was signalled before it, over budget, and daemon's
 		// after it was reclaimed (neither forced).
-		for _, e := range []storage.Event{
-			{Time: now.Add(-h + 5*time.Second), Kind: storage.EventSignalled, Partition: 1},
-			{Time: now.Add(-7 * day), Kind: storage.EventSignalled, Partition: 5},
-			{Time: now.Add(-h), Kind: storage.EventSignalled, Partition: 4},
-			{Time: now.Add(-h), Kind: storage.EventWarned, Partition: 5},
+		for _, e := range []domain.Event{
+			{Time: now.Add(-h + 5*time.Second), Kind: domain.EventSignalled, Partition: 1},
+			{Time: now.Add(-7 * day), Kind: domain.EventSignalled, Partition: 5},
+			{Time: now.Add(-h), Kind: domain.EventSignalled, Partition: 4},
+			{Time: now.Add(-h), Kind: domain.EventWarned, Partition: 5},
 		} {
 			if err := tx.AddEvent(e); err != nil {
 				return err
@@ -134,7 +137,7 @@ func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 	clock := newFakeClock()
 	c := newTestClient(t, clock, alice)
 	now := clock.Now()
-	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
+	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
 	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
@@ -177,18 +180,18 @@ func TestReportByGroup(t *testing.T) {
 func TestReportByGroupCountsEveryGroup(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	carol, dan := Identity{UID: 424201, User: "carol"}, Identity{UID: 424202, User: "dan"}
+	carol, dan := domain.Identity{UID: 424201, User: "carol"}, domain.Identity{UID: 424202, User: "dan"}
 	kernel := time.Now() // the cache ages on the kernel's clock
-	knownGroups.Lock()
-	if knownGroups.of == nil {
-		knownGroups.of = map[int]groupsAt{}
+	proc.KnownGroups.Lock()
+	if proc.KnownGroups.Of == nil {
+		proc.KnownGroups.Of = map[int]proc.GroupsAt{}
 	}
-	knownGroups.of[carol.UID] = groupsAt{[]string{"lab", "students"}, kernel}
-	knownGroups.of[dan.UID] = groupsAt{[]string{"lab"}, kernel}
-	knownGroups.Unlock()
+	proc.KnownGroups.Of[carol.UID] = proc.GroupsAt{Names: []string{"lab", "students"}, At: kernel}
+	proc.KnownGroups.Of[dan.UID] = proc.GroupsAt{Names: []string{"lab"}, At: kernel}
+	proc.KnownGroups.Unlock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	for _, who := range []Identity{carol, dan} {
-		_, err := clientAt(path, clock, who).Create(Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Hour})
+	for _, who := range []domain.Identity{carol, dan} {
+		_, err := clientAt(path, clock, who).Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
 		require.NoError(t, err)
 	}
 	clock.Advance(time.Hour)
@@ -210,7 +213,7 @@ func TestReportRefusesAnUnknownCut(t *testing.T) {
 	t.Parallel()
 	c, _ := reportLedger(t)
 	_, err := c.Report(time.Time{}, "host")
-	require.ErrorIs(t, err, ErrInput)
+	require.ErrorIs(t, err, domain.ErrInput)
 	require.ErrorContains(t, err, `--by "host": use user, group or gpu`)
 }
 
@@ -238,7 +241,7 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 	require.Equal(t, all(), read(), "a second read, from what settled")
 
 	// A new booking shows; root's live one keeps counting its time.
-	_, err := c.Create(Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour})
+	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, all(), read())
 
@@ -267,12 +270,12 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	day := 24 * time.Hour
 	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		// daemon: all of GPU 1 from 31 days ago to 29 days ago.
-		p := storage.Partition{Device: 1, DeviceUUID: "GPU-x", SharePPM: ppm, UID: 1, User: "daemon",
-			Created: now.Add(-31 * day), Expires: now.Add(-29 * day), Ended: now.Add(-29 * day), State: storage.Expired}
+		p := domain.Partition{Device: 1, DeviceUUID: "GPU-x", SharePPM: human.Ppm, UID: 1, User: "daemon",
+			Created: now.Add(-31 * day), Expires: now.Add(-29 * day), Ended: now.Add(-29 * day), State: domain.Expired}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		if err := tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: 6 * time.Hour, Idle: 3 * time.Hour}); err != nil {
+		if err := tx.PutBookingUsage(domain.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: 6 * time.Hour, Idle: 3 * time.Hour}); err != nil {
 			return err
 		}
 		// nobody: unbooked use on the day the week starts in, and the day before.
@@ -284,12 +287,12 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 		}
 		parts, err := tx.Partitions()
 		for _, p := range parts { // what the ending of each wrote for fair share
-			if p.State != storage.Live {
-				err = cmp.Or(err, tx.AddHeld(p.UID, storage.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
+			if p.State != domain.Live {
+				err = cmp.Or(err, tx.AddHeld(p.UID, domain.Held{Partition: p.ID, Start: p.Created, End: p.Ended, SharePPM: p.SharePPM}))
 			}
 		}
-		err = cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: 1, User: "daemon", GPUSeconds: 3600, At: now}))
-		return cmp.Or(err, tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}))
+		err = cmp.Or(err, tx.PutUserUsage(domain.UserUsage{UID: 1, User: "daemon", GPUSeconds: 3600, At: now}))
+		return cmp.Or(err, tx.PutUserUsage(domain.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}))
 	}))
 	byUser := func(from time.Time) map[string]ReportRow {
 		r, err := c.Report(from, ReportByUser)

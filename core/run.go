@@ -12,7 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -30,13 +34,13 @@ type RunOptions struct {
 	Command   []string
 	// WarnSignal, when set, goes to the command's group at its lead before
 	// the end. None by default: the deadline is in the environment.
-	WarnSignal WarnSignal
+	WarnSignal human.WarnSignal
 	// Grace is the time between SIGTERM and SIGKILL; negative: the policy's.
 	Grace time.Duration
 	// Wait, when set, joins the waiting line if the request cannot start
 	// now; OnQueue hears its place in line as it changes.
-	Wait    *WaitOptions
-	OnQueue func(QueueEntry)
+	Wait    *admission.WaitOptions
+	OnQueue func(admission.QueueEntry)
 	// ReleaseWithin bounds how long a release that meets a busy ledger is
 	// retried; zero means a minute.
 	ReleaseWithin time.Duration
@@ -73,14 +77,14 @@ type RunResult struct {
 func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	c = c.lasting() // a signal goes on to the command, and the booking is released after
 	if len(o.Command) == 0 {
-		return RunResult{}, inputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
+		return RunResult{}, domain.InputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
 	}
 	path, err := exec.LookPath(o.Command[0])
 	if err != nil {
-		return RunResult{}, inputErr("cannot run %s: %v", Quote(o.Command[0]), errors.Unwrap(err))
+		return RunResult{}, domain.InputErr("cannot run %s: %v", human.Quote(o.Command[0]), errors.Unwrap(err))
 	}
 	if lead := o.WarnSignal.Lead; o.Partition == 0 && lead > 0 && lead >= o.Request.Duration {
-		return RunResult{}, inputErr("--signal %s: the lead %s is not shorter than the booking (%s)", o.WarnSignal, FormatDuration(lead), FormatDuration(o.Request.Duration))
+		return RunResult{}, domain.InputErr("--signal %s: the lead %s is not shorter than the booking (%s)", o.WarnSignal, human.FormatDuration(lead), human.FormatDuration(o.Request.Duration))
 	}
 	say := o.Say
 	if say == nil {
@@ -95,7 +99,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 		grace = pol.Grace
 	}
 
-	var p storage.Partition
+	var p domain.Partition
 	booked := false
 	if o.Partition != 0 {
 		err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
@@ -112,14 +116,14 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 		if host, err := c.gpuHost(o.Request.Host); err != nil {
 			return RunResult{}, err
 		} else if host != c.host {
-			return RunResult{}, elsewhere(c, "GPU "+FormatGPU(host, o.Request.Device), host, o.Request.Device)
+			return RunResult{}, elsewhere(c, "GPU "+human.FormatGPU(host, o.Request.Device), host, o.Request.Device)
 		}
 		got, err := bookForRun(ctx, c, o, say)
 		if err != nil {
 			return RunResult{}, err
 		}
 		p, booked = got.Partition, true
-		say("booked %d: %s (%s) of GPU %d until %s", p.ID, FormatPercent(p.SharePPM), FormatBytes(p.Bytes), p.Device, FormatTime(p.Expires, c.now()))
+		say("booked %d: %s (%s) of GPU %d until %s", p.ID, human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), p.Device, human.FormatTime(p.Expires, c.now()))
 		if w := got.Room.Warning(p.Bytes); w != "" {
 			say("warning: %s", w)
 		}
@@ -152,7 +156,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	childStart, _ := gpu.ProcStartTime(pgid)
 	if booked {
 		// Should this process die without releasing, a monitor will.
-		w, err := thisWrapper(pgid)
+		w, err := proc.ThisWrapper(pgid)
 		if err == nil {
 			err = c.recordWrapper(p.ID, w)
 		}
@@ -164,7 +168,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
 	signalOnce := func(act claimAct, sig syscall.Signal, why string) bool {
-		won, err := claimSignal(c, p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", signalName(sig), o.Command[0], why))
+		won, err := claimSignal(c, p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", proc.SignalName(sig), o.Command[0], why))
 		if err != nil {
 			say("could not record the signal in the ledger (%v); sending it anyway", err)
 			won = true
@@ -190,7 +194,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 		case o.WarnSignal.Lead > 0:
 			return p.Expires.Add(-o.WarnSignal.Lead)
 		default:
-			return p.Expires.Add(-WarnLead(p, pol.WarnLead))
+			return p.Expires.Add(-domain.WarnLead(p, pol.WarnLead))
 		}
 	}
 	warned := o.WarnSignal.Signal == 0
@@ -206,14 +210,14 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 			return
 		}
 		switch {
-		case got.State == storage.Released:
+		case got.State == domain.Released:
 			say("booking %d was released: stopping the command", p.ID)
 			p.Expires = c.now()
 		case got.ReclaimedEarly():
 			// Reclaimed for sitting idle: it ends now, as at its deadline.
 			say("booking %d was reclaimed for being idle: stopping the command", p.ID)
 			p.Expires = c.now()
-		case got.State == storage.Live && got.Expires.After(p.Expires):
+		case got.State == domain.Live && got.Expires.After(p.Expires):
 			p.Expires = got.Expires
 			warned = o.WarnSignal.Signal == 0 // warn again before the new end
 		}
@@ -230,18 +234,18 @@ loop:
 			expired, warned = true, true
 			termAt = now
 			if signalOnce(claimTerm, syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
-				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
+				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, human.FormatDuration(grace))
 			} else {
-				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, FormatDuration(grace))
+				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, human.FormatDuration(grace))
 			}
 		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
-			if signalOnce(claimKill, syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", FormatDuration(grace))) {
-				say("still running %s after SIGTERM: sent SIGKILL", FormatDuration(grace))
+			if signalOnce(claimKill, syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", human.FormatDuration(grace))) {
+				say("still running %s after SIGTERM: sent SIGKILL", human.FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
 		case !warned && !now.Before(warnAt()):
 			warned = true
-			say("booking %d %s: sending %s", p.ID, endsIn(p.Expires.Sub(now)), signalName(o.WarnSignal.Signal))
+			say("booking %d %s: sending %s", p.ID, human.EndsIn(p.Expires.Sub(now)), proc.SignalName(o.WarnSignal.Signal))
 			_ = syscall.Kill(-pgid, o.WarnSignal.Signal)
 		}
 		next := p.Expires
@@ -286,22 +290,22 @@ loop:
 func bookForRun(ctx context.Context, c *Client, o RunOptions, say func(string, ...any)) (*Partition, error) {
 	if o.Wait != nil {
 		var stop context.CancelFunc
-		ctx, stop = Interruptible(ctx, o.Signals)
+		ctx, stop = proc.Interruptible(ctx, o.Signals)
 		defer stop()
 	}
-	joined := func(e QueueEntry) { say("waiting in line: request %d", e.ID) }
+	joined := func(e admission.QueueEntry) { say("waiting in line: request %d", e.ID) }
 	return c.BookOrWait(ctx, o.Request, o.Wait, joined, o.OnQueue)
 }
 
 // awaitStart waits for a booking made ahead to start. The end of ctx or a
 // signal on sigs ends the wait; the caller releases what it booked.
-func awaitStart(ctx context.Context, c *Client, p storage.Partition, sigs <-chan os.Signal, say func(string, ...any)) error {
+func awaitStart(ctx context.Context, c *Client, p domain.Partition, sigs <-chan os.Signal, say func(string, ...any)) error {
 	wait := p.Start.Sub(c.now())
 	if wait <= 0 {
 		return nil
 	}
-	say("booking %d starts at %s: waiting %s", p.ID, FormatTime(p.Start, c.now()), FormatDuration(wait))
-	ctx, stop := Interruptible(ctx, sigs)
+	say("booking %d starts at %s: waiting %s", p.ID, human.FormatTime(p.Start, c.now()), human.FormatDuration(wait))
+	ctx, stop := proc.Interruptible(ctx, sigs)
 	defer stop()
 	for {
 		// Wall-clock deadlines: look again each second, so a step of the
@@ -312,7 +316,7 @@ func awaitStart(ctx context.Context, c *Client, p storage.Partition, sigs <-chan
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, whyStopped(ctx))
+			return fmt.Errorf("stopped waiting for booking %d to start: %w", p.ID, proc.WhyStopped(ctx))
 		case <-c.clock.After(min(left, maxSleep)):
 		}
 	}
@@ -321,14 +325,14 @@ func awaitStart(ctx context.Context, c *Client, p storage.Partition, sigs <-chan
 // elsewhere refuses to run a command here for a GPU of another host.
 func elsewhere(c *Client, what, host string, device int) error {
 	return fmt.Errorf("%w: %s is on %s, and chronos run starts the command on this host (%s): run it on %s (chronos run %s …)",
-		ErrOtherHost, what, host, c.host, host, FormatGPU("", device))
+		domain.ErrOtherHost, what, host, c.host, host, human.FormatGPU("", device))
 }
 
 // releaseRetrying releases the booking a run made. A ledger held busy by
 // another process, or on an etcd that does not answer, is tried again,
 // backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
 // with nothing running in it.
-func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say func(string, ...any)) error {
+func releaseRetrying(c *Client, p domain.Partition, within time.Duration, say func(string, ...any)) error {
 	if within <= 0 {
 		within = time.Minute
 	}
@@ -338,7 +342,7 @@ func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say f
 	for tries := 1; ; tries++ {
 		_, err := c.Release(p.ID)
 		switch {
-		case err == nil || errors.Is(err, ErrNotLive):
+		case err == nil || errors.Is(err, domain.ErrNotLive):
 			if tries > 1 {
 				say("released booking %d at try %d", p.ID, tries)
 			}
@@ -347,7 +351,7 @@ func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say f
 			return fmt.Errorf("could not release booking %d (release it with `chronos release %d`): %w", p.ID, p.ID, err)
 		case clock.Kernel.Now().Add(wait).After(giveUp):
 			return fmt.Errorf("could not release booking %d, tried for %s; it stays booked until %s unless you run `chronos release %d`: %w",
-				p.ID, FormatDuration(within), FormatTime(p.Expires, c.now()), p.ID, err)
+				p.ID, human.FormatDuration(within), human.FormatTime(p.Expires, c.now()), p.ID, err)
 		}
 		if tries == 1 {
 			say("could not release booking %d (%v); trying again", p.ID, err)
@@ -361,7 +365,7 @@ func releaseRetrying(c *Client, p storage.Partition, within time.Duration, say f
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
 // caller got the claim.
-func claimSignal(c *Client, p storage.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
+func claimSignal(c *Client, p domain.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
 	won, more := false, false
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
@@ -374,26 +378,26 @@ func claimSignal(c *Client, p storage.Partition, act claimAct, pid int, start ui
 			return nil
 		}
 		now := c.now()
-		if err := tx.PutClaim(key, storage.Claim{By: fmt.Sprintf("chronos run %d", os.Getpid()), At: now}); err != nil {
+		if err := tx.PutClaim(key, domain.Claim{By: fmt.Sprintf("chronos run %d", os.Getpid()), At: now}); err != nil {
 			return err
 		}
 		cur, err := tx.Partition(p.ID)
 		if err != nil {
 			return err
 		}
-		if cur.State == storage.Live && !now.Before(cur.Expires) {
-			if err := endBooking(tx, &cur, storage.Expired, cur.Expires, ledgerPolicy(tx)); err != nil {
+		if cur.State == domain.Live && !now.Before(cur.Expires) {
+			if err := endBooking(tx, &cur, domain.Expired, cur.Expires, ledgerPolicy(tx)); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
-			if err := c.event(tx, storage.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, FormatPercent(cur.SharePPM), late)); err != nil {
+			if err := c.event(tx, domain.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, human.FormatPercent(cur.SharePPM), late)); err != nil {
 				return err
 			}
 			more = true // the room it held goes to the line at once
 		}
 		won = true
-		err = tx.AddEvent(storage.Event{Time: now, Kind: storage.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
-			Process: &storage.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
+		err = tx.AddEvent(domain.Event{Time: now, Kind: domain.EventSignalled, Partition: cur.ID, UID: c.me.UID, User: c.me.User,
+			Process: &domain.EventProcess{PID: pid, UID: c.me.UID, User: c.me.User}, Detail: detail})
 		if err != nil || !more {
 			return err
 		}
@@ -424,7 +428,7 @@ func exitCodeOf(err error) int {
 // the variables that tie it to the partition: the GPU its vendor's runtime
 // may see, the booking (under both names), the deadline and, under MPS,
 // the limits.
-func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
+func RunEnv(base []string, p domain.Partition, mps gpu.MPS) []string {
 	id := strconv.FormatUint(p.ID, 10)
 	ours := append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		gpu.BookingEnv+"="+id,
@@ -457,11 +461,11 @@ func RunEnv(base []string, p storage.Partition, mps gpu.MPS) []string {
 // NVIDIA MPS daemon applies it, through RunEnv, to commands started while it
 // runs; AMD and Intel GPUs have none. It is empty when there is no cap or
 // MPS applies it.
-func (c *Client) ComputeCapNote(p storage.Partition, mps gpu.MPS) string {
+func (c *Client) ComputeCapNote(p domain.Partition, mps gpu.MPS) string {
 	if p.ComputePct == 0 {
 		return ""
 	}
-	var inv storage.Inventory
+	var inv domain.Inventory
 	var ok bool
 	_ = c.ledger.View(c.ctx, func(tx *storage.Tx) (err error) {
 		inv, ok, err = tx.HostInventory(p.Host)
@@ -480,6 +484,6 @@ func (c *Client) ComputeCapNote(p storage.Partition, mps gpu.MPS) string {
 // capNotApplied says whether p's compute cap can never be applied on its
 // GPU, read from its host's inventory (inv, when ok): a DRM GPU, AMD or
 // Intel, has no MPS.
-func capNotApplied(inv storage.Inventory, ok bool, p storage.Partition) bool {
+func capNotApplied(inv domain.Inventory, ok bool, p domain.Partition) bool {
 	return p.ComputePct > 0 && ok && inv.Backend == string(gpu.KindDRM)
 }

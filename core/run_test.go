@@ -15,7 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -41,9 +45,9 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), clk, CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$0"' USR1; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: 2 * time.Second}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
-	o.WarnSignal = WarnSignal{Signal: syscall.SIGUSR1}
+	o.WarnSignal = human.WarnSignal{Signal: syscall.SIGUSR1}
 	start := time.Now()
 	done := runInBackground(c, o)
 	logSays := logSaying(t, log)
@@ -80,7 +84,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 	c := newTestClient(t, nil, CurrentIdentity())
 	started := filepath.Join(t.TempDir(), "started")
 	o := runOpts("sh", "-c", `: > "$0"; exec sleep 60`, started)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	go func() {
 		// Once the command runs, chronos run follows the ledger.
 		for {
@@ -116,7 +120,7 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
 	var out bytes.Buffer
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
-	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
+	o.Request = Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
 	o.Stdout = &out
 	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err)
@@ -127,11 +131,11 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 	require.Equal(t, "1 GPU-1 "+os.Getenv("PATH")+"\n", out.String())
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, p.State)
+	require.Equal(t, domain.Released, p.State)
 
 	// A command killed by a signal reports 128+N.
 	o = runOpts("sh", "-c", `kill -KILL $$`)
-	o.Request = Request{Device: 1, Memory: Fraction(0.25), Duration: time.Hour}
+	o.Request = Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
 	res, err = Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.Equal(t, 128+9, res.ExitCode)
@@ -144,9 +148,9 @@ func TestRunRefusals(t *testing.T) {
 
 func testRunRefusals(t *testing.T, open storetest.Opener) {
 	s := open()
-	c := clientOn(s, nil, Identity{UID: 4243, User: "runner"})
-	other := clientOn(open(), nil, Identity{UID: 4242, User: "someone"})
-	theirs, err := other.Create(Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour})
+	c := clientOn(s, nil, domain.Identity{UID: 4243, User: "runner"})
+	other := clientOn(open(), nil, domain.Identity{UID: 4242, User: "someone"})
+	theirs, err := other.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	before := storetest.Fingerprint(t, s)
@@ -155,11 +159,11 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 		o    RunOptions
 		want error
 	}{
-		{"no command", RunOptions{Request: Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}}, ErrInput},
-		{"unrunnable", RunOptions{Command: []string{"/no/such/program"}, Request: Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}}, ErrInput},
-		{"someone else's booking", RunOptions{Command: []string{"true"}, Partition: theirs.ID}, ErrNotOwner},
-		{"no such booking", RunOptions{Command: []string{"true"}, Partition: 999}, ErrNoPartition},
-		{"overbooked", RunOptions{Command: []string{"true"}, Request: Request{Device: 0, Memory: Fraction(0.95), Duration: time.Hour}}, ErrOverbooked},
+		{"no command", RunOptions{Request: Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
+		{"unrunnable", RunOptions{Command: []string{"/no/such/program"}, Request: Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
+		{"someone else's booking", RunOptions{Command: []string{"true"}, Partition: theirs.ID}, domain.ErrNotOwner},
+		{"no such booking", RunOptions{Command: []string{"true"}, Partition: 999}, domain.ErrNoPartition},
+		{"overbooked", RunOptions{Command: []string{"true"}, Request: Request{Device: 0, Memory: human.Fraction(0.95), Duration: time.Hour}}, domain.ErrOverbooked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), c, tc.o)
@@ -177,7 +181,7 @@ func TestRunInsideExistingBooking(t *testing.T) {
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, CurrentIdentity())
-	p, err := c.Create(Request{Device: 0, Memory: Fraction(0.3), Duration: time.Hour})
+	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.3), Duration: time.Hour})
 	require.NoError(t, err)
 	o := runOpts("true")
 	o.Partition = p.ID
@@ -186,11 +190,11 @@ func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 0, res.ExitCode)
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Live, got.State)
+	require.Equal(t, domain.Live, got.State)
 }
 
 func TestRunEnv(t *testing.T) {
-	p := storage.Partition{ID: 7, Device: 2, DeviceUUID: "GPU-abc", Bytes: 2 << 30, ComputePct: 25,
+	p := domain.Partition{ID: 7, Device: 2, DeviceUUID: "GPU-abc", Bytes: 2 << 30, ComputePct: 25,
 		Expires: time.Date(2026, 11, 29, 12, 0, 0, 500_000_000, time.UTC)}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root"}
 	env := strings.Join(RunEnv(base, p, gpu.MPS{}), "\n")
@@ -213,7 +217,7 @@ func TestRunEnv(t *testing.T) {
 func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
 	base := []string{"PATH=/bin", "HIP_VISIBLE_DEVICES=2,3", "ZE_AFFINITY_MASK=1", gpu.BookingEnv + "=1"}
-	amd := storage.Partition{ID: 7, Device: 3, DeviceUUID: "amdgpu-0000:83:00.0", Expires: time.Now().Add(time.Hour)}
+	amd := domain.Partition{ID: 7, Device: 3, DeviceUUID: "amdgpu-0000:83:00.0", Expires: time.Now().Add(time.Hour)}
 	env := RunEnv(base, amd, gpu.MPS{})
 	require.Contains(t, env, gpu.BookingEnv+"=7")
 	require.Contains(t, env, gpu.PartitionEnv+"=7")
@@ -221,7 +225,7 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 	require.Subset(t, env, []string{"ROCR_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0", "ZE_AFFINITY_MASK=1"})
 	require.NotContains(t, env, "HIP_VISIBLE_DEVICES=2,3")
 
-	intel := storage.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}
+	intel := domain.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}
 	env = RunEnv(base, intel, gpu.MPS{})
 	require.Subset(t, env, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=1", "HIP_VISIBLE_DEVICES=2,3"})
 	require.Equal(t, 1, strings.Count(strings.Join(env, "\n"), "ZE_AFFINITY_MASK="))
@@ -246,10 +250,10 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	dir := t.TempDir()
 	log, pidFile := filepath.Join(dir, "signals"), filepath.Join(dir, "pid")
 	o := runOpts("sh", "-c", `echo $$ > "$1"; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log, pidFile)
-	o.Request = Request{Device: idleGPU, Memory: Fraction(0.1), Duration: 2 * time.Second}
+	o.Request = Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
-	pol := DefaultPolicy()
+	pol := admission.DefaultPolicy()
 	pol.Grace = o.Grace
 	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -303,7 +307,7 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	o := runOpts("sleep", "0.5")
-	o.Request = Request{Device: 0, Memory: Fraction(0.1), Duration: time.Hour}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}
 	res, err := Run(ctx, c, o)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
@@ -314,17 +318,17 @@ func TestRunOutlivesItsContextQuietly(t *testing.T) {
 func TestSignalNames(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]syscall.Signal{"SIGRTMIN": 0, "sigcont": syscall.SIGCONT, "PWR": syscall.SIGPWR, "SIGSTKFLT": syscall.SIGSTKFLT} {
-		got, err := ParseSignal(in)
+		got, err := human.ParseSignal(in)
 		if want == 0 {
-			require.ErrorIs(t, err, ErrInput, in)
+			require.ErrorIs(t, err, domain.ErrInput, in)
 			continue
 		}
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
-		require.Equal(t, "SIG"+strings.TrimPrefix(strings.ToUpper(in), "SIG"), signalName(got))
+		require.Equal(t, "SIG"+strings.TrimPrefix(strings.ToUpper(in), "SIG"), proc.SignalName(got))
 	}
-	require.Equal(t, "SIGCHLD", signalName(syscall.SIGCHLD))
-	require.Equal(t, "signal 40", signalName(syscall.Signal(40)))
+	require.Equal(t, "SIGCHLD", proc.SignalName(syscall.SIGCHLD))
+	require.Equal(t, "signal 40", proc.SignalName(syscall.Signal(40)))
 }
 
 // A release that meets a busy ledger is retried until it lands: here a
@@ -340,20 +344,20 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "holder")
 	var said bytes.Buffer
 	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.Say = func(f string, a ...any) { fmt.Fprintf(&said, f+"\n", a...) }
 	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err, said.String())
 	require.Equal(t, 0, res.ExitCode)
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, p.State, said.String())
+	require.Equal(t, domain.Released, p.State, said.String())
 	require.Contains(t, said.String(), "busy")
 
 	// A lock held for longer than the retries last: the run fails, saying
 	// the booking is still held and how to release it.
 	o = runOpts("sh", "-c", `flock -x -o "$0" sleep 5 & echo $! > "$1"; sleep 0.3`, path, pidFile)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.ReleaseWithin = 600 * time.Millisecond
 	res, err = Run(context.Background(), c, o)
 	holder, _ := os.ReadFile(pidFile)
@@ -366,7 +370,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 		p, err = c.Get(res.Partition)
 		return err == nil
 	}, 5*time.Second, 50*time.Millisecond)
-	require.Equal(t, storage.Live, p.State)
+	require.Equal(t, domain.Live, p.State)
 }
 
 // runResult is what Run returned.

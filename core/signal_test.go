@@ -15,7 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -31,20 +34,20 @@ var uncaught = map[string]syscall.Signal{"wait": syscall.SIGHUP, "runwait": sysc
 // process's: the library installs none, so the signal ends this process
 // by its default action.
 func playUncaught(c *Client, arg string) int {
-	req := Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
-	toMe := func(QueueEntry) {
+	req := Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+	toMe := func(admission.QueueEntry) {
 		_ = syscall.Kill(os.Getpid(), uncaught[arg])
 		time.Sleep(2 * time.Second) // until it is delivered
 	}
 	var err error
 	switch arg {
 	case "wait":
-		_, err = c.BookOrWait(context.Background(), req, &WaitOptions{}, toMe, nil)
+		_, err = c.BookOrWait(context.Background(), req, &admission.WaitOptions{}, toMe, nil)
 	case "runwait":
-		_, err = Run(context.Background(), c, RunOptions{Command: []string{"true"}, Request: req, Wait: &WaitOptions{},
+		_, err = Run(context.Background(), c, RunOptions{Command: []string{"true"}, Request: req, Wait: &admission.WaitOptions{},
 			Say: func(format string, _ ...any) {
 				if strings.HasPrefix(format, "waiting in line") {
-					toMe(QueueEntry{})
+					toMe(admission.QueueEntry{})
 				}
 			}})
 	case "run":
@@ -57,7 +60,7 @@ func playUncaught(c *Client, arg string) int {
 		_, err = Run(context.Background(), c, RunOptions{Partition: p.ID, Grace: -1,
 			Command: []string{"sh", "-c", "sleep 0.3; kill -TERM $PPID; sleep 2"}})
 	}
-	fmt.Fprintf(os.Stderr, "survived %s: %v\n", signalName(uncaught[arg]), err)
+	fmt.Fprintf(os.Stderr, "survived %s: %v\n", proc.SignalName(uncaught[arg]), err)
 	return roleFailed
 }
 
@@ -75,7 +78,7 @@ func TestCoreCatchesNoSignals(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			if how != "run" { // a full GPU: the request waits in line
-				_, err := clientOn(bolt.New(db), nil, root).Create(Request{Device: 0, Memory: Fraction(1), Duration: time.Hour})
+				_, err := clientOn(bolt.New(db), nil, root).Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 				require.NoError(t, err)
 			}
 			cmd := roleCmd(t, "uncaught", db, how)
@@ -87,12 +90,12 @@ func TestCoreCatchesNoSignals(t *testing.T) {
 			case err = <-done:
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
-				t.Fatalf("still running 30 s after %s (then killed: %v)", signalName(uncaught[how]), <-done)
+				t.Fatalf("still running 30 s after %s (then killed: %v)", proc.SignalName(uncaught[how]), <-done)
 			}
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit)
 			ws := exit.Sys().(syscall.WaitStatus)
-			require.True(t, ws.Signaled(), "it exited with status %d: something caught %s", ws.ExitStatus(), signalName(uncaught[how]))
+			require.True(t, ws.Signaled(), "it exited with status %d: something caught %s", ws.ExitStatus(), proc.SignalName(uncaught[how]))
 			require.Equal(t, uncaught[how], ws.Signal())
 		})
 	}
@@ -110,7 +113,7 @@ func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
 	log := filepath.Join(t.TempDir(), "signals")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts(os.Args[0], "signal-logger", log)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.Signals = sigs
 	done := runInBackground(c, o)
 	logSays := logSaying(t, log)
@@ -125,7 +128,7 @@ func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 7, r.res.ExitCode)
 	p, err := c.Get(r.res.Partition)
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, p.State)
+	require.Equal(t, domain.Released, p.State)
 }
 
 // A signal passed to Run while it waits for a booking made ahead to start
@@ -141,7 +144,7 @@ func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
 	ran := filepath.Join(t.TempDir(), "ran")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts("touch", ran)
-	o.Request = Request{Device: 0, Memory: Fraction(0.5), Duration: time.Hour, Start: c.now().Add(time.Hour)}
+	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: c.now().Add(time.Hour)}
 	o.Signals = sigs
 	o.Say = func(format string, _ ...any) {
 		if strings.Contains(format, "waiting") {
@@ -149,14 +152,14 @@ func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
 		}
 	}
 	res, err := Run(context.Background(), c, o)
-	var why *Interrupted
+	var why *proc.Interrupted
 	require.ErrorAs(t, err, &why)
 	require.Equal(t, syscall.SIGHUP, why.Signal)
 	require.ErrorContains(t, err, "interrupted by SIGHUP")
 	require.NoFileExists(t, ran)
 	p, err := c.Get(res.Partition)
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, p.State)
+	require.Equal(t, domain.Released, p.State)
 }
 
 // Interruptible ends on the first signal with a cause naming it, and once
@@ -164,16 +167,16 @@ func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
 func TestInterruptible(t *testing.T) {
 	t.Parallel()
 	sigs := make(chan os.Signal, 1)
-	ctx, stop := Interruptible(context.Background(), sigs)
+	ctx, stop := proc.Interruptible(context.Background(), sigs)
 	sigs <- syscall.SIGINT
 	<-ctx.Done()
 	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
-	require.EqualError(t, whyStopped(ctx), "interrupted by SIGINT")
+	require.EqualError(t, proc.WhyStopped(ctx), "interrupted by SIGINT")
 	stop()
 
-	ctx, stop = Interruptible(context.Background(), sigs)
+	ctx, stop = proc.Interruptible(context.Background(), sigs)
 	stop()
-	require.True(t, errors.Is(whyStopped(ctx), context.Canceled))
+	require.True(t, errors.Is(proc.WhyStopped(ctx), context.Canceled))
 	sigs <- syscall.SIGTERM
 	require.Equal(t, syscall.SIGTERM, <-sigs, "a stopped Interruptible still read the channel")
 }

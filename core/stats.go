@@ -1,8 +1,9 @@
 package core
 
 import (
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Stats samples the backend and attributes every GPU process to a booking.
@@ -16,17 +17,17 @@ func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 		return Stats{}, err
 	}
 	// Only this host's bookings hold the GPUs sampled here.
-	var raw []storage.Partition
+	var raw []domain.Partition
 	for _, p := range parts {
 		if c.OnThisHost(p.Partition) {
 			raw = append(raw, p.Partition)
 		}
 	}
 	now := c.now()
-	st := Stats{Sample: s, Mode: mps.Mode(), Booked: map[int]DeviceBooking{}, Processes: Attribute(s, raw, now)}
+	st := Stats{Sample: s, Mode: mps.Mode(), Booked: map[int]DeviceBooking{}, Processes: admission.Attribute(s, raw, now)}
 	// What `create` tells of physical memory comes from readings like this
 	// one; storing it is a courtesy (a read-only ledger just doesn't get it).
-	_ = c.saveReading(readingOf(s, st.Processes, now))
+	_ = c.saveReading(admission.ReadingOf(s, st.Processes, now))
 	for _, p := range raw {
 		if p.LiveAt(now) {
 			b := st.Booked[p.Device]

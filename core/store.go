@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -105,14 +107,14 @@ func ReadStoreFile(path string) (StoreConfig, error) {
 // read where the ledger is (and which TLS files reach it) and others
 // cannot. Root only.
 func WriteStoreFile(path string, cfg StoreConfig, group string) error {
-	if !RealRoot() {
-		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", ErrNotRoot, path)
+	if !proc.RealRoot() {
+		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", domain.ErrNotRoot, path)
 	}
 	gid := 0
 	if group != "" {
 		g, err := user.LookupGroup(group)
 		if err != nil {
-			return fmt.Errorf("%w: group %q", ErrUnknownUser, group)
+			return fmt.Errorf("%w: group %q", domain.ErrUnknownUser, group)
 		}
 		gid, _ = strconv.Atoi(g.Gid)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -19,30 +21,30 @@ import (
 // joined it. The app hands its requests on this way when the person quits
 // but wants to keep waiting (a detached `chronos create --wait --request`).
 // Its owner or root may, and a process not root's must be the caller's own.
-func (c *Client) TakeOver(id uint64, pid int) (storage.Request, error) {
+func (c *Client) TakeOver(id uint64, pid int) (domain.Request, error) {
 	if pid <= 0 {
 		pid = os.Getpid()
 	}
 	if err := ownProcess(pid); err != nil {
-		return storage.Request{}, err
+		return domain.Request{}, err
 	}
-	waiter, err := thisProcess(pid)
+	waiter, err := proc.ThisProcess(pid)
 	if err != nil {
-		return storage.Request{}, fmt.Errorf("name the waiting process %d: %w", pid, err)
+		return domain.Request{}, fmt.Errorf("name the waiting process %d: %w", pid, err)
 	}
-	var r storage.Request
+	var r domain.Request
 	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		if r, err = tx.Request(id); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("%w: %d", ErrNoRequest, id)
+				return fmt.Errorf("%w: %d", domain.ErrNoRequest, id)
 			}
 			return err
 		}
 		if !c.me.MayChange(r.UID) {
-			return fmt.Errorf("%w: request %d belongs to %s; only they or root may wait for it", ErrNotOwner, id, r.User)
+			return fmt.Errorf("%w: request %d belongs to %s; only they or root may wait for it", domain.ErrNotOwner, id, r.User)
 		}
-		if r.State != storage.Waiting {
-			return fmt.Errorf("%w: request %d is %s", ErrLeftLine, id, r.State)
+		if r.State != domain.Waiting {
+			return fmt.Errorf("%w: request %d is %s", domain.ErrLeftLine, id, r.State)
 		}
 		r.Waiter = waiter
 		return tx.PutRequest(&r)
@@ -51,7 +53,7 @@ func (c *Client) TakeOver(id uint64, pid int) (storage.Request, error) {
 }
 
 // LineRequest reads request id of the waiting line, in whatever state.
-func (c *Client) LineRequest(id uint64) (storage.Request, error) { return c.request(id) }
+func (c *Client) LineRequest(id uint64) (domain.Request, error) { return c.request(id) }
 
 // ownProcess refuses, for a caller who is not root, a process that is not
 // theirs: the kernel says whose it is.
@@ -65,7 +67,7 @@ func ownProcess(pid int) error {
 		return fmt.Errorf("process %d: %w", pid, err)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != euid {
-		return fmt.Errorf("%w: process %d is not yours", ErrNotOwner, pid)
+		return fmt.Errorf("%w: process %d is not yours", domain.ErrNotOwner, pid)
 	}
 	return nil
 }

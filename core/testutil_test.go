@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -63,18 +64,18 @@ func testDevices() (string, []gpu.Device, error) {
 	}, nil
 }
 
-func newTestClient(t *testing.T, clock *clock.Fake, who Identity) *Client {
+func newTestClient(t *testing.T, clock *clock.Fake, who domain.Identity) *Client {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	return clientAt(path, clock, who)
 }
 
-func clientAt(path string, clock *clock.Fake, who Identity) *Client {
+func clientAt(path string, clock *clock.Fake, who domain.Identity) *Client {
 	return clientOn(bolt.New(path), clock, who)
 }
 
 // clientOn is a client of the test GPUs on any store.
-func clientOn(s storage.Store, clock *clock.Fake, who Identity) *Client {
+func clientOn(s storage.Store, clock *clock.Fake, who domain.Identity) *Client {
 	opts := Options{Ledger: s, Devices: testDevices, As: &who}
 	if clock != nil {
 		opts.Clock = clock
@@ -83,9 +84,9 @@ func clientOn(s storage.Store, clock *clock.Fake, who Identity) *Client {
 }
 
 var (
-	alice = Identity{UID: 1001, User: "alice"}
-	bob   = Identity{UID: 1002, User: "bob"}
-	root  = Identity{UID: 0, User: "root"}
+	alice = domain.Identity{UID: 1001, User: "alice"}
+	bob   = domain.Identity{UID: 1002, User: "bob"}
+	root  = domain.Identity{UID: 0, User: "root"}
 )
 
 // openSpec opens a store by its String(): a file's path or an etcd URL, as

@@ -5,13 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
-)
-
-// The windows usage shows GPU-hours of.
-const (
-	usageWeek  = 7 * 24 * time.Hour
-	usageMonth = 30 * 24 * time.Hour
 )
 
 // Usage reports, for everyone who booked in the last 30 days, waits in
@@ -30,53 +27,53 @@ func (c *Client) Usage() ([]UserUsage, error) {
 		if err != nil {
 			return err
 		}
-		if b.usage == nil {
-			if b.usage, err = tx.UserUsages(); err != nil {
+		if b.Usage == nil {
+			if b.Usage, err = tx.UserUsages(); err != nil {
 				return err
 			}
 		}
 		// What live bookings hold, ahead included, and ended ones held.
-		cal := calendarOf(b.parts)
-		for _, u := range b.usage {
-			rows, err := tx.HeldSince(u.UID, now.Add(-max(usageMonth, longestWindow(b.pol))))
+		cal := admission.CalendarOf(b.Parts)
+		for _, u := range b.Usage {
+			rows, err := tx.HeldSince(u.UID, now.Add(-max(admission.UsageMonth, admission.LongestWindow(b.Pol))))
 			if err != nil {
 				return err
 			}
-			cal = append(cal, heldSlots(rows, u.UID)...)
+			cal = append(cal, admission.HeldSlots(rows, u.UID)...)
 		}
-		used := usageAt(b.usage, b.parts, now, b.pol.HalfLife)
+		used := admission.UsageAt(b.Usage, b.Parts, now, b.Pol.HalfLife)
 		users := map[int]string{}
-		for _, u := range b.usage {
+		for _, u := range b.Usage {
 			users[u.UID] = u.User
 		}
-		for _, p := range b.parts {
+		for _, p := range b.Parts {
 			users[p.UID] = p.User
 		}
-		for _, r := range b.line {
+		for _, r := range b.Line {
 			users[r.UID] = r.User
 		}
 		for uid, name := range users {
-			l := b.limitsFor(uid, name)
+			l := b.LimitsFor(uid, name)
 			u := UserUsage{UID: uid, User: name,
-				Hours7d:  cal.gpuSeconds(uid, now.Add(-usageWeek), now) / 3600,
-				Hours30d: cal.gpuSeconds(uid, now.Add(-usageMonth), now) / 3600,
-				GPUs:     float64(cal.peak(ofUser(uid), now, now.Add(time.Nanosecond))) / ppm,
+				Hours7d:  cal.GpuSeconds(uid, now.Add(-admission.UsageWeek), now) / 3600,
+				Hours30d: cal.GpuSeconds(uid, now.Add(-admission.UsageMonth), now) / 3600,
+				GPUs:     float64(cal.Peak(admission.OfUser(uid), now, now.Add(time.Nanosecond))) / human.Ppm,
 				Usage:    used[uid] / 3600,
-				Factor:   fairShare(used[uid], b.gpus, b.pol.HalfLife, l.Share),
+				Factor:   admission.FairShare(used[uid], b.Gpus, b.Pol.HalfLife, l.Share),
 			}
 			w, m := week[name].row(name, ReportByUser), month[name].row(name, ReportByUser)
 			u.Used7d, u.Idle7d, u.Unbooked7d = w.UsedHours, w.IdleHours, *w.UnbookedHours
 			u.Used30d, u.Idle30d, u.Unbooked30d = m.UsedHours, m.IdleHours, *m.UnbookedHours
-			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.line, func(r storage.Request) bool { return r.UID == uid }) &&
-				!slices.ContainsFunc(b.parts, func(p storage.Partition) bool { return p.UID == uid }) {
+			if u.Hours30d == 0 && u.GPUs == 0 && u.Usage < 0.05 && !slices.ContainsFunc(b.Line, func(r domain.Request) bool { return r.UID == uid }) &&
+				!slices.ContainsFunc(b.Parts, func(p domain.Partition) bool { return p.UID == uid }) {
 				continue // nothing in the last 30 days
 			}
-			for _, p := range b.parts {
+			for _, p := range b.Parts {
 				if p.UID == uid && p.Upcoming(now) {
-					u.Ahead += float64(p.SharePPM) / ppm
+					u.Ahead += float64(p.SharePPM) / human.Ppm
 				}
 			}
-			for _, r := range b.line {
+			for _, r := range b.Line {
 				if r.UID == uid {
 					u.Waiting++
 				}
@@ -88,7 +85,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 			if !l.Exempt && l.UserHours != nil {
 				// As admission weighs a request starting now: against the
 				// fullest window it would fall in, bookings ahead included.
-				booked, _ := cal.hoursPeak(ask{uid: uid, limits: l}, now)
+				booked, _ := cal.HoursPeak(admission.Ask{Uid: uid, Limits: l}, now)
 				left := max(0, *l.UserHours-booked)
 				u.HoursLeft = &left
 			}
@@ -105,7 +102,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 // for both. Forced expiries are left out (they read the audit trail, and
 // usage shows none).
 func recentFigures(tx *storage.Tx, now time.Time) (week, month map[string]figures, err error) {
-	weekFrom, monthFrom := now.Add(-usageWeek), now.Add(-usageMonth)
+	weekFrom, monthFrom := now.Add(-admission.UsageWeek), now.Add(-admission.UsageMonth)
 	parts, err := tx.Partitions()
 	if err != nil {
 		return nil, nil, err

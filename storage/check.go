@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // Sequencer is an engine that can say a bucket's last handed-out number
@@ -22,11 +24,11 @@ type Sequencer interface {
 func DiagnoseStore(ctx context.Context, s Store, now time.Time) (Diagnosis, error) {
 	d := Diagnosis{Path: s.String(), Exists: true, Problems: []string{}, Schema: SchemaVersion}
 	err := s.View(ctx, func(tx *Tx) error {
-		var inv Inventory
+		var inv domain.Inventory
 		if _, err := tx.getMeta(KeyInventory, &inv); err != nil {
 			d.Problem("the device inventory does not decode: %v", err)
 		}
-		var pol Policy
+		var pol domain.Policy
 		if _, err := tx.getMeta(KeyPolicy, &pol); err != nil {
 			d.Problem("the policy does not decode: %v", err)
 		}
@@ -51,15 +53,15 @@ type gpuAt struct {
 // every ended one the event that ended it, that every event decodes and
 // agrees with its key, and that the id Counters are ahead of every id.
 func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
-	stored := map[uint64]Partition{}
+	stored := map[uint64]domain.Partition{}
 	var maxID uint64
 	walkRecords(tx, BucketPartitions, "booking", d, func(id uint64, v []byte) {
-		var p Partition
+		var p domain.Partition
 		if err := Decode(v, &p); err != nil {
 			d.Problem("partition %d does not decode: %v", id, err)
 			return
 		}
-		if msg := p.Invalid(id); msg != "" {
+		if msg := InvalidPartition(p, id); msg != "" {
 			d.Problem("partition %d: %s", id, msg)
 		}
 		stored[id] = p
@@ -74,13 +76,13 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 		switch p, ok := stored[id]; {
 		case !ok:
 			d.Problem("the live index lists partition %d, which does not exist", id)
-		case p.State != Live:
+		case p.State != domain.Live:
 			d.Problem("the live index lists partition %d, which is %s", id, stateName(p.State))
 		}
 	})
 	used := map[gpuAt]int64{}
 	for id, p := range stored {
-		if p.State != Live {
+		if p.State != domain.Live {
 			continue
 		}
 		d.Live++
@@ -106,7 +108,7 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 	created, ended := map[uint64]bool{}, map[uint64]bool{}
 	var maxSeq uint64
 	walkRecords(tx, BucketEvents, "event", d, func(seq uint64, v []byte) {
-		var e Event
+		var e domain.Event
 		if err := Decode(v, &e); err != nil {
 			d.Problem("event %d does not decode: %v", seq, err)
 			return
@@ -115,9 +117,9 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 			d.Problem("event %d says it is event %d", seq, e.Seq)
 		}
 		switch e.Kind {
-		case EventCreated:
+		case domain.EventCreated:
 			created[e.Partition] = true
-		case EventReleased, EventExpired, EventReclaimed:
+		case domain.EventReleased, domain.EventExpired, domain.EventReclaimed:
 			ended[e.Partition] = true
 		}
 		maxSeq = max(maxSeq, seq)
@@ -129,7 +131,7 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 		if !created[id] {
 			missing = append(missing, id)
 		}
-		if (p.State == Released || p.State == Expired) && !ended[id] {
+		if (p.State == domain.Released || p.State == domain.Expired) && !ended[id] {
 			unended = append(unended, id)
 		}
 	}
@@ -137,7 +139,7 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 	listed(d, unended, "partition %d ended with no event saying who ended it", "%d more partitions ended with no event")
 
 	_ = tx.scan(BucketClaims, nil, false, func(k, v []byte) (bool, error) {
-		var c Claim
+		var c domain.Claim
 		if err := Decode(v, &c); err != nil {
 			d.Problem("claim %q does not decode", k)
 		} else {
@@ -194,7 +196,7 @@ func listed(d *Diagnosis, ids []uint64, one, more string) {
 	}
 }
 
-func stateName(s State) string {
+func stateName(s domain.State) string {
 	if s == "" {
 		return "without a state"
 	}

@@ -1,27 +1,17 @@
 package storage
 
-// Claims: which monitor took on which act.
-
 import (
 	"fmt"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
-// Claim records that one monitor took on one act (signalling a process,
-// say), so that however many monitors run, each act is done once. A claim
-// whose holder lacked permission is marked NeedsRoot: it waits for a monitor
-// running as root to take it over.
-type Claim struct {
-	By        string    `json:"by"`
-	At        time.Time `json:"at"`
-	NeedsRoot bool      `json:"needs_root,omitempty"`
-}
-
 // Claims returns every claim by key.
-func (tx *Tx) Claims() (map[string]Claim, error) {
-	out := map[string]Claim{}
+func (tx *Tx) Claims() (map[string]domain.Claim, error) {
+	out := map[string]domain.Claim{}
 	err := tx.scan(BucketClaims, nil, false, func(k, v []byte) (bool, error) {
-		var c Claim
+		var c domain.Claim
 		if err := Decode(v, &c); err != nil {
 			return false, fmt.Errorf("claim %q: %w", k, err)
 		}
@@ -32,7 +22,7 @@ func (tx *Tx) Claims() (map[string]Claim, error) {
 }
 
 // PutClaim stores (or replaces) the claim on key.
-func (tx *Tx) PutClaim(key string, c Claim) error {
+func (tx *Tx) PutClaim(key string, c domain.Claim) error {
 	raw, err := tx.writable("put claim")
 	if err != nil {
 		return err
@@ -53,7 +43,7 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 		return err
 	}
 	return deleteWhere(tx, raw, BucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
-		var c Claim
+		var c domain.Claim
 		return Decode(v, &c) != nil || c.At.Before(cutoff), true
 	})
 }

@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/chronos-gpu/chronos/core/domain"
+)
 
 // Diagnosis is what Diagnose found in a ledger file, in plain words.
 type Diagnosis struct {
@@ -34,7 +38,7 @@ func (d *Diagnosis) Problem(format string, args ...any) {
 type Counters struct{ Parts, Events uint64 }
 
 // Invalid says what is wrong with a partition stored under id, or "".
-func (p Partition) Invalid(id uint64) string {
+func InvalidPartition(p domain.Partition, id uint64) string {
 	switch {
 	case p.ID != id:
 		return fmt.Sprintf("stored under id %d but says it is %d", id, p.ID)
@@ -42,7 +46,7 @@ func (p Partition) Invalid(id uint64) string {
 		return fmt.Sprintf("record version %d is newer than this chronos", p.V)
 	case p.State == "":
 		return "has no state: list hides it, yet the live index may make admission count it"
-	case p.State != Live && p.State != Released && p.State != Expired:
+	case p.State != domain.Live && p.State != domain.Released && p.State != domain.Expired:
 		return fmt.Sprintf("unknown state %q", p.State)
 	case p.SharePPM <= 0 || p.SharePPM > 1_000_000:
 		return fmt.Sprintf("share %d ppm is outside (0, 100%%]", p.SharePPM)

@@ -4,58 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/domain"
 )
-
-// RequestState is where a request in the waiting line is.
-type RequestState string
-
-// The states of a request. Only Waiting requests are in the line; the
-// others say how it left.
-const (
-	Waiting   RequestState = "waiting"
-	Granted   RequestState = "granted"
-	Cancelled RequestState = "cancelled"
-	TimedOut  RequestState = "timed out"
-)
-
-// AnyDevice in a request means whichever GPU has room first.
-const AnyDevice = -1
-
-// Request is an ask for a booking that did not fit when it was made and
-// waits in line until it does.
-type Request struct {
-	V  int    `json:"v"`
-	ID uint64 `json:"id"`
-	// Host is the machine whose GPU is asked for, as in Partition (empty
-	// in a host's own ledger file); Device its index, or AnyDevice for the
-	// first of its GPUs with room.
-	Host   string `json:"host,omitempty"`
-	Device int    `json:"device"`
-	// The memory asked: a share of the GPU in parts per million, or a size.
-	SharePPM   int64         `json:"share_ppm,omitempty"`
-	Bytes      uint64        `json:"bytes,omitempty"`
-	Duration   time.Duration `json:"duration"`
-	ComputePct int           `json:"compute_percent,omitempty"`
-	UID        int           `json:"uid"`
-	User       string        `json:"user"`
-	// NotBefore is the earliest start asked (--at); zero: as soon as it fits.
-	NotBefore time.Time `json:"not_before,omitzero"`
-	Created   time.Time `json:"created"`
-	// Deadline is when it leaves the line unbooked (--timeout); zero: never.
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Waiter is the waiting process, which may run on another host than
-	// the GPU's: when it is gone, the request leaves the line. PID 0: none.
-	Waiter Process `json:"waiter,omitzero"`
-
-	State     RequestState `json:"state"`
-	Partition uint64       `json:"partition,omitempty"` // the booking it got
-	Ended     time.Time    `json:"ended,omitzero"`      // when it left the line
-	Reason    string       `json:"reason,omitempty"`    // why it left without a booking
-}
 
 // Request returns the request with that id, or ErrNotFound.
-func (tx *Tx) Request(id uint64) (Request, error) {
-	var r Request
+func (tx *Tx) Request(id uint64) (domain.Request, error) {
+	var r domain.Request
 	v, err := tx.get(BucketRequests, IDKey(id))
 	if err != nil {
 		return r, err
@@ -71,9 +26,9 @@ func (tx *Tx) Request(id uint64) (Request, error) {
 
 // Requests returns every request the ledger holds, oldest first: the
 // line's history.
-func (tx *Tx) Requests() ([]Request, error) {
-	var out []Request
-	err := each(tx, BucketRequests, func(_ []byte, r Request) error {
+func (tx *Tx) Requests() ([]domain.Request, error) {
+	var out []domain.Request
+	err := each(tx, BucketRequests, func(_ []byte, r domain.Request) error {
 		out = append(out, r)
 		return nil
 	})
@@ -82,7 +37,7 @@ func (tx *Tx) Requests() ([]Request, error) {
 
 // WaitingRequests returns the requests in the line, oldest first, in as
 // few reads as the engine allows.
-func (tx *Tx) WaitingRequests() ([]Request, error) {
+func (tx *Tx) WaitingRequests() ([]domain.Request, error) {
 	var ids []uint64
 	err := tx.scan(BucketWaiting, nil, false, func(k, _ []byte) (bool, error) {
 		if len(k) != 8 {
@@ -98,7 +53,7 @@ func (tx *Tx) WaitingRequests() ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Request, len(ids))
+	out := make([]domain.Request, len(ids))
 	for i, v := range vals {
 		if v == nil {
 			return nil, fmt.Errorf("waiting index: request %d: %w", ids[i], ErrNotFound)
@@ -112,7 +67,7 @@ func (tx *Tx) WaitingRequests() ([]Request, error) {
 
 // PutRequest stores r, giving it the next request id when it has none yet,
 // and keeps the index of waiting requests.
-func (tx *Tx) PutRequest(r *Request) error {
+func (tx *Tx) PutRequest(r *domain.Request) error {
 	raw, err := tx.writable("put request")
 	if err != nil {
 		return err
@@ -126,25 +81,16 @@ func (tx *Tx) PutRequest(r *Request) error {
 	if err := PutRecord(raw, BucketRequests, IDKey(r.ID), r); err != nil {
 		return err
 	}
-	if r.State == Waiting {
+	if r.State == domain.Waiting {
 		return raw.Put(BucketWaiting, IDKey(r.ID), []byte{})
 	}
 	return raw.Delete(BucketWaiting, IDKey(r.ID))
 }
 
-// UserUsage is one user's use of the GPUs, decayed: GPU-seconds (a 50%
-// booking held an hour is 1,800) as of At. Fair-share order reads it.
-type UserUsage struct {
-	UID        int       `json:"uid"`
-	User       string    `json:"user"`
-	GPUSeconds float64   `json:"gpu_seconds"`
-	At         time.Time `json:"at"`
-}
-
 // UserUsages returns every user's usage record, by uid.
-func (tx *Tx) UserUsages() ([]UserUsage, error) {
-	var out []UserUsage
-	err := each(tx, BucketUsage, func(_ []byte, u UserUsage) error {
+func (tx *Tx) UserUsages() ([]domain.UserUsage, error) {
+	var out []domain.UserUsage
+	err := each(tx, BucketUsage, func(_ []byte, u domain.UserUsage) error {
 		out = append(out, u)
 		return nil
 	})
@@ -152,7 +98,7 @@ func (tx *Tx) UserUsages() ([]UserUsage, error) {
 }
 
 // UserUsage returns uid's usage record; ok is false when they have none.
-func (tx *Tx) UserUsage(uid int) (u UserUsage, ok bool, err error) {
+func (tx *Tx) UserUsage(uid int) (u domain.UserUsage, ok bool, err error) {
 	if uid < 0 {
 		return u, false, nil
 	}
@@ -167,7 +113,7 @@ func (tx *Tx) UserUsage(uid int) (u UserUsage, ok bool, err error) {
 }
 
 // PutUserUsage stores one user's usage record.
-func (tx *Tx) PutUserUsage(u UserUsage) error {
+func (tx *Tx) PutUserUsage(u domain.UserUsage) error {
 	raw, err := tx.writable("put usage")
 	if err != nil {
 		return err
@@ -176,16 +122,6 @@ func (tx *Tx) PutUserUsage(u UserUsage) error {
 		return fmt.Errorf("put usage: uid %d", u.UID)
 	}
 	return PutRecord(raw, BucketUsage, IDKey(uint64(u.UID)), u)
-}
-
-// Held is one interval an ended booking held its share, in parts per
-// million of its GPU: what hours quotas and usage reports look back on.
-// They are kept by user and end, so a look back reads only its window.
-type Held struct {
-	Partition uint64
-	Start     time.Time
-	End       time.Time
-	SharePPM  int64
 }
 
 // heldKey orders held intervals by user, then end.
@@ -200,7 +136,7 @@ func heldKey(uid int, end time.Time, partition uint64) []byte {
 // AddHeld keeps the interval a user's booking held. Its value is 16
 // bytes, the start and the share, not JSON: an hours quota reads hundreds
 // of them in every admission.
-func (tx *Tx) AddHeld(uid int, h Held) error {
+func (tx *Tx) AddHeld(uid int, h domain.Held) error {
 	raw, err := tx.writable("add held")
 	if err != nil {
 		return err
@@ -216,8 +152,8 @@ func (tx *Tx) AddHeld(uid int, h Held) error {
 
 // HeldSince returns the intervals uid's bookings held that end at or
 // after since, by end.
-func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
-	var out []Held
+func (tx *Tx) HeldSince(uid int, since time.Time) ([]domain.Held, error) {
+	var out []domain.Held
 	prefix := heldKey(uid, time.Unix(0, 0), 0)[:8]
 	err := tx.scan(BucketHeld, heldKey(uid, since, 0), false, func(k, v []byte) (bool, error) {
 		if len(k) != 24 || string(k[:8]) != string(prefix) {
@@ -235,11 +171,11 @@ func (tx *Tx) HeldSince(uid int, since time.Time) ([]Held, error) {
 
 // decodeHeld reads one held interval: its key (user, end, booking) and
 // its 16-byte value (start, share).
-func decodeHeld(k, v []byte) (Held, error) {
+func decodeHeld(k, v []byte) (domain.Held, error) {
 	if len(k) != 24 || len(v) != 16 {
-		return Held{}, fmt.Errorf("%w: held %x: key of %d bytes, value of %d", ErrDamaged, k, len(k), len(v))
+		return domain.Held{}, fmt.Errorf("%w: held %x: key of %d bytes, value of %d", ErrDamaged, k, len(k), len(v))
 	}
-	return Held{
+	return domain.Held{
 		Partition: binary.BigEndian.Uint64(k[16:]),
 		Start:     time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
 		End:       time.Unix(0, int64(binary.BigEndian.Uint64(k[8:]))).UTC(),
@@ -249,7 +185,7 @@ func decodeHeld(k, v []byte) (Held, error) {
 
 // EachHeld visits every user's held intervals, by user, then end: what a
 // migration copies.
-func (tx *Tx) EachHeld(fn func(uid int, h Held) error) error {
+func (tx *Tx) EachHeld(fn func(uid int, h domain.Held) error) error {
 	return tx.scan(BucketHeld, nil, false, func(k, v []byte) (bool, error) {
 		h, err := decodeHeld(k, v)
 		if err != nil {

@@ -35,7 +35,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -107,7 +110,7 @@ const frameRate = 10
 type shared struct {
 	styles Styles
 	now    func() time.Time
-	me     core.Identity
+	me     domain.Identity
 	host   string // this host in a ledger many hosts share; "" in a ledger file
 	after  func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
@@ -118,14 +121,14 @@ type readings struct {
 	sample gpu.Sample
 	parts  []core.Partition
 	avail  []core.Availability
-	policy core.Policy
-	attrs  []core.Attribution
+	policy domain.Policy
+	attrs  []admission.Attribution
 	// The other hosts of a ledger many hosts share, and warnings about
 	// their clocks.
 	hosts    []core.HostView
 	warnings []string
 	// The waiting line, read only while the Queue tab is shown (queueRead).
-	queue     []core.QueueEntry
+	queue     []admission.QueueEntry
 	queueRead bool
 }
 
@@ -190,7 +193,7 @@ type Model struct {
 	// one per booking, the newest last: it is the one shown. They are read
 	// from the audit trail, up to event noticesRead so far, so every app of
 	// the person's shows the same ones.
-	notices     []core.Notice
+	notices     []notice.Notice
 	noticesRead uint64
 	// placed are the requests this app put in the waiting line and waits
 	// for, until it sees them booked (noticeGrants) or takes them out.
@@ -227,7 +230,7 @@ func New(opts Options) *Model {
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
 		width: 80, height: 24,
-		data:      readings{policy: core.DefaultPolicy()},
+		data:      readings{policy: admission.DefaultPolicy()},
 		gpus:      newGPUPanel(sh, int(historyWindow/(gpuEvery*opts.Refresh))+1),
 		bookings:  newBookingsTab(sh),
 		processes: newProcessesTab(sh),
@@ -342,7 +345,7 @@ func (m *Model) derive() {
 	// under their own GPUs.
 	client := m.opts.Client
 	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
-	m.data.attrs = core.Attribute(m.data.sample, rawPartitions(here), now)
+	m.data.attrs = admission.Attribute(m.data.sample, rawPartitions(here), now)
 	m.gpus.setBookings(bookedSegments(here, m.data.attrs, true, now), nextBookings(here, now))
 	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
 	for i, t := range m.tabs {

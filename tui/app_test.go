@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 func live(t *testing.T, c *core.Client) []core.Partition {
@@ -116,7 +116,7 @@ func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
 	w.book(bob, 0, "80%", 0, time.Hour)
 	m = press(t, m, "50%", "enter")
 	require.Equal(t, booking, m.mode)
-	require.Contains(t, m.form.err, core.ErrOverbooked.Error())
+	require.Contains(t, m.form.err, domain.ErrOverbooked.Error())
 	require.Empty(t, m.status.text, "the form says it; the status line does not repeat it")
 	require.Len(t, live(t, w.client), 1)
 }
@@ -169,10 +169,10 @@ func TestReleaseAsksFirst(t *testing.T) {
 	require.Equal(t, browsing, m.mode)
 	got, err := w.client.Get(mine.ID)
 	require.NoError(t, err)
-	require.Equal(t, storage.Released, got.State)
+	require.Equal(t, domain.Released, got.State)
 	require.Contains(t, m.status.text, fmt.Sprintf("Released #%d", mine.ID))
 	r, _ := m.bookings.selected()
-	require.Equal(t, storage.Released, r.State, "the row shows it at once")
+	require.Equal(t, domain.Released, r.State, "the row shows it at once")
 	require.False(t, m.keys.Release.Enabled(), "nothing to release on an ended row")
 }
 
@@ -188,7 +188,7 @@ func TestSomeoneElsesBookingIsRefusedAtOnce(t *testing.T) {
 			m = press(t, m, k)
 			require.Equal(t, browsing, m.mode, "no prompt")
 			require.True(t, m.status.isErr)
-			require.Contains(t, m.status.text, core.ErrNotOwner.Error())
+			require.Contains(t, m.status.text, domain.ErrNotOwner.Error())
 			require.Contains(t, m.View(), fmt.Sprintf("✗ not your booking: #%d is bob's", theirs.ID))
 			press(t, m, "y", "1", "enter")
 			require.Len(t, live(t, w.client), 1)

@@ -12,7 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // fakeChronos is a program in the place of chronos that says how it was
@@ -65,7 +65,7 @@ func TestQuitCanKeepWaitingInTheBackground(t *testing.T) {
 
 	r, err := w.client.LineRequest(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Waiting, r.State, "the same request, still in line")
+	require.Equal(t, domain.Waiting, r.State, "the same request, still in line")
 	require.Equal(t, pid, r.Waiter.PID, "its waiter is the background process")
 	after := waiting(t, w.client)
 	require.Len(t, after, 1)

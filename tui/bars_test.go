@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 func TestBarsSpendOneEscapePerColour(t *testing.T) {
@@ -50,9 +51,9 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 	hotColour := hot[:strings.Index(hot, "x")]
 
 	// alice booked half and uses nothing; carol's unbooked process uses 30%.
-	parts := []core.Partition{{Partition: storage.Partition{ID: 1, Device: 0, User: "alice", UID: 1, SharePPM: 500_000,
-		State: storage.Live, Start: t0.Add(-time.Hour), Expires: t0.Add(time.Hour)}}}
-	attrs := []core.Attribution{{Device: 0, Process: gpu.Process{User: "carol", MemoryUsed: 30}, Verdict: core.Unbooked}}
+	parts := []core.Partition{{Partition: domain.Partition{ID: 1, Device: 0, User: "alice", UID: 1, SharePPM: 500_000,
+		State: domain.Live, Start: t0.Add(-time.Hour), Expires: t0.Add(time.Hour)}}}
+	attrs := []admission.Attribution{{Device: 0, Process: gpu.Process{User: "carol", MemoryUsed: 30}, Verdict: admission.Unbooked}}
 	segs := bookedSegments(parts, attrs, true, t0)[0]
 	mem := memoryBar(&st, 30, 100, segs, 10)
 	require.Equal(t, "▒▒▒▒▒███░░", ansi.Strip(mem))
@@ -61,7 +62,7 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 	require.NotContains(t, mem, aliceColour+"█")
 
 	// alice's own process uses 20%: her run fills that far.
-	attrs = append(attrs, core.Attribution{Device: 0, Process: gpu.Process{User: "alice", MemoryUsed: 20}, Partition: 1, Verdict: core.Booked})
+	attrs = append(attrs, admission.Attribution{Device: 0, Process: gpu.Process{User: "alice", MemoryUsed: 20}, Partition: 1, Verdict: admission.Booked})
 	segs = bookedSegments(parts, attrs, true, t0)[0]
 	mem = memoryBar(&st, 50, 100, segs, 10)
 	require.Equal(t, "██▒▒▒███░░", ansi.Strip(mem))

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // BenchmarkView draws a busy machine: 8 GPUs, 1,000 bookings, 200 GPU
@@ -47,13 +48,13 @@ func busyModel(b *testing.B) (*Model, ledgerMsg) {
 	parts := make([]core.Partition, 1000)
 	for i := range parts {
 		u := i % len(users)
-		parts[i] = core.Partition{Partition: storage.Partition{
+		parts[i] = core.Partition{Partition: domain.Partition{
 			ID: uint64(i + 1), Device: i % 8, SharePPM: 1000, Bytes: 80 << 20, UID: 3000 + u, User: users[u],
-			Created: t0.Add(-time.Hour), Expires: t0.Add(time.Duration(i) * time.Minute), State: storage.Live,
+			Created: t0.Add(-time.Hour), Expires: t0.Add(time.Duration(i) * time.Minute), State: domain.Live,
 		}}
 	}
 	update(b, m, sampleMsg{sample: s})
-	msg := ledgerMsg{parts: parts, policy: core.DefaultPolicy()}
+	msg := ledgerMsg{parts: parts, policy: admission.DefaultPolicy()}
 	update(b, m, msg)
 	require.Greater(b, len(m.bookings.table.rows), 900)
 	return m, msg

@@ -12,7 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // bookingRow is a booking as the table shows it.
@@ -32,7 +34,7 @@ type bookingRow struct {
 const shownAfterEnd = 10 * time.Minute
 
 // endedAt is when a booking stopped holding its share.
-func endedAt(p storage.Partition) time.Time { return p.End() }
+func endedAt(p domain.Partition) time.Time { return p.End() }
 
 // bookingRows shapes the bookings table: live bookings and those ended in
 // the last shownAfterEnd, each with what its processes use, kept by the
@@ -167,7 +169,7 @@ type bookingCells struct {
 	over    bool // its processes use more memory than booked
 	left    string
 	elapsed int // cells of the ELAPSED bar filled
-	status  core.BookingStatus
+	status  domain.BookingStatus
 	idle    string // how long a live booking has sat idle; "" while it works
 	starts  string // when a booking ahead starts: "14:00", "Tue 14:00"
 	procs   int
@@ -204,7 +206,7 @@ type bookingsTab struct {
 }
 
 func newBookingsTab(sh *shared) *bookingsTab {
-	t := &bookingsTab{warnLead: core.DefaultPolicy().WarnLead}
+	t := &bookingsTab{warnLead: admission.DefaultPolicy().WarnLead}
 	t.specs = bookingColumnsOneHost
 	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
 	t.table.id = func(r bookingRow) uint64 { return r.ID }
@@ -214,6 +216,7 @@ func newBookingsTab(sh *shared) *bookingsTab {
 }
 
 func (t *bookingsTab) title() string { return fmt.Sprintf("Bookings (%d)", len(t.table.rows)) }
+
 func (t *bookingsTab) setSize(width, height int) {
 	t.table.setSize(width, height)
 	t.setColumns()
@@ -257,11 +260,16 @@ func (t *bookingsTab) setRows(r *readings, f rowFilter, now time.Time) {
 }
 
 func (t *bookingsTab) selected() (bookingRow, bool) { return t.table.selected() }
-func (t *bookingsTab) update(msg tea.KeyMsg) bool   { return t.table.update(msg) }
-func (t *bookingsTab) enable(on bool)               { t.table.enable(on) }
-func (t *bookingsTab) ShortHelp() []key.Binding     { return t.table.ShortHelp() }
-func (t *bookingsTab) FullHelp() [][]key.Binding    { return t.table.FullHelp() }
-func (t *bookingsTab) view(now time.Time) []string  { return t.table.view(now) }
+
+func (t *bookingsTab) update(msg tea.KeyMsg) bool { return t.table.update(msg) }
+
+func (t *bookingsTab) enable(on bool) { t.table.enable(on) }
+
+func (t *bookingsTab) ShortHelp() []key.Binding { return t.table.ShortHelp() }
+
+func (t *bookingsTab) FullHelp() [][]key.Binding { return t.table.FullHelp() }
+
+func (t *bookingsTab) view(now time.Time) []string { return t.table.view(now) }
 
 // device is the selected booking's GPU when it is one of this host's: the
 // app reads only this host's GPUs.
@@ -276,19 +284,19 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
 	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine, command: Printable(r.command),
-		booked: core.FormatPercent(r.SharePPM) + " " + core.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
+		booked: human.FormatPercent(r.SharePPM) + " " + human.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	switch c.status {
-	case core.StatusLive:
-		c.idle = core.FormatIdleFor(r.Partition.Partition, r.Usage, now)
-	case core.StatusUpcoming:
+	case domain.StatusLive:
+		c.idle = human.FormatIdleFor(r.Partition.Partition, r.Usage, now)
+	case domain.StatusUpcoming:
 		c.starts = startClock(r.Start, now)
 	}
 	if r.procs > 0 {
-		c.inUse = core.FormatBytes(r.inUse)
+		c.inUse = human.FormatBytes(r.inUse)
 	}
 	c.left = bookingLeft(r.Partition.Partition, now, timeLeft)
-	if c.status == core.StatusUpcoming {
+	if c.status == domain.StatusUpcoming {
 		// Not yet begun: when it begins, not a length that reads as time left.
 		c.left = leftStart(r.Start, now)
 	}
@@ -318,7 +326,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	cell := func(i int, text string) string { return cols.cell(i, text) }
 	stateText := string(c.status)
 	switch {
-	case c.idle == core.IdleUnderAMinute:
+	case c.idle == human.IdleUnderAMinute:
 		stateText = "idle" // live, and nobody uses it
 	case c.idle != "":
 		stateText = "idle " + c.idle
@@ -356,7 +364,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	if c.starts != "" {
 		state = st.Faint.Render(state)
 	}
-	if c.status == core.StatusEndingSoon {
+	if c.status == domain.StatusEndingSoon {
 		left, state, filled = st.EndingSoon.Render(left), st.EndingSoon.Render(state), &st.TimeSoon
 	}
 	markCell := string(mark)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // A booking the ledger records as idle says so on its row, as list's IDLE
@@ -33,7 +34,7 @@ func TestBookingsShowIdle(t *testing.T) {
 		for _, id := range ids[:3] { // dave's ended long ago and is not shown
 			row := lineWith(t, v, fmt.Sprintf("#%d ", id))
 			if idle[id] == "-" {
-				require.Contains(t, row, string(core.StatusLive), "at %d columns", width)
+				require.Contains(t, row, string(domain.StatusLive), "at %d columns", width)
 				require.NotContains(t, row, "idle", "at %d columns", width)
 			} else {
 				require.Contains(t, row, "idle "+idle[id], "at %d columns", width)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -45,7 +46,7 @@ func TestReadingsNotGivenReadNA(t *testing.T) {
 		Processes: []gpu.Process{{PID: 7, UID: 0, User: "root", Command: "x", SM: gpu.NA}}}
 	s := gpu.Sample{Time: t0, Backend: "nvml", Devices: []gpu.DeviceSample{d}}
 	var out bytes.Buffer
-	require.NoError(t, WriteStats(&out, core.Stats{Sample: s, Processes: core.Attribute(s, nil, t0)}))
+	require.NoError(t, WriteStats(&out, core.Stats{Sample: s, Processes: admission.Attribute(s, nil, t0)}))
 	require.Contains(t, out.String(), "util n/a  mem-bw n/a  temp n/a  power n/a")
 
 	p := newGPUPanel(&shared{styles: DefaultStyles(), now: func() time.Time { return t0 }}, 10)

@@ -13,6 +13,10 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -32,15 +36,15 @@ type sampleMsg struct {
 type ledgerMsg struct {
 	parts  []core.Partition
 	avail  []core.Availability
-	policy core.Policy
+	policy domain.Policy
 	// queue is the waiting line, read only while the Queue tab is shown
 	// (withQueue): laying a long line out is the dearest read there is.
-	queue     []core.QueueEntry
+	queue     []admission.QueueEntry
 	withQueue bool
 	// notices are the person's notices recorded after the app's last
 	// reading of them (all still of interest at the first), and
 	// noticesUpTo the newest event then.
-	notices     []core.Notice
+	notices     []notice.Notice
 	noticesUpTo uint64
 	err         error
 }
@@ -84,7 +88,7 @@ type createdMsg struct {
 // queuedMsg answers the form's "wait in line": the request's place in
 // line, or the booking when it fitted after all.
 type queuedMsg struct {
-	entry *core.QueueEntry
+	entry *admission.QueueEntry
 	part  *core.Partition
 	err   error
 }
@@ -231,7 +235,7 @@ func createCmd(c *core.Client, req core.Request) tea.Cmd {
 // place it.
 func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
 	return func() tea.Msg {
-		p, e, err := c.Enqueue(req, core.WaitOptions{})
+		p, e, err := c.Enqueue(req, admission.WaitOptions{})
 		return queuedMsg{entry: e, part: p, err: err}
 	}
 }
@@ -255,7 +259,7 @@ func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
 	}
 }
 
-func dismissCmd(c *core.Client, n core.Notice) tea.Cmd {
+func dismissCmd(c *core.Client, n notice.Notice) tea.Cmd {
 	return func() tea.Msg {
 		return dismissedMsg{err: c.DismissNotice(n.Partition, n.Seq)}
 	}
@@ -317,19 +321,19 @@ func startWaiter(c *core.Client, self string, global []string, id uint64, now ti
 
 // waitArgs are the arguments of `chronos create` that wait for r in its
 // place.
-func waitArgs(r storage.Request) []string {
+func waitArgs(r domain.Request) []string {
 	device := "any"
-	if r.Device != storage.AnyDevice {
+	if r.Device != domain.AnyDevice {
 		device = strconv.Itoa(r.Device)
 	}
 	if r.Host != "" {
 		device = r.Host + ":" + device
 	}
-	memory := core.FormatPercent(r.SharePPM)
+	memory := human.FormatPercent(r.SharePPM)
 	if r.Bytes > 0 {
 		memory = strconv.FormatUint(r.Bytes>>10, 10) + "KiB"
 	}
-	return []string{"create", device, memory, core.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
+	return []string{"create", device, memory, human.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
 }
 
 func releaseCmd(c *core.Client, id uint64) tea.Cmd {

@@ -12,6 +12,9 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // field is one line of the booking form.
@@ -59,7 +62,7 @@ type bookingForm struct {
 	busy bool // sent, waiting for the ledger's answer
 	// later is the ledger's answer that the request would fit later; while
 	// the fields stay as they were, submitting waits in line.
-	later *core.FitsLaterError
+	later *admission.FitsLaterError
 }
 
 func newBookingForm(sh *shared, r *readings) *bookingForm {
@@ -225,7 +228,7 @@ func (f *bookingForm) nextPreset(forward bool) string {
 }
 
 // asked is the share of a's GPU the memory field asks for, in ppm.
-func asked(mem core.Memory, a core.Availability) int64 {
+func asked(mem human.Memory, a core.Availability) int64 {
 	if mem.Bytes > 0 && a.Device.MemoryTotal > 0 {
 		return int64(float64(mem.Bytes) / float64(a.Device.MemoryTotal) * 1e6)
 	}
@@ -237,24 +240,24 @@ func (f *bookingForm) request() (core.Request, field, error) {
 	if len(f.devices) == 0 {
 		return core.Request{}, fieldDevice, fmt.Errorf("no GPUs known yet")
 	}
-	device := core.AnyDevice
+	device := domain.AnyDevice
 	if a, ok := f.chosen(); ok {
 		device = a.Device.Index
 	}
-	mem, err := core.ParseMemory(f.memory.Value())
+	mem, err := human.ParseMemory(f.memory.Value())
 	if err != nil {
 		return core.Request{}, fieldMemory, err
 	}
 	// Whether it fits now is the ledger's to say: if not, it says when it
 	// would, and the form offers to wait in line.
-	d, err := core.ParseDuration(f.duration.Value())
+	d, err := human.ParseDuration(f.duration.Value())
 	if err != nil {
 		return core.Request{}, fieldDuration, err
 	}
 	req := core.Request{Device: device, Memory: mem, Duration: d, For: strings.TrimSpace(f.forUser.Value())}
 	if s := strings.TrimSpace(f.start.Value()); s != "" && s != "now" {
 		// The parser --at uses, on the app's clock.
-		if req.Start, err = core.ParseStart(s, f.sh.now()); err != nil {
+		if req.Start, err = human.ParseStart(s, f.sh.now()); err != nil {
 			return core.Request{}, fieldStart, err
 		}
 	}
@@ -290,7 +293,7 @@ func (f *bookingForm) warning() string {
 	if !ok {
 		return ""
 	}
-	mem, err := core.ParseMemory(f.memory.Value())
+	mem, err := human.ParseMemory(f.memory.Value())
 	if err != nil {
 		return ""
 	}
@@ -329,7 +332,7 @@ func (f *bookingForm) view(width int) string {
 
 	var chips []string
 	for i, a := range f.devices {
-		text := fmt.Sprintf("%d %s", a.Device.Index, core.FormatPercent(a.FreePPM))
+		text := fmt.Sprintf("%d %s", a.Device.Index, human.FormatPercent(a.FreePPM))
 		chips = append(chips, chip(st, text, i == f.device))
 	}
 	if len(f.devices) > 0 {
@@ -377,7 +380,7 @@ func (f *bookingForm) message(width int) (msg []string, style lipgloss.Style, of
 	st := &f.sh.styles
 	if f.later != nil && !f.busy {
 		offer = wrap(fmt.Sprintf("It would fit at %s: enter waits in line (while this app is open)",
-			core.FormatTime(f.later.At, f.sh.now())), width, 2)
+			human.FormatTime(f.later.At, f.sh.now())), width, 2)
 	}
 	style = st.Warning
 	switch w := f.warning(); {

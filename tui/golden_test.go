@@ -17,7 +17,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // TestGolden runs the real program (Init, ticks, the ledger watch) at fixed
@@ -85,7 +85,7 @@ func TestGoldenHistory(t *testing.T) {
 			w := newWorld(t, 4)
 			ids := w.busyHour()
 			w.clock.Set(t0.Add(-2 * time.Minute))
-			w.record(ids[0], storage.EventWarned, "ends in 5m (GPU 0)")
+			w.record(ids[0], domain.EventWarned, "ends in 5m (GPU 0)")
 			w.clock.Set(t0)
 			tm := teatest.NewTestModel(t, New(w.options()), teatest.WithInitialTermSize(size[0], size[1]))
 			// Enter only once the bookings are in and carol's row is

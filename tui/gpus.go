@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -25,7 +27,7 @@ type segment struct {
 // order of their bookings, and the memory the processes counted against
 // those bookings use (attrs) when seen: the processes of this host's GPUs
 // are known, another host's are not.
-func bookedSegments(parts []core.Partition, attrs []core.Attribution, seen bool, now time.Time) map[int][]segment {
+func bookedSegments(parts []core.Partition, attrs []admission.Attribution, seen bool, now time.Time) map[int][]segment {
 	segs := map[int][]segment{}
 	owners := map[uint64]string{}
 	for _, p := range parts {
@@ -42,7 +44,7 @@ func bookedSegments(parts []core.Partition, attrs []core.Attribution, seen bool,
 		segs[p.Device] = s
 	}
 	for _, a := range attrs {
-		if a.Partition == 0 || (a.Verdict != core.Booked && a.Verdict != core.OverBudget) {
+		if a.Partition == 0 || (a.Verdict != admission.Booked && a.Verdict != admission.OverBudget) {
 			continue // nobody's booking holds it: the bar's own colour
 		}
 		s := segs[a.Device]
@@ -210,9 +212,9 @@ func (p *gpuPanel) legend(segs []segment) string {
 	parts := make([]string, 0, len(segs))
 	for _, s := range segs {
 		total += s.share
-		parts = append(parts, st.Owner(s.user).Render(Printable(s.user)+" "+core.FormatPercent(s.share)))
+		parts = append(parts, st.Owner(s.user).Render(Printable(s.user)+" "+human.FormatPercent(s.share)))
 	}
-	return "booked " + core.FormatPercent(total) + ": " + strings.Join(parts, " ")
+	return "booked " + human.FormatPercent(total) + ": " + strings.Join(parts, " ")
 }
 
 // utilBar is a device's utilisation: the bar and the percent.
@@ -230,7 +232,7 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 	}
 	if n, ok := p.next[d.Index]; ok {
 		title += "  " + st.Faint.Render("next: ") + st.Owner(n.user).Render(Printable(n.user)) +
-			st.Faint.Render(" "+core.FormatPercent(n.share)+" at "+startClock(n.start, p.sh.now()))
+			st.Faint.Render(" "+human.FormatPercent(n.share)+" at "+startClock(n.start, p.sh.now()))
 	}
 	right := reading(d.TempC, "%d°C") + "  " + padLeft(reading(d.PowerW, "%.0f W"), 5)
 	if len(d.Notes) > 0 {

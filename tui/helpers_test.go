@@ -12,6 +12,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -21,10 +23,10 @@ import (
 var t0 = time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
 
 var (
-	alice = core.Identity{UID: 2001, User: "alice"}
-	bob   = core.Identity{UID: 2002, User: "bob"}
-	carol = core.Identity{UID: 2003, User: "carol"}
-	root  = core.Identity{UID: 0, User: "root"}
+	alice = domain.Identity{UID: 2001, User: "alice"}
+	bob   = domain.Identity{UID: 2002, User: "bob"}
+	carol = domain.Identity{UID: 2003, User: "carol"}
+	root  = domain.Identity{UID: 0, User: "root"}
 )
 
 // world is a real ledger in a temporary directory, the simulated GPUs and
@@ -76,7 +78,7 @@ func newWorld(t testing.TB, gpus int) *world {
 	return w
 }
 
-func (w *world) as(id core.Identity) *core.Client {
+func (w *world) as(id domain.Identity) *core.Client {
 	return core.NewClient(core.Options{
 		Ledger: w.ledger,
 		Devices: func() (string, []gpu.Device, error) {
@@ -89,9 +91,9 @@ func (w *world) as(id core.Identity) *core.Client {
 }
 
 // book makes a booking that started ago and lasts for d in all.
-func (w *world) book(who core.Identity, device int, memory string, ago, d time.Duration) core.Partition {
+func (w *world) book(who domain.Identity, device int, memory string, ago, d time.Duration) core.Partition {
 	w.t.Helper()
-	mem, err := core.ParseMemory(memory)
+	mem, err := human.ParseMemory(memory)
 	require.NoError(w.t, err)
 	w.clock.Set(t0.Add(-ago))
 	defer w.clock.Set(t0)

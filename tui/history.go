@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // historyWindow is how far back the history view looks.
@@ -313,7 +314,7 @@ func idleLabel(tl timeline, b core.BookingSpan, first, last int) string {
 			idle += s.To.Sub(s.From)
 		}
 	}
-	return " idle " + core.FormatDuration(max(idle, time.Minute).Truncate(time.Minute)) + " "
+	return " idle " + human.FormatDuration(max(idle, time.Minute).Truncate(time.Minute)) + " "
 }
 
 // lines draws the history in exactly h.height lines of h.width cells.
@@ -376,7 +377,7 @@ func (h *historyView) title(tl timeline) string {
 	if h.name != "" {
 		left += "  " + Printable(h.name)
 	}
-	right := st.Faint.Render(fmt.Sprintf("the last hour · a column is %s", core.FormatDuration(tl.step)))
+	right := st.Faint.Render(fmt.Sprintf("the last hour · a column is %s", human.FormatDuration(tl.step)))
 	if h.err != nil {
 		right = st.StatusErr.Render("✗ " + Printable(h.err.Error()))
 	}

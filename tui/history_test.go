@@ -12,12 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // pastBooking is a booking made ago before t0, lasting length.
 type pastBooking struct {
-	who         core.Identity
+	who         domain.Identity
 	device      int
 	memory      string
 	ago, length time.Duration
@@ -44,7 +46,7 @@ func (w *world) watchHour(books ...pastBooking) []uint64 {
 				continue
 			}
 			w.clock.Set(t0.Add(-b.ago))
-			mem, err := core.ParseMemory(b.memory)
+			mem, err := human.ParseMemory(b.memory)
 			require.NoError(w.t, err)
 			p, err := w.as(b.who).Create(core.Request{Device: b.device, Memory: mem, Duration: b.length})
 			require.NoError(w.t, err)
@@ -75,7 +77,7 @@ func (w *world) busyHour() []uint64 {
 	return ids
 }
 
-var dave = core.Identity{UID: 2004, User: "dave"}
+var dave = domain.Identity{UID: 2004, User: "dave"}
 
 // Enter opens the selected booking's GPU: the hour the monitors recorded
 // shows at once, each booking's span under the graphs and bob's 50 idle
@@ -135,7 +137,7 @@ func TestHistorySeriesPrefersTheAppsReadings(t *testing.T) {
 	require.Equal(t, t0.Add(-59*time.Minute), tl.from, "the last column holds now")
 	var h core.GPUHistory
 	for i := range 50 { // the ledger has the first 50 minutes, at 10%
-		h.Minutes = append(h.Minutes, storage.GPUMinute{Minute: tl.start(i), Util: 10, MemoryUsed: 8 << 30, MemoryTotal: 80 << 30})
+		h.Minutes = append(h.Minutes, domain.GPUMinute{Minute: tl.start(i), Util: 10, MemoryUsed: 8 << 30, MemoryTotal: 80 << 30})
 	}
 	tr := newTrace(100)
 	for i := range 8 { // the app read the last 2 minutes at 90%, and the 48th
@@ -215,7 +217,7 @@ func TestHistorySwitchesGPUsAndFollowsTheLedger(t *testing.T) {
 	require.Contains(t, m.View(), "#5 erin")
 }
 
-var erin = core.Identity{UID: 2005, User: "erin"}
+var erin = domain.Identity{UID: 2005, User: "erin"}
 
 // More bookings than fit at 80×24 scroll with ↑/↓, which show in the
 // footer only then.
@@ -286,9 +288,9 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 2)
 	m := w.model(80, 24)
-	theirs := core.Partition{Partition: storage.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
-		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: storage.Live}}
-	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: core.DefaultPolicy()})
+	theirs := core.Partition{Partition: domain.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
+		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: domain.Live}}
+	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: admission.DefaultPolicy()})
 	row, ok := m.bookings.selected()
 	require.True(t, ok)
 	require.Equal(t, "gpu-b", row.Host)

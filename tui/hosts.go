@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -137,7 +138,7 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 // with the bookings on it.
 func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
 	st := &p.sh.styles
-	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(core.FormatGPU(host, d.Index))))
+	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(human.FormatGPU(host, d.Index))))
 	if !live {
 		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
 		return cut(line, width)

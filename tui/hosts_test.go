@@ -16,6 +16,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -27,7 +29,7 @@ func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // labHost is one host of a lab: a client acting as it on the shared
 // ledger, and its simulated GPUs.
-func labHost(s storage.Store, host string, who core.Identity) (*core.Client, *gpu.Sim) {
+func labHost(s storage.Store, host string, who domain.Identity) (*core.Client, *gpu.Sim) {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
 	// The GPUs as stand-ins for real ones: a ledger many hosts share
 	// records no simulated GPUs but root's.
@@ -52,9 +54,9 @@ func TestAppShowsEveryHost(t *testing.T) {
 	defer stop()
 	go core.NewMonitor(there, core.MonitorOptions{Backend: thereSim}).Run(ctx)
 
-	_, err := there.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour})
+	_, err := there.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = here.Create(core.Request{Host: "gpu2", Device: 0, Memory: core.Fraction(0.25), Duration: time.Hour})
+	_, err = here.Create(core.Request{Host: "gpu2", Device: 0, Memory: human.Fraction(0.25), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		hosts, err := here.Hosts()
@@ -102,7 +104,7 @@ func TestGoldenHostsCut(t *testing.T) {
 	lipgloss.SetColorProfile(termenv.Ascii)
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	still := clock.NewFake(t0)
-	host := func(name string, who core.Identity) (*core.Client, *gpu.Sim) {
+	host := func(name string, who domain.Identity) (*core.Client, *gpu.Sim) {
 		sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: still.Now})
 		s := open()
 		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Clock: still, Devices: func() (string, []gpu.Device, error) {
@@ -114,7 +116,7 @@ func TestGoldenHostsCut(t *testing.T) {
 	here, hereSim := host("gpu1", alice)
 	for _, name := range []string{"gpu2", "gpu3"} {
 		c, sim := host(name, bob)
-		_, err := c.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour})
+		_, err := c.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 		require.NoError(t, err)
 		sample, err := sim.Sample()
 		require.NoError(t, err)
@@ -149,9 +151,9 @@ func TestHostsViewCountsWhatItLeavesOut(t *testing.T) {
 	require.NoError(t, err)
 	devices, err := sim.Devices()
 	require.NoError(t, err)
-	var inv storage.Inventory
+	var inv domain.Inventory
 	for _, d := range devices {
-		inv.Devices = append(inv.Devices, storage.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
+		inv.Devices = append(inv.Devices, domain.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
 	live := &core.HostStatus{Simulated: true, Devices: sample.Devices}
 	m.gpus.setHosts([]core.HostView{{Host: "gpu2", Status: live}, {Host: "gpu3", Inventory: inv}, {Host: "gpu4", Status: live}}, nil)

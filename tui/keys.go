@@ -9,7 +9,9 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -224,14 +226,14 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 		verb = "release"
 	}
 	if !m.sh.me.MayChange(r.UID) {
-		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", core.ErrNotOwner, r.ID, Printable(r.User), verb)
+		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", domain.ErrNotOwner, r.ID, Printable(r.User), verb)
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.target = r
 	if release {
 		m.mode = releasing
 		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %s)? y releases, any other key keeps it ",
-			r.ID, Printable(r.User), core.FormatPercent(r.SharePPM), Printable(r.GPUName())))
+			r.ID, Printable(r.User), human.FormatPercent(r.SharePPM), Printable(r.GPUName())))
 		return nil
 	}
 	m.mode = extending
@@ -244,7 +246,7 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 func (m *Model) actOnRequest() tea.Cmd {
 	r, _ := m.queue.selected()
 	if !m.sh.me.MayChange(r.UID) {
-		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", core.ErrNotOwner, r.ID, Printable(r.User))
+		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", domain.ErrNotOwner, r.ID, Printable(r.User))
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.request, m.mode = r, cancelling
@@ -255,7 +257,7 @@ func (m *Model) actOnRequest() tea.Cmd {
 	if r.mine {
 		req.User = ""
 	}
-	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, Printable(core.DescribeRequest(req))))
+	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, Printable(admission.DescribeRequest(req))))
 	return nil
 }
 
@@ -364,7 +366,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		case cancelled:
 			m.mode = browsing
 		case submitted:
-			d, err := core.ParseDuration(m.prompt.value())
+			d, err := human.ParseDuration(m.prompt.value())
 			if err != nil {
 				m.prompt.fail(err)
 				return nil

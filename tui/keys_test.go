@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 func TestViewKeys(t *testing.T) {
@@ -158,7 +158,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 		require.Equal(t, tab(m.bookings), m.current())
 		got, err := w.client.Get(mine.ID)
 		require.NoError(t, err)
-		require.Equal(t, storage.Live, got.State)
+		require.Equal(t, domain.Live, got.State)
 		require.Equal(t, mine.Expires, got.Expires)
 		require.Len(t, live(t, w.client), 1)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -35,20 +36,20 @@ func reread(t *testing.T, m *Model) *Model {
 
 // record puts a notice about booking p in the audit trail, as a monitor
 // does; a warning marks the booking warned, as the monitor's does.
-func (w *world) record(id uint64, kind storage.EventKind, detail string) {
+func (w *world) record(id uint64, kind domain.EventKind, detail string) {
 	w.t.Helper()
 	require.NoError(w.t, w.ledger.Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil {
 			return err
 		}
-		if kind == storage.EventWarned {
+		if kind == domain.EventWarned {
 			p.Warned = true
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
 		}
-		return tx.AddEvent(storage.Event{Time: w.clock.Now(), Kind: kind, Partition: id, UID: p.UID, User: p.User, Detail: detail})
+		return tx.AddEvent(domain.Event{Time: w.clock.Now(), Kind: kind, Partition: id, UID: p.UID, User: p.User, Detail: detail})
 	}))
 }
 
@@ -151,15 +152,15 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	first := w.book(alice, 0, "50%", 10*time.Minute, time.Hour)
 	second := w.book(alice, 1, "50%", 10*time.Minute, time.Hour)
 	m := w.model(100, 30)
-	w.record(first.ID, storage.EventIdle, "idle for 1h on GPU 0")
+	w.record(first.ID, domain.EventIdle, "idle for 1h on GPU 0")
 	reread(t, m)
-	w.record(first.ID, storage.EventIdle, "idle for 1h45m on GPU 0")
+	w.record(first.ID, domain.EventIdle, "idle for 1h45m on GPU 0")
 	reread(t, m)
 	require.Len(t, m.notices, 1)
 	require.Contains(t, m.View(), "#1: idle for 1h45m")
 	require.NotContains(t, m.View(), "idle for 1h on")
 
-	w.record(second.ID, storage.EventWarned, "ends in 5m (GPU 1)")
+	w.record(second.ID, domain.EventWarned, "ends in 5m (GPU 1)")
 	reread(t, m)
 	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "⚠"), "#2: ends in 5m (GPU 1) (+1 more)")
 
@@ -170,7 +171,7 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	m = press(t, m, "d")
 	require.Empty(t, m.notices)
 
-	w.record(first.ID, storage.EventIdle, "idle for 2h on GPU 0")
+	w.record(first.ID, domain.EventIdle, "idle for 2h on GPU 0")
 	reread(t, m)
 	require.Contains(t, m.View(), "#1: idle for 2h", "a notice newer than the one dismissed shows")
 	m.bookings.table.selectID(first.ID)
@@ -186,10 +187,10 @@ func TestNoticesAreOwnAndPrintable(t *testing.T) {
 	bobs := w.book(bob, 0, "50%", 10*time.Minute, time.Hour)
 	mine := w.book(alice, 1, "50%", 10*time.Minute, time.Hour)
 	m := w.model(100, 30)
-	w.record(bobs.ID, storage.EventIdle, "idle for 1h")
+	w.record(bobs.ID, domain.EventIdle, "idle for 1h")
 	reread(t, m)
 	require.Empty(t, m.notices, "bob's notice is not alice's")
-	w.record(mine.ID, storage.EventIdle, "idle \x1b]2;pwned\a for 1h")
+	w.record(mine.ID, domain.EventIdle, "idle \x1b]2;pwned\a for 1h")
 	reread(t, m)
 	v := m.View()
 	require.NotContains(t, v, "\x1b]2;")

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -58,7 +60,7 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 	t.Cleanup(func() { lipgloss.SetColorProfile(prev) })
 
 	w := newWorld(t, 2)
-	mallory := core.Identity{UID: 2666, User: "mal\x1b[2Jlory"}
+	mallory := domain.Identity{UID: 2666, User: "mal\x1b[2Jlory"}
 	p := w.book(mallory, 0, "20%", time.Minute, time.Hour)
 	// A real process whose argv holds the sequences ($0 of the shell).
 	proc := exec.Command("sh", "-c", "sleep 60; :", hostile)
@@ -91,7 +93,7 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 	s, err := w.sim.Sample()
 	require.NoError(t, err)
 	var stats bytes.Buffer
-	require.NoError(t, WriteStats(&stats, core.Stats{Sample: s, Processes: core.Attribute(s, nil, t0)}))
+	require.NoError(t, WriteStats(&stats, core.Stats{Sample: s, Processes: admission.Attribute(s, nil, t0)}))
 	noTerminalControl(t, stats.String())
 	require.Contains(t, stats.String(), `\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J`)
 }

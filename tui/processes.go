@@ -11,12 +11,13 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // processRow is a GPU process as the table shows it.
 type processRow struct {
-	core.Attribution
+	admission.Attribution
 	mine bool
 }
 
@@ -65,18 +66,18 @@ func sortProcesses(rows []processRow, o sortOrder) {
 // app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
 // "UNBOOKED", "FALSE CLAIM #7" for an unbooked process whose environment
 // names someone else's booking, or "MPS SERVER".
-func verdictText(a core.Attribution) string {
+func verdictText(a admission.Attribution) string {
 	switch a.Verdict {
-	case core.Unbooked:
+	case admission.Unbooked:
 		if a.Claimed != 0 {
 			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
 		}
 		return "UNBOOKED"
-	case core.OverBudget:
+	case admission.OverBudget:
 		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
-	case core.Ended:
+	case admission.Ended:
 		return fmt.Sprintf("ENDED #%d", a.Partition)
-	case core.MPSServer:
+	case admission.MPSServer:
 		return "MPS SERVER"
 	}
 	return fmt.Sprintf("#%d", a.Partition)
@@ -122,7 +123,7 @@ type processCells struct {
 	device    int
 	memory    uint64
 	sm        int
-	verdict   core.Verdict
+	verdict   admission.Verdict
 	booking   string
 	container string
 	command   string
@@ -146,8 +147,10 @@ func newProcessesTab(sh *shared) *processesTab {
 	return t
 }
 
-func (t *processesTab) title() string             { return fmt.Sprintf("Processes (%d)", len(t.table.rows)) }
+func (t *processesTab) title() string { return fmt.Sprintf("Processes (%d)", len(t.table.rows)) }
+
 func (t *processesTab) setSize(width, height int) { t.table.setSize(width, height) }
+
 func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	rows := processRows(r, f, t.table.sh.me.UID)
 	specs := processColumnsBare
@@ -161,12 +164,19 @@ func (t *processesTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.table.setColumns(markSorted(specs, col, f.sortBy))
 	t.table.setRows(rows)
 }
-func (t *processesTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
-func (t *processesTab) sortKeys() []sortKey         { return processSorts }
-func (t *processesTab) device() (int, bool)         { r, ok := t.table.selected(); return r.Device, ok }
-func (t *processesTab) enable(on bool)              { t.table.enable(on) }
-func (t *processesTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
-func (t *processesTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }
+
+func (t *processesTab) update(msg tea.KeyMsg) bool { return t.table.update(msg) }
+
+func (t *processesTab) sortKeys() []sortKey { return processSorts }
+
+func (t *processesTab) device() (int, bool) { r, ok := t.table.selected(); return r.Device, ok }
+
+func (t *processesTab) enable(on bool) { t.table.enable(on) }
+
+func (t *processesTab) ShortHelp() []key.Binding { return t.table.ShortHelp() }
+
+func (t *processesTab) FullHelp() [][]key.Binding { return t.table.FullHelp() }
+
 func (t *processesTab) view(now time.Time) []string { return t.table.view(now) }
 
 func (t *processesTab) draw(c processCells, selected bool, cols columns) string {
@@ -178,16 +188,16 @@ func (t *processesTab) draw(c processCells, selected bool, cols columns) string 
 	booking := cols.cell(prBooking, c.booking)
 	if !selected {
 		switch c.verdict {
-		case core.Unbooked:
+		case admission.Unbooked:
 			booking = st.Unbooked.Render(booking)
-		case core.OverBudget:
+		case admission.OverBudget:
 			booking = st.OverBudget.Render(booking)
-		case core.Ended:
+		case admission.Ended:
 			booking = st.EndingSoon.Render(booking)
 		}
 	}
 	line := cols.join(mark, cols.cell(prPID, strconv.Itoa(c.pid)), cols.cell(prUser, c.user), cols.cell(prGPU, strconv.Itoa(c.device)),
-		cols.cell(prMemory, core.FormatBytes(c.memory)), cols.cell(prSM, reading(c.sm, "%d%%")), booking,
+		cols.cell(prMemory, human.FormatBytes(c.memory)), cols.cell(prSM, reading(c.sm, "%d%%")), booking,
 		cols.cell(prContainer, c.container), cols.cell(prCommand, c.command))
 	if selected {
 		return st.Selected.Render(fit(line, t.table.width))

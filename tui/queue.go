@@ -8,12 +8,14 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // queueRow is a waiting request as the Queue tab shows it.
 type queueRow struct {
-	core.QueueEntry
+	admission.QueueEntry
 	mine bool
 }
 
@@ -96,6 +98,7 @@ func (t *queueTab) title() string {
 }
 
 func (t *queueTab) setSize(width, height int) { t.table.setSize(width, height) }
+
 func (t *queueTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	t.read = r.queueRead
 	t.table.empty = queueReading
@@ -104,13 +107,20 @@ func (t *queueTab) setRows(r *readings, f rowFilter, _ time.Time) {
 	}
 	t.table.setRows(queueRows(r, f, t.table.sh.me.UID))
 }
-func (t *queueTab) selected() (queueRow, bool)  { return t.table.selected() }
-func (t *queueTab) update(msg tea.KeyMsg) bool  { return t.table.update(msg) }
-func (t *queueTab) enable(on bool)              { t.table.enable(on) }
-func (t *queueTab) ShortHelp() []key.Binding    { return t.table.ShortHelp() }
-func (t *queueTab) FullHelp() [][]key.Binding   { return t.table.FullHelp() }
+
+func (t *queueTab) selected() (queueRow, bool) { return t.table.selected() }
+
+func (t *queueTab) update(msg tea.KeyMsg) bool { return t.table.update(msg) }
+
+func (t *queueTab) enable(on bool) { t.table.enable(on) }
+
+func (t *queueTab) ShortHelp() []key.Binding { return t.table.ShortHelp() }
+
+func (t *queueTab) FullHelp() [][]key.Binding { return t.table.FullHelp() }
+
 func (t *queueTab) view(now time.Time) []string { return t.table.view(now) }
-func (t *queueTab) sortKeys() []sortKey         { return nil }
+
+func (t *queueTab) sortKeys() []sortKey { return nil }
 
 // device is the GPU the selected request asks for, or where its ETA places
 // it when it asked for any — when it is one of this host's.
@@ -119,7 +129,7 @@ func (t *queueTab) device() (int, bool) {
 	if !ok || r.Host != t.table.sh.host {
 		return 0, false
 	}
-	if r.Device != core.AnyDevice {
+	if r.Device != domain.AnyDevice {
 		return r.Device, true
 	}
 	return r.ETADevice, !r.ETA.IsZero()
@@ -127,13 +137,13 @@ func (t *queueTab) device() (int, bool) {
 
 // requestGPU names the GPU a request asks for as this host's people type
 // it: 0, gpu3:0, any; and where its ETA places it when it asked for any.
-func requestGPU(e core.QueueEntry, here string) string {
+func requestGPU(e admission.QueueEntry, here string) string {
 	host := e.Host
 	if host == here {
 		host = ""
 	}
-	if e.Device != core.AnyDevice {
-		return core.FormatGPU(host, e.Device)
+	if e.Device != domain.AnyDevice {
+		return human.FormatGPU(host, e.Device)
 	}
 	name := "any"
 	if host != "" {
@@ -147,16 +157,16 @@ func requestGPU(e core.QueueEntry, here string) string {
 
 func (t *queueTab) cells(r queueRow, now time.Time, _ columns) queueCells {
 	c := queueCells{pos: "-", id: "#" + strconv.FormatUint(r.ID, 10), user: Printable(r.User), gpu: Printable(requestGPU(r.QueueEntry, t.table.sh.host)),
-		share: core.FormatPercent(r.SharePPM), length: core.FormatDuration(r.Duration), eta: "-", why: Printable(r.Reason), mine: r.mine}
+		share: human.FormatPercent(r.SharePPM), length: human.FormatDuration(r.Duration), eta: "-", why: Printable(r.Reason), mine: r.mine}
 	if r.Bytes > 0 {
-		c.share = core.FormatBytes(r.Bytes)
+		c.share = human.FormatBytes(r.Bytes)
 	}
 	if r.Position > 0 {
 		c.pos = strconv.Itoa(r.Position)
 		c.fair = strconv.FormatFloat(r.Factor, 'f', 3, 64)
 	}
 	if !r.ETA.IsZero() {
-		c.eta = core.FormatTime(r.ETA, now)
+		c.eta = human.FormatTime(r.ETA, now)
 		if len(c.eta) > 9 { // another day: the day and the time
 			c.eta = r.ETA.Local().Format("Mon 15:04")
 		}

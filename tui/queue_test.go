@@ -15,15 +15,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // enqueue puts who's request in the waiting line, with this test process
 // as its waiter (alive as long as the test).
-func (w *world) enqueue(who core.Identity, device int, memory string, d time.Duration) core.QueueEntry {
+func (w *world) enqueue(who domain.Identity, device int, memory string, d time.Duration) admission.QueueEntry {
 	w.t.Helper()
-	mem, err := core.ParseMemory(memory)
+	mem, err := human.ParseMemory(memory)
 	require.NoError(w.t, err)
-	p, e, err := w.as(who).Enqueue(core.Request{Device: device, Memory: mem, Duration: d}, core.WaitOptions{})
+	p, e, err := w.as(who).Enqueue(core.Request{Device: device, Memory: mem, Duration: d}, admission.WaitOptions{})
 	require.NoError(w.t, err)
 	require.Nil(w.t, p, "it was meant to wait")
 	return *e
@@ -36,12 +39,12 @@ func (w *world) line() {
 	w.book(bob, 0, "50%", 0, 3*time.Hour)
 	w.enqueue(alice, 0, "30%", 2*time.Hour)
 	w.enqueue(carol, 1, "60%", time.Hour)
-	mem, _ := core.ParseMemory("40%")
+	mem, _ := human.ParseMemory("40%")
 	_, err := w.as(bob).Create(core.Request{Device: 2, Memory: mem, Duration: time.Hour, Start: t0.Add(2 * time.Hour)})
 	require.NoError(w.t, err)
 }
 
-func waiting(t *testing.T, c *core.Client) []core.QueueEntry {
+func waiting(t *testing.T, c *core.Client) []admission.QueueEntry {
 	t.Helper()
 	q, err := c.Queue()
 	require.NoError(t, err)
@@ -61,7 +64,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.Equal(t, booking, m.mode, "the form stays open")
 	require.NotNil(t, m.form.later)
 	require.Contains(t, m.form.err, "GPU 0 has 20% (16.0 GiB) free, 50% asked")
-	require.Contains(t, m.View(), "It would fit at "+core.FormatTime(held.Expires, t0)+": enter waits in line")
+	require.Contains(t, m.View(), "It would fit at "+human.FormatTime(held.Expires, t0)+": enter waits in line")
 	require.Contains(t, m.footer(), "wait in line")
 	require.Empty(t, waiting(t, w.client), "nothing joined yet")
 
@@ -90,7 +93,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	booked := live(t, w.client)
 	require.Len(t, booked, 1)
 	requireLineCut(t, m.View(), fmt.Sprintf("✓ %s your booking #%d: booked from request #%d, 50%% of GPU 0 until %s",
-		booked[0].Created.Local().Format("15:04"), booked[0].ID, line[0].ID, core.FormatTime(booked[0].Expires, t0)),
+		booked[0].Created.Local().Format("15:04"), booked[0].ID, line[0].ID, human.FormatTime(booked[0].Expires, t0)),
 		"the app says when a request it waited for is booked")
 	require.Equal(t, fmt.Sprintf("Request #%d is booked: #%d", line[0].ID, booked[0].ID), m.status.text)
 	m = update(t, m, ledgerChangedMsg{})

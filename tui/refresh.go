@@ -9,7 +9,10 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/notice"
 )
 
 // schedule is when the app last read what, and what it waits for.
@@ -177,8 +180,8 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.show(m.bookings)
 		m.derive()
 		m.bookings.table.selectID(p.ID)
-		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, core.FormatPercent(p.SharePPM),
-			core.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), core.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, human.FormatPercent(p.SharePPM),
+			human.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), human.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
 
 	case queuedMsg:
 		if msg.part != nil { // room came meanwhile: booked
@@ -196,11 +199,11 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			m.mode, m.form = browsing, nil
 		}
 		m.show(m.queue)
-		m.data.queue, m.data.queueRead = append(slices.DeleteFunc(m.data.queue, func(q core.QueueEntry) bool { return q.ID == e.ID }), e), true
+		m.data.queue, m.data.queueRead = append(slices.DeleteFunc(m.data.queue, func(q admission.QueueEntry) bool { return q.ID == e.ID }), e), true
 		m.derive()
 		m.queue.table.selectID(e.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d waits at position %d; should start at %s (%s)", e.ID, e.Position,
-			core.FormatTime(e.ETA, m.sh.now()), Printable(e.Reason)), false), m.load())
+			human.FormatTime(e.ETA, m.sh.now()), Printable(e.Reason)), false), m.load())
 
 	case leftLineMsg:
 		if msg.err != nil {
@@ -223,7 +226,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		m.replace(msg.part)
 		m.answered(msg.part.ID)
-		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, core.FormatDuration(msg.by),
+		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, human.FormatDuration(msg.by),
 			timeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
 	}
 	return nil
@@ -236,7 +239,7 @@ func (m *Model) spacingCmd() tea.Cmd {
 // notice puts a notice on the notice line: the person's own only, and a
 // booking's newer notice in place of its older one (a read that raced
 // another may bring an older one again: it is not shown).
-func (m *Model) notice(n core.Notice) {
+func (m *Model) notice(n notice.Notice) {
 	if n.UID != m.sh.me.UID {
 		return
 	}
@@ -256,11 +259,11 @@ func (m *Model) dropMootNotices(now time.Time) {
 	if len(m.notices) == 0 || m.sched.loadedAt.IsZero() {
 		return
 	}
-	parts := make(map[uint64]storage.Partition, len(m.data.parts))
+	parts := make(map[uint64]domain.Partition, len(m.data.parts))
 	for _, p := range m.data.parts {
 		parts[p.ID] = p.Partition
 	}
-	m.notices = slices.DeleteFunc(m.notices, func(n core.Notice) bool {
+	m.notices = slices.DeleteFunc(m.notices, func(n notice.Notice) bool {
 		p, ok := parts[n.Partition]
 		return !ok || n.Moot(p, now)
 	})
@@ -289,9 +292,9 @@ func (m *Model) noticeGrants(parts []core.Partition) tea.Cmd {
 			continue
 		}
 		delete(m.placed, p.Request)
-		m.notice(core.Notice{Time: p.Created, Kind: storage.EventCreated, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User,
-			Detail: fmt.Sprintf("booked from request #%d, %s of GPU %s until %s", p.Request, core.FormatPercent(p.SharePPM),
-				m.opts.Client.GPUName(p.Host, p.Device), core.FormatTime(p.Expires, m.sh.now()))})
+		m.notice(notice.Notice{Time: p.Created, Kind: domain.EventCreated, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User,
+			Detail: fmt.Sprintf("booked from request #%d, %s of GPU %s until %s", p.Request, human.FormatPercent(p.SharePPM),
+				m.opts.Client.GPUName(p.Host, p.Device), human.FormatTime(p.Expires, m.sh.now()))})
 		said = m.status.set(m.sh, fmt.Sprintf("Request #%d is booked: #%d", p.Request, p.ID), false)
 	}
 	return said
@@ -300,7 +303,7 @@ func (m *Model) noticeGrants(parts []core.Partition) tea.Cmd {
 // answered drops a booking's notice: a newer one came, or the person acted
 // on the booking (released or extended it).
 func (m *Model) answered(id uint64) {
-	m.notices = slices.DeleteFunc(m.notices, func(n core.Notice) bool { return n.Partition == id })
+	m.notices = slices.DeleteFunc(m.notices, func(n notice.Notice) bool { return n.Partition == id })
 }
 
 // replace puts a changed booking in place of its old copy.
@@ -314,8 +317,8 @@ func (m *Model) replace(p core.Partition) {
 }
 
 // rawPartitions are the stored records of bookings.
-func rawPartitions(parts []core.Partition) []storage.Partition {
-	raw := make([]storage.Partition, len(parts))
+func rawPartitions(parts []core.Partition) []domain.Partition {
+	raw := make([]domain.Partition, len(parts))
 	for i, p := range parts {
 		raw[i] = p.Partition
 	}

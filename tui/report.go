@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // reportBarWidth is how many cells the largest row's bar fills.
@@ -21,7 +22,7 @@ const reportBarWidth = 16
 func WriteReport(w io.Writer, r core.Report, now time.Time) error {
 	since := "since the ledger began"
 	if !r.From.IsZero() {
-		since = "since " + core.FormatTime(r.From, now)
+		since = "since " + human.FormatTime(r.From, now)
 	}
 	if len(r.Rows) == 0 {
 		_, err := fmt.Fprintf(w, "No GPU use recorded %s.\n", since)

@@ -8,27 +8,29 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // WriteBooking prints everything known of one booking for `chronos show`:
 // its record and state, what monitors measured, its holds, the GPU
 // processes that count against it now (or why they could not be read: a
 // non-empty procsNote), and its audit trail.
-func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procsNote string, evs []storage.Event, now time.Time, warnLead time.Duration) error {
+func WriteBooking(w io.Writer, p core.Partition, procs []admission.Attribution, procsNote string, evs []domain.Event, now time.Time, warnLead time.Duration) error {
 	status := p.Status(now, warnLead)
-	fmt.Fprintf(w, "Booking %d: %s (%s) of GPU %s for %s\n", p.ID, core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), Printable(p.GPUName()), Printable(p.User))
+	fmt.Fprintf(w, "Booking %d: %s (%s) of GPU %s for %s\n", p.ID, human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), Printable(p.GPUName()), Printable(p.User))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := func(name, format string, a ...any) { fmt.Fprintf(tw, "  %s\t%s\n", name, fmt.Sprintf(format, a...)) }
 	switch {
 	case status.Ended():
-		field("state", "%s at %s", status, core.FormatTime(endedAt(p.Partition), now))
+		field("state", "%s at %s", status, human.FormatTime(endedAt(p.Partition), now))
 	case p.Upcoming(now):
-		field("state", "%s, starts in %s, at %s, until %s", status, Countdown(p.Start.Sub(now)), core.FormatTime(p.Start, now), core.FormatTime(p.Expires, now))
+		field("state", "%s, starts in %s, at %s, until %s", status, Countdown(p.Start.Sub(now)), human.FormatTime(p.Start, now), human.FormatTime(p.Expires, now))
 	default:
-		field("state", "%s, %s left, until %s", status, Countdown(p.Expires.Sub(now)), core.FormatTime(p.Expires, now))
+		field("state", "%s, %s left, until %s", status, Countdown(p.Expires.Sub(now)), human.FormatTime(p.Expires, now))
 	}
-	field("created", "%s", core.FormatTime(p.Created, now))
+	field("created", "%s", human.FormatTime(p.Created, now))
 	field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
 	if p.ComputePct > 0 {
 		field("compute", "%s", computeCap(p))
@@ -40,21 +42,21 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 	if u.Through.IsZero() {
 		field("usage", "not measured (no monitor has watched it)")
 	} else {
-		parts := []string{"GPU time " + core.FormatDuration(u.GPUTime), "idle " + core.FormatDuration(u.Idle) + " in all"}
-		if idle := core.FormatIdleFor(p.Partition, u, now); idle != "" {
+		parts := []string{"GPU time " + human.FormatDuration(u.GPUTime), "idle " + human.FormatDuration(u.Idle) + " in all"}
+		if idle := human.FormatIdleFor(p.Partition, u, now); idle != "" {
 			parts = append(parts, "idle now for "+idle)
 		}
-		parts = append(parts, "memory peak "+core.FormatBytes(u.MemoryPeak))
+		parts = append(parts, "memory peak "+human.FormatBytes(u.MemoryPeak))
 		if !u.LastActive.IsZero() {
-			parts = append(parts, "last active "+core.FormatTime(u.LastActive, now))
+			parts = append(parts, "last active "+human.FormatTime(u.LastActive, now))
 		}
-		field("usage", "%s (measured until %s)", strings.Join(parts, ", "), core.FormatTime(u.Through, now))
+		field("usage", "%s (measured until %s)", strings.Join(parts, ", "), human.FormatTime(u.Through, now))
 	}
 	if u.Holds > 0 {
-		field("holds", "%d, the last until %s: %s", u.Holds, core.FormatTime(u.HeldUntil, now), Printable(u.HoldReason))
+		field("holds", "%d, the last until %s: %s", u.Holds, human.FormatTime(u.HeldUntil, now), Printable(u.HoldReason))
 	}
 	if !u.Reclaimed.IsZero() {
-		field("reclaimed", "%s, for sitting idle", core.FormatTime(u.Reclaimed, now))
+		field("reclaimed", "%s, for sitting idle", human.FormatTime(u.Reclaimed, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -71,8 +73,8 @@ func WriteBooking(w io.Writer, p core.Partition, procs []core.Attribution, procs
 }
 
 // WriteEvents prints audit events one a line, each after indent.
-func WriteEvents(w io.Writer, evs []storage.Event, indent string) {
+func WriteEvents(w io.Writer, evs []domain.Event, indent string) {
 	for _, e := range evs {
-		fmt.Fprintf(w, "%s%s  %s\n", indent, e.Time.Local().Format("2006-01-02 15:04:05.000"), Printable(core.FormatEvent(e)))
+		fmt.Fprintf(w, "%s%s  %s\n", indent, e.Time.Local().Format("2006-01-02 15:04:05.000"), Printable(human.FormatEvent(e)))
 	}
 }

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Printable is core.Printable: every string another user controls passes
 // through it before it reaches a terminal.
-func Printable(s string) string { return core.Printable(s) }
+func Printable(s string) string { return human.Printable(s) }
 
 // TableOptions shape a plain table: Wide adds columns, NoHeaders leaves
 // out the header line (and the "No bookings." of an empty table) for
@@ -71,7 +73,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
-			core.FormatPercent(p.SharePPM), core.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
+			human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
 			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
 			core.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {
@@ -80,7 +82,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		if o.Wide {
 			gpuTime, peak := "-", "-"
 			if !p.Usage.Through.IsZero() {
-				gpuTime, peak = core.FormatDuration(p.Usage.GPUTime), core.FormatBytes(p.Usage.MemoryPeak)
+				gpuTime, peak = human.FormatDuration(p.Usage.GPUTime), human.FormatBytes(p.Usage.MemoryPeak)
 			}
 			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", p.Created.Local().Format("Jan 2 15:04:05"), gpuTime, peak, orDash(p.DeviceUUID))
 		}
@@ -91,7 +93,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 
 // bookingLeft is a booking's countdown in the given form: the time it has
 // left, its whole length while it has not started, "-" once it has ended.
-func bookingLeft(p storage.Partition, now time.Time, form func(time.Duration) string) string {
+func bookingLeft(p domain.Partition, now time.Time, form func(time.Duration) string) string {
 	switch {
 	case p.Upcoming(now):
 		return form(p.Expires.Sub(p.Start))
@@ -152,17 +154,17 @@ func WriteStats(w io.Writer, st core.Stats) error {
 	for _, d := range st.Sample.Devices {
 		booked := st.Booked[d.Index]
 		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, Printable(d.Name), migLabel(d.MIG))
-		free := core.FormatBytes(d.MemoryFree) + " free of " + core.FormatBytes(d.MemoryTotal)
+		free := human.FormatBytes(d.MemoryFree) + " free of " + human.FormatBytes(d.MemoryTotal)
 		if d.MemoryTotal == 0 {
 			free = "size not reported"
 		}
-		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", core.FormatBytes(d.MemoryUsed),
-			core.FormatBytes(booked.Bytes), core.FormatPercent(booked.PPM), free)
+		fmt.Fprintf(w, "  memory  %s used, %s booked (%s), %s\n", human.FormatBytes(d.MemoryUsed),
+			human.FormatBytes(booked.Bytes), human.FormatPercent(booked.PPM), free)
 		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", reading(d.Util, "%d%%"), reading(d.MemUtil, "%d%%"), reading(d.TempC, "%d°C"), reading(d.PowerW, "%.0f W"))
 		for _, n := range d.Notes {
 			fmt.Fprintf(w, "  note    %s\n", Printable(n))
 		}
-		var procs []core.Attribution
+		var procs []admission.Attribution
 		for _, a := range st.Processes {
 			if a.Device == d.Index {
 				procs = append(procs, a)
@@ -180,7 +182,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 		}
 		b := st.Booked[dev]
 		if _, err := fmt.Fprintf(w, "\nGPU %d  gone: not on this machine now, yet %d live booking(s) hold %s (%s) of it\n",
-			dev, b.Count, core.FormatPercent(b.PPM), core.FormatBytes(b.Bytes)); err != nil {
+			dev, b.Count, human.FormatPercent(b.PPM), human.FormatBytes(b.Bytes)); err != nil {
 			return err
 		}
 	}
@@ -189,7 +191,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 
 // writeProcesses prints GPU processes as an indented table, with the
 // booking each counts against; CONTAINER when containers is set.
-func writeProcesses(w io.Writer, procs []core.Attribution, containers bool) error {
+func writeProcesses(w io.Writer, procs []admission.Attribution, containers bool) error {
 	if len(procs) == 0 {
 		_, err := fmt.Fprintln(w, "  no compute processes")
 		return err
@@ -197,7 +199,7 @@ func writeProcesses(w io.Writer, procs []core.Attribution, containers bool) erro
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 	for _, a := range procs {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), core.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), human.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
 			containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
 	}
 	return tw.Flush()
@@ -205,7 +207,7 @@ func writeProcesses(w io.Writer, procs []core.Attribution, containers bool) erro
 
 // anyInContainer reports whether a process runs in a container: only then
 // do tables spend a column on containers.
-func anyInContainer(procs []core.Attribution) bool {
+func anyInContainer(procs []admission.Attribution) bool {
 	for _, a := range procs {
 		if a.Container.InContainer() {
 			return true

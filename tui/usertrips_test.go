@@ -12,8 +12,9 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 
 	"testing"
 
@@ -267,9 +268,9 @@ func TestNarrowTableDropsEmptyColumnAndCountsHiddenRows(t *testing.T) {
 // as time left.
 func TestBookingAheadShowsItsStartUnderLeft(t *testing.T) {
 	w := newWorld(t, 2)
-	_, err := w.client.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
+	_, err := w.client.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)
-	_, err = w.client.Create(core.Request{Device: 0, Memory: core.Fraction(0.5), Duration: time.Hour, Start: t0.Add(26 * time.Hour)})
+	_, err = w.client.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: t0.Add(26 * time.Hour)})
 	require.NoError(t, err)
 	m := w.model(140, 40)
 	require.Len(t, m.bookings.table.rows, 2)
@@ -357,7 +358,7 @@ func TestQuitWithARequestInLineAsksFirst(t *testing.T) {
 	require.True(t, quitKey(t, m, "y"), "y leaves")
 	r, err := w.client.LineRequest(id)
 	require.NoError(t, err)
-	require.Equal(t, storage.Cancelled, r.State, "the owner left the line, said so in the ledger")
+	require.Equal(t, domain.Cancelled, r.State, "the owner left the line, said so in the ledger")
 	require.NotContains(t, r.Reason, "is gone")
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // layout splits the height: header (with the backend's note, the ledger's
@@ -158,7 +158,7 @@ func (m *Model) historyLines(now time.Time) []string {
 func (m *Model) noticeLines() []string {
 	n := m.notices[len(m.notices)-1]
 	mark := "⚠" // a warning of the monitors'
-	if n.Kind == storage.EventCreated {
+	if n.Kind == domain.EventCreated {
 		mark = "✓" // the app's own news: a request it waited for was booked
 	}
 	text := fmt.Sprintf("%s %s your booking #%d: %s", mark, n.Time.Local().Format("15:04"), n.Partition, Printable(n.Detail))

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -124,7 +126,7 @@ func TestBookingsShowMemoryInUse(t *testing.T) {
 		if want[r.ID] == 0 {
 			require.Equal(t, "-", c.inUse)
 		} else {
-			require.Equal(t, core.FormatBytes(want[r.ID]), c.inUse)
+			require.Equal(t, human.FormatBytes(want[r.ID]), c.inUse)
 			require.Equal(t, want[r.ID] > r.Bytes, c.over, "#%d", r.ID)
 		}
 	}
@@ -179,14 +181,14 @@ func TestFormWarnsOfMemoryInUse(t *testing.T) {
 func TestBookingAheadShowsUpcoming(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 2)
-	p, err := w.client.Create(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
+	p, err := w.client.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	m := w.model(140, 40)
 	require.Len(t, m.bookings.table.rows, 1)
 	r := m.bookings.table.rows[0]
 	require.True(t, r.live, "not ended: it is yours to release or extend")
 	c := m.bookings.cells(r, t0, m.bookings.table.cols)
-	require.Equal(t, core.StatusUpcoming, c.status)
+	require.Equal(t, domain.StatusUpcoming, c.status)
 	require.Equal(t, leftAt(t0.Add(2*time.Hour)), c.left, "when it starts")
 	require.Zero(t, c.elapsed, "nothing of it has elapsed")
 	require.Equal(t, p.Start, nextChange(m.data.parts, t0), "read again when it starts")

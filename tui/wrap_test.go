@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // joined is the screen's text with its lines run together, as a person
@@ -25,7 +25,7 @@ func TestLongNoticeWraps(t *testing.T) {
 	p := w.book(alice, 0, "50%", 10*time.Minute, time.Hour)
 	m := w.model(80, 24)
 	detail := "idle for 3m on GPU 0: it will be released after 30m idle (in 27m) — do GPU work, or `chronos hold 1 2h --reason ...` to keep it"
-	w.record(p.ID, storage.EventIdle, detail)
+	w.record(p.ID, domain.EventIdle, detail)
 	reread(t, m)
 	v := m.View()
 	require.Equal(t, 23, strings.Count(v, "\n"), "the height stays")

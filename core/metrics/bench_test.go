@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -25,19 +28,19 @@ func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string)
 	b.Helper()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: now.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	who := core.Identity{UID: 1001, User: "alice"}
+	who := domain.Identity{UID: 1001, User: "alice"}
 	c := core.NewClient(core.Options{Ledger: bolt.New(path), As: &who, Clock: now,
 		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
 	if history {
 		if err := c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			for i := range 1000 {
 				start := now.Now().Add(-time.Duration(i+2) * time.Hour)
-				p := storage.Partition{Device: i % 8, SharePPM: 250_000, UID: 1001 + i%10, User: "user" + string(rune('a'+i%10)),
-					Created: start, Expires: start.Add(time.Hour), Ended: start.Add(time.Hour), State: storage.Expired}
+				p := domain.Partition{Device: i % 8, SharePPM: 250_000, UID: 1001 + i%10, User: "user" + string(rune('a'+i%10)),
+					Created: start, Expires: start.Add(time.Hour), Ended: start.Add(time.Hour), State: domain.Expired}
 				if err := tx.PutPartition(&p); err != nil {
 					return err
 				}
-				if err := tx.PutBookingUsage(storage.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: 20 * time.Minute, Idle: 10 * time.Minute}); err != nil {
+				if err := tx.PutBookingUsage(domain.BookingUsage{Partition: p.ID, Through: p.Ended, GPUTime: 20 * time.Minute, Idle: 10 * time.Minute}); err != nil {
 					return err
 				}
 			}
@@ -47,7 +50,7 @@ func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string)
 		}
 	}
 	for i := range 100 {
-		if _, err := c.Create(core.Request{Device: i % 8, Memory: core.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+		if _, err := c.Create(core.Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -78,11 +81,11 @@ func BenchmarkScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			raw := make([]storage.Partition, len(parts))
+			raw := make([]domain.Partition, len(parts))
 			for i, p := range parts {
 				raw[i] = p.Partition
 			}
-			ex.Sampled(s, core.Attribute(s, raw, now.Now()))
+			ex.Sampled(s, admission.Attribute(s, raw, now.Now()))
 			srv := httptest.NewServer(ex.Handler(c))
 			defer srv.Close()
 			var scrape, list time.Duration
@@ -123,9 +126,9 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 				b.StopTimer()
 				now := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 				sim, path := benchLedger(b, now, false)
-				pol := core.DefaultPolicy()
-				pol.Unbooked = core.ActOff
-				who := core.Identity{UID: 1001, User: "alice"}
+				pol := admission.DefaultPolicy()
+				pol.Unbooked = admission.ActOff
+				who := domain.Identity{UID: 1001, User: "alice"}
 				opts := core.MonitorOptions{Backend: sim, Policy: &pol, Notify: core.NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}}
 				var ex *metrics.Exporter
 				var store storage.Store = bolt.New(path)

@@ -23,7 +23,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -72,7 +75,7 @@ type Exporter struct {
 
 	mu      sync.Mutex
 	sample  gpu.Sample
-	atts    []core.Attribution
+	atts    []admission.Attribution
 	sampled time.Time
 }
 
@@ -96,7 +99,7 @@ func New(o Options) *Exporter {
 	}
 	// Every signal and reason starts at zero, so rate() sees the first one.
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		for _, why := range []storage.EventKind{storage.EventExpired, storage.EventOverBudget, storage.EventUnbooked} {
+		for _, why := range []domain.EventKind{domain.EventExpired, domain.EventOverBudget, domain.EventUnbooked} {
 			e.signals.WithLabelValues(unix.SignalName(sig), string(why))
 		}
 	}
@@ -109,19 +112,19 @@ func New(o Options) *Exporter {
 func (e *Exporter) Ticked(took time.Duration) { e.ticks.Observe(took.Seconds()) }
 
 // Sampled implements core.MonitorObserver: the reading the GPU metrics show.
-func (e *Exporter) Sampled(s gpu.Sample, atts []core.Attribution) {
+func (e *Exporter) Sampled(s gpu.Sample, atts []admission.Attribution) {
 	e.mu.Lock()
 	e.sample, e.atts, e.sampled = s, atts, e.o.Clock.Now()
 	e.mu.Unlock()
 }
 
 // Signalled implements core.MonitorObserver.
-func (e *Exporter) Signalled(sig syscall.Signal, cause storage.EventKind) {
+func (e *Exporter) Signalled(sig syscall.Signal, cause domain.EventKind) {
 	e.signals.WithLabelValues(unix.SignalName(sig), string(cause)).Inc()
 }
 
 // latest is the monitor's last reading, unless it is stale.
-func (e *Exporter) latest() (gpu.Sample, []core.Attribution, bool) {
+func (e *Exporter) latest() (gpu.Sample, []admission.Attribution, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	fresh := !e.sampled.IsZero() && clock.Since(e.o.Clock, e.sampled) < 3*e.o.SampleEvery
@@ -255,9 +258,9 @@ func (g gpuCollector) Collect(ch chan<- prometheus.Metric) {
 	used := map[uint64]float64{}
 	for _, a := range atts {
 		switch a.Verdict {
-		case core.Unbooked, core.Ended:
+		case admission.Unbooked, admission.Ended:
 			unbooked[a.Device] += float64(a.MemoryUsed)
-		case core.Booked, core.OverBudget:
+		case admission.Booked, admission.OverBudget:
 			used[a.Partition] += float64(a.MemoryUsed)
 		}
 	}
@@ -338,22 +341,22 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 		ch <- prometheus.MustNewConstMetric(bookingInfo, prometheus.GaugeValue, 1, id, p.User, strconv.Itoa(p.Device), p.DeviceUUID, host)
 		ch <- prometheus.MustNewConstMetric(bookingLeft, prometheus.GaugeValue, p.Expires.Sub(now).Seconds(), id)
 		ch <- prometheus.MustNewConstMetric(bookingLimit, prometheus.GaugeValue, float64(p.Bytes), id)
-		ch <- prometheus.MustNewConstMetric(bookingIdle, prometheus.GaugeValue, core.IdleFor(p.Partition, p.Usage, now).Seconds(), id)
+		ch <- prometheus.MustNewConstMetric(bookingIdle, prometheus.GaugeValue, domain.IdleFor(p.Partition, p.Usage, now).Seconds(), id)
 	}
 	for _, d := range inv.Devices {
-		ch <- prometheus.MustNewConstMetric(bookedRatio, prometheus.GaugeValue, core.ShareOf(booked[d.Index]), strconv.Itoa(d.Index), d.UUID, host)
+		ch <- prometheus.MustNewConstMetric(bookedRatio, prometheus.GaugeValue, human.ShareOf(booked[d.Index]), strconv.Itoa(d.Index), d.UUID, host)
 	}
 	// Every GPU's series, at 0 when nobody waits, so a chart has no gaps;
 	// then any GPU no longer in the inventory that someone still waits for.
 	queue := func(dev int) {
 		gpu := strconv.Itoa(dev)
-		if dev == core.AnyDevice {
+		if dev == domain.AnyDevice {
 			gpu = "any"
 		}
 		ch <- prometheus.MustNewConstMetric(queueRequests, prometheus.GaugeValue, float64(waiting[dev]), gpu, host)
 		delete(waiting, dev)
 	}
-	queue(core.AnyDevice)
+	queue(domain.AnyDevice)
 	for _, d := range inv.Devices {
 		queue(d.Index)
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -68,7 +70,7 @@ func (r *rig) start() {
 
 func (r *rig) book(device int, share float64, d time.Duration) *core.Partition {
 	r.t.Helper()
-	p, err := r.c.Create(core.Request{Device: device, Memory: core.Fraction(share), Duration: d})
+	p, err := r.c.Create(core.Request{Device: device, Memory: human.Fraction(share), Duration: d})
 	require.NoError(r.t, err)
 	return p
 }
@@ -168,7 +170,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	}, 5*time.Second, 50*time.Millisecond)
 
 	// A booking made ahead holds nothing yet: no series, nothing booked.
-	ahead, err := r.c.Create(core.Request{Device: 0, Memory: core.Fraction(0.5), Duration: time.Hour, Start: r.c.Now().Add(time.Hour)})
+	ahead, err := r.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: r.c.Now().Add(time.Hour)})
 	require.NoError(t, err)
 
 	before, err := r.c.Report(time.Time{}, core.ReportByUser)
@@ -325,7 +327,7 @@ func TestScrapeReadsTheLedgerOnce(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, metrics.CompatNone)
 	p := r.book(1, 1, time.Hour) // the GPU full, so the next waits
-	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: core.Fraction(0.5), Duration: time.Hour}, core.WaitOptions{})
+	_, e, err := r.c.Enqueue(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	// A second exporter times the scrape's transactions, and nothing else.

@@ -25,7 +25,10 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -72,7 +75,7 @@ func main() {
 	if *week {
 		pastWeek(ledger, devices)
 	}
-	client := func(id core.Identity) *core.Client {
+	client := func(id domain.Identity) *core.Client {
 		return core.NewClient(core.Options{Ledger: ledger, Devices: devices, Clock: clk, As: &id})
 	}
 	made := make([]bool, len(demoBookings))
@@ -84,7 +87,7 @@ func main() {
 			}
 			saved := at
 			at = when
-			_, err := client(core.Identity{UID: b.uid, User: b.user}).Create(core.Request{Device: b.device, Memory: core.Fraction(b.share), Duration: b.length})
+			_, err := client(domain.Identity{UID: b.uid, User: b.user}).Create(core.Request{Device: b.device, Memory: human.Fraction(b.share), Duration: b.length})
 			at, made[i] = saved, true
 			check(err)
 		}
@@ -103,23 +106,23 @@ func main() {
 
 // line fills GPU 0, books half of GPU 2 ahead, and puts requests in line
 // that GPU 0, GPU 3 and any GPU cannot take now.
-func line(client func(core.Identity) *core.Client, waiter int) {
-	grace, henry := core.Identity{UID: 2007, User: "grace"}, core.Identity{UID: 2008, User: "henry"}
-	_, err := client(grace).Create(core.Request{Device: 0, Memory: core.Fraction(0.4), Duration: 90 * time.Minute})
+func line(client func(domain.Identity) *core.Client, waiter int) {
+	grace, henry := domain.Identity{UID: 2007, User: "grace"}, domain.Identity{UID: 2008, User: "henry"}
+	_, err := client(grace).Create(core.Request{Device: 0, Memory: human.Fraction(0.4), Duration: 90 * time.Minute})
 	check(err)
-	_, err = client(grace).Create(core.Request{Device: 2, Memory: core.Fraction(0.5), Duration: 3 * time.Hour, Start: time.Now().Add(100 * time.Minute)})
+	_, err = client(grace).Create(core.Request{Device: 2, Memory: human.Fraction(0.5), Duration: 3 * time.Hour, Start: time.Now().Add(100 * time.Minute)})
 	check(err)
 	for _, w := range []struct {
-		who    core.Identity
+		who    domain.Identity
 		device int
 		share  float64
 		length time.Duration
 	}{
 		{henry, 0, 0.5, 2 * time.Hour},
-		{core.Identity{UID: 2003, User: "carol"}, 3, 0.6, time.Hour},
-		{core.Identity{UID: 2004, User: "dave"}, core.AnyDevice, 0.8, time.Hour},
+		{domain.Identity{UID: 2003, User: "carol"}, 3, 0.6, time.Hour},
+		{domain.Identity{UID: 2004, User: "dave"}, domain.AnyDevice, 0.8, time.Hour},
 	} {
-		_, _, err := client(w.who).Enqueue(core.Request{Device: w.device, Memory: core.Fraction(w.share), Duration: w.length}, core.WaitOptions{PID: waiter})
+		_, _, err := client(w.who).Enqueue(core.Request{Device: w.device, Memory: human.Fraction(w.share), Duration: w.length}, admission.WaitOptions{PID: waiter})
 		check(err)
 	}
 }
@@ -154,8 +157,8 @@ func pastWeek(ledger *bolt.Ledger, devices core.DeviceSource) {
 			if day%h.every != 0 {
 				continue
 			}
-			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Clock: clk, As: &core.Identity{UID: h.uid, User: h.user}})
-			p, err := c.Create(core.Request{Device: h.device, Memory: core.Fraction(h.share), Duration: h.length})
+			c := core.NewClient(core.Options{Ledger: ledger, Devices: devices, Clock: clk, As: &domain.Identity{UID: h.uid, User: h.user}})
+			p, err := c.Create(core.Request{Device: h.device, Memory: human.Fraction(h.share), Duration: h.length})
 			if err == nil {
 				held := h.length - time.Minute // released just before its end
 				at = at.Add(held)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -92,9 +93,9 @@ func note(list *[]string, msg string) {
 
 func (c *checker) once() {
 	t0 := time.Now()
-	var live, recent []storage.Partition
-	var evs []storage.Event
-	var pol storage.Policy
+	var live, recent []domain.Partition
+	var evs []domain.Event
+	var pol domain.Policy
 	var now time.Time
 	deep := c.views.Load()%50 == 0 // GPU-hour windows cost more: a few times a second
 	err := c.l.View(context.Background(), func(tx *storage.Tx) error {
@@ -142,7 +143,7 @@ func (c *checker) once() {
 		}
 	}
 	if lim := pol.UserGPUs; lim != nil {
-		for uid, pk := range peaks(live, now, func(p storage.Partition) int { return p.UID }) {
+		for uid, pk := range peaks(live, now, func(p domain.Partition) int { return p.UID }) {
 			if float64(pk.ppm) > *lim*1e6+0.5 {
 				note(&c.overQuota, fmt.Sprintf("uid %d holds %.6f GPUs at %s (user-gpus=%g)", uid, float64(pk.ppm)/1e6, pk.at.Format(time.RFC3339Nano), *lim))
 			}
@@ -159,12 +160,12 @@ func (c *checker) once() {
 	for _, e := range evs {
 		c.lastSeq = e.Seq
 		switch e.Kind {
-		case storage.EventReleased, storage.EventExpired:
+		case domain.EventReleased, domain.EventExpired:
 			c.ends[e.Partition]++
 			if c.ends[e.Partition] == 2 {
 				note(&c.doubleEnds, fmt.Sprintf("booking %d ended twice (second: %s by %s)", e.Partition, e.Kind, e.User))
 			}
-		case storage.EventCreated:
+		case domain.EventCreated:
 			if req, ok := grantedRequest(e.Detail); ok {
 				if c.grants[req]++; c.grants[req] == 2 {
 					note(&c.twice, fmt.Sprintf("request %d granted twice (second: booking %d)", req, e.Partition))
@@ -237,7 +238,7 @@ type gpuKey struct {
 	device int
 }
 
-func gpuOf(p storage.Partition) gpuKey { return gpuKey{p.Host, p.Device} }
+func gpuOf(p domain.Partition) gpuKey { return gpuKey{p.Host, p.Device} }
 
 func (g gpuKey) String() string {
 	if g.host == "" {
@@ -250,7 +251,7 @@ func (g gpuKey) String() string {
 // stored as live hold at now or at any start after it: the sum only rises
 // where a booking starts. Written apart from core's calendar, so the two
 // check each other.
-func peaks[K comparable](live []storage.Partition, now time.Time, key func(storage.Partition) K) map[K]peak {
+func peaks[K comparable](live []domain.Partition, now time.Time, key func(domain.Partition) K) map[K]peak {
 	instants := []time.Time{now}
 	for _, p := range live {
 		if p.Start.After(now) {
@@ -261,7 +262,7 @@ func peaks[K comparable](live []storage.Partition, now time.Time, key func(stora
 	for _, t := range instants {
 		sums := map[K]int64{}
 		for _, p := range live {
-			if p.State == storage.Live && !t.Before(p.Start) && t.Before(p.Expires) {
+			if p.State == domain.Live && !t.Before(p.Start) && t.Before(p.Expires) {
 				sums[key(p)] += p.SharePPM
 			}
 		}
@@ -283,7 +284,7 @@ type window struct {
 // share-weighted GPU-seconds of their bookings (held time, for those
 // released early). The sum is piecewise linear in where the window ends,
 // so the fullest ends where a booking starts or ends, or w after.
-func fullestWindows(parts []storage.Partition, w time.Duration) map[int]window {
+func fullestWindows(parts []domain.Partition, w time.Duration) map[int]window {
 	type held struct {
 		share      float64
 		start, end time.Time
@@ -291,7 +292,7 @@ func fullestWindows(parts []storage.Partition, w time.Duration) map[int]window {
 	byUser := map[int][]held{}
 	for _, p := range parts {
 		end := p.Expires
-		if p.State == storage.Released && p.Ended.Before(end) {
+		if p.State == domain.Released && p.Ended.Before(end) {
 			end = p.Ended
 		}
 		if end.After(p.Start) {
@@ -349,7 +350,7 @@ func (c *checker) final() finalCheck {
 		}
 		f.partitions, f.events = len(parts), len(evs)
 		created := map[uint64]int{}
-		ends := map[uint64][]storage.Event{}
+		ends := map[uint64][]domain.Event{}
 		for _, e := range evs {
 			switch e.Kind {
 			case "created":
@@ -367,22 +368,22 @@ func (c *checker) final() finalCheck {
 				note(&f.doubleCreated, fmt.Sprintf("booking %d: %d created events", p.ID, created[p.ID]))
 			}
 			switch p.State {
-			case storage.Released:
+			case domain.Released:
 				f.released++
-			case storage.Expired:
+			case domain.Expired:
 				f.expired++
 			default:
 				f.stillLive++
 			}
 			e := ends[p.ID]
 			switch {
-			case len(e) == 0 && p.State != storage.Live:
+			case len(e) == 0 && p.State != domain.Live:
 				note(&f.missingEnd, fmt.Sprintf("booking %d is %s with no event", p.ID, p.State))
 			case len(e) == 0:
 				note(&f.missingEnd, fmt.Sprintf("booking %d never ended (deadline %s ago)", p.ID, time.Since(p.Expires).Round(time.Millisecond)))
 			case len(e) > 1:
 				note(&f.doubleEnd, fmt.Sprintf("booking %d: %d end events", p.ID, len(e)))
-			case string(p.State) != string(e[0].Kind) && (!p.ReclaimedEarly() || e[0].Kind != storage.EventReclaimed):
+			case string(p.State) != string(e[0].Kind) && (!p.ReclaimedEarly() || e[0].Kind != domain.EventReclaimed):
 				note(&f.wrongEnd, fmt.Sprintf("booking %d is %s, its event says %s", p.ID, p.State, e[0].Kind))
 			}
 			if len(e) == 1 && e[0].Kind == "expired" {
@@ -405,20 +406,20 @@ func (c *checker) final() finalCheck {
 		for _, r := range reqs {
 			got := forRequest[r.ID]
 			switch r.State {
-			case storage.Granted:
+			case domain.Granted:
 				f.granted++
 				if len(got) != 1 || got[0] != r.Partition {
 					note(&f.badGrants, fmt.Sprintf("request %d granted as %d, bookings for it: %v", r.ID, r.Partition, got))
 				}
-			case storage.TimedOut:
+			case domain.TimedOut:
 				f.timedOut++
-			case storage.Cancelled:
+			case domain.Cancelled:
 				f.cancelled++
 			}
-			if r.State != storage.Granted && len(got) > 0 {
+			if r.State != domain.Granted && len(got) > 0 {
 				note(&f.badGrants, fmt.Sprintf("request %d is %s, yet bookings %v were made for it", r.ID, r.State, got))
 			}
-			if r.State == storage.Waiting {
+			if r.State == domain.Waiting {
 				note(&f.badGrants, fmt.Sprintf("request %d still waits at the end", r.ID))
 			}
 		}

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -425,7 +426,7 @@ func (d *driver) run() (int, error) {
 // at the ledger: the directory, the file and a copy of this binary they
 // can run.
 func (d *driver) setUp() error {
-	admin := core.NewClient(core.Options{Ledger: d.ledger, As: &core.Identity{UID: 0, User: "root"}})
+	admin := core.NewClient(core.Options{Ledger: d.ledger, As: &domain.Identity{UID: 0, User: "root"}})
 	for _, set := range strings.Split(d.cfg.policy, ";") {
 		if _, err := admin.SetPolicy(strings.Fields(set)); err != nil {
 			return fmt.Errorf("soak policy %q: %w", set, err)
@@ -600,11 +601,11 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 			if (kind == "cli.list" || kind == "cli.queue" || kind == "cli.usage") && !json.Valid(out.Bytes()) {
 				d.tally.Add(kind+"-json", outFailed, 0, kind+" --json printed invalid JSON")
 			}
-		case strings.Contains(msg, core.ErrOverbooked.Error()):
+		case strings.Contains(msg, domain.ErrOverbooked.Error()):
 			d.tally.Add(kind, outOverbooked, took, "")
-		case strings.Contains(msg, core.ErrQuota.Error()):
+		case strings.Contains(msg, domain.ErrQuota.Error()):
 			d.tally.Add(kind, outQuota, took, "")
-		case strings.Contains(msg, core.ErrNotLive.Error()):
+		case strings.Contains(msg, domain.ErrNotLive.Error()):
 			d.tally.Add(kind, outEnded, took, "")
 			mine = slices.DeleteFunc(mine, func(id uint64) bool { return slices.Contains(args, strconv.FormatUint(id, 10)) })
 		case strings.Contains(msg, "busy"):

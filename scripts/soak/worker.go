@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -47,13 +50,13 @@ func classify(err error) (string, string) {
 	switch {
 	case err == nil:
 		return outOK, ""
-	case errors.Is(err, core.ErrOverbooked):
+	case errors.Is(err, domain.ErrOverbooked):
 		return outOverbooked, ""
-	case errors.Is(err, core.ErrNotLive):
+	case errors.Is(err, domain.ErrNotLive):
 		return outEnded, ""
-	case errors.Is(err, core.ErrQuota):
+	case errors.Is(err, domain.ErrQuota):
 		return outQuota, ""
-	case errors.Is(err, core.ErrLeftLine):
+	case errors.Is(err, domain.ErrLeftLine):
 		return outLeft, ""
 	case errors.Is(err, storage.ErrBusy):
 		return outBusy, err.Error()
@@ -112,7 +115,7 @@ loop:
 			var p *core.Partition
 			err := timed("contend.create", func() error {
 				var err error
-				p, err = c.Create(core.Request{Device: a.Device, Memory: core.Fraction(float64(1+rng.IntN(10)) / 100), Duration: time.Duration(1+rng.IntN(2)) * time.Second})
+				p, err = c.Create(core.Request{Device: a.Device, Memory: human.Fraction(float64(1+rng.IntN(10)) / 100), Duration: time.Duration(1+rng.IntN(2)) * time.Second})
 				return err
 			})
 			if err == nil && rng.IntN(2) == 0 {
@@ -134,14 +137,14 @@ loop:
 			}
 			_ = timed("api.get", func() error {
 				_, err := c.Get(id)
-				if errors.Is(err, core.ErrNoPartition) {
+				if errors.Is(err, domain.ErrNoPartition) {
 					return nil // nothing booked yet
 				}
 				return err
 			})
 		case r < a.Reads+(1-a.Reads)*0.5 || len(mine) == 0:
 			share := float64(1+rng.IntN(30)) / 100
-			req := core.Request{Device: rng.IntN(a.Devices), Memory: core.Fraction(share), Duration: time.Duration(1+rng.IntN(5)) * time.Second}
+			req := core.Request{Device: rng.IntN(a.Devices), Memory: human.Fraction(share), Duration: time.Duration(1+rng.IntN(5)) * time.Second}
 			kind := "api.create"
 			switch x := rng.Float64(); {
 			case x < a.Ahead:
@@ -151,7 +154,7 @@ loop:
 				// Wait in line for up to a few seconds (any GPU, at times).
 				kind = "api.wait"
 				if rng.IntN(4) == 0 {
-					req.Device = core.AnyDevice
+					req.Device = domain.AnyDevice
 				}
 			}
 			var p *core.Partition
@@ -161,8 +164,8 @@ loop:
 					p, err = c.Create(req)
 					return err
 				}
-				var entry *core.QueueEntry
-				if p, entry, err = c.Enqueue(req, core.WaitOptions{Timeout: waitTimeout}); err != nil || p != nil {
+				var entry *admission.QueueEntry
+				if p, entry, err = c.Enqueue(req, admission.WaitOptions{Timeout: waitTimeout}); err != nil || p != nil {
 					return err
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
@@ -176,7 +179,7 @@ loop:
 		case r < a.Reads+(1-a.Reads)*0.7:
 			i, id := pick()
 			err := timed("api.extend", func() error { _, err := c.Extend(id, time.Duration(1+rng.IntN(3))*time.Second); return err })
-			if errors.Is(err, core.ErrNotLive) {
+			if errors.Is(err, domain.ErrNotLive) {
 				drop(i)
 			}
 		default:

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -34,7 +35,7 @@ func TestLedgerFromBeforeAccountingIsHealthy(t *testing.T) {
 	require.True(t, d.Healthy, "%v", d.Problems)
 
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
-		return tx.PutBookingUsage(storage.BookingUsage{Partition: 1, Idle: time.Minute})
+		return tx.PutBookingUsage(domain.BookingUsage{Partition: 1, Idle: time.Minute})
 	}))
 	d, err = l.Diagnose()
 	require.NoError(t, err)
@@ -48,10 +49,10 @@ func TestUsageRoundTrip(t *testing.T) {
 	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		u, ok, err := tx.BookingUsage(7)
 		require.False(t, ok)
-		require.Equal(t, storage.BookingUsage{Partition: 7}, u)
+		require.Equal(t, domain.BookingUsage{Partition: 7}, u)
 		return err
 	}))
-	want := storage.BookingUsage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
+	want := domain.BookingUsage{Partition: 7, Through: at, Idle: time.Hour, GPUTime: 90 * time.Second, MemoryPeak: 3 << 30,
 		IdleFor: 50 * time.Minute, Warnings: 1, WarnedAt: at, HeldUntil: at.Add(time.Hour), HoldReason: "tokenizing", Holds: 1}
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(want) }))
 	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
@@ -60,7 +61,7 @@ func TestUsageRoundTrip(t *testing.T) {
 		require.Equal(t, want, got)
 		all, err2 := tx.BookingUsages()
 		require.NoError(t, err2)
-		require.Equal(t, map[uint64]storage.BookingUsage{7: want}, all)
+		require.Equal(t, map[uint64]domain.BookingUsage{7: want}, all)
 		return err
 	}))
 }
@@ -73,7 +74,7 @@ func TestGPUMinutes(t *testing.T) {
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 5 {
 			for _, uuid := range []string{"GPU-a", "GPU-b"} {
-				m := storage.GPUMinute{Minute: start.Add(time.Duration(i) * time.Minute), UUID: uuid, Util: i, Idle: []uint64{uint64(i)}}
+				m := domain.GPUMinute{Minute: start.Add(time.Duration(i) * time.Minute), UUID: uuid, Util: i, Idle: []uint64{uint64(i)}}
 				if err := tx.PutGPUMinute(m); err != nil {
 					return err
 				}
@@ -141,7 +142,7 @@ func TestUnbookedUse(t *testing.T) {
 func TestRepairKeepsUsage(t *testing.T) {
 	t.Parallel()
 	l, _ := ledgerWith(t, 5)
-	want := storage.BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
+	want := domain.BookingUsage{Partition: 2, Through: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Idle: time.Hour, HeldUntil: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), HoldReason: "tokenizing", Holds: 1}
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutBookingUsage(want) }))
 	for name, damage := range map[string]func([]byte){
 		// bbolt cannot open the file: every record is read from its pages.

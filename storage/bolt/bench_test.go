@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -56,12 +57,12 @@ func BenchmarkWriterChecks(b *testing.B) {
 
 func addOneB(b *testing.B, l *Ledger) {
 	b.Helper()
-	p := storage.Partition{Device: 0, SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	p := domain.Partition{Device: 0, SharePPM: 1000, State: domain.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 	if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID})
+		return tx.AddEvent(domain.Event{Kind: domain.EventCreated, Partition: p.ID})
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -41,7 +42,7 @@ func TestDoctorSurvivesTruncatedBackup(t *testing.T) {
 	l := s.ledger(t)
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 100 {
-			if err := tx.AddEvent(storage.Event{Kind: storage.EventCreated, Detail: strings.Repeat("x", i*5)}); err != nil {
+			if err := tx.AddEvent(domain.Event{Kind: domain.EventCreated, Detail: strings.Repeat("x", i*5)}); err != nil {
 				return err
 			}
 		}
@@ -139,7 +140,7 @@ func TestDamagedNewestMetaPage(t *testing.T) {
 	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(last.ID)
 		require.NoError(t, err, "the last commit's booking was lost")
-		require.Equal(t, storage.Live, p.State)
+		require.Equal(t, domain.Live, p.State)
 		return nil
 	}))
 	require.Greater(t, addOne(t, l).ID, last.ID, "an id was handed out twice")
@@ -158,7 +159,7 @@ var baseImage = sync.OnceValues(func() ([]byte, []byte) {
 	l.BackupEvery = -1
 	now := time.Now()
 	for i := range 120 {
-		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live, Created: now, Expires: now.Add(time.Hour)}
+		p := domain.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: domain.Live, Created: now, Expires: now.Add(time.Hour)}
 		if err := l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
@@ -166,7 +167,7 @@ var baseImage = sync.OnceValues(func() ([]byte, []byte) {
 			if i == 60 {
 				l.BackupEvery = time.Nanosecond
 			}
-			return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID, Detail: strings.Repeat("d", i)})
+			return tx.AddEvent(domain.Event{Kind: domain.EventCreated, Partition: p.ID, Detail: strings.Repeat("d", i)})
 		}); err != nil {
 			panic(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -159,11 +160,11 @@ func inspect(btx *bbolt.Tx, d *storage.Diagnosis, now time.Time) (have storage.C
 			d.Problem("unknown bucket %q", name)
 		}
 	}
-	var inv storage.Inventory
+	var inv domain.Inventory
 	if v := meta.Get(storage.KeyInventory); v != nil && storage.Decode(v, &inv) != nil {
 		d.Problem("the device inventory does not decode")
 	}
-	var pol storage.Policy
+	var pol domain.Policy
 	if v := meta.Get(storage.KeyPolicy); v != nil && storage.Decode(v, &pol) != nil {
 		d.Problem("the policy does not decode")
 	}

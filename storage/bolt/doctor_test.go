@@ -14,39 +14,40 @@ import (
 	"go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // ledgerWith makes a ledger of n bookings, every third released, with a
 // policy and an inventory, and returns the bookings as stored.
-func ledgerWith(t *testing.T, n int) (*Ledger, []storage.Partition) {
+func ledgerWith(t *testing.T, n int) (*Ledger, []domain.Partition) {
 	t.Helper()
 	l := newLedger(t)
 	l.BackupEvery = -1 // tests that want a backup make one
-	var parts []storage.Partition
+	var parts []domain.Partition
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
-		if err := tx.PutPolicy(storage.Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
+		if err := tx.PutPolicy(domain.Policy{Expiry: "terminate", OverBudget: "warn", Unbooked: "warn", MaxLength: time.Hour}); err != nil {
 			return err
 		}
-		return tx.PutInventory(storage.Inventory{Backend: "simulated", Devices: []storage.Device{{Index: 0, MemoryTotal: 1 << 30}}})
+		return tx.PutInventory(domain.Inventory{Backend: "simulated", Devices: []domain.Device{{Index: 0, MemoryTotal: 1 << 30}}})
 	}))
 	now := time.Now()
 	for i := range n {
-		p := storage.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: storage.Live,
+		p := domain.Partition{Device: i % 4, SharePPM: 1000, User: strings.Repeat("u", 40), State: domain.Live,
 			Created: now, Expires: now.Add(time.Hour + time.Duration(i)*time.Second)}
 		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
-			if err := tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID}); err != nil {
+			if err := tx.AddEvent(domain.Event{Kind: "created", Partition: p.ID}); err != nil {
 				return err
 			}
 			if i%3 == 2 {
-				p.State, p.Ended = storage.Released, now
+				p.State, p.Ended = domain.Released, now
 				if err := tx.PutPartition(&p); err != nil {
 					return err
 				}
-				return tx.AddEvent(storage.Event{Kind: "released", Partition: p.ID})
+				return tx.AddEvent(domain.Event{Kind: "released", Partition: p.ID})
 			}
 			return nil
 		}))
@@ -123,11 +124,11 @@ func TestDiagnoseFindsInconsistentRecords(t *testing.T) {
 		require.Equal(t, []uint64{1, 2, 4, 5, 7, 8, 10}, ids)
 		evs, err := tx.Events(0, 0)
 		require.NoError(t, err)
-		require.Equal(t, storage.EventRepaired, evs[len(evs)-1].Kind)
+		require.Equal(t, domain.EventRepaired, evs[len(evs)-1].Kind)
 		return nil
 	}))
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
-		p := storage.Partition{State: storage.Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+		p := domain.Partition{State: domain.Live, SharePPM: 1, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 		require.NoError(t, tx.PutPartition(&p))
 		require.Equal(t, uint64(11), p.ID, "ids are not reused after a repair")
 		return nil
@@ -187,7 +188,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 			require.Empty(t, problems)
 			require.True(t, r.After.Healthy, "%v", r.After.Problems)
 
-			got := map[uint64]storage.Partition{}
+			got := map[uint64]domain.Partition{}
 			require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
 				ps, err := tx.Partitions()
 				for _, p := range ps {
@@ -199,7 +200,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 			// damaged bytes was kept, as it was.
 			kept := 0
 			for _, p := range parts {
-				if p.State != storage.Live {
+				if p.State != domain.Live {
 					continue
 				}
 				p.V = storage.SchemaVersion
@@ -212,7 +213,7 @@ func TestRepairDamagedFiles(t *testing.T) {
 				_, ok := got[p.ID]
 				require.True(t, ok, "readable live booking %d lost", p.ID)
 				require.True(t, got[p.ID].Expires.Equal(p.Expires))
-				require.Equal(t, storage.Live, got[p.ID].State)
+				require.Equal(t, domain.Live, got[p.ID].State)
 			}
 			for id, p := range got {
 				require.Equal(t, id, p.ID)
@@ -409,16 +410,16 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 	now := time.Now()
 	l.BackupEvery = time.Nanosecond // the next writes refresh the backup
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
-		r := storage.Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: storage.Waiting}
+		r := domain.Request{Device: 0, SharePPM: 500_000, Duration: time.Hour, UID: 65534, User: "nobody", Created: now, State: domain.Waiting}
 		if err := tx.PutRequest(&r); err != nil {
 			return err
 		}
-		if err := tx.PutUserUsage(storage.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}); err != nil {
+		if err := tx.PutUserUsage(domain.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}); err != nil {
 			return err
 		}
-		return tx.AddHeld(65534, storage.Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
+		return tx.AddHeld(65534, domain.Held{Partition: 1, Start: now.Add(-time.Hour), End: now, SharePPM: 1000})
 	}))
-	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.AddEvent(storage.Event{Kind: storage.EventPolicy}) }))
+	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.AddEvent(domain.Event{Kind: domain.EventPolicy}) }))
 	l.BackupEvery = -1
 	good, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
@@ -443,7 +444,7 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 		held, err := tx.HeldSince(65534, now.Add(-2*time.Hour))
 		require.NoError(t, err)
 		require.Len(t, held, 1)
-		next := storage.Request{Device: 0, SharePPM: 1, Duration: time.Minute, Created: now, State: storage.Waiting}
+		next := domain.Request{Device: 0, SharePPM: 1, Duration: time.Minute, Created: now, State: domain.Waiting}
 		require.NoError(t, tx.PutRequest(&next))
 		require.Equal(t, waiting[0].ID+1, next.ID, "request ids are not reused")
 		return nil

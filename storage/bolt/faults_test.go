@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -92,11 +93,11 @@ func TestFullDisk(t *testing.T) {
 	var failed error
 	for i := 0; i < 200 && failed == nil; i++ {
 		failed = l.Update(context.Background(), func(tx *storage.Tx) error {
-			p := storage.Partition{SharePPM: 1, State: storage.Live, Expires: time.Now().Add(time.Hour)}
+			p := domain.Partition{SharePPM: 1, State: domain.Live, Expires: time.Now().Add(time.Hour)}
 			if err := tx.PutPartition(&p); err != nil {
 				return err
 			}
-			return tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID, Detail: strings.Repeat("x", 2000)})
+			return tx.AddEvent(domain.Event{Kind: "created", Partition: p.ID, Detail: strings.Repeat("x", 2000)})
 		})
 	}
 	require.Error(t, failed, "200 bookings fitted in a full file system")

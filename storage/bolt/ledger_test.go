@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -22,14 +23,14 @@ func newLedger(t *testing.T) *Ledger {
 	return New(filepath.Join(t.TempDir(), "chronos.db"))
 }
 
-func addOne(t *testing.T, l *Ledger) storage.Partition {
+func addOne(t *testing.T, l *Ledger) domain.Partition {
 	t.Helper()
-	p := storage.Partition{Device: 0, SharePPM: 100_000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	p := domain.Partition{Device: 0, SharePPM: 100_000, State: domain.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return tx.AddEvent(storage.Event{Kind: "created", Partition: p.ID})
+		return tx.AddEvent(domain.Event{Kind: "created", Partition: p.ID})
 	}))
 	return p
 }
@@ -77,7 +78,7 @@ func TestRoundTrip(t *testing.T) {
 	before, err := os.ReadFile(l.Path)
 	require.NoError(t, err)
 	err = l.Update(context.Background(), func(tx *storage.Tx) error {
-		p := storage.Partition{State: storage.Live}
+		p := domain.Partition{State: domain.Live}
 		require.NoError(t, tx.PutPartition(&p))
 		return os.ErrInvalid
 	})
@@ -308,9 +309,9 @@ func TestLiveIndexAndRecent(t *testing.T) {
 	var ids []uint64
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i := range 6 {
-			p := storage.Partition{State: storage.Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
+			p := domain.Partition{State: domain.Live, Created: old.Add(time.Duration(i) * 10 * time.Hour), Expires: old.Add(100 * time.Hour)}
 			if i%2 == 1 {
-				p.State = storage.Released
+				p.State = domain.Released
 			}
 			if err := tx.PutPartition(&p); err != nil {
 				return err
@@ -324,7 +325,7 @@ func TestLiveIndexAndRecent(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, live, 3)
 		for _, p := range live {
-			require.Equal(t, storage.Live, p.State)
+			require.Equal(t, domain.Live, p.State)
 		}
 		// Created within 25 hours: ids 4, 5, 6 (created 10h apart from 48h
 		// ago), plus the older live ones 1 and 3.
@@ -341,7 +342,7 @@ func TestLiveIndexAndRecent(t *testing.T) {
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(ids[0])
 		require.NoError(t, err)
-		p.State = storage.Expired
+		p.State = domain.Expired
 		return tx.PutPartition(&p)
 	}))
 	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
@@ -359,10 +360,10 @@ func TestDeviceReadings(t *testing.T) {
 	l := newLedger(t)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	put := func(n int) {
-		var rs []storage.DeviceReading
+		var rs []domain.DeviceReading
 		for i := range n {
-			rs = append(rs, storage.DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
-				Holders: []storage.Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
+			rs = append(rs, domain.DeviceReading{Time: at, Backend: "nvml", Index: i, UUID: fmt.Sprintf("GPU-%d", i), MemoryTotal: 80 << 30, MemoryUsed: uint64(i) << 30,
+				Holders: []domain.Holder{{User: "carol", UID: 1003, Bytes: uint64(i) << 30, PIDs: []int{4242}}}})
 		}
 		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutDeviceReadings(rs) }))
 	}
@@ -377,7 +378,7 @@ func TestDeviceReadings(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, uint64(1<<30), r.MemoryUsed)
-		require.Equal(t, []storage.Holder{{User: "carol", UID: 1003, Bytes: 1 << 30, PIDs: []int{4242}}}, r.Holders)
+		require.Equal(t, []domain.Holder{{User: "carol", UID: 1003, Bytes: 1 << 30, PIDs: []int{4242}}}, r.Holders)
 		_, ok, err = tx.DeviceReading(10)
 		require.NoError(t, err)
 		require.False(t, ok)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -29,8 +30,8 @@ func TestOldBookingStartsWhenMade(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, created, p.Start)
 		require.True(t, p.LiveAt(created))
-		for _, read := range []func() ([]storage.Partition, error){tx.Partitions, tx.LivePartitions,
-			func() ([]storage.Partition, error) { return tx.PartitionsSince(created) }} {
+		for _, read := range []func() ([]domain.Partition, error){tx.Partitions, tx.LivePartitions,
+			func() ([]domain.Partition, error) { return tx.PartitionsSince(created) }} {
 			parts, err := read()
 			require.NoError(t, err)
 			require.Len(t, parts, 1)
@@ -47,7 +48,7 @@ func TestWaitingIndex(t *testing.T) {
 	l := New(filepath.Join(t.TempDir(), "chronos.db"))
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for range 3 {
-			r := storage.Request{Device: 0, SharePPM: 1, Duration: time.Hour, State: storage.Waiting}
+			r := domain.Request{Device: 0, SharePPM: 1, Duration: time.Hour, State: domain.Waiting}
 			if err := tx.PutRequest(&r); err != nil {
 				return err
 			}
@@ -56,7 +57,7 @@ func TestWaitingIndex(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		r.State, r.Partition = storage.Granted, 7
+		r.State, r.Partition = domain.Granted, 7
 		return tx.PutRequest(&r)
 	}))
 	require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
@@ -82,7 +83,7 @@ func TestHeldByUserAndEnd(t *testing.T) {
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error {
 		for i, uid := range []int{7, 8, 7, 7, 8} {
-			if err := tx.AddHeld(uid, storage.Held{Partition: uint64(i + 1), Start: at(i), End: at(i + 1), SharePPM: 1}); err != nil {
+			if err := tx.AddHeld(uid, domain.Held{Partition: uint64(i + 1), Start: at(i), End: at(i + 1), SharePPM: 1}); err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -41,12 +42,12 @@ type Repaired struct {
 
 // salvage is what could be read from one file.
 type salvage struct {
-	parts     map[uint64]storage.Partition
-	events    map[uint64]storage.Event
-	claims    map[string]storage.Claim
-	usage     map[uint64]storage.BookingUsage
-	policy    *storage.Policy
-	inventory *storage.Inventory
+	parts     map[uint64]domain.Partition
+	events    map[uint64]domain.Event
+	claims    map[string]domain.Claim
+	usage     map[uint64]domain.BookingUsage
+	policy    *domain.Policy
+	inventory *domain.Inventory
 	partSeq   uint64
 	eventSeq  uint64
 	// asIs holds, by bucket, the buckets no record above is checked for
@@ -59,7 +60,7 @@ type salvage struct {
 }
 
 func newSalvage() *salvage {
-	return &salvage{parts: map[uint64]storage.Partition{}, events: map[uint64]storage.Event{}, claims: map[string]storage.Claim{}, usage: map[uint64]storage.BookingUsage{},
+	return &salvage{parts: map[uint64]domain.Partition{}, events: map[uint64]domain.Event{}, claims: map[string]domain.Claim{}, usage: map[uint64]domain.BookingUsage{},
 		asIs: map[string]map[string][]byte{}, asIsSeq: map[string]uint64{}}
 }
 
@@ -202,7 +203,7 @@ func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	r.Done = true
 	r.Partitions, r.Events = len(found.parts), len(found.events)+1
 	for _, p := range found.parts {
-		if p.State == storage.Live {
+		if p.State == domain.Live {
 			r.Live++
 		}
 	}
@@ -282,15 +283,15 @@ func readTree(data []byte, into *salvage) int {
 	}
 	err := viewImage(data, func(btx *bbolt.Tx) error {
 		n += readBucket(btx.Bucket(storage.BucketPartitions), "partitions", into, func(k, v []byte) bool {
-			var p storage.Partition
-			if len(k) != 8 || storage.Decode(v, &p) != nil || p.Invalid(binary.BigEndian.Uint64(k)) != "" {
+			var p domain.Partition
+			if len(k) != 8 || storage.Decode(v, &p) != nil || storage.InvalidPartition(p, binary.BigEndian.Uint64(k)) != "" {
 				return false
 			}
 			into.parts[p.ID] = p
 			return true
 		}, &into.partSeq)
 		n += readBucket(btx.Bucket(storage.BucketEvents), "events", into, func(k, v []byte) bool {
-			var e storage.Event
+			var e domain.Event
 			if len(k) != 8 || storage.Decode(v, &e) != nil || e.Seq != binary.BigEndian.Uint64(k) {
 				return false
 			}
@@ -298,7 +299,7 @@ func readTree(data []byte, into *salvage) int {
 			return true
 		}, &into.eventSeq)
 		n += readBucket(btx.Bucket(storage.BucketBookingUsage), "booking usage", into, func(k, v []byte) bool {
-			var u storage.BookingUsage
+			var u domain.BookingUsage
 			if len(k) != 8 || storage.Decode(v, &u) != nil || u.Partition != binary.BigEndian.Uint64(k) {
 				return false
 			}
@@ -306,7 +307,7 @@ func readTree(data []byte, into *salvage) int {
 			return true
 		}, nil)
 		n += readBucket(btx.Bucket(storage.BucketClaims), "claims", into, func(k, v []byte) bool {
-			var c storage.Claim
+			var c domain.Claim
 			if storage.Decode(v, &c) != nil {
 				return false
 			}
@@ -347,12 +348,12 @@ func (s *salvage) readMeta(k, v []byte) {
 	}
 	switch string(k) {
 	case string(storage.KeyPolicy):
-		var p storage.Policy
+		var p domain.Policy
 		if json.Unmarshal(v, &p) == nil && p.Expiry != "" {
 			s.policy = &p
 		}
 	case string(storage.KeyInventory):
-		var inv storage.Inventory
+		var inv domain.Inventory
 		if json.Unmarshal(v, &inv) == nil && len(inv.Devices) > 0 {
 			s.inventory = &inv
 		}
@@ -490,9 +491,9 @@ func (s *salvage) build() ([]byte, error) {
 		for _, seq := range sortedKeys(s.events) {
 			e := s.events[seq]
 			switch e.Kind {
-			case storage.EventCreated:
+			case domain.EventCreated:
 				created[e.Partition] = true
-			case storage.EventReleased, storage.EventExpired, storage.EventReclaimed:
+			case domain.EventReleased, domain.EventExpired, domain.EventReclaimed:
 				ended[e.Partition] = true
 			}
 			if err := storage.PutRecord(raw, storage.BucketEvents, storage.IDKey(seq), e); err != nil {
@@ -549,7 +550,7 @@ func (s *salvage) build() ([]byte, error) {
 				return err
 			}
 		}
-		return tx.AddEvent(storage.Event{Time: now, Kind: storage.EventRepaired, UID: os.Getuid(),
+		return tx.AddEvent(domain.Event{Time: now, Kind: domain.EventRepaired, UID: os.Getuid(),
 			Detail: fmt.Sprintf("ledger rebuilt by chronos doctor: %d bookings, %d events", len(s.parts), len(s.events))})
 	})
 	if cerr := db.Close(); err == nil {
@@ -659,26 +660,26 @@ func (s *salvage) classify(k, v []byte) {
 	case string(k) == string(storage.KeyPolicy) || string(k) == string(storage.KeyInventory):
 		s.readMeta(k, v)
 	case len(k) == 8 && has("share_ppm", "expires", "state"):
-		var p storage.Partition
-		if json.Unmarshal(v, &p) == nil && p.Invalid(binary.BigEndian.Uint64(k)) == "" {
+		var p domain.Partition
+		if json.Unmarshal(v, &p) == nil && storage.InvalidPartition(p, binary.BigEndian.Uint64(k)) == "" {
 			if old, ok := s.parts[p.ID]; !ok || later(p, old) {
 				s.parts[p.ID] = p
 			}
 		}
 	case len(k) == 8 && has("seq", "kind", "time"):
-		var e storage.Event
+		var e domain.Event
 		if json.Unmarshal(v, &e) == nil && e.Seq == binary.BigEndian.Uint64(k) {
 			s.events[e.Seq] = e
 		}
 	case len(k) == 8 && has("partition", "through"):
-		var u storage.BookingUsage
+		var u domain.BookingUsage
 		if json.Unmarshal(v, &u) == nil && u.Partition == binary.BigEndian.Uint64(k) {
 			if old, ok := s.usage[u.Partition]; !ok || u.Through.After(old.Through) {
 				s.usage[u.Partition] = u
 			}
 		}
 	case has("by", "at"):
-		var c storage.Claim
+		var c domain.Claim
 		if json.Unmarshal(v, &c) == nil {
 			s.claims[string(k)] = c
 		}
@@ -687,9 +688,9 @@ func (s *salvage) classify(k, v []byte) {
 
 // later says whether a is a later version of the same partition than b:
 // states only move from live to ended, and deadlines only move later.
-func later(a, b storage.Partition) bool {
-	if (a.State == storage.Live) != (b.State == storage.Live) {
-		return b.State == storage.Live
+func later(a, b domain.Partition) bool {
+	if (a.State == domain.Live) != (b.State == domain.Live) {
+		return b.State == domain.Live
 	}
 	if !a.Expires.Equal(b.Expires) {
 		return a.Expires.After(b.Expires)
@@ -768,22 +769,22 @@ func hasBackup(path string) bool {
 // restoreEvents adds the events a repair found lost for p: its "created",
 // and the one that ended it, each saying it was restored. The audit trail
 // then has every booking's beginning and end, as doctor checks.
-func restoreEvents(tx *storage.Tx, p storage.Partition, now time.Time, created, ended bool) error {
-	restored := func(kind storage.EventKind, what string, at time.Time) error {
-		return tx.AddEvent(storage.Event{Time: now, Kind: kind, Partition: p.ID, UID: p.UID, User: p.User,
+func restoreEvents(tx *storage.Tx, p domain.Partition, now time.Time, created, ended bool) error {
+	restored := func(kind domain.EventKind, what string, at time.Time) error {
+		return tx.AddEvent(domain.Event{Time: now, Kind: kind, Partition: p.ID, UID: p.UID, User: p.User,
 			Detail: "restored by chronos doctor: the original event was lost (" + what + " " + at.UTC().Format(time.RFC3339) + ")"})
 	}
 	if !created {
-		if err := restored(storage.EventCreated, "booked", p.Created); err != nil {
+		if err := restored(domain.EventCreated, "booked", p.Created); err != nil {
 			return err
 		}
 	}
 	switch {
 	case ended:
-	case p.State == storage.Released:
-		return restored(storage.EventReleased, "released by", p.End())
-	case p.State == storage.Expired:
-		return restored(storage.EventExpired, "ended", p.End())
+	case p.State == domain.Released:
+		return restored(domain.EventReleased, "released by", p.End())
+	case p.State == domain.Expired:
+		return restored(domain.EventExpired, "ended", p.End())
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -38,7 +39,7 @@ func TestCancelEndsAWaitingTransaction(t *testing.T) {
 	}
 	write := func(ctx context.Context) error {
 		return s.Update(ctx, func(tx *storage.Tx) error {
-			return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: "cancelled"})
+			return tx.AddEvent(domain.Event{Kind: domain.EventWarned, Detail: "cancelled"})
 		})
 	}
 	m := c.Members[0]
@@ -46,7 +47,7 @@ func TestCancelEndsAWaitingTransaction(t *testing.T) {
 	cancelled("a write to a stopped etcd", write)
 	cancelled("an urgent write to a stopped etcd", func(ctx context.Context) error {
 		return storage.UpdateUrgent(ctx, s, func(tx *storage.Tx) error {
-			return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: "cancelled"})
+			return tx.AddEvent(domain.Event{Kind: domain.EventWarned, Detail: "cancelled"})
 		})
 	})
 	cancelled("a read of a stopped etcd", func(ctx context.Context) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -35,12 +36,12 @@ func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
 func addBooking(s storage.Store) (uint64, error) {
 	var id uint64
 	err := s.Update(context.Background(), func(tx *storage.Tx) error {
-		p := storage.Partition{SharePPM: 1000, State: storage.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+		p := domain.Partition{SharePPM: 1000, State: domain.Live, Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
 		id = p.ID
-		return tx.AddEvent(storage.Event{Kind: storage.EventCreated, Partition: p.ID})
+		return tx.AddEvent(domain.Event{Kind: domain.EventCreated, Partition: p.ID})
 	})
 	return id, err
 }
@@ -395,7 +396,7 @@ func TestLongWriterIsNotStarved(t *testing.T) {
 				return err
 			}
 			time.Sleep(30 * time.Millisecond) // a monitor sampling GPUs, say
-			return tx.AddEvent(storage.Event{Kind: storage.EventWarned})
+			return tx.AddEvent(domain.Event{Kind: domain.EventWarned})
 		})
 		require.NoError(t, err)
 		t.Logf("committed after %s", time.Since(start).Round(time.Millisecond))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -16,7 +17,7 @@ import (
 // note writes an event that names who wrote it, through update.
 func note(update func(context.Context, func(*storage.Tx) error) error, who string) error {
 	return update(context.Background(), func(tx *storage.Tx) error {
-		return tx.AddEvent(storage.Event{Kind: storage.EventWarned, Detail: who})
+		return tx.AddEvent(domain.Event{Kind: domain.EventWarned, Detail: who})
 	})
 }
 
@@ -81,7 +82,7 @@ func TestWritersWaitTheirTurnInOrder(t *testing.T) {
 	require.NoError(t, first.View(context.Background(), func(tx *storage.Tx) error {
 		evs, err := tx.Events(0, 0)
 		for _, e := range evs {
-			if e.Kind == storage.EventWarned {
+			if e.Kind == domain.EventWarned {
 				order = append(order, e.Detail)
 			}
 		}

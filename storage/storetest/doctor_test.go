@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -20,17 +21,17 @@ func TestDiagnoseStoreFindsForgedRecords(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, open storetest.Opener) {
 		s := open()
 		now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-		booking := func(state storage.State) storage.Partition {
-			return storage.Partition{Device: 0, SharePPM: 300_000, UID: 1001, User: "alice",
+		booking := func(state domain.State) domain.Partition {
+			return domain.Partition{Device: 0, SharePPM: 300_000, UID: 1001, User: "alice",
 				Created: now.Add(-time.Hour), Expires: now.Add(time.Hour), State: state}
 		}
 		require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
-			for _, st := range []storage.State{storage.Live, storage.Released} {
+			for _, st := range []domain.State{domain.Live, domain.Released} {
 				p := booking(st)
 				require.NoError(t, tx.PutPartition(&p))
-				require.NoError(t, tx.AddEvent(storage.Event{Time: now, Kind: storage.EventCreated, Partition: p.ID}))
-				if st == storage.Released {
-					require.NoError(t, tx.AddEvent(storage.Event{Time: now, Kind: storage.EventReleased, Partition: p.ID}))
+				require.NoError(t, tx.AddEvent(domain.Event{Time: now, Kind: domain.EventCreated, Partition: p.ID}))
+				if st == domain.Released {
+					require.NoError(t, tx.AddEvent(domain.Event{Time: now, Kind: domain.EventReleased, Partition: p.ID}))
 				}
 			}
 			return nil
@@ -50,7 +51,7 @@ func TestDiagnoseStoreFindsForgedRecords(t *testing.T) {
 			forged := `{"v":1,"id":5,"device":0,"share_ppm":1000000,"uid":65534,"user":"nobody","created":"2030-01-02T02:00:00Z","expires":"2030-01-02T05:00:00Z"}`
 			require.NoError(t, tx.Raw().Put([]byte("partitions"), id, []byte(forged)))
 			require.NoError(t, tx.Raw().Put([]byte("live"), id, []byte{}))
-			p := booking(storage.Released)
+			p := booking(domain.Released)
 			return tx.PutPartition(&p)
 		}))
 		d, err = storage.DiagnoseStore(context.Background(), s, now)

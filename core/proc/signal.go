@@ -1,4 +1,4 @@
-package core
+package proc
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func sameProcess(pid int, start uint64) error {
 // words, "interrupted by SIGTERM".
 type Interrupted struct{ Signal syscall.Signal }
 
-func (e *Interrupted) Error() string { return "interrupted by " + signalName(e.Signal) }
+func (e *Interrupted) Error() string { return "interrupted by " + SignalName(e.Signal) }
 
 // Is makes an interrupted wait match context.Canceled, as the context's
 // own error does.
@@ -112,11 +112,19 @@ func Interruptible(parent context.Context, sigs <-chan os.Signal) (ctx context.C
 	}
 }
 
-// whyStopped is why ctx ended: the signal that interrupted it, or its error.
-func whyStopped(ctx context.Context) error {
+// WhyStopped is why ctx ended: the signal that interrupted it, or its error.
+func WhyStopped(ctx context.Context) error {
 	var sig *Interrupted
 	if cause := context.Cause(ctx); errors.As(cause, &sig) {
 		return sig
 	}
 	return ctx.Err()
+}
+
+// SignalName is the signal's name as kill -l prints it with SIG: SIGUSR1.
+func SignalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return s.String()
 }

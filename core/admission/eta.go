@@ -1,17 +1,17 @@
-package core
+package admission
 
 import (
 	"slices"
 	"time"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // reclaimAt is when the idle ladder will reclaim booking u's if it stays
 // idle: once it has been idle for the policy's idle time, and no sooner
 // after its last warning than the ladder spaces them (see ladder). A
 // booking that works, is held, or a policy that never reclaims: none.
-func reclaimAt(pol Policy, u storage.BookingUsage, now time.Time) (time.Time, bool) {
+func reclaimAt(pol domain.Policy, u domain.BookingUsage, now time.Time) (time.Time, bool) {
 	if pol.Reclaim == ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return time.Time{}, false
 	}
@@ -23,57 +23,57 @@ func reclaimAt(pol Policy, u storage.BookingUsage, now time.Time) (time.Time, bo
 	}
 	at := from.Add(pol.Idle - u.IdleFor)
 	if steps := pol.IdleWarn; len(steps) > 0 && u.Warnings >= len(steps) {
-		at = later(at, u.WarnedAt.Add(pol.Idle-steps[len(steps)-1]-accountEvery/2))
+		at = Later(at, u.WarnedAt.Add(pol.Idle-steps[len(steps)-1]-domain.AccountEvery/2))
 	}
-	return later(at, now), true
+	return Later(at, now), true
 }
 
-// reclaimETAs brings forward the ETA of each request in p's order that an
+// ReclaimETAs brings forward the ETA of each request in p's order that an
 // idle booking's coming reclaim lets start sooner: the line is laid out
 // again with each such booking ending at its reclaim time, and a request
 // takes the earlier of its two ETAs. (Told 21:30, booked 38 s later when
 // an idle booking was reclaimed for it.) usage is the live bookings'.
-func (b *books) reclaimETAs(p *linePlan, usage []storage.BookingUsage) error {
-	if len(p.order) == 0 {
+func (b *Books) ReclaimETAs(p *LinePlan, usage []domain.BookingUsage) error {
+	if len(p.Order) == 0 {
 		return nil
 	}
-	parts := slices.Clone(b.parts)
+	parts := slices.Clone(b.Parts)
 	soon := false
 	for _, u := range usage {
-		at, ok := reclaimAt(b.pol, u, b.now)
-		i := slices.IndexFunc(parts, func(q storage.Partition) bool { return q.ID == u.Partition })
-		if ok && i >= 0 && at.Before(parts[i].Expires) && parts[i].LiveAt(b.now) {
+		at, ok := reclaimAt(b.Pol, u, b.Now)
+		i := slices.IndexFunc(parts, func(q domain.Partition) bool { return q.ID == u.Partition })
+		if ok && i >= 0 && at.Before(parts[i].Expires) && parts[i].LiveAt(b.Now) {
 			parts[i].Expires, soon = at, true
 		}
 	}
 	if !soon {
 		return nil
 	}
-	kept := b.parts
-	b.parts = parts
-	with, err := b.plan(nil)
-	b.parts = kept
+	kept := b.Parts
+	b.Parts = parts
+	with, err := b.Plan(nil)
+	b.Parts = kept
 	if err != nil {
 		return err
 	}
 	eta := map[uint64]time.Time{}
-	for _, e := range with.order {
+	for _, e := range with.Order {
 		eta[e.ID] = e.ETA
 	}
-	for _, g := range with.grants {
-		eta[g.req.ID] = g.part.Start
+	for _, g := range with.Grants {
+		eta[g.Req.ID] = g.Part.Start
 	}
-	for i, e := range p.order {
+	for i, e := range p.Order {
 		if t, ok := eta[e.ID]; ok && t.Before(e.ETA) {
-			p.order[i].ETA = t
-			p.order[i].Reason += "; sooner if an idle booking is reclaimed, as due"
+			p.Order[i].ETA = t
+			p.Order[i].Reason += "; sooner if an idle booking is reclaimed, as due"
 		}
 	}
 	return nil
 }
 
-// liveIDs are the ids of parts.
-func liveIDs(parts []storage.Partition) []uint64 {
+// LiveIDs are the ids of parts.
+func LiveIDs(parts []domain.Partition) []uint64 {
 	ids := make([]uint64, len(parts))
 	for i, p := range parts {
 		ids[i] = p.ID

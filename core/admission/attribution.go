@@ -1,12 +1,12 @@
-package core
+package admission
 
 import (
 	"encoding/json"
 	"strconv"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Verdict is what a GPU process is, measured against the bookings.
@@ -57,8 +57,8 @@ func (a Attribution) MarshalJSON() ([]byte, error) {
 // booking's owner or to root, else its owner's live booking on that GPU,
 // else the owner's expired booking on that GPU that the process started
 // under. Processes of one booking share its memory budget.
-func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribution {
-	byID := make(map[uint64]storage.Partition, len(parts))
+func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribution {
+	byID := make(map[uint64]domain.Partition, len(parts))
 	for _, p := range parts {
 		byID[p.ID] = p
 	}
@@ -112,8 +112,8 @@ func Attribute(s gpu.Sample, parts []storage.Partition, now time.Time) []Attribu
 
 // ownersBooking is uid's live booking on device: the one ending last, as the
 // one most likely to cover a process that has just started.
-func ownersBooking(parts []storage.Partition, uid, device int, now time.Time) (storage.Partition, bool) {
-	var best storage.Partition
+func ownersBooking(parts []domain.Partition, uid, device int, now time.Time) (domain.Partition, bool) {
+	var best domain.Partition
 	found := false
 	for _, p := range parts {
 		if p.UID == uid && p.Device == device && p.LiveAt(now) && (!found || p.Expires.After(best.Expires)) {
@@ -126,20 +126,20 @@ func ownersBooking(parts []storage.Partition, uid, device int, now time.Time) (s
 // ownersExpiredBooking is the expired booking of proc's owner on device that
 // was live when proc started: the process ran under it and outlived it. A
 // process started after its owner's booking ended is unbooked instead.
-func ownersExpiredBooking(parts []storage.Partition, proc gpu.Process, device int, now time.Time) (storage.Partition, bool) {
+func ownersExpiredBooking(parts []domain.Partition, proc gpu.Process, device int, now time.Time) (domain.Partition, bool) {
 	started := gpu.StartedAt(proc.StartTime)
 	if started.IsZero() {
-		return storage.Partition{}, false
+		return domain.Partition{}, false
 	}
-	var best storage.Partition
+	var best domain.Partition
 	found := false
 	for _, p := range parts {
-		if p.UID != proc.UID || p.Device != device || p.State == storage.Released {
+		if p.UID != proc.UID || p.Device != device || p.State == domain.Released {
 			continue
 		}
 		// Expired, or past its deadline and not flipped yet; one live or
 		// still to start has not ended.
-		if p.State != storage.Expired && (p.State != storage.Live || now.Before(p.Expires)) {
+		if p.State != domain.Expired && (p.State != domain.Live || now.Before(p.Expires)) {
 			continue
 		}
 		if started.Before(p.End()) && (!found || p.End().After(best.End())) {

@@ -1,4 +1,4 @@
-package core
+package human
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
 )
 
 // How long a booking has been idle reads the same in show and list as in
@@ -14,14 +14,14 @@ import (
 func TestIdleForReadsAsItsSeconds(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := storage.Partition{State: storage.Live, Start: now.Add(-time.Hour), Expires: now.Add(time.Hour)}
+	p := domain.Partition{State: domain.Live, Start: now.Add(-time.Hour), Expires: now.Add(time.Hour)}
 	for idle, want := range map[time.Duration]string{
 		0: "", 54700 * time.Millisecond: IdleUnderAMinute, time.Minute: "1m", 5*time.Minute + 59*time.Second: "5m",
 	} {
-		u := storage.BookingUsage{Through: now.Add(-10 * time.Second), IdleFor: idle}
+		u := domain.BookingUsage{Through: now.Add(-10 * time.Second), IdleFor: idle}
 		require.Equal(t, want, FormatIdleFor(p, u, now), "%s", idle)
-		require.Equal(t, idle, IdleFor(p, u, now))
+		require.Equal(t, idle, domain.IdleFor(p, u, now))
 	}
-	stale := storage.BookingUsage{Through: now.Add(-time.Hour), IdleFor: time.Hour}
+	stale := domain.BookingUsage{Through: now.Add(-time.Hour), IdleFor: time.Hour}
 	require.Empty(t, FormatIdleFor(p, stale, now), "no monitor has watched it lately")
 }

@@ -1,4 +1,4 @@
-package core
+package notice
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -71,7 +73,7 @@ func ReadNotifyFile(path string) (string, error) {
 		if address != "" {
 			return "", fmt.Errorf("%s line %d: one webhook address only", path, n)
 		}
-		if address, err = notifyURL(line); err != nil {
+		if address, err = admission.NotifyURL(line); err != nil {
 			return "", fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 	}
@@ -83,7 +85,7 @@ func ReadNotifyFile(path string) (string, error) {
 // secret), or removes it when address is "". Root only.
 func WriteNotifyFile(path, address string) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w: writing %s", ErrNotRoot, path)
+		return fmt.Errorf("%w: writing %s", domain.ErrNotRoot, path)
 	}
 	if address == "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -103,9 +105,9 @@ func WriteNotifyFile(path, address string) error {
 	})
 }
 
-// notifyShown is what `chronos policy` shows for notify-url: the address
+// NotifyShown is what `chronos policy` shows for notify-url: the address
 // when this process may read it, else where it is and why it is not shown.
-func notifyShown(path string) string {
+func NotifyShown(path string) string {
 	address, err := ReadNotifyFile(path)
 	switch {
 	case err == nil:
@@ -127,14 +129,14 @@ func NotifySetting(settings []string) (rest []string, address string, found bool
 			rest = append(rest, s)
 			continue
 		}
-		if address, err = notifyURL(strings.TrimSpace(v)); err != nil {
+		if address, err = admission.NotifyURL(strings.TrimSpace(v)); err != nil {
 			return nil, "", false, err
 		}
 		found = true
 	}
 	for _, s := range rest {
 		if k, _, _ := strings.Cut(strings.TrimSpace(s), "="); found && strings.EqualFold(strings.TrimSpace(k), "for") {
-			return nil, "", false, inputErr("notify-url is the whole host's webhook: it takes no for=")
+			return nil, "", false, domain.InputErr("notify-url is the whole host's webhook: it takes no for=")
 		}
 	}
 	return rest, address, found, nil

@@ -1,4 +1,4 @@
-package core
+package notice
 
 import (
 	"encoding/binary"
@@ -12,16 +12,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // utmp records as glibc lays them out on 64-bit Linux (x86-64, arm64):
 // 384 bytes, the login type at 0, the terminal at 8, the user at 44.
 const (
-	utmpRecord      = 384
-	utmpLineAt      = 8
-	utmpUserAt      = 44
-	utmpFieldLen    = 32
-	utmpUserProcess = 7
+	UtmpRecord      = 384
+	UtmpLineAt      = 8
+	UtmpUserAt      = 44
+	UtmpFieldLen    = 32
+	UtmpUserProcess = 7
 )
 
 // Login is one terminal a user is logged in on.
@@ -37,12 +38,12 @@ func Logins(path string) ([]Login, error) {
 		return nil, err
 	}
 	var out []Login
-	for off := 0; off+utmpRecord <= len(data); off += utmpRecord {
-		rec := data[off : off+utmpRecord]
-		if int16(binary.NativeEndian.Uint16(rec)) != utmpUserProcess {
+	for off := 0; off+UtmpRecord <= len(data); off += UtmpRecord {
+		rec := data[off : off+UtmpRecord]
+		if int16(binary.NativeEndian.Uint16(rec)) != UtmpUserProcess {
 			continue
 		}
-		out = append(out, Login{User: cString(rec[utmpUserAt : utmpUserAt+utmpFieldLen]), Line: cString(rec[utmpLineAt : utmpLineAt+utmpFieldLen])})
+		out = append(out, Login{User: cString(rec[UtmpUserAt : UtmpUserAt+UtmpFieldLen]), Line: cString(rec[UtmpLineAt : UtmpLineAt+UtmpFieldLen])})
 	}
 	return out, nil
 }
@@ -56,8 +57,8 @@ func cString(b []byte) string {
 	return string(b)
 }
 
-// loggedIn reports whether utmp lists user on any terminal.
-func loggedIn(utmp, user string) bool {
+// LoggedIn reports whether utmp lists user on any terminal.
+func LoggedIn(utmp, user string) bool {
 	logins, _ := Logins(utmp)
 	for _, l := range logins {
 		if l.User == user {
@@ -71,12 +72,12 @@ func loggedIn(utmp, user string) bool {
 // the /dev/tty* consoles.
 var terminalLine = regexp.MustCompile(`^(pts/[0-9]+|tty[A-Za-z0-9]+|console)$`)
 
-// tellTerminals writes text on every terminal user is logged in on, as
+// TellTerminals writes text on every terminal user is logged in on, as
 // write(1) does: only to a terminal that uid owns (a utmp line naming
 // another's terminal is skipped), not where they said `mesg n`, and never
 // waiting on a terminal that does not take the text at once. It returns
 // how many terminals took it.
-func tellTerminals(utmp string, uid int, user, text string) (int, error) {
+func TellTerminals(utmp string, uid int, user, text string) (int, error) {
 	logins, err := Logins(utmp)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil // nobody logs logins here (a container, say)
@@ -84,7 +85,7 @@ func tellTerminals(utmp string, uid int, user, text string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read logins: %w", err)
 	}
-	msg := []byte("\r\n\a" + Printable(text) + "\r\n")
+	msg := []byte("\r\n\a" + human.Printable(text) + "\r\n")
 	told := 0
 	seen := map[string]bool{}
 	for _, l := range logins {

@@ -1,4 +1,4 @@
-package core
+package admission
 
 import (
 	"cmp"
@@ -6,28 +6,29 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
-// gpuID is a GPU as fairness sees it: its host (empty in a host's own
+// GpuID is a GPU as fairness sees it: its host (empty in a host's own
 // ledger file) and its index there. Two hosts' GPU 0 are two GPUs.
-type gpuID struct {
-	host   string
-	device int
+type GpuID struct {
+	Host   string
+	Device int
 }
 
-func gpuOf(p storage.Partition) gpuID { return gpuID{host: p.Host, device: p.Device} }
+func GpuOf(p domain.Partition) GpuID { return GpuID{Host: p.Host, Device: p.Device} }
 
 // noGPU marks a slot that holds no GPU: what an ended booking held, which
 // only quotas and reports look back on.
-var noGPU = gpuID{device: AnyDevice - 1}
+var noGPU = GpuID{Device: domain.AnyDevice - 1}
 
 // slot is one interval of the calendar: a share of a GPU held by a user
 // over [start, end). Every booking is a slot, ended ones over the time they
 // were held (the hours quota looks back); so is the place the line keeps
 // for a request ahead that cannot start yet.
 type slot struct {
-	gpu        gpuID
+	gpu        GpuID
 	uid        int
 	share      int64 // parts per million of the device
 	start, end time.Time
@@ -35,20 +36,20 @@ type slot struct {
 }
 
 // slotOf is the interval a booking holds (or held) its share.
-func slotOf(p storage.Partition) slot {
+func slotOf(p domain.Partition) slot {
 	end := p.Expires
-	if p.State == storage.Released && p.Ended.Before(end) {
+	if p.State == domain.Released && p.Ended.Before(end) {
 		end = p.Ended
 	}
-	return slot{gpu: gpuOf(p), uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
+	return slot{gpu: GpuOf(p), uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
 }
 
-// calendar is the slots that admission weighs a request against.
-type calendar []slot
+// Calendar is the slots that admission weighs a request against.
+type Calendar []slot
 
-// calendarOf is the calendar of a set of bookings.
-func calendarOf(parts []storage.Partition) calendar {
-	cal := make(calendar, 0, len(parts))
+// CalendarOf is the calendar of a set of bookings.
+func CalendarOf(parts []domain.Partition) Calendar {
+	cal := make(Calendar, 0, len(parts))
 	for _, p := range parts {
 		if s := slotOf(p); s.end.After(s.start) {
 			cal = append(cal, s)
@@ -57,11 +58,11 @@ func calendarOf(parts []storage.Partition) calendar {
 	return cal
 }
 
-// peak is the most the matching slots hold at any instant of [from, to),
+// Peak is the most the matching slots hold at any instant of [from, to),
 // in parts per million. The sum is piecewise constant and rises only where
 // a slot starts, so a sweep over the starts and ends inside the interval
 // finds it.
-func (c calendar) peak(match func(slot) bool, from, to time.Time) int64 {
+func (c Calendar) Peak(match func(slot) bool, from, to time.Time) int64 {
 	type step struct {
 		at    time.Time
 		delta int64
@@ -93,46 +94,46 @@ func (c calendar) peak(match func(slot) bool, from, to time.Time) int64 {
 	return most
 }
 
-// bookedAt is the share of g booked at instant t.
-func (c calendar) bookedAt(g gpuID, t time.Time) int64 {
-	return c.peak(onGPU(g), t, t.Add(time.Nanosecond))
+// BookedAt is the share of g booked at instant t.
+func (c Calendar) BookedAt(g GpuID, t time.Time) int64 {
+	return c.Peak(onGPU(g), t, t.Add(time.Nanosecond))
 }
 
-func onGPU(g gpuID) func(slot) bool {
+func onGPU(g GpuID) func(slot) bool {
 	return func(s slot) bool { return s.gpu == g && s.request == 0 }
 }
 
-func ofUser(uid int) func(slot) bool {
+func OfUser(uid int) func(slot) bool {
 	return func(s slot) bool { return s.uid == uid }
 }
 
-// gpuSeconds is the share-weighted time the user's slots hold within
+// GpuSeconds is the share-weighted time the user's slots hold within
 // [from, to): a 50% booking held an hour is 1,800.
-func (c calendar) gpuSeconds(uid int, from, to time.Time) float64 {
+func (c Calendar) GpuSeconds(uid int, from, to time.Time) float64 {
 	var sum float64
 	for _, s := range c {
 		if s.uid != uid {
 			continue
 		}
-		a, b := later(s.start, from), earlier(s.end, to)
+		a, b := Later(s.start, from), Earlier(s.end, to)
 		if b.After(a) {
-			sum += float64(s.share) / ppm * b.Sub(a).Seconds()
+			sum += float64(s.share) / human.Ppm * b.Sub(a).Seconds()
 		}
 	}
 	return sum
 }
 
-// ask is one request weighed against the calendar on one GPU.
-type ask struct {
-	gpu    gpuID
-	uid    int
-	share  int64
-	length time.Duration
-	limits Limits
+// Ask is one request weighed against the calendar on one GPU.
+type Ask struct {
+	Gpu    GpuID
+	Uid    int
+	Share  int64
+	Length time.Duration
+	Limits Limits
 }
 
-func (a ask) slot(start time.Time, request uint64) slot {
-	return slot{gpu: a.gpu, uid: a.uid, share: a.share, start: start, end: start.Add(a.length), request: request}
+func (a Ask) slot(start time.Time, request uint64) slot {
+	return slot{gpu: a.Gpu, uid: a.Uid, share: a.Share, start: start, end: start.Add(a.Length), request: request}
 }
 
 // Why a request cannot start at an instant.
@@ -153,16 +154,16 @@ func (b *blocker) quota() bool {
 // a GPU), or the GPU-hours used. Quotas count across every host.
 type blocker struct {
 	kind   string
-	gpu    gpuID
+	gpu    GpuID
 	figure float64
 }
 
-// check says what stops a starting at start; nil: nothing.
-func (c calendar) check(a ask, start time.Time) *blocker {
+// Check says what stops a starting at start; nil: nothing.
+func (c Calendar) Check(a Ask, start time.Time) *blocker {
 	return newLayout(c).weigh(a).check(start)
 }
 
-// hoursPeak checks every rolling window that holds part of the new slot:
+// HoursPeak checks every rolling window that holds part of the new slot:
 // the GPU-hours in it, with the new slot, may not pass the limit. The sum
 // over a window is piecewise linear in where the window ends, so its most
 // is at a window ending where some slot starts or ends, or a window's
@@ -170,13 +171,13 @@ func (c calendar) check(a ask, start time.Time) *blocker {
 // GPU-hours the user has, before the new
 // slot, in the window that the new slot fills fullest, and whether that
 // window goes over.
-func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
-	w := a.limits.HoursWindow
-	limit := *a.limits.UserHours * 3600
-	fresh := calendar{a.slot(start, 0)}
-	var mine calendar
+func (c Calendar) HoursPeak(a Ask, start time.Time) (float64, bool) {
+	w := a.Limits.HoursWindow
+	limit := *a.Limits.UserHours * 3600
+	fresh := Calendar{a.slot(start, 0)}
+	var mine Calendar
 	for _, s := range c {
-		if s.uid == a.uid && s.end.After(start.Add(-w)) {
+		if s.uid == a.Uid && s.end.After(start.Add(-w)) {
 			mine = append(mine, s)
 		}
 	}
@@ -191,7 +192,7 @@ func (c calendar) hoursPeak(a ask, start time.Time) (float64, bool) {
 				continue
 			}
 			old := held.by(t) - held.by(t.Add(-w))
-			if total := old + fresh.gpuSeconds(a.uid, t.Add(-w), t); total > fullest {
+			if total := old + fresh.GpuSeconds(a.Uid, t.Add(-w), t); total > fullest {
 				fullest, before = total, old
 			}
 		}
@@ -207,14 +208,14 @@ type cumulative struct {
 	rate []float64 // GPUs held from at[i] to the next breakpoint
 }
 
-func (c calendar) cumulative() cumulative {
+func (c Calendar) cumulative() cumulative {
 	type step struct {
 		at    time.Time
 		delta float64
 	}
 	steps := make([]step, 0, 2*len(c))
 	for _, s := range c {
-		steps = append(steps, step{s.start, float64(s.share) / ppm}, step{s.end, -float64(s.share) / ppm})
+		steps = append(steps, step{s.start, float64(s.share) / human.Ppm}, step{s.end, -float64(s.share) / human.Ppm})
 	}
 	slices.SortFunc(steps, func(a, b step) int { return a.at.Compare(b.at) })
 	var f cumulative
@@ -247,14 +248,14 @@ func (f cumulative) by(t time.Time) float64 {
 
 // never says why a could not start whatever the calendar held: it asks
 // more than a quota allows by itself.
-func (a ask) never() *blocker {
+func (a Ask) never() *blocker {
 	switch {
-	case a.limits.Exempt:
+	case a.Limits.Exempt:
 		return nil
-	case a.limits.UserGPUs != nil && float64(a.share) > *a.limits.UserGPUs*ppm+0.5:
-		return &blocker{kind: blockedGPUs, gpu: a.gpu}
-	case a.limits.UserHours != nil && float64(a.share)/ppm*a.length.Hours() > *a.limits.UserHours+1e-9:
-		return &blocker{kind: blockedHours, gpu: a.gpu}
+	case a.Limits.UserGPUs != nil && float64(a.Share) > *a.Limits.UserGPUs*human.Ppm+0.5:
+		return &blocker{kind: blockedGPUs, gpu: a.Gpu}
+	case a.Limits.UserHours != nil && float64(a.Share)/human.Ppm*a.Length.Hours() > *a.Limits.UserHours+1e-9:
+		return &blocker{kind: blockedHours, gpu: a.Gpu}
 	}
 	return nil
 }
@@ -265,20 +266,20 @@ func (a ask) never() *blocker {
 // that grows by a slot each time, and sorting it anew each time would cost
 // the line's length squared.
 type layout struct {
-	cal   calendar
-	gpus  map[gpuID]*track
+	cal   Calendar
+	gpus  map[GpuID]*track
 	users map[int]*track
 }
 
 // track is the slots of one GPU or one user, and what they hold over
 // time: the bookings alone, and with the places kept for requests.
 type track struct {
-	slots       calendar
+	slots       Calendar
 	booked, all steps
 }
 
-func newLayout(c calendar) *layout {
-	l := &layout{cal: make(calendar, 0, len(c)), gpus: map[gpuID]*track{}, users: map[int]*track{}}
+func newLayout(c Calendar) *layout {
+	l := &layout{cal: make(Calendar, 0, len(c)), gpus: map[GpuID]*track{}, users: map[int]*track{}}
 	for _, s := range c {
 		l.add(s)
 	}
@@ -312,16 +313,16 @@ func trackIn[K comparable](m map[K]*track, k K) *track {
 // weighing is one request weighed against a layout: what its GPU and its
 // owner hold, as steps.
 type weighing struct {
-	a            ask
+	a            Ask
 	booked, kept steps // the GPU's bookings; and with the places kept
 	mine         steps // the owner's, on every GPU and host (user-gpus)
-	mineSlots    calendar
+	mineSlots    Calendar
 }
 
-func (l *layout) weigh(a ask) weighing {
-	g, u := trackIn(l.gpus, a.gpu), trackIn(l.users, a.uid)
+func (l *layout) weigh(a Ask) weighing {
+	g, u := trackIn(l.gpus, a.Gpu), trackIn(l.users, a.Uid)
 	w := weighing{a: a, booked: g.booked, kept: g.all, mineSlots: u.slots}
-	if a.limits.UserGPUs != nil && !a.limits.Exempt {
+	if a.Limits.UserGPUs != nil && !a.Limits.Exempt {
 		w.mine = u.all
 	}
 	return w
@@ -330,24 +331,24 @@ func (l *layout) weigh(a ask) weighing {
 // check says what stops the request starting at start; nil: nothing.
 func (w weighing) check(start time.Time) *blocker {
 	a := w.a
-	end := start.Add(a.length)
-	if used := w.booked.mostIn(start, end); used+a.share > ppm {
-		return &blocker{kind: blockedDevice, gpu: a.gpu, figure: float64(used)}
+	end := start.Add(a.Length)
+	if used := w.booked.mostIn(start, end); used+a.Share > human.Ppm {
+		return &blocker{kind: blockedDevice, gpu: a.Gpu, figure: float64(used)}
 	}
-	if used := w.kept.mostIn(start, end); used+a.share > ppm {
-		return &blocker{kind: blockedReserved, gpu: a.gpu, figure: float64(used)}
+	if used := w.kept.mostIn(start, end); used+a.Share > human.Ppm {
+		return &blocker{kind: blockedReserved, gpu: a.Gpu, figure: float64(used)}
 	}
-	if a.limits.Exempt {
+	if a.Limits.Exempt {
 		return nil
 	}
-	if lim := a.limits.UserGPUs; lim != nil {
-		if held := w.mine.mostIn(start, end); float64(held+a.share) > *lim*ppm+0.5 {
-			return &blocker{kind: blockedGPUs, gpu: a.gpu, figure: float64(held)}
+	if lim := a.Limits.UserGPUs; lim != nil {
+		if held := w.mine.mostIn(start, end); float64(held+a.Share) > *lim*human.Ppm+0.5 {
+			return &blocker{kind: blockedGPUs, gpu: a.Gpu, figure: float64(held)}
 		}
 	}
-	if a.limits.UserHours != nil {
-		if used, over := w.mineSlots.hoursPeak(a, start); over {
-			return &blocker{kind: blockedHours, gpu: a.gpu, figure: used}
+	if a.Limits.UserHours != nil {
+		if used, over := w.mineSlots.HoursPeak(a, start); over {
+			return &blocker{kind: blockedHours, gpu: a.Gpu, figure: used}
 		}
 	}
 	return nil
@@ -358,29 +359,29 @@ func (w weighing) check(start time.Time) *blocker {
 // end, so a request that is not refused by never() always fits somewhere:
 // at the latest once every slot it meets has ended, and for the hours
 // quota, a window after that.
-func (l *layout) earliest(a ask, from time.Time) (time.Time, *blocker) {
+func (l *layout) earliest(a Ask, from time.Time) (time.Time, *blocker) {
 	w := l.weigh(a)
 	first := w.check(from)
 	if first == nil {
 		return from, nil
 	}
-	if a.limits.UserHours != nil && !a.limits.Exempt {
+	if a.Limits.UserHours != nil && !a.Limits.Exempt {
 		return w.earliestByHours(l, from), first
 	}
 	// Room on the GPU, and under user-gpus, can each only appear where one
 	// of its slots ends: go from the first instant with room on the GPU
 	// to the first with room under the quota, and back, until both hold.
-	gpuRoom := ppm - a.share
+	gpuRoom := human.Ppm - a.Share
 	quotaRoom := int64(math.MaxInt64) // no user-gpus: only the GPU stops it
-	if lim := a.limits.UserGPUs; lim != nil {
-		quotaRoom = int64(math.Floor(*lim*ppm+0.5)) - a.share
+	if lim := a.Limits.UserGPUs; lim != nil {
+		quotaRoom = int64(math.Floor(*lim*human.Ppm+0.5)) - a.Share
 	}
 	for t, ok := from, true; ok; {
-		if t, ok = w.kept.roomFrom(t, a.length, gpuRoom); !ok || w.check(t) == nil {
+		if t, ok = w.kept.roomFrom(t, a.Length, gpuRoom); !ok || w.check(t) == nil {
 			return t, first
 		}
 		// Only user-gpus stops it at t.
-		if t, ok = w.mine.roomFrom(t, a.length, quotaRoom); ok && w.check(t) == nil {
+		if t, ok = w.mine.roomFrom(t, a.Length, quotaRoom); ok && w.check(t) == nil {
 			return t, first
 		}
 	}
@@ -401,14 +402,14 @@ func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
 			at = append(at, t)
 		}
 	}
-	for _, s := range trackIn(l.gpus, a.gpu).slots {
+	for _, s := range trackIn(l.gpus, a.Gpu).slots {
 		consider(s.end)
 	}
-	win := a.limits.HoursWindow
+	win := a.Limits.HoursWindow
 	for _, s := range w.mineSlots {
 		consider(s.end)
-		consider(s.start.Add(win - a.length))
-		consider(s.end.Add(win - a.length))
+		consider(s.start.Add(win - a.Length))
+		consider(s.end.Add(win - a.Length))
 		consider(s.start.Add(win))
 		consider(s.end.Add(win))
 	}
@@ -514,4 +515,18 @@ func (f steps) roomFrom(t time.Time, length time.Duration, limit int64) (time.Ti
 		}
 		i = k // too much from at[k] on, within the length
 	}
+}
+
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func Earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

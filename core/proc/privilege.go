@@ -1,4 +1,4 @@
-package core
+package proc
 
 import (
 	"bufio"
@@ -32,10 +32,10 @@ var realRoot = sync.OnceValue(func() bool {
 	return err == nil && len(ranges) == 1 && ranges[0] == (uidRange{inside: 0, outside: 0, count: 1<<32 - 1})
 })
 
-// hostUID is this process's uid as the host's users know it: the uid its
+// HostUID is this process's uid as the host's users know it: the uid its
 // user namespace maps it to (the member who ran `unshare -r`, not 0), or
 // its uid where the map cannot be read.
-var hostUID = sync.OnceValue(func() int {
+var HostUID = sync.OnceValue(func() int {
 	uid := os.Getuid()
 	ranges, err := uidMap()
 	if err != nil {
@@ -49,10 +49,10 @@ var hostUID = sync.OnceValue(func() int {
 	return uid
 })
 
-// keepsRecordsOf says whether a process keeps uid's records from its own
+// KeepsRecordsOf says whether a process keeps uid's records from its own
 // view of processes: root (as root says: RealRoot, or a monitor told so)
 // keeps everyone's; any other process its own user's only.
-func keepsRecordsOf(root bool, uid int) bool { return root || uid == hostUID() }
+func KeepsRecordsOf(root bool, uid int) bool { return root || uid == HostUID() }
 
 // uidRange is one line of /proc/self/uid_map: count uids from inside (in
 // this process's namespace) are outside.. in its parent's.
