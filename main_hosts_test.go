@@ -116,7 +116,9 @@ func TestEtcdDown(t *testing.T) {
 	r := onHost(t, nobody, "gpu1", "list")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "chronos: the ledger cannot be reached: etcd at "+strings.TrimPrefix(nobody, "etcd://")+" did not answer within 5s")
-	require.Less(t, time.Since(start), 8*time.Second)
+	// Not long past the timeout (errors once came after 20 s and more);
+	// the rest is a race-built process starting on a loaded machine.
+	require.Less(t, time.Since(start), 12*time.Second)
 }
 
 // etcd that stops answering gives a clear error and exit 1 within the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -212,7 +213,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(fake, data, 0o755))
+	coretest.WriteExecutable(t, fake, data)
 
 	for i, tc := range []struct {
 		name            string
@@ -269,7 +270,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(fake, data, 0o755))
+	coretest.WriteExecutable(t, fake, data)
 	pipeDir := filepath.Join(dir, "nvidia-mps")
 	require.NoError(t, os.Mkdir(pipeDir, 0o755))
 

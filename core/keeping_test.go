@@ -216,9 +216,10 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	}, 15*time.Second, 50*time.Millisecond, "gpuB says its clock is in doubt")
 	said, _ := b.log.find(domain.EventClock, 0)
 	// Said when it first measured another host: one or both.
-	// 90 s, and as much as a status waited for etcd's watch while the
-	// fake clock moved on (its quarter steps).
-	const ahead = `gpuB's clock is 9[01]\.\d s ahead of the other hosts'`
+	// 90 s, give or take the fake clock's quarter steps that a status
+	// spent in etcd's watch (either host's: the reading can come out a
+	// step under 90 as well as over).
+	const ahead = `gpuB's clock is (89|9[01])\.\d s ahead of the other hosts'`
 	require.Regexp(t, `^`+ahead+` \(1 of [23] hosts within 2s of it\): its monitor ends only gpuB's bookings`, said.Detail)
 	for _, h := range []*labHost{a, c} {
 		_, ok := h.log.find(domain.EventClock, 0)

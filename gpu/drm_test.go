@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/coretest"
 )
 
 // The fixture trees under testdata/drm are written by make-fixtures.py from
@@ -467,7 +469,7 @@ func TestDRMOtherUsersProcessesNeedRoot(t *testing.T) {
 	bin := filepath.Join(dir, "gpu.test")
 	self, err := os.ReadFile(os.Args[0])
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, self, 0o755))
+	coretest.WriteExecutable(t, bin, self)
 	cmd := exec.Command(bin, "-test.run", "^TestDRMOtherUsersProcessesNeedRoot$")
 	cmd.Env = append(os.Environ(), "CHRONOS_TEST_DRM_ROOT="+root)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/coretest"
 )
 
 // fakeMPSHost is a pipe directory and a proc root that a test fills in.
@@ -54,7 +56,7 @@ func (h *fakeMPSHost) withProcessOf(t *testing.T, uid, pid int, comm string, arg
 // nvidia-cuda-mps-control.
 func (h *fakeMPSHost) withControlProgram(t *testing.T, script string) {
 	h.control = filepath.Join(t.TempDir(), mpsControl)
-	require.NoError(t, os.WriteFile(h.control, []byte("#!/bin/sh\n"+script), 0o755))
+	coretest.WriteExecutable(t, h.control, []byte("#!/bin/sh\n"+script))
 }
 
 // detect probes the fake host. Its control programs answer at once, but a

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 )
 
@@ -33,7 +34,7 @@ func TestQuitCanKeepWaitingInTheBackground(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state) // not parallel: the environment is the process's
 	self := filepath.Join(t.TempDir(), "chronos")
-	require.NoError(t, os.WriteFile(self, []byte(fakeChronos), 0o755))
+	coretest.WriteExecutable(t, self, []byte(fakeChronos))
 
 	w := newWorld(t, 1)
 	w.book(bob, 0, "80%", 0, time.Hour)
