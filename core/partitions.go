@@ -47,146 +47,15 @@ func (c *Client) Create(req Request) (*Partition, error) {
 }
 
 // submit books req, or with wait set, puts it in the waiting line when it
-// cannot start yet.
+// cannot start yet: the request is checked, then admitted in one
+// transaction (after reading the machine's GPUs once, when the ledger has
+// none yet), then the rest of the line is placed.
 func (c *Client) submit(req Request, wait *admission.WaitOptions) (*Partition, *admission.QueueEntry, error) {
-	owner := c.me
-	if req.For != "" {
-		if !c.me.Root() {
-			return nil, nil, fmt.Errorf("%w: booking for another user (--user %s)", domain.ErrNotRoot, req.For)
-		}
-		var err error
-		if owner, err = LookupUser(req.For); err != nil {
-			return nil, nil, err
-		}
-	}
-	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
-		return nil, nil, domain.InputErr("no memory share given")
-	}
-	if req.Memory.Bytes == 0 {
-		if _, err := human.CheckFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
-			return nil, nil, err
-		}
-	}
-	if req.Duration < time.Second {
-		return nil, nil, domain.InputErr("duration %s must be at least a second", req.Duration)
-	}
-	if req.Compute < 0 || req.Compute > 100 {
-		return nil, nil, domain.InputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
-	}
-	if req.Device < domain.AnyDevice {
-		return nil, nil, domain.InputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
-	}
-	host, err := c.gpuHost(req.Host)
+	s, err := c.newSubmission(req, wait)
 	if err != nil {
 		return nil, nil, err
 	}
-	ask := domain.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
-		UID: owner.UID, User: owner.User}
-	if req.Memory.Bytes == 0 {
-		ask.SharePPM = int64(math.Round(req.Memory.Fraction * human.Ppm))
-	}
-	var waiter domain.Process
-	if wait != nil {
-		if waiter, err = proc.ThisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
-			return nil, nil, fmt.Errorf("wait in line: name the waiting process: %w", err)
-		}
-	}
-
-	var out *domain.Partition
-	var entry *admission.QueueEntry
-	var room Availability
-	var more bool // placement left for a transaction of its own
-	create := func(fetched *domain.Inventory) error {
-		return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-			out, entry, more = nil, nil, false
-			inv, ok, err := tx.HostInventory(host)
-			if err != nil {
-				return err
-			}
-			if fetched != nil {
-				inv, ok = *fetched, true
-				if err := c.cacheInventory(tx, inv); err != nil {
-					return err
-				}
-			}
-			if !ok && host != c.host {
-				return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", domain.ErrNoDevice, host)
-			}
-			if !ok {
-				return domain.ErrNeedDevices
-			}
-			now := c.now()
-			r := ask
-			r.Created = now
-			start := now
-			if !req.Start.IsZero() {
-				if req.Start.Before(now.Add(-human.StartSlack)) {
-					return domain.InputErr("the start %s has passed", human.FormatTime(req.Start, now))
-				}
-				start = admission.Later(req.Start, now)
-				r.NotBefore = start
-			}
-			b, err := readBooks(tx, c.host, now)
-			if err != nil {
-				return err
-			}
-			if owner.UID != c.me.UID {
-				b.OnBehalf = owner.User
-			}
-			if err := admission.CheckLength(b.LimitsFor(owner.UID, owner.User), req.Duration, start, now); err != nil {
-				return err
-			}
-			plan, err := b.Plan(&r)
-			if err != nil {
-				return err
-			}
-			switch {
-			case plan.CandPart != nil:
-				out = plan.CandPart
-				if !out.Start.After(now) {
-					// What the GPU physically holds matters to a booking
-					// that starts now.
-					dev, _ := admission.FindDevice(inv, out.Device)
-					room = c.availabilityOf(tx, host, inv, admission.CalendarOf(b.Parts), b.Parts, b.Line, dev, now)
-					if err := admitPhysical(b.Pol, room, out.Bytes); err != nil {
-						return err
-					}
-				}
-				if err := c.book(tx, out, owner, ""); err != nil {
-					return err
-				}
-			case wait == nil:
-				return b.Refusal(plan.Cal, plan.CandBlk, plan.CandFit, start, true)
-			default:
-				// Waiting that long is booking that far ahead: the policy's
-				// ahead holds for both (it queued with an ETA a week out
-				// while --at that far was refused).
-				if eta := plan.Cand.ETA; !eta.IsZero() {
-					if err := admission.CheckLength(b.LimitsFor(owner.UID, owner.User), req.Duration, eta, now); err != nil {
-						return fmt.Errorf("it would wait in line until %s: %w", human.FormatTime(eta, now), err)
-					}
-				}
-				r.Waiter = waiter
-				if wait.Timeout > 0 {
-					r.Deadline = now.Add(wait.Timeout)
-				}
-				r.State = domain.Waiting
-				if err := tx.PutRequest(&r); err != nil {
-					return err
-				}
-				e := *plan.Cand
-				e.Request = r
-				entry = &e
-				why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, human.FormatTime(e.ETA, now), e.Reason)
-				if err := c.lineEvent(tx, domain.EventQueued, r, why); err != nil {
-					return err
-				}
-			}
-			more, err = c.applyLine(tx, b, plan)
-			return err
-		})
-	}
-	err = create(nil)
+	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return c.admit(tx, s, nil) })
 	if errors.Is(err, domain.ErrNeedDevices) {
 		inv, ierr := c.fetchInventory()
 		if ierr != nil {
@@ -196,18 +65,186 @@ func (c *Client) submit(req Request, wait *admission.WaitOptions) (*Partition, *
 			return nil, nil, fmt.Errorf("%w: %s has no GPU inventory yet, and simulated GPUs are not recorded in a shared ledger: "+
 				"run `chronos stats` on this machine once (as root, for simulated GPUs)", domain.ErrNoDevice, c.ledger)
 		}
-		err = create(&inv)
+		err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return c.admit(tx, s, &inv) })
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	c.placeRest(more)
-	if out == nil {
-		return nil, entry, nil
+	c.placeRest(s.more)
+	if s.out == nil {
+		return nil, s.entry, nil
 	}
-	p := c.wrap(*out)
-	p.Room = room
+	p := c.wrap(*s.out)
+	p.Room = s.room
 	return &p, nil, nil
+}
+
+// submission is a checked request on its way through admission, and what
+// the transaction that admitted it made of it.
+type submission struct {
+	req    Request
+	wait   *admission.WaitOptions // nil: book now or refuse
+	owner  domain.Identity
+	ask    domain.Request // the request as the line would keep it
+	waiter domain.Process // the process that waits, when wait is set
+
+	// Set by admit (each try of the transaction starts them afresh).
+	out   *domain.Partition     // the booking made, or nil
+	entry *admission.QueueEntry // the place in line taken, or nil
+	room  Availability          // what the GPU had room for, for a booking that starts now
+	more  bool                  // placement left for a transaction of its own
+}
+
+// newSubmission checks req as given, before any transaction: who it is
+// for, its share, length and compute, its GPU's host, and the process that
+// will wait.
+func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submission, error) {
+	s := &submission{req: req, wait: wait, owner: c.me}
+	if req.For != "" {
+		if !c.me.Root() {
+			return nil, fmt.Errorf("%w: booking for another user (--user %s)", domain.ErrNotRoot, req.For)
+		}
+		var err error
+		if s.owner, err = LookupUser(req.For); err != nil {
+			return nil, err
+		}
+	}
+	if req.Memory.Fraction == 0 && req.Memory.Bytes == 0 {
+		return nil, domain.InputErr("no memory share given")
+	}
+	if req.Memory.Bytes == 0 {
+		if _, err := human.CheckFraction(fmt.Sprint(req.Memory.Fraction), req.Memory.Fraction); err != nil {
+			return nil, err
+		}
+	}
+	if req.Duration < time.Second {
+		return nil, domain.InputErr("duration %s must be at least a second", req.Duration)
+	}
+	if req.Compute < 0 || req.Compute > 100 {
+		return nil, domain.InputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
+	}
+	if req.Device < domain.AnyDevice {
+		return nil, domain.InputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
+	}
+	host, err := c.gpuHost(req.Host)
+	if err != nil {
+		return nil, err
+	}
+	s.ask = domain.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
+		UID: s.owner.UID, User: s.owner.User}
+	if req.Memory.Bytes == 0 {
+		s.ask.SharePPM = int64(math.Round(req.Memory.Fraction * human.Ppm))
+	}
+	if wait != nil {
+		if s.waiter, err = proc.ThisProcess(cmp.Or(wait.PID, os.Getpid())); err != nil {
+			return nil, fmt.Errorf("wait in line: name the waiting process: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// admit decides s in tx: booked now or ahead, refused, or (with wait) in
+// line; then it places whoever else the change lets start. fetched is the
+// machine's inventory read outside the transaction, when the ledger had
+// none (admit asks for it with ErrNeedDevices).
+func (c *Client) admit(tx *storage.Tx, s *submission, fetched *domain.Inventory) error {
+	s.out, s.entry, s.more = nil, nil, false
+	host := s.ask.Host
+	inv, ok, err := tx.HostInventory(host)
+	if err != nil {
+		return err
+	}
+	if fetched != nil {
+		inv, ok = *fetched, true
+		if err := c.cacheInventory(tx, inv); err != nil {
+			return err
+		}
+	}
+	if !ok && host != c.host {
+		return fmt.Errorf("%w: no GPUs of host %s are known: chronos has not run there yet", domain.ErrNoDevice, host)
+	}
+	if !ok {
+		return domain.ErrNeedDevices
+	}
+	now := c.now()
+	r := s.ask
+	r.Created = now
+	start := now
+	if !s.req.Start.IsZero() {
+		if s.req.Start.Before(now.Add(-human.StartSlack)) {
+			return domain.InputErr("the start %s has passed", human.FormatTime(s.req.Start, now))
+		}
+		start = admission.Later(s.req.Start, now)
+		r.NotBefore = start
+	}
+	b, err := readBooks(tx, c.host, now)
+	if err != nil {
+		return err
+	}
+	if s.owner.UID != c.me.UID {
+		b.OnBehalf = s.owner.User
+	}
+	if err := admission.CheckLength(b.LimitsFor(s.owner.UID, s.owner.User), s.req.Duration, start, now); err != nil {
+		return err
+	}
+	plan, err := b.Plan(&r)
+	if err != nil {
+		return err
+	}
+	switch {
+	case plan.CandPart != nil:
+		err = c.bookAdmitted(tx, s, b, plan.CandPart, inv, now)
+	case s.wait == nil:
+		err = b.Refusal(plan.Cal, plan.CandBlk, plan.CandFit, start, true)
+	default:
+		err = c.joinLine(tx, s, b, r, *plan.Cand, now)
+	}
+	if err != nil {
+		return err
+	}
+	s.more, err = c.applyLine(tx, b, plan)
+	return err
+}
+
+// bookAdmitted writes the booking the plan admitted, once what its GPU
+// physically holds allows it (for a booking that starts now).
+func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books, out *domain.Partition, inv domain.Inventory, now time.Time) error {
+	if !out.Start.After(now) {
+		dev, _ := admission.FindDevice(inv, out.Device)
+		s.room = c.availabilityOf(tx, s.ask.Host, inv, admission.CalendarOf(b.Parts), b.Parts, b.Line, dev, now)
+		if err := admitPhysical(b.Pol, s.room, out.Bytes); err != nil {
+			return err
+		}
+	}
+	if err := c.book(tx, out, s.owner, ""); err != nil {
+		return err
+	}
+	s.out = out
+	return nil
+}
+
+// joinLine puts r in the waiting line at the place the plan gave it.
+// Waiting that long is booking that far ahead: the policy's limit on how
+// far ahead holds for both (it queued with an ETA a week out while --at
+// that far was refused).
+func (c *Client) joinLine(tx *storage.Tx, s *submission, b *admission.Books, r domain.Request, e admission.QueueEntry, now time.Time) error {
+	if eta := e.ETA; !eta.IsZero() {
+		if err := admission.CheckLength(b.LimitsFor(s.owner.UID, s.owner.User), s.req.Duration, eta, now); err != nil {
+			return fmt.Errorf("it would wait in line until %s: %w", human.FormatTime(eta, now), err)
+		}
+	}
+	r.Waiter = s.waiter
+	if s.wait.Timeout > 0 {
+		r.Deadline = now.Add(s.wait.Timeout)
+	}
+	r.State = domain.Waiting
+	if err := tx.PutRequest(&r); err != nil {
+		return err
+	}
+	e.Request = r
+	s.entry = &e
+	why := fmt.Sprintf("waits at position %d, should start at %s: %s", e.Position, human.FormatTime(e.ETA, now), e.Reason)
+	return c.lineEvent(tx, domain.EventQueued, r, why)
 }
 
 // admitPhysical refuses, when the policy says admit=physical, a booking
