@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/tui"
 )
 
+//nolint:funlen,gocyclo // the command: its flags, then one report that reads top to bottom, a branch per thing it checks
 func doctorCmd(g *globals) *cobra.Command {
 	var repair, force, asJSON bool
 	cmd := &cobra.Command{

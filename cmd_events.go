@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/tui"
 )
 
+//nolint:funlen // the command: its flags and the filters they make, in the order the help lists them
 func eventsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var last int

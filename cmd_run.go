@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
+//nolint:funlen // the command: its flags, then the order a run needs (parse, signals, Run, exit status)
 func runCmd(g *globals) *cobra.Command {
 	var booking, compute, warnSignal string
 	var grace graceFlag

@@ -402,6 +402,8 @@ func (c *Client) place() error {
 // hundreds of waiters may watch one ledger and every layout reads the
 // whole line: readers hold a file's writers off, and laying out a long
 // line takes a while.
+//
+//nolint:gocyclo // one wait loop: each case is a way the wait ends (granted, cancelled, timed out, signalled, the waiter gone)
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(admission.QueueEntry)) (*Partition, error) {
 	c = c.lasting() // the end of ctx takes the request out of the line
 	watch, stop := context.WithCancel(ctx)

@@ -314,6 +314,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	return s, nil
 }
 
+//nolint:funlen,gocyclo // one pass of the monitor over shared state (snapshot, claims, acts); it splits with the monitor's move out of core (docs/code.md)
 func (m *Monitor) tick(changed bool) (time.Time, error) {
 	m.notes.drain(m.report)
 	now := m.c.now()
@@ -700,6 +701,8 @@ type pendingNotice struct {
 
 // plan decides, from one sample, which processes to signal and which
 // misuse to note, leaving out what another monitor has claimed.
+//
+//nolint:gocyclo // one decision per verdict of attribution, in the order the policy states them
 func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, claims map[string]domain.Claim, pol domain.Policy, now time.Time) ([]signalPlan, []pendingNotice) {
 	byID := map[uint64]domain.Partition{}
 	booked := map[int]bool{}

@@ -43,6 +43,8 @@ type region struct {
 // parseFDInfo reads an fdinfo file; ok is false when it is not a DRM
 // client's (no drm-driver line) or names no PCI device. Lines it does not
 // understand are skipped, as the format allows drivers their own keys.
+//
+//nolint:funlen,gocyclo // one case per fdinfo key that amdgpu, i915 and xe write
 func parseFDInfo(b []byte) (c drmClient, ok bool) {
 	var regions []region
 	regionAt := func(name string) *region {

@@ -59,6 +59,8 @@ func (m *Model) tickCmd() tea.Cmd {
 
 // receive takes in readings, change notices, the monitor's acts and the
 // answers to the person's requests.
+//
+//nolint:funlen,gocyclo // one case per message the app receives, as bubbletea's Update is
 func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tickMsg:

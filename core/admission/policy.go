@@ -287,6 +287,8 @@ func knobKeys(pred func(knob) bool) string {
 // for=NAME (a user) or for=@GROUP, the settings apply to that user or
 // group only. A value of "default" puts a knob back to its default (for a
 // user or group: to the policy's own).
+//
+//nolint:funlen,gocyclo // one case per kind of setting, so that every setting is parsed in one place
 func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 	if len(settings) == 0 {
 		return p, domain.InputErr("no settings given (e.g. expiry=terminate overbudget=warn grace=30s)")

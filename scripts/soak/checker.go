@@ -91,6 +91,7 @@ func note(list *[]string, msg string) {
 	}
 }
 
+//nolint:gocyclo // one look at the ledger checks every invariant the soak promises
 func (c *checker) once() {
 	t0 := time.Now()
 	var live, recent []domain.Partition
@@ -337,6 +338,7 @@ type finalCheck struct {
 	err                                      string
 }
 
+//nolint:funlen,gocyclo // the soak's final checks, one after the other, each reported
 func (c *checker) final() finalCheck {
 	var f finalCheck
 	err := c.l.View(context.Background(), func(tx *storage.Tx) error {

@@ -168,6 +168,7 @@ func soak(cfg config) (int, error) {
 	return d.run()
 }
 
+//nolint:funlen,gocyclo // the soak's phases in order; a test tool read as a script
 func (d *driver) run() (int, error) {
 	cfg := d.cfg
 	rep := &report{cfg: cfg, start: time.Now()}

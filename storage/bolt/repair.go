@@ -106,6 +106,7 @@ func (l *Ledger) RepairAnyway() (Repaired, error) {
 	return l.repair(true)
 }
 
+//nolint:funlen,gocyclo // the repair's steps in order, each of which may give up and say why
 func (l *Ledger) repair(anyway bool) (Repaired, error) {
 	var r Repaired
 	r.Sources, r.Lost = []string{}, []string{}
@@ -471,6 +472,8 @@ func (s *salvage) fill(other *salvage) int {
 
 // build makes a new ledger, in memory, from what was salvaged, and returns
 // its bytes.
+//
+//nolint:funlen,gocyclo // builds the new file bucket by bucket in one transaction
 func (s *salvage) build() ([]byte, error) {
 	db, mine, err := openImage(nil, false)
 	if err != nil {
@@ -640,6 +643,8 @@ func scanLeaf(p []byte, into *salvage, depth int) {
 }
 
 // classify keeps a raw record that reads as one of the ledger's kinds.
+//
+//nolint:gocyclo // one case per kind of record a damaged file may hold
 func (s *salvage) classify(k, v []byte) {
 	if len(v) == 0 || v[0] != '{' {
 		return

@@ -255,6 +255,7 @@ func (s *Store) UpdateUrgent(ctx context.Context, fn func(*storage.Tx) error) er
 	return s.update(ctx, urgent, fn)
 }
 
+//nolint:funlen,gocyclo // the optimistic transaction: read, run, commit, and each way a try ends (conflict, turn, unknown commit, timeout)
 func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) error) (err error) {
 	whole, cancel := s.operation(caller)
 	defer cancel()
@@ -685,6 +686,7 @@ const (
 	scanPageMax = 1024
 )
 
+//nolint:gocyclo // one scan merges the transaction's own writes with etcd's pages, in either direction
 func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
