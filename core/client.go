@@ -1,6 +1,11 @@
-// Package core is Chronos's domain: partitions and their admission, expiry,
-// the monitor and its enforcement policy, and the Go API. It reads and
-// writes the shared ledger through storage and GPUs through gpu.
+// Package core is chronos's booking service — the Client that books,
+// waits in line, releases, extends, reports and migrates, each decision in
+// one ledger transaction — with the monitor that makes bookings end on
+// time and the supervisor of `chronos run`. What the ledger holds is in
+// core/domain, who may have a GPU when in core/admission, text for people
+// in core/human, process facts in core/proc and notices in core/notice;
+// the ledger is a storage.Store the caller opens (storage/bolt or
+// storage/etcd), and GPUs are read through gpu.
 package core
 
 import (
