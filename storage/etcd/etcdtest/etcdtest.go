@@ -304,7 +304,27 @@ func (m *Member) Kill() {
 
 // Pause stops the member (SIGSTOP): it holds its connections but answers
 // nothing. Resume continues it.
-func (m *Member) Pause() { m.signal(syscall.SIGSTOP) }
+// It returns once the kernel shows the process stopped: a signal is
+// delivered when the process next runs, and a test that starts a request
+// before then would find it answered.
+func (m *Member) Pause() {
+	m.signal(syscall.SIGSTOP)
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	for range 1000 {
+		b, err := os.ReadFile(stat)
+		// The state follows the command's closing parenthesis: "T" stopped.
+		if i := strings.LastIndexByte(string(b), ')'); err != nil || i >= 0 && strings.HasPrefix(string(b[i:]), ") T") {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // Resume continues a paused member.
 func (m *Member) Resume() { m.signal(syscall.SIGCONT) }
