@@ -46,9 +46,9 @@ func recordPastHour(t *testing.T, db string) (appClock []string) {
 	appClock = clockSetBack(t, real.Sub(now))
 	at := clock.NewFake(now.Add(-65 * time.Minute))
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2, Now: at.Now})
-	devices := func() (string, []gpu.Device, error) {
+	devices := func() (core.Listing, error) {
 		d, err := sim.Devices()
-		return sim.Name(), d, err
+		return core.Listing{Backend: sim.Name(), Devices: d}, err
 	}
 	client := func(id domain.Identity) *core.Client {
 		return core.NewClient(core.Options{Ledger: bolt.New(db), Devices: devices, Clock: at, As: &id})

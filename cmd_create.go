@@ -24,16 +24,20 @@ func createCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create GPU MEMORY DURATION",
 		Short: "Book a share of a GPU's memory for a while",
-		Long: `Book a share of one GPU's memory for a bounded time.
+		Long: `Book a share of one GPU's memory, or of several GPUs', for a bounded time.
 
 GPU is an index on this host (0), or HOST:INDEX (gpu3:0) for another host's
 in a ledger many hosts share; any (or HOST:any) for whichever GPU of the
-host has room first.
+host has room first. Several GPUs of one host are one booking: a list
+(0,1 or 0-3) books the same share of each, all or nothing, from one start
+to one end; any --gpus 4 books the four best connected GPUs with room
+(NVLink first, then the same PCIe switch, then the same NUMA node).
 MEMORY is a fraction (0.5), a percent (50%) or a size (40GiB).
 DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 --at books ahead; --wait joins the waiting line when it cannot start now.`,
 		Example: "  chronos create 0 0.5 3600\n  chronos create 1 40GiB 2h30m\n  chronos create gpu3:0 50% 2h\n  sudo chronos create 0 0.3 8h --user alice\n" +
-			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00",
+			"  chronos create 0 50% 2h --wait --timeout 30m\n  chronos create any 50% 2h --wait\n  chronos create 0 50% 3h --at 14:00\n" +
+			"  chronos create 0,1 50% 4h\n  chronos create 0-3 100% 8h\n  chronos create any 100% 8h --gpus 4 --wait",
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			req, err := core.ParseRequest(a[0], a[1], a[2], compute)
@@ -79,7 +83,10 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(c, p))
-			if p.Room.FreePPM > 0 { // read when it was booked for now, not from the line or ahead
+			if p.Placement != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Placed on %s.\n", tui.Printable(p.Placement))
+			}
+			if p.Room.FreePPM > 0 && len(p.Devices) == 0 { // read when it was booked for now, not from the line or ahead
 				fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", tui.Printable(c.GPUName(p.Host, p.Device)), p.Room.Room())
 			}
 			return nil

@@ -50,7 +50,7 @@ func (f bookingFilter) keeps(p core.Partition, c *core.Client, st domain.Booking
 	return (!f.mine || p.UID == c.Me().UID) &&
 		(f.user == "" || p.User == f.user || strconv.Itoa(p.UID) == f.user) &&
 		(f.host == "" || c.HostOf(p.Partition) == f.host) &&
-		(f.gpu < 0 || p.Device == f.gpu) &&
+		(f.gpu < 0 || p.Holds(f.gpu)) &&
 		(len(f.states) == 0 || slices.Contains(f.states, st))
 }
 

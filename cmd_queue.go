@@ -167,9 +167,9 @@ func writeQueue(w io.Writer, c *core.Client, line []admission.QueueEntry) error 
 			pos = strconv.Itoa(e.Position)
 		}
 		if !e.ETA.IsZero() {
-			eta = human.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUName(e.Host, e.ETADevice)) + ")"
+			eta = human.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())) + ")"
 		}
-		gpu := tui.Printable(c.GPUName(e.Host, e.Device))
+		gpu := tui.Printable(admission.AskedGPUs(c.Host(), e.Request))
 		share := human.FormatPercent(e.SharePPM)
 		if e.Bytes > 0 {
 			share = human.FormatBytes(e.Bytes)
@@ -183,6 +183,7 @@ func writeQueue(w io.Writer, c *core.Client, line []admission.QueueEntry) error 
 // lineFlags are the flags create and run share for booking ahead and
 // waiting in line.
 type lineFlags struct {
+	gpus    int
 	wait    bool
 	timeout time.Duration
 	at      string
@@ -191,6 +192,7 @@ type lineFlags struct {
 }
 
 func (f *lineFlags) add(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "how many GPUs, as one booking: with any, the best connected N with room (any 100% 8h --gpus 4); with a list, as many as it names")
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "if it cannot start now (GPU full, a quota reached), wait in line until it can")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "with --wait: leave the line after this long (default: wait as long as it takes)")
 	cmd.Flags().StringVar(&f.at, "at", "", `start later: 14:00 or 9am (tomorrow's once today's has passed), "tomorrow 09:00", 2026-12-01 09:00, RFC 3339 or +2h`)
@@ -198,8 +200,12 @@ func (f *lineFlags) add(cmd *cobra.Command) {
 	f.note = func(s string) { cmd.PrintErrln("chronos: " + s) }
 }
 
-// apply checks the flags and puts the start into req.
+// apply checks the flags and puts the start and the GPU count into req.
 func (f *lineFlags) apply(req *core.Request) error {
+	if f.given("gpus") && f.gpus < 1 {
+		return usageError{fmt.Errorf("--gpus %d: ask for 1 GPU or more (any 50%% 2h --gpus 2)", f.gpus)}
+	}
+	req.Count = f.gpus
 	if f.given("timeout") && (f.timeout <= 0 || !f.wait) {
 		return usageError{errors.New("--timeout goes with --wait, and must be positive (without it, --wait waits as long as it takes)")}
 	}
@@ -229,7 +235,7 @@ func (f *lineFlags) waitOptions() *admission.WaitOptions {
 // waitingLine is what a waiter says when its place in line changes.
 func waitingLine(c *core.Client, e admission.QueueEntry) string {
 	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
-		human.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUName(e.Host, e.ETADevice)), tui.Printable(e.Reason))
+		human.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())), tui.Printable(e.Reason))
 }
 
 // bookedLine is what create prints for a booking.
@@ -240,5 +246,5 @@ func bookedLine(c *core.Client, p *core.Partition) string {
 		when = "from " + human.FormatTime(p.Start, now) + " " + when
 	}
 	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, human.FormatPercent(p.SharePPM),
-		human.FormatBytes(p.Bytes), tui.Printable(c.GPUName(p.Host, p.Device)), p.User, when)
+		human.FormatBytes(p.Bytes), tui.Printable(p.GPUName()), p.User, when)
 }

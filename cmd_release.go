@@ -41,7 +41,7 @@ nothing unless --yes says so.`,
 					for _, p := range parts {
 						if p.UID == uid {
 							ids = append(ids, p.ID)
-							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(c.GPUName(p.Host, p.Device)), human.FormatPercent(p.SharePPM)))
+							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(p.GPUName()), human.FormatPercent(p.SharePPM)))
 						}
 					}
 					return ids, names, err

@@ -252,7 +252,7 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 				when = fmt.Sprintf("from %s for %s", human.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
 			}
 			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s",
-				human.Printable(p.User), c.GPUName(p.Host, p.Device), human.FormatPercent(p.SharePPM), when)))
+				human.Printable(p.User), p.GPUName(), human.FormatPercent(p.SharePPM), when)))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -63,7 +63,7 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countin
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	c := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock,
-		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)

@@ -176,7 +176,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
 	c := NewClient(Options{Ledger: bolt.New(seed), As: &alice, Clock: clock,
-		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
@@ -231,7 +231,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func idleMonitor(b *testing.B) *Monitor {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8})
 	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
-		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)

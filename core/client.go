@@ -56,7 +56,15 @@ func LookupUser(name string) (domain.Identity, error) {
 
 // DeviceSource lists the GPUs when the ledger has no inventory cached yet,
 // typically by opening a gpu.Backend. Its answer is cached in the ledger.
-type DeviceSource func() (backend string, devices []gpu.Device, err error)
+type DeviceSource func() (Listing, error)
+
+// Listing is what a DeviceSource read: the backend's name, its GPUs, and
+// how they are linked (unknown when the source cannot tell).
+type Listing struct {
+	Backend  string
+	Devices  []gpu.Device
+	Topology gpu.Topology
+}
 
 // Options configure a Client. Only Ledger is required.
 type Options struct {
@@ -135,14 +143,14 @@ func (c *Client) lasting() *Client {
 
 // BackendDevices is a DeviceSource that opens the named GPU backend once.
 func BackendDevices(kind string) DeviceSource {
-	return func() (string, []gpu.Device, error) {
+	return func() (Listing, error) {
 		b, _, err := gpu.Open(kind)
 		if err != nil {
-			return "", nil, err
+			return Listing{}, err
 		}
 		defer b.Close()
 		devs, err := b.Devices()
-		return b.Name(), devs, err
+		return Listing{Backend: b.Name(), Devices: devs, Topology: gpu.TopologyOf(b)}, err
 	}
 }
 
@@ -156,7 +164,7 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	}
 	devs, err := b.Devices()
 	if err == nil {
-		err = c.SaveInventory(InventoryOf(b.Name(), devs, c.now()))
+		err = c.SaveInventory(BackendInventory(b, devs, c.now()))
 	}
 	if err != nil && !cannotWrite(err) {
 		b.Close()

@@ -42,9 +42,9 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 	for range b.N {
 		sim := gpu.NewSim(gpu.SimOptions{})
 		path := filepath.Join(b.TempDir(), "chronos.db")
-		c := NewClient(Options{Ledger: bolt.New(path), Devices: func() (string, []gpu.Device, error) {
+		c := NewClient(Options{Ledger: bolt.New(path), Devices: func() (Listing, error) {
 			devs, err := sim.Devices()
-			return sim.Name(), devs, err
+			return Listing{Backend: sim.Name(), Devices: devs}, err
 		}})
 		first := time.Now().Add(3 * time.Second)
 		expires, pidOf := bookWithProcesses(b, c, sim, n, first, 20*time.Millisecond)

@@ -34,7 +34,7 @@ func charge(tx *storage.Tx, p domain.Partition, end time.Time, pol domain.Policy
 	if err := tx.PutUserUsage(u); err != nil {
 		return err
 	}
-	if err := tx.AddHeld(p.UID, domain.Held{Partition: p.ID, Start: p.Start, End: admission.Earlier(end, p.Expires), SharePPM: p.SharePPM}); err != nil {
+	if err := tx.AddHeld(p.UID, domain.Held{Partition: p.ID, Start: p.Start, End: admission.Earlier(end, p.Expires), SharePPM: p.TotalPPM()}); err != nil {
 		return err
 	}
 	return tx.DropHeld(p.UID, end.Add(-max(admission.UsageMonth, admission.LongestWindow(pol))))

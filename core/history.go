@@ -66,7 +66,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 		for _, p := range parts {
 			// This GPU's bookings only: by index, and by UUID where the
 			// booking knows it (the index may since name another card).
-			if p.Device != device || p.DeviceUUID != "" && p.DeviceUUID != dev.UUID {
+			if on := p.On(device); !p.Holds(device) || on.DeviceUUID != "" && on.DeviceUUID != dev.UUID {
 				continue
 			}
 			if span, ok := spanOf(p, h.From, h.To); ok {

@@ -140,9 +140,9 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 // simDevices lists sim's GPUs as stand-ins for real ones (testBackend): a
 // ledger many hosts share records no simulated GPUs but root's.
 func simDevices(sim *gpu.Sim) DeviceSource {
-	return func() (string, []gpu.Device, error) {
+	return func() (Listing, error) {
 		devs, err := sim.Devices()
-		return testBackend, devs, err
+		return Listing{Backend: testBackend, Devices: devs}, err
 	}
 }
 

@@ -42,8 +42,8 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 		}
 		u.Warnings, u.WarnedAt = k+1, now
 		a := Act{Time: now, Kind: domain.EventIdle, Partition: p.ID, User: p.User,
-			Detail: fmt.Sprintf("idle for %s on GPU %d: %s — do GPU work, or `chronos hold %d %s --reason …`",
-				formatIdle(u.IdleFor), p.Device, reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, human.FormatDuration(pol.HoldMax))}
+			Detail: fmt.Sprintf("idle for %s on GPU %s: %s — do GPU work, or `chronos hold %d %s --reason …`",
+				formatIdle(u.IdleFor), human.FormatGPUs("", p.GPUs()), reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, human.FormatDuration(pol.HoldMax))}
 		return []Act{a}, m.record(tx, a)
 	}
 	if !due(pol.Idle) {
@@ -64,8 +64,8 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 		why = "someone is waiting for it"
 	}
 	a := Act{Time: now, Kind: domain.EventReclaimed, Partition: p.ID, User: p.User,
-		Detail: fmt.Sprintf("released after %s idle on GPU %d (%s); its processes are handled as at expiry (%s)",
-			formatIdle(u.IdleFor), p.Device, why, pol.Expiry)}
+		Detail: fmt.Sprintf("released after %s idle on GPU %s (%s); its processes are handled as at expiry (%s)",
+			formatIdle(u.IdleFor), human.FormatGPUs("", p.GPUs()), why, pol.Expiry)}
 	return []Act{a}, m.record(tx, a)
 }
 
@@ -102,7 +102,7 @@ func reclaimWhen(pol domain.Policy, left time.Duration) string {
 // A waiter that its own quota (or anything but p's share) keeps out gains
 // nothing from the room, and the GPU would sit empty.
 func (c *Client) reclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time) (bool, error) {
-	if waiting, err := someoneWaits(tx, admission.GpuOf(p), now); err != nil || !waiting {
+	if waiting, err := someoneWaits(tx, p, now); err != nil || !waiting {
 		return false, err
 	}
 	b, err := readBooks(tx, c.host, now)
@@ -125,12 +125,12 @@ func (c *Client) reclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time)
 	return len(with.Grants) > len(without.Grants), err
 }
 
-// someoneWaits reports whether a request in the waiting line wants GPU g
-// (or any GPU of its host).
-func someoneWaits(tx *storage.Tx, g admission.GpuID, now time.Time) (bool, error) {
+// someoneWaits reports whether a request in the waiting line wants one
+// of p's GPUs (or any GPU of its host).
+func someoneWaits(tx *storage.Tx, p domain.Partition, now time.Time) (bool, error) {
 	line, err := tx.WaitingRequests()
 	return slices.ContainsFunc(line, func(r domain.Request) bool {
-		return r.Host == g.Host && (r.Device == g.Device || r.Device == domain.AnyDevice) && stillWaits(r, now)
+		return r.Host == p.Host && slices.ContainsFunc(p.GPUs(), r.Wants) && stillWaits(r, now)
 	}), err
 }
 

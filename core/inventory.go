@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -57,7 +58,7 @@ func (c *Client) mayCache(old domain.Inventory, ok bool, inv domain.Inventory) b
 }
 
 func sameInventory(a, b domain.Inventory) bool {
-	return a.Backend == b.Backend && a.Host == b.Host && slices.Equal(a.Devices, b.Devices)
+	return a.Backend == b.Backend && a.Host == b.Host && slices.Equal(a.Devices, b.Devices) && bytes.Equal(a.Topology, b.Topology)
 }
 
 // inventoryChanges says in words how the GPUs in b differ from those in a.
@@ -84,6 +85,9 @@ func inventoryChanges(a, b domain.Inventory) string {
 		if _, ok := find(a.Devices, d); !ok {
 			changes = append(changes, fmt.Sprintf("GPU %d (%s) is new", d.Index, describeDevice(d)))
 		}
+	}
+	if !bytes.Equal(a.Topology, b.Topology) {
+		changes = append(changes, "the links between the GPUs were read anew")
 	}
 	return strings.Join(changes, "; ")
 }

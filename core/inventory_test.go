@@ -49,9 +49,9 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	// A shared ledger (others may write it): a member's simulated GPUs are
 	// not recorded for everyone, nor booked on.
 	shared := &bolt.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
-	member := NewClient(Options{Ledger: shared, As: &alice, Devices: func() (string, []gpu.Device, error) {
+	member := NewClient(Options{Ledger: shared, As: &alice, Devices: func() (Listing, error) {
 		devs, err := gpu.NewSim(gpu.SimOptions{Count: 1, Memory: 8 << 40}).Devices()
-		return gpu.SimName, devs, err
+		return Listing{Backend: gpu.SimName, Devices: devs}, err
 	}})
 	_, err := member.Create(Request{Device: 0, Memory: human.Bytes(120 << 30), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrNoDevice)
@@ -139,5 +139,6 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)
 	require.Equal(t, domain.EventInventory, evs[0].Kind)
-	require.True(t, strings.HasSuffix(evs[0].Detail, "is new"), evs[0].Detail)
+	require.Contains(t, evs[0].Detail, "GPU 1 (Simulated H100 80GB, 80.0 GiB, SIM-00000000-0000-0000-0000-000000000001) is new")
+	require.True(t, strings.HasSuffix(evs[0].Detail, "the links between the GPUs were read anew"), evs[0].Detail)
 }

@@ -18,9 +18,14 @@ type PartitionJSON struct {
 	ID uint64 `json:"id"`
 	// Host is the machine whose GPU is booked, in a ledger many hosts
 	// share (absent in a host's own ledger file).
-	Host           string    `json:"host,omitempty"`
-	Device         int       `json:"device"`
-	DeviceUUID     string    `json:"device_uuid,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Device     int    `json:"device"`
+	DeviceUUID string `json:"device_uuid,omitempty"`
+	// Devices are all the GPUs of a booking of several, device first;
+	// DeviceUUIDs theirs. Absent for a booking of one GPU.
+	Devices        []int     `json:"devices,omitempty"`
+	DeviceUUIDs    []string  `json:"device_uuids,omitempty"`
+	Placement      string    `json:"placement,omitempty"` // why those GPUs, for any several
 	Owner          string    `json:"owner"`
 	UID            int       `json:"uid"`
 	Share          float64   `json:"share"` // fraction of the device's memory, 0..1
@@ -68,7 +73,7 @@ func endedUTC(p domain.Partition, now time.Time) time.Time {
 // JSON returns the booking in its script-facing form, as seen at now.
 func JSON(p domain.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
 	return PartitionJSON{
-		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Owner: p.User, UID: p.UID,
+		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Devices: p.Devices, DeviceUUIDs: p.DeviceUUIDs, Placement: p.Placement, Owner: p.User, UID: p.UID,
 		Share: human.ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
 		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
 		State: domain.Status(p, now, warnLead), Ended: endedUTC(p, now),
@@ -104,8 +109,10 @@ type QueueJSON struct {
 	Position        int       `json:"position"` // 1 is next; 0: leaving or starting at the next placement
 	Owner           string    `json:"owner"`
 	UID             int       `json:"uid"`
-	Host            string    `json:"host,omitempty"` // as in PartitionJSON
-	Device          *int      `json:"device"`         // null: any GPU of the host
+	Host            string    `json:"host,omitempty"`    // as in PartitionJSON
+	Device          *int      `json:"device"`            // null: any GPU of the host
+	Devices         []int     `json:"devices,omitempty"` // the GPUs named, for several
+	GPUs            int       `json:"gpus,omitempty"`    // how many of any GPUs, for several
 	Share           float64   `json:"share,omitempty"`
 	Bytes           uint64    `json:"bytes,omitempty"`
 	DurationSeconds float64   `json:"duration_seconds"`
@@ -118,6 +125,8 @@ type QueueJSON struct {
 	Priority        float64   `json:"priority"`
 	ETA             time.Time `json:"eta,omitzero"`
 	ETADevice       int       `json:"eta_device"`
+	ETADevices      []int     `json:"eta_devices,omitempty"` // for several: the GPUs kept for it from its ETA
+	Placement       string    `json:"placement,omitempty"`   // for any several: why those GPUs
 	Reason          string    `json:"reason"`
 }
 
@@ -126,7 +135,8 @@ func QueueEntryJSON(e admission.QueueEntry, now time.Time) QueueJSON {
 	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Host: e.Host, Share: float64(e.SharePPM) / human.Ppm, Bytes: e.Bytes,
 		DurationSeconds: e.Duration.Seconds(), ComputePercent: e.ComputePct, Created: e.Created.UTC(), NotBefore: e.NotBefore.UTC(),
 		Deadline: e.Deadline.UTC(), WaitedSeconds: now.Sub(e.Created).Seconds(), FairShare: e.Factor, Priority: e.Priority,
-		ETA: e.ETA.UTC(), ETADevice: e.ETADevice, Reason: e.Reason}
+		ETA: e.ETA.UTC(), ETADevice: e.ETADevice, ETADevices: e.ETADevices, Placement: e.Placement, Reason: e.Reason,
+		Devices: e.Devices, GPUs: e.Count}
 	if e.Device != domain.AnyDevice {
 		d := e.Device
 		out.Device = &d

@@ -610,7 +610,7 @@ func (m *Monitor) refreshInventory() error {
 	if err != nil {
 		return fmt.Errorf("list GPUs: %w", err)
 	}
-	if err := m.c.SaveInventory(InventoryOf(m.o.Backend.Name(), devs, m.c.now())); err != nil && !cannotWrite(err) {
+	if err := m.c.SaveInventory(BackendInventory(m.o.Backend, devs, m.c.now())); err != nil && !cannotWrite(err) {
 		return fmt.Errorf("update the GPU inventory: %w", err)
 	}
 	return nil
@@ -664,9 +664,9 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admis
 			}
 		}
 		late := now.Sub(p.Expires)
-		gpu := strconv.Itoa(p.Device)
+		gpu := human.FormatGPUs("", p.GPUs())
 		if !m.c.OnThisHost(p) { // kept for a host whose monitors stopped
-			gpu = human.FormatGPU(p.Host, p.Device)
+			gpu = human.FormatGPUs(p.Host, p.GPUs())
 		}
 		a := Act{Time: now, Kind: domain.EventExpired, Partition: id, User: p.User,
 			Detail: fmt.Sprintf("GPU %s, %s; %d GPU process(es); %s after the deadline%s", gpu, human.FormatPercent(p.SharePPM), n, late.Round(time.Microsecond), kept.endedNote(p))}
@@ -685,7 +685,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admis
 			return nil, err
 		}
 		a := Act{Time: now, Kind: domain.EventWarned, Partition: id, User: p.User,
-			Detail: fmt.Sprintf("%s (GPU %d)", human.EndsIn(p.Expires.Sub(now)), p.Device)}
+			Detail: fmt.Sprintf("%s (GPU %s)", human.EndsIn(p.Expires.Sub(now)), human.FormatGPUs("", p.GPUs()))}
 		if err := m.record(tx, a); err != nil {
 			return nil, err
 		}
@@ -709,7 +709,9 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 	for _, p := range parts {
 		byID[p.ID] = p
 		if p.LiveAt(now) {
-			booked[p.Device] = true
+			for _, d := range p.GPUs() {
+				booked[d] = true
+			}
 		}
 	}
 	// One look per pipe directory and sample.
@@ -771,15 +773,15 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 
 // limitedByMPS says whether MPS holds the process to its booking's memory,
 // so that using more is MPS's to stop: `chronos run` started it in the
-// booking with a memory limit no larger than the booking on the booked
-// GPU, and the daemon its environment names runs now and is one the
+// booking with a memory limit no larger than the booking on each booked
+// GPU, seeing exactly those, and the daemon its environment names runs now and is one the
 // booking can trust (see gpu.MPS.Enforces: root's, or the owner's own in a
 // pipe directory the policy names). A process that merely runs while a
 // daemon does, or whose environment names another daemon or a larger
 // limit, is checked.
 func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a admission.Attribution, p domain.Partition, pol domain.Policy) bool {
-	limit, ok := a.CUDA.MPSMemLimitBytes()
-	if !ok || limit > p.Bytes || a.PartitionID != strconv.FormatUint(p.ID, 10) || !a.CUDA.Sees(p.DeviceUUID, p.Device) {
+	limit, ok := a.CUDA.MPSMemLimitOf(len(p.GPUs()))
+	if !ok || limit > p.Bytes || a.PartitionID != strconv.FormatUint(p.ID, 10) || !a.CUDA.SeesAll(p.UUIDs(), p.GPUs()) {
 		return false
 	}
 	mps := daemon(a.CUDA.MPSPipeDir)

@@ -32,9 +32,9 @@ const idleGPU = 3
 
 func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who domain.Identity, clk clock.Clock) *Client {
 	t.Helper()
-	return NewClient(Options{Ledger: s, As: &who, Clock: clk, Devices: func() (string, []gpu.Device, error) {
+	return NewClient(Options{Ledger: s, As: &who, Clock: clk, Devices: func() (Listing, error) {
 		devs, err := sim.Devices()
-		return sim.Name(), devs, err
+		return Listing{Backend: sim.Name(), Devices: devs}, err
 	}})
 }
 

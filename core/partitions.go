@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -23,7 +24,13 @@ type Request struct {
 	Host string
 	// Device is the GPU's index on that host, or AnyDevice for whichever
 	// of its GPUs has room first.
-	Device   int
+	Device int
+	// Devices are the GPUs of a booking of several named ones (0-3), in
+	// order, Device the first; Count how many of any of the host's GPUs
+	// (any --gpus 4), the best connected with room. A booking of several
+	// holds the same memory share of each, all from one start to one end.
+	Devices  []int
+	Count    int
 	Memory   human.Memory
 	Duration time.Duration
 	// Compute is an optional cap on the share of SMs, in percent (0: none).
@@ -123,8 +130,8 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 	if req.Compute < 0 || req.Compute > 100 {
 		return nil, domain.InputErr("compute share %d%% must be between 1%% and 100%%", req.Compute)
 	}
-	if req.Device < domain.AnyDevice {
-		return nil, domain.InputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
+	if err := checkGPUs(req); err != nil {
+		return nil, err
 	}
 	host, err := c.gpuHost(req.Host)
 	if err != nil {
@@ -132,6 +139,12 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 	}
 	s.ask = domain.Request{Host: host, Device: req.Device, Bytes: req.Memory.Bytes, Duration: req.Duration, ComputePct: req.Compute,
 		UID: s.owner.UID, User: s.owner.User}
+	if len(req.Devices) > 1 {
+		s.ask.Devices = req.Devices
+	}
+	if req.Device == domain.AnyDevice && req.Count > 1 {
+		s.ask.Count = req.Count
+	}
 	if req.Memory.Bytes == 0 {
 		s.ask.SharePPM = int64(math.Round(req.Memory.Fraction * human.Ppm))
 	}
@@ -141,6 +154,30 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 		}
 	}
 	return s, nil
+}
+
+// checkGPUs checks the GPUs a request names against how many it asks
+// for: a list and --gpus must agree, and one GPU named is one GPU.
+func checkGPUs(req Request) error {
+	n := max(1, len(req.Devices))
+	switch {
+	case req.Device < domain.AnyDevice:
+		return domain.InputErr("GPU %d: give an index (0, 1, …) or any", req.Device)
+	case len(req.Devices) > 0 && req.Devices[0] != req.Device:
+		return domain.InputErr("GPU %d is not the first of the GPUs %s", req.Device, human.FormatGPUs("", req.Devices))
+	case req.Count < 0:
+		return domain.InputErr("--gpus %d: ask for 1 GPU or more", req.Count)
+	case req.Count > gpu.MaxGPUIndex+1:
+		return domain.InputErr("--gpus %d: no host has that many GPUs", req.Count)
+	case req.Count == 0, req.Device == domain.AnyDevice:
+	case req.Count != n && len(req.Devices) > 0:
+		return domain.InputErr("GPUs %s are %d, but --gpus asks for %d: name the GPUs or give how many of any (any --gpus %d)",
+			human.FormatGPUs("", req.Devices), n, req.Count, req.Count)
+	case req.Count != n:
+		return domain.InputErr("GPU %d is one GPU, but --gpus asks for %d: name them (%d-%d) or ask for any (any --gpus %d)",
+			req.Device, req.Count, req.Device, req.Device+req.Count-1, req.Count)
+	}
+	return nil
 }
 
 // admit decides s in tx: booked now or ahead, refused, or (with wait) in
@@ -210,10 +247,16 @@ func (c *Client) admit(tx *storage.Tx, s *submission, fetched *domain.Inventory)
 // physically holds allows it (for a booking that starts now).
 func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books, out *domain.Partition, inv domain.Inventory, now time.Time) error {
 	if !out.Start.After(now) {
-		dev, _ := admission.FindDevice(inv, out.Device)
-		s.room = c.availabilityOf(tx, s.ask.Host, inv, admission.CalendarOf(b.Parts), b.Parts, b.Line, dev, now)
-		if err := admitPhysical(b.Pol, s.room, out.Bytes); err != nil {
-			return err
+		cal := admission.CalendarOf(b.Parts)
+		for i, d := range out.GPUs() {
+			dev, _ := admission.FindDevice(inv, d)
+			room := c.availabilityOf(tx, s.ask.Host, inv, cal, b.Parts, b.Line, dev, now)
+			if err := admitPhysical(b.Pol, room, out.Bytes); err != nil {
+				return err
+			}
+			if i == 0 {
+				s.room = room
+			}
 		}
 	}
 	if err := c.book(tx, out, s.owner, ""); err != nil {
@@ -264,11 +307,25 @@ func (c *Client) fetchInventory() (domain.Inventory, error) {
 	if c.devices == nil {
 		return domain.Inventory{}, fmt.Errorf("no GPU inventory: run `chronos stats` once on this machine so chronos can list its GPUs")
 	}
-	backend, devs, err := c.devices()
+	l, err := c.devices()
 	if err != nil {
 		return domain.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
-	return InventoryOf(backend, devs, c.now()), nil
+	return inventoryWith(InventoryOf(l.Backend, l.Devices, c.now()), l.Topology), nil
+}
+
+// BackendInventory is the ledger's form of backend b's GPUs (devs, as it
+// listed them) and how they are linked, as seen on this host.
+func BackendInventory(b gpu.Backend, devs []gpu.Device, now time.Time) domain.Inventory {
+	return inventoryWith(InventoryOf(b.Name(), devs, now), gpu.TopologyOf(b))
+}
+
+// inventoryWith is inv with the links t knows of its GPUs.
+func inventoryWith(inv domain.Inventory, t gpu.Topology) domain.Inventory {
+	if t.Known() {
+		inv.Topology, _ = json.Marshal(t) // a topology always marshals
+	}
+	return inv
 }
 
 // InventoryOf is the ledger's form of a backend's device list, as seen on
@@ -302,9 +359,21 @@ func (c *Client) GPUName(host string, device int) string {
 	return admission.GpuName(c.host, host, device)
 }
 
-// GPUName names the booking's GPU as GPUName does (host:index for another
-// host's GPU).
+// GPUsName names GPUs of a host as people type them: 0-3 on this host,
+// host:0,1 on another.
+func (c *Client) GPUsName(host string, devices []int) string {
+	return admission.GpusName(c.host, host, devices)
+}
+
+// GPUName names the booking's GPUs as GPUsName does (host:index for
+// another host's GPU; 0-3 for several).
 func (p Partition) GPUName() string {
+	if len(p.Devices) > 1 {
+		if p.client == nil {
+			return human.FormatGPUs(p.Host, p.Devices)
+		}
+		return p.client.GPUsName(p.Host, p.Devices)
+	}
 	if p.client == nil {
 		return human.FormatGPU(p.Host, p.Device)
 	}
@@ -492,10 +561,9 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			}
 			cal = append(cal, held...)
 		}
-		dev, _ := admission.FindDevice(b.Invs[p.Host], p.Device)
-		more := admission.Ask{Gpu: admission.GpuOf(p), Uid: p.UID, Share: p.SharePPM, Length: d, Limits: lim}
+		more, fit := b.ExtensionOf(p, d)
 		if blk := cal.Check(more, p.Expires); blk != nil {
-			return fmt.Errorf("extend %d by %s: %w", id, human.FormatDuration(d), b.Refusal(cal, blk, admission.Fit{Dev: dev, Ask: more}, p.Expires, false))
+			return fmt.Errorf("extend %d by %s: %w", id, human.FormatDuration(d), b.Refusal(cal, blk, fit, p.Expires, false))
 		}
 		p.Expires, p.Warned = expires, false
 		if err := tx.PutPartition(&p); err != nil {
@@ -540,7 +608,7 @@ func (c *Client) availabilityOf(tx *storage.Tx, host string, inv domain.Inventor
 	}
 	for _, p := range parts {
 		switch {
-		case admission.GpuOf(p) != g:
+		case p.Host != host || !p.Holds(d.Index):
 		case p.LiveAt(now):
 			a.Bookings++
 		case p.Upcoming(now):
@@ -551,7 +619,7 @@ func (c *Client) availabilityOf(tx *storage.Tx, host string, inv domain.Inventor
 		}
 	}
 	for _, r := range line {
-		if r.Host == host && (r.Device == d.Index || r.Device == domain.AnyDevice) {
+		if r.Host == host && r.Wants(d.Index) {
 			a.Waiting++
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -289,7 +288,7 @@ func TestInventoryIsCachedOnce(t *testing.T) {
 
 func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	calls := 0
-	c := NewClient(Options{Ledger: open(), As: &alice, Devices: func() (string, []gpu.Device, error) {
+	c := NewClient(Options{Ledger: open(), As: &alice, Devices: func() (Listing, error) {
 		calls++
 		return testDevices()
 	}})
@@ -300,7 +299,7 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	require.Equal(t, 1, calls)
 
 	failing := NewClient(Options{Ledger: storetest.Bolt(t)(), As: &alice,
-		Devices: func() (string, []gpu.Device, error) { return "", nil, errors.New("NVML: no driver") }})
+		Devices: func() (Listing, error) { return Listing{}, errors.New("NVML: no driver") }})
 	_, err := failing.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.ErrorContains(t, err, "list GPUs: NVML: no driver")
 }

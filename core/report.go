@@ -102,19 +102,29 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 			return err
 		}
 		for _, p := range parts {
-			keys := keysOf(p.UID, p.User)
-			if by == ReportByGPU {
-				key := c.GPUName(p.Host, p.Device)
-				keys, gpus[key] = []string{key}, gpuKey{c.otherHost(p.Host), p.Device}
-			}
 			f := bookingFigures(p, usage[p.ID], from, now)
 			if at, ok := signalled[p.ID]; ok && f.expired == 1 && !at.Before(p.Expires) {
 				f.forced = 1
 			}
-			for _, key := range keys {
-				row(key).add(f)
-			}
 			total.add(f)
+			if by != ReportByGPU {
+				for _, key := range keysOf(p.UID, p.User) {
+					row(key).add(f)
+				}
+				continue
+			}
+			// By GPU: a booking of several counts on each of its GPUs
+			// as a booking of that GPU alone.
+			for _, d := range p.GPUs() {
+				key := c.GPUName(p.Host, d)
+				gpus[key] = gpuKey{c.otherHost(p.Host), d}
+				g := f
+				if len(p.Devices) > 1 {
+					g = bookingFigures(p.On(d), usage[p.ID], from, now)
+					g.forced = f.forced
+				}
+				row(key).add(g)
+			}
 		}
 		if by == ReportByGPU {
 			return nil
@@ -213,7 +223,7 @@ func bookingFigures(p domain.Partition, u domain.BookingUsage, from, to time.Tim
 	held := admission.Earlier(end, to).Sub(p.Start) // a booking made ahead holds from its start
 	inside := admission.Earlier(end, to).Sub(admission.Later(p.Start, from))
 	if held > 0 && inside > 0 {
-		share := human.ShareOf(p.SharePPM)
+		share := human.ShareOf(p.TotalPPM())
 		part := inside.Seconds() / held.Seconds()
 		f.booked = share * inside.Seconds()
 		f.used = u.GPUTime.Seconds() * part

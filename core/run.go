@@ -125,7 +125,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 			return RunResult{}, err
 		}
 		p, booked = got.Partition, true
-		say("booked %d: %s (%s) of GPU %d until %s", p.ID, human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), p.Device, human.FormatTime(p.Expires, c.now()))
+		say("booked %d: %s (%s) of GPU %s until %s", p.ID, human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), human.FormatGPUs("", p.GPUs()), human.FormatTime(p.Expires, c.now()))
 		if w := got.Room.Warning(p.Bytes); w != "" {
 			say("warning: %s", w)
 		}
@@ -392,7 +392,7 @@ func claimSignal(c *Client, p domain.Partition, act claimAct, pid int, start uin
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
-			if err := c.event(tx, domain.EventExpired, cur, fmt.Sprintf("GPU %d, %s; ended by chronos run; %s after the deadline", cur.Device, human.FormatPercent(cur.SharePPM), late)); err != nil {
+			if err := c.event(tx, domain.EventExpired, cur, fmt.Sprintf("GPU %s, %s; ended by chronos run; %s after the deadline", human.FormatGPUs("", cur.GPUs()), human.FormatPercent(cur.SharePPM), late)); err != nil {
 				return err
 			}
 			more = true // the room it held goes to the line at once
@@ -432,14 +432,19 @@ func exitCodeOf(err error) int {
 // the limits.
 func RunEnv(base []string, p domain.Partition, mps gpu.MPS) []string {
 	id := strconv.FormatUint(p.ID, 10)
-	ours := append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
+	ours := append(gpu.VisibleEnvOf(p.UUIDs(), p.GPUs()),
 		gpu.BookingEnv+"="+id,
 		gpu.PartitionEnv+"="+id,
 		"CHRONOS_EXPIRES_AT="+p.Expires.UTC().Format(time.RFC3339Nano),
 		"CHRONOS_DEADLINE_UNIX="+strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64))
 	if mps.Running {
-		// The command sees one device, so the limit names device 0.
-		ours = append(ours, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))
+		// The command counts the devices it sees from 0: the limit names
+		// each.
+		limits := make([]string, len(p.GPUs()))
+		for i := range limits {
+			limits[i] = fmt.Sprintf("%d=%dM", i, p.Bytes>>20)
+		}
+		ours = append(ours, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="+strings.Join(limits, ","))
 		if p.ComputePct > 0 {
 			ours = append(ours, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(p.ComputePct))
 		}

@@ -29,12 +29,15 @@ func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
 	// one; storing it is a courtesy (a read-only ledger just doesn't get it).
 	_ = c.saveReading(admission.ReadingOf(s, st.Processes, now))
 	for _, p := range raw {
-		if p.LiveAt(now) {
-			b := st.Booked[p.Device]
+		if !p.LiveAt(now) {
+			continue
+		}
+		for _, d := range p.GPUs() {
+			b := st.Booked[d]
 			b.PPM += p.SharePPM
 			b.Bytes += p.Bytes
 			b.Count++
-			st.Booked[p.Device] = b
+			st.Booked[d] = b
 		}
 	}
 	return st, nil

@@ -57,11 +57,11 @@ const testGPUMemory = 80 << 30
 const testBackend = "test"
 
 // testDevices is a DeviceSource of two 80 GiB GPUs.
-func testDevices() (string, []gpu.Device, error) {
-	return testBackend, []gpu.Device{
+func testDevices() (Listing, error) {
+	return Listing{Backend: testBackend, Devices: []gpu.Device{
 		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: testGPUMemory},
 		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: testGPUMemory},
-	}, nil
+	}}, nil
 }
 
 func newTestClient(t *testing.T, clock *clock.Fake, who domain.Identity) *Client {

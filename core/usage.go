@@ -70,7 +70,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 			}
 			for _, p := range b.Parts {
 				if p.UID == uid && p.Upcoming(now) {
-					u.Ahead += float64(p.SharePPM) / human.Ppm
+					u.Ahead += float64(p.TotalPPM()) / human.Ppm
 				}
 			}
 			for _, r := range b.Line {

@@ -71,35 +71,72 @@ func (e CUDAEnv) ServedBy(m MPS) bool {
 // Sees says whether the environment shows CUDA exactly the NVIDIA GPU of
 // uuid and index, as `chronos run` sets it (see VisibleEnv).
 func (e CUDAEnv) Sees(uuid string, index int) bool {
-	return e.VisibleDevices == cudaDevice(uuid, index)
+	return e.SeesAll([]string{uuid}, []int{index})
+}
+
+// SeesAll says whether the environment shows CUDA exactly the GPUs named,
+// in order, as `chronos run` sets it for a booking of several.
+func (e CUDAEnv) SeesAll(uuids []string, indices []int) bool {
+	return e.VisibleDevices == CUDADevices(uuids, indices)
 }
 
 // MPSMemLimitBytes is the device memory limit the environment sets for the
 // first device the process sees (the one `chronos run` lets it see), in
 // bytes; ok is false when none is set or it cannot be read.
 func (e CUDAEnv) MPSMemLimitBytes() (limit uint64, ok bool) {
+	return e.MPSMemLimitOf(1)
+}
+
+// MPSMemLimitOf is the largest device memory limit the environment sets
+// for the first n devices the process sees (a booking of n GPUs), in
+// bytes; ok is false when one of them has none, or one cannot be read.
+func (e CUDAEnv) MPSMemLimitOf(n int) (limit uint64, ok bool) {
+	all := uint64(0) // a limit without a device applies to every device
+	per := map[string]uint64{}
 	for _, entry := range strings.Split(e.MPSMemLimit, ",") {
 		dev, value, hasDev := strings.Cut(strings.TrimSpace(entry), "=")
 		if !hasDev {
 			value = dev
-		} else if dev != "0" {
-			continue
 		}
-		m := memValueRE.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(value)))
-		if m == nil {
+		v, ok := mpsBytes(value)
+		if !ok {
 			return 0, false
 		}
-		n, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			return 0, false
+		if hasDev {
+			per[strings.TrimSpace(dev)] = v
+		} else {
+			all = v
 		}
-		shift := map[string]uint{"K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
-		if n > math.MaxUint64>>shift {
-			return 0, false
-		}
-		return n << shift, true
 	}
-	return 0, false
+	for i := range max(n, 1) {
+		v, set := per[strconv.Itoa(i)]
+		switch {
+		case set:
+		case all > 0:
+			v = all
+		default:
+			return 0, false
+		}
+		limit = max(limit, v)
+	}
+	return limit, true
+}
+
+// mpsBytes reads one limit of CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: 4096M, 2G.
+func mpsBytes(value string) (uint64, bool) {
+	m := memValueRE.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(value)))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	shift := map[string]uint{"K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
+	if n > math.MaxUint64>>shift {
+		return 0, false
+	}
+	return n << shift, true
 }
 
 var memValueRE = regexp.MustCompile(`^([0-9]+)([KMGT])B?$`)

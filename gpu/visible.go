@@ -22,16 +22,43 @@ import (
 //
 // A DRM GPU that is no longer in /sys/class/drm is named -1: nothing.
 func VisibleEnv(uuid string, index int) []string {
-	driver, slot, drm := strings.Cut(uuid, "-")
+	return VisibleEnvOf([]string{uuid}, []int{index})
+}
+
+// VisibleEnvOf is VisibleEnv for a booking of several GPUs of one host,
+// uuids[i] and indices[i] naming each: the command sees them all, in that
+// order, and counts them from 0.
+func VisibleEnvOf(uuids []string, indices []int) []string {
+	driver, _, drm := strings.Cut(uuids[0], "-")
 	vendor := drmDrivers[driver]
 	if !drm || vendor == "" {
-		return []string{"CUDA_VISIBLE_DEVICES=" + cudaDevice(uuid, index)}
+		return []string{"CUDA_VISIBLE_DEVICES=" + CUDADevices(uuids, indices)}
 	}
-	selector := drmSelector(drmRoot(), vendor, slot)
+	selectors := make([]string, len(uuids))
+	counted := make([]string, len(uuids))
+	for i, uuid := range uuids {
+		_, slot, _ := strings.Cut(uuid, "-")
+		selectors[i], counted[i] = drmSelector(drmRoot(), vendor, slot), strconv.Itoa(i)
+	}
 	if vendor == vendorAMD {
-		return []string{"ROCR_VISIBLE_DEVICES=" + selector, "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0"}
+		inner := strings.Join(counted, ",")
+		return []string{"ROCR_VISIBLE_DEVICES=" + strings.Join(selectors, ","), "HIP_VISIBLE_DEVICES=" + inner, "CUDA_VISIBLE_DEVICES=" + inner}
 	}
-	return []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=" + selector}
+	return []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=" + strings.Join(selectors, ",")}
+}
+
+// CUDADevices is CUDA_VISIBLE_DEVICES for the NVIDIA GPUs named: each by
+// UUID where NVML gave one, else by index.
+func CUDADevices(uuids []string, indices []int) string {
+	names := make([]string, len(indices))
+	for i, index := range indices {
+		uuid := ""
+		if i < len(uuids) {
+			uuid = uuids[i]
+		}
+		names[i] = cudaDevice(uuid, index)
+	}
+	return strings.Join(names, ",")
 }
 
 // cudaDevice names an NVIDIA GPU by UUID when NVML gave one, else by index.

@@ -92,7 +92,9 @@ func InspectRecords(tx *Tx, d *Diagnosis, now time.Time) (have Counters) {
 			d.Problem("partition %d is live but missing from the live index (admission would not count it)", id)
 		}
 		if p.LiveAt(now) {
-			used[gpuAt{p.Host, p.Device}] += p.SharePPM
+			for _, d := range p.GPUs() {
+				used[gpuAt{p.Host, d}] += p.SharePPM
+			}
 		}
 	}
 	for _, g := range slices.SortedFunc(maps.Keys(used), func(a, b gpuAt) int {

@@ -52,8 +52,22 @@ func InvalidPartition(p domain.Partition, id uint64) string {
 		return fmt.Sprintf("share %d ppm is outside (0, 100%%]", p.SharePPM)
 	case p.Device < 0:
 		return fmt.Sprintf("device %d", p.Device)
+	case len(p.Devices) > 0 && (p.Devices[0] != p.Device || len(p.DeviceUUIDs) != len(p.Devices) || !distinct(p.Devices)):
+		return fmt.Sprintf("its GPUs %v (device %d, %d UUIDs) do not hold together", p.Devices, p.Device, len(p.DeviceUUIDs))
 	case !p.Expires.After(p.Created):
 		return "ends before it starts"
 	}
 	return ""
+}
+
+// distinct says whether no GPU is named twice, none negative.
+func distinct(devices []int) bool {
+	seen := map[int]bool{}
+	for _, d := range devices {
+		if d < 0 || seen[d] {
+			return false
+		}
+		seen[d] = true
+	}
+	return true
 }

@@ -163,7 +163,7 @@ type bookingCells struct {
 	id      uint64
 	host    string
 	user    string
-	device  int
+	gpus    string // 0, or 0-3 for a booking of several
 	booked  string
 	inUse   string
 	over    bool // its processes use more memory than booked
@@ -283,7 +283,7 @@ func (t *bookingsTab) device() (int, bool) {
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
-	c := bookingCells{id: r.ID, host: r.Host, user: r.User, device: r.Device, procs: r.procs, mine: r.mine, command: Printable(r.command),
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, gpus: human.FormatGPUs("", r.GPUs()), procs: r.procs, mine: r.mine, command: Printable(r.command),
 		booked: human.FormatPercent(r.SharePPM) + " " + human.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	switch c.status {
@@ -342,7 +342,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	if selected || c.status.Ended() {
 		// One style over the whole line: the highlight unbroken, or the
 		// whole row faded.
-		line := cols.join(string(mark), id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+		line := cols.join(string(mark), id, host, owner, cell(bkGPU, c.gpus), cell(bkShare, c.booked), inUse, left,
 			bar(c.elapsed, barW, nil, nil), state, cell(bkProcs, strconv.Itoa(c.procs)), cell(bkCommand, c.command))
 		if selected {
 			return st.Selected.Render(fit(line, width))
@@ -371,7 +371,7 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	if c.mine {
 		markCell = st.Mine.Render(markCell)
 	}
-	line := cols.join(markCell, id, host, owner, cell(bkGPU, strconv.Itoa(c.device)), cell(bkShare, c.booked), inUse, left,
+	line := cols.join(markCell, id, host, owner, cell(bkGPU, c.gpus), cell(bkShare, c.booked), inUse, left,
 		bar(c.elapsed, barW, filled, &st.TimeEmpty), state, cell(bkProcs, strconv.Itoa(c.procs)), st.Faint.Render(cell(bkCommand, c.command)))
 	return cut(line, width)
 }

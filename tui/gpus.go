@@ -35,13 +35,15 @@ func bookedSegments(parts []core.Partition, attrs []admission.Attribution, seen 
 		if !p.LiveAt(now) {
 			continue
 		}
-		s := segs[p.Device]
-		if i := slices.IndexFunc(s, func(s segment) bool { return s.user == p.User }); i >= 0 {
-			s[i].share += p.SharePPM
-		} else {
-			s = append(s, segment{user: p.User, share: p.SharePPM, seen: seen})
+		for _, d := range p.GPUs() { // a booking of several is on each one's bar
+			s := segs[d]
+			if i := slices.IndexFunc(s, func(s segment) bool { return s.user == p.User }); i >= 0 {
+				s[i].share += p.SharePPM
+			} else {
+				s = append(s, segment{user: p.User, share: p.SharePPM, seen: seen})
+			}
+			segs[d] = s
 		}
-		segs[p.Device] = s
 	}
 	for _, a := range attrs {
 		if a.Partition == 0 || (a.Verdict != admission.Booked && a.Verdict != admission.OverBudget) {
@@ -68,8 +70,10 @@ func nextBookings(parts []core.Partition, now time.Time) map[int]upcoming {
 		if !p.Upcoming(now) {
 			continue
 		}
-		if n, ok := next[p.Device]; !ok || p.Start.Before(n.start) {
-			next[p.Device] = upcoming{segment: segment{user: p.User, share: p.SharePPM}, start: p.Start}
+		for _, d := range p.GPUs() {
+			if n, ok := next[d]; !ok || p.Start.Before(n.start) {
+				next[d] = upcoming{segment: segment{user: p.User, share: p.SharePPM}, start: p.Start}
+			}
 		}
 	}
 	return next

@@ -81,9 +81,9 @@ func newWorld(t testing.TB, gpus int) *world {
 func (w *world) as(id domain.Identity) *core.Client {
 	return core.NewClient(core.Options{
 		Ledger: w.ledger,
-		Devices: func() (string, []gpu.Device, error) {
+		Devices: func() (core.Listing, error) {
 			d, err := w.sim.Devices()
-			return w.sim.Name(), d, err
+			return core.Listing{Backend: w.sim.Name(), Devices: d}, err
 		},
 		Clock: w.clock,
 		As:    &id,

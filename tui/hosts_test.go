@@ -33,9 +33,9 @@ func labHost(s storage.Store, host string, who domain.Identity) (*core.Client, *
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
 	// The GPUs as stand-ins for real ones: a ledger many hosts share
 	// records no simulated GPUs but root's.
-	c := core.NewClient(core.Options{Ledger: s, Host: host, As: &who, Devices: func() (string, []gpu.Device, error) {
+	c := core.NewClient(core.Options{Ledger: s, Host: host, As: &who, Devices: func() (core.Listing, error) {
 		d, err := sim.Devices()
-		return "test", d, err
+		return core.Listing{Backend: "test", Devices: d}, err
 	}})
 	return c, sim
 }
@@ -107,9 +107,9 @@ func TestGoldenHostsCut(t *testing.T) {
 	host := func(name string, who domain.Identity) (*core.Client, *gpu.Sim) {
 		sim := gpu.NewSim(gpu.SimOptions{Count: 4, Now: still.Now})
 		s := open()
-		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Clock: still, Devices: func() (string, []gpu.Device, error) {
+		c := core.NewClient(core.Options{Ledger: s, Host: name, As: &who, Clock: still, Devices: func() (core.Listing, error) {
 			d, err := sim.Devices()
-			return "test", d, err
+			return core.Listing{Backend: "test", Devices: d}, err
 		}})
 		return c, sim
 	}

@@ -138,19 +138,9 @@ func (t *queueTab) device() (int, bool) {
 // requestGPU names the GPU a request asks for as this host's people type
 // it: 0, gpu3:0, any; and where its ETA places it when it asked for any.
 func requestGPU(e admission.QueueEntry, here string) string {
-	host := e.Host
-	if host == here {
-		host = ""
-	}
-	if e.Device != domain.AnyDevice {
-		return human.FormatGPU(host, e.Device)
-	}
-	name := "any"
-	if host != "" {
-		name = host + ":any"
-	}
-	if !e.ETA.IsZero() {
-		name += "→" + strconv.Itoa(e.ETADevice)
+	name := admission.AskedGPUs(here, e.Request)
+	if e.Device == domain.AnyDevice && !e.ETA.IsZero() {
+		name += "→" + human.FormatGPUs("", e.ETAGPUs())
 	}
 	return name
 }

@@ -31,7 +31,14 @@ func WriteBooking(w io.Writer, p core.Partition, procs []admission.Attribution, 
 		field("state", "%s, %s left, until %s", status, Countdown(p.Expires.Sub(now)), human.FormatTime(p.Expires, now))
 	}
 	field("created", "%s", human.FormatTime(p.Created, now))
-	field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
+	if len(p.Devices) > 1 {
+		field("GPUs", "%s %s", human.FormatGPUs("", p.Devices), strings.Join(p.DeviceUUIDs, " "))
+		if p.Placement != "" {
+			field("placed", "%s", Printable(p.Placement))
+		}
+	} else {
+		field("GPU", "%d %s", p.Device, orDash(p.DeviceUUID))
+	}
 	if p.ComputePct > 0 {
 		field("compute", "%s", computeCap(p))
 	}

@@ -72,7 +72,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		if hosts {
 			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), p.Device,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), human.FormatGPUs("", p.GPUs()),
 			human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
 			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
 			core.FormatIdle(p.Partition, p.Usage, now), status, compute)

@@ -63,7 +63,12 @@ func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribut
 		byID[p.ID] = p
 	}
 	var out []Attribution
-	used := map[uint64]uint64{}
+	// A booking's budget is its bytes on each of its GPUs.
+	type onGPU struct {
+		id     uint64
+		device int
+	}
+	used := map[onGPU]uint64{}
 	for _, d := range s.Devices {
 		for _, proc := range d.Processes {
 			if proc.MPSServer {
@@ -73,7 +78,7 @@ func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribut
 			a := Attribution{Process: proc, Device: d.Index, Verdict: Unbooked}
 			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
 				switch p, ok := byID[id]; {
-				case !ok || p.Device != d.Index:
+				case !ok || !p.Holds(d.Index):
 				case p.Upcoming(now):
 					// A process naming a booking that has not started
 					// runs on no booking: unbooked.
@@ -95,7 +100,7 @@ func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribut
 			}
 			if a.Partition != 0 && a.Verdict != Ended {
 				a.Verdict = Booked
-				used[a.Partition] += proc.MemoryUsed
+				used[onGPU{a.Partition, d.Index}] += proc.MemoryUsed
 			}
 			out = append(out, a)
 		}
@@ -103,7 +108,7 @@ func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribut
 	for i, a := range out {
 		// A booking of no bytes is on a GPU whose size the driver does not
 		// report (Intel): it has no budget to be over.
-		if b := byID[a.Partition].Bytes; a.Verdict == Booked && b > 0 && used[a.Partition] > b {
+		if b := byID[a.Partition].Bytes; a.Verdict == Booked && b > 0 && used[onGPU{a.Partition, a.Device}] > b {
 			out[i].Verdict = OverBudget
 		}
 	}
@@ -116,7 +121,7 @@ func ownersBooking(parts []domain.Partition, uid, device int, now time.Time) (do
 	var best domain.Partition
 	found := false
 	for _, p := range parts {
-		if p.UID == uid && p.Device == device && p.LiveAt(now) && (!found || p.Expires.After(best.Expires)) {
+		if p.UID == uid && p.Holds(device) && p.LiveAt(now) && (!found || p.Expires.After(best.Expires)) {
 			best, found = p, true
 		}
 	}
@@ -134,7 +139,7 @@ func ownersExpiredBooking(parts []domain.Partition, proc gpu.Process, device int
 	var best domain.Partition
 	found := false
 	for _, p := range parts {
-		if p.UID != proc.UID || p.Device != device || p.State == domain.Released {
+		if p.UID != proc.UID || !p.Holds(device) || p.State == domain.Released {
 			continue
 		}
 		// Expired, or past its deadline and not flipped yet; one live or

@@ -17,7 +17,14 @@ type GpuID struct {
 	Device int
 }
 
-func GpuOf(p domain.Partition) GpuID { return GpuID{Host: p.Host, Device: p.Device} }
+// GpusOf are the GPUs a booking holds.
+func GpusOf(p domain.Partition) []GpuID {
+	gs := make([]GpuID, 0, 1)
+	for _, d := range p.GPUs() {
+		gs = append(gs, GpuID{Host: p.Host, Device: d})
+	}
+	return gs
+}
 
 // noGPU marks a slot that holds no GPU: what an ended booking held, which
 // only quotas and reports look back on.
@@ -35,13 +42,18 @@ type slot struct {
 	request    uint64 // a place kept for this waiting request; 0: a booking
 }
 
-// slotOf is the interval a booking holds (or held) its share.
-func slotOf(p domain.Partition) slot {
+// slotsOf are the intervals a booking holds (or held) its share: one on
+// each of its GPUs.
+func slotsOf(p domain.Partition) []slot {
 	end := p.Expires
 	if p.State == domain.Released && p.Ended.Before(end) {
 		end = p.Ended
 	}
-	return slot{gpu: GpuOf(p), uid: p.UID, share: p.SharePPM, start: p.Start, end: end}
+	ss := make([]slot, 0, 1)
+	for _, g := range GpusOf(p) {
+		ss = append(ss, slot{gpu: g, uid: p.UID, share: p.SharePPM, start: p.Start, end: end})
+	}
+	return ss
 }
 
 // Calendar is the slots that admission weighs a request against.
@@ -51,8 +63,10 @@ type Calendar []slot
 func CalendarOf(parts []domain.Partition) Calendar {
 	cal := make(Calendar, 0, len(parts))
 	for _, p := range parts {
-		if s := slotOf(p); s.end.After(s.start) {
-			cal = append(cal, s)
+		for _, s := range slotsOf(p) {
+			if s.end.After(s.start) {
+				cal = append(cal, s)
+			}
 		}
 	}
 	return cal
@@ -123,17 +137,43 @@ func (c Calendar) GpuSeconds(uid int, from, to time.Time) float64 {
 	return sum
 }
 
-// Ask is one request weighed against the calendar on one GPU.
+// Ask is one request weighed against the calendar on one GPU, or on
+// several of one host together: Share of each, all or nothing.
 type Ask struct {
-	Gpu    GpuID
+	Gpu GpuID // the GPU, the first of them when there are several
+	// Gang are the indices of all the GPUs on Gpu's host when there are
+	// several, Gpu's first; nil for one.
+	Gang   []int
 	Uid    int
-	Share  int64
+	Share  int64 // of each GPU
 	Length time.Duration
 	Limits Limits
 }
 
-func (a Ask) slot(start time.Time, request uint64) slot {
-	return slot{gpu: a.Gpu, uid: a.Uid, share: a.Share, start: start, end: start.Add(a.Length), request: request}
+// gpus are the GPUs a asks for.
+func (a Ask) gpus() []GpuID {
+	if len(a.Gang) == 0 {
+		return []GpuID{a.Gpu}
+	}
+	gs := make([]GpuID, len(a.Gang))
+	for i, d := range a.Gang {
+		gs[i] = GpuID{Host: a.Gpu.Host, Device: d}
+	}
+	return gs
+}
+
+// total is what a holds on all its GPUs together, in parts per million
+// of a GPU: what quotas count.
+func (a Ask) total() int64 { return a.Share * int64(max(1, len(a.Gang))) }
+
+// slots are the places a takes from start: one on each of its GPUs.
+func (a Ask) slots(start time.Time, request uint64) []slot {
+	gs := a.gpus()
+	ss := make([]slot, len(gs))
+	for i, g := range gs {
+		ss[i] = slot{gpu: g, uid: a.Uid, share: a.Share, start: start, end: start.Add(a.Length), request: request}
+	}
+	return ss
 }
 
 // Why a request cannot start at an instant.
@@ -156,6 +196,7 @@ type blocker struct {
 	kind   string
 	gpu    GpuID
 	figure float64
+	asked  int // GPUs asked, when too few have room (blockedCount)
 }
 
 // Check says what stops a starting at start; nil: nothing.
@@ -174,7 +215,9 @@ func (c Calendar) Check(a Ask, start time.Time) *blocker {
 func (c Calendar) HoursPeak(a Ask, start time.Time) (float64, bool) {
 	w := a.Limits.HoursWindow
 	limit := *a.Limits.UserHours * 3600
-	fresh := Calendar{a.slot(start, 0)}
+	// One slot of the whole share stands for the gang's: quotas count
+	// N GPUs at a share each as N shares.
+	fresh := Calendar{{gpu: a.Gpu, uid: a.Uid, share: a.total(), start: start, end: start.Add(a.Length)}}
 	var mine Calendar
 	for _, s := range c {
 		if s.uid == a.Uid && s.end.After(start.Add(-w)) {
@@ -252,9 +295,9 @@ func (a Ask) never() *blocker {
 	switch {
 	case a.Limits.Exempt:
 		return nil
-	case a.Limits.UserGPUs != nil && float64(a.Share) > *a.Limits.UserGPUs*human.Ppm+0.5:
+	case a.Limits.UserGPUs != nil && float64(a.total()) > *a.Limits.UserGPUs*human.Ppm+0.5:
 		return &blocker{kind: blockedGPUs, gpu: a.Gpu}
-	case a.Limits.UserHours != nil && float64(a.Share)/human.Ppm*a.Length.Hours() > *a.Limits.UserHours+1e-9:
+	case a.Limits.UserHours != nil && a.gpuHours() > *a.Limits.UserHours+1e-9:
 		return &blocker{kind: blockedHours, gpu: a.Gpu}
 	}
 	return nil
@@ -310,39 +353,66 @@ func trackIn[K comparable](m map[K]*track, k K) *track {
 	return t
 }
 
-// weighing is one request weighed against a layout: what its GPU and its
-// owner hold, as steps.
+// weighing is one request weighed against a layout: what each of its
+// GPUs and its owner hold, as steps.
 type weighing struct {
-	a            Ask
-	booked, kept steps // the GPU's bookings; and with the places kept
-	mine         steps // the owner's, on every GPU and host (user-gpus)
-	mineSlots    Calendar
+	a         Ask
+	gpus      []GpuID
+	booked    []steps // each GPU's bookings
+	kept      []steps // and with the places kept
+	mine      steps   // the owner's, on every GPU and host (user-gpus)
+	mineSlots Calendar
 }
 
 func (l *layout) weigh(a Ask) weighing {
-	g, u := trackIn(l.gpus, a.Gpu), trackIn(l.users, a.Uid)
-	w := weighing{a: a, booked: g.booked, kept: g.all, mineSlots: u.slots}
+	u := trackIn(l.users, a.Uid)
+	w := weighing{a: a, gpus: a.gpus(), mineSlots: u.slots}
+	for _, g := range w.gpus {
+		t := trackIn(l.gpus, g)
+		w.booked, w.kept = append(w.booked, t.booked), append(w.kept, t.all)
+	}
 	if a.Limits.UserGPUs != nil && !a.Limits.Exempt {
 		w.mine = u.all
 	}
 	return w
 }
 
-// check says what stops the request starting at start; nil: nothing.
+// check says what stops the request starting at start; nil: nothing. A
+// booked GPU stops it before a kept place on another: what is booked
+// frees only when a booking ends.
 func (w weighing) check(start time.Time) *blocker {
+	if blk := w.room(start); blk != nil {
+		return blk
+	}
+	return w.quota(start)
+}
+
+// room says which of the request's GPUs lacks room from start.
+func (w weighing) room(start time.Time) *blocker {
 	a := w.a
 	end := start.Add(a.Length)
-	if used := w.booked.mostIn(start, end); used+a.Share > human.Ppm {
-		return &blocker{kind: blockedDevice, gpu: a.Gpu, figure: float64(used)}
+	for i, g := range w.gpus {
+		if used := w.booked[i].mostIn(start, end); used+a.Share > human.Ppm {
+			return &blocker{kind: blockedDevice, gpu: g, figure: float64(used)}
+		}
 	}
-	if used := w.kept.mostIn(start, end); used+a.Share > human.Ppm {
-		return &blocker{kind: blockedReserved, gpu: a.Gpu, figure: float64(used)}
+	for i, g := range w.gpus {
+		if used := w.kept[i].mostIn(start, end); used+a.Share > human.Ppm {
+			return &blocker{kind: blockedReserved, gpu: g, figure: float64(used)}
+		}
 	}
+	return nil
+}
+
+// quota says which of the owner's quotas stops the request from start.
+func (w weighing) quota(start time.Time) *blocker {
+	a := w.a
+	end := start.Add(a.Length)
 	if a.Limits.Exempt {
 		return nil
 	}
 	if lim := a.Limits.UserGPUs; lim != nil {
-		if held := w.mine.mostIn(start, end); float64(held+a.Share) > *lim*human.Ppm+0.5 {
+		if held := w.mine.mostIn(start, end); float64(held+a.total()) > *lim*human.Ppm+0.5 {
 			return &blocker{kind: blockedGPUs, gpu: a.Gpu, figure: float64(held)}
 		}
 	}
@@ -368,16 +438,16 @@ func (l *layout) earliest(a Ask, from time.Time) (time.Time, *blocker) {
 	if a.Limits.UserHours != nil && !a.Limits.Exempt {
 		return w.earliestByHours(l, from), first
 	}
-	// Room on the GPU, and under user-gpus, can each only appear where one
-	// of its slots ends: go from the first instant with room on the GPU
-	// to the first with room under the quota, and back, until both hold.
-	gpuRoom := human.Ppm - a.Share
-	quotaRoom := int64(math.MaxInt64) // no user-gpus: only the GPU stops it
+	// Room on each GPU, and under user-gpus, can each only appear where
+	// one of its slots ends: go from the first instant with room on every
+	// GPU to the first with room under the quota, and back, until both
+	// hold.
+	quotaRoom := int64(math.MaxInt64) // no user-gpus: only the GPUs stop it
 	if lim := a.Limits.UserGPUs; lim != nil {
-		quotaRoom = int64(math.Floor(*lim*human.Ppm+0.5)) - a.Share
+		quotaRoom = int64(math.Floor(*lim*human.Ppm+0.5)) - a.total()
 	}
 	for t, ok := from, true; ok; {
-		if t, ok = w.kept.roomFrom(t, a.Length, gpuRoom); !ok || w.check(t) == nil {
+		if t, ok = w.roomFrom(t); !ok || w.check(t) == nil {
 			return t, first
 		}
 		// Only user-gpus stops it at t.
@@ -387,6 +457,26 @@ func (l *layout) earliest(a Ask, from time.Time) (time.Time, *blocker) {
 	}
 	// Not reached for a request never() allows; fail safe, not forever.
 	return time.Time{}, first
+}
+
+// roomFrom is the first start at or after t when every GPU of the
+// request has room over its length: each GPU's first start moves the
+// others' on, until all agree.
+func (w weighing) roomFrom(t time.Time) (time.Time, bool) {
+	room := human.Ppm - w.a.Share
+	for moved := true; moved; {
+		moved = false
+		for _, k := range w.kept {
+			next, ok := k.roomFrom(t, w.a.Length, room)
+			if !ok {
+				return time.Time{}, false
+			}
+			if next.After(t) {
+				t, moved = next, true
+			}
+		}
+	}
+	return t, true
 }
 
 // earliestByHours is earliest under an hours quota, which frees as old
@@ -402,8 +492,10 @@ func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
 			at = append(at, t)
 		}
 	}
-	for _, s := range trackIn(l.gpus, a.Gpu).slots {
-		consider(s.end)
+	for _, g := range w.gpus {
+		for _, s := range trackIn(l.gpus, g).slots {
+			consider(s.end)
+		}
 	}
 	win := a.Limits.HoursWindow
 	for _, s := range w.mineSlots {

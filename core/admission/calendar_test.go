@@ -172,7 +172,7 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 		a := Ask{Gpu: GpuID{Device: 0}, Uid: 0, Share: int64(1+rng.IntN(10)) * 100_000, Length: time.Duration(1+rng.IntN(10)) * time.Second,
 			Limits: Limits{UserHours: new(float64(1+rng.IntN(40)) / 3600), HoursWindow: w, Share: 1}}
 		start := at(rng.IntN(120))
-		fresh := a.slot(start, 0)
+		fresh := a.slots(start, 0)[0]
 		fullest := -1.0
 		olds := map[float64]bool{} // what the user had in each fullest window
 		// The window ending at start stands for those ending a moment after,

@@ -43,13 +43,19 @@ func shareOf(m human.Memory, dev domain.Device) (int64, uint64, error) {
 	return share, BytesOf(share, dev.MemoryTotal), nil
 }
 
-// overbooked says why f's GPU cannot take it from start: what is free
-// over the time asked and what was asked (rounded so that the free figure
-// never looks enough), who holds the rest and over when, and which GPUs
-// have room for the request over that time, its own host's first, when it
-// could move there (others).
-func (b *Books) overbooked(cal Calendar, f Fit, start time.Time, others bool) string {
-	g, dev, share, end := f.Ask.Gpu, f.Dev, f.Ask.Share, start.Add(f.Ask.Length)
+// overbooked says why GPU g of f's cannot take it from start: what is
+// free over the time asked and what was asked (rounded so that the free
+// figure never looks enough), who holds the rest and over when, and which
+// GPUs have room for the request over that time, its own host's first,
+// when it could move there (others: not for a booking of several).
+func (b *Books) overbooked(cal Calendar, g GpuID, f Fit, start time.Time, others bool) string {
+	dev, share, end := f.Dev(), f.Ask.Share, start.Add(f.Ask.Length)
+	for _, d := range f.Devs {
+		if d.Index == g.Device {
+			dev = d
+		}
+	}
+	others = others && len(f.Devs) < 2
 	free := max(0, human.Ppm-cal.Peak(onGPU(g), start, end))
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "GPU %s has %s (%s) free", b.gpuName(g), human.FormatPercentDown(free), human.FormatBytesDown(BytesOf(free, dev.MemoryTotal)))
@@ -59,7 +65,7 @@ func (b *Books) overbooked(cal Calendar, f Fit, start time.Time, others bool) st
 	fmt.Fprintf(&sb, ", %s asked", human.FormatPercentUp(share))
 	var holders []domain.Partition
 	for _, p := range b.Parts {
-		if GpuOf(p) == g && p.State == domain.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.Now) {
+		if p.Host == g.Host && p.Holds(g.Device) && p.State == domain.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.Now) {
 			holders = append(holders, p)
 		}
 	}
@@ -117,6 +123,15 @@ func (b *Books) overbooked(cal Calendar, f Fit, start time.Time, others bool) st
 
 func BytesOf(share int64, total uint64) uint64 {
 	return uint64(float64(total) * float64(share) / human.Ppm)
+}
+
+// GpusName names GPUs of host as people on host here type them: 0, 0-3,
+// gpu3:0,1.
+func GpusName(here, host string, devices []int) string {
+	if host == here {
+		host = ""
+	}
+	return human.FormatGPUs(host, devices)
 }
 
 // GpuName names a GPU of host as people on host here type it.

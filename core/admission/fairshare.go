@@ -33,7 +33,7 @@ func HeldSeconds(p domain.Partition, end time.Time) float64 {
 	if !end.After(p.Start) {
 		return 0
 	}
-	return float64(p.SharePPM) / human.Ppm * end.Sub(p.Start).Seconds()
+	return float64(p.TotalPPM()) / human.Ppm * end.Sub(p.Start).Seconds()
 }
 
 // LongestWindow is the longest window any hours quota of the policy

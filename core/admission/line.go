@@ -114,6 +114,41 @@ func (b *Books) devicesFor(host string, index int) ([]domain.Device, error) {
 	return []domain.Device{d}, nil
 }
 
+// gangOf resolves the GPUs a request for several named GPUs asks for.
+func (b *Books) gangOf(r domain.Request) ([]domain.Device, error) {
+	devs := make([]domain.Device, 0, len(r.Devices))
+	for _, i := range r.Devices {
+		d, err := b.devicesFor(r.Host, i)
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, d[0])
+	}
+	return devs, nil
+}
+
+// askOnAll is r weighed on the devices devs of its host together: a size
+// asked is the same share of each, the largest it is of any of them, so
+// that each holds at least the size.
+func (b *Books) askOnAll(r domain.Request, devs []domain.Device) (Ask, error) {
+	a, err := b.askOn(r, devs[0])
+	if err != nil || len(devs) == 1 {
+		return a, err
+	}
+	a.Gang = make([]int, len(devs))
+	for i, d := range devs {
+		a.Gang[i] = d.Index
+		if r.Bytes > 0 {
+			share, _, err := shareOf(human.Bytes(r.Bytes), d)
+			if err != nil {
+				return Ask{}, err
+			}
+			a.Share = max(a.Share, share)
+		}
+	}
+	return a, nil
+}
+
 // askOn is r weighed on device d of its host.
 func (b *Books) askOn(r domain.Request, d domain.Device) (Ask, error) {
 	share := r.SharePPM
@@ -126,11 +161,22 @@ func (b *Books) askOn(r domain.Request, d domain.Device) (Ask, error) {
 	return Ask{Gpu: GpuID{Host: r.Host, Device: d.Index}, Uid: r.UID, Share: share, Length: r.Duration, Limits: b.LimitsFor(r.UID, r.User)}, nil
 }
 
-// Fit is where and when a request can start: on dev of ask.gpu's host.
+// Fit is where and when a request can start: on Devs of Ask.Gpu's host
+// (one, or those of a booking of several), and for any several GPUs, why
+// those.
 type Fit struct {
-	Dev   domain.Device
-	Ask   Ask
-	start time.Time
+	Devs      []domain.Device
+	Ask       Ask
+	Placement string
+	start     time.Time
+}
+
+// Dev is the (first) GPU of the fit.
+func (f Fit) Dev() domain.Device {
+	if len(f.Devs) == 0 {
+		return domain.Device{Index: f.Ask.Gpu.Device}
+	}
+	return f.Devs[0]
 }
 
 // possible says why r could never be granted, whatever the calendar held:
@@ -143,6 +189,15 @@ func (b *Books) possible(r domain.Request) error {
 	}
 	if err := CheckLength(b.LimitsFor(r.UID, r.User), r.Duration, b.Now, b.Now); err != nil {
 		return err
+	}
+	switch {
+	case len(r.Devices) > 1:
+		if devs, err = b.gangOf(r); err != nil {
+			return err
+		}
+		return b.possibleOn(r, devs)
+	case r.Count > 1:
+		return b.possibleAny(r, devs)
 	}
 	var first error
 	for _, d := range devs {
@@ -165,6 +220,12 @@ func (b *Books) possible(r domain.Request) error {
 // on one of them: a full GPU 0 is not why "any" waits when GPU 1 has room
 // the user's quota keeps them from.
 func (b *Books) earliest(lay *layout, r domain.Request, from time.Time) (Fit, *blocker) {
+	switch {
+	case len(r.Devices) > 1:
+		return b.earliestOn(lay, r, from)
+	case r.Count > 1:
+		return b.earliestAny(lay, r, from)
+	}
 	devs, _ := b.devicesFor(r.Host, r.Device)
 	var best Fit
 	var why *blocker
@@ -177,7 +238,7 @@ func (b *Books) earliest(lay *layout, r domain.Request, from time.Time) (Fit, *b
 		switch {
 		case t.IsZero():
 		case best.start.IsZero() || t.Before(best.start):
-			best, why = Fit{Dev: d, Ask: a, start: t}, blk
+			best, why = Fit{Devs: []domain.Device{d}, Ask: a, start: t}, blk
 		case t.Equal(best.start) && blk.quota() && !why.quota():
 			why = blk
 		}
@@ -187,13 +248,21 @@ func (b *Books) earliest(lay *layout, r domain.Request, from time.Time) (Fit, *b
 
 // booking is the booking r gets at f.
 func (b *Books) booking(r domain.Request, f Fit) domain.Partition {
+	dev := f.Dev()
 	bytes := r.Bytes
 	if bytes == 0 {
-		bytes = BytesOf(f.Ask.Share, f.Dev.MemoryTotal)
+		bytes = BytesOf(f.Ask.Share, dev.MemoryTotal)
 	}
-	return domain.Partition{Host: f.Ask.Gpu.Host, Device: f.Dev.Index, DeviceUUID: f.Dev.UUID, SharePPM: f.Ask.Share, Bytes: bytes,
+	p := domain.Partition{Host: f.Ask.Gpu.Host, Device: dev.Index, DeviceUUID: dev.UUID, SharePPM: f.Ask.Share, Bytes: bytes,
 		ComputePct: r.ComputePct, UID: r.UID, User: r.User, Created: b.Now, Start: f.start,
 		Expires: f.start.Add(r.Duration), State: domain.Live}
+	if len(f.Devs) > 1 {
+		p.Placement = f.Placement
+		for _, d := range f.Devs {
+			p.Devices, p.DeviceUUIDs = append(p.Devices, d.Index), append(p.DeviceUUIDs, d.UUID)
+		}
+	}
+	return p
 }
 
 // QueueEntry is one request in the waiting line as it stands now.
@@ -203,10 +272,14 @@ type QueueEntry struct {
 	Factor   float64 `json:"fair_share"`
 	Priority float64 `json:"priority"`
 	// ETA is when it should start, given the bookings and the requests
-	// ahead of it; ETADevice the GPU of its host it would start on.
-	ETA       time.Time `json:"eta"`
-	ETADevice int       `json:"eta_device"`
-	Reason    string    `json:"reason"` // why it cannot start now
+	// ahead of it; ETADevice the GPU of its host it would start on, and
+	// for several, ETADevices all of them: the GPUs the line keeps for it
+	// from then, which requests behind it may use only until then.
+	ETA        time.Time `json:"eta"`
+	ETADevice  int       `json:"eta_device"`
+	ETADevices []int     `json:"eta_devices,omitempty"`
+	Placement  string    `json:"placement,omitempty"` // why those GPUs, for any several
+	Reason     string    `json:"reason"`              // why it cannot start now
 }
 
 type grant struct {
@@ -283,7 +356,9 @@ func (b *Books) Plan(cand *domain.Request) (LinePlan, error) {
 		}
 		if blk == nil {
 			part := b.booking(e.Request, f)
-			lay.add(slotOf(part))
+			for _, s := range slotsOf(part) {
+				lay.add(s)
+			}
 			if isCand {
 				p.CandPart = &part
 			} else {
@@ -291,12 +366,17 @@ func (b *Books) Plan(cand *domain.Request) (LinePlan, error) {
 			}
 			continue
 		}
-		e.Position, e.ETA, e.ETADevice, e.Reason = len(p.Order)+1, f.start, f.Dev.Index, b.reason(blk, f.Ask)
+		e.Position, e.ETA, e.ETADevice, e.Placement, e.Reason = len(p.Order)+1, f.start, f.Dev().Index, f.Placement, b.reason(blk, f.Ask)
+		if len(f.Devs) > 1 {
+			e.ETADevices = f.Ask.Gang
+		}
 		keep := e.ID
 		if isCand {
 			keep = keptForCandidate
 		}
-		lay.add(f.Ask.slot(f.start, keep))
+		for _, s := range f.Ask.slots(f.start, keep) {
+			lay.add(s)
+		}
 		p.Order = append(p.Order, e)
 		if isCand {
 			p.Cand, p.CandFit, p.CandBlk = &e, f, blk
@@ -351,7 +431,7 @@ func (b *Books) PlanRead() (LinePlan, error) {
 
 // DescribeBooking is what a "created" event says of a booking.
 func DescribeBooking(p domain.Partition) string {
-	s := fmt.Sprintf("%s (%s) of GPU %s for %s", human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), human.FormatGPU(p.Host, p.Device), human.FormatDuration(p.Expires.Sub(p.Start)))
+	s := fmt.Sprintf("%s (%s) of GPU %s for %s", human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), human.FormatGPUs(p.Host, p.GPUs()), human.FormatDuration(p.Expires.Sub(p.Start)))
 	if p.Start.After(p.Created) {
 		s += ", from " + p.Start.UTC().Format(time.RFC3339)
 	}
@@ -372,12 +452,18 @@ func DescribeRequest(r domain.Request) string {
 		what = human.FormatBytes(r.Bytes)
 	}
 	gpuName := "GPU " + human.FormatGPU(r.Host, r.Device)
+	anyGPU := "any GPU"
+	if r.Count > 1 {
+		anyGPU = fmt.Sprintf("any %d GPUs", r.Count)
+	}
 	switch {
+	case len(r.Devices) > 1:
+		gpuName = "GPU " + human.FormatGPUs(r.Host, r.Devices)
 	case r.Device != domain.AnyDevice:
 	case r.Host == "":
-		gpuName = "any GPU"
+		gpuName = anyGPU
 	default:
-		gpuName = "any GPU of " + r.Host
+		gpuName = anyGPU + " of " + r.Host
 	}
 	s := fmt.Sprintf("%s of %s for %s", what, gpuName, human.FormatDuration(r.Duration))
 	if !r.NotBefore.IsZero() {

@@ -19,8 +19,15 @@ func (b *Books) reason(blk *blocker, a Ask) string {
 		return fmt.Sprintf("GPU %s has %s free, %s asked", b.gpuName(blk.gpu), human.FormatPercent(max(0, human.Ppm-int64(blk.figure))), human.FormatPercent(a.Share))
 	case blockedReserved:
 		return fmt.Sprintf("GPU %s's free share is kept for requests ahead", b.gpuName(blk.gpu))
+	case blockedCount:
+		verb := "have"
+		if blk.figure == 1 {
+			verb = "has"
+		}
+		return fmt.Sprintf("only %d of the GPUs of %s %s %s free over its length, %d asked", int(blk.figure), b.hostName(blk.gpu.Host), verb,
+			human.FormatPercent(a.Share), blk.asked)
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s, asks %s", formatLimit(a.Limits.UserGPUs), FormatGPUCount(int64(blk.figure)), formatGPUs(a.Share))
+		return fmt.Sprintf("user-gpus=%s: holds %s, asks %s", formatLimit(a.Limits.UserGPUs), FormatGPUCount(int64(blk.figure)), formatGPUs(a.total()))
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.Limits.UserHours, a.Limits.HoursWindow),
 			FormatGPUHours(blk.figure), FormatGPUHours(a.gpuHours()))
@@ -28,7 +35,7 @@ func (b *Books) reason(blk *blocker, a Ask) string {
 	return blk.kind
 }
 
-func (a Ask) gpuHours() float64 { return float64(a.Share) / human.Ppm * a.Length.Hours() }
+func (a Ask) gpuHours() float64 { return float64(a.total()) / human.Ppm * a.Length.Hours() }
 
 // formatGPUs prints a share in parts per million of a GPU as
 // GPU-equivalents: 600000 is 0.6.
@@ -98,12 +105,14 @@ func (b *Books) refusalNow(cal Calendar, blk *blocker, f Fit, start time.Time, o
 	who, over := b.quotaOf()
 	switch blk.kind {
 	case blockedDevice:
-		return fmt.Errorf("%w: %s", domain.ErrOverbooked, b.overbooked(cal, f, start, others))
+		return fmt.Errorf("%w: %s", domain.ErrOverbooked, b.overbooked(cal, blk.gpu, f, start, others))
+	case blockedCount:
+		return fmt.Errorf("%w: %s", domain.ErrOverbooked, b.reason(blk, f.Ask))
 	case blockedReserved:
 		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", domain.ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
 		return fmt.Errorf("%w: user-gpus=%s: %s would hold %s at once (%s already, %s asked)", over,
-			formatLimit(lim.UserGPUs), who, FormatGPUCount(int64(blk.figure)+f.Ask.Share), formatGPUs(int64(blk.figure)), formatGPUs(f.Ask.Share))
+			formatLimit(lim.UserGPUs), who, FormatGPUCount(int64(blk.figure)+f.Ask.total()), formatGPUs(int64(blk.figure)), formatGPUs(f.Ask.total()))
 	case blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", over,
 			formatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(blk.figure), FormatGPUHours(f.Ask.gpuHours()))
@@ -119,7 +128,7 @@ func (b *Books) neverRefusal(blk *blocker, a Ask) error {
 	case blk.kind == blockedGPUs && *lim.UserGPUs == 0:
 		return fmt.Errorf("%w: user-gpus=0: %s may hold no GPU at all (user-gpus=none is no limit)", over, who)
 	case blk.kind == blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s asked at once can never be granted", over, formatLimit(lim.UserGPUs), FormatGPUCount(a.Share))
+		return fmt.Errorf("%w: user-gpus=%s: %s asked at once can never be granted", over, formatLimit(lim.UserGPUs), FormatGPUCount(a.total()))
 	case blk.kind == blockedHours && *lim.UserHours == 0:
 		return fmt.Errorf("%w: user-hours=%s: %s may book no GPU-hours at all (user-hours=none is no limit)", over,
 			formatHours(lim.UserHours, lim.HoursWindow), who)

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type Inventory struct {
 	Host    string    `json:"host,omitempty"`
 	Updated time.Time `json:"updated"`
 	Devices []Device  `json:"devices"`
+	// Topology is how the GPUs are linked, as package gpu writes it
+	// (gpu.Topology's JSON), for placing a booking of several GPUs from
+	// any host; absent when it was never read.
+	Topology json.RawMessage `json:"topology,omitempty"`
 }
 
 // DeviceReading is the latest compact reading of one GPU's memory, stored

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,11 @@ type Request struct {
 	// first of its GPUs with room.
 	Host   string `json:"host,omitempty"`
 	Device int    `json:"device"`
+	// Devices are the GPUs asked of a booking of several named ones
+	// (0-3), Device the first; Count how many are asked of any GPUs
+	// (any --gpus 4), Device then AnyDevice. Both empty: one GPU.
+	Devices []int `json:"devices,omitempty"`
+	Count   int   `json:"gpus,omitempty"`
 	// The memory asked: a share of the GPU in parts per million, or a size.
 	SharePPM   int64         `json:"share_ppm,omitempty"`
 	Bytes      uint64        `json:"bytes,omitempty"`
@@ -49,6 +55,17 @@ type Request struct {
 	Partition uint64       `json:"partition,omitempty"` // the booking it got
 	Ended     time.Time    `json:"ended,omitzero"`      // when it left the line
 	Reason    string       `json:"reason,omitempty"`    // why it left without a booking
+}
+
+// Wants reports whether r could start on GPU device of its host: the one
+// it names, one of those, or any.
+func (r Request) Wants(device int) bool {
+	return r.Device == AnyDevice || r.Device == device || slices.Contains(r.Devices, device)
+}
+
+// GPUCount is how many GPUs r asks for.
+func (r Request) GPUCount() int {
+	return max(1, len(r.Devices), r.Count)
 }
 
 // UserUsage is one user's use of the GPUs, decayed: GPU-seconds (a 50%

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"time"
 )
 
@@ -15,18 +16,28 @@ const (
 	Expired  State = "expired"
 )
 
-// Partition is one booking of a share of one device for a bounded time.
+// Partition is one booking of a share of one or more GPUs of one host for
+// a bounded time: the same share of each, from one start to one end.
 type Partition struct {
 	V  int    `json:"v"`
 	ID uint64 `json:"id"`
 	// Host is the machine whose GPU is booked, in a ledger many hosts
 	// share; empty in a host's own ledger file.
-	Host       string `json:"host,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Device is the booked GPU, the first of them when there are several.
 	Device     int    `json:"device"`
 	DeviceUUID string `json:"device_uuid,omitempty"`
-	// SharePPM is the booked share of the device's memory in parts per
+	// Devices are every GPU of a booking of several, in order, Device
+	// first; DeviceUUIDs theirs. A booking of one GPU leaves both empty,
+	// as every booking stored before bookings spanned GPUs does.
+	Devices     []int    `json:"devices,omitempty"`
+	DeviceUUIDs []string `json:"device_uuids,omitempty"`
+	// Placement says why these GPUs, when the booking asked for any
+	// several: how they are linked.
+	Placement string `json:"placement,omitempty"`
+	// SharePPM is the booked share of each GPU's memory in parts per
 	// million, so that admission adds integers and never rounds its way past
-	// 100%.
+	// 100%; Bytes what it stands for on each.
 	SharePPM   int64     `json:"share_ppm"`
 	Bytes      uint64    `json:"bytes"`
 	ComputePct int       `json:"compute_percent,omitempty"`
@@ -78,6 +89,44 @@ type Wrapper struct {
 	Process
 	// Group is the command's process group; 0 until it started.
 	Group int `json:"group,omitempty"`
+}
+
+// GPUs are the indices of the GPUs the booking holds, Device first.
+func (p Partition) GPUs() []int {
+	if len(p.Devices) > 0 {
+		return p.Devices
+	}
+	return []int{p.Device}
+}
+
+// UUIDs are the UUIDs of the GPUs the booking holds, in GPUs' order.
+func (p Partition) UUIDs() []string {
+	if len(p.Devices) == 0 {
+		return []string{p.DeviceUUID}
+	}
+	out := make([]string, len(p.Devices)) // as many as GPUs, even in a damaged record
+	copy(out, p.DeviceUUIDs)
+	return out
+}
+
+// TotalPPM is what the booking holds on all its GPUs together, in parts
+// per million of a GPU: what quotas, fair share and reports count.
+func (p Partition) TotalPPM() int64 { return p.SharePPM * int64(len(p.GPUs())) }
+
+// On is the booking as it stands on one of its GPUs, device: a booking of
+// that GPU alone.
+func (p Partition) On(device int) Partition {
+	q := p
+	q.Device, q.Devices, q.DeviceUUIDs = device, nil, nil
+	if i := slices.Index(p.Devices, device); i >= 0 && i < len(p.DeviceUUIDs) {
+		q.DeviceUUID = p.DeviceUUIDs[i]
+	}
+	return q
+}
+
+// Holds reports whether the booking is on GPU device of its host.
+func (p Partition) Holds(device int) bool {
+	return slices.Contains(p.GPUs(), device)
 }
 
 // LiveAt reports whether the partition holds its share at instant now:

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // MaxEcho is how much of a bad argument a message repeats: enough to
@@ -371,6 +372,39 @@ func ParseGPU(s string) (host string, device int, err error) {
 	}
 	device, err = ParseDevice(d)
 	return h, device, err
+}
+
+// ParseGPUs reads the GPUs of a booking as a person names them: what
+// ParseGPU reads, or several GPUs of one host as a list (0,1; 0-3;
+// gpu3:0-3), sorted. devices holds one index, or AnyDevice, for one GPU.
+func ParseGPUs(s string) (host string, devices []int, err error) {
+	h, d, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		h, d = "", s
+	} else if !ValidHost(h) {
+		return "", nil, domain.InputErr("%s: name GPUs as INDEX, a list (0,1 or 0-3) or HOST:INDEX (gpu3:0)", Quote(s))
+	}
+	if !strings.ContainsAny(d, ",-") || strings.HasPrefix(strings.TrimSpace(d), "-") {
+		device, err := ParseDevice(d)
+		return h, []int{device}, err
+	}
+	devices, err = gpu.ParseGPUList(d)
+	if err != nil {
+		return "", nil, domain.InputErr("%s", err)
+	}
+	return h, devices, nil
+}
+
+// FormatGPUs names the GPUs of a booking as people type them: 0, 0,1 or
+// 0-3, after host: for another host's.
+func FormatGPUs(host string, devices []int) string {
+	if len(devices) == 1 {
+		return FormatGPU(host, devices[0])
+	}
+	if host == "" {
+		return gpu.FormatGPUList(devices)
+	}
+	return host + ":" + gpu.FormatGPUList(devices)
 }
 
 // ValidHost accepts host names as DNS writes them.

@@ -30,7 +30,10 @@ func benchLedger(b *testing.B, now *clock.Fake, history bool) (*gpu.Sim, string)
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	who := domain.Identity{UID: 1001, User: "alice"}
 	c := core.NewClient(core.Options{Ledger: bolt.New(path), As: &who, Clock: now,
-		Devices: func() (string, []gpu.Device, error) { d, err := sim.Devices(); return sim.Name(), d, err }})
+		Devices: func() (core.Listing, error) {
+			d, err := sim.Devices()
+			return core.Listing{Backend: sim.Name(), Devices: d}, err
+		}})
 	if history {
 		if err := c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			for i := range 1000 {

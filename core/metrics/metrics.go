@@ -336,9 +336,11 @@ func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
 		if !l.c.OnThisHost(p.Partition) || !p.LiveAt(now) { // one booked ahead holds nothing yet
 			continue
 		}
-		booked[p.Device] += p.SharePPM
 		id := strconv.FormatUint(p.ID, 10)
-		ch <- prometheus.MustNewConstMetric(bookingInfo, prometheus.GaugeValue, 1, id, p.User, strconv.Itoa(p.Device), p.DeviceUUID, host)
+		for _, d := range p.GPUs() { // a row per GPU of the booking
+			booked[d] += p.SharePPM
+			ch <- prometheus.MustNewConstMetric(bookingInfo, prometheus.GaugeValue, 1, id, p.User, strconv.Itoa(d), p.On(d).DeviceUUID, host)
+		}
 		ch <- prometheus.MustNewConstMetric(bookingLeft, prometheus.GaugeValue, p.Expires.Sub(now).Seconds(), id)
 		ch <- prometheus.MustNewConstMetric(bookingLimit, prometheus.GaugeValue, float64(p.Bytes), id)
 		ch <- prometheus.MustNewConstMetric(bookingIdle, prometheus.GaugeValue, domain.IdleFor(p.Partition, p.Usage, now).Seconds(), id)

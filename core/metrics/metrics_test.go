@@ -47,9 +47,9 @@ func newRig(t *testing.T, compat metrics.Compat) *rig {
 	ex := metrics.New(metrics.Options{Compat: compat})
 	me := core.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: ex.Timed(bolt.New(filepath.Join(t.TempDir(), "chronos.db"))), As: &me,
-		Devices: func() (string, []gpu.Device, error) {
+		Devices: func() (core.Listing, error) {
 			devs, err := sim.Devices()
-			return sim.Name(), devs, err
+			return core.Listing{Backend: sim.Name(), Devices: devs}, err
 		}})
 	return &rig{t: t, sim: sim, c: c, ex: ex}
 }

@@ -42,11 +42,11 @@ func IsNotice(k domain.EventKind) bool {
 func NoticeDetail(e domain.Event, p domain.Partition) string {
 	switch e.Kind {
 	case domain.EventWarned:
-		return fmt.Sprintf("%s (GPU %d)", human.EndsIn(p.Expires.Sub(e.Time)), p.Device)
+		return fmt.Sprintf("%s (GPU %s)", human.EndsIn(p.Expires.Sub(e.Time)), human.FormatGPUs("", p.GPUs()))
 	case domain.EventIdle:
-		return fmt.Sprintf("idle on GPU %d and may be released: do GPU work, or `chronos hold %d DURATION --reason …` (`chronos show %d` says when)", p.Device, p.ID, p.ID)
+		return fmt.Sprintf("idle on GPU %s and may be released: do GPU work, or `chronos hold %d DURATION --reason …` (`chronos show %d` says when)", human.FormatGPUs("", p.GPUs()), p.ID, p.ID)
 	case domain.EventReclaimed:
-		return fmt.Sprintf("released early: it sat idle on GPU %d; its processes are handled as at expiry", p.Device)
+		return fmt.Sprintf("released early: it sat idle on GPU %s; its processes are handled as at expiry", human.FormatGPUs("", p.GPUs()))
 	}
 	return string(e.Kind)
 }

@@ -68,9 +68,9 @@ func main() {
 	clk := settable{clock.System(), &at}
 	ledger := bolt.New(flag.Arg(0))
 	sim := gpu.NewSim(gpu.SimOptions{Now: clk.Now})
-	devices := func() (string, []gpu.Device, error) {
+	devices := func() (core.Listing, error) {
 		devs, err := sim.Devices()
-		return sim.Name(), devs, err
+		return core.Listing{Backend: sim.Name(), Devices: devs, Topology: gpu.TopologyOf(sim)}, err
 	}
 	if *week {
 		pastWeek(ledger, devices)
