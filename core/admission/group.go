@@ -53,7 +53,7 @@ func CapsGroupHours(pol domain.Policy) bool {
 // checkCap checks a group cap's setting for target: only a group has one.
 func checkCap(kn *knob, target, v string) error {
 	if !strings.HasPrefix(target, "@") {
-		return errCapNeedsGroup(kn.key, v, target)
+		return errCapNeedsGroup(kn.key, target)
 	}
 	if v == "default" {
 		return nil
@@ -61,8 +61,8 @@ func checkCap(kn *knob, target, v string) error {
 	return kn.setCap(&GroupCap{}, v)
 }
 
-func errCapNeedsGroup(key, v, target string) error {
-	msg := fmt.Sprintf("%s=%s caps a group's members together: it needs a group, for=@GROUP (for=@students)", key, v)
+func errCapNeedsGroup(key, target string) error {
+	msg := key + " caps a group's members together: it needs a group, for=@GROUP (for=@students)"
 	if target != "" {
 		msg += fmt.Sprintf("; for=%s names a user, whom %s limits alone", target, strings.Replace(key, "group-", "user-", 1))
 	}

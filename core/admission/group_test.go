@@ -67,7 +67,7 @@ func TestGroupCapIsTheGroups(t *testing.T) {
 		require.ErrorContains(t, err, "it needs a group, for=@GROUP", "%v", bad)
 	}
 	_, err = ApplyPolicy(DefaultPolicy(), []string{"group-gpus=4", "for=alice"})
-	require.ErrorContains(t, err, "group-gpus=4 caps a group's members together: it needs a group, for=@GROUP (for=@students); for=alice names a user, whom user-gpus limits alone")
+	require.ErrorContains(t, err, "group-gpus caps a group's members together: it needs a group, for=@GROUP (for=@students); for=alice names a user, whom user-gpus limits alone")
 	for _, bad := range []string{"group-gpus=-1", "group-gpus=lots", "group-hours=5/0", "group-hours=x/7d"} {
 		_, err := ApplyPolicy(DefaultPolicy(), []string{bad, "for=@" + gcLab})
 		require.ErrorIs(t, err, domain.ErrInput, bad)

@@ -386,7 +386,7 @@ func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 	for _, s := range list {
 		kn, _ := knobNamed(s.k)
 		if kn.setCap != nil {
-			return p, errCapNeedsGroup(s.k, s.v, "")
+			return p, errCapNeedsGroup(s.k, "")
 		}
 		if kn.show == nil {
 			return p, domain.InputErr("%s is set for a user or group: add for=NAME or for=@GROUP", s.k)
