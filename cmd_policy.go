@@ -21,7 +21,7 @@ user's or group's own settings. The policy decides what monitors do at a
 booking's end and on misuse (expiry, overbudget, unbooked, grace, warn), what
 admission counts (admit), when idle bookings are reclaimed (reclaim, idle…),
 and fair sharing: quotas (user-gpus, user-hours, ahead, max; per user or group
-with for=), and the waiting line's order (halflife, age-weight, max-age,
+with for=; group-gpus, group-hours for a group's members together), and the waiting line's order (halflife, age-weight, max-age,
 share). Root changes it with 'chronos policy set'.`,
 		Args: args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,15 +63,21 @@ share). Root changes it with 'chronos policy set'.`,
                                  0: no GPU at all; none: no limit)
   user-hours=200/7d|0|none       share-weighted GPU-hours one user may book in any rolling window
                                  (0: none at all; none: no limit)
+  group-gpus=4 for=@GROUP        GPU-equivalents a group's members may hold at once together
+                                 (user-gpus for=@GROUP gives each member their own)
+  group-hours=500/7d for=@GROUP  share-weighted GPU-hours a group's members may book together
+                                 in any rolling window
   ahead=14d                      how far ahead a booking may start (--at)
   halflife=7d                    half-life of the usage that orders the waiting line
   age-weight=1  max-age=1d       priority for time waited: the full weight after max-age
 With for=NAME or for=@GROUP the settings apply to that user or group only
 (user-gpus, user-hours, ahead, max, and share=N, their fair-share weight, and
-exempt=yes, no quotas: root is not exempt unless set). VALUE default undoes one.`,
+exempt=yes, no quotas: root is not exempt unless set); group-gpus and
+group-hours only with for=@GROUP. VALUE default undoes one.`,
 		Example: "  sudo chronos policy set expiry=terminate overbudget=warn unbooked=warn grace=30s\n" +
 			"  sudo chronos policy set user-gpus=1.5 user-hours=200/7d ahead=14d max=2d\n" +
-			"  sudo chronos policy set user-gpus=4 for=alice\n  sudo chronos policy set share=2 for=@students",
+			"  sudo chronos policy set user-gpus=4 for=alice\n  sudo chronos policy set share=2 for=@students\n" +
+			"  sudo chronos policy set group-gpus=4 group-hours=500/7d for=@students",
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()

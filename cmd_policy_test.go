@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 
@@ -79,4 +81,44 @@ func TestPolicyHelpNamesTheFairnessKnobs(t *testing.T) {
 	for _, knob := range []string{"quotas", "user-gpus", "user-hours", "halflife", "for="} {
 		require.Contains(t, r.stdout, knob)
 	}
+}
+
+// A group's caps hold its members together: with nobody and daemon put in
+// a group made for the test, daemon is refused for what nobody holds, and
+// told which cap and the group's figure; root, outside the group, is not.
+// A cap for a user is refused: it needs a group.
+func TestGroupCapsHoldTwoMembers(t *testing.T) {
+	t.Parallel()
+	bin, db := otherUserLedger(t)
+	group := fmt.Sprintf("chronos-gc-%d", os.Getpid())
+	if out, err := exec.Command("groupadd", "-U", "nobody,daemon", group).CombinedOutput(); err != nil {
+		t.Skipf("groupadd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	require.Equal(t, 0, cli(t, db, "stats").code, "root records the simulated GPUs")
+
+	r := cli(t, db, "policy", "set", "group-gpus=4", "for=nobody")
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stderr, "group-gpus caps a group's members together: it needs a group, for=@GROUP (for=@students); for=nobody names a user, whom user-gpus limits alone")
+	r = cli(t, db, "policy", "set", "group-gpus=1", "for=@"+group, "group-hours=1.5/1d", "for=@"+group)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "set: group-gpus=1 group-hours=1.5/1d for=@"+group)
+	require.Regexp(t, `(?m)^group-gpus\s+none\s+none\s`, r.stdout)
+	require.NoError(t, os.Chmod(db, 0o666))
+
+	r = asNobody(t, bin, db, "create", "0", "50%", "2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runChronos(t, bin, db, daemon, "create", "1", "60%", "1h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "over your quota: group-gpus=1 for @"+group+": the group would hold 1.1 GPUs at once (0.5 already, 0.6 asked)")
+	r = runChronos(t, bin, db, daemon, "create", "1", "50%", "2h")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "over your quota: group-hours=1.5/1d for @"+group+": the group has 1.0 GPU-hours booked in the window, 1.0 asked")
+	r = runChronos(t, bin, db, daemon, "create", "1", "50%", "1h")
+	require.Equal(t, 0, r.code, "within both caps: %s", r.stderr)
+
+	// Root is in no such group: what the members hold does not count.
+	r = cli(t, db, "create", "1", "50%", "2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, listJSON(t, db), 3)
 }

@@ -34,8 +34,8 @@ func readBooks(tx *storage.Tx, here string, now time.Time) (*admission.Books, er
 	if b.Line, err = tx.WaitingRequests(); err != nil {
 		return nil, err
 	}
-	if len(b.Line) > 0 {
-		b.Usage, err = tx.UserUsages()
+	if len(b.Line) > 0 || admission.CapsGroupHours(b.Pol) {
+		b.Usage, err = tx.UserUsages() // the line's order; a group's members (Held)
 	}
 	return b, err
 }

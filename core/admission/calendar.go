@@ -186,7 +186,7 @@ const (
 
 // quota says whether b is one of the user's quotas (not a GPU's room).
 func (b *blocker) quota() bool {
-	return b != nil && (b.kind == blockedGPUs || b.kind == blockedHours)
+	return b != nil && (b.kind == blockedGPUs || b.kind == blockedHours || b.group != "")
 }
 
 // blocker is why a request cannot start at an instant, with the figure
@@ -195,6 +195,7 @@ func (b *blocker) quota() bool {
 type blocker struct {
 	kind   string
 	gpu    GpuID
+	group  string // the group whose cap it is (group-gpus, group-hours)
 	figure float64
 	asked  int // GPUs asked, when too few have room (blockedCount)
 }
@@ -300,7 +301,7 @@ func (a Ask) never() *blocker {
 	case a.Limits.UserHours != nil && a.gpuHours() > *a.Limits.UserHours+1e-9:
 		return &blocker{kind: blockedHours, gpu: a.Gpu}
 	}
-	return nil
+	return a.neverInGroups()
 }
 
 // layout is a calendar with its slots kept by GPU and by user, each as
@@ -309,9 +310,10 @@ func (a Ask) never() *blocker {
 // that grows by a slot each time, and sorting it anew each time would cost
 // the line's length squared.
 type layout struct {
-	cal   Calendar
-	gpus  map[GpuID]*track
-	users map[int]*track
+	cal    Calendar
+	gpus   map[GpuID]*track
+	users  map[int]*track
+	groups groupTracks // of the capped groups weighed so far
 }
 
 // track is the slots of one GPU or one user, and what they hold over
@@ -332,15 +334,20 @@ func newLayout(c Calendar) *layout {
 // add puts s in the calendar.
 func (l *layout) add(s slot) {
 	l.cal = append(l.cal, s)
-	for _, t := range []*track{trackIn(l.gpus, s.gpu), trackIn(l.users, s.uid)} {
-		t.slots = append(t.slots, s)
-		if !s.end.After(s.start) {
-			continue
-		}
-		t.all.add(s.start, s.end, s.share)
-		if s.request == 0 {
-			t.booked.add(s.start, s.end, s.share)
-		}
+	trackIn(l.gpus, s.gpu).put(s)
+	trackIn(l.users, s.uid).put(s)
+	l.groups.add(s)
+}
+
+// put puts s on t.
+func (t *track) put(s slot) {
+	t.slots = append(t.slots, s)
+	if !s.end.After(s.start) {
+		return
+	}
+	t.all.add(s.start, s.end, s.share)
+	if s.request == 0 {
+		t.booked.add(s.start, s.end, s.share)
 	}
 }
 
@@ -362,11 +369,12 @@ type weighing struct {
 	kept      []steps // and with the places kept
 	mine      steps   // the owner's, on every GPU and host (user-gpus)
 	mineSlots Calendar
+	groups    []groupWeighing // the owner's capped groups
 }
 
 func (l *layout) weigh(a Ask) weighing {
 	u := trackIn(l.users, a.Uid)
-	w := weighing{a: a, gpus: a.gpus(), mineSlots: u.slots}
+	w := weighing{a: a, gpus: a.gpus(), mineSlots: u.slots, groups: l.weighGroups(a)}
 	for _, g := range w.gpus {
 		t := trackIn(l.gpus, g)
 		w.booked, w.kept = append(w.booked, t.booked), append(w.kept, t.all)
@@ -421,7 +429,7 @@ func (w weighing) quota(start time.Time) *blocker {
 			return &blocker{kind: blockedHours, gpu: a.Gpu, figure: used}
 		}
 	}
-	return nil
+	return w.checkGroups(start, end)
 }
 
 // earliest is the first instant at or after from when a fits, and what
@@ -434,6 +442,9 @@ func (l *layout) earliest(a Ask, from time.Time) (time.Time, *blocker) {
 	first := w.check(from)
 	if first == nil {
 		return from, nil
+	}
+	if len(w.groups) > 0 {
+		return w.earliestInGroups(l, from), first
 	}
 	if a.Limits.UserHours != nil && !a.Limits.Exempt {
 		return w.earliestByHours(l, from), first
@@ -505,6 +516,7 @@ func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
 		consider(s.start.Add(win))
 		consider(s.end.Add(win))
 	}
+	w.groupInstants(consider)
 	slices.SortFunc(at, time.Time.Compare)
 	prev := from
 	for _, t := range slices.Compact(at) {

@@ -49,6 +49,9 @@ func LongestWindow(pol domain.Policy) time.Duration {
 		if l.UserHours != nil {
 			window = max(window, l.HoursWindow)
 		}
+		if c, ok := groupCapOf("", o.Settings); ok && c.Hours != nil {
+			window = max(window, c.Window)
+		}
 	}
 	return window
 }

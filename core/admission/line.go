@@ -37,37 +37,42 @@ type Books struct {
 	// onBehalf is the user root books for (create --user, extending their
 	// booking): quota refusals name them. "": the caller's own.
 	OnBehalf string
+	// laid is the users whose held intervals the last plan laid out.
+	laid map[int]bool
 }
 
 // gpuName names g as people on this host type it: gpu3:0, or 0 for this
 // host's.
 func (b *Books) gpuName(g GpuID) string { return GpuName(b.Here, g.Host, g.Device) }
 
-// Held is, for the users given who have an hours quota (their limits
-// looked up already), what their ended bookings held within its window.
+// Held is what the ended bookings held, within the longest window of the
+// policy, of the users given who have an hours quota (their limits looked
+// up already) and of the members of their groups with an hours cap: those
+// that the last plan laid out left out.
 func (b *Books) Held(uids ...int) (Calendar, error) {
 	var cal Calendar
-	done := map[int]bool{}
-	for _, uid := range uids {
+	done := b.laid // not twice in one plan's calendar
+	if done == nil {
+		done = map[int]bool{}
+	}
+	for _, uid := range b.heldNeeded(uids) {
 		if done[uid] {
 			continue
 		}
 		done[uid] = true
-		if l := b.Limits[uid]; l.UserHours != nil && !l.Exempt {
-			held, ok := b.HeldBy[uid]
-			if !ok {
-				if b.HeldSince == nil {
-					return nil, fmt.Errorf("core: the held intervals of uid %d were not read in the transaction", uid)
-				}
-				rows, err := b.HeldSince(uid, b.Now.Add(-l.HoursWindow))
-				if err != nil {
-					return nil, err
-				}
-				held = HeldSlots(rows, uid)
-				b.HeldBy[uid] = held
+		held, ok := b.HeldBy[uid]
+		if !ok {
+			if b.HeldSince == nil {
+				return nil, fmt.Errorf("core: the held intervals of uid %d were not read in the transaction", uid)
 			}
-			cal = append(cal, held...)
+			rows, err := b.HeldSince(uid, b.Now.Add(-LongestWindow(b.Pol)))
+			if err != nil {
+				return nil, err
+			}
+			held = HeldSlots(rows, uid)
+			b.HeldBy[uid] = held
 		}
+		cal = append(cal, held...)
 	}
 	return cal, nil
 }
@@ -342,6 +347,7 @@ func (b *Books) Plan(cand *domain.Request) (LinePlan, error) {
 		b.LimitsFor(e.UID, e.User)
 		p.HeldOf[e.UID] = true
 	}
+	b.laid = map[int]bool{}
 	held, err := b.Held(slices.Collect(maps.Keys(p.HeldOf))...)
 	if err != nil {
 		return p, err

@@ -92,6 +92,9 @@ type Limits struct {
 	MaxLength   time.Duration // longest booking
 	Share       float64       // the user's weight in fair share (1: equal)
 	Exempt      bool          // no quota applies
+	// Groups are the caps of the capped groups the user is in, which
+	// hold the group's members together (group-gpus, group-hours).
+	Groups []GroupCap
 }
 
 func limitsOf(p domain.Policy) Limits {
@@ -115,6 +118,9 @@ func LimitsFor(p domain.Policy, who domain.Identity) Limits {
 		}
 		if slices.Contains(groups, g) {
 			_ = applyLimits(&l, o.Settings) // checked when it was set
+			if c, ok := groupCapOf(g, o.Settings); ok {
+				l.Groups = append(l.Groups, c)
+			}
 		}
 	}
 	for _, o := range p.Overrides {
@@ -128,6 +134,9 @@ func LimitsFor(p domain.Policy, who domain.Identity) Limits {
 func applyLimits(l *Limits, settings map[string]string) error {
 	for _, k := range domain.SortedKeys(settings) {
 		kn, _ := knobNamed(k)
+		if kn != nil && kn.setCap != nil {
+			continue // a group's cap, not one of each member's limits
+		}
 		if kn == nil || kn.setLimit == nil {
 			return domain.InputErr("policy key %s cannot be set for a user or group", human.Quote(k))
 		}
@@ -140,7 +149,8 @@ func applyLimits(l *Limits, settings map[string]string) error {
 
 // knob is one setting of the policy: its name as typed, what it means,
 // and how it is read and printed. setLimit is set for the knobs that may
-// differ per user or group (for=NAME, for=@GROUP).
+// differ per user or group (for=NAME, for=@GROUP); setCap for the caps of
+// a group's members together (for=@GROUP only).
 type knob struct {
 	key      string
 	aliases  []string
@@ -149,6 +159,7 @@ type knob struct {
 	raw      bool                                   // the value keeps its case (a URL)
 	set      func(p *domain.Policy, v string) error // nil: only for=
 	setLimit func(l *Limits, v string) error        // nil: only for everyone
+	setCap   func(c *GroupCap, v string) error
 }
 
 // knobs is every setting, in the order `chronos policy` shows them.
@@ -230,11 +241,18 @@ var knobs = []knob{
 		set:  func(p *domain.Policy, v string) (err error) { p.MPSUserDirs, err = mpsUserDirs(v); return }},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking; 0: none at all, none: no limit",
 		show:     func(p domain.Policy) string { return formatLimit(p.UserGPUs) },
-		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs(v); return }},
+		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs("user-gpus", v); return }},
 	{key: "user-hours", aliases: []string{"user_hours"}, meaning: "share-weighted GPU-hours one user may book in any rolling window (200/7d); 0: none at all, none: no limit",
 		show: func(p domain.Policy) string { return formatHours(p.UserHours, p.HoursWindow) },
 		setLimit: func(l *Limits, v string) (err error) {
-			l.UserHours, l.HoursWindow, err = parseHours(v)
+			l.UserHours, l.HoursWindow, err = parseHours("user-hours", v)
+			return
+		}},
+	{key: "group-gpus", aliases: []string{"group_gpus"}, meaning: "GPU-equivalents a group's members may hold at once together, at every instant of a booking (for=@GROUP only)",
+		setCap: func(c *GroupCap, v string) (err error) { c.GPUs, err = parseGPUs("group-gpus", v); return }},
+	{key: "group-hours", aliases: []string{"group_hours"}, meaning: "share-weighted GPU-hours a group's members may book together in any rolling window (500/7d; for=@GROUP only)",
+		setCap: func(c *GroupCap, v string) (err error) {
+			c.Hours, c.Window, err = parseHours("group-hours", v)
 			return
 		}},
 	{key: "ahead", meaning: "how far ahead a booking may start (--at)",
@@ -303,7 +321,7 @@ func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 			return p, domain.InputErr("policy setting %s is not key=value", human.Quote(s))
 		}
 		if k == "for" {
-			if target != "" {
+			if target != "" && target != v {
 				return p, domain.InputErr("for= given twice: set one user or group at a time")
 			}
 			if err := checkTargetName(v); err != nil {
@@ -334,6 +352,17 @@ func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 		o.Settings = clone(o.Settings)
 		for _, s := range list {
 			kn, _ := knobNamed(s.k)
+			if kn.setCap != nil {
+				if err := checkCap(kn, target, s.v); err != nil {
+					return p, err
+				}
+				if s.v == "default" {
+					delete(o.Settings, s.k)
+				} else {
+					o.Settings[s.k] = s.v
+				}
+				continue
+			}
 			if kn.setLimit == nil {
 				return p, domain.InputErr("%s applies to everyone; it cannot be set for %s (per user or group: %s)", s.k, target,
 					knobKeys(func(k knob) bool { return k.setLimit != nil }))
@@ -356,6 +385,9 @@ func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 	def := DefaultPolicy()
 	for _, s := range list {
 		kn, _ := knobNamed(s.k)
+		if kn.setCap != nil {
+			return p, errCapNeedsGroup(s.k, "")
+		}
 		if kn.show == nil {
 			return p, domain.InputErr("%s is set for a user or group: add for=NAME or for=@GROUP", s.k)
 		}
@@ -530,33 +562,34 @@ func parseYesNo(key, v string) (bool, error) {
 // user may book nothing.
 const noLimit = "none"
 
-// parseGPUs reads user-gpus: GPU-equivalents (1.5; 0: none at all), or
-// none (no limit).
-func parseGPUs(v string) (*float64, error) {
+// parseGPUs reads user-gpus (or group-gpus, key): GPU-equivalents (1.5;
+// 0: none at all), or none (no limit).
+func parseGPUs(key, v string) (*float64, error) {
 	if v == noLimit {
 		return nil, nil
 	}
-	f, err := parseNumber("user-gpus", v, 0, 100000)
+	f, err := parseNumber(key, v, 0, 100000)
 	if err != nil {
-		return nil, domain.InputErr("user-gpus=%s: expected GPU-equivalents (1.5; 0: no GPU at all), or none for no limit", human.Quote(v))
+		return nil, domain.InputErr("%s=%s: expected GPU-equivalents (1.5; 0: no GPU at all), or none for no limit", key, human.Quote(v))
 	}
 	return &f, nil
 }
 
-// parseHours reads user-hours: GPU-hours in a window (200/7d; 200 alone
-// means a week; 0: none at all), or none (no limit).
-func parseHours(v string) (*float64, time.Duration, error) {
+// parseHours reads user-hours (or group-hours, key): GPU-hours in a
+// window (200/7d; 200 alone means a week; 0: none at all), or none (no
+// limit).
+func parseHours(key, v string) (*float64, time.Duration, error) {
 	if v == noLimit {
 		return nil, 0, nil
 	}
 	hours, window, found := strings.Cut(v, "/")
-	h, err := parseNumber("user-hours", hours, 0, 1e7)
+	h, err := parseNumber(key, hours, 0, 1e7)
 	if err != nil {
-		return nil, 0, domain.InputErr("user-hours=%s: expected GPU-hours and a window, like 200/7d (0: none at all), or none for no limit", human.Quote(v))
+		return nil, 0, domain.InputErr("%s=%s: expected GPU-hours and a window, like 200/7d (0: none at all), or none for no limit", key, human.Quote(v))
 	}
 	w := 7 * 24 * time.Hour
 	if found {
-		if w, err = policyDuration("user-hours window", window, time.Minute); err != nil {
+		if w, err = policyDuration(key+" window", window, time.Minute); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -617,11 +650,13 @@ func Knobs(p domain.Policy) (knobList []PolicyKnob, overrides []string) {
 	def := DefaultPolicy()
 	for _, k := range knobs {
 		row := PolicyKnob{Key: k.key, Meaning: k.meaning, Value: "-", Default: "-"}
-		switch k.key {
-		case "share":
+		switch {
+		case k.key == "share":
 			row.Value, row.Default = "1", "1"
-		case "exempt":
+		case k.key == "exempt":
 			row.Value, row.Default = "no", "no"
+		case k.setCap != nil: // set per group: the overrides below say where
+			row.Value, row.Default = noLimit, noLimit
 		default:
 			row.Value, row.Default = k.show(p), k.show(def)
 		}

@@ -31,6 +31,8 @@ func (b *Books) reason(blk *blocker, a Ask) string {
 	case blockedHours:
 		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.Limits.UserHours, a.Limits.HoursWindow),
 			FormatGPUHours(blk.figure), FormatGPUHours(a.gpuHours()))
+	case blockedGroupGPUs, blockedGroupHours:
+		return groupReason(blk, a)
 	}
 	return blk.kind
 }
@@ -116,6 +118,8 @@ func (b *Books) refusalNow(cal Calendar, blk *blocker, f Fit, start time.Time, o
 	case blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", over,
 			formatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(blk.figure), FormatGPUHours(f.Ask.gpuHours()))
+	case blockedGroupGPUs, blockedGroupHours:
+		return groupRefusal(over, blk, f.Ask)
 	}
 	return fmt.Errorf("%w: %s", domain.ErrOverbooked, blk.kind)
 }
@@ -135,6 +139,8 @@ func (b *Books) neverRefusal(blk *blocker, a Ask) error {
 	case blk.kind == blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", over,
 			formatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(a.gpuHours()))
+	case blk.kind == blockedGroupGPUs || blk.kind == blockedGroupHours:
+		return groupNever(over, blk, a)
 	}
 	return fmt.Errorf("%w: %s", over, blk.kind)
 }
