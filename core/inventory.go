@@ -113,10 +113,19 @@ func sameDevice(d domain.Device, index int, uuid string) bool {
 	return d.Index == index && (d.UUID == "" || uuid == "" || d.UUID == uuid)
 }
 
-// gpuGone says whether the booking p is on a GPU the inventory no longer
-// lists.
+// gpuGone says whether the booking p is on a GPU (one of its GPUs) the
+// inventory no longer lists.
 func gpuGone(inv domain.Inventory, ok bool, p domain.Partition) bool {
-	return ok && !slices.ContainsFunc(inv.Devices, func(d domain.Device) bool { return sameDevice(d, p.Device, p.DeviceUUID) })
+	if !ok {
+		return false
+	}
+	for _, g := range p.GPUs() {
+		on := p.On(g)
+		if !slices.ContainsFunc(inv.Devices, func(d domain.Device) bool { return sameDevice(d, on.Device, on.DeviceUUID) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // cannotWrite says whether err means only that this process may not write
