@@ -52,14 +52,17 @@ func (k *Client) dial() (*net.UnixConn, error) {
 // to news.
 func (k *Client) call(conn *net.UnixConn, req Request, news func(Reply)) (Reply, error) {
 	req.V = Version
-	if err := WriteFrame(conn, req); err != nil {
-		return Reply{}, fmt.Errorf("%w (%w)", ErrGone, err)
-	}
+	// A keeper that refuses the caller answers without reading: its
+	// answer is still there to read.
+	sendErr := WriteFrame(conn, req)
 	for {
 		var r Reply
 		if err := ReadFrame(conn, &r); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 				return Reply{}, ErrGone
+			}
+			if sendErr != nil {
+				return Reply{}, fmt.Errorf("%w (%w)", ErrGone, sendErr)
 			}
 			return Reply{}, fmt.Errorf("the keeper's answer: %w", err)
 		}

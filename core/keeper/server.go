@@ -48,6 +48,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listener) error {
 		conn, err := ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil {
+				ln.Close() // once it returns, the socket is gone
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -83,6 +84,9 @@ func (s *Server) handle(conn *net.UnixConn) {
 	}
 	var req Request
 	if err := s.read(conn, &req); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: a frame cut short", ErrRefused)
+		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 			_ = WriteFrame(conn, errorReply(err))
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/chronos-gpu/chronos/storage"
@@ -34,8 +35,10 @@ var ErrUnsafeSocket = errors.New("unsafe place for the keeper's socket")
 // Listener is the keeper's listening socket.
 type Listener struct {
 	*net.UnixListener
-	path  string
-	inode fs.FileInfo // the socket file this keeper made
+	path   string
+	inode  fs.FileInfo // the socket file this keeper made
+	closed sync.Once
+	err    error
 }
 
 // Listen makes the keeper's socket at path, root's and group gid's, mode
@@ -93,11 +96,13 @@ func (l *Listener) Path() string { return l.path }
 // Close stops listening and removes the socket, unless another keeper has
 // put its own in its place meanwhile.
 func (l *Listener) Close() error {
-	err := l.UnixListener.Close()
-	if st, serr := os.Lstat(l.path); serr == nil && os.SameFile(st, l.inode) {
-		os.Remove(l.path)
-	}
-	return err
+	l.closed.Do(func() {
+		l.err = l.UnixListener.Close()
+		if st, err := os.Lstat(l.path); err == nil && os.SameFile(st, l.inode) {
+			os.Remove(l.path)
+		}
+	})
+	return l.err
 }
 
 // rootsDirectory checks that dir is a directory (not a link to one) that
