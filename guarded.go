@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,12 @@ type writer interface {
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
 	Cancel(id uint64) error
 }
+
+// errRunGuarded says what a member does on a guarded ledger instead of
+// chronos run, whose supervision (its wrapper's record, signals claimed,
+// the release at the end) writes the ledger directly.
+var errRunGuarded = errors.New("chronos run does not go through root's keeper yet, and this ledger is guarded: " +
+	"book with chronos create, run the command with CUDA_VISIBLE_DEVICES set to the booking's GPU, and release it when done")
 
 // writerFor is who writes c's ledger for its user: root writes directly;
 // on a guarded ledger a member writes through the keeper. A ledger whose
