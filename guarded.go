@@ -11,17 +11,16 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/tui"
 )
 
 // writer makes a command's writes: the ledger itself (core.Client), or,
 // for a member of a guarded ledger, root's keeper (keeper.Client), which
 // makes them as that member. Reads always go to the ledger.
 type writer interface {
+	tui.Writer
 	BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
-	Release(id uint64) (core.Partition, error)
-	Extend(id uint64, d time.Duration) (core.Partition, error)
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
-	Cancel(id uint64) error
 }
 
 // errRunGuarded says what a member does on a guarded ledger instead of

@@ -120,12 +120,39 @@ func (k *Client) Cancel(id uint64) error {
 	return err
 }
 
+// createOf is the wire form of req.
+func createOf(req core.Request) *Create {
+	return &Create{Host: req.Host, Device: req.Device, Fraction: req.Memory.Fraction, Bytes: req.Memory.Bytes, Duration: req.Duration,
+		Compute: req.Compute, For: req.For, Start: req.Start}
+}
+
+// Create books req now or ahead, as core.Client.Create does.
+func (k *Client) Create(req core.Request) (*core.Partition, error) {
+	return k.BookOrWait(context.Background(), req, nil, nil, nil)
+}
+
+// Enqueue books req, or puts it in the line with this process as its
+// waiter and returns, as core.Client.Enqueue does (the app: its requests
+// leave the line when it is gone, which root's keeper sees).
+func (k *Client) Enqueue(req core.Request, o admission.WaitOptions) (*core.Partition, *admission.QueueEntry, error) {
+	cr := createOf(req)
+	cr.Timeout = o.Timeout
+	r, err := k.once(Request{Op: OpEnqueue, Create: cr})
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Partition != nil {
+		p, err := k.partitionPtr(r)
+		return p, nil, err
+	}
+	return nil, r.Entry, nil
+}
+
 // BookOrWait books req as core.Client.BookOrWait does, through the keeper:
 // with wait set, the connection stays open while the request waits in
 // line, and the end of ctx closes it, which takes the request out.
 func (k *Client) BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error) {
-	cr := &Create{Host: req.Host, Device: req.Device, Fraction: req.Memory.Fraction, Bytes: req.Memory.Bytes, Duration: req.Duration,
-		Compute: req.Compute, For: req.For, Start: req.Start}
+	cr := createOf(req)
 	if wait != nil {
 		cr.Wait, cr.Timeout = true, wait.Timeout
 	}

@@ -130,3 +130,24 @@ func TestOutsiderIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, parts)
 }
+
+// The app joins the line through the keeper and returns at once: the
+// request is the member's, its waiter the member's process, which root's
+// keeper watches (the kernel named it).
+func TestEnqueueNamesTheCallersProcess(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	_, err := k.root.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: 3600e9})
+	require.NoError(t, err)
+	r := sendAs(t, k, member, `{"v":1,"op":"enqueue","create":{"device":0,"fraction":0.5,"duration":3600000000000}}`)
+	require.Equal(t, ReplyDone, r.Kind, r.Error)
+	require.Nil(t, r.Partition)
+	require.NotNil(t, r.Entry)
+	require.Equal(t, nobodyUID, r.Entry.UID)
+	require.Positive(t, r.Entry.Waiter.PID)
+	require.NotEqual(t, os.Getpid(), r.Entry.Waiter.PID, "the sender's process, not the keeper's")
+	line, err := k.root.LineRequest(r.Entry.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.Waiting, line.State)
+	require.Equal(t, r.Entry.Waiter.PID, line.Waiter.PID)
+}

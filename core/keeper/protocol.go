@@ -37,6 +37,7 @@ type Op string
 // The writes a member makes through the keeper.
 const (
 	OpCreate  Op = "create"  // book, or with Wait join the line and wait
+	OpEnqueue Op = "enqueue" // book, or join the line with the caller's process as the waiter, and return (the app)
 	OpRelease Op = "release" // end booking ID
 	OpExtend  Op = "extend"  // give booking ID Duration more
 	OpHold    Op = "hold"    // keep booking ID from idle reclaim for Duration

@@ -144,6 +144,18 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 		done.Usage = &u
 	case OpCancel:
 		err = c.Cancel(req.ID)
+	case OpEnqueue:
+		if req.Create == nil {
+			err = fmt.Errorf("%w: an enqueue without its booking", ErrRefused)
+			break
+		}
+		var p *core.Partition
+		var e *admission.QueueEntry
+		p, e, err = c.Enqueue(req.Create.request(), admission.WaitOptions{Timeout: req.Create.Timeout, PID: peer.PID})
+		if p != nil {
+			done.Partition, done.Room = &p.Partition, &p.Room
+		}
+		done.Entry = e
 	case OpCreate:
 		if req.Create == nil {
 			err = fmt.Errorf("%w: a create without its booking", ErrRefused)
@@ -162,13 +174,18 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 	return done
 }
 
+// request is the booking cr asks for.
+func (cr Create) request() core.Request {
+	return core.Request{Host: cr.Host, Device: cr.Device, Memory: human.Memory{Fraction: cr.Fraction, Bytes: cr.Bytes},
+		Duration: cr.Duration, Compute: cr.Compute, For: cr.For, Start: cr.Start}
+}
+
 // create books cr for the caller, or with cr.Wait waits in line with the
 // caller's process as the waiter, telling it its place as it changes. The
 // connection closing (the caller stopped, or was killed) takes the request
 // out of the line.
 func (s *Server) create(ctx context.Context, leave context.CancelCauseFunc, conn *net.UnixConn, c *core.Client, peer Peer, cr Create) (*core.Partition, error) {
-	req := core.Request{Host: cr.Host, Device: cr.Device, Memory: human.Memory{Fraction: cr.Fraction, Bytes: cr.Bytes},
-		Duration: cr.Duration, Compute: cr.Compute, For: cr.For, Start: cr.Start}
+	req := cr.request()
 	if !cr.Wait {
 		return c.Create(req)
 	}
