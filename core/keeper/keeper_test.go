@@ -210,7 +210,11 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv("KEEPER_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if publicBin != "" {
+		os.RemoveAll(filepath.Dir(publicBin))
+	}
+	os.Exit(code)
 }
 
 // playRole is a process of the test's started as another user: "send"
