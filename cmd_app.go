@@ -71,7 +71,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		host, _ = os.Hostname()
 	}
 	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
-		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
+		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Writes: writerFor(c), Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
 			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})
 }

@@ -66,7 +66,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 			if request > 0 {
 				p, err = waitFor(ctx, cmd, c, request, req, line.wait, say)
 			} else {
-				p, err = c.BookOrWait(ctx, req, wait, nil, say)
+				p, err = writerFor(c).BookOrWait(ctx, req, wait, nil, say)
 			}
 			if err != nil {
 				return err

@@ -26,7 +26,7 @@ policy's maximum (7d unless root changed it).`,
 			if err != nil {
 				return err
 			}
-			p, err := c.Extend(id, d)
+			p, err := writerFor(c).Extend(id, d)
 			if err != nil {
 				return err
 			}

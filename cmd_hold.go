@@ -31,7 +31,7 @@ warnings start over from the first.`,
 			if err != nil {
 				return err
 			}
-			u, err := c.Hold(id, d, reason)
+			u, err := writerFor(c).Hold(id, d, reason)
 			if err != nil {
 				return err
 			}

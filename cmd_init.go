@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -17,7 +18,7 @@ import (
 )
 
 func initCmd(g *globals) *cobra.Command {
-	var shared bool
+	var shared, guarded bool
 	var group string
 	cmd := &cobra.Command{
 		Use:   "init (--shared | --store etcd://…) [--group NAME]",
@@ -39,6 +40,9 @@ shared by every host that names it, the ledger of every user of this host.
 				if shared {
 					return usageError{errors.New("init: --shared or --store, not both")}
 				}
+				if guarded {
+					return usageError{errors.New("init --store --guarded: a guarded ledger on etcd is not built yet; --guarded works with --shared")}
+				}
 				return initStore(cmd, g.store, group)
 			}
 			if !shared {
@@ -53,7 +57,7 @@ shared by every host that names it, the ledger of every user of this host.
 			if elsewhere != "" {
 				path = elsewhere
 			}
-			path, err := core.InitSharedAt(path, group)
+			mode, guard, err := initLedgerFiles(path, group, guarded)
 			if err != nil {
 				return err
 			}
@@ -61,14 +65,36 @@ shared by every host that names it, the ledger of every user of this host.
 			if err := l.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode 0660).\n", path, groupOrRoot(group))
+			if err := core.NewClient(core.Options{Ledger: l, Context: cmd.Context()}).SetGuard(guard); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode %04o%s).\n", path, groupOrRoot(group), mode, guardedNote(guard))
 			nextSteps(cmd.OutOrStdout(), path, elsewhere != "", group)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+core.SharedDir)
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
+	cmd.Flags().BoolVar(&guarded, "guarded", false, "with --shared: members read the ledger but write it only through root's monitor (the keeper); needs --group")
 	return cmd
+}
+
+// initLedgerFiles prepares the shared ledger's directory and files, open or
+// guarded, and says the ledger's mode and, when guarded, its guard.
+func initLedgerFiles(path, group string, guarded bool) (fs.FileMode, *storage.Guard, error) {
+	if !guarded {
+		_, err := core.InitSharedAt(path, group)
+		return 0o660, nil, err
+	}
+	g, err := core.InitGuardedAt(path, group)
+	return core.GuardedFileMode, &g, err
+}
+
+func guardedNote(g *storage.Guard) string {
+	if g == nil {
+		return ""
+	}
+	return ", guarded: members write through root's monitor"
 }
 
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this

@@ -54,6 +54,11 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 		}
 		override, pol = &p, p
 	}
+	stopKeeper, keeping, err := serveKeeper(cmd.Context(), c, logAct)
+	if err != nil {
+		return err
+	}
+	defer stopKeeper()
 	b, notice, err := c.OpenGPUs(g.backendKind())
 	if err != nil {
 		return err
@@ -62,8 +67,10 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	mps := gpu.DetectMPS("")
 	start := core.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
 		c.Ledger(), b.Name(), mps.Label(), c.Me().User, admission.FormatPolicy(pol))}
-	if notice != "" {
-		start.Detail += "; " + notice
+	for _, n := range []string{notice, keeping} {
+		if n != "" {
+			start.Detail += "; " + n
+		}
 	}
 	if url := g.metrics.url(); url != "" {
 		start.Detail += "; metrics at " + url

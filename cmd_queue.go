@@ -91,7 +91,7 @@ a terminal; without one they cancel nothing unless --yes says so.`,
 		Args:    idsOrAll("queue cancel", &mine, &owner),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cancel := func(c *core.Client, id uint64) (string, error) {
-				return fmt.Sprintf("Request %d left the line.", id), c.Cancel(id)
+				return fmt.Sprintf("Request %d left the line.", id), writerFor(c).Cancel(id)
 			}
 			if !mine && owner == "" {
 				return eachID(cmd, g, a, human.ParseRequestID, cancel)

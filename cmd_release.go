@@ -28,7 +28,7 @@ nothing unless --yes says so.`,
 		Args: idsOrAll("release", &mine, &owner),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			release := func(c *core.Client, id uint64) (string, error) {
-				_, err := c.Release(id)
+				_, err := writerFor(c).Release(id)
 				return fmt.Sprintf("Released %d.", id), err
 			}
 			// Release what can be released; report each refusal on its own.

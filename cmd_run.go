@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -82,6 +83,9 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			c, err := g.client()
 			if err != nil {
 				return err
+			}
+			if _, guarded := writerFor(c).(*keeper.Client); guarded {
+				return errRunGuarded
 			}
 			if opts.Wait != nil {
 				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }

@@ -20,6 +20,7 @@ var (
 		{"CHRONOS_DB", "the ledger file, when neither --store, --db nor CHRONOS_STORE is given"},
 		{"CHRONOS_STORE_FILE", "the file naming a lab's ledger on etcd for every user of the host (/etc/chronos/store unless set)"},
 		{"CHRONOS_NOTIFY_FILE", "root's file holding the webhook's address (/etc/chronos/notify unless set)"},
+		{"CHRONOS_SOCKET", "the socket of a guarded ledger's keeper, root's monitor (/run/chronos/chronos.sock unless set)"},
 		{"CHRONOS_HOST", "this host's name in a ledger many hosts share (the host name up to its first dot unless set)"},
 		{"XDG_STATE_HOME", "the per-user ledger is $XDG_STATE_HOME/chronos/chronos.db (unset: ~/.local/state, from HOME)"},
 		{"HOME", "see XDG_STATE_HOME"},

@@ -75,6 +75,12 @@ func InitShared(dir, group string) (string, error) {
 // InitSharedAt is InitShared for a ledger of another name or place: its
 // directory is prepared as InitShared prepares SharedDir.
 func InitSharedAt(path, group string) (string, error) {
+	return initShared(path, group, SharedDirMode, 0o660)
+}
+
+// initShared prepares path's directory and files for group with these
+// modes: an open ledger's or a guarded one's.
+func initShared(path, group string, dirMode, fileMode fs.FileMode) (string, error) {
 	dir := filepath.Dir(path)
 	if !proc.RealRoot() {
 		return "", fmt.Errorf("%w: creating the shared ledger (try sudo chronos init --shared)", domain.ErrNotRoot)
@@ -91,11 +97,11 @@ func InitSharedAt(path, group string) (string, error) {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	// MkdirAll's mode passes through the umask and cannot set the special bits.
-	if err := storage.Own(dir, 0, gid, SharedDirMode); err != nil {
+	if err := storage.Own(dir, 0, gid, dirMode); err != nil {
 		return "", fmt.Errorf("prepare %s: %w", dir, err)
 	}
 	for _, p := range []string{path, storage.BackupPath(path)} {
-		if err := storage.Own(p, 0, gid, 0o660); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := storage.Own(p, 0, gid, fileMode); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("prepare %s: %w", p, err)
 		}
 	}

@@ -42,12 +42,34 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
+// Writer is what makes the app's writes: a core.Client, or the keeper's
+// client on a guarded ledger.
+type Writer interface {
+	Create(req core.Request) (*core.Partition, error)
+	Enqueue(req core.Request, o admission.WaitOptions) (*core.Partition, *admission.QueueEntry, error)
+	Release(id uint64) (core.Partition, error)
+	Extend(id uint64, d time.Duration) (core.Partition, error)
+	Cancel(id uint64) error
+}
+
+// writes is what makes the app's writes (see Options.Writes).
+func (m *Model) writes() Writer {
+	if m.opts.Writes != nil {
+		return m.opts.Writes
+	}
+	return m.opts.Client
+}
+
 // Options configure the app.
 type Options struct {
 	// Context is the command's: when it ends, so do the app's watches of
 	// the ledger. Nil means context.Background().
 	Context context.Context
 	Client  *core.Client
+	// Writes makes the app's bookings, releases, extensions and
+	// cancellations: a member's of a guarded ledger go through root's
+	// keeper. Nil means Client.
+	Writes  Writer
 	Backend gpu.Backend
 	// Notice is shown under the header, e.g. "no NVIDIA driver found;
 	// showing simulated GPUs".

@@ -221,7 +221,7 @@ func historyCmd(c *core.Client, device int) tea.Cmd {
 	}
 }
 
-func createCmd(c *core.Client, req core.Request) tea.Cmd {
+func createCmd(c Writer, req core.Request) tea.Cmd {
 	return func() tea.Msg {
 		p, err := c.Create(req)
 		return createdMsg{part: p, err: err}
@@ -233,7 +233,7 @@ func createCmd(c *core.Client, req core.Request) tea.Cmd {
 // waiter is gone, so quitting the app takes it out, as stopping `create
 // --wait` does. While the app runs, its monitor and whoever frees room
 // place it.
-func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
+func enqueueCmd(c Writer, req core.Request) tea.Cmd {
 	return func() tea.Msg {
 		p, e, err := c.Enqueue(req, admission.WaitOptions{})
 		return queuedMsg{entry: e, part: p, err: err}
@@ -244,7 +244,7 @@ func enqueueCmd(c *core.Client, req core.Request) tea.Cmd {
 // audit trail says their owner left, not that a waiting process vanished.
 // One it cannot cancel (the ledger busy) leaves with the app's process all
 // the same.
-func leaveLineCmd(c *core.Client, ids []uint64) tea.Cmd {
+func leaveLineCmd(c Writer, ids []uint64) tea.Cmd {
 	return func() tea.Msg {
 		for _, id := range ids {
 			_ = c.Cancel(id)
@@ -253,7 +253,7 @@ func leaveLineCmd(c *core.Client, ids []uint64) tea.Cmd {
 	}
 }
 
-func cancelRequestCmd(c *core.Client, id uint64) tea.Cmd {
+func cancelRequestCmd(c Writer, id uint64) tea.Cmd {
 	return func() tea.Msg {
 		return leftLineMsg{id: id, err: c.Cancel(id)}
 	}
@@ -336,14 +336,14 @@ func waitArgs(r domain.Request) []string {
 	return []string{"create", device, memory, human.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
 }
 
-func releaseCmd(c *core.Client, id uint64) tea.Cmd {
+func releaseCmd(c Writer, id uint64) tea.Cmd {
 	return func() tea.Msg {
 		p, err := c.Release(id)
 		return releasedMsg{part: p, err: err}
 	}
 }
 
-func extendCmd(c *core.Client, id uint64, d time.Duration) tea.Cmd {
+func extendCmd(c Writer, id uint64, d time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		p, err := c.Extend(id, d)
 		return extendedMsg{part: p, by: d, err: err}

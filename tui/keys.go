@@ -326,9 +326,9 @@ func (m *Model) formKey(msg tea.KeyMsg) tea.Cmd {
 	case req == nil:
 		return nil
 	case wait:
-		return enqueueCmd(m.opts.Client, *req)
+		return enqueueCmd(m.writes(), *req)
 	default:
-		return createCmd(m.opts.Client, *req)
+		return createCmd(m.writes(), *req)
 	}
 }
 
@@ -338,7 +338,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 	case releasing:
 		m.mode = browsing
 		if a == submitted {
-			return releaseCmd(m.opts.Client, m.target.ID)
+			return releaseCmd(m.writes(), m.target.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
 	case quitting:
@@ -346,7 +346,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		switch a {
 		case submitted:
 			m.stop()
-			return leaveLineCmd(m.opts.Client, slices.Sorted(maps.Keys(m.placed)))
+			return leaveLineCmd(m.writes(), slices.Sorted(maps.Keys(m.placed)))
 		case other:
 			return backgroundCmd(m.opts.Client, m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
 		}
@@ -358,7 +358,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 	case cancelling:
 		m.mode = browsing
 		if a == submitted {
-			return cancelRequestCmd(m.opts.Client, m.request.ID)
+			return cancelRequestCmd(m.writes(), m.request.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("Request #%d still waits", m.request.ID), false)
 	case extending:
@@ -372,7 +372,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 				return nil
 			}
 			m.mode = browsing
-			return extendCmd(m.opts.Client, m.target.ID, d)
+			return extendCmd(m.writes(), m.target.ID, d)
 		}
 	case filtering:
 		switch a {

@@ -112,11 +112,11 @@ func Interruptible(parent context.Context, sigs <-chan os.Signal) (ctx context.C
 	}
 }
 
-// WhyStopped is why ctx ended: the signal that interrupted it, or its error.
+// WhyStopped is why ctx ended: its cause (the signal that interrupted it,
+// a waiter's connection to the keeper closing), or its error.
 func WhyStopped(ctx context.Context) error {
-	var sig *Interrupted
-	if cause := context.Cause(ctx); errors.As(cause, &sig) {
-		return sig
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
 	}
 	return ctx.Err()
 }

@@ -50,11 +50,13 @@ type Ledger struct {
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
-// its directory: 0660 in a setgid (shared, group-owned) directory, else 0600.
+// its directory: in a setgid (shared, group-owned) directory the group gets
+// what the directory gives it (0660 in an open one's, 0640 in a guarded
+// one's, which members only read), else 0600.
 func New(path string) *Ledger {
 	mode := fs.FileMode(0o600)
 	if st, err := os.Stat(filepath.Dir(path)); err == nil && st.Mode()&fs.ModeSetgid != 0 {
-		mode = 0o660
+		mode |= st.Mode().Perm() & 0o060
 	}
 	return &Ledger{Path: path, Timeout: DefaultTimeout, Mode: mode}
 }

@@ -1,0 +1,202 @@
+package keeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+)
+
+// DefaultReadTimeout is how long a connection may take to send its
+// request before the keeper drops it.
+const DefaultReadTimeout = 10 * time.Second
+
+// Server is the keeper: it runs each caller's request through Client as
+// the caller, who must be root or in group GID.
+type Server struct {
+	// Client is the keeper's own (root's) client of the guarded ledger.
+	Client *core.Client
+	// GID and Group are the group whose members may write through it.
+	GID   int
+	Group string
+	// ReadTimeout bounds the wait for a request, by Client's clock; zero
+	// means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// Log hears what went wrong with a connection (nil: nothing).
+	Log func(msg string)
+}
+
+// errWaiterGone is why a waiter left the line: its connection closed.
+var errWaiterGone = errors.New("its connection to the keeper closed")
+
+// Serve answers connections on ln, each in a goroutine of its own, until
+// ctx ends, when it closes ln. A request under way then still finishes; a
+// waiter's connection stays open (the process ends it), so that its
+// request keeps its place for the next keeper.
+func (s *Server) Serve(ctx context.Context, ln *Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				ln.Close() // once it returns, the socket is gone
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of descriptors, say: let go of the processor a while.
+			s.log(fmt.Sprintf("keeper: accept on %s: %v", ln.Path(), err))
+			<-clock.Kernel.After(50 * time.Millisecond) // pacing, not a time of the books
+			continue
+		}
+		go s.handle(conn)
+	}
+}
+
+func (s *Server) log(msg string) {
+	if s.Log != nil {
+		s.Log(msg)
+	}
+}
+
+// handle answers one connection: who it is, its request, the reply.
+func (s *Server) handle(conn *net.UnixConn) {
+	defer conn.Close()
+	peer, err := peerOf(conn)
+	if err != nil {
+		s.log("keeper: " + err.Error())
+		return
+	}
+	if peer.UID != 0 && !peer.In(s.GID) {
+		_ = WriteFrame(conn, errorReply(fmt.Errorf("%w: %s (uid %d) is not in the group %s: ask root to add you (sudo usermod -aG %s %s), then log in again",
+			ErrRefused, core.UserName(peer.UID), peer.UID, s.Group, s.Group, core.UserName(peer.UID))))
+		return
+	}
+	var req Request
+	if err := s.read(conn, &req); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: a frame cut short", ErrRefused)
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			_ = WriteFrame(conn, errorReply(err))
+		}
+		return
+	}
+	_ = WriteFrame(conn, s.do(conn, peer, req))
+}
+
+// read reads the request, dropping a connection that sends none within
+// ReadTimeout.
+func (s *Server) read(conn *net.UnixConn, req *Request) error {
+	timeout := s.ReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	timer := s.Client.Clock().NewTimer(timeout)
+	defer timer.Stop()
+	read := make(chan struct{})
+	defer close(read)
+	go func() {
+		select {
+		case <-timer.C():
+			conn.Close()
+		case <-read:
+		}
+	}()
+	if err := ReadFrame(conn, req); err != nil {
+		return err
+	}
+	if req.V != Version {
+		return fmt.Errorf("%w: protocol version %d; this keeper speaks %d (run the same chronos as root's monitor)", ErrRefused, req.V, Version)
+	}
+	return nil
+}
+
+// do runs req as peer and returns the final reply.
+func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
+	ctx, leave := context.WithCancelCause(context.Background())
+	defer leave(nil)
+	c := s.Client.As(ctx, domain.Identity{UID: peer.UID, User: core.UserName(peer.UID)})
+	done := Reply{V: Version, Kind: ReplyDone}
+	var err error
+	switch req.Op {
+	case OpRelease:
+		var p core.Partition
+		p, err = c.Release(req.ID)
+		done.Partition = &p.Partition
+	case OpExtend:
+		var p core.Partition
+		p, err = c.Extend(req.ID, req.Duration)
+		done.Partition = &p.Partition
+	case OpHold:
+		var u domain.BookingUsage
+		u, err = c.Hold(req.ID, req.Duration, req.Reason)
+		done.Usage = &u
+	case OpCancel:
+		err = c.Cancel(req.ID)
+	case OpEnqueue:
+		if req.Create == nil {
+			err = fmt.Errorf("%w: an enqueue without its booking", ErrRefused)
+			break
+		}
+		var p *core.Partition
+		var e *admission.QueueEntry
+		p, e, err = c.Enqueue(req.Create.request(), admission.WaitOptions{Timeout: req.Create.Timeout, PID: peer.PID})
+		if p != nil {
+			done.Partition, done.Room = &p.Partition, &p.Room
+		}
+		done.Entry = e
+	case OpCreate:
+		if req.Create == nil {
+			err = fmt.Errorf("%w: a create without its booking", ErrRefused)
+			break
+		}
+		var p *core.Partition
+		if p, err = s.create(ctx, leave, conn, c, peer, *req.Create); p != nil {
+			done.Partition, done.Room = &p.Partition, &p.Room
+		}
+	default:
+		err = fmt.Errorf("%w: unknown request %s", ErrRefused, human.Quote(string(req.Op)))
+	}
+	if err != nil {
+		return errorReply(err)
+	}
+	return done
+}
+
+// request is the booking cr asks for.
+func (cr Create) request() core.Request {
+	return core.Request{Host: cr.Host, Device: cr.Device, Memory: human.Memory{Fraction: cr.Fraction, Bytes: cr.Bytes},
+		Duration: cr.Duration, Compute: cr.Compute, For: cr.For, Start: cr.Start}
+}
+
+// create books cr for the caller, or with cr.Wait waits in line with the
+// caller's process as the waiter, telling it its place as it changes. The
+// connection closing (the caller stopped, or was killed) takes the request
+// out of the line.
+func (s *Server) create(ctx context.Context, leave context.CancelCauseFunc, conn *net.UnixConn, c *core.Client, peer Peer, cr Create) (*core.Partition, error) {
+	req := cr.request()
+	if !cr.Wait {
+		return c.Create(req)
+	}
+	go func() {
+		// A waiter sends nothing more: anything read, or the end, is it leaving.
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		leave(errWaiterGone)
+	}()
+	tell := func(kind ReplyKind) func(admission.QueueEntry) {
+		return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
+	}
+	return c.BookOrWait(ctx, req, &admission.WaitOptions{Timeout: cr.Timeout, PID: peer.PID}, tell(ReplyJoined), tell(ReplyPlace))
+}

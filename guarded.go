@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/keeper"
+	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/tui"
+)
+
+// writer makes a command's writes: the ledger itself (core.Client), or,
+// for a member of a guarded ledger, root's keeper (keeper.Client), which
+// makes them as that member. Reads always go to the ledger.
+type writer interface {
+	tui.Writer
+	BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
+	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
+}
+
+// errRunGuarded says what a member does on a guarded ledger instead of
+// chronos run, whose supervision (its wrapper's record, signals claimed,
+// the release at the end) writes the ledger directly.
+var errRunGuarded = errors.New("chronos run does not go through root's keeper yet, and this ledger is guarded: " +
+	"book with chronos create, run the command with CUDA_VISIBLE_DEVICES set to the booking's GPU, and release it when done")
+
+// writerFor is who writes c's ledger for its user: root writes directly;
+// on a guarded ledger a member writes through the keeper. A ledger whose
+// mark cannot be read is written directly, which reports what is wrong.
+func writerFor(c *core.Client) writer {
+	if c.Me().Root() {
+		return c
+	}
+	if _, guarded, err := c.Guard(); err != nil || !guarded {
+		return c
+	}
+	return keeper.NewClient(keeper.SocketPath(), c)
+}
+
+// serveKeeper makes root's monitor the keeper of a guarded ledger: it
+// serves the socket until ctx ends. An open ledger needs none (nothing is
+// served, no error); a process not root's may not keep a guarded one.
+// note is what the monitor's start says of it.
+func serveKeeper(ctx context.Context, c *core.Client, logAct func(core.Act)) (stop func(), note string, err error) {
+	guard, guarded, err := c.Guard()
+	if err != nil || !guarded {
+		return func() {}, "", err
+	}
+	if !proc.RealRoot() {
+		return nil, "", fmt.Errorf("%w: run it as root (sudo chronos --monitor, or the chronos-monitor unit); members' apps and commands need no monitor of their own", core.ErrGuarded)
+	}
+	ln, err := keeper.Listen(keeper.SocketPath(), guard.GID)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &keeper.Server{Client: c, GID: guard.GID, Group: guard.Group, Log: func(msg string) {
+		logAct(core.Act{Time: c.Now(), Kind: domain.EventError, Detail: msg})
+	}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx, ln); err != nil {
+			logAct(core.Act{Time: c.Now(), Kind: domain.EventError, Detail: "keeper: " + err.Error()})
+		}
+	}()
+	return func() { ln.Close(); <-done }, fmt.Sprintf("guarded: keeper at %s for group %s", ln.Path(), guard.Group), nil
+}
