@@ -150,6 +150,12 @@ func TestGuardedWritesGoThroughTheKeeper(t *testing.T) {
 	r = lab.as(t, member, "release", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Released 1.\n", r.stdout)
+	r = lab.as(t, member, "create", "any", "0.3", "1h", "--gpus", "2")
+	require.Equal(t, 0, r.code, "a booking of several GPUs goes through the keeper whole: %s", r.stderr)
+	require.Contains(t, r.stdout, "of GPU 0-1 for nobody")
+	r = lab.as(t, member, "create", "0,1", "0.8", "1h")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "GPU 0 has 70%")
 
 	r = lab.as(t, nil, "events")
 	require.Equal(t, 0, r.code, r.stderr)

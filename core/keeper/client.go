@@ -122,7 +122,7 @@ func (k *Client) Cancel(id uint64) error {
 
 // createOf is the wire form of req.
 func createOf(req core.Request) *Create {
-	return &Create{Host: req.Host, Device: req.Device, Fraction: req.Memory.Fraction, Bytes: req.Memory.Bytes, Duration: req.Duration,
+	return &Create{Host: req.Host, Device: req.Device, Devices: req.Devices, Count: req.Count, Fraction: req.Memory.Fraction, Bytes: req.Memory.Bytes, Duration: req.Duration,
 		Compute: req.Compute, For: req.For, Start: req.Start}
 }
 

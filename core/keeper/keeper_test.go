@@ -29,11 +29,11 @@ const daemonGID = 1
 
 var rootID = domain.Identity{UID: 0, User: "root"}
 
-func testDevices() (string, []gpu.Device, error) {
-	return "test", []gpu.Device{
+func testDevices() (core.Listing, error) {
+	return core.Listing{Backend: "test", Devices: []gpu.Device{
 		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: 80 << 30},
 		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: 80 << 30},
-	}, nil
+	}}, nil
 }
 
 // keeperUnderTest is a keeper serving a ledger of its own, on a fake

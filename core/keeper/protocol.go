@@ -60,6 +60,8 @@ type Request struct {
 type Create struct {
 	Host     string        `json:"host,omitempty"`
 	Device   int           `json:"device"`
+	Devices  []int         `json:"devices,omitempty"` // several named GPUs
+	Count    int           `json:"gpus,omitempty"`    // how many of any
 	Fraction float64       `json:"fraction,omitempty"`
 	Bytes    uint64        `json:"bytes,omitempty"`
 	Duration time.Duration `json:"duration"`

@@ -176,7 +176,7 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 
 // request is the booking cr asks for.
 func (cr Create) request() core.Request {
-	return core.Request{Host: cr.Host, Device: cr.Device, Memory: human.Memory{Fraction: cr.Fraction, Bytes: cr.Bytes},
+	return core.Request{Host: cr.Host, Device: cr.Device, Devices: cr.Devices, Count: cr.Count, Memory: human.Memory{Fraction: cr.Fraction, Bytes: cr.Bytes},
 		Duration: cr.Duration, Compute: cr.Compute, For: cr.For, Start: cr.Start}
 }
 
