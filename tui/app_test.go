@@ -236,3 +236,32 @@ func TestExtend(t *testing.T) {
 	m = press(t, m, "e", "esc")
 	require.Equal(t, browsing, m.mode)
 }
+
+// The form books several GPUs as one booking: space marks GPUs, and on
+// "any" + asks for more of them.
+func TestBookingFormBooksSeveralGPUs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 4)
+	m := w.model(100, 30)
+	m = press(t, m, "n", "up", "1", " ", "3", " ")
+	require.Equal(t, map[int]bool{1: true, 3: true}, m.form.marked)
+	require.Contains(t, m.View(), "GPU 1,3 as one booking")
+	m = press(t, m, "1", " ", "1", " ") // out and back in
+	m = press(t, m, "tab", "25%", "enter")
+	require.Equal(t, browsing, m.mode, "booked")
+	parts := live(t, w.client)
+	require.Len(t, parts, 1)
+	require.Equal(t, []int{1, 3}, parts[0].GPUs())
+	require.Contains(t, m.View(), "1,3", "the table's one row names both")
+
+	m = press(t, m, "n", "up", "+", "+")
+	require.Equal(t, 3, m.form.count)
+	require.Contains(t, m.View(), "any×3")
+	m = press(t, m, "-", "tab", "100%", "enter")
+	require.Equal(t, browsing, m.mode, "booked")
+	parts = live(t, w.client)
+	require.Len(t, parts, 2)
+	require.Len(t, parts[1].GPUs(), 2, "any×2: two GPUs")
+	require.NotContains(t, parts[1].GPUs(), 1, "GPU 1 is a quarter booked")
+	require.NotContains(t, parts[1].GPUs(), 3)
+}

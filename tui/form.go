@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -34,6 +35,9 @@ var durationPresets = []string{"30m", "1h", "2h", "4h", "8h"}
 // formKeys work in the booking form; every other key is text for a field.
 type formKeys struct {
 	Submit, Cancel, NextField, PrevField, Left, Right key.Binding
+	// Mark adds the GPU under the cursor to a booking of several, or
+	// takes it out; More and Fewer change how many GPUs "any" asks for.
+	Mark, More, Fewer key.Binding
 }
 
 // bookingForm asks for a new booking. It checks what it can before asking
@@ -50,7 +54,12 @@ type bookingForm struct {
 	keys    formKeys
 	devices []core.Availability
 	device  int // index into devices; len(devices): any GPU
-	focus   field
+	// marked are the GPUs (by index) of a booking of several, chosen with
+	// space; none: the one under the cursor. count is how many GPUs "any"
+	// asks for.
+	marked map[int]bool
+	count  int
+	focus  field
 	fields  int // fieldFor+1 for root, who may book for others
 
 	memory, duration, start, forUser textinput.Model
@@ -75,7 +84,12 @@ func newBookingForm(sh *shared, r *readings) *bookingForm {
 			PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
 			Left:      key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "choose")),
 			Right:     key.NewBinding(key.WithKeys("right")),
+			Mark:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "several GPUs")),
+			More:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "how many (any)")),
+			Fewer:     key.NewBinding(key.WithKeys("-")),
 		},
+		marked:   map[int]bool{},
+		count:    1,
 		memory:   newInput(sh, "e.g. 50%", "", 14),
 		duration: newInput(sh, "e.g. 90m", "1h", 14),
 		start:    newInput(sh, "now", "", 14),
@@ -112,6 +126,12 @@ func (f *bookingForm) setReadings(r *readings) {
 			f.device = i
 		}
 	}
+	for g := range f.marked { // a GPU gone from the readings is no longer chosen
+		if !slices.ContainsFunc(f.devices, func(a core.Availability) bool { return a.Device.Index == g }) {
+			delete(f.marked, g)
+		}
+	}
+	f.count = min(f.count, max(1, len(f.devices)))
 }
 
 func (f *bookingForm) focusOn(fl field) {
@@ -126,6 +146,8 @@ func (f *bookingForm) focusOn(fl field) {
 	}
 	f.keys.Left.SetHelp("←/→", map[field]string{fieldDevice: "choose GPU", fieldDuration: "presets"}[fl])
 	f.keys.Left.SetEnabled(fl == fieldDevice || fl == fieldDuration)
+	f.keys.Mark.SetEnabled(fl == fieldDevice)
+	f.keys.More.SetEnabled(fl == fieldDevice)
 }
 
 func (f *bookingForm) input() *textinput.Model {
@@ -177,6 +199,17 @@ func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 			f.device = min(len(f.devices), f.device+1) // the last is any
 		case s == "a":
 			f.device = len(f.devices)
+		case key.Matches(msg, k.Mark):
+			if a, ok := f.chosen(); ok {
+				f.marked[a.Device.Index] = !f.marked[a.Device.Index]
+				if !f.marked[a.Device.Index] {
+					delete(f.marked, a.Device.Index)
+				}
+			}
+		case key.Matches(msg, k.More):
+			f.device, f.count = len(f.devices), min(len(f.devices), f.count+1)
+		case key.Matches(msg, k.Fewer):
+			f.device, f.count = len(f.devices), max(1, f.count-1)
 		case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
 			for i, a := range f.devices {
 				if a.Device.Index == int(s[0]-'0') {
@@ -240,9 +273,18 @@ func (f *bookingForm) request() (core.Request, field, error) {
 	if len(f.devices) == 0 {
 		return core.Request{}, fieldDevice, fmt.Errorf("no GPUs known yet")
 	}
-	device := domain.AnyDevice
-	if a, ok := f.chosen(); ok {
-		device = a.Device.Index
+	req := core.Request{Device: domain.AnyDevice}
+	switch a, ok := f.chosen(); {
+	case len(f.marked) > 0:
+		gpus := slices.Sorted(maps.Keys(f.marked))
+		req.Device = gpus[0]
+		if len(gpus) > 1 {
+			req.Devices = gpus
+		}
+	case ok:
+		req.Device = a.Device.Index
+	case f.count > 1:
+		req.Count = f.count
 	}
 	mem, err := human.ParseMemory(f.memory.Value())
 	if err != nil {
@@ -254,7 +296,7 @@ func (f *bookingForm) request() (core.Request, field, error) {
 	if err != nil {
 		return core.Request{}, fieldDuration, err
 	}
-	req := core.Request{Device: device, Memory: mem, Duration: d, For: strings.TrimSpace(f.forUser.Value())}
+	req.Memory, req.Duration, req.For = mem, d, strings.TrimSpace(f.forUser.Value())
 	if s := strings.TrimSpace(f.start.Value()); s != "" && s != "now" {
 		// The parser --at uses, on the app's clock.
 		if req.Start, err = human.ParseStart(s, f.sh.now()); err != nil {
@@ -290,7 +332,7 @@ func (f *bookingForm) setOffer() {
 // them) stored in the ledger.
 func (f *bookingForm) warning() string {
 	a, ok := f.chosen()
-	if !ok {
+	if !ok || len(f.marked) > 0 {
 		return ""
 	}
 	mem, err := human.ParseMemory(f.memory.Value())
@@ -309,12 +351,12 @@ func (f *bookingForm) warning() string {
 
 func (f *bookingForm) ShortHelp() []key.Binding {
 	k := f.keys
-	return []key.Binding{k.Submit, k.NextField, k.Left, k.Cancel}
+	return []key.Binding{k.Submit, k.NextField, k.Left, k.Mark, k.Cancel}
 }
 
 func (f *bookingForm) FullHelp() [][]key.Binding {
 	k := f.keys
-	return [][]key.Binding{{k.Submit, k.NextField, k.PrevField, k.Left, k.Cancel}}
+	return [][]key.Binding{{k.Submit, k.NextField, k.PrevField, k.Left, k.Mark, k.More, k.Cancel}}
 }
 
 func (f *bookingForm) view(width int) string {
@@ -333,10 +375,17 @@ func (f *bookingForm) view(width int) string {
 	var chips []string
 	for i, a := range f.devices {
 		text := fmt.Sprintf("%d %s", a.Device.Index, human.FormatPercent(a.FreePPM))
+		if f.marked[a.Device.Index] {
+			text = "✓" + text
+		}
 		chips = append(chips, chip(st, text, i == f.device))
 	}
 	if len(f.devices) > 0 {
-		chips = append(chips, chip(st, "any", f.device == len(f.devices)))
+		text := "any"
+		if f.count > 1 {
+			text = fmt.Sprintf("any×%d", f.count)
+		}
+		chips = append(chips, chip(st, text, f.device == len(f.devices) && len(f.marked) == 0))
 	}
 	lines = append(lines, cut(label(fieldDevice, "GPU")+strings.Join(chips, " "), inner))
 	for _, l := range f.gpuDetail(inner) {
@@ -398,10 +447,17 @@ func (f *bookingForm) message(width int) (msg []string, style lipgloss.Style, of
 // telling first — wrapped under the GPU chips in up to two lines.
 func (f *bookingForm) gpuDetail(inner int) []string {
 	var detail string
-	if a, ok := f.chosen(); ok {
+	a, ok := f.chosen()
+	switch {
+	case len(f.marked) > 0:
+		detail = fmt.Sprintf("GPU %s as one booking: the same share of each, all or nothing (space adds or removes a GPU)",
+			human.FormatGPUs("", slices.Sorted(maps.Keys(f.marked))))
+	case ok:
 		detail = fmt.Sprintf("%s · %d %s · %s", a.Room(), a.Bookings, plural(a.Bookings, "booking", "bookings"), Printable(a.Device.Name))
-	} else if len(f.devices) > 0 {
-		detail = "whichever GPU has room first"
+	case f.count > 1:
+		detail = fmt.Sprintf("the %d best-connected GPUs with room, as one booking (+/- how many)", f.count)
+	case len(f.devices) > 0:
+		detail = "whichever GPU has room first (+ asks for several)"
 	}
 	if detail == "" {
 		return nil
