@@ -60,7 +60,7 @@ type bookingForm struct {
 	marked map[int]bool
 	count  int
 	focus  field
-	fields  int // fieldFor+1 for root, who may book for others
+	fields int // fieldFor+1 for root, who may book for others
 
 	memory, duration, start, forUser textinput.Model
 	// preset is true while the duration holds a preset, as offered or as
