@@ -389,7 +389,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		var mine []signalPlan
 		accounted, placeMore := false, false
 		// A pass goes ahead of other writers waiting their turn:
-		// recording an expiry must not wait behind the lab's bookings.
+		// recording an expiry must not wait behind the lab's bookings; and
+		// if it waits all the same, the processes of expired bookings get
+		// their SIGTERM at the deadline regardless (see termEarly).
+		early := m.termEarly(plans, local)
 		err := storage.UpdateUrgent(m.c.ctx, m.c.ledger, func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
@@ -450,6 +453,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			placeMore, err = m.c.placeLine(tx)
 			return err
 		})
+		sent, earlyActs := early.settle()
+		if err != nil {
+			// Sent, not recorded: never again, and said.
+			m.sentOffline(plans, sent, now)
+			for _, a := range earlyActs {
+				m.report(a)
+			}
+		}
 		if withoutLedger(err) && m.good != nil {
 			// The ledger went away, or other writers kept it: enforce
 			// what is due without it. A busy ledger is tried again at
@@ -473,8 +484,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			a.Time = committed
 			m.report(a)
 		}
-		if len(mine) > 0 {
-			if err := m.signal(mine); err != nil {
+		mine = slices.DeleteFunc(mine, func(p signalPlan) bool { return sent[p.key] })
+		if len(mine) > 0 || len(earlyActs) > 0 {
+			if err := m.signal(mine, earlyActs); err != nil {
 				return now, err
 			}
 		}
@@ -811,16 +823,13 @@ func (m *Monitor) record(tx *storage.Tx, a Act) error {
 // signal sends the claimed signals, then records what happened. A signal
 // refused for permission goes back to the ledger as a claim that needs root,
 // so a privileged monitor does it; nothing is dropped.
-func (m *Monitor) signal(plans []signalPlan) error {
-	var acts []Act
+func (m *Monitor) signal(plans []signalPlan, sent []Act) error {
+	acts := sent // sent already (termEarly): to record
 	var denied []string
 	for _, p := range plans {
-		err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-		a := Act{Time: m.c.now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
-			Detail: fmt.Sprintf("%s to %s: %s", proc.SignalName(p.sig), p.proc.Command, p.reason)}
+		a, err := m.send(p)
 		switch {
 		case err == nil:
-			m.o.Observer.Signalled(p.sig, p.cause)
 		case errors.Is(err, proc.ErrProcessGone) && proc.KeepsRecordsOf(m.root, p.proc.UID):
 			continue
 		case errors.Is(err, proc.ErrNoPermission), errors.Is(err, proc.ErrProcessGone):

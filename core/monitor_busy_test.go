@@ -74,3 +74,75 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	n, _ = signalled()
 	require.Equal(t, 1, n, "nothing signalled twice")
 }
+
+// A pass whose transaction waits on a busy ledger does not hold up the
+// SIGTERM of a booking whose deadline has passed: it goes termPatience
+// into the pass, while the transaction still waits, and once the ledger
+// is free the pass records the expiry and the signal, which no pass
+// sends again.
+func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	sim := gpu.NewSim(gpu.SimOptions{})
+	clk := newFakeClock()
+	c := simClient(t, &bolt.Ledger{Path: db, Timeout: time.Minute}, sim, CurrentIdentity(), clk)
+	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
+	require.NoError(t, err)
+	proc := startChild(t, p.ID, "sleep 60")
+	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+	var log actLog
+	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
+	for range 2 { // the second finds nothing to write: its snapshot is kept
+		_, err = m.Tick()
+		require.NoError(t, err)
+	}
+
+	// At the deadline nothing has changed in the ledger: the pass acts on
+	// the snapshot it has, as a running monitor does, and its
+	// transaction waits for the file another process holds.
+	holder, marker := holdLedger(t, db)
+	clk.Set(p.Expires)
+	timers := clk.Timers()
+	ticked := make(chan error, 1)
+	go func() { _, err := m.tick(false); ticked <- err }()
+	require.True(t, clk.WaitTimers(timers+1, 10*time.Second), "the pass arms its SIGTERM")
+	select {
+	case err := <-ticked:
+		t.Fatalf("the pass ended (%v) while another process held the ledger", err)
+	default:
+	}
+	clk.Advance(termPatience)
+	ws := waitStatus(t, proc, 10*time.Second)
+	require.True(t, ws.Signaled())
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	select {
+	case err := <-ticked:
+		t.Fatalf("the pass ended (%v) before the ledger was free: the signal did not wait for it", err)
+	default:
+	}
+
+	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
+	require.NoError(t, holder.Wait())
+	require.NoError(t, <-ticked)
+	got, err := c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.Expired, got.State)
+	evs, err := c.FindEvents(EventFilter{Booking: p.ID}, 0)
+	require.NoError(t, err)
+	var signalled []string
+	for _, e := range evs {
+		if e.Kind == domain.EventSignalled {
+			signalled = append(signalled, e.Detail)
+		}
+	}
+	require.Len(t, signalled, 1)
+	require.Contains(t, signalled[0], "SIGTERM")
+	require.Contains(t, signalled[0], "sent at the deadline, before the ledger recorded the pass")
+
+	clk.Advance(time.Second)
+	_, err = m.Tick()
+	require.NoError(t, err)
+	evs, err = c.FindEvents(EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "nothing signalled twice")
+}
