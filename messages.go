@@ -38,7 +38,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		case cmd.HasAvailableSubCommands() && len(a) > 0:
 			msg := "unknown command " + human.Quote(a[0])
 			cmd.SuggestionsMinimumDistance = 2
-			if near := cmd.SuggestionsFor(a[0]); len(near) > 0 {
+			if near := suggest(a[0], cmd.SuggestionsFor); len(near) > 0 {
 				msg += ": did you mean " + strings.Join(near, " or ") + "?"
 			}
 			return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
@@ -98,7 +98,7 @@ func flagError(cmd *cobra.Command, err error) error {
 // nearFlags are cmd's flags (its own and those it inherits) within two
 // edits of a mistyped long name, or that it begins, nearest first.
 func nearFlags(cmd *cobra.Command, typed string) []string {
-	if typed == "" {
+	if typed == "" || len(typed) > maxSuggested {
 		return nil
 	}
 	type near struct {
@@ -128,6 +128,19 @@ func nearFlags(cmd *cobra.Command, typed string) []string {
 		out = append(out, f.name)
 	}
 	return out
+}
+
+// maxSuggested is the longest typo that gets a "did you mean": no name is
+// that long, so nothing longer is within two edits of one, and weighing
+// a pasted 100 KB argument against every name took a second.
+const maxSuggested = 64
+
+// suggest is the names near typed, unless typed is too long to be near any.
+func suggest(typed string, near func(string) []string) []string {
+	if len(typed) > maxSuggested {
+		return nil
+	}
+	return near(typed)
 }
 
 // editDistance is the Levenshtein distance between a and b.
