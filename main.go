@@ -26,6 +26,7 @@ import (
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
+	"github.com/chronos-gpu/chronos/storage/etcd"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -63,7 +64,18 @@ type globals struct {
 	// ctx is the command's context: Ctrl-C ends it, and with it a wait
 	// on the ledger (an etcd transaction retrying).
 	ctx context.Context
+	// whole is set for a command that answers at once (no --wait, no
+	// --follow): on etcd, all of its ledger calls together end within the
+	// store's timeout, as its messages promise (see client); cancel ends
+	// that deadline's timer.
+	whole  bool
+	cancel context.CancelFunc
 }
+
+// oneShot are the commands that answer at once, unless they wait in line
+// or follow.
+var oneShot = map[string]bool{"create": true, "list": true, "release": true, "extend": true, "available": true,
+	"policy": true, "set": true, "events": true, "hold": true, "queue": true, "cancel": true, "usage": true, "report": true, "show": true}
 
 func main() {
 	// The first SIGINT or SIGTERM ends the context, which the monitor and
@@ -110,6 +122,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if g.cancel != nil {
+		g.cancel()
+	}
 	if err == nil {
 		return 0
 	}
@@ -146,6 +161,11 @@ Run it with no command for the terminal app.`,
 		Args:          args(noArgs),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.ctx = cmd.Context()
+			waits := func(flag string) bool {
+				f := cmd.Flags().Lookup(flag)
+				return f != nil && f.Changed && f.Value.String() == "true"
+			}
+			g.whole = oneShot[cmd.Name()] && cmd != cmd.Root() && !waits("wait") && !waits("follow")
 			if cmd != cmd.Root() || mon.on {
 				g.warn = warnOnce(cmd.ErrOrStderr())
 			}
@@ -221,6 +241,13 @@ func (g *globals) client() (*core.Client, error) {
 	}
 	if l, ok := s.(*bolt.Ledger); ok {
 		l.Warn = g.warn
+	}
+	if e, ok := s.(*etcd.Store); ok && g.whole && g.cancel == nil {
+		// The timeout is the whole command's, not each call's: a create
+		// that finds etcd busy, then places the line, still answers
+		// within it.
+		g.ctx, g.cancel = context.WithTimeoutCause(g.ctx, e.Timeout(),
+			fmt.Errorf("%w: etcd did not answer within %s (the whole command's time)", storage.ErrUnavailable, e.Timeout()))
 	}
 	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource(), Context: g.ctx}), nil
 }

@@ -315,3 +315,36 @@ func TestDoctorOnEtcd(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "etcdutl snapshot restore")
 }
+
+// A command's "within 5s" is the whole command's: releasing three
+// bookings while etcd stops answering ends within the timeout once, not
+// once per booking (it took three timeouts).
+func TestWholeCommandEndsWithinTheTimeout(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	lab := c.URL() + "/lab"
+	for range 3 {
+		require.Equal(t, 0, onHost(t, lab, "gpu1", "create", "0", "10%", "1h").code)
+	}
+	c.Members[0].Pause()
+	start := time.Now()
+	r := onHost(t, lab, "gpu1", "release", "1", "2", "3")
+	took := time.Since(start)
+	c.Members[0].Resume()
+	require.Equal(t, 1, r.code)
+	require.Equal(t, 3, strings.Count(r.stderr, "did not answer within 5s"), r.stderr)
+	// The timeout, and a race-built process starting on a loaded machine;
+	// well short of two timeouts.
+	require.Less(t, took, 9*time.Second)
+	require.Len(t, onHostList(t, lab), 3, "nothing was released")
+}
+
+// onHostList is `list --json` of lab as gpu1 sees it.
+func onHostList(t *testing.T, lab string) []core.PartitionJSON {
+	t.Helper()
+	r := onHost(t, lab, "gpu1", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var parts []core.PartitionJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
+	return parts
+}

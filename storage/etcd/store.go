@@ -207,11 +207,11 @@ func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 // stopped is why the caller's ctx ended: its cause (a signal, say), which
 // matches context.Canceled, else its error.
 func stopped(ctx context.Context) error {
-	if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return ctx.Err()
+	return context.Cause(ctx) // ctx.Err() when it was given no cause
 }
+
+// Timeout bounds each operation.
+func (s *Store) Timeout() time.Duration { return s.cfg.Timeout }
 
 // pause waits a little, at random, before trying again; false when the
 // deadline came first.
