@@ -255,3 +255,25 @@ func TestGangEarliestIsTheFirstFit(t *testing.T) {
 		}
 	}
 }
+
+// A GPU that leaves the inventory while a request for it waits (or keeps
+// its place) takes the request out of the line, saying why, and frees
+// what it kept.
+func TestGangWaitingForAGPUThatIsGoneLeaves(t *testing.T) {
+	t.Parallel()
+	waiting := ask(aliceUID, 100, 3600, 60, 0, 1, 2, 3)
+	b := gangBooks(t, 4, nil, []domain.Partition{booked(bobUID, 100, 0, 3600, 0)}, []domain.Request{waiting})
+	plan, err := b.Plan(nil)
+	require.NoError(t, err)
+	require.Len(t, plan.Order, 1, "it waits, keeping 0-3 from 3600")
+
+	inv := b.Invs[""]
+	inv.Devices = inv.Devices[:3] // GPU 3 is gone
+	b.Invs[""] = inv
+	plan, err = b.Plan(nil)
+	require.NoError(t, err)
+	require.Empty(t, plan.Order)
+	require.Len(t, plan.Leaves, 1)
+	require.Equal(t, domain.Cancelled, plan.Leaves[0].State)
+	require.Contains(t, plan.Leaves[0].Reason, "it can never be granted: no such GPU: GPU 3")
+}
