@@ -349,3 +349,25 @@ func TestScrapeReadsTheLedgerOnce(t *testing.T) {
 	require.Equal(t, 1.0, value(series(fams["chronos_gpu_booked_ratio"])[gpuLabels(r, 1)]))
 	require.Contains(t, series(fams["chronos_user_booked_gpu_seconds_total"]), "user="+me.User)
 }
+
+// A booking of several GPUs has a row of chronos_booking_info for each of
+// its GPUs, and its share counts in each GPU's booked ratio.
+func TestBookingOfSeveralGPUsHasARowPerGPU(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, metrics.CompatNone)
+	p, err := r.c.Create(core.Request{Device: 1, Devices: []int{1, 2}, Memory: human.Fraction(0.5), Duration: time.Hour})
+	require.NoError(t, err)
+	r.start()
+	fams := scrape(t, r.url)
+	info := series(fams["chronos_booking_info"])
+	require.Len(t, info, 2)
+	host, id := core.HostName(), strconv.FormatUint(p.ID, 10)
+	for i, g := range []int{1, 2} {
+		labels := "UUID=" + p.DeviceUUIDs[i] + ",booking=" + id + ",gpu=" + strconv.Itoa(g) + ",hostname=" + host + ",user=" + p.User
+		require.Equal(t, 1.0, value(info[labels]), labels)
+	}
+	booked := series(fams["chronos_gpu_booked_ratio"])
+	for dev, want := range []float64{0, 0.5, 0.5, 0} {
+		require.InDelta(t, want, value(booked[gpuLabels(r, dev)]), 1e-9, "GPU %d", dev)
+	}
+}
