@@ -325,3 +325,29 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	daemon := users[slices.IndexFunc(users, func(u UserUsage) bool { return u.User == "daemon" })]
 	require.InDelta(t, 1+3, daemon.Used30d, 1e-9, "half of the booking across the month's start")
 }
+
+// A booking of several GPUs counts its GPU-hours on all of them: a user's
+// row has them all, and by GPU each GPU has its share, the booking once
+// in the total.
+func TestReportCountsEveryGPUOfABooking(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	c := newTestClient(t, clock, alice)
+	now := clock.Now()
+	_, err := c.Create(Request{Device: 0, Devices: []int{0, 1}, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
+	require.NoError(t, err)
+	clock.Advance(time.Hour)
+	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
+	require.NoError(t, err)
+	require.Len(t, r.Rows, 1)
+	require.InDelta(t, 1.0, r.Rows[0].BookedHours, 1e-9, "an hour of half of two GPUs")
+	r, err = c.Report(now.Add(-time.Hour), ReportByGPU)
+	require.NoError(t, err)
+	require.Len(t, r.Rows, 2)
+	for _, row := range r.Rows {
+		require.InDelta(t, 0.5, row.BookedHours, 1e-9, row.Key)
+		require.Equal(t, 1, row.Bookings, row.Key)
+	}
+	require.InDelta(t, 1.0, r.Total.BookedHours, 1e-9)
+	require.Equal(t, 1, r.Total.Bookings, "one booking")
+}
