@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
@@ -111,9 +113,10 @@ func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64,
 	if err != nil {
 		return nil, err
 	}
-	if r.Device != req.Device || r.Duration != req.Duration {
-		return nil, usageError{fmt.Errorf("request %d asks for GPU %d for %s, not GPU %d for %s", id, r.Device,
-			human.FormatDuration(r.Duration), req.Device, human.FormatDuration(req.Duration))}
+	asked := domain.Request{Host: r.Host, Device: req.Device, Devices: req.Devices, Count: req.Count}
+	if r.Device != req.Device || !slices.Equal(r.Devices, req.Devices) || r.GPUCount() != max(1, len(req.Devices), req.Count) || r.Duration != req.Duration {
+		return nil, usageError{fmt.Errorf("request %d asks for GPU %s for %s, not GPU %s for %s", id, admission.AskedGPUs(c.Host(), r),
+			human.FormatDuration(r.Duration), admission.AskedGPUs(c.Host(), asked), human.FormatDuration(req.Duration))}
 	}
 	if _, err := c.TakeOver(id, 0); err != nil {
 		return nil, err

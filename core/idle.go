@@ -141,14 +141,21 @@ func stillWaits(r domain.Request, now time.Time) bool {
 }
 
 // waitingIn counts the requests waiting in line for this host's GPUs at
-// now, by GPU index; AnyDevice counts those for any of its GPUs. Requests
-// past their --timeout are left out, as the idle ladder leaves them out.
+// now, by GPU index (a request for several counts on each it names);
+// AnyDevice counts those for any of its GPUs. Requests past their
+// --timeout are left out, as the idle ladder leaves them out.
 func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 	n := map[int]int{}
 	line, err := tx.WaitingRequests()
 	for _, r := range line {
-		if r.Host == c.host && stillWaits(r, now) {
+		if r.Host != c.host || !stillWaits(r, now) {
+			continue
+		}
+		if len(r.Devices) == 0 {
 			n[r.Device]++
+		}
+		for _, d := range r.Devices {
+			n[d]++
 		}
 	}
 	return n, err

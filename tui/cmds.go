@@ -322,18 +322,16 @@ func startWaiter(c *core.Client, self string, global []string, id uint64, now ti
 // waitArgs are the arguments of `chronos create` that wait for r in its
 // place.
 func waitArgs(r domain.Request) []string {
-	device := "any"
-	if r.Device != domain.AnyDevice {
-		device = strconv.Itoa(r.Device)
-	}
-	if r.Host != "" {
-		device = r.Host + ":" + device
-	}
+	device := admission.AskedGPUs("", domain.Request{Host: r.Host, Device: r.Device, Devices: r.Devices}) // any×N is any --gpus N
 	memory := human.FormatPercent(r.SharePPM)
 	if r.Bytes > 0 {
 		memory = strconv.FormatUint(r.Bytes>>10, 10) + "KiB"
 	}
-	return []string{"create", device, memory, human.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
+	args := []string{"create", device, memory, human.FormatDuration(r.Duration), "--wait", "--request", strconv.FormatUint(r.ID, 10)}
+	if r.Count > 1 {
+		args = append(args, "--gpus", strconv.Itoa(r.Count))
+	}
+	return args
 }
 
 func releaseCmd(c Writer, id uint64) tea.Cmd {
