@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test test-anytime test-loaded check lint vet tidy bench bench-waiters soak soak-etcd fuzz screenshots tools tools-cc clean install man
+.PHONY: all build run test test-anytime test-loaded check lint vet tidy bench bench-waiters gangsim soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -127,6 +127,13 @@ bench: tools-cc
 # ledger file, and laying out a line of 200 (see BENCHMARKS.md).
 bench-waiters: tools-cc
 	$(GO) test ./core -run '^$$' -bench 'Waiters200|LineLayout200' -benchtime 1x -count 1 -timeout 30m
+
+# Issue 23's simulated weeks: twenty seeded weeks of a lab's 1-, 2-, 4-
+# and 8-GPU jobs through the real waiting line and two baselines (see
+# BENCHMARKS.md); about a minute. WEEKS=1 for one.
+WEEKS ?= 20
+gangsim: tools-cc
+	$(GO) run ./scripts/gangsim -weeks $(WEEKS)
 
 soak: build
 	$(GO) run ./scripts/soak -bin $(BIN)

@@ -21,7 +21,7 @@ const (
 // gangBooks is a ledger of n 80 GiB GPUs on this host, with the default
 // policy, parts booked and line waiting, as of t0. topo, when given, is
 // how the GPUs are linked.
-func gangBooks(t *testing.T, n int, topo *gpu.Topology, parts []domain.Partition, line []domain.Request) *Books {
+func gangBooks(t testing.TB, n int, topo *gpu.Topology, parts []domain.Partition, line []domain.Request) *Books {
 	t.Helper()
 	inv := domain.Inventory{Backend: "sim"}
 	for i := range n {
