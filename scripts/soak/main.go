@@ -574,7 +574,8 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 			}
 		case r < 8 || len(mine) == 0:
 			dev, extra := strconv.Itoa(rng.IntN(d.cfg.devices)), []string(nil)
-			kind, ahead := "cli.create", "cli.ahead"
+			ahead := "cli.ahead"
+			kind = "cli.create"
 			if d.cfg.devices > 1 && rng.Float64() < d.cfg.gangs {
 				dev, extra = pickGang(rng, d.cfg.devices).arg()
 				kind, ahead = "cli.gang", "cli.gang-ahead"
