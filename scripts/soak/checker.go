@@ -378,7 +378,7 @@ type finalCheck struct {
 	requests, granted, timedOut, cancelled   int
 	badGrants                                []string // a request granted twice, or a booking for none
 	// Over the whole history: each GPU's most booked instant, the
-	// instants over 100%; bookings not held whole or not what their
+	// stretches over 100%; bookings not held whole or not what their
 	// request asked; and the gangs among them.
 	held       map[gpuKey]peak
 	overbooked []string
@@ -420,11 +420,9 @@ func (c *checker) final() finalCheck {
 			for _, fl := range bookingFlaws(p, invs) {
 				note(&f.flaws, fl)
 			}
-			if n := len(p.GPUs()); n > 1 {
-				f.gangs.bySize[n]++
-				if e := ends[p.ID]; created[p.ID] != 1 || len(e) != 1 {
-					f.gangs.events++
-				}
+			gang := len(p.GPUs()) > 1
+			if gang {
+				f.gangs.bySize[len(p.GPUs())]++
 			}
 			switch created[p.ID] {
 			case 1:
@@ -442,6 +440,7 @@ func (c *checker) final() finalCheck {
 				f.stillLive++
 			}
 			e := ends[p.ID]
+			endOK := false
 			switch {
 			case len(e) == 0 && p.State != domain.Live:
 				note(&f.missingEnd, fmt.Sprintf("booking %d is %s with no event", p.ID, p.State))
@@ -451,6 +450,12 @@ func (c *checker) final() finalCheck {
 				note(&f.doubleEnd, fmt.Sprintf("booking %d: %d end events", p.ID, len(e)))
 			case string(p.State) != string(e[0].Kind) && (!p.ReclaimedEarly() || e[0].Kind != domain.EventReclaimed):
 				note(&f.wrongEnd, fmt.Sprintf("booking %d is %s, its event says %s", p.ID, p.State, e[0].Kind))
+			default:
+				endOK = true
+			}
+			// A gang is one booking: one created event and one end, as any.
+			if gang && (created[p.ID] != 1 || !endOK) {
+				f.gangs.events++
 			}
 			if len(e) == 1 && e[0].Kind == "expired" {
 				f.expiryLateness.Add(e[0].Time.Sub(p.Expires))

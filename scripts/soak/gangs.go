@@ -141,7 +141,7 @@ func heldUntil(p domain.Partition) time.Time {
 // held its share of each of its GPUs over [Start, heldUntil); per GPU, the
 // sum only changes at those ends, so a sweep over them, ends before starts
 // at one instant, finds every peak. It returns each GPU's highest sum and
-// the instants over 100%.
+// each stretch of time one was over 100%.
 func sweep(parts []domain.Partition) (map[gpuKey]peak, []string) {
 	type step struct {
 		gpu gpuKey
@@ -165,16 +165,22 @@ func sweep(parts []domain.Partition) (map[gpuKey]peak, []string) {
 	peaks := map[gpuKey]peak{}
 	var over []string
 	var sum int64
-	for i, s := range steps {
-		if i > 0 && steps[i-1].gpu != s.gpu {
-			sum = 0
-		}
-		sum += s.ppm
+	var spell peak // the stretch over 100% the sweep is in: its most, and from when
+	var from time.Time
+	for _, s := range steps {
+		sum += s.ppm // back to 0 at each GPU's last end
 		if sum > peaks[s.gpu].ppm {
 			peaks[s.gpu] = peak{sum, s.at}
 		}
-		if sum > human.Ppm && s.ppm > 0 {
-			note(&over, fmt.Sprintf("GPU %s booked %.4f%% from %s (whole-history sweep)", s.gpu, float64(sum)/1e4, s.at.Format(time.RFC3339Nano)))
+		switch {
+		case sum > human.Ppm && spell.ppm == 0:
+			spell, from = peak{sum, s.at}, s.at
+		case sum > spell.ppm && spell.ppm > 0:
+			spell = peak{sum, s.at}
+		case sum <= human.Ppm && spell.ppm > 0:
+			note(&over, fmt.Sprintf("GPU %s booked %.4f%% at %s, over 100%% from %s to %s (whole-history sweep)", s.gpu, float64(spell.ppm)/1e4,
+				spell.at.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano), s.at.Format(time.RFC3339Nano)))
+			spell = peak{}
 		}
 	}
 	return peaks, over

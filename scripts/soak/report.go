@@ -141,7 +141,7 @@ func (r *report) markdown() string {
 		held[g] = pk.ppm
 	}
 	w("| most booked at any instant of the whole history (every booking on each of its GPUs, swept at the end) | %s |\n", fmtPeaks(held))
-	w("| instants over 100%% in the whole history | %d |\n", len(f.overbooked))
+	w("| stretches of time over 100%% in the whole history | %d |\n", len(f.overbooked))
 	w("| bookings not held whole (a gang's GPUs and UUIDs, the host's GPUs) or not what their request asked | %d |\n", len(f.flaws))
 	w("| bookings at the end | %d: %d released, %d expired, %d still live |\n", f.partitions, f.released, f.expired, f.stillLive)
 	w("| without exactly one created event | %d |\n", len(f.missingCreated)+len(f.doubleCreated))
