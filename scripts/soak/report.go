@@ -258,13 +258,14 @@ func (r *report) gangSection(w func(string, ...any)) {
 			waited, granted = waited+n, granted+o[outOK]
 		}
 	}
-	w("| **all** | %d | %d | %d | %d waited, %d granted | |\n", asked, made, refused, waited, granted)
+	w("| **all** | %d | %d | %d | | |\n", asked, made, refused)
+	w("\nWith --wait: %d asked, %d booked (at once, or granted from the line).\n", waited, granted)
 	g := r.final.gangs
 	var sizes []string
 	for n := 2; n <= r.cfg.devices; n++ {
 		sizes = append(sizes, fmt.Sprintf("%d of %d GPUs", g.bySize[n], n))
 	}
-	w("\nIn the ledger at the end: %s; requests for several GPUs in line: %d, %d granted, %d timed out, %d cancelled; gangs without exactly one created and one end event: %d.\n",
+	w("In the ledger at the end: %s; requests for several GPUs that joined the line: %d, %d granted, %d timed out, %d cancelled; gangs without exactly one created and one end event: %d.\n",
 		strings.Join(sizes, ", "), g.requests, g.granted, g.timedOut, g.cancelled, g.events)
 }
 

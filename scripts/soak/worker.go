@@ -165,6 +165,12 @@ loop:
 				if !gang && rng.IntN(4) == 0 {
 					req.Device = domain.AnyDevice
 				}
+				if gang {
+					// A bigger share, so that gangs often wait in line,
+					// up to what the soak's user-gpus=1.5 lets one user hold.
+					hi := max(21, 120/max(len(req.Devices), req.Count))
+					req.Memory = human.Fraction(float64(20+rng.IntN(hi-20)) / 100)
+				}
 			}
 			var p *core.Partition
 			err := timed(kind, func() error {
