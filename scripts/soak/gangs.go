@@ -78,15 +78,19 @@ func grantFlaw(r domain.Request, p domain.Partition) string {
 }
 
 // bookingFlaws says what is wrong with a booking as stored, for one
-// granted whole: a gang names each GPU's UUID, Device first, no GPU twice;
-// and every GPU it holds is one of its host's, by index and UUID. invs are
-// the hosts' inventories by host ("" a file's own host); nil skips that.
+// granted whole: a gang names two GPUs or more and each one's UUID,
+// Device first, no GPU twice; and every GPU it holds is one of its
+// host's, by index and UUID. invs are the hosts' inventories by host (""
+// a file's own host); nil skips that.
 func bookingFlaws(p domain.Partition, invs map[string]domain.Inventory) []string {
 	var out []string
 	bad := func(format string, args ...any) {
 		out = append(out, fmt.Sprintf("booking %d (GPUs %v): ", p.ID, p.Devices)+fmt.Sprintf(format, args...))
 	}
 	if len(p.Devices) > 0 {
+		if len(p.Devices) == 1 { // core leaves Devices empty for one GPU
+			bad("a gang of one GPU")
+		}
 		if len(p.DeviceUUIDs) != len(p.Devices) {
 			bad("%d GPUs, %d UUIDs", len(p.Devices), len(p.DeviceUUIDs))
 		}

@@ -116,6 +116,7 @@ func TestBookingFlawsFindAGangHeldInPart(t *testing.T) {
 		{"a GPU's UUID dropped", func(p *domain.Partition) { p.DeviceUUIDs = p.DeviceUUIDs[:2] }, invs, "3 GPUs, 2 UUIDs"},
 		{"Device not the first", func(p *domain.Partition) { p.Device = 2 }, invs, "Device is 2, not the first"},
 		{"DeviceUUID not the first's", func(p *domain.Partition) { p.DeviceUUID = uuidOf(3) }, invs, "DeviceUUID GPU-3 is not the first GPU's GPU-0"},
+		{"all GPUs but one dropped", func(p *domain.Partition) { p.Devices, p.DeviceUUIDs = p.Devices[:1], p.DeviceUUIDs[:1] }, invs, "a gang of one GPU"},
 		{"a GPU twice", func(p *domain.Partition) { p.Devices[2], p.DeviceUUIDs[2] = 0, uuidOf(0) }, invs, "GPU 0 twice"},
 		{"a GPU the host lacks", func(p *domain.Partition) { p.Devices[2], p.DeviceUUIDs[2] = 7, uuidOf(7) }, invs, `GPU 7 is not one of host ""'s 4`},
 		{"another GPU's UUID", func(p *domain.Partition) { p.DeviceUUIDs[1] = uuidOf(3) }, invs, "GPU 1's UUID GPU-3 is not the host's GPU-1"},
