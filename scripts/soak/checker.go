@@ -378,11 +378,12 @@ type finalCheck struct {
 	requests, granted, timedOut, cancelled   int
 	badGrants                                []string // a request granted twice, or a booking for none
 	// Over the whole history: each GPU's most booked instant, the
-	// stretches over 100%; bookings not held whole or not what their
-	// request asked; and the gangs among them.
+	// stretches over 100%; bookings not held whole, requests granted
+	// other GPUs than they asked; and the gangs among them.
 	held       map[gpuKey]peak
 	overbooked []string
 	flaws      []string
+	misgranted []string
 	gangs      gangFinal
 	err        string
 }
@@ -491,7 +492,7 @@ func (c *checker) final() finalCheck {
 				if p, ok := byID[r.Partition]; !ok {
 					note(&f.badGrants, fmt.Sprintf("request %d granted as %d, which is not in the ledger", r.ID, r.Partition))
 				} else if fl := grantFlaw(r, p); fl != "" {
-					note(&f.flaws, fl)
+					note(&f.misgranted, fl)
 				}
 				if gang {
 					f.gangs.granted++

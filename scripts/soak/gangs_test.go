@@ -276,6 +276,7 @@ func TestFinalCatchesAGangGrantedInPart(t *testing.T) {
 	}{
 		{"as core wrote it", func(storage.Store, [4]uint64) {}, func(t *testing.T, f finalCheck) {
 			require.Empty(t, f.flaws)
+			require.Empty(t, f.misgranted)
 			require.Empty(t, f.overbooked)
 			require.Empty(t, f.badGrants)
 			require.Equal(t, map[int]int{2: 2, 4: 1}, f.gangs.bySize)
@@ -286,20 +287,23 @@ func TestFinalCatchesAGangGrantedInPart(t *testing.T) {
 		{"any --gpus 4 granted three", func(l storage.Store, ids [4]uint64) {
 			edit(l, ids[1], func(p *domain.Partition) { p.Devices, p.DeviceUUIDs = p.Devices[:3], p.DeviceUUIDs[:3] })
 		}, func(t *testing.T, f finalCheck) {
-			require.Len(t, f.flaws, 1)
-			require.Contains(t, f.flaws[0], "asked for 4 GPUs, booking")
+			require.Empty(t, f.flaws)
+			require.Len(t, f.misgranted, 1)
+			require.Contains(t, f.misgranted[0], "asked for 4 GPUs, booking")
 		}},
 		{"2,3 granted with one UUID", func(l storage.Store, ids [4]uint64) {
 			edit(l, ids[2], func(p *domain.Partition) { p.DeviceUUIDs = p.DeviceUUIDs[:1] })
 		}, func(t *testing.T, f finalCheck) {
+			require.Empty(t, f.misgranted)
 			require.Len(t, f.flaws, 1)
 			require.Contains(t, f.flaws[0], "2 GPUs, 1 UUIDs")
 		}},
 		{"2,3 granted as 2,1", func(l storage.Store, ids [4]uint64) {
 			edit(l, ids[2], func(p *domain.Partition) { p.Devices[1], p.DeviceUUIDs[1] = 1, uuidOf(1) })
 		}, func(t *testing.T, f finalCheck) {
-			require.Len(t, f.flaws, 1)
-			require.Contains(t, f.flaws[0], "asked for GPUs [2 3], booking")
+			require.Empty(t, f.flaws)
+			require.Len(t, f.misgranted, 1)
+			require.Contains(t, f.misgranted[0], "asked for GPUs [2 3], booking")
 			require.Len(t, f.overbooked, 1, "GPU 1: 0,1 at 50%%, any 4 at 30%%, now 2,1 at 40%%")
 			require.Contains(t, f.overbooked[0], "GPU 1 booked 120.0000%")
 		}},

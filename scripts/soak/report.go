@@ -57,7 +57,7 @@ func (r *report) invariantViolations() int {
 	c.mu.Unlock()
 	f := r.final
 	n += len(f.missingCreated) + len(f.doubleCreated) + len(f.missingEnd) + len(f.doubleEnd) + len(f.wrongEnd) + f.stillLive + len(f.badGrants)
-	n += len(f.overbooked) + len(f.flaws)
+	n += len(f.overbooked) + len(f.flaws) + len(f.misgranted)
 	if f.err != "" || r.checkErr != "" || r.checkProblems > 0 || !strings.HasPrefix(r.doctor, "healthy") {
 		n++
 	}
@@ -142,7 +142,8 @@ func (r *report) markdown() string {
 	}
 	w("| most booked at any instant of the whole history (every booking on each of its GPUs, swept at the end) | %s |\n", fmtPeaks(held))
 	w("| stretches of time over 100%% in the whole history | %d |\n", len(f.overbooked))
-	w("| bookings not held whole (a gang's GPUs and UUIDs, the host's GPUs) or not what their request asked | %d |\n", len(f.flaws))
+	w("| bookings not held whole (a gang's GPUs and UUIDs, the host's GPUs) | %d |\n", len(f.flaws))
+	w("| requests granted other GPUs than they asked (a list exactly, any --gpus N exactly N) | %d |\n", len(f.misgranted))
 	w("| bookings at the end | %d: %d released, %d expired, %d still live |\n", f.partitions, f.released, f.expired, f.stillLive)
 	w("| without exactly one created event | %d |\n", len(f.missingCreated)+len(f.doubleCreated))
 	w("| without exactly one released/expired event matching its state | %d |\n", len(f.missingEnd)+len(f.doubleEnd)+len(f.wrongEnd))
@@ -201,7 +202,7 @@ func (r *report) markdown() string {
 		fails = append(fails, l...)
 	}
 	c.mu.Unlock()
-	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd, f.badGrants, f.overbooked, f.flaws} {
+	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd, f.badGrants, f.overbooked, f.flaws, f.misgranted} {
 		fails = append(fails, l...)
 	}
 	if f.err != "" {
