@@ -573,22 +573,7 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 				kind, args = "cli.usage", []string{"usage", "--json"}
 			}
 		case r < 8 || len(mine) == 0:
-			dev, extra := strconv.Itoa(rng.IntN(d.cfg.devices)), []string(nil)
-			ahead := "cli.ahead"
-			kind = "cli.create"
-			if d.cfg.devices > 1 && rng.Float64() < d.cfg.gangs {
-				dev, extra = pickGang(rng, d.cfg.devices).arg()
-				kind, ahead = "cli.gang", "cli.gang-ahead"
-			}
-			args = append([]string{"create", dev, fmt.Sprintf("%d%%", 1+rng.IntN(30)), strconv.Itoa(1 + rng.IntN(5))}, extra...)
-			switch rng.IntN(4) {
-			case 0:
-				kind, args = ahead, append(args, "--at", fmt.Sprintf("+%ds", 1+rng.IntN(5)))
-			case 1:
-				if kind == "cli.gang" { // a gang waits in line through the command, too
-					kind, args = "cli.gang-wait", append(args, "--wait", "--timeout", waitTimeout.String())
-				}
-			}
+			kind, args = d.cliCreate(rng)
 		case r < 9:
 			kind, args = "cli.extend", []string{"extend", strconv.FormatUint(mine[rng.IntN(len(mine))], 10), "2"}
 		default:
@@ -631,6 +616,27 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 			d.tally.Add(kind, outFailed, took, fmt.Sprintf("%v: %s", err, msg))
 		}
 	}
+}
+
+// cliCreate is a create command for the CLI loop: of one GPU, or at
+// -gangs of several; now, ahead (--at), or, for a gang, waiting in line.
+func (d *driver) cliCreate(rng *rand.Rand) (kind string, args []string) {
+	dev, extra := strconv.Itoa(rng.IntN(d.cfg.devices)), []string(nil)
+	kind, ahead := "cli.create", "cli.ahead"
+	if d.cfg.devices > 1 && rng.Float64() < d.cfg.gangs {
+		dev, extra = pickGang(rng, d.cfg.devices).arg()
+		kind, ahead = "cli.gang", "cli.gang-ahead"
+	}
+	args = append([]string{"create", dev, fmt.Sprintf("%d%%", 1+rng.IntN(30)), strconv.Itoa(1 + rng.IntN(5))}, extra...)
+	switch rng.IntN(4) {
+	case 0:
+		return ahead, append(args, "--at", fmt.Sprintf("+%ds", 1+rng.IntN(5)))
+	case 1:
+		if kind == "cli.gang" { // a gang waits in line through the command, too
+			return "cli.gang-wait", append(args, "--wait", "--timeout", waitTimeout.String())
+		}
+	}
+	return kind, args
 }
 
 // --- headless monitors ---
