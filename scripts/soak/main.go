@@ -3,12 +3,16 @@
 // invocations of the real binary, at least three headless monitors and a
 // terminal app under tmux — while a checker reads the ledger continuously.
 //
-// Some API creates are booked ahead (--at), some wait in line, under a
+// Some creates are booked ahead (--at), some wait in line, some book
+// several GPUs as one booking (a gang: 0,1, 0-3, any --gpus N), under a
 // policy with quotas and a fast-moving fair share; as root, the workers
 // run as root, nobody and daemon in turn.
 //
-// It holds these, continuously and at the end: no device is ever more than
-// 100% booked at any instant of any booking, those ahead included; no user
+// It holds these, continuously and at the end: no GPU is ever more than
+// 100% booked at any instant of any booking, those ahead included, each
+// GPU of a gang counted (at the end, in a sweep of the whole history); no
+// gang is granted in part (its GPUs, their UUIDs, its host's GPUs, and
+// from the line exactly the GPUs it asked for); no user
 // is ever over a quota; no request is granted twice, and none is granted
 // out of the line's order (no grant to a request of lower priority makes
 // one ahead of it wait past what it was told); every booking ends exactly
@@ -20,8 +24,8 @@
 // failure). A final phase has sixteen processes hammer one device and
 // reports the worst wait against the lock timeout.
 //
-//	go run ./core/soak -bin bin/chronos              # 1,000,000 operations, at most 40 minutes
-//	go run ./core/soak -bin bin/chronos -ops 20000   # a quick one
+//	go run ./scripts/soak -bin bin/chronos              # 1,000,000 operations, at most 40 minutes
+//	go run ./scripts/soak -bin bin/chronos -ops 20000   # a quick one
 package main
 
 import (
