@@ -21,7 +21,8 @@ import (
 // booking still stored as live a grace period past its deadline, no
 // booking ended twice, no request granted twice, and the line's order: no
 // booking granted to a request of lower priority makes a request ahead of
-// it wait longer than it was told.
+// it wait longer than it was told; and every gang (a booking of several
+// GPUs) it sees live holds each of its GPUs whole.
 type checker struct {
 	l     storage.Store
 	line  *core.Client
@@ -42,6 +43,9 @@ type checker struct {
 	twice      []string
 	misordered []string
 	errs       []string
+	invs       map[string]domain.Inventory // the hosts' GPUs, read once they are needed
+	gangs      map[uint64]bool             // gangs seen live, checked once each
+	partial    []string                    // gangs not held whole
 	// The line as last seen: each waiting request's ETA, and when.
 	prevETA  map[uint64]time.Time
 	prevLine time.Time
@@ -61,13 +65,14 @@ const hoursLookback = 10 * time.Minute
 
 func newChecker(l storage.Store, grace time.Duration) *checker {
 	return &checker{l: l, line: core.NewClient(core.Options{Ledger: l}), grace: grace, maxPPM: map[gpuKey]int64{},
-		late: map[uint64]bool{}, ends: map[uint64]int{}, grants: map[uint64]int{}, prevETA: map[uint64]time.Time{}, checked: map[uint64]bool{}}
+		late: map[uint64]bool{}, ends: map[uint64]int{}, grants: map[uint64]int{}, prevETA: map[uint64]time.Time{}, checked: map[uint64]bool{},
+		gangs: map[uint64]bool{}}
 }
 
 func (c *checker) violations() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.overbooked) + len(c.overQuota) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.twice) + len(c.misordered) + len(c.errs)
+	return len(c.overbooked) + len(c.overQuota) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.twice) + len(c.misordered) + len(c.errs) + len(c.partial)
 }
 
 func (c *checker) run(ctx context.Context, every time.Duration) {
@@ -112,6 +117,11 @@ func (c *checker) once() {
 		if pol, _, err = tx.Policy(); err != nil {
 			return err
 		}
+		if c.lacksHostOf(live) {
+			if c.invs, err = inventories(tx); err != nil {
+				return err
+			}
+		}
 		if deep && pol.UserHours != nil {
 			if recent, err = tx.PartitionsSince(now.Add(-hoursLookback)); err != nil {
 				return err
@@ -128,23 +138,16 @@ func (c *checker) once() {
 		note(&c.errs, "checker read: "+err.Error())
 		return
 	}
-	for _, p := range live {
-		if p.LiveAt(now) || p.Upcoming(now) {
-			continue
-		}
-		if now.Sub(p.Expires) > c.grace && !c.late[p.ID] {
-			c.late[p.ID] = true
-			note(&c.lateMsgs, fmt.Sprintf("booking %d still live %s after its deadline", p.ID, now.Sub(p.Expires).Round(time.Millisecond)))
-		}
-	}
-	for g, pk := range peaks(live, now, gpuOf) {
+	c.checkLate(live, now)
+	c.checkGangs(live)
+	for g, pk := range peaks(live, now, onGPUs) {
 		c.maxPPM[g] = max(c.maxPPM[g], pk.ppm)
 		if pk.ppm > 1_000_000 {
 			note(&c.overbooked, fmt.Sprintf("GPU %s booked %.4f%% at %s", g, float64(pk.ppm)/1e4, pk.at.Format(time.RFC3339Nano)))
 		}
 	}
 	if lim := pol.UserGPUs; lim != nil {
-		for uid, pk := range peaks(live, now, func(p domain.Partition) int { return p.UID }) {
+		for uid, pk := range peaks(live, now, forUser) {
 			if float64(pk.ppm) > *lim*1e6+0.5 {
 				note(&c.overQuota, fmt.Sprintf("uid %d holds %.6f GPUs at %s (user-gpus=%g)", uid, float64(pk.ppm)/1e6, pk.at.Format(time.RFC3339Nano), *lim))
 			}
@@ -175,6 +178,44 @@ func (c *checker) once() {
 		}
 	}
 	c.checkOrder()
+}
+
+// checkLate notes each booking still stored as live a grace period past
+// its deadline, once.
+func (c *checker) checkLate(live []domain.Partition, now time.Time) {
+	for _, p := range live {
+		if p.LiveAt(now) || p.Upcoming(now) {
+			continue
+		}
+		if now.Sub(p.Expires) > c.grace && !c.late[p.ID] {
+			c.late[p.ID] = true
+			note(&c.lateMsgs, fmt.Sprintf("booking %d still live %s after its deadline", p.ID, now.Sub(p.Expires).Round(time.Millisecond)))
+		}
+	}
+}
+
+// checkGangs holds each gang seen live, once, to its GPUs, UUIDs and
+// host: granted whole or not at all.
+func (c *checker) checkGangs(live []domain.Partition) {
+	for _, p := range live {
+		if len(p.Devices) > 0 && !c.gangs[p.ID] {
+			c.gangs[p.ID] = true
+			for _, f := range bookingFlaws(p, c.invs) {
+				note(&c.partial, f)
+			}
+		}
+	}
+}
+
+// lacksHostOf says whether a gang among live is on a host whose inventory
+// the checker has not read yet.
+func (c *checker) lacksHostOf(live []domain.Partition) bool {
+	for _, p := range live {
+		if _, ok := c.invs[p.Host]; len(p.Devices) > 0 && !c.gangs[p.ID] && !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOrder holds the line's order: a booking granted since the last look
@@ -239,7 +280,18 @@ type gpuKey struct {
 	device int
 }
 
-func gpuOf(p domain.Partition) gpuKey { return gpuKey{p.Host, p.Device} }
+// onGPUs is what a booking holds of each of its GPUs: its share of each.
+func onGPUs(p domain.Partition, add func(gpuKey, int64)) {
+	for _, d := range p.GPUs() {
+		add(gpuKey{p.Host, d}, p.SharePPM)
+	}
+}
+
+// forUser is what a booking counts against its user's quota: its share
+// times its GPUs.
+func forUser(p domain.Partition, add func(int, int64)) {
+	add(p.UID, p.SharePPM*int64(len(p.GPUs())))
+}
 
 func (g gpuKey) String() string {
 	if g.host == "" {
@@ -250,9 +302,10 @@ func (g gpuKey) String() string {
 
 // peaks is, per key (a GPU, a user across hosts), the most the bookings
 // stored as live hold at now or at any start after it: the sum only rises
-// where a booking starts. Written apart from core's calendar, so the two
-// check each other.
-func peaks[K comparable](live []domain.Partition, now time.Time, key func(domain.Partition) K) map[K]peak {
+// where a booking starts. holds says what a booking holds under which
+// keys: a gang its share on each of its GPUs. Written apart from core's
+// calendar, so the two check each other.
+func peaks[K comparable](live []domain.Partition, now time.Time, holds func(domain.Partition, func(K, int64))) map[K]peak {
 	instants := []time.Time{now}
 	for _, p := range live {
 		if p.Start.After(now) {
@@ -262,9 +315,10 @@ func peaks[K comparable](live []domain.Partition, now time.Time, key func(domain
 	out := map[K]peak{}
 	for _, t := range instants {
 		sums := map[K]int64{}
+		add := func(k K, ppm int64) { sums[k] += ppm }
 		for _, p := range live {
 			if p.State == domain.Live && !t.Before(p.Start) && t.Before(p.Expires) {
-				sums[key(p)] += p.SharePPM
+				holds(p, add)
 			}
 		}
 		for k, v := range sums {
@@ -297,7 +351,7 @@ func fullestWindows(parts []domain.Partition, w time.Duration) map[int]window {
 			end = p.Ended
 		}
 		if end.After(p.Start) {
-			byUser[p.UID] = append(byUser[p.UID], held{float64(p.SharePPM) / 1e6, p.Start, end})
+			byUser[p.UID] = append(byUser[p.UID], held{float64(p.SharePPM*int64(len(p.GPUs()))) / 1e6, p.Start, end})
 		}
 	}
 	out := map[int]window{}
@@ -324,111 +378,4 @@ func fullestWindows(parts []domain.Partition, w time.Duration) map[int]window {
 		}
 	}
 	return out
-}
-
-// finalCheck is the whole ledger, read once at the end.
-type finalCheck struct {
-	partitions, released, expired, stillLive int
-	events                                   int
-	missingCreated, doubleCreated            []string
-	missingEnd, doubleEnd, wrongEnd          []string
-	expiryLateness                           Hist // deadline -> the expired event
-	requests, granted, timedOut, cancelled   int
-	badGrants                                []string // a request granted twice, or a booking for none
-	err                                      string
-}
-
-//nolint:funlen,gocyclo // the soak's final checks, one after the other, each reported
-func (c *checker) final() finalCheck {
-	var f finalCheck
-	err := c.l.View(context.Background(), func(tx *storage.Tx) error {
-		parts, err := tx.Partitions()
-		if err != nil {
-			return err
-		}
-		evs, err := tx.Events(0, 0)
-		if err != nil {
-			return err
-		}
-		f.partitions, f.events = len(parts), len(evs)
-		created := map[uint64]int{}
-		ends := map[uint64][]domain.Event{}
-		for _, e := range evs {
-			switch e.Kind {
-			case "created":
-				created[e.Partition]++
-			case "released", "expired":
-				ends[e.Partition] = append(ends[e.Partition], e)
-			}
-		}
-		for _, p := range parts {
-			switch created[p.ID] {
-			case 1:
-			case 0:
-				note(&f.missingCreated, fmt.Sprintf("booking %d", p.ID))
-			default:
-				note(&f.doubleCreated, fmt.Sprintf("booking %d: %d created events", p.ID, created[p.ID]))
-			}
-			switch p.State {
-			case domain.Released:
-				f.released++
-			case domain.Expired:
-				f.expired++
-			default:
-				f.stillLive++
-			}
-			e := ends[p.ID]
-			switch {
-			case len(e) == 0 && p.State != domain.Live:
-				note(&f.missingEnd, fmt.Sprintf("booking %d is %s with no event", p.ID, p.State))
-			case len(e) == 0:
-				note(&f.missingEnd, fmt.Sprintf("booking %d never ended (deadline %s ago)", p.ID, time.Since(p.Expires).Round(time.Millisecond)))
-			case len(e) > 1:
-				note(&f.doubleEnd, fmt.Sprintf("booking %d: %d end events", p.ID, len(e)))
-			case string(p.State) != string(e[0].Kind) && (!p.ReclaimedEarly() || e[0].Kind != domain.EventReclaimed):
-				note(&f.wrongEnd, fmt.Sprintf("booking %d is %s, its event says %s", p.ID, p.State, e[0].Kind))
-			}
-			if len(e) == 1 && e[0].Kind == "expired" {
-				f.expiryLateness.Add(e[0].Time.Sub(p.Expires))
-			}
-		}
-		// Each request granted at most once, and every booking from the
-		// line named by a request granted for it.
-		reqs, err := tx.Requests()
-		if err != nil {
-			return err
-		}
-		f.requests = len(reqs)
-		forRequest := map[uint64][]uint64{}
-		for _, p := range parts {
-			if p.Request != 0 {
-				forRequest[p.Request] = append(forRequest[p.Request], p.ID)
-			}
-		}
-		for _, r := range reqs {
-			got := forRequest[r.ID]
-			switch r.State {
-			case domain.Granted:
-				f.granted++
-				if len(got) != 1 || got[0] != r.Partition {
-					note(&f.badGrants, fmt.Sprintf("request %d granted as %d, bookings for it: %v", r.ID, r.Partition, got))
-				}
-			case domain.TimedOut:
-				f.timedOut++
-			case domain.Cancelled:
-				f.cancelled++
-			}
-			if r.State != domain.Granted && len(got) > 0 {
-				note(&f.badGrants, fmt.Sprintf("request %d is %s, yet bookings %v were made for it", r.ID, r.State, got))
-			}
-			if r.State == domain.Waiting {
-				note(&f.badGrants, fmt.Sprintf("request %d still waits at the end", r.ID))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		f.err = err.Error()
-	}
-	return f
 }

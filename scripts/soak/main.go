@@ -3,12 +3,16 @@
 // invocations of the real binary, at least three headless monitors and a
 // terminal app under tmux — while a checker reads the ledger continuously.
 //
-// Some API creates are booked ahead (--at), some wait in line, under a
+// Some creates are booked ahead (--at), some wait in line, some book
+// several GPUs as one booking (a gang: 0,1, 0-3, any --gpus N), under a
 // policy with quotas and a fast-moving fair share; as root, the workers
 // run as root, nobody and daemon in turn.
 //
-// It holds these, continuously and at the end: no device is ever more than
-// 100% booked at any instant of any booking, those ahead included; no user
+// It holds these, continuously and at the end: no GPU is ever more than
+// 100% booked at any instant of any booking, those ahead included, each
+// GPU of a gang counted (at the end, in a sweep of the whole history); no
+// gang is granted in part (its GPUs, their UUIDs, its host's GPUs, and
+// from the line exactly the GPUs it asked for); no user
 // is ever over a quota; no request is granted twice, and none is granted
 // out of the line's order (no grant to a request of lower priority makes
 // one ahead of it wait past what it was told); every booking ends exactly
@@ -20,8 +24,8 @@
 // failure). A final phase has sixteen processes hammer one device and
 // reports the worst wait against the lock timeout.
 //
-//	go run ./core/soak -bin bin/chronos              # 1,000,000 operations, at most 40 minutes
-//	go run ./core/soak -bin bin/chronos -ops 20000   # a quick one
+//	go run ./scripts/soak -bin bin/chronos              # 1,000,000 operations, at most 40 minutes
+//	go run ./scripts/soak -bin bin/chronos -ops 20000   # a quick one
 package main
 
 import (
@@ -72,6 +76,7 @@ type config struct {
 	keep        bool
 	ahead       float64
 	waits       float64
+	gangs       float64
 	policy      string
 	users       bool
 	etcd        int // members of a local etcd cluster to soak on; 0: a ledger file
@@ -100,6 +105,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (ledger, logs) afterwards")
 	flag.Float64Var(&cfg.ahead, "ahead", 0.2, "share of API creates booked ahead of time (--at)")
 	flag.Float64Var(&cfg.waits, "waits", 0.1, "share of API creates that wait in line when they do not fit")
+	flag.Float64Var(&cfg.gangs, "gangs", 0.2, "share of creates (API and CLI) that book several GPUs as one booking: a list (0,1 or 0-3) or any --gpus N")
 	flag.StringVar(&cfg.policy, "policy", "user-gpus=1.5 user-hours=0.1/1m max=1m ahead=10s halflife=1m max-age=30s age-weight=0.5; share=5 for=nobody; share=0.2 for=daemon",
 		"policy set before the run (settings; more for=USER settings after semicolons): quotas, and a line whose order moves within the run")
 	flag.BoolVar(&cfg.users, "users", true, "as root, run API workers as root, nobody and daemon in turn (quotas and fair share per user)")
@@ -255,7 +261,7 @@ func (d *driver) run() (int, error) {
 	per := (cfg.ops + int64(cfg.apiWorkers) - 1) / int64(max(cfg.apiWorkers, 1))
 	var progress atomic.Int64
 	workers, err := d.startWorkers("api", cfg.apiWorkers, workerArgs{Ops: per, Until: until, Reads: cfg.reads, Pause: cfg.pause, Devices: cfg.devices,
-		Ahead: cfg.ahead, Waits: cfg.waits}, &progress)
+		Ahead: cfg.ahead, Waits: cfg.waits, Gangs: cfg.gangs}, &progress)
 	if err != nil {
 		return 0, err
 	}
@@ -571,10 +577,7 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 				kind, args = "cli.usage", []string{"usage", "--json"}
 			}
 		case r < 8 || len(mine) == 0:
-			kind, args = "cli.create", []string{"create", strconv.Itoa(rng.IntN(d.cfg.devices)), fmt.Sprintf("%d%%", 1+rng.IntN(30)), strconv.Itoa(1 + rng.IntN(5))}
-			if rng.IntN(4) == 0 {
-				kind, args = "cli.ahead", append(args, "--at", fmt.Sprintf("+%ds", 1+rng.IntN(5)))
-			}
+			kind, args = d.cliCreate(rng)
 		case r < 9:
 			kind, args = "cli.extend", []string{"extend", strconv.FormatUint(mine[rng.IntN(len(mine))], 10), "2"}
 		default:
@@ -593,7 +596,7 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 		switch {
 		case err == nil:
 			d.tally.Add(kind, outOK, took, "")
-			if kind == "cli.create" || kind == "cli.ahead" {
+			if strings.HasPrefix(kind, "cli.gang") || kind == "cli.create" || kind == "cli.ahead" {
 				var id uint64
 				if _, err := fmt.Sscanf(out.String(), "Booked %d:", &id); err == nil {
 					mine = append(mine, id)
@@ -606,6 +609,8 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 			d.tally.Add(kind, outOverbooked, took, "")
 		case strings.Contains(msg, domain.ErrQuota.Error()):
 			d.tally.Add(kind, outQuota, took, "")
+		case strings.Contains(msg, domain.ErrLeftLine.Error()):
+			d.tally.Add(kind, outLeft, took, "")
 		case strings.Contains(msg, domain.ErrNotLive.Error()):
 			d.tally.Add(kind, outEnded, took, "")
 			mine = slices.DeleteFunc(mine, func(id uint64) bool { return slices.Contains(args, strconv.FormatUint(id, 10)) })
@@ -615,6 +620,27 @@ func (d *driver) cliLoop(ctx context.Context, seed uint64) {
 			d.tally.Add(kind, outFailed, took, fmt.Sprintf("%v: %s", err, msg))
 		}
 	}
+}
+
+// cliCreate is a create command for the CLI loop: of one GPU, or at
+// -gangs of several; now, ahead (--at), or, for a gang, waiting in line.
+func (d *driver) cliCreate(rng *rand.Rand) (kind string, args []string) {
+	dev, extra := strconv.Itoa(rng.IntN(d.cfg.devices)), []string(nil)
+	kind, ahead := "cli.create", "cli.ahead"
+	if d.cfg.devices > 1 && rng.Float64() < d.cfg.gangs {
+		dev, extra = pickGang(rng, d.cfg.devices).arg()
+		kind, ahead = "cli.gang", "cli.gang-ahead"
+	}
+	args = append([]string{"create", dev, fmt.Sprintf("%d%%", 1+rng.IntN(30)), strconv.Itoa(1 + rng.IntN(5))}, extra...)
+	switch rng.IntN(4) {
+	case 0:
+		return ahead, append(args, "--at", fmt.Sprintf("+%ds", 1+rng.IntN(5)))
+	case 1:
+		if kind == "cli.gang" { // a gang waits in line through the command, too
+			return "cli.gang-wait", append(args, "--wait", "--timeout", waitTimeout.String())
+		}
+	}
+	return kind, args
 }
 
 // --- headless monitors ---

@@ -53,10 +53,11 @@ func leaky(p ProcFigures) bool {
 func (r *report) invariantViolations() int {
 	c := r.checker
 	c.mu.Lock()
-	n := len(c.overbooked) + len(c.overQuota) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.twice) + len(c.misordered) + len(c.errs)
+	n := len(c.overbooked) + len(c.overQuota) + len(c.lateMsgs) + len(c.doubleEnds) + len(c.twice) + len(c.misordered) + len(c.errs) + len(c.partial)
 	c.mu.Unlock()
 	f := r.final
 	n += len(f.missingCreated) + len(f.doubleCreated) + len(f.missingEnd) + len(f.doubleEnd) + len(f.wrongEnd) + f.stillLive + len(f.badGrants)
+	n += len(f.overbooked) + len(f.flaws) + len(f.misgranted)
 	if f.err != "" || r.checkErr != "" || r.checkProblems > 0 || !strings.HasPrefix(r.doctor, "healthy") {
 		n++
 	}
@@ -125,17 +126,9 @@ func (r *report) markdown() string {
 	c := r.checker
 	c.mu.Lock()
 	w("\n### Invariants\n\n| check | result |\n|---|---|\n")
-	var gpus []gpuKey
-	for g := range c.maxPPM {
-		gpus = append(gpus, g)
-	}
-	slices.SortFunc(gpus, func(a, b gpuKey) int { return strings.Compare(a.String(), b.String()) })
-	var peaks []string
-	for _, g := range gpus {
-		peaks = append(peaks, fmt.Sprintf("GPU %s %.1f%%", g, float64(c.maxPPM[g])/1e4))
-	}
-	w("| most booked at any instant the checker saw | %s |\n", strings.Join(peaks, ", "))
+	w("| most booked at any instant the checker saw | %s |\n", fmtPeaks(c.maxPPM))
 	w("| instants over 100%% (now or at any start ahead) | %d |\n", len(c.overbooked))
+	w("| gangs seen live not holding each of their GPUs whole | %d (of %d gangs seen live) |\n", len(c.partial), len(c.gangs))
 	w("| instants or windows over a quota (%s) | %d |\n", r.cfg.policy, len(c.overQuota))
 	w("| requests granted twice (seen live) | %d |\n", len(c.twice))
 	w("| grants out of the line's order (looks with someone waiting: %d; grants weighed against a request ahead: %d) | %d |\n", c.waited, c.pairs, len(c.misordered))
@@ -143,6 +136,14 @@ func (r *report) markdown() string {
 	w("| bookings ended twice (seen live) | %d |\n", len(c.doubleEnds))
 	c.mu.Unlock()
 	f := r.final
+	held := map[gpuKey]int64{}
+	for g, pk := range f.held {
+		held[g] = pk.ppm
+	}
+	w("| most booked at any instant of the whole history (every booking on each of its GPUs, swept at the end) | %s |\n", fmtPeaks(held))
+	w("| stretches of time over 100%% in the whole history | %d |\n", len(f.overbooked))
+	w("| bookings not held whole (a gang's GPUs and UUIDs, the host's GPUs) | %d |\n", len(f.flaws))
+	w("| requests granted other GPUs than they asked (a list exactly, any --gpus N exactly N) | %d |\n", len(f.misgranted))
 	w("| bookings at the end | %d: %d released, %d expired, %d still live |\n", f.partitions, f.released, f.expired, f.stillLive)
 	w("| without exactly one created event | %d |\n", len(f.missingCreated)+len(f.doubleCreated))
 	w("| without exactly one released/expired event matching its state | %d |\n", len(f.missingEnd)+len(f.doubleEnd)+len(f.wrongEnd))
@@ -163,6 +164,8 @@ func (r *report) markdown() string {
 	}
 	slices.Sort(acts)
 	w("| monitor acts (all monitors) | %s |\n", strings.Join(acts, ", "))
+
+	r.gangSection(w)
 
 	w("\n### Long-lived processes\n\nFrom /proc every 5 s: at the start of the main phase → half way through the samples → at the end (after the drain); peak in brackets. Judged flat on the second half.\n\n")
 	w("| process | fds | RSS MiB | threads | goroutines | |\n|---|--:|--:|--:|--:|---|\n")
@@ -195,11 +198,11 @@ func (r *report) markdown() string {
 	var fails []string
 	fails = append(fails, r.tally.Failures...)
 	c.mu.Lock()
-	for _, l := range [][]string{c.overbooked, c.overQuota, c.lateMsgs, c.doubleEnds, c.twice, c.misordered, c.errs} {
+	for _, l := range [][]string{c.overbooked, c.overQuota, c.lateMsgs, c.doubleEnds, c.twice, c.misordered, c.errs, c.partial} {
 		fails = append(fails, l...)
 	}
 	c.mu.Unlock()
-	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd, f.badGrants} {
+	for _, l := range [][]string{f.missingCreated, f.doubleCreated, f.missingEnd, f.doubleEnd, f.wrongEnd, f.badGrants, f.overbooked, f.flaws, f.misgranted} {
 		fails = append(fails, l...)
 	}
 	if f.err != "" {
@@ -218,6 +221,53 @@ func (r *report) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// fmtPeaks is each GPU's most booked share, in order: "GPU 0 100.0%, …".
+func fmtPeaks(ppm map[gpuKey]int64) string {
+	var gpus []gpuKey
+	for g := range ppm {
+		gpus = append(gpus, g)
+	}
+	slices.SortFunc(gpus, func(a, b gpuKey) int { return strings.Compare(a.String(), b.String()) })
+	var out []string
+	for _, g := range gpus {
+		out = append(out, fmt.Sprintf("GPU %s %.1f%%", g, float64(ppm[g])/1e4))
+	}
+	return strings.Join(out, ", ")
+}
+
+// gangSection counts the bookings of several GPUs apart: asked, made,
+// waited for, refused, from the callers' tallies; and as the ledger has
+// them at the end.
+func (r *report) gangSection(w func(string, ...any)) {
+	w("\n### Gangs (bookings of several GPUs)\n\n%.0f%% of creates asked for several GPUs (a list, a range or any --gpus N; direct, ahead, or waiting in line).\n\n", r.cfg.gangs*100)
+	w("| operation | asked | made | refused (overbooked or quota) | left the line | failed |\n|---|--:|--:|--:|--:|--:|\n")
+	var asked, made, waited, granted, refused int64
+	for _, k := range r.tally.kinds() {
+		if !strings.Contains(k, ".gang") {
+			continue
+		}
+		o := r.tally.Ops[k]
+		n := r.tally.Lat[k].N
+		w("| %s | %d | %d | %d | %d | %d |\n", k, n, o[outOK], o[outOverbooked]+o[outQuota], o[outLeft], o[outBusy]+o[outFailed])
+		if strings.HasSuffix(k, "-whole") {
+			continue
+		}
+		asked, made, refused = asked+n, made+o[outOK], refused+o[outOverbooked]+o[outQuota]
+		if strings.HasSuffix(k, "-wait") {
+			waited, granted = waited+n, granted+o[outOK]
+		}
+	}
+	w("| **all** | %d | %d | %d | | |\n", asked, made, refused)
+	w("\nWith --wait: %d asked, %d booked (at once, or granted from the line).\n", waited, granted)
+	g := r.final.gangs
+	var sizes []string
+	for n := 2; n <= r.cfg.devices; n++ {
+		sizes = append(sizes, fmt.Sprintf("%d of %d GPUs", g.bySize[n], n))
+	}
+	w("In the ledger at the end: %s; requests for several GPUs that joined the line: %d, %d granted, %d timed out, %d cancelled; gangs without exactly one created and one end event: %d.\n",
+		strings.Join(sizes, ", "), g.requests, g.granted, g.timedOut, g.cancelled, g.events)
 }
 
 func (h *Hist) maxOr0() int64 {

@@ -34,6 +34,7 @@ type workerArgs struct {
 	Devices  int     `json:"devices"`
 	Ahead    float64 `json:"ahead"`  // share of creates booked ahead
 	Waits    float64 `json:"waits"`  // share of creates that wait in line
+	Gangs    float64 `json:"gangs"`  // share of creates that book several GPUs
 	Device   int     `json:"device"` // contend: the one device all hammer
 	Out      string  `json:"out"`    // where the worker writes its Tally
 	Progress bool    `json:"progress"`
@@ -147,22 +148,34 @@ loop:
 		case r < a.Reads+(1-a.Reads)*0.5 || len(mine) == 0:
 			share := float64(1+rng.IntN(30)) / 100
 			req := core.Request{Device: rng.IntN(a.Devices), Memory: human.Fraction(share), Duration: time.Duration(1+rng.IntN(5)) * time.Second}
-			kind := "api.create"
+			kind, ahead, wait := "api.create", "api.ahead", "api.wait"
+			gang := a.Devices > 1 && rng.Float64() < a.Gangs
+			if gang {
+				g := pickGang(rng, a.Devices)
+				req.Device, req.Devices, req.Count = g.Device, g.Devices, g.Count
+				kind, ahead, wait = "api.gang", "api.gang-ahead", "api.gang-wait"
+			}
 			switch x := rng.Float64(); {
 			case x < a.Ahead:
 				// A booking ahead of time.
-				kind, req.Start = "api.ahead", time.Now().Add(time.Duration(500+rng.IntN(5000))*time.Millisecond)
+				kind, req.Start = ahead, time.Now().Add(time.Duration(500+rng.IntN(5000))*time.Millisecond)
 			case x < a.Ahead+a.Waits:
 				// Wait in line for up to a few seconds (any GPU, at times).
-				kind = "api.wait"
-				if rng.IntN(4) == 0 {
+				kind = wait
+				if !gang && rng.IntN(4) == 0 {
 					req.Device = domain.AnyDevice
+				}
+				if gang {
+					// A bigger share, so that gangs often wait in line,
+					// up to what the soak's user-gpus=1.5 lets one user hold.
+					hi := max(21, 120/max(len(req.Devices), req.Count))
+					req.Memory = human.Fraction(float64(20+rng.IntN(hi-20)) / 100)
 				}
 			}
 			var p *core.Partition
 			err := timed(kind, func() error {
 				var err error
-				if kind != "api.wait" {
+				if kind != wait {
 					p, err = c.Create(req)
 					return err
 				}
@@ -177,6 +190,11 @@ loop:
 			})
 			if err == nil {
 				mine = append(mine, p.ID)
+				// All the GPUs asked, or it is a gang granted in part.
+				asked := domain.Request{Device: req.Device, Devices: req.Devices, Count: req.Count}
+				if flaw := grantFlaw(asked, p.Partition); flaw != "" {
+					t.Add(kind+"-whole", outFailed, 0, flaw)
+				}
 			}
 		case r < a.Reads+(1-a.Reads)*0.7:
 			i, id := pick()
