@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/gpu"
 )
 
 // Books is what admission and the waiting line read in one transaction:
@@ -34,6 +35,8 @@ type Books struct {
 	HeldBy map[int]Calendar
 	// alive says whether a request's waiting process still runs.
 	Alive func(domain.Request) bool
+	// topos caches each host's topology (see topology).
+	topos map[string]gpu.Topology
 	// onBehalf is the user root books for (create --user, extending their
 	// booking): quota refusals name them. "": the caller's own.
 	OnBehalf string
