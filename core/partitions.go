@@ -249,6 +249,9 @@ func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books,
 	if !out.Start.After(now) {
 		cal := admission.CalendarOf(b.Parts)
 		for i, d := range out.GPUs() {
+			if i > 0 && b.Pol.Admit != admission.AdmitPhysical {
+				break // the first GPU's room is what create shows; the rest only admit=physical reads
+			}
 			dev, _ := admission.FindDevice(inv, d)
 			room := c.availabilityOf(tx, s.ask.Host, inv, cal, b.Parts, b.Line, dev, now)
 			if err := admitPhysical(b.Pol, room, out.Bytes); err != nil {
