@@ -126,11 +126,14 @@ type Monitor struct {
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
 	// past their deadline, remembering its signals in offline since it
-	// cannot claim them, and tries the ledger again at retryAt.
-	good    *snapshot
-	offline map[string]domain.Claim
-	retryAt time.Time
-	lastErr error
+	// cannot claim them, and tries the ledger again at retryAt. What it
+	// did meanwhile (unrecorded) goes in the audit trail, and its signals'
+	// claims in the ledger, in the first pass that can write.
+	good       *snapshot
+	offline    map[string]domain.Claim
+	unrecorded []Act
+	retryAt    time.Time
+	lastErr    error
 }
 
 // offlineRetry is how often a monitor tries a ledger it cannot reach: each
@@ -383,11 +386,12 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
 	m.notes.prepare(snap, m.c.me, m.root)
 
-	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil {
+	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil || len(m.unrecorded) > 0 {
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
 		accounted, placeMore := false, false
+		recordedOffline := 0 // of m.unrecorded
 		// A pass goes ahead of other writers waiting their turn:
 		// recording an expiry must not wait behind the lab's bookings; and
 		// if it waits all the same, the processes of expired bookings get
@@ -408,6 +412,9 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			acts = append(acts, settled...)
 			fresh, err := tx.Claims()
 			if err != nil {
+				return err
+			}
+			if recordedOffline, err = m.recordOffline(tx, fresh); err != nil {
 				return err
 			}
 			more, complete, err := m.account(tx, pol, now, acctBudget)
@@ -455,11 +462,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		})
 		sent, earlyActs := early.settle()
 		if err != nil {
-			// Sent, not recorded: never again, and said.
+			// Sent, not recorded: never again, said, and recorded later.
 			m.sentOffline(plans, sent, now)
 			for _, a := range earlyActs {
 				m.report(a)
 			}
+			m.unrecorded = append(m.unrecorded, earlyActs...)
+		} else {
+			m.unrecorded = m.unrecorded[recordedOffline:] // the pass recorded these
 		}
 		if withoutLedger(err) && m.good != nil {
 			// The ledger went away, or other writers kept it: enforce
@@ -604,6 +614,7 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 			a.Kind, a.Detail = domain.EventError, fmt.Sprintf("%s to pid %d: %v", proc.SignalName(p.sig), p.proc.PID, err)
 		}
 		m.report(a)
+		m.unrecorded = append(m.unrecorded, a)
 	}
 	maps.Copy(claims, m.offline)
 	// Bookings past their deadline stay live in the snapshot: wake for

@@ -73,6 +73,11 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	require.Contains(t, strings.Join(eventKinds(t, c, p.ID), " "), "expired")
 	n, _ = signalled()
 	require.Equal(t, 1, n, "nothing signalled twice")
+	// The SIGTERM sent while the ledger was busy is in the audit trail.
+	evs, err := c.FindEvents(EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Contains(t, evs[0].Detail, "the ledger is busy")
 }
 
 // A pass whose transaction waits on a busy ledger does not hold up the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // termPatience is how long a pass waits for its transaction before it
@@ -109,3 +110,32 @@ func (m *Monitor) sentOffline(plans []signalPlan, sent map[string]bool, now time
 		}
 	}
 }
+
+// recordOffline writes, in a pass's transaction, what the monitor did
+// while it could not write: the acts (signals sent at the deadline, or
+// while the ledger was away) in the audit trail, and the signals' claims,
+// so that no monitor sends them again once this one forgets them. It
+// writes at most offlineBatch of each a pass, within the pass's budget
+// (the rest go in the next), and says how many acts it wrote.
+func (m *Monitor) recordOffline(tx *storage.Tx, fresh map[string]domain.Claim) (int, error) {
+	n := min(len(m.unrecorded), offlineBatch)
+	for _, a := range m.unrecorded[:n] {
+		if err := m.record(tx, a); err != nil {
+			return 0, err
+		}
+	}
+	claimed := 0
+	for k, c := range m.offline {
+		if _, taken := fresh[k]; taken || claimed == offlineBatch {
+			continue
+		}
+		if err := tx.PutClaim(k, c); err != nil {
+			return 0, err
+		}
+		claimed++
+	}
+	return n, nil
+}
+
+// offlineBatch bounds what a pass writes of what was done offline.
+const offlineBatch = 16
