@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -19,15 +17,9 @@ import (
 // makes them as that member. Reads always go to the ledger.
 type writer interface {
 	tui.Writer
-	BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
+	core.RunWriter // BookOrWait and a run's records
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
 }
-
-// errRunGuarded says what a member does on a guarded ledger instead of
-// chronos run, whose supervision (its wrapper's record, signals claimed,
-// the release at the end) writes the ledger directly.
-var errRunGuarded = errors.New("chronos run does not go through root's keeper yet, and this ledger is guarded: " +
-	"book with chronos create, run the command with CUDA_VISIBLE_DEVICES set to the booking's GPU, and release it when done")
 
 // writerFor is who writes c's ledger for its user: root writes directly;
 // on a guarded ledger a member writes through the keeper. A ledger whose

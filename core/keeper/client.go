@@ -199,3 +199,19 @@ func (k *Client) partitionPtr(r Reply) (*core.Partition, error) {
 	}
 	return &p, nil
 }
+
+// RecordWrapper records this process as the wrapper of booking id, whose
+// command leads process group group: the keeper takes the process from
+// the kernel and checks the group is its child's.
+func (k *Client) RecordWrapper(id uint64, group int) error {
+	_, err := k.once(Request{Op: OpWrapper, ID: id, Group: group})
+	return err
+}
+
+// ClaimSignal claims sig for this process's command, process group group,
+// of booking id, as core.Client.ClaimSignal does; the keeper reads the
+// leader's start and words the ledger's record itself.
+func (k *Client) ClaimSignal(id uint64, sig syscall.Signal, group int, _ uint64, _ string) (bool, error) {
+	r, err := k.once(Request{Op: OpSignal, ID: id, Group: group, Signal: int(sig)})
+	return r.Claimed, err
+}

@@ -52,12 +52,12 @@ func publicTestBinary(t *testing.T) string {
 	return publicBin
 }
 
-// sendAs sends frame to the keeper from a process of cred's and returns
-// the keeper's final reply.
-func sendAs(t *testing.T, k *keeperUnderTest, cred *syscall.Credential, frame string) Reply {
+// sendAs sends frame to the keeper from a process of cred's, in the
+// environment env (playRole's), and returns the keeper's final reply.
+func sendAs(t *testing.T, k *keeperUnderTest, cred *syscall.Credential, frame string, env ...string) Reply {
 	t.Helper()
 	cmd := exec.Command(publicTestBinary(t), "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KEEPER_TEST_ROLE=send", "KEEPER_TEST_SOCKET="+k.sock, "KEEPER_TEST_FRAME="+frame)
+	cmd.Env = append(append(os.Environ(), "KEEPER_TEST_ROLE=send", "KEEPER_TEST_SOCKET="+k.sock, "KEEPER_TEST_FRAME="+frame), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

@@ -42,6 +42,8 @@ const (
 	OpExtend  Op = "extend"  // give booking ID Duration more
 	OpHold    Op = "hold"    // keep booking ID from idle reclaim for Duration
 	OpCancel  Op = "cancel"  // take request ID out of the line
+	OpWrapper Op = "wrapper" // record the caller as the chronos run of booking ID, its command process group Group
+	OpSignal  Op = "signal"  // claim Signal (SIGTERM, SIGKILL) for process group Group of booking ID: Reply.Claimed
 )
 
 // Request is one request's frame. Who asks is never in it: the keeper
@@ -53,6 +55,8 @@ type Request struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	Reason   string        `json:"reason,omitempty"`
 	Create   *Create       `json:"create,omitempty"`
+	Group    int           `json:"group,omitempty"`  // a run's command's process group, in the caller's pid namespace
+	Signal   int           `json:"signal,omitempty"` // its number (15, 9)
 }
 
 // Create is a booking asked for (core.Request), and whether to wait in
@@ -91,6 +95,7 @@ type Reply struct {
 	Room      *core.Availability    `json:"room,omitempty"`
 	Entry     *admission.QueueEntry `json:"entry,omitempty"`
 	Usage     *domain.BookingUsage  `json:"usage,omitempty"`
+	Claimed   bool                  `json:"claimed,omitempty"` // a signal's claim went to the caller
 	Error     string                `json:"error,omitempty"`
 	Class     string                `json:"class,omitempty"` // which of classes the error is
 }

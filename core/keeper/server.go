@@ -144,6 +144,10 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 		done.Usage = &u
 	case OpCancel:
 		err = c.Cancel(req.ID)
+	case OpWrapper:
+		err = recordRun(c, peer, req)
+	case OpSignal:
+		done.Claimed, err = claimRunSignal(c, peer, req)
 	case OpEnqueue:
 		if req.Create == nil {
 			err = fmt.Errorf("%w: an enqueue without its booking", ErrRefused)
@@ -189,14 +193,21 @@ func (s *Server) create(ctx context.Context, leave context.CancelCauseFunc, conn
 	if !cr.Wait {
 		return c.Create(req)
 	}
+	watchWaiter(conn, leave)
+	return c.BookOrWait(ctx, req, &admission.WaitOptions{Timeout: cr.Timeout, PID: peer.PID}, tell(conn, ReplyJoined), tell(conn, ReplyPlace))
+}
+
+// watchWaiter ends a waiter's wait when its connection closes: a waiter
+// sends nothing more, so anything read, or the end, is it leaving.
+func watchWaiter(conn *net.UnixConn, leave context.CancelCauseFunc) {
 	go func() {
-		// A waiter sends nothing more: anything read, or the end, is it leaving.
 		var b [1]byte
 		_, _ = conn.Read(b[:])
 		leave(errWaiterGone)
 	}()
-	tell := func(kind ReplyKind) func(admission.QueueEntry) {
-		return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
-	}
-	return c.BookOrWait(ctx, req, &admission.WaitOptions{Timeout: cr.Timeout, PID: peer.PID}, tell(ReplyJoined), tell(ReplyPlace))
+}
+
+// tell sends a waiter news of its entry in line, as replies of kind.
+func tell(conn *net.UnixConn, kind ReplyKind) func(admission.QueueEntry) {
+	return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
 }
