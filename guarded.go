@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -18,6 +19,7 @@ import (
 type writer interface {
 	tui.Writer
 	core.RunWriter // BookOrWait and a run's records
+	WaitFor(ctx context.Context, id uint64, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
 }
 
@@ -61,4 +63,25 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(core.Act)) (st
 		}
 	}()
 	return func() { ln.Close(); <-done }, fmt.Sprintf("guarded: keeper at %s for group %s", ln.Path(), guard.Group), nil
+}
+
+// keptByRoot says whether the app leaves keeping the ledger to root's
+// keeper: a member's app on a guarded ledger, which may not write it,
+// runs no monitor engine of its own (expiry, reclaims, the line's waiters
+// are root's to keep); it reads and shows, and sends the person's writes
+// to the keeper. note is what the app's screen says of it.
+func keptByRoot(c *core.Client) (note string, kept bool) {
+	if _, guarded := writerFor(c).(*keeper.Client); !guarded {
+		return "", false
+	}
+	return "guarded: root's keeper keeps this ledger; your writes go through it", true
+}
+
+// noMonitor is the monitor of an app that runs none: it waits for the app
+// to end.
+type noMonitor struct{}
+
+func (noMonitor) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 )
@@ -150,4 +151,20 @@ func TestEnqueueNamesTheCallersProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Waiting, line.State)
 	require.Equal(t, r.Entry.Waiter.PID, line.Waiter.PID)
+}
+
+// A refusal of what would fit later crosses the socket as what it is, so
+// the app offers to wait in line through the keeper as it does directly.
+func TestFitsLaterCrossesTheSocket(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	held, err := k.root.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: 3600e9})
+	require.NoError(t, err)
+	_, err = NewClient(k.sock, k.root).Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3600e9})
+	var later *admission.FitsLaterError
+	require.ErrorAs(t, err, &later)
+	require.True(t, later.At.Equal(held.Expires), "it fits when the holder's booking ends: %v", later.At)
+	require.ErrorIs(t, err, domain.ErrOverbooked)
+	require.NotContains(t, later.Why.Error(), "It would fit at", "Why is the refusal alone")
+	require.Contains(t, err.Error(), "It would fit at")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 )
@@ -96,4 +97,40 @@ func TestRunClaimsItsSignalsThroughTheKeeper(t *testing.T) {
 	require.NotNil(t, signalled, "%+v", events)
 	require.Equal(t, nobodyUID, signalled.UID)
 	require.True(t, strings.HasPrefix(signalled.Detail, "SIGTERM to sleep (process group): booking #"), signalled.Detail)
+}
+
+// A waiter hands itself to the keeper only for a request of its own, and
+// the app hands a request only to a process of its user's: others are
+// refused and the request keeps its waiter.
+func TestWaitOnlyForOnesOwnRequest(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	_, err := k.root.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: 3600e9})
+	require.NoError(t, err)
+	daemon := k.root.As(t.Context(), domain.Identity{UID: 1, User: "daemon"})
+	_, e, err := daemon.Enqueue(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3600e9}, admission.WaitOptions{PID: os.Getpid()})
+	require.NoError(t, err)
+	require.NotNil(t, e)
+
+	r := sendAs(t, k, member, fmt.Sprintf(`{"v":1,"op":"wait","id":%d}`, e.ID))
+	require.Equal(t, ReplyError, r.Kind)
+	require.ErrorIs(t, r.err(), domain.ErrNotOwner)
+	require.Contains(t, r.Error, "belongs to daemon")
+	r = sendAs(t, k, member, `{"v":1,"op":"wait","id":99}`)
+	require.Equal(t, ReplyError, r.Kind)
+	require.ErrorIs(t, r.err(), domain.ErrNoRequest)
+	r = sendAs(t, k, member, fmt.Sprintf(`{"v":1,"op":"hand-over","id":%d,"pid":%d}`, e.ID, os.Getpid()))
+	require.Equal(t, ReplyError, r.Kind)
+	require.ErrorIs(t, r.err(), domain.ErrNotOwner)
+	line, err := k.root.LineRequest(e.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.Waiting, line.State)
+	require.Equal(t, os.Getpid(), line.Waiter.PID, "its waiter is still daemon's")
+
+	// The member's own request goes only to a process of the member's.
+	r = sendAs(t, k, member, `{"v":1,"op":"enqueue","create":{"device":0,"fraction":0.5,"duration":3600000000000}}`)
+	require.Equal(t, ReplyDone, r.Kind, r.Error)
+	r = sendAs(t, k, member, fmt.Sprintf(`{"v":1,"op":"hand-over","id":%d,"pid":%d}`, r.Entry.ID, os.Getpid()))
+	require.Equal(t, ReplyError, r.Kind)
+	require.Equal(t, fmt.Sprintf("not your booking: process %d is not yours", os.Getpid()), r.Error)
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -160,6 +163,15 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 			done.Partition, done.Room = &p.Partition, &p.Room
 		}
 		done.Entry = e
+	case OpHandOver:
+		var r domain.Request
+		r, err = handOver(c, peer, req.ID, req.PID)
+		done.Entry = &admission.QueueEntry{Request: r}
+	case OpWait:
+		var p *core.Partition
+		if p, err = s.waitFor(ctx, leave, conn, c, peer, req.ID); p != nil {
+			done.Partition, done.Room = &p.Partition, &p.Room
+		}
 	case OpCreate:
 		if req.Create == nil {
 			err = fmt.Errorf("%w: a create without its booking", ErrRefused)
@@ -210,4 +222,42 @@ func watchWaiter(conn *net.UnixConn, leave context.CancelCauseFunc) {
 // tell sends a waiter news of its entry in line, as replies of kind.
 func tell(conn *net.UnixConn, kind ReplyKind) func(admission.QueueEntry) {
 	return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
+}
+
+// handOver makes process pid the waiter of request id: the app hands its
+// requests to background waiters of its own so. The process must be the
+// caller's (root's may be anyone's), by the kernel's word.
+func handOver(c *core.Client, peer Peer, id uint64, pid int) (domain.Request, error) {
+	st, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	if err != nil || pid <= 0 {
+		return domain.Request{}, domain.InputErr("no process %d to hand request %d to", pid, id)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); peer.UID != 0 && (!ok || int(sys.Uid) != peer.UID) {
+		return domain.Request{}, fmt.Errorf("%w: process %d is not yours", domain.ErrNotOwner, pid)
+	}
+	return c.TakeOver(id, pid)
+}
+
+// waitFor makes the caller the waiter of its request id, in its place,
+// and waits for it as create does: a waiter whose keeper restarted comes
+// back so, and the app hands a request to a waiter of its own so. The
+// request must be the caller's (or the caller root); it is the caller's
+// process, from the kernel, that the line watches from then on. A request
+// granted while no keeper ran gives its booking.
+func (s *Server) waitFor(ctx context.Context, leave context.CancelCauseFunc, conn *net.UnixConn, c *core.Client, peer Peer, id uint64) (*core.Partition, error) {
+	r, err := c.LineRequest(id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Me().MayChange(r.UID) {
+		return nil, fmt.Errorf("%w: request %d belongs to %s; only they or root may wait for it", domain.ErrNotOwner, id, r.User)
+	}
+	if r.State == domain.Waiting {
+		if r, err = c.TakeOver(id, peer.PID); err != nil {
+			return nil, err
+		}
+		tell(conn, ReplyJoined)(admission.QueueEntry{Request: r})
+	}
+	watchWaiter(conn, leave)
+	return c.Wait(ctx, id, tell(conn, ReplyPlace))
 }
