@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +36,13 @@ type Server struct {
 	ReadTimeout time.Duration
 	// Log hears what went wrong with a connection (nil: nothing).
 	Log func(msg string)
+	// MaxConns, MaxPerUID and MaxActive bound connections open at once,
+	// one user's open connections, and one user's requests under way;
+	// zero means DefaultMaxConns, DefaultMaxPerUID, DefaultMaxActive.
+	MaxConns, MaxPerUID, MaxActive int
+
+	once sync.Once
+	lim  *limits
 }
 
 // errWaiterGone is why a waiter left the line: its connection closed.
@@ -62,7 +70,12 @@ func (s *Server) Serve(ctx context.Context, ln *Listener) error {
 			<-clock.Kernel.After(50 * time.Millisecond) // pacing, not a time of the books
 			continue
 		}
-		go s.handle(conn)
+		if done, ok := s.admit(conn); ok {
+			go func() {
+				defer done()
+				s.handle(conn)
+			}()
+		}
 	}
 }
 
@@ -70,6 +83,31 @@ func (s *Server) log(msg string) {
 	if s.Log != nil {
 		s.Log(msg)
 	}
+}
+
+// admit counts a connection just accepted, in the order they came, or
+// refuses it over the bounds (see limits), at once: a small reply fits
+// the socket's buffer. done uncounts it.
+func (s *Server) admit(conn *net.UnixConn) (done func(), ok bool) {
+	l := s.limits()
+	refuse := func(err error) (func(), bool) {
+		_ = WriteFrame(conn, errorReply(err))
+		conn.Close()
+		return nil, false
+	}
+	if err := l.open(); err != nil {
+		return refuse(err)
+	}
+	uid := 0 // the caller's: handle reads it again, and refuses one it cannot
+	if peer, err := peerOf(conn); err == nil {
+		uid = peer.UID
+	}
+	leave, err := l.join(uid)
+	if err != nil {
+		l.closed()
+		return refuse(err)
+	}
+	return func() { leave(); l.closed() }, true
 }
 
 // handle answers one connection: who it is, its request, the reply.
@@ -95,7 +133,16 @@ func (s *Server) handle(conn *net.UnixConn) {
 		}
 		return
 	}
+	if !waits(req) {
+		defer s.limits().turn(peer.UID)()
+	}
 	_ = WriteFrame(conn, s.do(conn, peer, req))
+}
+
+// waits says whether req waits in line, holding no lock while it does:
+// it takes no turn of its user's.
+func waits(req Request) bool {
+	return req.Op == OpWait || req.Op == OpCreate && req.Create != nil && req.Create.Wait
 }
 
 // read reads the request, dropping a connection that sends none within
