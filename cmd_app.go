@@ -71,7 +71,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	var mon monitorRunner = g.metrics.beside(core.NewMonitor(c, opts), c)
+	mon := g.metrics.beside(core.NewMonitor(c, opts), c)
 	if note, kept := keptByRoot(c); kept {
 		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
 	}
