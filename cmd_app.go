@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -70,7 +71,11 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	return besideMonitor(cmd.Context(), g.metrics.beside(core.NewMonitor(c, opts), c), func() error {
+	mon := g.metrics.beside(core.NewMonitor(c, opts), c)
+	if note, kept := keptByRoot(c); kept {
+		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
+	}
+	return besideMonitor(cmd.Context(), mon, func() error {
 		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Writes: writerFor(c), Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
 			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})

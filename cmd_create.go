@@ -118,9 +118,8 @@ func waitFor(ctx context.Context, cmd *cobra.Command, c *core.Client, id uint64,
 		return nil, usageError{fmt.Errorf("request %d asks for GPU %s for %s, not GPU %s for %s", id, admission.AskedGPUs(c.Host(), r),
 			human.FormatDuration(r.Duration), admission.AskedGPUs(c.Host(), asked), human.FormatDuration(req.Duration))}
 	}
-	if _, err := c.TakeOver(id, 0); err != nil {
-		return nil, err
+	joined := func(admission.QueueEntry) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "chronos: waiting for request %d (pid %d)\n", id, os.Getpid())
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "chronos: waiting for request %d (pid %d)\n", id, os.Getpid())
-	return c.Wait(ctx, id, say) // ctx ends on SIGHUP too (see createCmd)
+	return writerFor(c).WaitFor(ctx, id, joined, say) // ctx ends on SIGHUP too (see createCmd)
 }

@@ -84,8 +84,8 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			if err != nil {
 				return err
 			}
-			if _, guarded := writerFor(c).(*keeper.Client); guarded {
-				return errRunGuarded
+			if k, guarded := writerFor(c).(*keeper.Client); guarded {
+				opts.Writes = k // the keeper makes the run's writes, as this member
 			}
 			if opts.Wait != nil {
 				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }

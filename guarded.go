@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,15 +18,10 @@ import (
 // makes them as that member. Reads always go to the ledger.
 type writer interface {
 	tui.Writer
-	BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
+	core.RunWriter // BookOrWait and a run's records
+	WaitFor(ctx context.Context, id uint64, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
 }
-
-// errRunGuarded says what a member does on a guarded ledger instead of
-// chronos run, whose supervision (its wrapper's record, signals claimed,
-// the release at the end) writes the ledger directly.
-var errRunGuarded = errors.New("chronos run does not go through root's keeper yet, and this ledger is guarded: " +
-	"book with chronos create, run the command with CUDA_VISIBLE_DEVICES set to the booking's GPU, and release it when done")
 
 // writerFor is who writes c's ledger for its user: root writes directly;
 // on a guarded ledger a member writes through the keeper. A ledger whose
@@ -69,4 +63,25 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(core.Act)) (st
 		}
 	}()
 	return func() { ln.Close(); <-done }, fmt.Sprintf("guarded: keeper at %s for group %s", ln.Path(), guard.Group), nil
+}
+
+// keptByRoot says whether the app leaves keeping the ledger to root's
+// keeper: a member's app on a guarded ledger, which may not write it,
+// runs no monitor engine of its own (expiry, reclaims, the line's waiters
+// are root's to keep); it reads and shows, and sends the person's writes
+// to the keeper. note is what the app's screen says of it.
+func keptByRoot(c *core.Client) (note string, kept bool) {
+	if _, guarded := writerFor(c).(*keeper.Client); !guarded {
+		return "", false
+	}
+	return "guarded: root's keeper keeps this ledger; your writes go through it", true
+}
+
+// noMonitor is the monitor of an app that runs none: it waits for the app
+// to end.
+type noMonitor struct{}
+
+func (noMonitor) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
 }

@@ -68,7 +68,7 @@ func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	require.NoError(r.t, err)
 	proc, err := proc.ThisProcess(wrapper.Process.Pid)
 	require.NoError(r.t, err)
-	require.NoError(r.t, r.root.recordWrapper(p.ID, domain.Wrapper{Process: proc, Group: wrapper.Process.Pid}))
+	require.NoError(r.t, r.root.SetWrapper(p.ID, domain.Wrapper{Process: proc, Group: wrapper.Process.Pid}))
 	return p.ID, wrapper
 }
 
@@ -101,7 +101,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	gone, err := proc.ThisProcess(os.Getpid())
 	require.NoError(t, err)
 	gone.Start++ // this pid, but not the process that started then
-	require.NoError(t, r.root.recordWrapper(mine.ID, domain.Wrapper{Process: gone}))
+	require.NoError(t, r.root.SetWrapper(mine.ID, domain.Wrapper{Process: gone}))
 
 	bootID := filepath.Join(r.dir, "boot_id")
 	require.NoError(t, os.WriteFile(bootID, []byte("00000000-0000-4000-8000-000000000000\n"), 0o644))

@@ -230,7 +230,7 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	require.NoError(t, b.Cancel(q.ID))
 	w, err := proc.ThisWrapper(0)
 	require.NoError(t, err)
-	require.NoError(t, b.recordWrapper(4, w))
+	require.NoError(t, b.SetWrapper(4, w))
 	_, err = Migrate(context.Background(), file, lab, "gpu3")
 	require.ErrorIs(t, err, ErrMigrationBlocked)
 	require.ErrorContains(t, err, "booking 4 (bob) is held by chronos run")

@@ -56,6 +56,8 @@ type RunOptions struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Say            func(format string, args ...any) // chronos's own messages
+	// Writes makes the run's writes; nil: the Client itself.
+	Writes RunWriter
 }
 
 // RunResult is how a run ended.
@@ -78,6 +80,10 @@ type RunResult struct {
 //nolint:funlen,gocyclo // the supervisor's select loop and the booking around it share the timers and claims; it splits with the supervisor's move out of core (docs/code.md)
 func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	c = c.lasting() // a signal goes on to the command, and the booking is released after
+	w := o.Writes
+	if w == nil {
+		w = c
+	}
 	if len(o.Command) == 0 {
 		return RunResult{}, domain.InputErr("no command to run (chronos run 0 0.5 1h -- python train.py)")
 	}
@@ -120,7 +126,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 		} else if host != c.host {
 			return RunResult{}, elsewhere(c, "GPU "+human.FormatGPU(host, o.Request.Device), host, o.Request.Device)
 		}
-		got, err := bookForRun(ctx, c, o, say)
+		got, err := bookForRun(ctx, w, o, say)
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -134,7 +140,7 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 		if !booked {
 			return nil
 		}
-		return releaseRetrying(c, p, o.ReleaseWithin, say)
+		return releaseRetrying(c, w, p, o.ReleaseWithin, say)
 	}
 	if err := awaitStart(ctx, c, p, o.Signals, say); err != nil {
 		return RunResult{Partition: p.ID}, errors.Join(err, release())
@@ -158,19 +164,15 @@ func Run(ctx context.Context, c *Client, o RunOptions) (RunResult, error) {
 	childStart, _ := gpu.ProcStartTime(pgid)
 	if booked {
 		// Should this process die without releasing, a monitor will.
-		w, err := proc.ThisWrapper(pgid)
-		if err == nil {
-			err = c.recordWrapper(p.ID, w)
-		}
-		if err != nil {
+		if err := w.RecordWrapper(p.ID, pgid); err != nil {
 			say("could not record this chronos run in booking %d (%v): if it is killed, the booking stays until its end", p.ID, err)
 		}
 	}
 	// signalOnce sends sig to the command's group unless a monitor has
 	// already signalled the command for the same reason: both take the same
 	// claim in the ledger, so the command gets each signal once.
-	signalOnce := func(act claimAct, sig syscall.Signal, why string) bool {
-		won, err := claimSignal(c, p, act, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", proc.SignalName(sig), o.Command[0], why))
+	signalOnce := func(sig syscall.Signal, why string) bool {
+		won, err := w.ClaimSignal(p.ID, sig, pgid, childStart, fmt.Sprintf("%s to %s (process group): %s", proc.SignalName(sig), o.Command[0], why))
 		if err != nil {
 			say("could not record the signal in the ledger (%v); sending it anyway", err)
 			won = true
@@ -235,13 +237,13 @@ loop:
 		case termAt.IsZero() && !now.Before(p.Expires):
 			expired, warned = true, true
 			termAt = now
-			if signalOnce(claimTerm, syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
+			if signalOnce(syscall.SIGTERM, fmt.Sprintf("booking #%d ended", p.ID)) {
 				say("booking %d ended: sent SIGTERM (SIGKILL in %s)", p.ID, human.FormatDuration(grace))
 			} else {
 				say("booking %d ended: a monitor sent SIGTERM (SIGKILL in %s)", p.ID, human.FormatDuration(grace))
 			}
 		case !termAt.IsZero() && !now.Before(termAt.Add(grace)):
-			if signalOnce(claimKill, syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", human.FormatDuration(grace))) {
+			if signalOnce(syscall.SIGKILL, fmt.Sprintf("still running %s after SIGTERM", human.FormatDuration(grace))) {
 				say("still running %s after SIGTERM: sent SIGKILL", human.FormatDuration(grace))
 			}
 			termAt = now.Add(24 * time.Hour) // once
@@ -289,14 +291,14 @@ loop:
 // bookForRun books o's request, waiting in line when o says so. A signal
 // the caller passes on (o.Signals) would go on to the command; while it
 // waits in line it takes its request out instead.
-func bookForRun(ctx context.Context, c *Client, o RunOptions, say func(string, ...any)) (*Partition, error) {
+func bookForRun(ctx context.Context, w RunWriter, o RunOptions, say func(string, ...any)) (*Partition, error) {
 	if o.Wait != nil {
 		var stop context.CancelFunc
 		ctx, stop = proc.Interruptible(ctx, o.Signals)
 		defer stop()
 	}
 	joined := func(e admission.QueueEntry) { say("waiting in line: request %d", e.ID) }
-	return c.BookOrWait(ctx, o.Request, o.Wait, joined, o.OnQueue)
+	return w.BookOrWait(ctx, o.Request, o.Wait, joined, o.OnQueue)
 }
 
 // awaitStart waits for a booking made ahead to start. The end of ctx or a
@@ -334,7 +336,7 @@ func elsewhere(c *Client, what, host string, device int) error {
 // another process, or on an etcd that does not answer, is tried again,
 // backing off, for up to within (a minute when zero): a release given up on would leave the GPU booked for hours
 // with nothing running in it.
-func releaseRetrying(c *Client, p domain.Partition, within time.Duration, say func(string, ...any)) error {
+func releaseRetrying(c *Client, w RunWriter, p domain.Partition, within time.Duration, say func(string, ...any)) error {
 	if within <= 0 {
 		within = time.Minute
 	}
@@ -342,7 +344,7 @@ func releaseRetrying(c *Client, p domain.Partition, within time.Duration, say fu
 	giveUp := clock.Kernel.Now().Add(within)
 	wait := 50 * time.Millisecond
 	for tries := 1; ; tries++ {
-		_, err := c.Release(p.ID)
+		_, err := w.Release(p.ID)
 		switch {
 		case err == nil || errors.Is(err, domain.ErrNotLive):
 			if tries > 1 {
@@ -366,8 +368,9 @@ func releaseRetrying(c *Client, p domain.Partition, within time.Duration, say fu
 // claimSignal takes the claim a monitor would take before signalling the
 // process pid (started at start), and in the same transaction flips the
 // booking to expired when its deadline has passed. It reports whether this
-// caller got the claim.
-func claimSignal(c *Client, p domain.Partition, act claimAct, pid int, start uint64, detail string) (bool, error) {
+// caller got the claim. The booking must be the caller's (or the caller
+// root's).
+func claimSignal(c *Client, id uint64, act claimAct, pid int, start uint64, detail string) (bool, error) {
 	key := claimKey(act, pid, start)
 	won, more := false, false
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
@@ -379,12 +382,15 @@ func claimSignal(c *Client, p domain.Partition, act claimAct, pid int, start uin
 		if _, taken := claims[key]; taken {
 			return nil
 		}
-		now := c.now()
-		if err := tx.PutClaim(key, domain.Claim{By: fmt.Sprintf("chronos run %d", os.Getpid()), At: now}); err != nil {
+		cur, err := tx.Partition(id)
+		if err != nil {
 			return err
 		}
-		cur, err := tx.Partition(p.ID)
-		if err != nil {
+		if !c.me.MayChange(cur.UID) {
+			return fmt.Errorf("%w: %d belongs to %s; only they or root may signal its command", domain.ErrNotOwner, id, cur.User)
+		}
+		now := c.now()
+		if err := tx.PutClaim(key, domain.Claim{By: fmt.Sprintf("chronos run %d", os.Getpid()), At: now}); err != nil {
 			return err
 		}
 		if cur.State == domain.Live && !now.Before(cur.Expires) {

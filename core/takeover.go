@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
@@ -50,6 +52,19 @@ func (c *Client) TakeOver(id uint64, pid int) (domain.Request, error) {
 		return tx.PutRequest(&r)
 	})
 	return r, err
+}
+
+// WaitFor makes this process the waiter of request id, in its place (see
+// TakeOver), tells joined so, and waits for it (see Wait).
+func (c *Client) WaitFor(ctx context.Context, id uint64, joined, onChange func(admission.QueueEntry)) (*Partition, error) {
+	r, err := c.TakeOver(id, 0)
+	if err != nil {
+		return nil, err
+	}
+	if joined != nil {
+		joined(admission.QueueEntry{Request: r})
+	}
+	return c.Wait(ctx, id, onChange)
 }
 
 // LineRequest reads request id of the waiting line, in whatever state.

@@ -1,6 +1,9 @@
 package core
 
 import (
+	"context"
+	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/admission"
@@ -9,16 +12,53 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// recordWrapper stores w in the live booking id.
-func (c *Client) recordWrapper(id uint64, w domain.Wrapper) error {
+// RunWriter makes the writes of a `chronos run`: the ledger itself (a
+// Client), or, for a member of a guarded ledger, root's keeper, which
+// makes them as that member and names the wrapper from the kernel's word.
+type RunWriter interface {
+	BookOrWait(ctx context.Context, req Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*Partition, error)
+	Release(id uint64) (Partition, error)
+	// RecordWrapper records this process as the wrapper of booking id,
+	// whose command leads process group group.
+	RecordWrapper(id uint64, group int) error
+	// ClaimSignal takes the claim to send sig (SIGTERM or SIGKILL) to the
+	// command of booking id, process group group whose leader started at
+	// start, and reports whether this caller got it (see claimSignal).
+	ClaimSignal(id uint64, sig syscall.Signal, group int, start uint64, detail string) (bool, error)
+}
+
+// RecordWrapper records this process as the wrapper of booking id.
+func (c *Client) RecordWrapper(id uint64, group int) error {
+	w, err := proc.ThisWrapper(group)
+	if err != nil {
+		return err
+	}
+	return c.SetWrapper(id, w)
+}
+
+// SetWrapper stores w in the live booking id, which must be the caller's
+// (or the caller root).
+func (c *Client) SetWrapper(id uint64, w domain.Wrapper) error {
 	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
 		if err != nil || p.State != domain.Live {
 			return err
 		}
+		if !c.me.MayChange(p.UID) {
+			return fmt.Errorf("%w: %d belongs to %s; only they or root may run in it", domain.ErrNotOwner, id, p.User)
+		}
 		p.Wrapper = &w
 		return tx.PutPartition(&p)
 	})
+}
+
+// ClaimSignal is claimSignal for the run's two signals.
+func (c *Client) ClaimSignal(id uint64, sig syscall.Signal, group int, start uint64, detail string) (bool, error) {
+	act, ok := map[syscall.Signal]claimAct{syscall.SIGTERM: claimTerm, syscall.SIGKILL: claimKill}[sig]
+	if !ok {
+		return false, domain.InputErr("a run claims SIGTERM or SIGKILL, not %s", proc.SignalName(sig))
+	}
+	return claimSignal(c, id, act, group, start, detail)
 }
 
 // orphans sorts the live bookings whose wrapper died on this machine: those

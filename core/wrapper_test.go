@@ -28,7 +28,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 		t.Helper()
 		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, c.recordWrapper(p.ID, w))
+		require.NoError(t, c.SetWrapper(p.ID, w))
 		return p.ID
 	}
 	alive, dead, elsewhere := testWrappers(t)
@@ -93,7 +93,7 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	}{{alive, domain.StatusLive}, {dead, domain.StatusOrphaned}, {elsewhere, domain.StatusLive}} {
 		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, c.recordWrapper(p.ID, w.wrapper))
+		require.NoError(t, c.SetWrapper(p.ID, w.wrapper))
 		want[p.ID] = w.status
 	}
 	parts, err := c.List(false)

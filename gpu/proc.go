@@ -235,6 +235,29 @@ func ProcStartTime(pid int) (uint64, error) {
 	return hostProc.StartTime(pid)
 }
 
+// Lineage is where a process stands among others, from /proc/PID/stat.
+type Lineage struct {
+	Parent, Group int    // its parent's pid, its process group
+	Start         uint64 // clock ticks since boot
+	Comm          string // the kernel's name of it
+}
+
+// ProcLineage reads process pid's Lineage from /proc.
+func ProcLineage(pid int) (Lineage, error) {
+	if pid <= 0 {
+		return Lineage{}, fmt.Errorf("read process %d: not a valid pid", pid)
+	}
+	stat, err := readProcFile(filepath.Join(hostProc.root(), strconv.Itoa(pid)), "stat")
+	if err != nil {
+		return Lineage{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	st, err := parseStat(stat)
+	if err != nil {
+		return Lineage{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	return Lineage{Parent: st.ppid, Group: st.pgrp, Start: st.start, Comm: st.comm}, nil
+}
+
 // procCache remembers what /proc said about processes so that a poll costs
 // one read of /proc/PID/stat per known process instead of four files.
 // Owner, command and partition are fixed at exec in practice; the start
@@ -328,6 +351,7 @@ func readProcFile(dir, name string) ([]byte, error) {
 type procStat struct {
 	comm  string
 	ppid  int    // field 4
+	pgrp  int    // field 5: its process group
 	start uint64 // field 22: clock ticks since boot
 }
 
@@ -342,13 +366,16 @@ func parseStat(stat []byte) (procStat, error) {
 	st := procStat{comm: string(stat[open+1 : closing])}
 	// After ')' come fields 3 (state) onwards.
 	fields := strings.Fields(string(stat[closing+1:]))
-	const ppidField, startField = 4 - 3, 22 - 3
+	const ppidField, pgrpField, startField = 4 - 3, 5 - 3, 22 - 3
 	if len(fields) <= startField {
 		return procStat{}, fmt.Errorf("malformed stat: %d fields after command", len(fields))
 	}
 	var err error
 	if st.ppid, err = strconv.Atoi(fields[ppidField]); err != nil {
 		return procStat{}, fmt.Errorf("malformed stat parent pid: %w", err)
+	}
+	if st.pgrp, err = strconv.Atoi(fields[pgrpField]); err != nil {
+		return procStat{}, fmt.Errorf("malformed stat process group: %w", err)
 	}
 	if st.start, err = strconv.ParseUint(fields[startField], 10, 64); err != nil {
 		return procStat{}, fmt.Errorf("malformed stat start time: %w", err)

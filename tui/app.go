@@ -50,6 +50,7 @@ type Writer interface {
 	Release(id uint64) (core.Partition, error)
 	Extend(id uint64, d time.Duration) (core.Partition, error)
 	Cancel(id uint64) error
+	TakeOver(id uint64, pid int) (domain.Request, error)
 }
 
 // writes is what makes the app's writes (see Options.Writes).

@@ -270,7 +270,7 @@ func dismissCmd(c *core.Client, n notice.Notice) tea.Cmd {
 // the terminal closing does not end it), its output to a log under the
 // user's state directory. It makes each the request's waiter before it
 // answers, so the request never waits for nobody once the app is gone.
-func backgroundCmd(c *core.Client, self string, global []string, ids []uint64, now time.Time) tea.Cmd {
+func backgroundCmd(c *core.Client, wr Writer, self string, global []string, ids []uint64, now time.Time) tea.Cmd {
 	return func() tea.Msg {
 		var msg backgroundMsg
 		if self == "" {
@@ -279,7 +279,7 @@ func backgroundCmd(c *core.Client, self string, global []string, ids []uint64, n
 			}
 		}
 		for _, id := range ids {
-			w, err := startWaiter(c, self, global, id, now)
+			w, err := startWaiter(c, wr, self, global, id, now)
 			if err != nil {
 				msg.err = fmt.Errorf("request #%d: %w", id, err)
 				return msg
@@ -290,7 +290,7 @@ func backgroundCmd(c *core.Client, self string, global []string, ids []uint64, n
 	}
 }
 
-func startWaiter(c *core.Client, self string, global []string, id uint64, now time.Time) (backgroundWaiter, error) {
+func startWaiter(c *core.Client, wr Writer, self string, global []string, id uint64, now time.Time) (backgroundWaiter, error) {
 	w := backgroundWaiter{request: id}
 	r, err := c.LineRequest(id)
 	if err != nil {
@@ -311,7 +311,7 @@ func startWaiter(c *core.Client, self string, global []string, id uint64, now ti
 		return w, fmt.Errorf("start %s: %w", self, err)
 	}
 	w.pid = cmd.Process.Pid
-	if _, err := c.TakeOver(id, w.pid); err != nil {
+	if _, err := wr.TakeOver(id, w.pid); err != nil {
 		_ = cmd.Process.Kill() // it would only find the request gone
 		_ = cmd.Wait()
 		return w, err

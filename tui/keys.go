@@ -348,7 +348,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 			m.stop()
 			return leaveLineCmd(m.writes(), slices.Sorted(maps.Keys(m.placed)))
 		case other:
-			return backgroundCmd(m.opts.Client, m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
+			return backgroundCmd(m.opts.Client, m.writes(), m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
 		}
 		wait := " still waits"
 		if len(m.placed) > 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
 )
@@ -120,6 +121,16 @@ func (k *Client) Cancel(id uint64) error {
 	return err
 }
 
+// TakeOver makes process pid, this user's, the waiter of request id, as
+// core.Client.TakeOver does (the app hands its requests on so).
+func (k *Client) TakeOver(id uint64, pid int) (domain.Request, error) {
+	r, err := k.once(Request{Op: OpHandOver, ID: id, PID: pid})
+	if err != nil || r.Entry == nil {
+		return domain.Request{}, err
+	}
+	return r.Entry.Request, nil
+}
+
 // createOf is the wire form of req.
 func createOf(req core.Request) *Create {
 	return &Create{Host: req.Host, Device: req.Device, Devices: req.Devices, Count: req.Count, Fraction: req.Memory.Fraction, Bytes: req.Memory.Bytes, Duration: req.Duration,
@@ -150,21 +161,36 @@ func (k *Client) Enqueue(req core.Request, o admission.WaitOptions) (*core.Parti
 
 // BookOrWait books req as core.Client.BookOrWait does, through the keeper:
 // with wait set, the connection stays open while the request waits in
-// line, and the end of ctx closes it, which takes the request out.
+// line, and the end of ctx closes it, which takes the request out. A
+// keeper that goes away meanwhile (restarted) leaves the request in its
+// place, and the waiter waits for it again through the next (see waitOn).
 func (k *Client) BookOrWait(ctx context.Context, req core.Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*core.Partition, error) {
 	cr := createOf(req)
 	if wait != nil {
 		cr.Wait, cr.Timeout = true, wait.Timeout
 	}
-	conn, err := k.dial()
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	var id uint64
-	stop := context.AfterFunc(ctx, func() { conn.CloseWrite() }) // the keeper takes the request out, and says so
-	defer stop()
-	r, err := k.call(conn, Request{Op: OpCreate, Create: cr}, func(r Reply) {
+	return k.waitOn(ctx, Request{Op: OpCreate, Create: cr}, joined, onChange)
+}
+
+// WaitFor makes this process the waiter of request id, already in line,
+// which keeps its place, and waits for it, as core.Client.WaitFor does
+// (create --wait --request: the app hands its requests on so).
+// joined hears the request once this process is its waiter.
+func (k *Client) WaitFor(ctx context.Context, id uint64, joined, onChange func(admission.QueueEntry)) (*core.Partition, error) {
+	return k.waitOn(ctx, Request{Op: OpWait, ID: id}, joined, onChange)
+}
+
+// Redial is how often a waiter whose keeper went away tries to reach the
+// next one.
+const Redial = 250 * time.Millisecond
+
+// waitOn sends req, a create or a wait, and follows the keeper's replies
+// to the final one. Should the keeper go away while the request waits in
+// line (root restarts chronos-monitor), the request keeps its place: the
+// waiter waits for the next keeper and hands itself to it (OpWait).
+func (k *Client) waitOn(ctx context.Context, req Request, joined, onChange func(admission.QueueEntry)) (*core.Partition, error) {
+	id := req.ID
+	news := func(r Reply) {
 		if r.Entry == nil {
 			return
 		}
@@ -175,18 +201,41 @@ func (k *Client) BookOrWait(ctx context.Context, req core.Request, wait *admissi
 		case r.Kind == ReplyPlace && onChange != nil:
 			onChange(*r.Entry)
 		}
-	})
-	if ctx.Err() != nil && id != 0 && (err == nil || errors.Is(err, domain.ErrLeftLine) || errors.Is(err, ErrGone)) {
-		// Stopped by a signal: say so as a waiter of the ledger does.
-		if err == nil {
-			return k.partitionPtr(r)
+	}
+	back := false // the keeper went away while the request waited
+	for {
+		conn, err := k.dial()
+		if back && errors.Is(err, ErrDown) {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: request %d: %w; it leaves the line when root's keeper is back and finds this process gone", domain.ErrLeftLine, id, proc.WhyStopped(ctx))
+			case <-clock.Kernel.After(Redial): // pacing, not a time of the books
+			}
+			continue
 		}
-		return nil, fmt.Errorf("%w: request %d: %w", domain.ErrLeftLine, id, proc.WhyStopped(ctx))
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, func() { conn.CloseWrite() }) // the keeper takes the request out, and says so
+		r, err := k.call(conn, req, news)
+		stop()
+		conn.Close()
+		if errors.Is(err, ErrGone) && id != 0 && ctx.Err() == nil {
+			back, req = true, Request{Op: OpWait, ID: id}
+			continue
+		}
+		if ctx.Err() != nil && id != 0 && (err == nil || errors.Is(err, domain.ErrLeftLine) || errors.Is(err, ErrGone)) {
+			// Stopped by a signal: say so as a waiter of the ledger does.
+			if err == nil {
+				return k.partitionPtr(r)
+			}
+			return nil, fmt.Errorf("%w: request %d: %w", domain.ErrLeftLine, id, proc.WhyStopped(ctx))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return k.partitionPtr(r)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return k.partitionPtr(r)
 }
 
 func (k *Client) partitionPtr(r Reply) (*core.Partition, error) {
@@ -198,4 +247,20 @@ func (k *Client) partitionPtr(r Reply) (*core.Partition, error) {
 		p.Room = *r.Room
 	}
 	return &p, nil
+}
+
+// RecordWrapper records this process as the wrapper of booking id, whose
+// command leads process group group: the keeper takes the process from
+// the kernel and checks the group is its child's.
+func (k *Client) RecordWrapper(id uint64, group int) error {
+	_, err := k.once(Request{Op: OpWrapper, ID: id, Group: group})
+	return err
+}
+
+// ClaimSignal claims sig for this process's command, process group group,
+// of booking id, as core.Client.ClaimSignal does; the keeper reads the
+// leader's start and words the ledger's record itself.
+func (k *Client) ClaimSignal(id uint64, sig syscall.Signal, group int, _ uint64, _ string) (bool, error) {
+	r, err := k.once(Request{Op: OpSignal, ID: id, Group: group, Signal: int(sig)})
+	return r.Claimed, err
 }

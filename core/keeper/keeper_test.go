@@ -9,7 +9,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,7 +51,7 @@ type keeperUnderTest struct {
 
 // startKeeper serves a ledger in a fresh directory that any user may
 // enter, as root's monitor does, until the test ends.
-func startKeeper(t *testing.T) *keeperUnderTest {
+func startKeeper(t *testing.T, set ...func(*Server)) *keeperUnderTest {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the keeper is root's")
@@ -61,6 +65,9 @@ func startKeeper(t *testing.T) *keeperUnderTest {
 	ln, err := Listen(filepath.Join(dir, "run", "chronos.sock"), daemonGID)
 	require.NoError(t, err)
 	k := &keeperUnderTest{sock: ln.Path(), clk: clk, root: root, srv: &Server{Client: root, GID: daemonGID, Group: "daemon"}}
+	for _, f := range set {
+		f(k.srv)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- k.srv.Serve(ctx, ln) }()
@@ -219,11 +226,38 @@ func TestMain(m *testing.M) {
 
 // playRole is a process of the test's started as another user: "send"
 // sends KEEPER_TEST_FRAME to the socket KEEPER_TEST_SOCKET and prints the
-// keeper's final reply as JSON.
+// keeper's final reply as JSON; with KEEPER_TEST_HOLD=N it first holds N
+// connections open that send nothing; with KEEPER_TEST_CHILD set it starts
+// a command in a process group of its own, whose number replaces $GROUP
+// in the frame.
 func playRole(role string) int {
 	if role != "send" {
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		return 2
+	}
+	frame := os.Getenv("KEEPER_TEST_FRAME")
+	if n, _ := strconv.Atoi(os.Getenv("KEEPER_TEST_HOLD")); n > 0 {
+		// Connections of this process's that send nothing, held open.
+		for range n {
+			c, err := net.Dial("unix", os.Getenv("KEEPER_TEST_SOCKET"))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer c.Close()
+		}
+	}
+	if os.Getenv("KEEPER_TEST_CHILD") != "" {
+		// A command of this process's, leading its own group, as chronos
+		// run starts one: the frame names its group as $GROUP.
+		child := exec.Command("sleep", "60")
+		child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+		frame = strings.ReplaceAll(frame, "$GROUP", strconv.Itoa(child.Process.Pid))
 	}
 	conn, err := net.Dial("unix", os.Getenv("KEEPER_TEST_SOCKET"))
 	if err != nil {
@@ -231,7 +265,7 @@ func playRole(role string) int {
 		return 1
 	}
 	defer conn.Close()
-	body := []byte(os.Getenv("KEEPER_TEST_FRAME"))
+	body := []byte(frame)
 	_, _ = conn.Write(rawFrame(uint32(len(body)), body)) // a refusal comes before the keeper reads
 	for {
 		var r Reply

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 )
@@ -52,12 +53,12 @@ func publicTestBinary(t *testing.T) string {
 	return publicBin
 }
 
-// sendAs sends frame to the keeper from a process of cred's and returns
-// the keeper's final reply.
-func sendAs(t *testing.T, k *keeperUnderTest, cred *syscall.Credential, frame string) Reply {
+// sendAs sends frame to the keeper from a process of cred's, in the
+// environment env (playRole's), and returns the keeper's final reply.
+func sendAs(t *testing.T, k *keeperUnderTest, cred *syscall.Credential, frame string, env ...string) Reply {
 	t.Helper()
 	cmd := exec.Command(publicTestBinary(t), "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KEEPER_TEST_ROLE=send", "KEEPER_TEST_SOCKET="+k.sock, "KEEPER_TEST_FRAME="+frame)
+	cmd.Env = append(append(os.Environ(), "KEEPER_TEST_ROLE=send", "KEEPER_TEST_SOCKET="+k.sock, "KEEPER_TEST_FRAME="+frame), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -150,4 +151,20 @@ func TestEnqueueNamesTheCallersProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Waiting, line.State)
 	require.Equal(t, r.Entry.Waiter.PID, line.Waiter.PID)
+}
+
+// A refusal of what would fit later crosses the socket as what it is, so
+// the app offers to wait in line through the keeper as it does directly.
+func TestFitsLaterCrossesTheSocket(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	held, err := k.root.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: 3600e9})
+	require.NoError(t, err)
+	_, err = NewClient(k.sock, k.root).Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3600e9})
+	var later *admission.FitsLaterError
+	require.ErrorAs(t, err, &later)
+	require.True(t, later.At.Equal(held.Expires), "it fits when the holder's booking ends: %v", later.At)
+	require.ErrorIs(t, err, domain.ErrOverbooked)
+	require.NotContains(t, later.Why.Error(), "It would fit at", "Why is the refusal alone")
+	require.Contains(t, err.Error(), "It would fit at")
 }

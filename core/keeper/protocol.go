@@ -36,12 +36,16 @@ type Op string
 
 // The writes a member makes through the keeper.
 const (
-	OpCreate  Op = "create"  // book, or with Wait join the line and wait
-	OpEnqueue Op = "enqueue" // book, or join the line with the caller's process as the waiter, and return (the app)
-	OpRelease Op = "release" // end booking ID
-	OpExtend  Op = "extend"  // give booking ID Duration more
-	OpHold    Op = "hold"    // keep booking ID from idle reclaim for Duration
-	OpCancel  Op = "cancel"  // take request ID out of the line
+	OpCreate   Op = "create"    // book, or with Wait join the line and wait
+	OpEnqueue  Op = "enqueue"   // book, or join the line with the caller's process as the waiter, and return (the app)
+	OpRelease  Op = "release"   // end booking ID
+	OpExtend   Op = "extend"    // give booking ID Duration more
+	OpHold     Op = "hold"      // keep booking ID from idle reclaim for Duration
+	OpCancel   Op = "cancel"    // take request ID out of the line
+	OpHandOver Op = "hand-over" // make process PID, the caller's, the waiter of request ID (the app, as it quits)
+	OpWait     Op = "wait"      // wait for request ID, already in line, as its waiter: a waiter back after the keeper restarted, or one the app hands its request to
+	OpWrapper  Op = "wrapper"   // record the caller as the chronos run of booking ID, its command process group Group
+	OpSignal   Op = "signal"    // claim Signal (SIGTERM, SIGKILL) for process group Group of booking ID: Reply.Claimed
 )
 
 // Request is one request's frame. Who asks is never in it: the keeper
@@ -53,6 +57,9 @@ type Request struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	Reason   string        `json:"reason,omitempty"`
 	Create   *Create       `json:"create,omitempty"`
+	Group    int           `json:"group,omitempty"`  // a run's command's process group, in the caller's pid namespace
+	Signal   int           `json:"signal,omitempty"` // its number (15, 9)
+	PID      int           `json:"pid,omitempty"`    // a process of the caller's, the waiter a request is handed to
 }
 
 // Create is a booking asked for (core.Request), and whether to wait in
@@ -91,8 +98,15 @@ type Reply struct {
 	Room      *core.Availability    `json:"room,omitempty"`
 	Entry     *admission.QueueEntry `json:"entry,omitempty"`
 	Usage     *domain.BookingUsage  `json:"usage,omitempty"`
+	Claimed   bool                  `json:"claimed,omitempty"` // a signal's claim went to the caller
 	Error     string                `json:"error,omitempty"`
 	Class     string                `json:"class,omitempty"` // which of classes the error is
+	// A refusal of what would fit later (admission.FitsLaterError): the
+	// refusal alone, when it would fit, and the keeper's now, so that the
+	// app offers to wait in line as on an open ledger.
+	Why    string    `json:"why,omitempty"`
+	FitsAt time.Time `json:"fits_at,omitzero"`
+	Now    time.Time `json:"now,omitzero"`
 }
 
 // classes are the errors a caller tells apart (the exit status, the
@@ -122,6 +136,10 @@ func errorReply(err error) Reply {
 			break
 		}
 	}
+	var later *admission.FitsLaterError
+	if errors.As(err, &later) {
+		r.Why, r.FitsAt, r.Now = later.Why.Error(), later.At, later.Now
+	}
 	return r
 }
 
@@ -141,6 +159,10 @@ func (r Reply) err() error {
 		if c.name == r.Class {
 			e.class = c.err
 		}
+	}
+	if !r.FitsAt.IsZero() {
+		e.msg = r.Why
+		return &admission.FitsLaterError{Why: e, At: r.FitsAt, Now: r.Now}
 	}
 	return e
 }

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
@@ -32,6 +36,13 @@ type Server struct {
 	ReadTimeout time.Duration
 	// Log hears what went wrong with a connection (nil: nothing).
 	Log func(msg string)
+	// MaxConns, MaxPerUID and MaxActive bound connections open at once,
+	// one user's open connections, and one user's requests under way;
+	// zero means DefaultMaxConns, DefaultMaxPerUID, DefaultMaxActive.
+	MaxConns, MaxPerUID, MaxActive int
+
+	once sync.Once
+	lim  *limits
 }
 
 // errWaiterGone is why a waiter left the line: its connection closed.
@@ -59,7 +70,12 @@ func (s *Server) Serve(ctx context.Context, ln *Listener) error {
 			<-clock.Kernel.After(50 * time.Millisecond) // pacing, not a time of the books
 			continue
 		}
-		go s.handle(conn)
+		if done, ok := s.admit(conn); ok {
+			go func() {
+				defer done()
+				s.handle(conn)
+			}()
+		}
 	}
 }
 
@@ -67,6 +83,31 @@ func (s *Server) log(msg string) {
 	if s.Log != nil {
 		s.Log(msg)
 	}
+}
+
+// admit counts a connection just accepted, in the order they came, or
+// refuses it over the bounds (see limits), at once: a small reply fits
+// the socket's buffer. done uncounts it.
+func (s *Server) admit(conn *net.UnixConn) (done func(), ok bool) {
+	l := s.limits()
+	refuse := func(err error) (func(), bool) {
+		_ = WriteFrame(conn, errorReply(err))
+		conn.Close()
+		return nil, false
+	}
+	if err := l.open(); err != nil {
+		return refuse(err)
+	}
+	uid := 0 // the caller's: handle reads it again, and refuses one it cannot
+	if peer, err := peerOf(conn); err == nil {
+		uid = peer.UID
+	}
+	leave, err := l.join(uid)
+	if err != nil {
+		l.closed()
+		return refuse(err)
+	}
+	return func() { leave(); l.closed() }, true
 }
 
 // handle answers one connection: who it is, its request, the reply.
@@ -92,7 +133,16 @@ func (s *Server) handle(conn *net.UnixConn) {
 		}
 		return
 	}
+	if !waits(req) {
+		defer s.limits().turn(peer.UID)()
+	}
 	_ = WriteFrame(conn, s.do(conn, peer, req))
+}
+
+// waits says whether req waits in line, holding no lock while it does:
+// it takes no turn of its user's.
+func waits(req Request) bool {
+	return req.Op == OpWait || req.Op == OpCreate && req.Create != nil && req.Create.Wait
 }
 
 // read reads the request, dropping a connection that sends none within
@@ -144,6 +194,10 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 		done.Usage = &u
 	case OpCancel:
 		err = c.Cancel(req.ID)
+	case OpWrapper:
+		err = recordRun(c, peer, req)
+	case OpSignal:
+		done.Claimed, err = claimRunSignal(c, peer, req)
 	case OpEnqueue:
 		if req.Create == nil {
 			err = fmt.Errorf("%w: an enqueue without its booking", ErrRefused)
@@ -156,6 +210,15 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 			done.Partition, done.Room = &p.Partition, &p.Room
 		}
 		done.Entry = e
+	case OpHandOver:
+		var r domain.Request
+		r, err = handOver(c, peer, req.ID, req.PID)
+		done.Entry = &admission.QueueEntry{Request: r}
+	case OpWait:
+		var p *core.Partition
+		if p, err = s.waitFor(ctx, leave, conn, c, peer, req.ID); p != nil {
+			done.Partition, done.Room = &p.Partition, &p.Room
+		}
 	case OpCreate:
 		if req.Create == nil {
 			err = fmt.Errorf("%w: a create without its booking", ErrRefused)
@@ -189,14 +252,59 @@ func (s *Server) create(ctx context.Context, leave context.CancelCauseFunc, conn
 	if !cr.Wait {
 		return c.Create(req)
 	}
+	watchWaiter(conn, leave)
+	return c.BookOrWait(ctx, req, &admission.WaitOptions{Timeout: cr.Timeout, PID: peer.PID}, tell(conn, ReplyJoined), tell(conn, ReplyPlace))
+}
+
+// watchWaiter ends a waiter's wait when its connection closes: a waiter
+// sends nothing more, so anything read, or the end, is it leaving.
+func watchWaiter(conn *net.UnixConn, leave context.CancelCauseFunc) {
 	go func() {
-		// A waiter sends nothing more: anything read, or the end, is it leaving.
 		var b [1]byte
 		_, _ = conn.Read(b[:])
 		leave(errWaiterGone)
 	}()
-	tell := func(kind ReplyKind) func(admission.QueueEntry) {
-		return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
+}
+
+// tell sends a waiter news of its entry in line, as replies of kind.
+func tell(conn *net.UnixConn, kind ReplyKind) func(admission.QueueEntry) {
+	return func(e admission.QueueEntry) { _ = WriteFrame(conn, Reply{V: Version, Kind: kind, Entry: &e}) }
+}
+
+// handOver makes process pid the waiter of request id: the app hands its
+// requests to background waiters of its own so. The process must be the
+// caller's (root's may be anyone's), by the kernel's word.
+func handOver(c *core.Client, peer Peer, id uint64, pid int) (domain.Request, error) {
+	st, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	if err != nil || pid <= 0 {
+		return domain.Request{}, domain.InputErr("no process %d to hand request %d to", pid, id)
 	}
-	return c.BookOrWait(ctx, req, &admission.WaitOptions{Timeout: cr.Timeout, PID: peer.PID}, tell(ReplyJoined), tell(ReplyPlace))
+	if sys, ok := st.Sys().(*syscall.Stat_t); peer.UID != 0 && (!ok || int(sys.Uid) != peer.UID) {
+		return domain.Request{}, fmt.Errorf("%w: process %d is not yours", domain.ErrNotOwner, pid)
+	}
+	return c.TakeOver(id, pid)
+}
+
+// waitFor makes the caller the waiter of its request id, in its place,
+// and waits for it as create does: a waiter whose keeper restarted comes
+// back so, and the app hands a request to a waiter of its own so. The
+// request must be the caller's (or the caller root); it is the caller's
+// process, from the kernel, that the line watches from then on. A request
+// granted while no keeper ran gives its booking.
+func (s *Server) waitFor(ctx context.Context, leave context.CancelCauseFunc, conn *net.UnixConn, c *core.Client, peer Peer, id uint64) (*core.Partition, error) {
+	r, err := c.LineRequest(id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Me().MayChange(r.UID) {
+		return nil, fmt.Errorf("%w: request %d belongs to %s; only they or root may wait for it", domain.ErrNotOwner, id, r.User)
+	}
+	if r.State == domain.Waiting {
+		if r, err = c.TakeOver(id, peer.PID); err != nil {
+			return nil, err
+		}
+		tell(conn, ReplyJoined)(admission.QueueEntry{Request: r})
+	}
+	watchWaiter(conn, leave)
+	return c.Wait(ctx, id, tell(conn, ReplyPlace))
 }

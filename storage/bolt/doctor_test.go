@@ -450,3 +450,41 @@ func TestRepairKeepsTheLineAndUsage(t *testing.T) {
 		return nil
 	}))
 }
+
+// A guarded ledger stays guarded through a repair: the mark is read from
+// the damaged file, or from the backup when the file lost it.
+func TestRepairKeepsTheGuard(t *testing.T) {
+	t.Parallel()
+	for _, fromBackup := range []bool{false, true} {
+		l, _ := ledgerWith(t, 3)
+		l.BackupEvery = time.Nanosecond // the next write refreshes the backup
+		guard := storage.Guard{Group: "gpu", GID: 1234}
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutGuard(guard) }))
+		require.NoError(t, l.Update(context.Background(), func(tx *storage.Tx) error { return tx.AddEvent(domain.Event{Kind: domain.EventPolicy}) }))
+		l.BackupEvery = -1
+		good, err := os.ReadFile(l.Path)
+		require.NoError(t, err)
+		if fromBackup {
+			good = good[:len(good)/2] // the guard's page likely gone with the rest: the backup has it
+		} else {
+			page := os.Getpagesize()
+			for _, at := range []int{16, page + 16} { // both meta pages
+				for i := at; i < at+64; i++ {
+					good[i] ^= 0xa5
+				}
+			}
+		}
+		require.NoError(t, os.WriteFile(l.Path, good, 0o600))
+		r, err := l.Repair()
+		require.NoError(t, err)
+		require.True(t, r.Done)
+		require.True(t, r.After.Healthy, "%v", r.After.Problems)
+		require.NoError(t, l.View(context.Background(), func(tx *storage.Tx) error {
+			g, ok, err := tx.Guard()
+			require.NoError(t, err)
+			require.True(t, ok, "still guarded (from the backup: %v)", fromBackup)
+			require.Equal(t, guard, g)
+			return nil
+		}))
+	}
+}

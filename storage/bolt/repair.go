@@ -48,6 +48,7 @@ type salvage struct {
 	usage     map[uint64]domain.BookingUsage
 	policy    *domain.Policy
 	inventory *domain.Inventory
+	guard     *storage.Guard // a guarded ledger stays guarded
 	partSeq   uint64
 	eventSeq  uint64
 	// asIs holds, by bucket, the buckets no record above is checked for
@@ -332,9 +333,10 @@ func readTree(data []byte, into *salvage) int {
 			if meta := btx.Bucket(storage.BucketMeta); meta != nil {
 				into.readMeta(storage.KeyPolicy, meta.Get(storage.KeyPolicy))
 				into.readMeta(storage.KeyInventory, meta.Get(storage.KeyInventory))
+				into.readMeta(storage.KeyGuard, meta.Get(storage.KeyGuard))
 			}
 			return nil
-		}, func(msg string) { into.failures = append(into.failures, "policy and inventory: "+msg) })
+		}, func(msg string) { into.failures = append(into.failures, "policy, inventory and guard: "+msg) })
 		return nil
 	})
 	if err != nil {
@@ -357,6 +359,11 @@ func (s *salvage) readMeta(k, v []byte) {
 		var inv domain.Inventory
 		if json.Unmarshal(v, &inv) == nil && len(inv.Devices) > 0 {
 			s.inventory = &inv
+		}
+	case string(storage.KeyGuard):
+		var g storage.Guard
+		if json.Unmarshal(v, &g) == nil && g.Group != "" {
+			s.guard = &g
 		}
 	}
 }
@@ -449,6 +456,10 @@ func (s *salvage) fill(other *salvage) int {
 	}
 	if s.inventory == nil && other.inventory != nil {
 		s.inventory = other.inventory
+		n++
+	}
+	if s.guard == nil && other.guard != nil {
+		s.guard = other.guard
 		n++
 	}
 	for name, kept := range other.asIs {
@@ -550,6 +561,11 @@ func (s *salvage) build() ([]byte, error) {
 		}
 		if s.inventory != nil {
 			if err := tx.PutInventory(*s.inventory); err != nil {
+				return err
+			}
+		}
+		if s.guard != nil {
+			if err := tx.PutGuard(*s.guard); err != nil {
 				return err
 			}
 		}
@@ -662,7 +678,7 @@ func (s *salvage) classify(k, v []byte) {
 		return true
 	}
 	switch {
-	case string(k) == string(storage.KeyPolicy) || string(k) == string(storage.KeyInventory):
+	case string(k) == string(storage.KeyPolicy) || string(k) == string(storage.KeyInventory) || string(k) == string(storage.KeyGuard):
 		s.readMeta(k, v)
 	case len(k) == 8 && has("share_ppm", "expires", "state"):
 		var p domain.Partition
