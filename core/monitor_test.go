@@ -294,7 +294,10 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	for _, m := range monitors {
 		require.NoError(t, m.Wait())
 	}
-	require.Less(t, time.Since(start), 30*time.Second)
+	// Their passes wait no real second: about 15 s under -race on a quiet
+	// VM of 2 cores, 35 s at load 16; a monitor waiting out the deadlines
+	// would take minutes.
+	require.Less(t, time.Since(start), 60*time.Second)
 	evs, err := c.Events(0, 0)
 	require.NoError(t, err)
 	expired := map[uint64]int{}
