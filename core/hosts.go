@@ -213,6 +213,34 @@ func (p *publisher) measured(now time.Time) bool {
 	return p == nil || now.Sub(p.started) >= presenceEvery
 }
 
+// staleAfter is how long after another host's last status arrived, by
+// this host's clock, its clock's reading is stale while it publishes: it
+// publishes every presenceEvery.
+const staleAfter = presenceEvery + SkewBound
+
+// current reports whether every host present (others publishing now, by
+// etcd) has had a status measured lately by this host's clock. A clock
+// stepped since the last statuses arrived makes them look old (stepped
+// ahead) or yet to come (back) before the next shows the step: until then,
+// this host's standing says nothing.
+func (p *publisher) current(present map[string][]byte, now time.Time) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h := range present {
+		if h == p.c.host {
+			continue
+		}
+		seen, ok := p.seen[h]
+		if !ok || now.Before(seen) || now.Sub(seen) > staleAfter {
+			return false
+		}
+	}
+	return true
+}
+
 // lastSeen is when host's last status arrived, by this host's clock.
 func (p *publisher) lastSeen(host string) (time.Time, bool) {
 	if p == nil {
@@ -287,6 +315,14 @@ func (p *publisher) observe(u storage.Published) {
 	rs := append(p.offsets[u.Host], off)
 	if len(rs) > skewWindow {
 		rs = rs[len(rs)-skewWindow:]
+	}
+	// A reading far below the window's best is a clock stepped (this
+	// host's ahead, or that one's back): measure from it at once rather
+	// than let the old best stand for skewWindow statuses. A status the
+	// watch delivered late reads so too, until the next: doubt errs on the
+	// side of judging less.
+	if len(rs) > 1 && slices.Max(rs[:len(rs)-1])-off > SkewBound {
+		rs = rs[len(rs)-1:]
 	}
 	p.offsets[u.Host] = rs
 }

@@ -128,8 +128,10 @@ func (m *Monitor) keep(parts []domain.Partition, now time.Time, lead time.Durati
 		return k
 	}
 	present, err := m.pr.Present(m.c.ctx)
-	if err != nil {
-		return k // this host's own bookings go on; the others wait for an answer
+	if err != nil || !m.pub.current(present, now) {
+		// This host's own bookings go on; the others wait for an answer,
+		// or for this host's clock to be measured again.
+		return k
 	}
 	for _, p := range others {
 		if _, live := present[p.Host]; live {

@@ -174,6 +174,8 @@ func playRole(role, db, arg string) int {
 		}
 	case "wait":
 		return playWaiter(c, arg)
+	case "holdturn":
+		return playHoldTurn(c, arg)
 	case "whoami":
 		fmt.Println(proc.RealRoot(), CurrentIdentity().UID)
 	case "pingwait":

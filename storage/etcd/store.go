@@ -184,6 +184,16 @@ func transient(err error) bool {
 	return status.Code(err) == codes.Unavailable
 }
 
+// deadlineAtServer reports whether etcd gave up on a call because its
+// deadline, which the call carries, passed there a moment before it did
+// here: a member with no leader says so in a status of its own (code
+// Unknown, "context deadline exceeded"), not as this side's context error.
+func deadlineAtServer(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && (st.Code() == codes.DeadlineExceeded ||
+		st.Code() == codes.Unknown && st.Message() == context.DeadlineExceeded.Error())
+}
+
 // unavailable turns a failed call into the error a person reads: etcd did
 // not answer in time, could not serve (no leader), or said why not.
 func (s *Store) unavailable(ctx context.Context, what string, err error) error {
@@ -194,7 +204,7 @@ func (s *Store) unavailable(ctx context.Context, what string, err error) error {
 	case errors.Is(ctx.Err(), context.Canceled):
 		// The caller's ctx ended (Ctrl-C): etcd is not to blame.
 		return fmt.Errorf("%s: %w", what, stopped(ctx))
-	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || deadlineAtServer(err):
 		return fmt.Errorf("%w: etcd at %s did not answer within %s (%s: %w)", storage.ErrUnavailable, eps, s.cfg.Timeout, what, err)
 	case transient(err):
 		return fmt.Errorf("%w: etcd at %s: %w (%s)", storage.ErrUnavailable, eps, err, what)
