@@ -192,31 +192,7 @@ func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 	f.later = nil
 	switch f.focus {
 	case fieldDevice:
-		switch s := msg.String(); {
-		case key.Matches(msg, k.Left) || s == "h":
-			f.device = max(0, f.device-1)
-		case key.Matches(msg, k.Right) || s == "l":
-			f.device = min(len(f.devices), f.device+1) // the last is any
-		case s == "a":
-			f.device = len(f.devices)
-		case key.Matches(msg, k.Mark):
-			if a, ok := f.chosen(); ok {
-				f.marked[a.Device.Index] = !f.marked[a.Device.Index]
-				if !f.marked[a.Device.Index] {
-					delete(f.marked, a.Device.Index)
-				}
-			}
-		case key.Matches(msg, k.More):
-			f.device, f.count = len(f.devices), min(len(f.devices), f.count+1)
-		case key.Matches(msg, k.Fewer):
-			f.device, f.count = len(f.devices), max(1, f.count-1)
-		case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
-			for i, a := range f.devices {
-				if a.Device.Index == int(s[0]-'0') {
-					f.device = i
-				}
-			}
-		}
+		f.deviceKey(msg)
 		f.err = ""
 		return nil, false
 	case fieldDuration:
@@ -236,6 +212,37 @@ func (f *bookingForm) update(msg tea.KeyMsg) (req *core.Request, wait bool) {
 		f.err = ""
 	}
 	return nil, false
+}
+
+// deviceKey handles a key in the GPU row: move between GPUs (or type one),
+// mark several, and on any ask for more or fewer.
+func (f *bookingForm) deviceKey(msg tea.KeyMsg) {
+	k := &f.keys
+	switch s := msg.String(); {
+	case key.Matches(msg, k.Left) || s == "h":
+		f.device = max(0, f.device-1)
+	case key.Matches(msg, k.Right) || s == "l":
+		f.device = min(len(f.devices), f.device+1) // the last is any
+	case s == "a":
+		f.device = len(f.devices)
+	case key.Matches(msg, k.Mark):
+		if a, ok := f.chosen(); ok {
+			f.marked[a.Device.Index] = !f.marked[a.Device.Index]
+			if !f.marked[a.Device.Index] {
+				delete(f.marked, a.Device.Index)
+			}
+		}
+	case key.Matches(msg, k.More):
+		f.device, f.count = len(f.devices), min(len(f.devices), f.count+1)
+	case key.Matches(msg, k.Fewer):
+		f.device, f.count = len(f.devices), max(1, f.count-1)
+	case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
+		for i, a := range f.devices {
+			if a.Device.Index == int(s[0]-'0') {
+				f.device = i
+			}
+		}
+	}
 }
 
 // chosen is the chosen GPU's room, and false for any GPU.

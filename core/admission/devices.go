@@ -25,22 +25,19 @@ func FindDevice(inv domain.Inventory, index int) (domain.Device, error) {
 	return domain.Device{}, fmt.Errorf("%w: GPU %d (this machine has GPUs 0–%d)", domain.ErrNoDevice, index, len(inv.Devices)-1)
 }
 
-// shareOf turns a requested amount into parts per million of the device
-// and the bytes they stand for. Sizes round up, so a booking never holds less
-// than was asked.
-func shareOf(m human.Memory, dev domain.Device) (int64, uint64, error) {
+// shareOf turns a requested amount into parts per million of the device.
+// Sizes round up, so a booking never holds less than was asked.
+func shareOf(m human.Memory, dev domain.Device) (int64, error) {
 	if m.Bytes > 0 {
 		if dev.MemoryTotal == 0 {
-			return 0, 0, domain.InputErr("GPU %d's memory size is unknown; book a fraction (0.5) instead", dev.Index)
+			return 0, domain.InputErr("GPU %d's memory size is unknown; book a fraction (0.5) instead", dev.Index)
 		}
 		if m.Bytes > dev.MemoryTotal {
-			return 0, 0, domain.InputErr("%s is more than GPU %d has (%s)", human.FormatBytes(m.Bytes), dev.Index, human.FormatBytes(dev.MemoryTotal))
+			return 0, domain.InputErr("%s is more than GPU %d has (%s)", human.FormatBytes(m.Bytes), dev.Index, human.FormatBytes(dev.MemoryTotal))
 		}
-		share := int64(math.Ceil(float64(m.Bytes) * human.Ppm / float64(dev.MemoryTotal)))
-		return share, m.Bytes, nil
+		return int64(math.Ceil(float64(m.Bytes) * human.Ppm / float64(dev.MemoryTotal))), nil
 	}
-	share := int64(math.Round(m.Fraction * human.Ppm))
-	return share, BytesOf(share, dev.MemoryTotal), nil
+	return int64(math.Round(m.Fraction * human.Ppm)), nil
 }
 
 // overbooked says why GPU g of f's cannot take it from start: what is
@@ -63,16 +60,7 @@ func (b *Books) overbooked(cal Calendar, g GpuID, f Fit, start time.Time, others
 		fmt.Fprintf(&sb, " from %s to %s", human.FormatTime(start, b.Now), human.FormatTime(end, b.Now))
 	}
 	fmt.Fprintf(&sb, ", %s asked", human.FormatPercentUp(share))
-	var holders []domain.Partition
-	for _, p := range b.Parts {
-		if p.Host == g.Host && p.Holds(g.Device) && p.State == domain.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.Now) {
-			holders = append(holders, p)
-		}
-	}
-	// The largest holders first; the ones ending soonest among equals.
-	slices.SortFunc(holders, func(a, b domain.Partition) int {
-		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
-	})
+	holders := b.holders(g, start, end)
 	const shown = 3
 	for i, p := range holders[:min(len(holders), shown)] {
 		sep := ", "
@@ -119,6 +107,21 @@ func (b *Books) overbooked(cal Calendar, g GpuID, f Fit, start time.Time, others
 		fmt.Fprintf(&sb, ". No other GPU has %s free", human.FormatPercentUp(share))
 	}
 	return sb.String()
+}
+
+// holders are the live bookings of GPU g over [start, end), the largest
+// first, the ones ending soonest among equals.
+func (b *Books) holders(g GpuID, start, end time.Time) []domain.Partition {
+	var holders []domain.Partition
+	for _, p := range b.Parts {
+		if p.Host == g.Host && p.Holds(g.Device) && p.State == domain.Live && p.Start.Before(end) && p.Expires.After(start) && p.Expires.After(b.Now) {
+			holders = append(holders, p)
+		}
+	}
+	slices.SortFunc(holders, func(a, b domain.Partition) int {
+		return cmp.Or(cmp.Compare(b.SharePPM, a.SharePPM), a.Expires.Compare(b.Expires))
+	})
+	return holders
 }
 
 func BytesOf(share int64, total uint64) uint64 {

@@ -147,7 +147,7 @@ func (b *Books) askOnAll(r domain.Request, devs []domain.Device) (Ask, error) {
 	for i, d := range devs {
 		a.Gang[i] = d.Index
 		if r.Bytes > 0 {
-			share, _, err := shareOf(human.Bytes(r.Bytes), d)
+			share, err := shareOf(human.Bytes(r.Bytes), d)
 			if err != nil {
 				return Ask{}, err
 			}
@@ -162,7 +162,7 @@ func (b *Books) askOn(r domain.Request, d domain.Device) (Ask, error) {
 	share := r.SharePPM
 	if r.Bytes > 0 {
 		var err error
-		if share, _, err = shareOf(human.Bytes(r.Bytes), d); err != nil {
+		if share, err = shareOf(human.Bytes(r.Bytes), d); err != nil {
 			return Ask{}, err
 		}
 	}
