@@ -20,7 +20,7 @@ COVERDIR := $(CURDIR)/bin/cover
 export CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build run test test-anytime test-loaded check lint vet tidy bench bench-waiters gangsim soak soak-etcd fuzz screenshots tools tools-cc clean install man
+.PHONY: all build run test test-race-bin test-anytime test-loaded check lint vet tidy bench bench-waiters gangsim soak soak-etcd fuzz screenshots tools tools-cc clean install man
 
 all: build
 
@@ -67,6 +67,11 @@ test: vet tidy tools
 	$(GO) test $(TESTFLAGS) -tags testclock ./core/clock
 	@echo "coverage, in-process and end-to-end tests together:"
 	@$(GO) tool covdata percent -i=$(COVERDIR)
+
+# test-race-bin is make test with the binary the end-to-end tests run
+# built with the race detector too (slower: make test builds it without).
+test-race-bin:
+	CHRONOS_TEST_RACE_BIN=1 $(MAKE) test
 
 # test-anytime runs the whole suite with every process's clock at 23:59:50
 # on 31 December (of this year) in three zones: UTC+14, UTC-10 and
