@@ -207,11 +207,11 @@ func (tx *Tx) PartitionsByID(ids []uint64) ([]domain.Partition, error) {
 	}
 	out := make([]domain.Partition, 0, len(ids))
 	for i, v := range vals {
-		var p domain.Partition
 		if v == nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], ErrNotFound)
 		}
-		if err := Decode(v, &p); err != nil {
+		p, err := partitionMemo.decodePartition(ids[i], v)
+		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], err)
 		}
 		out = append(out, p)

@@ -308,7 +308,9 @@ func (a Ask) never() *blocker {
 // the changes of what they hold in time order: laying out a line of
 // hundreds weighs each request at hundreds of starts against a calendar
 // that grows by a slot each time, and sorting it anew each time would cost
-// the line's length squared.
+// the line's length squared. A GPU's or user's track is laid out from the
+// calendar the first time a request asks for it, as a group's is: a
+// booking made with nobody waiting weighs its own GPUs and owner only.
 type layout struct {
 	cal    Calendar
 	gpus   map[GpuID]*track
@@ -324,19 +326,29 @@ type track struct {
 }
 
 func newLayout(c Calendar) *layout {
-	l := &layout{cal: make(Calendar, 0, len(c)), gpus: map[GpuID]*track{}, users: map[int]*track{}}
-	for _, s := range c {
-		l.add(s)
-	}
-	return l
+	return &layout{cal: slices.Clip(c), gpus: map[GpuID]*track{}, users: map[int]*track{}}
 }
 
-// add puts s in the calendar.
+// add puts s in the calendar, and on the tracks already laid out.
 func (l *layout) add(s slot) {
 	l.cal = append(l.cal, s)
-	trackIn(l.gpus, s.gpu).put(s)
-	trackIn(l.users, s.uid).put(s)
+	if t, ok := l.gpus[s.gpu]; ok {
+		t.put(s)
+	}
+	if t, ok := l.users[s.uid]; ok {
+		t.put(s)
+	}
 	l.groups.add(s)
+}
+
+// gpu is g's track.
+func (l *layout) gpu(g GpuID) *track {
+	return trackOf(l.gpus, g, l.cal, func(s slot) bool { return s.gpu == g })
+}
+
+// user is uid's track.
+func (l *layout) user(uid int) *track {
+	return trackOf(l.users, uid, l.cal, func(s slot) bool { return s.uid == uid })
 }
 
 // put puts s on t.
@@ -351,12 +363,19 @@ func (t *track) put(s slot) {
 	}
 }
 
-func trackIn[K comparable](m map[K]*track, k K) *track {
-	t, ok := m[k]
-	if !ok {
-		t = &track{}
-		m[k] = t
+// trackOf is m's track for k, laid out from the slots of cal that are its
+// the first time it is asked for.
+func trackOf[K comparable](m map[K]*track, k K, cal Calendar, its func(slot) bool) *track {
+	if t, ok := m[k]; ok {
+		return t
 	}
+	t := &track{}
+	for _, s := range cal {
+		if its(s) {
+			t.put(s)
+		}
+	}
+	m[k] = t
 	return t
 }
 
@@ -373,10 +392,10 @@ type weighing struct {
 }
 
 func (l *layout) weigh(a Ask) weighing {
-	u := trackIn(l.users, a.Uid)
+	u := l.user(a.Uid)
 	w := weighing{a: a, gpus: a.gpus(), mineSlots: u.slots, groups: l.weighGroups(a)}
 	for _, g := range w.gpus {
-		t := trackIn(l.gpus, g)
+		t := l.gpu(g)
 		w.booked, w.kept = append(w.booked, t.booked), append(w.kept, t.all)
 	}
 	if a.Limits.UserGPUs != nil && !a.Limits.Exempt {
@@ -504,7 +523,7 @@ func (w weighing) earliestByHours(l *layout, from time.Time) time.Time {
 		}
 	}
 	for _, g := range w.gpus {
-		for _, s := range trackIn(l.gpus, g).slots {
+		for _, s := range l.gpu(g).slots {
 			consider(s.end)
 		}
 	}

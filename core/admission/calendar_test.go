@@ -114,7 +114,7 @@ func TestStepsAgreeWithTheSweep(t *testing.T) {
 		g, uid := randomGPU(rng), rng.IntN(3)
 		from := at(rng.IntN(70))
 		to := from.Add(time.Duration(1+rng.IntN(30)) * time.Second)
-		gt, ut := trackIn(lay.gpus, g), trackIn(lay.users, uid)
+		gt, ut := lay.gpu(g), lay.user(uid)
 		require.Equal(t, cal.Peak(onGPU(g), from, to), gt.booked.mostIn(from, to), "round %d", round)
 		require.Equal(t, cal.Peak(onGPUOrKept(g), from, to), gt.all.mostIn(from, to), "round %d", round)
 		require.Equal(t, cal.Peak(OfUser(uid), from, to), ut.all.mostIn(from, to), "round %d", round)

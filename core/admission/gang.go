@@ -100,7 +100,7 @@ func (b *Books) earliestAny(lay *layout, r domain.Request, from time.Time) (Fit,
 			continue
 		}
 		cands, ws = append(cands, d), append(ws, lay.weigh(a))
-		for _, s := range trackIn(lay.gpus, a.Gpu).slots {
+		for _, s := range lay.gpu(a.Gpu).slots {
 			if s.end.After(from) {
 				at = append(at, s.end)
 			}

@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/domain"
+)
+
+// The memo of decoded partitions is keyed by the record's bytes: a record
+// rewritten under the same id reads as rewritten, and a caller changing
+// what it was handed changes nothing another caller reads.
+func TestPartitionMemoFollowsTheBytes(t *testing.T) {
+	t.Parallel()
+	m := memo{kept: map[uint64]decoded{}}
+	rec := func(p domain.Partition) []byte {
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		return b
+	}
+	first := domain.Partition{ID: 7, Devices: []int{0, 1}, SharePPM: 500_000, User: "alice",
+		Wrapper: &domain.Wrapper{Process: domain.Process{PID: 42}}}
+	got, err := m.decodePartition(7, rec(first))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1}, got.Devices)
+
+	got.Devices[0], got.Wrapper.PID, got.User = 5, 1, "mallory"
+	again, err := m.decodePartition(7, rec(first))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1}, again.Devices, "a copy handed out shares nothing with the memo")
+	require.Equal(t, 42, again.Wrapper.PID)
+	require.Equal(t, "alice", again.User)
+
+	rewritten := first
+	rewritten.Devices, rewritten.State = []int{2, 3}, domain.Released
+	got, err = m.decodePartition(7, rec(rewritten))
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3}, got.Devices)
+	require.Equal(t, domain.Released, got.State)
+
+	_, err = m.decodePartition(7, []byte(`{"id":7,`))
+	require.ErrorIs(t, err, ErrDamaged, "damaged bytes are never served from the memo")
+}
