@@ -293,7 +293,7 @@ func TestClockSteppedOnAHost(t *testing.T) {
 	require.Regexp(t, `by gpuB's clock, which is (89|9[01])\.\d s ahead of the other hosts': when it ended is in doubt`, ended.Detail)
 	// At gpuD's deadline by the lab's clock, a host whose clock agrees
 	// ends it, not gpuB.
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool {
+	settleAt(t, clk, theirs.Expires, 15*time.Second, func() bool {
 		got, err := lone.Get(theirs.ID)
 		return err == nil && got.State == domain.Expired
 	})

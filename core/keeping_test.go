@@ -259,7 +259,7 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State, "gpuB takes over nothing")
 
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := c.log.find(domain.EventExpired, theirs.ID); return ok })
+	settleAt(t, clk, theirs.Expires, 15*time.Second, func() bool { _, ok := c.log.find(domain.EventExpired, theirs.ID); return ok })
 	took, _ := c.log.find(domain.EventExpired, theirs.ID)
 	require.Contains(t, took.Detail, "expired by gpuC: gpuA's monitor has not been seen for ")
 	_, byB := b.log.find(domain.EventExpired, theirs.ID)

@@ -40,6 +40,30 @@ func advanceUntil(t *testing.T, clk *clock.Fake, step, within time.Duration, con
 	}, within, 10*time.Millisecond, msgAndArgs...)
 }
 
+// settleAt sets clk to at (if it is not there yet), then lets it run on
+// at about the pace of real time until cond holds, failing when it has not
+// within. It is for what needs the other hosts' statuses to be current by
+// clk (a monitor takes over a lapsed host's bookings only while every host
+// still publishing was heard from in the last few seconds): a clock moved
+// on by seconds at each look outruns statuses that travel through etcd in
+// real time, on a loaded machine for good.
+func settleAt(t *testing.T, clk *clock.Fake, at time.Time, within time.Duration, cond func() bool, msgAndArgs ...any) {
+	t.Helper()
+	if clk.Now().Before(at) {
+		clk.Set(at)
+	}
+	last := clock.Kernel.Now()
+	require.Eventually(t, func() bool {
+		if cond() {
+			return true
+		}
+		now := clock.Kernel.Now()
+		clk.Advance(now.Sub(last))
+		last = now
+		return false
+	}, within, 10*time.Millisecond, msgAndArgs...)
+}
+
 // isClosed says whether ch is closed, without waiting.
 func isClosed(ch <-chan struct{}) bool {
 	select {
