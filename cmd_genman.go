@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -30,7 +31,7 @@ var exitStatusMarkdown = fmt.Sprintf(`# EXIT STATUS
 : chronos run: chronos stopped the command because its booking ended.
 
 chronos run otherwise exits with its command's status (128+N when signal N ended it), or %d when it could not release its booking afterwards.
-`, exitError, exitUsage, core.ExitExpired, exitError)
+`, exitError, exitUsage, supervisor.ExitExpired, exitError)
 
 // filesMarkdown is chronos(1)'s FILES section.
 func filesMarkdown() string {

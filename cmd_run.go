@@ -16,6 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/keeper"
+	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -55,7 +56,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			}
 			spec, command := a[:dash], a[dash:]
 			stderr := cmd.ErrOrStderr()
-			opts := core.RunOptions{Command: command, Grace: grace.orPolicy(), Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr,
+			opts := supervisor.RunOptions{Command: command, Grace: grace.orPolicy(), Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr,
 				Say: func(f string, v ...any) { fmt.Fprintf(stderr, "chronos: "+f+"\n", v...) }}
 			var err error
 			if cmd.Flags().Changed("signal") && cmd.Flags().Changed("warn-signal") {
@@ -98,12 +99,12 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			defer signal.Stop(sigs)
 			opts.Signals = sigs
-			res, err := core.Run(context.WithoutCancel(cmd.Context()), c, opts)
+			res, err := supervisor.Run(context.WithoutCancel(cmd.Context()), c, opts)
 			if err != nil {
 				return err
 			}
 			if res.Expired {
-				return exitStatus{code: core.ExitExpired, msg: fmt.Sprintf("booking %d ended; the command was stopped (exit %d)", res.Partition, core.ExitExpired)}
+				return exitStatus{code: supervisor.ExitExpired, msg: fmt.Sprintf("booking %d ended; the command was stopped (exit %d)", res.Partition, supervisor.ExitExpired)}
 			}
 			return exitStatus{code: res.ExitCode}
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -18,7 +19,7 @@ import (
 // makes them as that member. Reads always go to the ledger.
 type writer interface {
 	tui.Writer
-	core.RunWriter // BookOrWait and a run's records
+	supervisor.RunWriter // BookOrWait and a run's records
 	WaitFor(ctx context.Context, id uint64, joined, onChange func(admission.QueueEntry)) (*core.Partition, error)
 	Hold(id uint64, d time.Duration, reason string) (domain.BookingUsage, error)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -255,7 +256,7 @@ func TestRunPassesStatusAndStopsAtDeadline(t *testing.T) {
 
 	start := time.Now()
 	r = chronos(t, db, "run", "0", "0.2", "2", "--grace", "300ms", "--warn-signal", "none", "--", "sleep", "30")
-	require.Equal(t, core.ExitExpired, r.code, r.stderr)
+	require.Equal(t, supervisor.ExitExpired, r.code, r.stderr)
 	require.Contains(t, r.stderr, "booking 2 ended")
 	require.Less(t, time.Since(start), 10*time.Second)
 }
@@ -382,7 +383,7 @@ func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "chronos.db")
 		r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sleep", "30")
-		require.Equal(t, core.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
+		require.Equal(t, supervisor.ExitExpired, r.code, "a command with no SIGUSR1 handler must live to the deadline: %s", r.stderr)
 		require.NotContains(t, r.stderr, "SIGUSR1")
 	})
 	t.Run("traps TERM only", func(t *testing.T) {
@@ -391,7 +392,7 @@ func TestRunDefaultSendsNoWarningSignal(t *testing.T) {
 		logf := filepath.Join(t.TempDir(), "log")
 		r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", "--", "sh", "-c",
 			`trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
-		require.Equal(t, core.ExitExpired, r.code, r.stderr)
+		require.Equal(t, supervisor.ExitExpired, r.code, r.stderr)
 		var got string
 		var at, deadline float64
 		_, err := fmt.Sscan(readFile(t, logf), &got, &at, &deadline)
@@ -414,7 +415,7 @@ func TestRunSignalOptIn(t *testing.T) {
 			logf := filepath.Join(t.TempDir(), "log")
 			r := chronos(t, db, "run", "0", "0.2", "3", "--grace", "3s", flag, "USR1@1s", "--", "sh", "-c",
 				`trap 'echo "USR1 $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"' USR1; trap 'echo "TERM $(date +%s.%N) $CHRONOS_DEADLINE_UNIX" >> "$0"; exit 0' TERM; while :; do sleep 0.05; done`, logf)
-			require.Equal(t, core.ExitExpired, r.code, r.stderr)
+			require.Equal(t, supervisor.ExitExpired, r.code, r.stderr)
 			lines := strings.Split(strings.TrimSpace(readFile(t, logf)), "\n")
 			require.Len(t, lines, 2, lines)
 			var kind string

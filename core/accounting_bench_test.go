@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -40,7 +41,7 @@ func BenchmarkMonitorHours(b *testing.B) {
 					ticks++
 				}
 				cpu += cpuTime() - cpu0
-				writes += store.updates.Load()
+				writes += store.Updates.Load()
 			}
 			b.ReportMetric(float64(writes)/float64(b.N)/2, "writes/hour")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(ticks), "µs/tick")
@@ -58,11 +59,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countingStore) {
-	clock := newFakeClock()
+func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *coretest.CountingStore) {
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	c := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock,
+	c := NewClient(Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clock,
 		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
@@ -71,12 +72,12 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *countin
 	}
 	pol := admission.DefaultPolicy()
 	pol.Unbooked, pol.Reclaim = admission.ActOff, reclaim
-	store := &countingStore{Store: bolt.New(path)}
-	mc := NewClient(Options{Ledger: store, As: &alice, Clock: clock})
+	store := &coretest.CountingStore{Store: bolt.New(path)}
+	mc := NewClient(Options{Ledger: store, As: &coretest.Alice, Clock: clock})
 	m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 	if _, err := m.Tick(); err != nil {
 		b.Fatal(err)
 	}
-	store.updates.Store(0)
+	store.Updates.Store(0)
 	return m, clock, store
 }

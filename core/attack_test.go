@@ -62,7 +62,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	require.Equal(t, SharedDirMode, st.Mode())
 
 	for _, name := range []string{filepath.Base(path), filepath.Base(storage.BackupPath(path))} {
-		out, err := asOther(t, nobodyUID, dir, "ln -s "+victim+" "+name)
+		out, err := coretest.AsOther(t, coretest.NobodyUID, dir, "ln -s "+victim+" "+name)
 		require.NoError(t, err, out)
 		_, err = InitShared(dir, "nogroup")
 		require.ErrorContains(t, err, "symbolic link")
@@ -74,12 +74,12 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	}
 
 	// Once root wrote the ledger, a member can neither replace nor remove it.
-	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root})
+	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Root})
 	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
-	out, err := asOther(t, nobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
+	out, err := coretest.AsOther(t, coretest.NobodyUID, dir, "cp chronos.db mine && mv -f mine chronos.db")
 	require.Error(t, err, out)
-	out, err = asOther(t, nobodyUID, dir, "rm -f chronos.db")
+	out, err = coretest.AsOther(t, coretest.NobodyUID, dir, "rm -f chronos.db")
 	require.Error(t, err, out)
 	require.FileExists(t, path)
 }
@@ -91,9 +91,9 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 // regular file is refused. The monitor expires a booking meanwhile.
 func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	db := filepath.Join(dir, "chronos.db")
-	c := clientAt(db, nil, root)
+	c := clientAt(db, nil, coretest.Root)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	for range 5 {
@@ -102,13 +102,13 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	}
 
 	swap := exec.Command(bin, "-test.run=^$")
-	swap.Env = roleEnv("CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
+	swap.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=swap", "CHRONOS_TEST_ARG="+db)
 	swap.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	swap.Stderr = os.Stderr
 	require.NoError(t, swap.Start())
 	t.Cleanup(func() { swap.Process.Kill(); swap.Wait() })
 
-	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &root})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &coretest.Root})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); NewMonitor(quick, MonitorOptions{}).Run(ctx) }()
@@ -134,28 +134,6 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	within(t, 10*time.Second, "doctor --repair", func() { _, _ = quick.Ledger().(*bolt.Ledger).Repair() })
 }
 
-// startAs starts bin (a copy of this test binary) as uid, sleeping in the
-// "sleep" role with args and env, and waits until /proc shows its
-// environment.
-func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(roleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	booked := slices.ContainsFunc(env, func(kv string) bool {
-		return strings.HasPrefix(kv, gpu.PartitionEnv+"=") || strings.HasPrefix(kv, gpu.BookingEnv+"=")
-	})
-	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(cmd.Process.Pid)
-		return err == nil && info.UID == uid && strings.Contains(info.Command, filepath.Base(bin)) && (!booked || info.PartitionID != "")
-	}, 5*time.Second, 5*time.Millisecond)
-	return cmd
-}
-
-const daemonUID, nobodyUID = 1, 65534
-
 // Anyone can put CHRONOS_PARTITION_ID (or CHRONOS_BOOKING_ID) in their
 // environment. A process of nobody's naming daemon's booking used to count
 // against it: the root monitor stopped daemon's job as over budget, and the
@@ -163,18 +141,18 @@ const daemonUID, nobodyUID = 1, 65534
 // that is not the booking owner's is ignored and named.
 func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	daemon := domain.Identity{UID: daemonUID, User: UserName(daemonUID)}
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	daemon := domain.Identity{UID: coretest.DaemonUID, User: UserName(coretest.DaemonUID)}
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
 	id := strconv.FormatUint(p.ID, 10)
 
-	job := startAs(t, bin, daemonUID, nil, gpu.PartitionEnv+"="+id)
-	forged := startAs(t, bin, nobodyUID, nil, gpu.BookingEnv+"="+id)
-	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
-	sim.Attach(idleGPU, forged.Process.Pid, 20<<30)
+	job := startAs(t, bin, coretest.DaemonUID, nil, gpu.PartitionEnv+"="+id)
+	forged := startAs(t, bin, coretest.NobodyUID, nil, gpu.BookingEnv+"="+id)
+	sim.Attach(coretest.IdleGPU, job.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, forged.Process.Pid, 20<<30)
 
 	s, err := sim.Sample()
 	require.NoError(t, err)
@@ -191,10 +169,10 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	var log actLog
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
 	require.NoError(t, err)
-	ws := waitStatus(t, forged, 2*time.Second)
+	ws := coretest.WaitStatus(t, forged, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	time.Sleep(100 * time.Millisecond)
-	require.True(t, alive(job), "daemon's job was stopped for a process that only claimed its booking")
+	require.True(t, coretest.Alive(job), "daemon's job was stopped for a process that only claimed its booking")
 	require.Len(t, log.acts, 1)
 	require.Equal(t, domain.EventSignalled, log.acts[0].Kind)
 	require.Contains(t, log.acts[0].Detail, fmt.Sprintf("its environment names booking #%d, which is daemon's", p.ID))
@@ -209,7 +187,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 // processes `chronos run` started with its limits.
 func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
 	require.NoError(t, err)
@@ -220,15 +198,15 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 		daemon, booking int
 		named, enforced bool
 	}{
-		{"another member's daemon", nobodyUID, daemonUID, true, false},
-		{"the owner's own fake daemon", nobodyUID, nobodyUID, false, false},
-		{"the owner's daemon in a pipe directory root named", daemonUID, daemonUID, true, true},
+		{"another member's daemon", coretest.NobodyUID, coretest.DaemonUID, true, false},
+		{"the owner's own fake daemon", coretest.NobodyUID, coretest.NobodyUID, false, false},
+		{"the owner's daemon in a pipe directory root named", coretest.DaemonUID, coretest.DaemonUID, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pipeDir := filepath.Join(dir, "owner-"+strconv.Itoa(i), "nvidia-mps")
 			require.NoError(t, os.MkdirAll(pipeDir, 0o755))
 			require.NoError(t, os.Chown(pipeDir, tc.daemon, tc.daemon))
-			out, err := asOther(t, tc.daemon, pipeDir, "mkfifo control")
+			out, err := coretest.AsOther(t, tc.daemon, pipeDir, "mkfifo control")
 			require.NoError(t, err, out)
 			startAs(t, fake, tc.daemon, []string{"-d"})
 			mps := gpu.DetectMPS(pipeDir)
@@ -236,13 +214,13 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.Equal(t, tc.daemon, mps.Owner)
 
 			sim := gpu.NewSim(gpu.SimOptions{})
-			c := simClient(t, bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, root, nil)
-			p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
+			c := simClient(t, bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, coretest.Root, nil)
+			p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
 			// names the daemon's pipe directory: 30 GiB on 2 GiB.
 			job := startAs(t, bin, tc.booking, nil, append(RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
-			sim.Attach(idleGPU, job.Process.Pid, 30<<30)
+			sim.Attach(coretest.IdleGPU, job.Process.Pid, 30<<30)
 
 			strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 			if tc.named {
@@ -252,10 +230,10 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.NoError(t, err)
 			if tc.enforced {
 				time.Sleep(100 * time.Millisecond)
-				require.True(t, alive(job), "MPS holds this job to its booking: it was not ours to stop")
+				require.True(t, coretest.Alive(job), "MPS holds this job to its booking: it was not ours to stop")
 				return
 			}
-			ws := waitStatus(t, job, 2*time.Second)
+			ws := coretest.WaitStatus(t, job, 2*time.Second)
 			require.Equal(t, syscall.SIGTERM, ws.Signal())
 		})
 	}
@@ -266,7 +244,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 // every sample that finds a process over budget.
 func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	fake := filepath.Join(dir, "nvidia-cuda-mps-control")
 	data, err := os.ReadFile(bin)
 	require.NoError(t, err)
@@ -275,8 +253,8 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	require.NoError(t, os.Mkdir(pipeDir, 0o755))
 
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(daemonUID)})
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
 	env := append(RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
 	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
@@ -289,47 +267,25 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	}
 
 	// No daemon yet: nothing holds the job to its booking.
-	before := startAs(t, bin, daemonUID, nil, env...)
-	sim.Attach(idleGPU, before.Process.Pid, 3<<30)
+	before := startAs(t, bin, coretest.DaemonUID, nil, env...)
+	sim.Attach(coretest.IdleGPU, before.Process.Pid, 3<<30)
 	sample()
-	require.Equal(t, syscall.SIGTERM, waitStatus(t, before, 2*time.Second).Signal())
+	require.Equal(t, syscall.SIGTERM, coretest.WaitStatus(t, before, 2*time.Second).Signal())
 
 	// Root's multi-user daemon starts after the monitor did: seen.
 	require.NoError(t, syscall.Mkfifo(filepath.Join(pipeDir, "control"), 0o600))
 	daemon := startAs(t, fake, 0, []string{"-d", "-M"})
-	job := startAs(t, bin, daemonUID, nil, env...)
-	sim.Attach(idleGPU, job.Process.Pid, 3<<30)
+	job := startAs(t, bin, coretest.DaemonUID, nil, env...)
+	sim.Attach(coretest.IdleGPU, job.Process.Pid, 3<<30)
 	sample()
 	time.Sleep(100 * time.Millisecond)
-	require.True(t, alive(job), "root's daemon holds the job to its booking")
+	require.True(t, coretest.Alive(job), "root's daemon holds the job to its booking")
 
 	// It stops: the next sample checks the job again.
 	require.NoError(t, daemon.Process.Kill())
 	_, _ = daemon.Process.Wait()
 	sample()
-	require.Equal(t, syscall.SIGTERM, waitStatus(t, job, 2*time.Second).Signal())
-}
-
-// asOther runs a shell script as uid in dir.
-func asOther(t *testing.T, uid int, dir, script string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// alive says whether the process runs (a process that ended is a zombie
-// until waited for).
-func alive(cmd *exec.Cmd) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+	require.Equal(t, syscall.SIGTERM, coretest.WaitStatus(t, job, 2*time.Second).Signal())
 }
 
 // A process's command line reaches the audit trail exactly as it is (JSON
@@ -337,21 +293,21 @@ func alive(cmd *exec.Cmd) bool {
 // one event used to hold a 220 KB command line.
 func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	t.Parallel()
-	dir, _ := otherUserDir(t)
+	dir, _ := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, root, nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	_, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each
 	proc := exec.Command("sh", "-c", "sleep 60; :", long, long)
-	proc.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	proc.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: coretest.NobodyUID, Gid: coretest.NobodyUID}}
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	require.Eventually(t, func() bool {
 		info, err := gpu.ReadProc(proc.Process.Pid)
 		return err == nil && len(info.Command) > 200_000
 	}, 5*time.Second, 5*time.Millisecond)
-	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
 
 	var log actLog
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add}).Tick()
@@ -372,19 +328,19 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 // members' bookings and stays root's.
 func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)
-	admin := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root})
-	require.NoError(t, admin.SaveInventory(simInventory(2, testGPUMemory, clock.System().Now())))
+	admin := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Root})
+	require.NoError(t, admin.SaveInventory(simInventory(2, coretest.TestGPUMemory, clock.System().Now())))
 	backup := storage.BackupPath(path)
 	require.FileExists(t, backup)
 	old := time.Now().Add(-time.Hour)
 	require.NoError(t, os.Chtimes(backup, old, old)) // a refresh is due
 
 	book := exec.Command(bin, "-test.run=^$")
-	book.Env = roleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
-	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
+	book.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+path)
+	book.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: coretest.NobodyUID, Gid: coretest.NobodyUID}}
 	book.Stderr = os.Stderr
 	require.NoError(t, book.Run())
 
@@ -393,9 +349,29 @@ func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	require.True(t, st.ModTime().After(old.Add(time.Minute)), "the member's write did not refresh the backup")
 	require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid, "the backup is still root's")
 	require.Equal(t, fs.FileMode(0o660), st.Mode())
-	copyOf := NewClient(Options{Ledger: &bolt.Ledger{Path: backup}, As: &root})
+	copyOf := NewClient(Options{Ledger: &bolt.Ledger{Path: backup}, As: &coretest.Root})
 	parts, err := copyOf.List(false)
 	require.NoError(t, err)
 	require.Len(t, parts, 1)
 	require.Equal(t, "nobody", parts[0].User)
+}
+
+// startAs starts bin (a copy of this test binary) as uid, sleeping in the
+// "sleep" role with args and env, and waits until /proc shows its
+// environment.
+func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(coretest.RoleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=60s"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	booked := slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, gpu.PartitionEnv+"=") || strings.HasPrefix(kv, gpu.BookingEnv+"=")
+	})
+	require.Eventually(t, func() bool {
+		info, err := gpu.ReadProc(cmd.Process.Pid)
+		return err == nil && info.UID == uid && strings.Contains(info.Command, filepath.Base(bin)) && (!booked || info.PartitionID != "")
+	}, 5*time.Second, 5*time.Millisecond)
+	return cmd
 }

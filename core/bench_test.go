@@ -14,6 +14,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -28,7 +29,7 @@ import (
 // Reported: medians in ms and each as a ratio to the bare update.
 func BenchmarkLedgerOps(b *testing.B) {
 	dir := b.TempDir()
-	c := clientAt(filepath.Join(dir, "chronos.db"), nil, alice)
+	c := clientAt(filepath.Join(dir, "chronos.db"), nil, coretest.Alice)
 	barePath := filepath.Join(dir, "bare.db")
 	// A few live bookings in the background, as on a busy machine.
 	for range 20 {
@@ -40,8 +41,8 @@ func BenchmarkLedgerOps(b *testing.B) {
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var rs []domain.DeviceReading
 		for d := range 2 {
-			r := domain.DeviceReading{Time: time.Now(), Backend: testBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
-				MemoryTotal: testGPUMemory, MemoryUsed: testGPUMemory / 2}
+			r := domain.DeviceReading{Time: time.Now(), Backend: coretest.TestBackend, Index: d, UUID: fmt.Sprintf("GPU-%d", d),
+				MemoryTotal: coretest.TestGPUMemory, MemoryUsed: coretest.TestGPUMemory / 2}
 			for h := range admission.ReadingHolders {
 				r.Holders = append(r.Holders, domain.Holder{User: "user" + strconv.Itoa(h), UID: 2000 + h, Bytes: 4 << 30, PIDs: []int{100000 + h, 100100 + h, 100200 + h}})
 			}
@@ -116,7 +117,7 @@ func timeCreateRelease(b *testing.B, c *Client, bare func()) (bareT, createT, re
 
 // BenchmarkList reads 1,000 live bookings, as `chronos list` does.
 func BenchmarkList(b *testing.B) {
-	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), nil, alice)
+	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), nil, coretest.Alice)
 	for i := range 1000 {
 		if _, err := c.Create(Request{Device: i % 2, Memory: human.Bytes(1 << 20), Duration: time.Hour}); err != nil {
 			b.Fatal(err)
@@ -135,8 +136,8 @@ func BenchmarkList(b *testing.B) {
 // last 60 days, from 20 users (alice among them), each with its usage, its held interval, a
 // signal and its ending in the audit trail, and 20 live bookings.
 func BenchmarkUsage(b *testing.B) {
-	clock := newFakeClock()
-	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientAt(filepath.Join(b.TempDir(), "chronos.db"), clock, coretest.Alice)
 	now := clock.Now()
 	if err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		for i := range 2000 {
@@ -177,11 +178,11 @@ func BenchmarkUsage(b *testing.B) {
 // as its transaction's write budget allows (reported as ended), charging
 // their owner for each. One op is the pass, on a fresh copy of the ledger.
 func BenchmarkMonitorExpiresAll(b *testing.B) {
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
-	c := NewClient(Options{Ledger: bolt.New(seed), As: &alice, Clock: clock,
+	c := NewClient(Options{Ledger: bolt.New(seed), As: &coretest.Alice, Clock: clock,
 		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
@@ -201,7 +202,7 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 		if err := os.WriteFile(path, seeded, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		mc := NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clock})
+		mc := NewClient(Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clock})
 		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
 		b.StartTimer()
 		if _, err := m.Tick(); err != nil {
@@ -236,7 +237,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // has nothing to do.
 func idleMonitor(b *testing.B) *Monitor {
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &alice,
+	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &coretest.Alice,
 		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
 	for i := range 100 {
 		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {

@@ -132,10 +132,10 @@ func OpenAt(s storage.Store, devices DeviceSource) *Client {
 	return NewClient(Options{Ledger: s, Devices: devices})
 }
 
-// lasting is c with ledger calls that outlive the end of its Context, for
+// Lasting is c with ledger calls that outlive the end of its Context, for
 // work that must finish after Ctrl-C (leaving the line, forwarding a
 // signal, releasing a run's booking); its own waits watch their ctx.
-func (c *Client) lasting() *Client {
+func (c *Client) Lasting() *Client {
 	d := *c
 	d.ctx = context.WithoutCancel(c.ctx)
 	return &d
@@ -199,6 +199,9 @@ func (c *Client) Now() time.Time { return c.clock.Now() }
 // Clock is the client's clock, for everything that acts on its bookings'
 // times (the monitor, the app, the run supervisor).
 func (c *Client) Clock() clock.Clock { return c.clock }
+
+// Context is what the client's ledger transactions run under (Options).
+func (c *Client) Context() context.Context { return c.ctx }
 
 func (c *Client) now() time.Time { return c.clock.Now() }
 
@@ -304,7 +307,7 @@ func (c *Client) seenIn(tx *storage.Tx) func(domain.Partition) Partition {
 	}
 }
 
-func (c *Client) event(tx *storage.Tx, kind domain.EventKind, p domain.Partition, detail string) error {
+func (c *Client) RecordEvent(tx *storage.Tx, kind domain.EventKind, p domain.Partition, detail string) error {
 	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -20,12 +21,12 @@ import (
 func TestClientContextEndsItsLedgerCalls(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	r := clientAt(path, nil, root)
+	r := clientAt(path, nil, coretest.Root)
 	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice, Context: ctx})
+	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Alice, Context: ctx})
 	_, entry, err := c.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, entry)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -21,9 +22,9 @@ import (
 // not reclaimed, and the ETA is its end.
 func TestQueueETACountsAComingReclaim(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	admin, b, a := clientAt(path, clk, root), clientAt(path, clk, bob), clientAt(path, clk, alice)
+	admin, b, a := clientAt(path, clk, coretest.Root), clientAt(path, clk, coretest.Bob), clientAt(path, clk, coretest.Alice)
 	_, err := admin.SetPolicy([]string{"reclaim=always", "idle=30m", "idle-warn=10m,20m"})
 	require.NoError(t, err)
 	held, err := b.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 4 * time.Hour})

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -49,7 +50,7 @@ func BenchmarkStores(b *testing.B) {
 	for _, e := range engines(b) {
 		b.Run(e.name, func(b *testing.B) {
 			s := e.fresh(b)
-			c := clientOn(s, nil, alice)
+			c := clientOn(s, nil, coretest.Alice)
 			for range 20 {
 				if _, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 					b.Fatal(err)
@@ -101,8 +102,8 @@ func BenchmarkStores(b *testing.B) {
 // loadCmd does) and found the booking. One-member etcd.
 func BenchmarkVisibility(b *testing.B) {
 	open := storetest.Etcd(b, etcdtest.Start(b, 1))
-	maker := hostClient(open(), "gpu2", bob)
-	viewer := hostClient(open(), "gpu1", alice)
+	maker := hostClient(open(), "gpu2", coretest.Bob)
+	viewer := hostClient(open(), "gpu1", coretest.Alice)
 	if _, err := viewer.Available(-1); err != nil { // caches gpu1's inventory, as its app does
 		b.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func BenchmarkMonitorLoad(b *testing.B) {
 		cl := etcdtest.Start(b, 1)
 		s := storetest.Etcd(b, cl)()
 		sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-		c := NewClient(Options{Ledger: s, As: &alice, Host: "gpu1", Devices: simDevices(sim)})
+		c := NewClient(Options{Ledger: s, As: &coretest.Alice, Host: "gpu1", Devices: simDevices(sim)})
 		for i := range 100 {
 			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 				b.Fatal(err)
@@ -202,9 +203,9 @@ func BenchmarkMonitorMinutesEtcd(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		cl := etcdtest.Start(b, 1)
-		clock := newFakeClock()
+		clock := coretest.NewFakeClock()
 		sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &alice, Host: "gpu1", Clock: clock, Devices: simDevices(sim)})
+		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &coretest.Alice, Host: "gpu1", Clock: clock, Devices: simDevices(sim)})
 		for i := range 100 {
 			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 				b.Fatal(err)

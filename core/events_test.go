@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -14,9 +15,9 @@ import (
 
 func TestFindEvents(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	path := t.TempDir() + "/chronos.db"
-	byAlice, byBob, byRoot := clientAt(path, clock, alice), clientAt(path, clock, bob), clientAt(path, clock, root)
+	byAlice, byBob, byRoot := clientAt(path, clock, coretest.Alice), clientAt(path, clock, coretest.Bob), clientAt(path, clock, coretest.Root)
 	a, err := byAlice.Create(Request{Device: 0, Memory: human.Fraction(0.25), Duration: time.Hour}) // event 1
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
@@ -27,7 +28,7 @@ func TestFindEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, byRoot.ledger.Update(context.Background(), func(tx *storage.Tx) error { // 4: bob's process, no booking
 		return tx.AddEvent(domain.Event{Time: clock.Now(), Kind: domain.EventUnbooked, UID: 0, User: "root",
-			Process: &domain.EventProcess{PID: 42, UID: bob.UID, User: bob.User}})
+			Process: &domain.EventProcess{PID: 42, UID: coretest.Bob.UID, User: coretest.Bob.User}})
 	}))
 	_, err = byBob.Release(b.ID) // 5
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -95,7 +96,7 @@ func bookWithProcesses(b *testing.B, c *Client, sim *gpu.Sim, n int, first time.
 	expires, pidOf = map[uint64]time.Time{}, map[uint64]int{}
 	for i := range n {
 		deadline := first.Add(time.Duration(i) * apart)
-		p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(1 << 20), Duration: time.Until(deadline)})
+		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 20), Duration: time.Until(deadline)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func bookWithProcesses(b *testing.B, c *Client, sim *gpu.Sim, n int, first time.
 		}
 		go func() { _ = cmd.Wait() }() // reaped as soon as a signal ends it
 		b.Cleanup(func() { _ = cmd.Process.Kill() })
-		sim.Attach(idleGPU, cmd.Process.Pid, 1<<20)
+		sim.Attach(coretest.IdleGPU, cmd.Process.Pid, 1<<20)
 		expires[p.ID], pidOf[p.ID] = p.Expires, cmd.Process.Pid
 	}
 	return expires, pidOf

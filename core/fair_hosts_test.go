@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -28,7 +29,7 @@ func TestPlacementOverManyTransactions(t *testing.T) {
 func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 	const n = 80 // 80 grants write 400 keys, over 4 transactions' worth
 	require.Greater(t, n*admission.GrantWrites, 3*storage.WriteBudget)
-	r, a := clientOn(open(), nil, root), clientOn(open(), nil, alice)
+	r, a := clientOn(open(), nil, coretest.Root), clientOn(open(), nil, coretest.Alice)
 	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	for range n {
@@ -46,7 +47,7 @@ func testPlacementOverManyTransactions(t *testing.T, open storetest.Opener) {
 	require.Len(t, parts, n)
 	var sum int64
 	for _, p := range parts {
-		require.Equal(t, alice.UID, p.UID)
+		require.Equal(t, coretest.Alice.UID, p.UID)
 		sum += p.SharePPM
 	}
 	require.LessOrEqual(t, sum, int64(human.Ppm))
@@ -62,21 +63,21 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	on := map[string]map[int]*Client{} // host, uid: client
 	for _, host := range []string{"gpu1", "gpu2"} {
 		on[host] = map[int]*Client{}
-		for _, who := range []domain.Identity{root, alice, bob} {
+		for _, who := range []domain.Identity{coretest.Root, coretest.Alice, coretest.Bob} {
 			on[host][who.UID] = hostClient(open(), host, who)
 		}
 	}
-	admin := on["gpu1"][root.UID]
+	admin := on["gpu1"][coretest.Root.UID]
 	_, err := admin.SetPolicy([]string{"user-gpus=1"})
 	require.NoError(t, err)
 	_, err = admin.SetPolicy([]string{"exempt=yes", "for=root"})
 	require.NoError(t, err)
 	require.NoError(t, open().Update(context.Background(), func(tx *storage.Tx) error { // bob has used much: alice goes first
-		return tx.PutUserUsage(domain.UserUsage{UID: bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
+		return tx.PutUserUsage(domain.UserUsage{UID: coretest.Bob.UID, User: "bob", GPUSeconds: 500 * 3600, At: clock.System().Now()})
 	}))
 	var holds []uint64
 	for _, host := range []string{"gpu1", "gpu2"} {
-		p, err := on[host][root.UID].Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
+		p, err := on[host][coretest.Root.UID].Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 		require.NoError(t, err)
 		holds = append(holds, p.ID)
 	}
@@ -91,7 +92,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 	var all []asked
 	for i := range 8 {
 		host, from := []string{"gpu1", "gpu2"}[i/2%2], []string{"gpu2", "gpu1"}[i/2%2]
-		who := []domain.Identity{alice, bob}[i%2]
+		who := []domain.Identity{coretest.Alice, coretest.Bob}[i%2]
 		p, q, err := on[from][who.UID].Enqueue(Request{Host: host, Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 		require.NoError(t, err)
 		require.Nil(t, p)
@@ -99,7 +100,7 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 		all = append(all, asked{q.ID, host, who.UID})
 	}
 	for i, id := range holds {
-		_, err := on[[]string{"gpu1", "gpu2"}[i]][root.UID].Release(id)
+		_, err := on[[]string{"gpu1", "gpu2"}[i]][coretest.Root.UID].Release(id)
 		require.NoError(t, err)
 	}
 
@@ -117,17 +118,17 @@ func TestTwoHostsShareTheLine(t *testing.T) {
 		byUser[p.UID] += p.SharePPM
 	}
 	require.Equal(t, map[string]int64{"gpu1": human.Ppm, "gpu2": human.Ppm}, held, "each host's GPU 0 full, neither over")
-	require.Equal(t, map[int]int64{alice.UID: human.Ppm, bob.UID: human.Ppm}, byUser)
+	require.Equal(t, map[int]int64{coretest.Alice.UID: human.Ppm, coretest.Bob.UID: human.Ppm}, byUser)
 	granted := map[uint64]bool{}
 	for _, p := range parts {
 		granted[p.Request] = true
 	}
 	for i, a := range all {
-		require.Equal(t, i < 4, granted[a.id], "request %d (%s of %s:0)", i, map[int]string{alice.UID: "alice's", bob.UID: "bob's"}[a.uid], a.host)
+		require.Equal(t, i < 4, granted[a.id], "request %d (%s of %s:0)", i, map[int]string{coretest.Alice.UID: "alice's", coretest.Bob.UID: "bob's"}[a.uid], a.host)
 	}
 
 	// What is left waits in fair-share order: alice's first.
-	line, err := on["gpu2"][bob.UID].Queue()
+	line, err := on["gpu2"][coretest.Bob.UID].Queue()
 	require.NoError(t, err)
 	var ids []uint64
 	for _, e := range line {
@@ -145,7 +146,7 @@ func TestOtherMachinesWaitersAreLeftAlone(t *testing.T) {
 }
 
 func testOtherMachinesWaitersAreLeftAlone(t *testing.T, open storetest.Opener) {
-	r, a := clientOn(open(), nil, root), clientOn(open(), nil, alice)
+	r, a := clientOn(open(), nil, coretest.Root), clientOn(open(), nil, coretest.Alice)
 	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	_, q, err := a.Enqueue(half(0, time.Hour), admission.WaitOptions{})

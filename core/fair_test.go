@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -27,14 +28,14 @@ type onLedger struct {
 }
 
 func newLedger(open storetest.Opener) *onLedger {
-	return &onLedger{open: open, clock: newFakeClock()}
+	return &onLedger{open: open, clock: coretest.NewFakeClock()}
 }
 
 func (l *onLedger) as(who domain.Identity) *Client { return clientOn(l.open(), l.clock, who) }
 
 func (l *onLedger) events(t *testing.T) []domain.Event {
 	t.Helper()
-	evs, err := l.as(root).Events(0, 0)
+	evs, err := l.as(coretest.Root).Events(0, 0)
 	require.NoError(t, err)
 	return evs
 }
@@ -53,7 +54,7 @@ func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
 
 func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b := l.as(alice), l.as(bob)
+	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
 	now := l.clock.Now()
 	ahead, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
 	require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestBookingAheadLimits(t *testing.T) {
 
 func testBookingAheadLimits(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a := l.as(alice)
+	a := l.as(coretest.Alice)
 	now := l.clock.Now()
 	_, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour, Start: now.Add(15 * 24 * time.Hour)})
 	require.ErrorIs(t, err, domain.ErrTooFarAhead)
@@ -124,7 +125,7 @@ func TestQuotaRefusals(t *testing.T) {
 
 func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	r, a := l.as(root), l.as(alice)
+	r, a := l.as(coretest.Root), l.as(coretest.Alice)
 	_, err := r.SetPolicy([]string{"user-gpus=1", "user-hours=3/1d"})
 	require.NoError(t, err)
 
@@ -183,7 +184,7 @@ func TestGroupOverride(t *testing.T) {
 	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
 	require.NoError(t, err)
 	require.Equal(t, new(0.25), admission.LimitsFor(p, u).UserGPUs)
-	require.Nil(t, admission.LimitsFor(p, alice).UserGPUs, "alice (no account) is in no group")
+	require.Nil(t, admission.LimitsFor(p, coretest.Alice).UserGPUs, "alice (no account) is in no group")
 	p, err = admission.ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
 	require.NoError(t, err)
 	require.Equal(t, new(3.0), admission.LimitsFor(p, u).UserGPUs)
@@ -212,7 +213,7 @@ func TestPolicyKnobsReadBack(t *testing.T) {
 		_, err := admission.ApplyPolicy(admission.DefaultPolicy(), bad)
 		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 	}
-	c := newTestClient(t, nil, root)
+	c := newTestClient(t, nil, coretest.Root)
 	_, err = c.SetPolicy([]string{"user-gpus=1", "for=no-such-user-here"})
 	require.ErrorIs(t, err, domain.ErrUnknownUser)
 
@@ -232,10 +233,10 @@ func TestLineGrantsInOrderAndBackfills(t *testing.T) {
 
 func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b, r := l.as(alice), l.as(bob), l.as(root)
+	a, b, r := l.as(coretest.Alice), l.as(coretest.Bob), l.as(coretest.Root)
 	// Alice has used the machine a lot; bob not at all.
 	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error {
-		return tx.PutUserUsage(domain.UserUsage{UID: alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
+		return tx.PutUserUsage(domain.UserUsage{UID: coretest.Alice.UID, User: "alice", GPUSeconds: 200 * 3600, At: l.clock.Now()})
 	}))
 	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -273,7 +274,7 @@ func testLineGrantsInOrderAndBackfills(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	var bobs *Partition
 	for i := range got {
-		if got[i].UID == bob.UID {
+		if got[i].UID == coretest.Bob.UID {
 			bobs = &got[i]
 		}
 	}
@@ -321,7 +322,7 @@ func TestLineReadThenLaidOutWeighsHeldHours(t *testing.T) {
 
 func testLineReadThenLaidOutWeighsHeldHours(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	r, a := l.as(root), l.as(alice)
+	r, a := l.as(coretest.Root), l.as(coretest.Alice)
 	_, err := r.SetPolicy([]string{"user-hours=2/1d"})
 	require.NoError(t, err)
 	held, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 2 * time.Hour})
@@ -362,7 +363,7 @@ func TestLineTimersWithNoOtherActivity(t *testing.T) {
 
 func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b := l.as(alice), l.as(bob)
+	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
 	hold, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.7), Duration: time.Hour})
 	require.NoError(t, err)
 	_, waits, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{})
@@ -411,7 +412,7 @@ func TestPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T) {
 
 func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, r := l.as(alice), l.as(root)
+	a, r := l.as(coretest.Alice), l.as(coretest.Root)
 	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	_, q, err := a.Enqueue(Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour}, admission.WaitOptions{})
@@ -436,7 +437,7 @@ func TestCancel(t *testing.T) {
 
 func testCancel(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b := l.as(alice), l.as(bob)
+	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
 	_, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	_, q, err := a.Enqueue(half(0, time.Hour), admission.WaitOptions{})
@@ -456,7 +457,7 @@ func TestExtendIsAdmittedLikeABooking(t *testing.T) {
 
 func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b := l.as(alice), l.as(bob)
+	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
 	p, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: p.Expires.Add(30 * time.Minute)})
@@ -487,7 +488,7 @@ func TestUsageChargedForTimeHeld(t *testing.T) {
 
 func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, r := l.as(alice), l.as(root)
+	a, r := l.as(coretest.Alice), l.as(coretest.Root)
 	_, err := r.SetPolicy([]string{"halflife=1d"})
 	require.NoError(t, err)
 	p, err := a.Create(half(0, 2*time.Hour))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -65,12 +66,12 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 	me := CurrentIdentity()
 	clk := clock.NewFake(clock.System().Now())
 	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
 	require.NoError(t, err)
 	other, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	job := startChild(t, p.ID, "sleep 60")
-	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, job.Process.Pid, 1<<30)
 
 	var log actLog
 	passes := &passCount{}
@@ -85,7 +86,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 
 	lost := time.Now()
 	clk.Set(p.Expires)
-	ws := waitStatus(t, job, 30*time.Second)
+	ws := coretest.WaitStatus(t, job, 30*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	t.Logf("stopped %s after the deadline, etcd's timeout included", time.Since(lost).Round(time.Millisecond))
 	require.Eventually(t, func() bool { _, ok := log.find(domain.EventSignalled, p.ID); return ok }, 10*time.Second, 10*time.Millisecond)
@@ -99,7 +100,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 	require.NoError(t, cl.Members[1].Restart())
 	require.NoError(t, cl.Members[2].Restart())
 	require.NoError(t, cl.WaitHealthy(20*time.Second))
-	advanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
+	coretest.AdvanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
 		got, err := c.Get(p.ID)
 		return err == nil && got.State == domain.Expired
 	})
@@ -141,7 +142,7 @@ func TestStoppedMonitorIsTakenOverOnlyOnceItsLeaseLapses(t *testing.T) {
 		}
 	}()
 	s := open()
-	a := roleCmd(t, "monitor", s.String(), "60s")
+	a := coretest.RoleCmd(t, "monitor", s.String(), "60s")
 	a.Env = append(a.Env, "CHRONOS_TEST_HOST=gpuA")
 	require.NoError(t, a.Start())
 	t.Cleanup(func() { _ = a.Process.Signal(syscall.SIGCONT); _ = a.Process.Kill(); _ = a.Wait() })
@@ -164,7 +165,7 @@ func TestStoppedMonitorIsTakenOverOnlyOnceItsLeaseLapses(t *testing.T) {
 
 	live(t, b.c, "gpuA", false) // the real wait: the lease's TTL on the server
 	t.Logf("gpuA's status lapsed %s after SIGSTOP", time.Since(stopped).Round(100*time.Millisecond))
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok })
+	coretest.AdvanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok })
 	ended, _ := b.log.find(domain.EventExpired, p.ID)
 	require.Regexp(t, `expired by gpuB: gpuA's monitor has not been seen for (\d+m)?\d+s$`, ended.Detail)
 	evs := eventsOf(t, b.c, p.ID)
@@ -196,7 +197,8 @@ type steppedClock struct {
 	off atomic.Int64
 }
 
-func (c *steppedClock) Now() time.Time       { return c.Clock.Now().Add(time.Duration(c.off.Load())) }
+func (c *steppedClock) Now() time.Time { return c.Clock.Now().Add(time.Duration(c.off.Load())) }
+
 func (c *steppedClock) Step(d time.Duration) { c.off.Store(int64(d)) }
 
 // A host's clock stepped 90 s ahead, back, and 90 s behind, while its
@@ -209,7 +211,7 @@ func (c *steppedClock) Step(d time.Duration) { c.off.Store(int64(d)) }
 func TestClockSteppedOnAHost(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	me := CurrentIdentity()
 	// gpuD has no monitor: the others keep its bookings' books.
 	lone := NewClient(Options{Ledger: open(), As: &me, Host: "gpuD", Clock: clk, Devices: testDevices})
@@ -293,7 +295,7 @@ func TestClockSteppedOnAHost(t *testing.T) {
 	require.Regexp(t, `by gpuB's clock, which is (89|9[01])\.\d s ahead of the other hosts': when it ended is in doubt`, ended.Detail)
 	// At gpuD's deadline by the lab's clock, a host whose clock agrees
 	// ends it, not gpuB.
-	settleAt(t, clk, theirs.Expires, 15*time.Second, func() bool {
+	coretest.SettleAt(t, clk, theirs.Expires, 15*time.Second, func() bool {
 		got, err := lone.Get(theirs.ID)
 		return err == nil && got.State == domain.Expired
 	})
@@ -358,9 +360,9 @@ func playHoldTurn(c *Client, arg string) int {
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return roleFailed
+		return coretest.RoleFailed
 	}
-	return roleOK
+	return coretest.RoleOK
 }
 
 // A writer killed (SIGKILL, a real process) after its reads and before its
@@ -372,9 +374,9 @@ func TestWriterKilledMidTransaction(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	s := open()
-	other := hostClient(open(), "gpu2", bob)
+	other := hostClient(open(), "gpu2", coretest.Bob)
 	marker := filepath.Join(t.TempDir(), "w")
-	w := roleCmd(t, "holdturn", s.String(), marker)
+	w := coretest.RoleCmd(t, "holdturn", s.String(), marker)
 	w.Env = append(w.Env, "CHRONOS_TEST_HOST=gpuK")
 	require.NoError(t, w.Start())
 	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })

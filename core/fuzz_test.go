@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -265,8 +266,8 @@ func FuzzStoredPartition(f *testing.F) {
 	f.Add([]byte{}, true)
 	f.Fuzz(func(t *testing.T, record []byte, indexed bool) {
 		path := filepath.Join(t.TempDir(), "chronos.db")
-		clock := newFakeClock()
-		c := clientAt(path, clock, alice)
+		clock := coretest.NewFakeClock()
+		c := clientAt(path, clock, coretest.Alice)
 		if _, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}); err != nil {
 			t.Fatal(err)
 		}

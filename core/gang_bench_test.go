@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -21,7 +22,7 @@ import (
 // the one-GPU create's and over a bare bbolt update in the same loop (the
 // floor a durable write stands on, which a loaded disk moves most).
 func BenchmarkGangAdmission(b *testing.B) {
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	c := gangLedger(b, clk)
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	create := func(req Request) time.Duration {
@@ -81,7 +82,7 @@ func gangLedger(b *testing.B, clk *clock.Fake) *Client {
 		d, err := sim.Devices()
 		return Listing{Backend: sim.Name(), Devices: d, Topology: topo}, err
 	}
-	users := []domain.Identity{alice, bob, {UID: 1003, User: "carol"}, {UID: 1004, User: "dave"}}
+	users := []domain.Identity{coretest.Alice, coretest.Bob, {UID: 1003, User: "carol"}, {UID: 1004, User: "dave"}}
 	for i := range 100 {
 		who := users[i%len(users)]
 		c := NewClient(Options{Ledger: bolt.New(path), As: &who, Clock: clk, Devices: devices})
@@ -97,5 +98,5 @@ func gangLedger(b *testing.B, clk *clock.Fake) *Client {
 			b.Fatal(err)
 		}
 	}
-	return NewClient(Options{Ledger: bolt.New(path), As: &alice, Clock: clk, Devices: devices})
+	return NewClient(Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clk, Devices: devices})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -20,12 +21,12 @@ import (
 // it is is said before what the hold lacks.
 func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 12 * time.Hour})
+	r := newIdleRig(t, coretest.Alice)
+	p, err := r.c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 12 * time.Hour})
 	require.NoError(t, err)
 	id := p.ID
 
-	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "")
+	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &coretest.Bob, Clock: r.clock}).Hold(id, time.Hour, "")
 	require.ErrorIs(t, err, domain.ErrNotOwner, "not 'a hold needs a reason'")
 	_, err = r.c.Hold(id, time.Hour, strings.Repeat("x", maxReason+1))
 	require.ErrorIs(t, err, domain.ErrInput)
@@ -45,7 +46,7 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	_, err = r.c.Hold(id, time.Minute, "one more minute")
 	require.ErrorContains(t, err, "held for 4h (hold-max) already while it sat idle; it can be held again once it has worked")
 
-	root := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
+	root := simClient(t, bolt.New(r.path), r.sim, coretest.Root, r.clock)
 	_, err = root.Hold(id, time.Hour, "root keeps it")
 	require.NoError(t, err, "root is not capped")
 

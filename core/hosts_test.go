@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -25,73 +26,11 @@ func hostClient(s storage.Store, host string, who domain.Identity) *Client {
 	return NewClient(Options{Ledger: s, Devices: testDevices, As: &who, Host: host})
 }
 
-// Hosts sharing a ledger book their own GPUs by index and each other's as
-// host:index; admission counts each host's GPU 0 apart.
-func TestHostsShareALedger(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, testHostsShareALedger)
-}
-
-func testHostsShareALedger(t *testing.T, open storetest.Opener) {
-	s := open()
-	g1 := hostClient(s, "gpu1", alice)
-	g2 := hostClient(open(), "gpu2", bob)
-
-	p, err := g1.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
-	require.NoError(t, err)
-	require.Equal(t, "gpu1", p.Host)
-	q, err := g2.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
-	require.NoError(t, err, "gpu2's GPU 0 is another GPU")
-	require.Equal(t, "gpu2", q.Host)
-
-	// From gpu2, gpu1's GPU 0 by name.
-	_, err = g2.Create(Request{Host: "gpu1", Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
-	require.ErrorIs(t, err, domain.ErrOverbooked)
-	require.ErrorContains(t, err, "GPU gpu1:0 has 40% (32.0 GiB) free")
-	r, err := g2.Create(Request{Host: "gpu1", Device: 0, Memory: human.Fraction(0.4), Duration: time.Hour})
-	require.NoError(t, err)
-	require.Equal(t, "gpu1", r.Host)
-	require.Equal(t, bob.UID, r.UID)
-	// Its own name is the same as no name.
-	own, err := g2.Create(Request{Host: "gpu2", Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
-	require.NoError(t, err)
-	require.Equal(t, "gpu2", own.Host)
-
-	avail, err := g1.Available(0)
-	require.NoError(t, err)
-	require.Equal(t, int64(0), avail[0].FreePPM)
-	require.Equal(t, 2, avail[0].Bookings)
-	avail, err = g2.Available(0)
-	require.NoError(t, err)
-	require.Equal(t, int64(400_000), avail[0].FreePPM)
-
-	evs, err := g1.Events(0, 0)
-	require.NoError(t, err)
-	require.Contains(t, evs[2].Detail, "of GPU gpu1:0", "the audit trail names the host")
-
-	before := storetest.Fingerprint(t, s)
-	_, err = g1.Create(Request{Host: "gpu9", Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, domain.ErrNoDevice)
-	require.ErrorContains(t, err, "no GPUs of host gpu9 are known")
-	_, err = g1.Create(Request{Host: "gpu2", Device: 7, Memory: human.Fraction(0.1), Duration: time.Hour})
-	require.ErrorIs(t, err, domain.ErrNoDevice)
-
-	// chronos run starts its command here: another host's GPU is refused,
-	// by booking or by name, and nothing is written.
-	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Partition: r.ID})
-	require.ErrorIs(t, err, domain.ErrOtherHost)
-	require.ErrorContains(t, err, "booking 3 is on gpu1")
-	_, err = Run(context.Background(), g2, RunOptions{Command: []string{"true"}, Request: Request{Host: "gpu1", Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour}})
-	require.ErrorIs(t, err, domain.ErrOtherHost)
-	require.ErrorContains(t, err, "run it on gpu1")
-	require.Equal(t, before, storetest.Fingerprint(t, s))
-}
-
 // A ledger file is one host's: it knows no other host, and its own name
 // means itself.
 func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, alice)
+	c := newTestClient(t, nil, coretest.Alice)
 	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "this host's alone")
@@ -113,15 +52,15 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	me := CurrentIdentity()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	here := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
-	there := NewClient(Options{Ledger: open(), As: &bob, Host: "gpu2", Devices: simDevices(sim)})
-	theirs, err := there.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
+	there := NewClient(Options{Ledger: open(), As: &coretest.Bob, Host: "gpu2", Devices: simDevices(sim)})
+	theirs, err := there.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	// A process here names gpu2's booking (a job copied from there), and
 	// one of another user has no booking at all.
 	named := startChild(t, theirs.ID, "sleep 60")
 	stray := startChild(t, 0, "sleep 60")
-	sim.Attach(idleGPU, named.Process.Pid, 1<<30)
-	sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, named.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, stray.Process.Pid, 1<<30)
 
 	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
@@ -134,7 +73,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 
 	st, err := here.Stats(sim, gpu.MPS{})
 	require.NoError(t, err)
-	require.Zero(t, st.Booked[idleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
+	require.Zero(t, st.Booked[coretest.IdleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
 }
 
 // simDevices lists sim's GPUs as stand-ins for real ones (testBackend): a
@@ -142,7 +81,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 func simDevices(sim *gpu.Sim) DeviceSource {
 	return func() (Listing, error) {
 		devs, err := sim.Devices()
-		return Listing{Backend: testBackend, Devices: devs}, err
+		return Listing{Backend: coretest.TestBackend, Devices: devs}, err
 	}
 }
 
@@ -151,8 +90,8 @@ func simDevices(sim *gpu.Sim) DeviceSource {
 func TestDeadHostFades(t *testing.T) {
 	t.Parallel()
 	s := storetest.Etcd(t, etcdtest.Shared(t))()
-	other := hostClient(s, "gpu2", bob)
-	mon := roleCmd(t, "monitor", s.String(), "60s")
+	other := hostClient(s, "gpu2", coretest.Bob)
+	mon := coretest.RoleCmd(t, "monitor", s.String(), "60s")
 	mon.Env = append(mon.Env, "CHRONOS_TEST_HOST=gpu1")
 	require.NoError(t, mon.Start())
 	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
@@ -190,7 +129,7 @@ func TestClockSkewIsMeasured(t *testing.T) {
 	// Two hosts on fake clocks 3 s apart: the fake time stands still while
 	// a status travels between them, so the skew measured is exactly 3 s
 	// (a reading taken across an Advance is smaller, and the largest wins).
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	ahead := clock.Offset(clk, 3*time.Second)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	me := CurrentIdentity()
@@ -249,12 +188,12 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	// server, its outage and the processes are real.
 	clk := clock.NewFake(clock.System().Now())
 	c := NewClient(Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
 	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
-	sim.Attach(idleGPU, polite.Process.Pid, 1<<30)
-	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, polite.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
 	pol := admission.DefaultPolicy()
@@ -268,7 +207,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	cl.Members[0].Kill()
 
 	clk.Set(p.Expires)
-	ws := waitStatus(t, polite, 30*time.Second)
+	ws := coretest.WaitStatus(t, polite, 30*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	log.mu.Lock()
 	for _, a := range log.acts {
@@ -277,14 +216,14 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	log.mu.Unlock()
 	killed := make(chan struct{})
 	go func() { _ = stubborn.Wait(); close(killed) }()
-	advanceUntil(t, clk, 100*time.Millisecond, 30*time.Second, func() bool { return isClosed(killed) }, "SIGKILL after the grace")
+	coretest.AdvanceUntil(t, clk, 100*time.Millisecond, 30*time.Second, func() bool { return coretest.IsClosed(killed) }, "SIGKILL after the grace")
 	require.Equal(t, syscall.SIGKILL, stubborn.ProcessState.Sys().(syscall.WaitStatus).Signal())
 	require.Eventually(t, func() bool { return strings.Count(strings.Join(log.kinds(), " "), "signalled") == 3 }, 10*time.Second, 10*time.Millisecond, "%v", log.kinds())
 	require.Contains(t, log.kinds(), "error", "the monitor says the ledger cannot be reached")
 
 	require.NoError(t, cl.Members[0].Restart())
 	require.NoError(t, cl.WaitHealthy(20*time.Second))
-	advanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
+	coretest.AdvanceUntil(t, clk, time.Second, 30*time.Second, func() bool { // past the monitor's next try of the ledger
 		got, err := c.Get(p.ID)
 		return err == nil && got.State == domain.Expired
 	})
@@ -297,9 +236,9 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 func TestUnnamedClientIsThisHost(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	lib := clientOn(open(), nil, alice)
+	lib := clientOn(open(), nil, coretest.Alice)
 	require.Equal(t, HostName(), lib.Host())
-	cli := hostClient(open(), HostName(), bob)
+	cli := hostClient(open(), HostName(), coretest.Bob)
 	_, err := lib.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = cli.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})

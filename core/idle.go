@@ -55,7 +55,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 			return nil, err
 		}
 	}
-	if err := reclaim(tx, p, now); err != nil {
+	if err := Reclaim(tx, p, now); err != nil {
 		return nil, err
 	}
 	u.Reclaimed = now
@@ -69,12 +69,12 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 	return []Act{a}, m.record(tx, a)
 }
 
-// reclaim ends a booking early, as if its deadline were now: its
+// Reclaim ends a booking early, as if its deadline were now: its
 // processes are then handled as at expiry, and one started after now is
 // no longer its (its End is now). Its deadline is kept, so that it shows
 // as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
 // charged for the time it was held.
-func reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
+func Reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
 	return endBooking(tx, p, domain.Expired, now, ledgerPolicy(tx))
 }
 
@@ -171,7 +171,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.Booking
 	reason = strings.TrimSpace(reason)
 	var u domain.BookingUsage
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-		p, err := c.mine(tx, id, "hold")
+		p, err := c.Mine(tx, id, "hold")
 		if err != nil {
 			return err // whose it is comes before what was asked
 		}
@@ -205,7 +205,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.Booking
 		if err := tx.PutBookingUsage(u); err != nil {
 			return err
 		}
-		return c.event(tx, domain.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", human.FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))
+		return c.RecordEvent(tx, domain.EventHeld, p, fmt.Sprintf("for %s, until %s: %s", human.FormatDuration(d), u.HeldUntil.UTC().Format(time.RFC3339), reason))
 	})
 	return u, err
 }

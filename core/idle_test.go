@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -39,7 +40,7 @@ type idleRig struct {
 
 func newIdleRig(t *testing.T, owner domain.Identity) *idleRig {
 	t.Helper()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, bolt.New(path), sim, owner, clock)}
@@ -49,13 +50,13 @@ func newIdleRig(t *testing.T, owner domain.Identity) *idleRig {
 // a process, shows a real process of it there holding 2 GiB.
 func (r *idleRig) book(withProcess bool) (uint64, int) {
 	r.t.Helper()
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour})
+	p, err := r.c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour})
 	require.NoError(r.t, err)
 	if !withProcess {
 		return p.ID, 0
 	}
 	cmd := startChild(r.t, p.ID, "sleep 600")
-	r.sim.Attach(idleGPU, cmd.Process.Pid, 2<<30)
+	r.sim.Attach(coretest.IdleGPU, cmd.Process.Pid, 2<<30)
 	return p.ID, cmd.Process.Pid
 }
 
@@ -89,7 +90,7 @@ func (r *idleRig) usage(id uint64) domain.BookingUsage {
 
 func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	var log actLog
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{OnAct: log.add})
@@ -132,7 +133,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 // usage says how much GPU time it used.
 func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, pid := r.book(true)
 	r.sim.SetSM(pid, 50)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
@@ -155,7 +156,7 @@ func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 // threshold is on mean SM over the minute, not on any sample above zero.
 func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, pid := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	for range 3 {
@@ -181,7 +182,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 // With nobody waiting, reclaim=when-waiting only warns.
 func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})
 	r.run(15*time.Minute, 10*time.Second, m)
@@ -195,7 +196,7 @@ func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 // With reclaim=off (the default) idle time is counted and nothing else.
 func TestLadderOffOnlyCounts(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(10*time.Minute, 10*time.Second, m)
@@ -207,7 +208,7 @@ func TestLadderOffOnlyCounts(t *testing.T) {
 // first and starting the job a few minutes later is fine.
 func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(false)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(3*time.Minute, 10*time.Second, m)
@@ -224,8 +225,8 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 // from when it was made, and no idle time before it started.
 func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
-	p, err := r.c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
+	r := newIdleRig(t, coretest.Alice)
+	p, err := r.c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
 	require.NoError(t, err)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(30*time.Minute+3*time.Minute, 10*time.Second, m)
@@ -237,7 +238,7 @@ func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 // first warning, with the spacing it promises.
 func TestHoldPreventsReclaim(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(2*time.Minute, 10*time.Second, m)
@@ -247,7 +248,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrInput)
 	_, err = r.c.Hold(id, 5*time.Hour, "preprocessing on CPU")
 	require.ErrorIs(t, err, domain.ErrTooLong, "hold-max is 4h")
-	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
+	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &coretest.Bob, Clock: r.clock}).Hold(id, time.Hour, "mine now")
 	require.ErrorIs(t, err, domain.ErrNotOwner)
 	u, err := r.c.Hold(id, 10*time.Minute, "preprocessing on CPU")
 	require.NoError(t, err)
@@ -274,7 +275,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 // repeat a warning nor skip one: the ladder lives in the ledger.
 func TestMonitorRestartMidLadder(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	first := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
@@ -296,7 +297,7 @@ func TestMonitorRestartMidLadder(t *testing.T) {
 // promised spacing: no warning and reclaim in the same breath.
 func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{}))
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
@@ -314,7 +315,7 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 // of the ladder taken once, and the ledger written once a minute.
 func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	other, _ := r.book(false)
 	// The GPU readings `create` shows keep their own schedule; an inventory
@@ -327,10 +328,10 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 		}
 		return err
 	}))
-	store := &countingStore{Store: bolt.New(r.path)}
+	store := &coretest.CountingStore{Store: bolt.New(r.path)}
 	var ms []*Monitor
 	for range 3 {
-		c := NewClient(Options{Ledger: store, As: &alice, Clock: r.clock})
+		c := NewClient(Options{Ledger: store, As: &coretest.Alice, Clock: r.clock})
 		pol := ladderPolicy(admission.ReclaimAlways)
 		ms = append(ms, NewMonitor(c, MonitorOptions{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
 	}
@@ -339,7 +340,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
 	require.Equal(t, 2*time.Minute, r.usage(other).Idle, "idle after its 3 minutes' allowance")
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, other))
-	require.Equal(t, int64(5), store.updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
+	require.Equal(t, int64(5), store.Updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
 
 	var minutes []domain.GPUMinute
 	require.NoError(t, r.c.Ledger().View(context.Background(), func(tx *storage.Tx) error {
@@ -355,10 +356,10 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 // the idle owner is charged for the time held.
 func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
-	_, err := bobs.Create(Request{Device: idleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
+	bobs := simClient(t, bolt.New(r.path), r.sim, coretest.Bob, r.clock)
+	_, err := bobs.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})
 	r.run(6*time.Minute, 10*time.Second, m)
@@ -366,7 +367,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State, "idle past idle=, but nobody waits")
 
-	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
+	_, q, err := bobs.Enqueue(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	r.run(time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
@@ -384,7 +385,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 
 func TestLadderPolicy(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, root)
+	c := newTestClient(t, nil, coretest.Root)
 	c.notify = filepath.Join(t.TempDir(), "etc", "notify")
 	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
 		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
@@ -418,7 +419,7 @@ func TestLadderPolicy(t *testing.T) {
 	require.Empty(t, p.NotifyURL)
 	require.Contains(t, admission.FormatPolicy(p), "idle-warn=none")
 
-	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"reclaim=always"})
+	_, err = newTestClient(t, nil, coretest.Alice).SetPolicy([]string{"reclaim=always"})
 	require.ErrorIs(t, err, domain.ErrNotRoot)
 }
 
@@ -426,7 +427,7 @@ func TestLadderPolicy(t *testing.T) {
 // defaults, off.
 func TestPolicyFromBeforeTheLadder(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, root)
+	c := newTestClient(t, nil, coretest.Root)
 	old := domain.Policy{Expiry: admission.ActNotify, OverBudget: admission.ActWarn, Unbooked: admission.ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
 	require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 	p, err := c.Policy()
@@ -447,7 +448,7 @@ func TestSplitPolicy(t *testing.T) {
 // monitors watch it; a hold shows too.
 func TestListShowsIdle(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, pid := r.book(true)
 	busy, busyPID := r.book(true)
 	r.sim.SetSM(busyPID, 90)
@@ -490,11 +491,11 @@ func TestListShowsIdle(t *testing.T) {
 // stretches, ready for the app to draw.
 func TestGPUHistory(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	r.clock.Set(r.clock.Now().Add(-30 * time.Second)) // book mid-minute
 	first, pid := r.book(true)
 	// Another GPU's booking is not this GPU's history.
-	_, err := r.c.Create(Request{Device: idleGPU - 1, Memory: human.Fraction(0.5), Duration: time.Hour})
+	_, err := r.c.Create(Request{Device: coretest.IdleGPU - 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
@@ -506,7 +507,7 @@ func TestGPUHistory(t *testing.T) {
 	_, err = r.c.Release(second)
 	require.NoError(t, err)
 
-	h, err := r.c.History(idleGPU, time.Hour)
+	h, err := r.c.History(coretest.IdleGPU, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, "SIM-00000000-0000-0000-0000-000000000003", h.UUID)
 	require.Len(t, h.Minutes, 10)
@@ -518,7 +519,7 @@ func TestGPUHistory(t *testing.T) {
 	require.Equal(t, []uint64{first}, h.Minutes[6].Idle, "the second is within its idle-start")
 	require.Equal(t, []uint64{first, second}, h.Minutes[9].Idle)
 
-	require.Len(t, h.Bookings, 2, "GPU %d's bookings only", idleGPU)
+	require.Len(t, h.Bookings, 2, "GPU %d's bookings only", coretest.IdleGPU)
 	b := h.Bookings[0]
 	require.Equal(t, first, b.ID)
 	require.Equal(t, "alice", b.Owner)
@@ -542,11 +543,11 @@ func utcSpans(spans []Span) []Span {
 // GPU time used with no booking is counted per user and day.
 func TestUnbookedUseIsAccounted(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	stray := exec.Command("sleep", "600")
 	require.NoError(t, stray.Start())
 	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
-	r.sim.Attach(idleGPU, stray.Process.Pid, 1<<30)
+	r.sim.Attach(coretest.IdleGPU, stray.Process.Pid, 1<<30)
 	r.sim.SetSM(stray.Process.Pid, 50)
 	m := r.monitor(ladderPolicy(admission.ReclaimOff), MonitorOptions{})
 	r.run(3*time.Minute, 10*time.Second, m)
@@ -571,7 +572,7 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 // not this monitor's to judge, however idle this host's GPU 3 is.
 func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(false)
 	require.NoError(t, r.c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 		p, err := tx.Partition(id)
@@ -592,15 +593,15 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 // empty (found twice in the fairness and newcomer reports). Once the
 // quota lets the waiter in, the reclaim comes, with the room.
 func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, bolt.New(r.path), r.sim, bob, r.clock)
-	_, err := bobs.Create(Request{Device: idleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
+	bobs := simClient(t, bolt.New(r.path), r.sim, coretest.Bob, r.clock)
+	_, err := bobs.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	roots := simClient(t, bolt.New(r.path), r.sim, root, r.clock)
+	roots := simClient(t, bolt.New(r.path), r.sim, coretest.Root, r.clock)
 	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
 	require.NoError(t, err)
-	_, q, err := bobs.Enqueue(Request{Device: idleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
+	_, q, err := bobs.Enqueue(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 
 	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), MonitorOptions{})

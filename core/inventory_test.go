@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -41,7 +42,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	now := time.Now()
 	real := InventoryOf(string(gpu.KindNVML), []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
 
-	private := newTestClient(t, nil, alice)
+	private := newTestClient(t, nil, coretest.Alice)
 	require.NoError(t, private.SaveInventory(real))
 	require.NoError(t, private.SaveInventory(simInventory(1, 8<<40, now)))
 	require.Equal(t, string(gpu.KindNVML), inventoryOf(t, private).Backend, "simulated GPUs replaced real ones")
@@ -49,7 +50,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	// A shared ledger (others may write it): a member's simulated GPUs are
 	// not recorded for everyone, nor booked on.
 	shared := &bolt.Ledger{Path: filepath.Join(t.TempDir(), "chronos.db"), Mode: 0o660}
-	member := NewClient(Options{Ledger: shared, As: &alice, Devices: func() (Listing, error) {
+	member := NewClient(Options{Ledger: shared, As: &coretest.Alice, Devices: func() (Listing, error) {
 		devs, err := gpu.NewSim(gpu.SimOptions{Count: 1, Memory: 8 << 40}).Devices()
 		return Listing{Backend: gpu.SimName, Devices: devs}, err
 	}})
@@ -57,7 +58,7 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "run `chronos stats` on this machine once")
 	require.Empty(t, inventoryOf(t, member).Devices)
-	admin := NewClient(Options{Ledger: shared, As: &root})
+	admin := NewClient(Options{Ledger: shared, As: &coretest.Root})
 	require.NoError(t, admin.SaveInventory(simInventory(2, 80<<30, now)))
 	require.Len(t, inventoryOf(t, admin).Devices, 2, "root may record simulated GPUs")
 	require.NoError(t, member.SaveInventory(simInventory(1, 8<<40, now)))
@@ -74,8 +75,8 @@ func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 // that is gone is shown as such — never dropped.
 func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	clock := coretest.NewFakeClock()
+	c := newTestClient(t, clock, coretest.Alice)
 	require.NoError(t, c.SaveInventory(simInventory(4, 80<<30, clock.Now())))
 	p, err := c.Create(Request{Device: 3, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
@@ -113,9 +114,9 @@ func TestGoneGPUsAreShownNotDropped(t *testing.T) {
 // wrote others there: at its start, and again every inventoryEvery.
 func TestMonitorRefreshesTheInventory(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, root, clock)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, coretest.Root, clock)
 	forge := func() {
 		require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
 			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -43,12 +44,12 @@ type keeperRig struct {
 func newKeeperRig(t *testing.T) *keeperRig {
 	t.Helper()
 	daemon := uidOf(t, "daemon")
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 	s := bolt.New(filepath.Join(dir, "chronos.db"))
 	sim := gpu.NewSim(gpu.SimOptions{})
-	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
+	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, coretest.Root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
 	// The waiters' GPU is full, so their requests wait.
-	_, err := r.root.Create(Request{Device: idleGPU, Memory: human.Fraction(1), Duration: time.Hour})
+	_, err := r.root.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	letAllWrite(t, s)
 	return r
@@ -59,7 +60,7 @@ func newKeeperRig(t *testing.T) *keeperRig {
 func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	r.t.Helper()
 	wrapper := exec.Command(r.bin, "-test.run=^$")
-	wrapper.Env = roleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=10m")
+	wrapper.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=10m")
 	asUser(wrapper, owner.UID)
 	wrapper.SysProcAttr.Setpgid = true
 	require.NoError(r.t, wrapper.Start())
@@ -94,7 +95,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	needUserNamespaces(t, nobody)
 	r := newKeeperRig(t)
 	theirs, wrapper := r.runBooking(r.other)
-	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(idleGPU)+" 0.5")
+	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
 	member := domain.Identity{UID: nobody, User: "nobody"}
 	mine, err := r.as(member).Create(Request{Device: 2, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	mon := exec.Command("unshare", "-U", "-m", "--map-user="+strconv.Itoa(nobody), "--map-group="+strconv.Itoa(nobody), "--keep-caps",
 		"sh", "-c", `mount --bind "$1" /proc/sys/kernel/random/boot_id && test "$(cat /proc/sys/kernel/random/boot_id)" = "$2" && exec "$0" -test.run='^$'`,
 		r.bin, bootID, "00000000-0000-4000-8000-000000000000")
-	mon.Env = roleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG="+passes)
+	mon.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG="+passes)
 	asUser(mon, nobody)
 	out, err := mon.CombinedOutput()
 	require.NoError(t, err, "the member's monitor: %s", out)
@@ -142,14 +143,14 @@ func TestCreateUnderHidepidLeavesOthersWaiting(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
 	r := newKeeperRig(t)
-	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(idleGPU)+" 0.5")
+	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
 
 	// A private mount namespace with /proc mounted hidepid=2, where the
 	// member checks that the waiter is hidden, then books GPU 1.
 	book := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		`mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid="$1" --regid="$1" --clear-groups sh -c 'test ! -e /proc/$1 && exec "$0" -test.run="^$"' "$0" "$2"`,
 		r.bin, strconv.Itoa(nobody), strconv.Itoa(waiter.cmd.Process.Pid))
-	book.Env = roleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG=1")
+	book.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG=1")
 	out, err := book.CombinedOutput()
 	require.NoError(t, err, "the member's create: %s", out)
 
@@ -174,9 +175,9 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 		root      *bool
 		reclaimed bool
 	}{
-		{"another user's, a member's monitor", alice, &member, false},
+		{"another user's, a member's monitor", coretest.Alice, &member, false},
 		{"its own user's, a member's monitor", domain.Identity{UID: proc.HostUID(), User: "me"}, &member, true},
-		{"another user's, root's monitor", alice, &keeper, true},
+		{"another user's, root's monitor", coretest.Alice, &keeper, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -214,7 +215,7 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := clock.NewFake(clock.System().Now())
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")
 	job.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))
@@ -225,7 +226,7 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 		info, err := gpu.ReadProc(job.Process.Pid)
 		return err == nil && info.PartitionID != ""
 	}, 2*time.Second, 5*time.Millisecond)
-	sim.Attach(idleGPU, job.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, job.Process.Pid, 1<<30)
 	clk.Set(p.Expires)
 
 	member := false
@@ -237,6 +238,6 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	keeper := true
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Root: &keeper}).Tick()
 	require.NoError(t, err)
-	require.Equal(t, syscall.SIGTERM, waitStatus(t, job, 2*time.Second).Signal())
+	require.Equal(t, syscall.SIGTERM, coretest.WaitStatus(t, job, 2*time.Second).Signal())
 	require.Equal(t, []string{"created", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
 }

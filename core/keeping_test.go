@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -114,7 +115,7 @@ func (l *actLog) find(kind domain.EventKind, partition uint64) (Act, bool) {
 func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	a := startHost(t, open, "gpuA", clk)
 	me := CurrentIdentity()
 	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: testDevices})
@@ -143,7 +144,7 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	b := startHost(t, open, "gpuB", clk)
 	live(t, b.c, "gpuB", true) // publishing, so it sees gpuA's first status
 	a := startHost(t, open, "gpuA", clk)
@@ -159,7 +160,7 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 
 	require.NoError(t, a.s.(io.Closer).Close())
 	live(t, b.c, "gpuA", false) // the real wait: the lease's TTL on the server
-	advanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok })
+	coretest.AdvanceUntil(t, clk, time.Second, 15*time.Second, func() bool { _, ok := b.log.find(domain.EventExpired, p.ID); return ok })
 	ended, _ := b.log.find(domain.EventExpired, p.ID)
 	require.Contains(t, ended.Detail, "GPU gpuA:0, 50%")
 	require.Contains(t, ended.Detail, "expired by gpuB: gpuA's monitor has not been seen for ")
@@ -174,7 +175,7 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	me := CurrentIdentity()
 	lone := NewClient(Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
 	p, err := lone.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
@@ -199,7 +200,7 @@ func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	a := startHost(t, open, "gpuA", clk)
 	c := startHost(t, open, "gpuC", clk)
 	// gpuA and gpuC measure each other before gpuB shows up: measuring
@@ -259,7 +260,7 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State, "gpuB takes over nothing")
 
-	settleAt(t, clk, theirs.Expires, 15*time.Second, func() bool { _, ok := c.log.find(domain.EventExpired, theirs.ID); return ok })
+	coretest.SettleAt(t, clk, theirs.Expires, 15*time.Second, func() bool { _, ok := c.log.find(domain.EventExpired, theirs.ID); return ok })
 	took, _ := c.log.find(domain.EventExpired, theirs.ID)
 	require.Contains(t, took.Detail, "expired by gpuC: gpuA's monitor has not been seen for ")
 	_, byB := b.log.find(domain.EventExpired, theirs.ID)
@@ -271,7 +272,7 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 // booking's books, as it always has.
 func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	s := storetest.Bolt(t)()
 	me := CurrentIdentity()
 	c := NewClient(Options{Ledger: s, As: &me, Clock: clk, Devices: testDevices})

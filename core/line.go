@@ -191,7 +191,7 @@ func (c *Client) book(tx *storage.Tx, p *domain.Partition, owner domain.Identity
 	if note != "" {
 		detail += " (" + note + ")"
 	}
-	return c.event(tx, domain.EventCreated, *p, detail) // by whoever made it
+	return c.RecordEvent(tx, domain.EventCreated, *p, detail) // by whoever made it
 }
 
 // placedBy says whose process placed the line, when not the owner's: the
@@ -405,7 +405,7 @@ func (c *Client) place() error {
 //
 //nolint:gocyclo // one wait loop: each case is a way the wait ends (granted, cancelled, timed out, signalled, the waiter gone)
 func (c *Client) Wait(ctx context.Context, id uint64, onChange func(admission.QueueEntry)) (*Partition, error) {
-	c = c.lasting() // the end of ctx takes the request out of the line
+	c = c.Lasting() // the end of ctx takes the request out of the line
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
 	changes := c.ledger.Changes(watch, 250*time.Millisecond)

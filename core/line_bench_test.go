@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 )
 
@@ -23,21 +24,21 @@ func playPingWaiter(c *Client) int {
 		p, entry, err := c.Enqueue(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour}, admission.WaitOptions{})
 		if err != nil || p != nil {
 			fmt.Fprintln(os.Stderr, "not queued:", err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 		fmt.Println("queued")
 		if p, err = c.Wait(context.Background(), entry.ID, nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 		fmt.Println("booked")
 		if _, err := c.Release(p.ID); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 		fmt.Println("released")
 	}
-	return roleOK
+	return coretest.RoleOK
 }
 
 // BenchmarkReleaseToWaiter measures how soon a waiting process learns it
@@ -47,11 +48,11 @@ func playPingWaiter(c *Client) int {
 // measured in the same loop, is the release alone with nobody waiting.
 func BenchmarkReleaseToWaiter(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "chronos.db")
-	c := clientAt(db, nil, alice)
+	c := clientAt(db, nil, coretest.Alice)
 	if _, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
 		b.Fatal(err) // the inventory, cached before the waiter starts
 	}
-	cmd := roleCmd(b, "pingwait", db, "")
+	cmd := coretest.RoleCmd(b, "pingwait", db, "")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

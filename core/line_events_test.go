@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -22,7 +23,7 @@ func TestLineEventsSayWhoAndWhy(t *testing.T) { storetest.Each(t, testLineEvents
 
 func testLineEventsSayWhoAndWhy(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	a, b := l.as(alice), l.as(bob)
+	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
 	held, err := a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	_, waits, err := b.Enqueue(half(0, time.Hour), admission.WaitOptions{})
@@ -31,7 +32,7 @@ func testLineEventsSayWhoAndWhy(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 
 	l.clock.Advance(2 * time.Minute)
-	_, err = l.as(root).TendLine() // as root's monitor does
+	_, err = l.as(coretest.Root).TendLine() // as root's monitor does
 	require.NoError(t, err)
 	left := l.events(t)
 	last := left[len(left)-1]

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -27,9 +28,6 @@ import (
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
-
-// roleLeft is a waiter's exit status when it left the line unbooked.
-const roleLeft = 5
 
 // playWaiter is a waiting process: it asks for arg — a share of GPU 0, or
 // "GPU SHARE" (gpu3:0 0.5) — for an hour, says "queued ID" when it joins
@@ -43,13 +41,13 @@ func playWaiter(c *Client, arg string) int {
 	host, dev, err := human.ParseGPU(gpuName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return roleFailed
+		return coretest.RoleFailed
 	}
 	share, _ := strconv.ParseFloat(shareText, 64)
 	p, entry, err := c.Enqueue(Request{Host: host, Device: dev, Memory: human.Fraction(share), Duration: time.Hour}, admission.WaitOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return roleFailed
+		return coretest.RoleFailed
 	}
 	if p == nil {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -57,15 +55,15 @@ func playWaiter(c *Client, arg string) int {
 		fmt.Printf("queued %d\n", entry.ID)
 		if p, err = c.Wait(ctx, entry.ID, nil); errors.Is(err, domain.ErrLeftLine) {
 			fmt.Fprintln(os.Stderr, err)
-			return roleLeft
+			return coretest.RoleLeft
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 	}
 	fmt.Printf("booked %d\n", p.ID)
-	return roleOK
+	return coretest.RoleOK
 }
 
 // waiterProc is a waiting process started by a test.
@@ -81,7 +79,7 @@ type waiterProc struct {
 func startWaiter(t *testing.T, bin, db string, uid int, share string) *waiterProc {
 	t.Helper()
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
+	cmd.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=wait", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+share)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
@@ -114,13 +112,13 @@ func (w *waiterProc) booked(t *testing.T) uint64 {
 func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, bin string)) {
 	t.Run("bbolt", func(t *testing.T) {
 		t.Parallel()
-		dir, bin := otherUserDir(t)
+		dir, bin := coretest.OtherUserDir(t)
 		path := filepath.Join(dir, "chronos.db")
 		fn(t, func() storage.Store { return bolt.New(path) }, bin)
 	})
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
-		_, bin := otherUserDir(t)
+		_, bin := coretest.OtherUserDir(t)
 		fn(t, storetest.Etcd(t, etcdtest.Shared(t)), bin)
 	})
 }
@@ -163,7 +161,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 	nobody, daemon := uidOf(t, "nobody"), uidOf(t, "daemon")
 	s := open()
 	db := s.String()
-	r := clientOn(s, nil, root)
+	r := clientOn(s, nil, coretest.Root)
 	var holders []uint64
 	for range waitingHolders {
 		p, err := r.Create(Request{Device: 0, Memory: human.Fraction(1.0 / waitingHolders), Duration: time.Hour})
@@ -258,7 +256,7 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 	nobody := uidOf(t, "nobody")
 	s := open()
 	db := s.String()
-	r := clientOn(s, nil, root)
+	r := clientOn(s, nil, coretest.Root)
 	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	letAllWrite(t, s)
@@ -305,77 +303,17 @@ func TestInterruptedWaiterLeavesCleanly(t *testing.T) {
 func testInterruptedWaiterLeavesCleanly(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
-	r := clientOn(s, nil, root)
+	r := clientOn(s, nil, coretest.Root)
 	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		w := startWaiter(t, os.Args[0], db, 0, "0.5")
 		require.NoError(t, w.cmd.Process.Signal(sig))
-		require.Equal(t, roleLeft, exitCode(w.cmd.Wait()), "%s", sig)
+		require.Equal(t, coretest.RoleLeft, coretest.ExitCode(w.cmd.Wait()), "%s", sig)
 		req := w.requestIn(t, r)
 		require.Equal(t, domain.Cancelled, req.State, "%s", sig)
 		require.Equal(t, "its waiter stopped waiting", req.Reason)
 	}
-	line, err := r.Queue()
-	require.NoError(t, err)
-	require.Empty(t, line)
-}
-
-// playRunWaiter is chronos run --wait as the command line runs it — it
-// catches SIGINT, SIGTERM and SIGHUP and passes them to Run, which would
-// send them on to its command — and it signals itself SIGTERM the moment
-// it has joined the line.
-func playRunWaiter(c *Client) int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	_, err := Run(context.Background(), c, RunOptions{
-		Command: []string{"sh", "-c", "echo ran"}, Stdout: os.Stdout, Signals: sigs,
-		Request: Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, Wait: &admission.WaitOptions{},
-		Say: func(format string, _ ...any) {
-			if strings.HasPrefix(format, "waiting in line") {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-				time.Sleep(200 * time.Millisecond) // delivered
-			}
-		},
-	})
-	if errors.Is(err, context.Canceled) {
-		return roleLeft
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return roleFailed
-	}
-	return roleOK
-}
-
-// A signal passed to run --wait as it joins the line takes its request
-// out of the line, and the command never runs. (Listening only once in
-// line, it lost such a signal to main's handler and waited on.)
-func TestRunWaitSignalledAsItJoins(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, testRunWaitSignalledAsItJoins)
-}
-
-func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
-	s := open()
-	r := clientOn(s, nil, root)
-	_, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
-	require.NoError(t, err)
-	cmd := roleCmd(t, "runwait", s.String(), "")
-	var out strings.Builder
-	cmd.Stdout = &out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		require.Equal(t, roleLeft, exitCode(err))
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("run --wait waited on in line after SIGTERM (then killed: %v)", <-done)
-	}
-	require.NotContains(t, out.String(), "ran")
 	line, err := r.Queue()
 	require.NoError(t, err)
 	require.Empty(t, line)
@@ -389,13 +327,13 @@ func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 func TestJoinWaitsOutABusyLedger(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
-	c := clientAt(db, nil, alice)
+	c := clientAt(db, nil, coretest.Alice)
 	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	holder, marker := holdLedger(t, db)
+	holder, marker := coretest.HoldLedger(t, db)
 
-	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &bob})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &coretest.Bob})
 	joined := make(chan error, 1)
 	go func() {
 		_, e, err := quick.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})

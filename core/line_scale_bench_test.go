@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -25,7 +26,7 @@ import (
 // transaction. The baseline, in the same loop, is reading the line alone.
 func BenchmarkLineLayout200(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	r := clientAt(path, nil, root)
+	r := clientAt(path, nil, coretest.Root)
 	for dev := range 2 {
 		for range 4 {
 			if _, err := r.Create(Request{Device: dev, Memory: human.Fraction(0.25), Duration: time.Hour}); err != nil {
@@ -33,7 +34,7 @@ func BenchmarkLineLayout200(b *testing.B) {
 			}
 		}
 	}
-	users := []domain.Identity{alice, bob, {UID: 1003, User: "carol"}}
+	users := []domain.Identity{coretest.Alice, coretest.Bob, {UID: 1003, User: "carol"}}
 	for i := range 200 {
 		dev := 0
 		switch i % 10 {
@@ -92,7 +93,7 @@ func BenchmarkWaiters200(b *testing.B) {
 	}
 	for range b.N {
 		db := filepath.Join(b.TempDir(), "chronos.db")
-		r := clientAt(db, nil, root)
+		r := clientAt(db, nil, coretest.Root)
 		var holders []uint64
 		for range n {
 			p, err := r.Create(Request{Device: 0, Memory: human.Fraction(1 / float64(n)), Duration: time.Hour})
@@ -131,7 +132,7 @@ func BenchmarkWaiters200(b *testing.B) {
 		waiters := make([]*exec.Cmd, n)
 		said := make(chan string, 2*n)
 		for i := range waiters {
-			cmd := roleCmd(b, "wait", db, fmt.Sprint(1/float64(n)))
+			cmd := coretest.RoleCmd(b, "wait", db, fmt.Sprint(1/float64(n)))
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				b.Fatal(err)

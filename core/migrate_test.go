@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -26,7 +27,7 @@ import (
 func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 	t.Helper()
 	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
-	a, r := clientOn(l, clock, alice), clientOn(l, clock, root)
+	a, r := clientOn(l, clock, coretest.Alice), clientOn(l, clock, coretest.Root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
 	p1, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
@@ -47,7 +48,7 @@ func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	f1, f2 := hostFile(t, clock), hostFile(t, clock)
 	before := storetest.Fingerprint(t, f1)
 
@@ -67,7 +68,7 @@ func TestMigrate(t *testing.T) {
 
 	// Read on the clock the files were made on: the 48-hour booking is
 	// live whatever today's date.
-	c := NewClient(Options{Ledger: lab, Devices: testDevices, As: &alice, Host: "gpu4", Clock: clock})
+	c := NewClient(Options{Ledger: lab, Devices: testDevices, As: &coretest.Alice, Host: "gpu4", Clock: clock})
 	all, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, all, 6)
@@ -98,7 +99,7 @@ func TestMigrate(t *testing.T) {
 func TestMigrateLargeLedger(t *testing.T) {
 	t.Parallel()
 	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
-	a := clientOn(l, nil, alice)
+	a := clientOn(l, nil, coretest.Alice)
 	for i := range 130 {
 		p, err := a.Create(Request{Device: i % 2, Memory: human.Fraction(0.001), Duration: time.Hour})
 		require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestMigrateLargeLedger(t *testing.T) {
 	require.Equal(t, 130, rep.Bookings)
 	require.Equal(t, 65, rep.Live)
 	require.Equal(t, 195, rep.Events)
-	live, err := hostClient(lab, "gpu5", alice).List(false)
+	live, err := hostClient(lab, "gpu5", coretest.Alice).List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 65)
 }
@@ -126,13 +127,13 @@ func TestMigrateLargeLedger(t *testing.T) {
 func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	t.Parallel()
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	file := hostFile(t, clock)
-	a := clientOn(file, clock, alice)
+	a := clientOn(file, clock, coretest.Alice)
 	_, err := a.Hold(3, time.Hour, "preprocessing on CPU")
 	require.NoError(t, err)
 	// A past request: bob waited, then left the line.
-	b := clientOn(file, clock, bob)
+	b := clientOn(file, clock, coretest.Bob)
 	held, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
@@ -143,14 +144,14 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	_, err = b.Release(held.ID)
 	require.NoError(t, err)
 	// Bob has used GPU time in the lab before (another host).
-	other := hostClient(lab, "gpu1", bob)
+	other := hostClient(lab, "gpu1", coretest.Bob)
 	other.clock = clock
 	p, err := other.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
 	_, err = other.Release(p.ID)
 	require.NoError(t, err)
-	before := usageOf(t, lab, bob.UID)
+	before := usageOf(t, lab, coretest.Bob.UID)
 
 	rep, err := Migrate(context.Background(), file, lab, "gpu3")
 	require.NoError(t, err)
@@ -160,12 +161,12 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.Equal(t, 1, rep.Held, "bob's 20 minutes count toward hours quotas in the lab")
 	require.Equal(t, 1, rep.Users)
 	hold := rep.IDs[3]
-	in := hostClient(lab, "gpu3", alice)
+	in := hostClient(lab, "gpu3", coretest.Alice)
 	in.clock = clock
 	u, err := in.BookingUsage(hold)
 	require.NoError(t, err)
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
-	require.Greater(t, usageOf(t, lab, bob.UID), before, "bob's use on the file adds to his use in the lab")
+	require.Greater(t, usageOf(t, lab, coretest.Bob.UID), before, "bob's use on the file adds to his use in the lab")
 
 	out := bolt.New(filepath.Join(t.TempDir(), "back.db"))
 	back, err := Migrate(context.Background(), lab, out, "gpu3")
@@ -174,7 +175,7 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.Equal(t, "file", back.To)
 	require.Equal(t, 4, back.Bookings, "gpu3's bookings, not gpu1's")
 	require.Equal(t, 1, back.Requests)
-	mine := clientOn(out, clock, alice)
+	mine := clientOn(out, clock, coretest.Alice)
 	live, err := mine.List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 1, "alice's 48-hour booking; the rest ended")
@@ -208,9 +209,9 @@ func usageOf(t *testing.T, s storage.Store, uid int) float64 {
 // booking there. Nothing is written; the message says what to do.
 func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	file := hostFile(t, clock)
-	b := clientOn(file, clock, bob)
+	b := clientOn(file, clock, coretest.Bob)
 	_, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})

@@ -100,10 +100,6 @@ const attributionWindow = 24 * time.Hour
 // errorRepeat is how often a monitor reports an error that persists.
 const errorRepeat = time.Minute
 
-// maxSleep bounds every wait, so that a step of the wall clock (NTP) is
-// noticed within a second: deadlines are wall-clock instants.
-const maxSleep = time.Second
-
 // Monitor makes expiry happen: it flips bookings past their deadline to
 // expired, records warnings before the end, and applies the enforcement
 // policy to GPU processes. Any number of monitors may run on one ledger (every
@@ -223,11 +219,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 				lastErr, lastErrAt = msg, now
 			}
 			if !next.After(now) {
-				next = now.Add(maxSleep)
+				next = now.Add(clock.MaxSleep)
 			}
 		}
 		m.lastErr = err
-		wait := min(max(clock.Until(m.c.clock, next), 0), maxSleep)
+		wait := min(max(clock.Until(m.c.clock, next), 0), clock.MaxSleep)
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -764,7 +760,7 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 			p := byID[a.Partition]
 			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, human.FormatBytes(p.Bytes)), domain.EventOverBudget
 			if action == admission.ActWarn {
-				note(pendingNotice{key: claimKey(claimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventOverBudget,
+				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, human.FormatBytes(a.MemoryUsed), reason)}})
 			}
 		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != admission.ActOff:
@@ -774,14 +770,14 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 			}
 			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), domain.EventUnbooked
 			if action == admission.ActWarn {
-				note(pendingNotice{key: claimKey(claimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventUnbooked,
+				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, human.FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
 		if action != admission.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
-		term, kill := claimKey(claimTerm, a.PID, a.StartTime), claimKey(claimKill, a.PID, a.StartTime)
+		term, kill := domain.ClaimKey(domain.ClaimTerm, a.PID, a.StartTime), domain.ClaimKey(domain.ClaimKill, a.PID, a.StartTime)
 		tc, termed := claims[term]
 		kc, killed := claims[kill]
 		switch {
@@ -881,7 +877,7 @@ func (m *Monitor) signal(plans []signalPlan, sent []Act) error {
 // nextWake is the earliest of: the next deadline, the next warning, the
 // next sample (when processes are watched) and the next SIGKILL due.
 func (m *Monitor) nextWake(parts []domain.Partition, claims map[string]domain.Claim, pol domain.Policy, now time.Time) time.Time {
-	next := now.Add(maxSleep)
+	next := now.Add(clock.MaxSleep)
 	consider := func(t time.Time) {
 		if t.Before(next) {
 			next = t
@@ -900,7 +896,7 @@ func (m *Monitor) nextWake(parts []domain.Partition, claims map[string]domain.Cl
 		consider(m.nextSample)
 	}
 	for key, c := range claims {
-		if claimTerm.is(key) && !c.NeedsRoot {
+		if domain.ClaimTerm.Is(key) && !c.NeedsRoot {
 			if t := c.At.Add(pol.Grace); t.After(now) {
 				consider(t)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -25,23 +26,23 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, CurrentIdentity(), clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
-	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
 
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
 	_, err = m.Tick() // reads the ledger while it is free
 	require.NoError(t, err)
 
-	holder, marker := holdLedger(t, db)
+	holder, marker := coretest.HoldLedger(t, db)
 	clk.Set(p.Expires)
 	_, err = m.Tick()
 	require.ErrorIs(t, err, storage.ErrBusy)
-	ws := waitStatus(t, proc, 5*time.Second)
+	ws := coretest.WaitStatus(t, proc, 5*time.Second)
 	require.True(t, ws.Signaled())
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	signalled := func() (n int, detail string) {
@@ -89,12 +90,12 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	c := simClient(t, &bolt.Ledger{Path: db, Timeout: time.Minute}, sim, CurrentIdentity(), clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
-	sim.Attach(idleGPU, proc.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
 	for range 2 { // the second finds nothing to write: its snapshot is kept
@@ -105,7 +106,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	// At the deadline nothing has changed in the ledger: the pass acts on
 	// the snapshot it has, as a running monitor does, and its
 	// transaction waits for the file another process holds.
-	holder, marker := holdLedger(t, db)
+	holder, marker := coretest.HoldLedger(t, db)
 	clk.Set(p.Expires)
 	timers := clk.Timers()
 	ticked := make(chan error, 1)
@@ -117,7 +118,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	default:
 	}
 	clk.Advance(termPatience)
-	ws := waitStatus(t, proc, 10*time.Second)
+	ws := coretest.WaitStatus(t, proc, 10*time.Second)
 	require.True(t, ws.Signaled())
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	select {

@@ -27,9 +27,6 @@ import (
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-// idleGPU is the simulated device with no made-up workload on it.
-const idleGPU = 3
-
 func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who domain.Identity, clk clock.Clock) *Client {
 	t.Helper()
 	return NewClient(Options{Ledger: s, As: &who, Clock: clk, Devices: func() (Listing, error) {
@@ -74,8 +71,8 @@ func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 }
 
 func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	var log actLog
@@ -113,8 +110,8 @@ func TestMonitorWakesAtTheDeadline(t *testing.T) {
 }
 
 func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &domain.Policy{Expiry: admission.ActTerminate, WarnLead: 0, Grace: time.Second}})
@@ -140,18 +137,6 @@ func startChild(t *testing.T, partition uint64, script string, env ...string) *e
 	return cmd
 }
 
-func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitStatus {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(within):
-		t.Fatalf("process %d still running after %s", cmd.Process.Pid, within)
-	}
-	return cmd.ProcessState.Sys().(syscall.WaitStatus)
-}
-
 // At expiry a booking's process gets SIGTERM; one that ignores it gets
 // SIGKILL after the grace period.
 func TestMonitorTerminatesThenKills(t *testing.T) {
@@ -162,12 +147,12 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, open(), sim, CurrentIdentity(), nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
 	stubborn := startChild(t, p.ID, `trap "" TERM; while :; do sleep 0.05; done`)
-	sim.Attach(idleGPU, polite.Process.Pid, 1<<30)
-	sim.Attach(idleGPU, stubborn.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, polite.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
 	pol := admission.DefaultPolicy()
@@ -177,10 +162,10 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	defer cancel()
 	go m.Run(ctx)
 
-	ws := waitStatus(t, polite, 3*time.Second)
+	ws := coretest.WaitStatus(t, polite, 3*time.Second)
 	require.True(t, ws.Signaled())
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
-	ws = waitStatus(t, stubborn, 3*time.Second)
+	ws = coretest.WaitStatus(t, stubborn, 3*time.Second)
 	require.True(t, ws.Signaled())
 	require.Equal(t, syscall.SIGKILL, ws.Signal())
 
@@ -205,10 +190,10 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	s := open()
 	me := CurrentIdentity()
 	c := simClient(t, s, sim, me, nil)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	hog := startChild(t, p.ID, "sleep 60")
-	sim.Attach(idleGPU, hog.Process.Pid, 3<<30)
+	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 3<<30)
 
 	var log actLog
 	warnOnly := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActWarn, Unbooked: admission.ActWarn, Grace: time.Second, MaxLength: time.Hour}
@@ -235,20 +220,20 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	pipeDir := t.TempDir()
 	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
-	sim.Attach(idleGPU, limited.Process.Pid, 3<<30)
+	sim.Attach(coretest.IdleGPU, limited.Process.Pid, 3<<30)
 	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
 	strict := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }, OnAct: log.add})
 	_, err = strict.Tick()
 	require.NoError(t, err)
-	ws := waitStatus(t, hog, 2*time.Second)
+	ws := coretest.WaitStatus(t, hog, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
-	require.True(t, alive(limited))
+	require.True(t, coretest.Alive(limited))
 
 	// Under a daemon of someone else's, the limit holds nothing.
 	mps.Owner = me.UID + 1
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }}).Tick()
 	require.NoError(t, err)
-	ws = waitStatus(t, limited, 2*time.Second)
+	ws = coretest.WaitStatus(t, limited, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 }
 
@@ -262,8 +247,8 @@ func TestManyMonitorsExpireEachOnce(t *testing.T) {
 func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
-	clk := newFakeClock()
-	c := clientOn(s, clk, alice)
+	clk := coretest.NewFakeClock()
+	c := clientOn(s, clk, coretest.Alice)
 	const n = 200
 	ids := map[uint64]bool{}
 	var first, last time.Time
@@ -287,7 +272,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	start := time.Now()
 	var monitors []*exec.Cmd
 	for range 3 {
-		cmd := roleCmd(t, "monitor", db, strings.Join(passes, ","))
+		cmd := coretest.RoleCmd(t, "monitor", db, strings.Join(passes, ","))
 		require.NoError(t, cmd.Start())
 		monitors = append(monitors, cmd)
 	}
@@ -320,7 +305,7 @@ func TestUnprivilegedMonitorLeavesActToRoot(t *testing.T) {
 }
 
 func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener) {
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 
 	s := open()
 	if _, ok := s.(*bolt.Ledger); ok {
@@ -332,8 +317,8 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	// machine gets round to them: the warning lead of a 1 s booking is a
 	// tenth of it, a window a real-time monitor may miss.
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(t, s, sim, root, clk)
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
+	c := simClient(t, s, sim, coretest.Root, clk)
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	if _, ok := s.(*bolt.Ledger); ok {
 		require.NoError(t, os.Chmod(db, 0o666))
@@ -344,7 +329,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	// past the deadline: it warns, expires the booking and tries to signal.
 	passes := p.Expires.Add(-10*time.Millisecond).Format(time.RFC3339Nano) + "," + p.Expires.Format(time.RFC3339Nano)
 	mon := exec.Command(bin, "-test.run=^$")
-	mon.Env = roleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
+	mon.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+passes,
 		"CHRONOS_TEST_ATTACH="+strconv.Itoa(victim.Process.Pid))
 	mon.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	mon.Stderr = os.Stderr
@@ -352,12 +337,12 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	require.Nil(t, victim.ProcessState)
 	require.Equal(t, []string{"created", "warned", "expired", "denied"}, eventKinds(t, c, p.ID))
 
-	sim.Attach(idleGPU, victim.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, victim.Process.Pid, 1<<30)
 	clk.Set(p.Expires)
 	rootMon := NewMonitor(c, MonitorOptions{Backend: sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
-	ws := waitStatus(t, victim, 2*time.Second)
+	ws := coretest.WaitStatus(t, victim, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
@@ -373,8 +358,8 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 }
 
 func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Policy: &domain.Policy{Expiry: admission.ActTerminate, MaxLength: 24 * time.Hour}})
@@ -405,8 +390,8 @@ func TestMonitorExpiresManyAtOnce(t *testing.T) {
 }
 
 func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 	const n = 150
 	for i := range n {
 		_, err := c.Create(Request{Device: i % 2, Memory: human.Fraction(0.005), Duration: time.Hour})
@@ -440,8 +425,8 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 // A warning less than a second before the end says so, never "ends in 0s".
 func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	clock := coretest.NewFakeClock()
+	c := newTestClient(t, clock, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3 * time.Second})
 	require.NoError(t, err)
 	var log actLog
@@ -484,15 +469,15 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 		t.Skip("needs root to start a process as nobody")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storetest.Bolt(t)(), sim, root, nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour, For: "daemon"})
+	c := simClient(t, storetest.Bolt(t)(), sim, coretest.Root, nil)
+	_, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour, For: "daemon"})
 	require.NoError(t, err)
 	stray := exec.Command("sleep", "60")
 	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	require.NoError(t, stray.Start())
 	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
 	require.Eventually(t, func() bool { info, err := gpu.ReadProc(stray.Process.Pid); return err == nil && info.UID == 65534 }, 2*time.Second, 5*time.Millisecond)
-	sim.Attach(idleGPU, stray.Process.Pid, 2<<30)
+	sim.Attach(coretest.IdleGPU, stray.Process.Pid, 2<<30)
 
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
 	require.NoError(t, err)
@@ -514,7 +499,7 @@ func TestMonitorAccountsManyBookings(t *testing.T) {
 }
 
 func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	me := CurrentIdentity()
 	c := NewClient(Options{Ledger: open(), As: &me, Clock: clock, Devices: simDevices(sim)})
@@ -551,7 +536,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := simClient(t, storetest.Bolt(t)(), sim, CurrentIdentity(), nil)
-	_, err := c.Create(Request{Device: idleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
+	_, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 
 	// Root's programs named as MPS's: a control daemon (a copy of sh) that
@@ -583,7 +568,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 		return true
 	}, 5*time.Second, 5*time.Millisecond)
 	t.Cleanup(func() { _ = server.Kill() })
-	sim.Attach(idleGPU, server.Pid, 3<<30) // more than the booking holds
+	sim.Attach(coretest.IdleGPU, server.Pid, 3<<30) // more than the booking holds
 
 	terminate := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
@@ -17,8 +18,8 @@ import (
 // 5m" with 5 minutes left, time enough to act.
 func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock()
-	c := newTestClient(t, clk, alice)
+	clk := coretest.NewFakeClock()
+	c := newTestClient(t, clk, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{})
@@ -44,9 +45,9 @@ func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 // someone else.
 func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock()
+	clk := coretest.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	a, b, r := clientAt(path, clk, alice), clientAt(path, clk, bob), clientAt(path, clk, root)
+	a, b, r := clientAt(path, clk, coretest.Alice), clientAt(path, clk, coretest.Bob), clientAt(path, clk, coretest.Root)
 	mine, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	bobs, err := b.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})

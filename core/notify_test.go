@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -181,7 +182,7 @@ func (h *hook) received() []notice.WebhookBody {
 func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	t.Parallel()
 	h := newHook(t)
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	r.c.notify = notifyFileFor(t, h.URL)
 	pol := ladderPolicy(admission.ReclaimAlways)
@@ -243,7 +244,7 @@ func TestWebhookRefusals(t *testing.T) {
 // it; another user's app does not.
 func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	t.Parallel()
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	recorder := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
 
@@ -257,7 +258,7 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 			seen[who.User] = append(seen[who.User], n)
 		}})
 	}
-	alices, bobs := app(alice), app(bob)
+	alices, bobs := app(coretest.Alice), app(coretest.Bob)
 	r.run(2*time.Minute, 10*time.Second, recorder, alices, bobs)
 	r.run(10*time.Second, 10*time.Second, recorder, alices, bobs)
 	mu.Lock()
@@ -267,6 +268,6 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	n := seen["alice"][0]
 	require.Equal(t, domain.EventIdle, n.Kind)
 	require.Equal(t, id, n.Partition)
-	require.Equal(t, idleGPU, n.Device)
+	require.Equal(t, coretest.IdleGPU, n.Device)
 	require.Contains(t, n.String(), "booking #1 of alice (GPU 3): idle on GPU 3 and may be released")
 }

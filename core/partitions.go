@@ -133,7 +133,7 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 	if err := checkGPUs(req); err != nil {
 		return nil, err
 	}
-	host, err := c.gpuHost(req.Host)
+	host, err := c.GPUHost(req.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -341,10 +341,10 @@ func InventoryOf(backend string, devs []gpu.Device, now time.Time) domain.Invent
 	return inv
 }
 
-// gpuHost resolves the host a request names: none, or this host's own
+// GPUHost resolves the host a request names: none, or this host's own
 // name, is this host; another name is that host's GPU, which only a ledger
 // many hosts share holds.
-func (c *Client) gpuHost(host string) (string, error) {
+func (c *Client) GPUHost(host string) (string, error) {
 	switch {
 	case host == "" || host == c.host:
 		return c.host, nil
@@ -462,9 +462,9 @@ func getPartition(tx *storage.Tx, id uint64) (domain.Partition, error) {
 	return p, err
 }
 
-// mine fetches a live or upcoming partition the client may change: its
+// Mine fetches a live or upcoming partition the client may change: its
 // owner's, or any for root.
-func (c *Client) mine(tx *storage.Tx, id uint64, verb string) (domain.Partition, error) {
+func (c *Client) Mine(tx *storage.Tx, id uint64, verb string) (domain.Partition, error) {
 	p, err := getPartition(tx, id)
 	if err != nil {
 		return p, err
@@ -490,13 +490,13 @@ func (c *Client) Release(id uint64) (Partition, error) {
 	var more bool
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		if p, err = c.mine(tx, id, "release"); err != nil {
+		if p, err = c.Mine(tx, id, "release"); err != nil {
 			return err
 		}
 		if err := endBooking(tx, &p, domain.Released, c.now(), ledgerPolicy(tx)); err != nil {
 			return err
 		}
-		if err := c.event(tx, domain.EventReleased, p, ""); err != nil {
+		if err := c.RecordEvent(tx, domain.EventReleased, p, ""); err != nil {
 			return err
 		}
 		more, err = c.placeLine(tx)
@@ -533,7 +533,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 	var p domain.Partition
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		if p, err = c.mine(tx, id, "extend"); err != nil {
+		if p, err = c.Mine(tx, id, "extend"); err != nil {
 			return err
 		}
 		now := c.now()
@@ -572,7 +572,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 		if err := tx.PutPartition(&p); err != nil {
 			return err
 		}
-		return c.event(tx, domain.EventExtended, p, human.FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
+		return c.RecordEvent(tx, domain.EventExtended, p, human.FormatDuration(d)+" more, until "+expires.UTC().Format(time.RFC3339))
 	})
 	return c.wrap(p), err
 }
@@ -649,7 +649,7 @@ func (c *Client) Available(device int) ([]Availability, error) {
 // AvailableOn says how much of every device (device < 0) or one device of
 // host ("": this host) is free.
 func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
-	host, err := c.gpuHost(host)
+	host, err := c.GPUHost(host)
 	if err != nil {
 		return nil, err
 	}

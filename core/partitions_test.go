@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -20,8 +21,8 @@ func TestCreateListReleaseExtend(t *testing.T) {
 }
 
 func testCreateListReleaseExtend(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
@@ -91,8 +92,8 @@ func TestTimeIsTheTruth(t *testing.T) {
 }
 
 func testTimeIsTheTruth(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	c := clientOn(open(), clock, alice)
+	clock := coretest.NewFakeClock()
+	c := clientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Minute})
 	require.NoError(t, err)
 
@@ -126,7 +127,7 @@ func TestAdmissionAddsUpExactly(t *testing.T) {
 }
 
 func testAdmissionAddsUpExactly(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, alice)
+	c := clientOn(open(), nil, coretest.Alice)
 	// Ten 10% bookings fill a device exactly, however the floats round.
 	for i := range 10 {
 		_, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
@@ -145,11 +146,11 @@ func TestRefusalsLeaveLedgerUnchanged(t *testing.T) {
 }
 
 func testRefusalsLeaveLedgerUnchanged(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	s := open()
-	a := clientOn(s, clock, alice)
-	b := clientOn(open(), clock, bob)
-	r := clientOn(open(), clock, root)
+	a := clientOn(s, clock, coretest.Alice)
+	b := clientOn(open(), clock, coretest.Bob)
+	r := clientOn(open(), clock, coretest.Root)
 	mine, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	old, err := a.Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Minute})
@@ -228,9 +229,9 @@ func TestRootMayActForOthers(t *testing.T) {
 }
 
 func testRootMayActForOthers(t *testing.T, open storetest.Opener) {
-	clock := newFakeClock()
-	a := clientOn(open(), clock, alice)
-	r := clientOn(open(), clock, root)
+	clock := coretest.NewFakeClock()
+	a := clientOn(open(), clock, coretest.Alice)
+	r := clientOn(open(), clock, coretest.Root)
 	p, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = r.Extend(p.ID, time.Hour)
@@ -249,7 +250,7 @@ func TestPolicy(t *testing.T) {
 }
 
 func testPolicy(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, root)
+	c := clientOn(open(), nil, coretest.Root)
 	p, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, admission.DefaultPolicy(), p)
@@ -288,7 +289,7 @@ func TestInventoryIsCachedOnce(t *testing.T) {
 
 func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	calls := 0
-	c := NewClient(Options{Ledger: open(), As: &alice, Devices: func() (Listing, error) {
+	c := NewClient(Options{Ledger: open(), As: &coretest.Alice, Devices: func() (Listing, error) {
 		calls++
 		return testDevices()
 	}})
@@ -298,7 +299,7 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 	}
 	require.Equal(t, 1, calls)
 
-	failing := NewClient(Options{Ledger: storetest.Bolt(t)(), As: &alice,
+	failing := NewClient(Options{Ledger: storetest.Bolt(t)(), As: &coretest.Alice,
 		Devices: func() (Listing, error) { return Listing{}, errors.New("NVML: no driver") }})
 	_, err := failing.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.ErrorContains(t, err, "list GPUs: NVML: no driver")
@@ -307,10 +308,10 @@ func testInventoryIsCachedOnce(t *testing.T, open storetest.Opener) {
 // A refusal says who holds the GPU and until when, and which GPUs have room.
 func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	a := clientAt(path, clock, alice)
-	b := clientAt(path, clock, bob)
+	a := clientAt(path, clock, coretest.Alice)
+	b := clientAt(path, clock, coretest.Bob)
 	first, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	second, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: 3 * 24 * time.Hour})
@@ -338,7 +339,7 @@ func TestOverbookedNamesHoldersAndRoom(t *testing.T) {
 // "100% free, 100% asked", and `available` must not promise 100% either.
 func TestFreeShareIsShownAsCompared(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, alice)
+	c := newTestClient(t, nil, coretest.Alice)
 	_, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.000001), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = c.Create(Request{Device: 1, Memory: human.Fraction(1), Duration: time.Hour})

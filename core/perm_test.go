@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -32,7 +33,7 @@ func TestPerUserLedgerModes(t *testing.T) {
 	path, err := LedgerPath("")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(state, "chronos", "chronos.db"), path)
-	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice})
+	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Alice})
 	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
@@ -73,8 +74,8 @@ func TestInitSharedModes(t *testing.T) {
 	require.NoError(t, err)
 	// Root writes first, as `init` does (and records the simulated GPUs,
 	// which a member may not in a shared ledger); then a member books.
-	require.NoError(t, NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &root}).SaveInventory(simInventory(2, testGPUMemory, time.Now())))
-	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &alice})
+	require.NoError(t, NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Root}).SaveInventory(simInventory(2, coretest.TestGPUMemory, time.Now())))
+	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Alice})
 	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 

@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -23,15 +24,15 @@ import (
 // idle simulated GPU, read by a monitor, which stores the reading.
 func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, root, clock)
+	c := simClient(t, bolt.New(path), sim, coretest.Root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 
 	// Before any reading, nothing is known and nothing is claimed.
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 	require.Contains(t, p.Room.Room(), "physically free memory unknown")
@@ -41,12 +42,12 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	hog := exec.Command("sleep", "60")
 	require.NoError(t, hog.Start())
 	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-	sim.Attach(idleGPU, hog.Process.Pid, 34<<30)
+	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 34<<30)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
 	_, err = m.Tick()
 	require.NoError(t, err)
 
-	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err, "admission counts booked shares")
 	require.True(t, p.Room.Physical.Known)
 	require.Equal(t, uint64(46<<30), p.Room.Physical.Free)
@@ -58,19 +59,19 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	// Root turns the warning into a refusal; what fits is still admitted.
 	_, err = c.SetPolicy([]string{"admit=physical"})
 	require.NoError(t, err)
-	before := fileBytes(t, path)
-	_, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	before := coretest.FileBytes(t, path)
+	_, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrMemoryInUse)
 	require.ErrorContains(t, err, "only 46.0 GiB of GPU 3 is physically free")
-	require.Equal(t, before, fileBytes(t, path), "a refusal changes nothing")
-	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(40 << 30), Duration: time.Hour})
+	require.Equal(t, before, coretest.FileBytes(t, path), "a refusal changes nothing")
+	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(40 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, p.Release())
 
 	// A reading nobody renews goes stale: then the figure is unknown, and
 	// admission falls back to booked shares.
 	clock.Advance(admission.ReadingFreshFor + time.Second)
-	p, err = c.Create(Request{Device: idleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 }
@@ -79,11 +80,11 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 // seconds) and renews it every minute; otherwise a pass writes nothing.
 func TestReadingsAreStoredSparingly(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	still := clock.Now()
 	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, root, clock)
+	c := simClient(t, bolt.New(path), sim, coretest.Root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := NewMonitor(c, MonitorOptions{Backend: sim})
@@ -107,18 +108,18 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	require.Len(t, first, 4)
 	require.Equal(t, clock.Now(), first[0].Time)
 
-	unchanged := fileBytes(t, path)
+	unchanged := coretest.FileBytes(t, path)
 	tick(time.Second)
-	require.Equal(t, unchanged, fileBytes(t, path), "nothing changed: nothing written")
+	require.Equal(t, unchanged, coretest.FileBytes(t, path), "nothing changed: nothing written")
 
 	hog := exec.Command("sleep", "60")
 	require.NoError(t, hog.Start())
 	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-	sim.Attach(idleGPU, hog.Process.Pid, 10<<30)
+	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 10<<30)
 	tick(time.Second)
 	require.Equal(t, first[0].Time, stored()[0].Time, "a change within seconds of the last write waits")
 	tick(admission.ReadingMinGap)
-	require.Equal(t, uint64(10<<30), stored()[idleGPU].MemoryUsed)
+	require.Equal(t, uint64(10<<30), stored()[coretest.IdleGPU].MemoryUsed)
 
 	renewed := stored()[0].Time
 	tick(admission.ReadingHeartbeat - time.Second)
@@ -133,7 +134,7 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, root, nil)
+	c := simClient(t, bolt.New(path), sim, coretest.Root, nil)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	db, err := bbolt.Open(path, 0o600, nil)
@@ -143,12 +144,12 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 
-	p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
 	require.NoError(t, err)
-	avail, err := c.Available(idleGPU)
+	avail, err := c.Available(coretest.IdleGPU)
 	require.NoError(t, err)
 	require.True(t, avail[0].Physical.Known)
 }

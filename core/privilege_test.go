@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/coretest"
 )
 
 // asUser runs cmd as uid (its primary group the same number), with no
@@ -22,7 +24,7 @@ func asUser(cmd *exec.Cmd, uid int) {
 func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 	t.Helper()
 	cmd := exec.Command(prefix[0], append(prefix[1:], bin, "-test.run=^$")...)
-	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=whoami")
+	cmd.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=whoami")
 	if uid != 0 {
 		asUser(cmd, uid)
 	}
@@ -52,7 +54,7 @@ func TestRealRootIsNotFooledByAUserNamespace(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
 	needUserNamespaces(t, nobody)
-	_, bin := otherUserDir(t)
+	_, bin := coretest.OtherUserDir(t)
 	require.Equal(t, "true 0", whoami(t, bin, 0, "env"), "root, on the host")
 	require.Equal(t, "false 0", whoami(t, bin, 0, "unshare", "-r"), "root inside its own user namespace")
 	require.Equal(t, "false "+strconv.Itoa(nobody), whoami(t, bin, nobody, "unshare", "-r"), "a member inside unshare -r")

@@ -33,9 +33,6 @@ import (
 // with CHRONOS_TEST_ROLE set, so the processes that race are real OS
 // processes with their own locks, as in production.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "signal-logger" {
-		os.Exit(signalLogger(os.Args[2]))
-	}
 	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
 	}
@@ -44,37 +41,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Exit statuses of a role process.
-const (
-	roleOK         = 0
-	roleFailed     = 1
-	roleOverbooked = 3
-	roleNotOwner   = 4
-)
-
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {
-	c := NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
+	c := NewClient(Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
 		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
 		_, err := c.Create(Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
 		if errors.Is(err, domain.ErrOverbooked) {
-			return roleOverbooked
+			return coretest.RoleOverbooked
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 	case "release":
 		id, _ := strconv.ParseUint(arg, 10, 64)
 		_, err := c.Release(id)
 		if errors.Is(err, domain.ErrNotOwner) {
-			return roleNotOwner
+			return coretest.RoleNotOwner
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 	case "churn":
 		// Write for ever; the test kills us at a random point.
@@ -82,12 +71,12 @@ func playRole(role, db, arg string) int {
 			p, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
-				return roleFailed
+				return coretest.RoleFailed
 			}
 			if p.ID%2 == 0 {
 				if _, err := c.Release(p.ID); err != nil {
 					fmt.Fprintln(os.Stderr, err)
-					return roleFailed
+					return coretest.RoleFailed
 				}
 			}
 		}
@@ -108,7 +97,7 @@ func playRole(role, db, arg string) int {
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 	case "monitor":
 		// A monitor, with real processes named in CHRONOS_TEST_ATTACH shown
@@ -123,7 +112,7 @@ func playRole(role, db, arg string) int {
 				t, err := time.Parse(time.RFC3339Nano, f)
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
-					return roleFailed
+					return coretest.RoleFailed
 				}
 				at = append(at, t)
 			}
@@ -131,17 +120,17 @@ func playRole(role, db, arg string) int {
 		var fake *clock.Fake
 		if at != nil {
 			fake = clock.NewFake(at[0])
-			c = NewClient(Options{Ledger: openSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
+			c = NewClient(Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
 		}
 		sim := gpu.NewSim(gpu.SimOptions{})
 		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
 		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
 			pid, _ := strconv.Atoi(f)
-			sim.Attach(idleGPU, pid, 1<<30)
+			sim.Attach(coretest.IdleGPU, pid, 1<<30)
 		}
 		m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: func(a Act) {
 			if a.Kind == "error" {
@@ -153,7 +142,7 @@ func playRole(role, db, arg string) int {
 			defer cancel()
 			if err := m.Run(ctx); err != nil {
 				fmt.Fprintln(os.Stderr, err)
-				return roleFailed
+				return coretest.RoleFailed
 			}
 			break
 		}
@@ -180,10 +169,6 @@ func playRole(role, db, arg string) int {
 		fmt.Println(proc.RealRoot(), CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
-	case "runwait":
-		return playRunWaiter(c)
-	case "uncaught":
-		return playUncaught(c, arg)
 	case "sleep":
 		// Stand in for a GPU job (or a daemon: the binary may be copied
 		// under another name) until killed or arg passes.
@@ -196,58 +181,18 @@ func playRole(role, db, arg string) int {
 		fifo := arg + ".fifo"
 		if err := unix.Mkfifo(fifo, 0o666); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return roleFailed
+			return coretest.RoleFailed
 		}
 		for {
 			if err := unix.Renameat2(unix.AT_FDCWD, arg, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
 				fmt.Fprintln(os.Stderr, err)
-				return roleFailed
+				return coretest.RoleFailed
 			}
 		}
 	default:
-		return roleFailed
+		return coretest.RoleFailed
 	}
-	return roleOK
-}
-
-// roleEnv is this process's environment and extra, for the test binary
-// started again to play a role. Under -race its exit would sleep a second
-// (GORACE's atexit_sleep_ms) for racing goroutines to be caught: a role's
-// have all ended by then, and tests wait for many roles' exits.
-func roleEnv(extra ...string) []string {
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	return append(append(os.Environ(), "GORACE="+gorace), extra...)
-}
-
-func roleCmd(t testing.TB, role, db, arg string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = roleEnv("CHRONOS_TEST_ROLE="+role, "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+arg)
-	cmd.Stderr = os.Stderr
-	return cmd
-}
-
-// holdLedger starts a process that takes the ledger's write lock and
-// returns once it has it; it lets go when marker+".go" appears.
-func holdLedger(t *testing.T, db string) (holder *exec.Cmd, marker string) {
-	t.Helper()
-	marker = filepath.Join(filepath.Dir(db), "hold")
-	holder = roleCmd(t, "hold", db, marker)
-	require.NoError(t, holder.Start())
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	require.Eventually(t, func() bool { _, err := os.Stat(marker + ".held"); return err == nil }, 10*time.Second, 5*time.Millisecond)
-	return holder, marker
-}
-
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
+	return coretest.RoleOK
 }
 
 // Sixteen processes race to book 10% of one GPU each: exactly ten win.
@@ -262,7 +207,7 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 	const n = 16
 	cmds := make([]*exec.Cmd, n)
 	for i := range cmds {
-		cmds[i] = roleCmd(t, "book", db, "")
+		cmds[i] = coretest.RoleCmd(t, "book", db, "")
 	}
 	// Start them all before waiting on any, so they really overlap.
 	for _, cmd := range cmds {
@@ -270,11 +215,11 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 	}
 	codes := map[int]int{}
 	for _, cmd := range cmds {
-		codes[exitCode(cmd.Wait())]++
+		codes[coretest.ExitCode(cmd.Wait())]++
 	}
-	require.Equal(t, map[int]int{roleOK: 10, roleOverbooked: 6}, codes)
+	require.Equal(t, map[int]int{coretest.RoleOK: 10, coretest.RoleOverbooked: 6}, codes)
 
-	c := clientOn(openSpec(db), nil, alice)
+	c := clientOn(coretest.OpenSpec(db), nil, coretest.Alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, parts, 10)
@@ -306,7 +251,7 @@ func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for i := range rounds {
-		cmd := roleCmd(t, "churn", db, "")
+		cmd := coretest.RoleCmd(t, "churn", db, "")
 		cmd.Stderr = nil
 		require.NoError(t, cmd.Start())
 		// The role starts in a few ms; then it writes about once a ms.
@@ -331,7 +276,7 @@ func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 // has the event of its creation (the two are written in one transaction).
 func requireWhole(t *testing.T, db string) {
 	t.Helper()
-	c := clientOn(openSpec(db), nil, alice)
+	c := clientOn(coretest.OpenSpec(db), nil, coretest.Alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	evs, err := c.Events(0, 0)
@@ -360,7 +305,7 @@ func requireWhole(t *testing.T, db string) {
 // can write the file.
 func TestOtherUserCannotRelease(t *testing.T) {
 	t.Parallel()
-	dir, bin := otherUserDir(t)
+	dir, bin := coretest.OtherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
 	owner := clientAt(db, nil, domain.Identity{UID: 0, User: "root"})
@@ -369,9 +314,9 @@ func TestOtherUserCannotRelease(t *testing.T) {
 	require.NoError(t, os.Chmod(db, 0o666))
 
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = roleEnv("CHRONOS_TEST_ROLE=release", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+strconv.FormatUint(p.ID, 10))
+	cmd.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=release", "CHRONOS_TEST_DB="+db, "CHRONOS_TEST_ARG="+strconv.FormatUint(p.ID, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	require.Equal(t, roleNotOwner, exitCode(cmd.Run()))
+	require.Equal(t, coretest.RoleNotOwner, coretest.ExitCode(cmd.Run()))
 
 	got, err := owner.Get(p.ID)
 	require.NoError(t, err)
@@ -385,14 +330,14 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
-	c := clientAt(db, nil, alice)
+	c := clientAt(db, nil, coretest.Alice)
 	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
-	holder, marker := holdLedger(t, db)
+	holder, marker := coretest.HoldLedger(t, db)
 	require.NoError(t, holder.Process.Signal(syscall.SIGSTOP))
 
-	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &alice})
+	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &coretest.Alice})
 	for name, op := range map[string]func() error{
 		"create": func() error {
 			_, err := quick.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
@@ -423,23 +368,4 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	evs, err := quick.Events(0, 0)
 	require.NoError(t, err)
 	require.Equal(t, domain.EventKind("held"), evs[1].Kind, "the stopped process's transaction committed once it ran again")
-}
-
-// otherUserDir skips unless the test runs as root; else it makes a directory
-// every user may write, with a copy of the test binary in it, so that a
-// process started as another uid can reach both.
-func otherUserDir(t *testing.T) (dir, bin string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a second process as another uid")
-	}
-	dir, err := os.MkdirTemp("", "chronos-uid-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin = filepath.Join(dir, "role")
-	data, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	coretest.WriteExecutable(t, bin, data)
-	return dir, bin
 }

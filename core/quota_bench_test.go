@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 )
@@ -19,7 +20,7 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "chronos.db")
 	at := time.Now().Add(-7 * 24 * time.Hour)
 	clock := clock.NewFake(at)
-	users := []domain.Identity{alice, bob, root, {UID: 1003, User: "carol"}}
+	users := []domain.Identity{coretest.Alice, coretest.Bob, coretest.Root, {UID: 1003, User: "carol"}}
 	for i := range 2000 {
 		c := clientAt(path, clock, users[i%len(users)])
 		p, err := c.Create(Request{Device: i % 2, Memory: human.Fraction(0.1), Duration: time.Hour})
@@ -31,7 +32,7 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	admin := clientAt(path, nil, root)
+	admin := clientAt(path, nil, coretest.Root)
 	create := func(c *Client) time.Duration {
 		t0 := time.Now()
 		p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Hour})
@@ -44,7 +45,7 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 		}
 		return took
 	}
-	c := clientAt(path, nil, alice)
+	c := clientAt(path, nil, coretest.Alice)
 	var none, quotas []time.Duration
 	b.ResetTimer()
 	for range b.N {

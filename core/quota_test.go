@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -39,9 +40,9 @@ func TestAnyOverQuotaNamesTheQuota(t *testing.T) { storetest.Each(t, testAnyOver
 
 func testAnyOverQuotaNamesTheQuota(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	_, err := l.as(root).SetPolicy([]string{"user-gpus=1"})
+	_, err := l.as(coretest.Root).SetPolicy([]string{"user-gpus=1"})
 	require.NoError(t, err)
-	a := l.as(alice)
+	a := l.as(coretest.Alice)
 	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = a.Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
@@ -50,7 +51,7 @@ func testAnyOverQuotaNamesTheQuota(t *testing.T, open storetest.Opener) {
 	require.ErrorContains(t, err, "user-gpus=1: you would hold 1.5 GPUs at once (1 already, 0.5 asked)")
 
 	// Another user, within the quota, gets GPU 1.
-	p, err := l.as(bob).Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
+	p, err := l.as(coretest.Bob).Create(Request{Device: domain.AnyDevice, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, p.Device)
 }
@@ -61,11 +62,11 @@ func TestWaitHoldsToAhead(t *testing.T) { storetest.Each(t, testWaitHoldsToAhead
 
 func testWaitHoldsToAhead(t *testing.T, open storetest.Opener) {
 	l := newLedger(open)
-	_, err := l.as(root).SetPolicy([]string{"ahead=2d", "max=7d"})
+	_, err := l.as(coretest.Root).SetPolicy([]string{"ahead=2d", "max=7d"})
 	require.NoError(t, err)
-	_, err = l.as(alice).Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 3 * 24 * time.Hour})
+	_, err = l.as(coretest.Alice).Create(Request{Device: 0, Memory: human.Fraction(1), Duration: 3 * 24 * time.Hour})
 	require.NoError(t, err)
-	b := l.as(bob)
+	b := l.as(coretest.Bob)
 	_, _, err = b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.ErrorIs(t, err, domain.ErrTooFarAhead)
 	require.ErrorContains(t, err, "it would wait in line until ")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -22,9 +23,9 @@ import (
 // daemon, nobody), so that their groups can be looked up.
 func reportLedger(t *testing.T) (*Client, time.Time) {
 	t.Helper()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	now := clock.Now()
-	c := clientAt(filepath.Join(t.TempDir(), "chronos.db"), clock, root)
+	c := clientAt(filepath.Join(t.TempDir(), "chronos.db"), clock, coretest.Root)
 	h := time.Hour
 	day := 24 * h
 	type seed struct {
@@ -134,8 +135,8 @@ func TestReportFiguresAreExact(t *testing.T) {
 // has passed of it.
 func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	clock := coretest.NewFakeClock()
+	c := newTestClient(t, clock, coretest.Alice)
 	now := clock.Now()
 	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
 	require.NoError(t, err)
@@ -179,7 +180,7 @@ func TestReportByGroup(t *testing.T) {
 // NSS would answer: no account here is in two groups.
 func TestReportByGroupCountsEveryGroup(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := coretest.NewFakeClock()
 	carol, dan := domain.Identity{UID: 424201, User: "carol"}, domain.Identity{UID: 424202, User: "dan"}
 	kernel := time.Now() // the cache ages on the kernel's clock
 	proc.KnownGroups.Lock()
@@ -195,7 +196,7 @@ func TestReportByGroupCountsEveryGroup(t *testing.T) {
 		require.NoError(t, err)
 	}
 	clock.Advance(time.Hour)
-	r, err := clientAt(path, clock, root).Report(clock.Now().Add(-2*time.Hour), ReportByGroup)
+	r, err := clientAt(path, clock, coretest.Root).Report(clock.Now().Add(-2*time.Hour), ReportByGroup)
 	require.NoError(t, err)
 	byKey := map[string]ReportRow{}
 	for _, row := range r.Rows {
@@ -305,10 +306,10 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	}
 	week, month := byUser(now.Add(-7*day)), byUser(now.Add(-30*day))
 
-	store := &countingStore{Store: c.ledger}
-	users, err := NewClient(Options{Ledger: store, Clock: c.clock, As: &root}).Usage()
+	store := &coretest.CountingStore{Store: c.ledger}
+	users, err := NewClient(Options{Ledger: store, Clock: c.clock, As: &coretest.Root}).Usage()
 	require.NoError(t, err)
-	require.Equal(t, int64(1), store.views.Load(), "read transactions")
+	require.Equal(t, int64(1), store.Views.Load(), "read transactions")
 	require.Len(t, users, 3)
 	for _, u := range users {
 		w, m := week[u.User], month[u.User]
@@ -331,8 +332,8 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 // in the total.
 func TestReportCountsEveryGPUOfABooking(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	c := newTestClient(t, clock, alice)
+	clock := coretest.NewFakeClock()
+	c := newTestClient(t, clock, coretest.Alice)
 	now := clock.Now()
 	_, err := c.Create(Request{Device: 0, Devices: []int{0, 1}, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
 	require.NoError(t, err)

@@ -1,90 +1,22 @@
 package core
 
 import (
-	"context"
-	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
-	"github.com/chronos-gpu/chronos/storage/etcd"
 )
-
-// newFakeClock is a clock for tests of deadlines, at a fixed instant: no
-// test's expectation depends on today's date. Everything a test checks
-// against it must read it too (a client on the system clock sees another
-// time).
-func newFakeClock() *clock.Fake {
-	return clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-}
-
-// advanceUntil moves clk on by step at each look until cond holds, and
-// fails when it has not within (real time: the goroutines that clk drives
-// need some).
-func advanceUntil(t *testing.T, clk *clock.Fake, step, within time.Duration, cond func() bool, msgAndArgs ...any) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		if cond() {
-			return true
-		}
-		clk.Advance(step)
-		return false
-	}, within, 10*time.Millisecond, msgAndArgs...)
-}
-
-// settleAt sets clk to at (if it is not there yet), then lets it run on
-// at about the pace of real time until cond holds, failing when it has not
-// within. It is for what needs the other hosts' statuses to be current by
-// clk (a monitor takes over a lapsed host's bookings only while every host
-// still publishing was heard from in the last few seconds): a clock moved
-// on by seconds at each look outruns statuses that travel through etcd in
-// real time, on a loaded machine for good.
-func settleAt(t *testing.T, clk *clock.Fake, at time.Time, within time.Duration, cond func() bool, msgAndArgs ...any) {
-	t.Helper()
-	if clk.Now().Before(at) {
-		clk.Set(at)
-	}
-	last := clock.Kernel.Now()
-	require.Eventually(t, func() bool {
-		if cond() {
-			return true
-		}
-		now := clock.Kernel.Now()
-		clk.Advance(now.Sub(last))
-		last = now
-		return false
-	}, within, 10*time.Millisecond, msgAndArgs...)
-}
-
-// isClosed says whether ch is closed, without waiting.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-const testGPUMemory = 80 << 30
-
-// testBackend names the GPUs tests book on: stand-ins for real ones, which
-// any ledger records (simulated GPUs are not recorded in a shared one).
-const testBackend = "test"
 
 // testDevices is a DeviceSource of two 80 GiB GPUs.
 func testDevices() (Listing, error) {
-	return Listing{Backend: testBackend, Devices: []gpu.Device{
-		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: testGPUMemory},
-		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: testGPUMemory},
+	return Listing{Backend: coretest.TestBackend, Devices: []gpu.Device{
+		{Index: 0, UUID: "GPU-0", Name: "Test GPU", MemoryTotal: coretest.TestGPUMemory},
+		{Index: 1, UUID: "GPU-1", Name: "Test GPU", MemoryTotal: coretest.TestGPUMemory},
 	}}, nil
 }
 
@@ -105,50 +37,4 @@ func clientOn(s storage.Store, clock *clock.Fake, who domain.Identity) *Client {
 		opts.Clock = clock
 	}
 	return NewClient(opts)
-}
-
-var (
-	alice = domain.Identity{UID: 1001, User: "alice"}
-	bob   = domain.Identity{UID: 1002, User: "bob"}
-	root  = domain.Identity{UID: 0, User: "root"}
-)
-
-// openSpec opens a store by its String(): a file's path or an etcd URL, as
-// a process started by a test gets it.
-func openSpec(spec string) storage.Store {
-	if !etcd.IsURL(spec) {
-		return bolt.New(spec)
-	}
-	cfg, err := etcd.ParseURL(spec)
-	if err != nil {
-		panic(err)
-	}
-	s, err := etcd.Open(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
-func fileBytes(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
-
-// countingStore counts the transactions run on a real ledger.
-type countingStore struct {
-	storage.Store
-	views, updates atomic.Int64
-}
-
-func (s *countingStore) View(ctx context.Context, fn func(*storage.Tx) error) error {
-	s.views.Add(1)
-	return s.Store.View(ctx, fn)
-}
-
-func (s *countingStore) Update(ctx context.Context, fn func(*storage.Tx) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(ctx, fn)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -72,7 +73,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 	}))
 	t.Cleanup(redirect.Close)
 
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	r.book(true)
 	r.c.notify = notifyFileFor(t, redirect.URL+"/hook")
 	var log actLog
@@ -92,7 +93,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 func TestLedgerNotifyURLIsNotPosted(t *testing.T) {
 	t.Parallel()
 	forged, real := newHook(t), newHook(t)
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	pol := ladderPolicy(admission.ReclaimAlways)
 	pol.NotifyURL = forged.URL
@@ -123,7 +124,7 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 	dir := t.TempDir()
 	members := filepath.Join(dir, "members")
 	require.NoError(t, os.WriteFile(members, []byte(h.URL+"\n"), 0o644))
-	require.NoError(t, os.Chown(members, nobodyUID, nobodyUID))
+	require.NoError(t, os.Chown(members, coretest.NobodyUID, coretest.NobodyUID))
 	writable := filepath.Join(dir, "writable")
 	require.NoError(t, os.WriteFile(writable, []byte(h.URL+"\n"), 0o600))
 	require.NoError(t, os.Chmod(writable, 0o620))
@@ -145,7 +146,7 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got, "no file: no webhook")
 
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	r.book(true)
 	r.c.notify = members
 	var log actLog
@@ -199,7 +200,7 @@ func TestRootRetriesAFailedWebhook(t *testing.T) {
 func TestWebhookRetriesAreBounded(t *testing.T) {
 	t.Parallel()
 	h := newHook(t, 500, 500, 500, 500, 500, 500, 500, 500)
-	r := newIdleRig(t, alice)
+	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(false)
 	r.c.notify = notifyFileFor(t, h.URL)
 	require.NoError(t, r.c.ledger.Update(r.c.ctx, func(tx *storage.Tx) error {
@@ -250,7 +251,7 @@ func TestTerminalNoticeIsRenderedFromTheRecord(t *testing.T) {
 // removes the file, and bad input changes nothing.
 func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, root)
+	c := newTestClient(t, nil, coretest.Root)
 	c.notify = filepath.Join(t.TempDir(), "etc", "chronos", "notify")
 	old := admission.DefaultPolicy()
 	old.NotifyURL = "http://127.0.0.1:18080/redir"
@@ -293,6 +294,6 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	require.NoFileExists(t, c.notify)
 	require.Equal(t, 10*time.Second, p.Grace, "the rest stays")
 
-	_, err = newTestClient(t, nil, alice).SetPolicy([]string{"notify-url=" + address})
+	_, err = newTestClient(t, nil, coretest.Alice).SetPolicy([]string{"notify-url=" + address})
 	require.ErrorIs(t, err, domain.ErrNotRoot)
 }

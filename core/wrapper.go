@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"time"
@@ -11,21 +10,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// RunWriter makes the writes of a `chronos run`: the ledger itself (a
-// Client), or, for a member of a guarded ledger, root's keeper, which
-// makes them as that member and names the wrapper from the kernel's word.
-type RunWriter interface {
-	BookOrWait(ctx context.Context, req Request, wait *admission.WaitOptions, joined, onChange func(admission.QueueEntry)) (*Partition, error)
-	Release(id uint64) (Partition, error)
-	// RecordWrapper records this process as the wrapper of booking id,
-	// whose command leads process group group.
-	RecordWrapper(id uint64, group int) error
-	// ClaimSignal takes the claim to send sig (SIGTERM or SIGKILL) to the
-	// command of booking id, process group group whose leader started at
-	// start, and reports whether this caller got it (see claimSignal).
-	ClaimSignal(id uint64, sig syscall.Signal, group int, start uint64, detail string) (bool, error)
-}
 
 // RecordWrapper records this process as the wrapper of booking id.
 func (c *Client) RecordWrapper(id uint64, group int) error {
@@ -54,7 +38,7 @@ func (c *Client) SetWrapper(id uint64, w domain.Wrapper) error {
 
 // ClaimSignal is claimSignal for the run's two signals.
 func (c *Client) ClaimSignal(id uint64, sig syscall.Signal, group int, start uint64, detail string) (bool, error) {
-	act, ok := map[syscall.Signal]claimAct{syscall.SIGTERM: claimTerm, syscall.SIGKILL: claimKill}[sig]
+	act, ok := map[syscall.Signal]domain.ClaimAct{syscall.SIGTERM: domain.ClaimTerm, syscall.SIGKILL: domain.ClaimKill}[sig]
 	if !ok {
 		return false, domain.InputErr("a run claims SIGTERM or SIGKILL, not %s", proc.SignalName(sig))
 	}

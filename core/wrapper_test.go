@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -26,7 +27,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
 	book := func(w domain.Wrapper) uint64 {
 		t.Helper()
-		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.SetWrapper(p.ID, w))
 		return p.ID
@@ -44,7 +45,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	afterReboot := book(rebooted)
 	onGPU := book(dead)
 	child := startChild(t, onGPU, "sleep 60") // outside any recorded group, on the GPU
-	sim.Attach(idleGPU, child.Process.Pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, child.Process.Pid, 1<<30)
 
 	var log actLog
 	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
@@ -70,7 +71,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
 	require.NoError(t, child.Process.Kill())
-	waitStatus(t, child, 2*time.Second)
+	coretest.WaitStatus(t, child, 2*time.Second)
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 		wrapper domain.Wrapper
 		status  domain.BookingStatus
 	}{{alive, domain.StatusLive}, {dead, domain.StatusOrphaned}, {elsewhere, domain.StatusLive}} {
-		p, err := c.Create(Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.SetWrapper(p.ID, w.wrapper))
 		want[p.ID] = w.status

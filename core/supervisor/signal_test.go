@@ -1,4 +1,4 @@
-package core
+package supervisor
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -33,8 +35,8 @@ var uncaught = map[string]syscall.Signal{"wait": syscall.SIGHUP, "runwait": sysc
 // as a program embedding core might not. A signal handler is the whole
 // process's: the library installs none, so the signal ends this process
 // by its default action.
-func playUncaught(c *Client, arg string) int {
-	req := Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+func playUncaught(c *core.Client, arg string) int {
+	req := core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	toMe := func(admission.QueueEntry) {
 		_ = syscall.Kill(os.Getpid(), uncaught[arg])
 		time.Sleep(2 * time.Second) // until it is delivered
@@ -51,7 +53,7 @@ func playUncaught(c *Client, arg string) int {
 				}
 			}})
 	case "run":
-		var p *Partition
+		var p *core.Partition
 		if p, err = c.Create(req); err != nil {
 			break
 		}
@@ -61,7 +63,7 @@ func playUncaught(c *Client, arg string) int {
 			Command: []string{"sh", "-c", "sleep 0.3; kill -TERM $PPID; sleep 2"}})
 	}
 	fmt.Fprintf(os.Stderr, "survived %s: %v\n", proc.SignalName(uncaught[arg]), err)
-	return roleFailed
+	return coretest.RoleFailed
 }
 
 // Neither waiting in line (BookOrWait, run --wait) nor running a command
@@ -78,10 +80,10 @@ func TestCoreCatchesNoSignals(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			if how != "run" { // a full GPU: the request waits in line
-				_, err := clientOn(bolt.New(db), nil, root).Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
+				_, err := clientOn(bolt.New(db), nil, coretest.Root).Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 				require.NoError(t, err)
 			}
-			cmd := roleCmd(t, "uncaught", db, how)
+			cmd := coretest.RoleCmd(t, "uncaught", db, how)
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -109,11 +111,11 @@ func TestRunPassesSignalsOn(t *testing.T) {
 }
 
 func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
+	c := clientOn(open(), nil, core.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts(os.Args[0], "signal-logger", log)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.Signals = sigs
 	done := runInBackground(c, o)
 	logSays := logSaying(t, log)
@@ -140,11 +142,11 @@ func TestRunAheadLeavesOnSignal(t *testing.T) {
 }
 
 func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
+	c := clientOn(open(), nil, core.CurrentIdentity())
 	ran := filepath.Join(t.TempDir(), "ran")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts("touch", ran)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: c.now().Add(time.Hour)}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: c.Now().Add(time.Hour)}
 	o.Signals = sigs
 	o.Say = func(format string, _ ...any) {
 		if strings.Contains(format, "waiting") {

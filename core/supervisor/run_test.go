@@ -1,4 +1,4 @@
-package core
+package supervisor
 
 import (
 	"bytes"
@@ -15,8 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -42,10 +44,10 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	// The deadline, the warning lead and the grace are the fake clock's:
 	// each step is taken once the command has shown it took the last.
 	clk := clock.NewFake(clock.System().Now())
-	c := clientOn(open(), clk, CurrentIdentity())
+	c := clientOn(open(), clk, core.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$0"' USR1; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 	o.WarnSignal = human.WarnSignal{Signal: syscall.SIGUSR1}
 	start := time.Now()
@@ -81,10 +83,10 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 // would: SIGTERM now, and the expiry status.
 func TestRunStopsWhenReclaimed(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, nil, CurrentIdentity())
+	c := clientOn(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), nil, core.CurrentIdentity())
 	started := filepath.Join(t.TempDir(), "started")
 	o := runOpts("sh", "-c", `: > "$0"; exec sleep 60`, started)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	go func() {
 		// Once the command runs, chronos run follows the ledger.
 		for {
@@ -95,7 +97,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 		}
 		parts, err := c.List(false)
 		if err == nil && len(parts) == 1 {
-			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return reclaim(tx, &parts[0].Partition, c.Now()) })
+			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return core.Reclaim(tx, &parts[0].Partition, c.Now()) })
 		}
 		if err != nil {
 			t.Error(err)
@@ -117,10 +119,10 @@ func TestRunReleasesAndPassesStatus(t *testing.T) {
 }
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
+	c := clientOn(open(), nil, core.CurrentIdentity())
 	var out bytes.Buffer
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
-	o.Request = Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
+	o.Request = core.Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
 	o.Stdout = &out
 	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err)
@@ -135,7 +137,7 @@ func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
 
 	// A command killed by a signal reports 128+N.
 	o = runOpts("sh", "-c", `kill -KILL $$`)
-	o.Request = Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
+	o.Request = core.Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
 	res, err = Run(context.Background(), c, o)
 	require.NoError(t, err)
 	require.Equal(t, 128+9, res.ExitCode)
@@ -150,7 +152,7 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 	s := open()
 	c := clientOn(s, nil, domain.Identity{UID: 4243, User: "runner"})
 	other := clientOn(open(), nil, domain.Identity{UID: 4242, User: "someone"})
-	theirs, err := other.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	theirs, err := other.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	before := storetest.Fingerprint(t, s)
@@ -159,11 +161,11 @@ func testRunRefusals(t *testing.T, open storetest.Opener) {
 		o    RunOptions
 		want error
 	}{
-		{"no command", RunOptions{Request: Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
-		{"unrunnable", RunOptions{Command: []string{"/no/such/program"}, Request: Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
+		{"no command", RunOptions{Request: core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
+		{"unrunnable", RunOptions{Command: []string{"/no/such/program"}, Request: core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}}, domain.ErrInput},
 		{"someone else's booking", RunOptions{Command: []string{"true"}, Partition: theirs.ID}, domain.ErrNotOwner},
 		{"no such booking", RunOptions{Command: []string{"true"}, Partition: 999}, domain.ErrNoPartition},
-		{"overbooked", RunOptions{Command: []string{"true"}, Request: Request{Device: 0, Memory: human.Fraction(0.95), Duration: time.Hour}}, domain.ErrOverbooked},
+		{"overbooked", RunOptions{Command: []string{"true"}, Request: core.Request{Device: 0, Memory: human.Fraction(0.95), Duration: time.Hour}}, domain.ErrOverbooked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), c, tc.o)
@@ -180,8 +182,8 @@ func TestRunInsideExistingBooking(t *testing.T) {
 }
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, CurrentIdentity())
-	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.3), Duration: time.Hour})
+	c := clientOn(open(), nil, core.CurrentIdentity())
+	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.3), Duration: time.Hour})
 	require.NoError(t, err)
 	o := runOpts("true")
 	o.Partition = p.ID
@@ -197,7 +199,7 @@ func TestRunEnv(t *testing.T) {
 	p := domain.Partition{ID: 7, Device: 2, DeviceUUID: "GPU-abc", Bytes: 2 << 30, ComputePct: 25,
 		Expires: time.Date(2026, 11, 29, 12, 0, 0, 500_000_000, time.UTC)}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root"}
-	env := strings.Join(RunEnv(base, p, gpu.MPS{}), "\n")
+	env := strings.Join(core.RunEnv(base, p, gpu.MPS{}), "\n")
 	require.Contains(t, env, "PATH=/bin\nHOME=/root\n")
 	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
 	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
@@ -207,7 +209,7 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
 	require.NotContains(t, env, "CUDA_MPS")
 
-	env = strings.Join(RunEnv(base, p, gpu.MPS{Running: true}), "\n")
+	env = strings.Join(core.RunEnv(base, p, gpu.MPS{Running: true}), "\n")
 	require.Contains(t, env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M")
 	require.Contains(t, env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25")
 }
@@ -215,10 +217,10 @@ func TestRunEnv(t *testing.T) {
 // A booking carries its id under both names, so either can be passed into
 // a container; each vendor's runtime is shown only the booked GPU.
 func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
-	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "gpu", "testdata", "drm", "multi"))
+	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "..", "gpu", "testdata", "drm", "multi"))
 	base := []string{"PATH=/bin", "HIP_VISIBLE_DEVICES=2,3", "ZE_AFFINITY_MASK=1", gpu.BookingEnv + "=1"}
 	amd := domain.Partition{ID: 7, Device: 3, DeviceUUID: "amdgpu-0000:83:00.0", Expires: time.Now().Add(time.Hour)}
-	env := RunEnv(base, amd, gpu.MPS{})
+	env := core.RunEnv(base, amd, gpu.MPS{})
 	require.Contains(t, env, gpu.BookingEnv+"=7")
 	require.Contains(t, env, gpu.PartitionEnv+"=7")
 	require.NotContains(t, env, gpu.BookingEnv+"=1")
@@ -226,7 +228,7 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 	require.NotContains(t, env, "HIP_VISIBLE_DEVICES=2,3")
 
 	intel := domain.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}
-	env = RunEnv(base, intel, gpu.MPS{})
+	env = core.RunEnv(base, intel, gpu.MPS{})
 	require.Subset(t, env, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=1", "HIP_VISIBLE_DEVICES=2,3"})
 	require.Equal(t, 1, strings.Count(strings.Join(env, "\n"), "ZE_AFFINITY_MASK="))
 	for _, kv := range env {
@@ -246,16 +248,16 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	// Run and the monitor share a fake clock, stepped to the deadline and
 	// past the grace once the command shows it took the signal before.
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(t, open(), sim, CurrentIdentity(), clk)
+	c := simClient(open(), sim, core.CurrentIdentity(), clk)
 	dir := t.TempDir()
 	log, pidFile := filepath.Join(dir, "signals"), filepath.Join(dir, "pid")
 	o := runOpts("sh", "-c", `echo $$ > "$1"; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log, pidFile)
-	o.Request = Request{Device: idleGPU, Memory: human.Fraction(0.1), Duration: 2 * time.Second}
+	o.Request = core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
 	pol := admission.DefaultPolicy()
 	pol.Grace = o.Grace
-	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
+	m := core.NewMonitor(c, core.MonitorOptions{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
@@ -266,14 +268,14 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
-	sim.Attach(idleGPU, pid, 1<<30)
+	sim.Attach(coretest.IdleGPU, pid, 1<<30)
 	parts, err := c.List(false)
 	require.NoError(t, err)
 	require.Len(t, parts, 1)
 	clk.Set(parts[0].Expires)
 	logSays("ready\nTERM\n")
 	var r runResult
-	advanceUntil(t, clk, 100*time.Millisecond, 15*time.Second, func() bool { // past the grace: SIGKILL
+	coretest.AdvanceUntil(t, clk, 100*time.Millisecond, 15*time.Second, func() bool { // past the grace: SIGKILL
 		select {
 		case r = <-done:
 			return true
@@ -302,16 +304,16 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 // re-reading the ledger as fast as it can.
 func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	t.Parallel()
-	store := &countingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
-	c := NewClient(Options{Ledger: store, Devices: testDevices})
+	store := &coretest.CountingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
+	c := core.NewClient(core.Options{Ledger: store, Devices: testDevices})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	o := runOpts("sleep", "0.5")
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour}
 	res, err := Run(ctx, c, o)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
-	require.Less(t, store.views.Load(), int64(20), "Run read the ledger in a loop")
+	require.Less(t, store.Views.Load(), int64(20), "Run read the ledger in a loop")
 }
 
 // Signal names come from the system's table, both ways.
@@ -339,12 +341,12 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 		t.Skip("flock(1) not installed")
 	}
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	me := CurrentIdentity()
-	c := NewClient(Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
+	me := core.CurrentIdentity()
+	c := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
 	pidFile := filepath.Join(t.TempDir(), "holder")
 	var said bytes.Buffer
 	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.Say = func(f string, a ...any) { fmt.Fprintf(&said, f+"\n", a...) }
 	res, err := Run(context.Background(), c, o)
 	require.NoError(t, err, said.String())
@@ -357,7 +359,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	// A lock held for longer than the retries last: the run fails, saying
 	// the booking is still held and how to release it.
 	o = runOpts("sh", "-c", `flock -x -o "$0" sleep 5 & echo $! > "$1"; sleep 0.3`, path, pidFile)
-	o.Request = Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
+	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
 	o.ReleaseWithin = 600 * time.Millisecond
 	res, err = Run(context.Background(), c, o)
 	holder, _ := os.ReadFile(pidFile)
@@ -380,7 +382,7 @@ type runResult struct {
 }
 
 // runInBackground runs o through c and hands back what Run returns.
-func runInBackground(c *Client, o RunOptions) <-chan runResult {
+func runInBackground(c *core.Client, o RunOptions) <-chan runResult {
 	done := make(chan runResult, 1)
 	go func() {
 		res, err := Run(context.Background(), c, o)

@@ -1,0 +1,50 @@
+package coretest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const DaemonUID, NobodyUID = 1, 65534
+
+// AsOther runs a shell script as uid in dir.
+func AsOther(t *testing.T, uid int, dir, script string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Alive says whether the process runs (a process that ended is a zombie
+// until waited for).
+func Alive(cmd *exec.Cmd) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// IdleGPU is the simulated device with no made-up workload on it.
+const IdleGPU = 3
+
+func WaitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitStatus {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		t.Fatalf("process %d still running after %s", cmd.Process.Pid, within)
+	}
+	return cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
