@@ -63,3 +63,8 @@ type EventProcess struct {
 	UID  int    `json:"uid"`
 	User string `json:"user"`
 }
+
+// MaxDetail bounds what an event or a monitor's act says: a command line
+// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
+// and a screen need only its start.
+const MaxDetail = 1024
