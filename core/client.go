@@ -16,7 +16,6 @@ import (
 	"os/user"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
@@ -313,18 +312,5 @@ func (c *Client) seenIn(tx *storage.Tx) func(domain.Partition) Partition {
 }
 
 func (c *Client) RecordEvent(tx *storage.Tx, kind domain.EventKind, p domain.Partition, detail string) error {
-	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: BoundDetail(detail)})
-}
-
-// BoundDetail cuts detail to domain.MaxDetail bytes, at a character's start, and
-// says how much was left out.
-func BoundDetail(detail string) string {
-	if len(detail) <= domain.MaxDetail {
-		return detail
-	}
-	cut := domain.MaxDetail
-	for cut > 0 && !utf8.RuneStart(detail[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: domain.BoundDetail(detail)})
 }

@@ -206,7 +206,7 @@ func (c *Client) placedBy(owner int) string {
 // eventAs records an event as by who: the owner, for what their own
 // request did.
 func (c *Client) eventAs(tx *storage.Tx, who domain.Identity, kind domain.EventKind, booking uint64, detail string) error {
-	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: booking, UID: who.UID, User: who.User, Detail: BoundDetail(detail)})
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: booking, UID: who.UID, User: who.User, Detail: domain.BoundDetail(detail)})
 }
 
 func (c *Client) lineEvent(tx *storage.Tx, kind domain.EventKind, r domain.Request, why string) error {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -39,8 +38,8 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	clock.Advance(time.Second)
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Len(t, inventoryOf(t, c).Devices, 1, "checked only every %s", core.InventoryEvery)
-	clock.Advance(core.InventoryEvery)
+	require.Len(t, inventoryOf(t, c).Devices, 1, "checked only every %s", inventoryEvery)
+	clock.Advance(inventoryEvery)
 	_, err = m.Tick()
 	require.NoError(t, err)
 	require.Len(t, inventoryOf(t, c).Devices, 2)

@@ -244,7 +244,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 func (m *Monitor) report(a Act) {
-	a.Detail = core.BoundDetail(a.Detail)
+	a.Detail = domain.BoundDetail(a.Detail)
 	if m.o.OnAct != nil {
 		m.o.OnAct(a)
 	}
@@ -334,7 +334,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	// GPUs it samples.
 	local := slices.DeleteFunc(slices.Clone(parts), func(p domain.Partition) bool { return !m.c.OnThisHost(p) })
 	if m.o.Backend != nil && !now.Before(m.nextInventory) {
-		m.nextInventory = now.Add(core.InventoryEvery)
+		m.nextInventory = now.Add(inventoryEvery)
 		if err := m.refreshInventory(); err != nil {
 			return now, err
 		}
@@ -824,7 +824,7 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 // record adds an act to the audit trail: the monitor's user acted; a
 // process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	e := domain.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.Me().UID, User: m.c.Me().User, Detail: core.BoundDetail(a.Detail)}
+	e := domain.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.Me().UID, User: m.c.Me().User, Detail: domain.BoundDetail(a.Detail)}
 	if a.PID != 0 {
 		e.Process = &domain.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
@@ -908,3 +908,8 @@ func (m *Monitor) nextWake(parts []domain.Partition, claims map[string]domain.Cl
 	}
 	return next
 }
+
+// inventoryEvery is how often a monitor checks the GPUs against the
+// inventory in the ledger: cards come and go, and someone else's process may
+// have written an inventory of other GPUs.
+const inventoryEvery = time.Minute
