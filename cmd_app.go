@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
@@ -39,7 +39,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 		return err
 	}
 	defer b.Close()
-	logAct := func(core.Act) {}
+	logAct := func(monitor.Act) {}
 	if logPath != "" {
 		logFile, err := storage.OpenAppend(logPath, 0o600)
 		if err != nil {
@@ -56,7 +56,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	}
 	mps := gpu.DetectMPS("")
 	acts := make(chan string, 64)
-	show := func(a core.Act) {
+	show := func(a monitor.Act) {
 		logAct(a)
 		select {
 		case acts <- a.String():
@@ -65,13 +65,13 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	}
 	// The person's notices (ending soon, idle, reclaimed) the app reads
 	// from the audit trail itself, as every app of theirs does.
-	opts := core.MonitorOptions{Backend: b, OnAct: show}
+	opts := monitor.Options{Backend: b, OnAct: show}
 	g.metrics.observe(&opts)
 	host := c.Host() // its name in a ledger many hosts share
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	mon := g.metrics.beside(core.NewMonitor(c, opts), c)
+	mon := g.metrics.beside(monitor.New(c, opts), c)
 	if note, kept := keptByRoot(c); kept {
 		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
 	}
@@ -91,7 +91,7 @@ func globalArgs(cmd *cobra.Command) []string {
 	return args
 }
 
-// monitorRunner is what besideMonitor runs: a *core.Monitor.
+// monitorRunner is what besideMonitor runs: a *monitor.Monitor.
 type monitorRunner interface {
 	Run(ctx context.Context) error
 }

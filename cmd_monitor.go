@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/gpu"
 )
@@ -65,7 +65,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	}
 	defer b.Close()
 	mps := gpu.DetectMPS("")
-	start := core.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
+	start := monitor.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
 		c.Ledger(), b.Name(), mps.Label(), c.Me().User, admission.FormatPolicy(pol))}
 	for _, n := range []string{notice, keeping} {
 		if n != "" {
@@ -76,18 +76,18 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 		start.Detail += "; metrics at " + url
 	}
 	logAct(start)
-	opts := core.MonitorOptions{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
+	opts := monitor.Options{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
 	g.metrics.observe(&opts)
-	err = g.metrics.beside(core.NewMonitor(c, opts), c).Run(cmd.Context())
-	logAct(core.Act{Time: c.Now(), Kind: domain.EventStopped, Detail: "signal received"})
+	err = g.metrics.beside(monitor.New(c, opts), c).Run(cmd.Context())
+	logAct(monitor.Act{Time: c.Now(), Kind: domain.EventStopped, Detail: "signal received"})
 	return err
 }
 
 // actLogger writes one line per monitor act to w through log/slog: "text"
 // (key=value) or "json", both with the fields scripts read — time, kind,
-// partition, user, uid, pid, detail, as core.Act's JSON has them — and a level (ERROR for errors, WARN for
+// partition, user, uid, pid, detail, as monitor.Act's JSON has them — and a level (ERROR for errors, WARN for
 // signals refused, INFO otherwise). time is when the act happened.
-func actLogger(w io.Writer, format string) (func(core.Act), error) {
+func actLogger(w io.Writer, format string) (func(monitor.Act), error) {
 	opts := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.MessageKey {
 			a.Key = "detail"
@@ -103,7 +103,7 @@ func actLogger(w io.Writer, format string) (func(core.Act), error) {
 	default:
 		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", human.Quote(format))}
 	}
-	return func(a core.Act) {
+	return func(a monitor.Act) {
 		level := slog.LevelInfo
 		switch a.Kind {
 		case domain.EventError:

@@ -12,16 +12,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/monitor"
 )
 
 // The monitor's log keeps the fields scripts read, with the act's own time.
 func TestActLogger(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 9, 15, 42, 123456789, time.UTC)
-	signalled := core.Act{Time: at, Kind: domain.EventSignalled, Partition: 7, User: "carol", UID: 1003, PID: 4242, Detail: "SIGTERM to python: booking #7 expired"}
-	refused := core.Act{Time: at, Kind: domain.EventDenied, Detail: "needs root"}
+	signalled := monitor.Act{Time: at, Kind: domain.EventSignalled, Partition: 7, User: "carol", UID: 1003, PID: 4242, Detail: "SIGTERM to python: booking #7 expired"}
+	refused := monitor.Act{Time: at, Kind: domain.EventDenied, Detail: "needs root"}
 
 	var out bytes.Buffer
 	logAct, err := actLogger(&out, "json")
@@ -34,7 +34,7 @@ func TestActLogger(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
 	require.Equal(t, map[string]any{"time": "2026-11-30T09:15:42.123456789Z", "level": "INFO", "kind": "signalled",
 		"booking": 7.0, "partition": 7.0, "user": "carol", "uid": 1003.0, "pid": 4242.0, "detail": "SIGTERM to python: booking #7 expired"}, got)
-	var back core.Act // what a script reading the old fields gets
+	var back monitor.Act // what a script reading the old fields gets
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &back))
 	require.Equal(t, signalled, back)
 	got = nil

@@ -9,6 +9,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/keeper"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/tui"
@@ -41,7 +42,7 @@ func writerFor(c *core.Client) writer {
 // serves the socket until ctx ends. An open ledger needs none (nothing is
 // served, no error); a process not root's may not keep a guarded one.
 // note is what the monitor's start says of it.
-func serveKeeper(ctx context.Context, c *core.Client, logAct func(core.Act)) (stop func(), note string, err error) {
+func serveKeeper(ctx context.Context, c *core.Client, logAct func(monitor.Act)) (stop func(), note string, err error) {
 	guard, guarded, err := c.Guard()
 	if err != nil || !guarded {
 		return func() {}, "", err
@@ -54,13 +55,13 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(core.Act)) (st
 		return nil, "", err
 	}
 	srv := &keeper.Server{Client: c, GID: guard.GID, Group: guard.Group, Log: func(msg string) {
-		logAct(core.Act{Time: c.Now(), Kind: domain.EventError, Detail: msg})
+		logAct(monitor.Act{Time: c.Now(), Kind: domain.EventError, Detail: msg})
 	}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ctx, ln); err != nil {
-			logAct(core.Act{Time: c.Now(), Kind: domain.EventError, Detail: "keeper: " + err.Error()})
+			logAct(monitor.Act{Time: c.Now(), Kind: domain.EventError, Detail: "keeper: " + err.Error()})
 		}
 	}()
 	return func() { ln.Close(); <-done }, fmt.Sprintf("guarded: keeper at %s for group %s", ln.Path(), guard.Group), nil

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/monitor"
 )
 
 // A bad --metrics says what is wrong before anything starts.
@@ -83,7 +84,7 @@ func metricsMonitor(t *testing.T, env []string, flags ...string) (*exec.Cmd, str
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
 	require.True(t, sc.Scan())
-	var started core.Act
+	var started monitor.Act
 	require.NoError(t, json.Unmarshal(sc.Bytes(), &started))
 	url := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(started.Detail)
 	require.NotNil(t, url, started.Detail)

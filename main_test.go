@@ -25,6 +25,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -272,18 +273,18 @@ func TestHeadlessMonitor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan core.Act, 100)
+	lines := make(chan monitor.Act, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var a core.Act
+			var a monitor.Act
 			if json.Unmarshal(sc.Bytes(), &a) == nil {
 				lines <- a
 			}
 		}
 		close(lines)
 	}()
-	next := func(kind string) core.Act {
+	next := func(kind string) monitor.Act {
 		t.Helper()
 		for {
 			select {

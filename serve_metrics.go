@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -85,7 +86,7 @@ func (s *metricsServer) timed(l storage.Store) storage.Store {
 }
 
 // observe makes the exporter the monitor's observer.
-func (s *metricsServer) observe(o *core.MonitorOptions) {
+func (s *metricsServer) observe(o *monitor.Options) {
 	if s != nil {
 		o.Observer = s.ex
 	}

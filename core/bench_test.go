@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -17,9 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
-	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
 // BenchmarkLedgerOps measures create and release through the public API —
@@ -57,13 +53,13 @@ func BenchmarkLedgerOps(b *testing.B) {
 	b.ResetTimer()
 	bareT, createT, releaseT := timeCreateRelease(b, c, bare)
 	b.StopTimer()
-	mb, mc, mr := median(bareT), median(createT), median(releaseT)
-	b.ReportMetric(ms(mb), "bare-ms")
-	b.ReportMetric(ms(mc), "create-ms")
-	b.ReportMetric(ms(mr), "release-ms")
+	mb, mc, mr := coretest.Median(bareT), coretest.Median(createT), coretest.Median(releaseT)
+	b.ReportMetric(coretest.Ms(mb), "bare-ms")
+	b.ReportMetric(coretest.Ms(mc), "create-ms")
+	b.ReportMetric(coretest.Ms(mr), "release-ms")
 	b.ReportMetric(float64(mc)/float64(mb), "create/bare")
 	b.ReportMetric(float64(mr)/float64(mb), "release/bare")
-	b.ReportMetric(ms(percentile(createT, 0.99)), "create-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(createT, 0.99)), "create-p99-ms")
 }
 
 // bareUpdate is the floor a durable ledger write stands on: a bare bbolt
@@ -171,153 +167,4 @@ func BenchmarkUsage(b *testing.B) {
 			b.Fatal(err, len(users))
 		}
 	}
-}
-
-// BenchmarkMonitorExpiresAll is the monitor's pass over 100 bookings whose
-// deadlines all passed (8 simulated GPUs, no processes): it ends as many
-// as its transaction's write budget allows (reported as ended), charging
-// their owner for each. One op is the pass, on a fresh copy of the ledger.
-func BenchmarkMonitorExpiresAll(b *testing.B) {
-	clock := coretest.NewFakeClock()
-	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-	dir := b.TempDir()
-	seed := filepath.Join(dir, "seed.db")
-	c := NewClient(Options{Ledger: bolt.New(seed), As: &coretest.Alice, Clock: clock,
-		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
-	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: time.Hour}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	clock.Advance(time.Hour + time.Second)
-	seeded, err := os.ReadFile(seed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pol := admission.DefaultPolicy()
-	pol.Unbooked = admission.ActOff
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		path := filepath.Join(dir, strconv.Itoa(i)+".db")
-		if err := os.WriteFile(path, seeded, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		mc := NewClient(Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clock})
-		m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(dir, "utmp")}})
-		b.StartTimer()
-		if _, err := m.Tick(); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		all, err := mc.List(true)
-		ended := slices.DeleteFunc(all, func(p Partition) bool { return p.State != domain.Expired })
-		if err != nil || len(ended) == 0 {
-			b.Fatal(err, len(ended))
-		}
-		b.ReportMetric(float64(len(ended)), "ended")
-		b.StartTimer()
-	}
-}
-
-func median(d []time.Duration) time.Duration { return percentile(d, 0.5) }
-
-func percentile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// idleMonitor is a monitor over 100 live bookings on 8 simulated GPUs,
-// with the simulated users' unbooked processes left alone so that a pass
-// has nothing to do.
-func idleMonitor(b *testing.B) *Monitor {
-	sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-	c := NewClient(Options{Ledger: bolt.New(filepath.Join(b.TempDir(), "chronos.db")), As: &coretest.Alice,
-		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
-	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	pol := admission.DefaultPolicy()
-	pol.Unbooked = admission.ActOff
-	m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol})
-	if _, err := m.Tick(); err != nil {
-		b.Fatal(err)
-	}
-	return m
-}
-
-// BenchmarkMonitorTick is one pass that reads the ledger: what a monitor
-// does when the ledger changed.
-func BenchmarkMonitorTick(b *testing.B) {
-	m := idleMonitor(b)
-	b.ResetTimer()
-	for range b.N {
-		m.nextSample = time.Time{}
-		if _, err := m.Tick(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkMonitorIdleTick is the same pass with the ledger unchanged, as a
-// running monitor makes it every second: from its snapshot, sampling the
-// GPUs.
-func BenchmarkMonitorIdleTick(b *testing.B) {
-	m := idleMonitor(b)
-	b.ResetTimer()
-	for range b.N {
-		m.nextSample = time.Time{}
-		if _, err := m.tick(false); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkCreateReadsPhysical is what reading a GPU's stored memory
-// reading adds to create's transaction: a read-only transaction that reads
-// the inventory and the live bookings (as create does), with and without
-// physicalIn, in the same loop, on the idle monitor's ledger (8 GPUs, 100
-// bookings, each GPU's reading stored by the monitor's first pass).
-func BenchmarkCreateReadsPhysical(b *testing.B) {
-	c := idleMonitor(b).c
-	read := func(physical bool) time.Duration {
-		t0 := time.Now()
-		err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-			inv, _, err := tx.Inventory()
-			if err != nil {
-				return err
-			}
-			parts, err := tx.LivePartitions()
-			if err != nil {
-				return err
-			}
-			if physical {
-				if a := c.availabilityOf(tx, c.host, inv, admission.CalendarOf(parts), parts, nil, inv.Devices[1], time.Now()); !a.Physical.Known {
-					b.Fatal("no reading")
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0)
-	}
-	var without, with []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		without = append(without, read(false))
-		with = append(with, read(true))
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(median(without).Microseconds()), "without-µs")
-	b.ReportMetric(float64(median(with).Microseconds()), "with-µs")
-	b.ReportMetric(float64(median(with)-median(without))/1e3, "added-µs")
 }

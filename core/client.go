@@ -1,7 +1,8 @@
-// Package core is chronos's booking service — the Client that books,
+// Package core is chronos's booking service: the Client that books,
 // waits in line, releases, extends, reports and migrates, each decision in
-// one ledger transaction — with the monitor that makes bookings end on
-// time and the supervisor of `chronos run`. What the ledger holds is in
+// one ledger transaction. The monitor that makes bookings end on time is
+// core/monitor, the supervisor of `chronos run` core/supervisor; both
+// build on a Client, and core imports neither. What the ledger holds is in
 // core/domain, who may have a GPU when in core/admission, text for people
 // in core/human, process facts in core/proc and notices in core/notice;
 // the ledger is a storage.Store the caller opens (storage/bolt or
@@ -15,7 +16,6 @@ import (
 	"os/user"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
@@ -166,7 +166,7 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	if err == nil {
 		err = c.SaveInventory(BackendInventory(b, devs, c.now()))
 	}
-	if err != nil && !cannotWrite(err) {
+	if err != nil && !CannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}
@@ -202,6 +202,10 @@ func (c *Client) Clock() clock.Clock { return c.clock }
 
 // Context is what the client's ledger transactions run under (Options).
 func (c *Client) Context() context.Context { return c.ctx }
+
+// NotifyFile is the file that holds the webhook's address (Options), which
+// root's monitor reads.
+func (c *Client) NotifyFile() string { return c.notify }
 
 func (c *Client) now() time.Time { return c.clock.Now() }
 
@@ -308,23 +312,5 @@ func (c *Client) seenIn(tx *storage.Tx) func(domain.Partition) Partition {
 }
 
 func (c *Client) RecordEvent(tx *storage.Tx, kind domain.EventKind, p domain.Partition, detail string) error {
-	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: boundDetail(detail)})
-}
-
-// maxDetail bounds what an event or a monitor's act says: a command line
-// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
-// and a screen need only its start.
-const maxDetail = 1024
-
-// boundDetail cuts detail to maxDetail bytes, at a character's start, and
-// says how much was left out.
-func boundDetail(detail string) string {
-	if len(detail) <= maxDetail {
-		return detail
-	}
-	cut := maxDetail
-	for cut > 0 && !utf8.RuneStart(detail[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: p.ID, UID: c.me.UID, User: c.me.User, Detail: domain.BoundDetail(detail)})
 }

@@ -1,22 +1,15 @@
 package core
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"net/http"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -84,14 +77,14 @@ func BenchmarkStores(b *testing.B) {
 				listT = append(listT, time.Since(t0))
 			}
 			if _, ok := s.(*etcd.Store); ok {
-				b.ReportMetric(ms(median(bareT)), "bare-txn-ms")
+				b.ReportMetric(coretest.Ms(coretest.Median(bareT)), "bare-txn-ms")
 			}
-			b.ReportMetric(ms(median(createT)), "create-p50-ms")
-			b.ReportMetric(ms(percentile(createT, 0.99)), "create-p99-ms")
-			b.ReportMetric(ms(median(releaseT)), "release-p50-ms")
-			b.ReportMetric(ms(percentile(releaseT, 0.99)), "release-p99-ms")
-			b.ReportMetric(ms(median(listT)), "list100-p50-ms")
-			b.ReportMetric(ms(percentile(listT, 0.99)), "list100-p99-ms")
+			b.ReportMetric(coretest.Ms(coretest.Median(createT)), "create-p50-ms")
+			b.ReportMetric(coretest.Ms(coretest.Percentile(createT, 0.99)), "create-p99-ms")
+			b.ReportMetric(coretest.Ms(coretest.Median(releaseT)), "release-p50-ms")
+			b.ReportMetric(coretest.Ms(coretest.Percentile(releaseT, 0.99)), "release-p99-ms")
+			b.ReportMetric(coretest.Ms(coretest.Median(listT)), "list100-p50-ms")
+			b.ReportMetric(coretest.Ms(coretest.Percentile(listT, 0.99)), "list100-p99-ms")
 		})
 	}
 }
@@ -148,119 +141,8 @@ func BenchmarkVisibility(b *testing.B) {
 		<-changes // the release's notice
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(median(took)), "visible-p50-ms")
-	b.ReportMetric(ms(percentile(took, 0.99)), "visible-p99-ms")
-}
-
-// BenchmarkMonitorLoad counts what one host's headless monitor asks of etcd
-// — 8 simulated GPUs, 100 live bookings of its host, nothing to enforce —
-// as messages etcd received, from its own counters, per second. Each
-// iteration runs the monitor 30 s on a fresh one-member etcd, counting
-// after its first 5 s (its start reads everything once).
-func BenchmarkMonitorLoad(b *testing.B) {
-	for range b.N {
-		b.StopTimer()
-		cl := etcdtest.Start(b, 1)
-		s := storetest.Etcd(b, cl)()
-		sim := gpu.NewSim(gpu.SimOptions{Count: 8})
-		c := NewClient(Options{Ledger: s, As: &coretest.Alice, Host: "gpu1", Devices: simDevices(sim)})
-		for i := range 100 {
-			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		pol := admission.DefaultPolicy()
-		pol.Unbooked = admission.ActOff
-		ctx, cancel := context.WithCancel(context.Background())
-		go NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol}).Run(ctx)
-		time.Sleep(5 * time.Second)
-		before := etcdMessages(b, cl)
-		b.StartTimer()
-		start := time.Now()
-		time.Sleep(30 * time.Second)
-		took := time.Since(start)
-		after := etcdMessages(b, cl)
-		cancel()
-		var total float64
-		for m, n := range after {
-			d := n - before[m]
-			total += d
-			if d > 0 {
-				b.Logf("%-40s %6.2f/s", m, d/took.Seconds())
-			}
-		}
-		b.ReportMetric(total/took.Seconds(), "etcd-msgs/s")
-	}
-}
-
-// BenchmarkMonitorMinutesEtcd counts what one host's monitor asks of etcd
-// over ten minutes of a fake clock, a pass a second — 8 simulated GPUs
-// (their simulated users' unbooked load left alone), 100 live bookings of
-// its host — as messages etcd received, from its own counters, per
-// minute: reads (Range) and transactions (Txn). Most passes read nothing;
-// once a minute the monitor writes the minute's accounting.
-func BenchmarkMonitorMinutesEtcd(b *testing.B) {
-	for range b.N {
-		b.StopTimer()
-		cl := etcdtest.Start(b, 1)
-		clock := coretest.NewFakeClock()
-		sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-		c := NewClient(Options{Ledger: storetest.Etcd(b, cl)(), As: &coretest.Alice, Host: "gpu1", Clock: clock, Devices: simDevices(sim)})
-		for i := range 100 {
-			if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		pol := admission.DefaultPolicy()
-		pol.Unbooked = admission.ActOff
-		m := NewMonitor(c, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
-		if _, err := m.Tick(); err != nil {
-			b.Fatal(err)
-		}
-		before := etcdMessages(b, cl)
-		b.StartTimer()
-		const minutes = 10
-		for range minutes * 60 {
-			clock.Advance(time.Second)
-			if _, err := m.tick(false); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		after := etcdMessages(b, cl)
-		b.ReportMetric((after["Range"]-before["Range"])/minutes, "ranges/min")
-		b.ReportMetric((after["Txn"]-before["Txn"])/minutes, "txns/min")
-	}
-}
-
-// etcdMessages reads etcd's count of messages received, by gRPC method.
-func etcdMessages(b *testing.B, c *etcdtest.Cluster) map[string]float64 {
-	resp, err := http.Get(c.Members[0].ClientURL + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "grpc_server_msg_received_total{") {
-			continue
-		}
-		i := strings.Index(line, `grpc_method="`)
-		j := strings.LastIndex(line, " ")
-		if i < 0 || j < 0 {
-			continue
-		}
-		method := line[i+len(`grpc_method="`):]
-		method = method[:strings.IndexByte(method, '"')]
-		n, err := strconv.ParseFloat(line[j+1:], 64)
-		if err != nil {
-			b.Fatal(fmt.Errorf("metrics line %q: %w", line, err))
-		}
-		out[method] += n
-	}
-	return out
+	b.ReportMetric(coretest.Ms(coretest.Median(took)), "visible-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(took, 0.99)), "visible-p99-ms")
 }
 
 var _ storage.Store = (*etcd.Store)(nil)

@@ -44,58 +44,6 @@ func half(dev int, d time.Duration) Request {
 	return Request{Device: dev, Memory: human.Fraction(0.5), Duration: d}
 }
 
-// A booking made ahead holds its share only over its interval: a request
-// that overlaps it is refused (naming when it would fit), one that ends
-// before it starts, or fits beside it, is admitted.
-func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, testBookingAheadBlocksOverlapAdmitsTheRest)
-}
-
-func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Opener) {
-	l := newLedger(open)
-	a, b := l.as(coretest.Alice), l.as(coretest.Bob)
-	now := l.clock.Now()
-	ahead, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
-	require.NoError(t, err)
-	require.Equal(t, now.Add(2*time.Hour), ahead.Start)
-	require.Equal(t, domain.StatusUpcoming, domain.Status(ahead.Partition, now, 5*time.Minute))
-	require.Equal(t, 3*time.Hour, ahead.TimeRemaining(), "its whole length while it has not started")
-
-	_, err = b.Create(half(0, 3*time.Hour))
-	require.ErrorIs(t, err, domain.ErrOverbooked)
-	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by alice (60%, #1, from "+
-		human.FormatTime(ahead.Start, now)+" until "+human.FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
-	require.ErrorContains(t, err, human.FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
-
-	_, err = b.Create(half(0, 2*time.Hour))
-	require.NoError(t, err, "ends as the booking ahead starts")
-	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.45), Duration: 8 * time.Hour})
-	require.ErrorIs(t, err, domain.ErrOverbooked, "50% now, then 60% ahead, leave 40% over those 8 hours")
-	_, err = b.Create(Request{Device: 0, Memory: human.Fraction(0.4), Duration: time.Hour, Start: now.Add(4 * time.Hour)})
-	require.NoError(t, err, "fits beside the booking ahead")
-
-	// Now is not its time: it counts toward nothing live, yet is listed.
-	avail, err := b.Available(0)
-	require.NoError(t, err)
-	require.Equal(t, int64(500_000), avail[0].FreePPM)
-	require.Equal(t, now.Add(4*time.Hour), avail[0].Ahead, "the least free is once both ahead have started")
-	require.Equal(t, int64(0), avail[0].FreeAheadPPM)
-	parts, err := b.List(false)
-	require.NoError(t, err)
-	require.Len(t, parts, 3)
-
-	// The monitor neither warns nor expires it before its time.
-	m := NewMonitor(a, MonitorOptions{})
-	l.clock.Advance(2*time.Hour + time.Minute)
-	_, err = m.Tick()
-	require.NoError(t, err)
-	got, err := a.Get(ahead.ID)
-	require.NoError(t, err)
-	require.Equal(t, domain.StatusLive, domain.Status(got.Partition, l.clock.Now(), 5*time.Minute))
-	require.False(t, got.Warned)
-}
-
 // A start that has passed, or beyond the policy's "ahead", is refused
 // and writes nothing.
 func TestBookingAheadLimits(t *testing.T) {
@@ -378,14 +326,14 @@ func testLineTimersWithNoOtherActivity(t *testing.T, open storetest.Opener) {
 	_, due, _, err := b.lineStatus(brief.ID)
 	require.NoError(t, err)
 	require.False(t, due)
-	r, err := b.request(brief.ID)
+	r, err := b.Request(brief.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.TimedOut, r.State)
 
 	l.clock.Advance(hold.Expires.Sub(l.clock.Now()))
 	_, err = b.TendLine() // the deadline passed; no monitor flipped it
 	require.NoError(t, err)
-	r, err = b.request(waits.ID)
+	r, err = b.Request(waits.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Granted, r.State)
 	p, err := b.Get(r.Partition)
@@ -419,7 +367,7 @@ func testPolicyChangeSendsAwayWhatCanNeverFit(t *testing.T, open storetest.Opene
 	require.NoError(t, err)
 	_, err = r.SetPolicy([]string{"user-gpus=0.5"})
 	require.NoError(t, err)
-	st, err := a.request(q.ID)
+	st, err := a.Request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Cancelled, st.State)
 	require.Contains(t, st.Reason, "it can never be granted: over your quota: user-gpus=0.5: 0.8 GPUs asked at once")

@@ -8,9 +8,9 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// chargeWrites is the most charge writes: the owner's usage, the interval
+// ChargeWrites is the most charge writes: the owner's usage, the interval
 // held, and the old intervals it lets go of.
-const chargeWrites = 2 + storage.HeldDropMax
+const ChargeWrites = 2 + storage.HeldDropMax
 
 // charge adds what a booking held until end to its owner's usage, in the
 // transaction that ends it, and keeps the interval it held for hours

@@ -51,16 +51,16 @@ func BenchmarkGangAdmission(b *testing.B) {
 		anyN = append(anyN, create(Request{Device: domain.AnyDevice, Count: 8, Memory: share, Duration: time.Hour}))
 		one = append(one, create(Request{Device: i % 8, Memory: share, Duration: time.Hour}))
 	}
-	b.ReportMetric(ms(median(named)), "gang8-p50-ms")
-	b.ReportMetric(ms(percentile(named, 0.99)), "gang8-p99-ms")
-	b.ReportMetric(ms(median(anyN)), "any8-p50-ms")
-	b.ReportMetric(ms(percentile(anyN, 0.99)), "any8-p99-ms")
-	b.ReportMetric(ms(median(one)), "one-p50-ms")
-	b.ReportMetric(ms(percentile(one, 0.99)), "one-p99-ms")
-	b.ReportMetric(float64(median(named))/float64(median(one)), "gang8/one")
-	b.ReportMetric(float64(median(anyN))/float64(median(one)), "any8/one")
-	b.ReportMetric(ms(median(floor)), "bare-ms")
-	b.ReportMetric(float64(median(named))/float64(median(floor)), "gang8/bare")
+	b.ReportMetric(coretest.Ms(coretest.Median(named)), "gang8-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(named, 0.99)), "gang8-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(anyN)), "any8-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(anyN, 0.99)), "any8-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(one)), "one-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(one, 0.99)), "one-p99-ms")
+	b.ReportMetric(float64(coretest.Median(named))/float64(coretest.Median(one)), "gang8/one")
+	b.ReportMetric(float64(coretest.Median(anyN))/float64(coretest.Median(one)), "any8/one")
+	b.ReportMetric(coretest.Ms(coretest.Median(floor)), "bare-ms")
+	b.ReportMetric(float64(coretest.Median(named))/float64(coretest.Median(floor)), "gang8/bare")
 }
 
 // gangLedger is a client of 8 simulated, NVLinked GPUs on a ledger file

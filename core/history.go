@@ -55,7 +55,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(domain.AccountEvery), h.To, dev.UUID); err != nil {
 			return err
 		}
-		pol, err := policyIn(tx)
+		pol, err := PolicyIn(tx)
 		if err != nil {
 			return err
 		}

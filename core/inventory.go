@@ -7,18 +7,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// inventoryEvery is how often a monitor checks the GPUs against the
-// inventory in the ledger: cards come and go, and someone else's process may
-// have written an inventory of other GPUs.
-const inventoryEvery = time.Minute
 
 // cacheInventory stores inv as the machine's inventory in tx, and records
 // what changed as an event. Simulated GPUs never replace real ones, and are
@@ -42,7 +36,7 @@ func (c *Client) cacheInventory(tx *storage.Tx, inv domain.Inventory) error {
 		return nil
 	}
 	return tx.AddEvent(domain.Event{Time: c.now(), Kind: domain.EventInventory, UID: c.me.UID, User: c.me.User,
-		Detail: boundDetail(inventoryChanges(old, inv))})
+		Detail: domain.BoundDetail(inventoryChanges(old, inv))})
 }
 
 // mayCache says whether inv may replace the stored inventory (old, when ok).
@@ -128,9 +122,9 @@ func gpuGone(inv domain.Inventory, ok bool, p domain.Partition) bool {
 	return false
 }
 
-// cannotWrite says whether err means only that this process may not write
+// CannotWrite says whether err means only that this process may not write
 // the ledger: reading, and what does not need the cache, goes on.
-func cannotWrite(err error) bool {
+func CannotWrite(err error) bool {
 	return errors.Is(err, storage.ErrReadOnly) || errors.Is(err, storage.ErrUnsafeFile)
 }
 

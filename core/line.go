@@ -25,7 +25,7 @@ func readBooks(tx *storage.Tx, here string, now time.Time) (*admission.Books, er
 	for _, inv := range b.Invs {
 		b.Gpus += len(inv.Devices)
 	}
-	if b.Pol, err = policyIn(tx); err != nil {
+	if b.Pol, err = PolicyIn(tx); err != nil {
 		return nil, err
 	}
 	if b.Parts, err = tx.LivePartitions(); err != nil {
@@ -116,12 +116,12 @@ func (c *Client) applyLine(tx *storage.Tx, b *admission.Books, p admission.LineP
 	return false, nil
 }
 
-// placeLine places the waiting line, inside a transaction that may have
+// PlaceLine places the waiting line, inside a transaction that may have
 // freed room or changed the rules: every release, expiry, cancellation and
 // policy change runs it. It grants only as many requests as the
 // transaction has room for (see applyLine); more says some are left, and
 // the process that commits the transaction places them with placeRest.
-func (c *Client) placeLine(tx *storage.Tx) (more bool, err error) {
+func (c *Client) PlaceLine(tx *storage.Tx) (more bool, err error) {
 	line, err := tx.WaitingRequests()
 	if err != nil || len(line) == 0 {
 		return false, err
@@ -133,16 +133,16 @@ func (c *Client) placeLine(tx *storage.Tx) (more bool, err error) {
 	return c.applyLine(tx, b, p)
 }
 
-// placeRest places, after a transaction whose placement left some for
+// PlaceRest places, after a transaction whose placement left some for
 // want of room in it, what is left: a pass at a time, each its own
 // transaction, until nothing more fits. A pass that fails (the ledger
 // busy) leaves the rest for the waiters and monitors, which place what
 // they find due when they next look; the change that freed the room has
 // committed whatever happens here.
-func (c *Client) placeRest(more bool) {
+func (c *Client) PlaceRest(more bool) {
 	for more {
 		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
-			more, err = c.placeLine(tx)
+			more, err = c.PlaceLine(tx)
 			return err
 		})
 		if err != nil {
@@ -206,7 +206,7 @@ func (c *Client) placedBy(owner int) string {
 // eventAs records an event as by who: the owner, for what their own
 // request did.
 func (c *Client) eventAs(tx *storage.Tx, who domain.Identity, kind domain.EventKind, booking uint64, detail string) error {
-	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: booking, UID: who.UID, User: who.User, Detail: boundDetail(detail)})
+	return tx.AddEvent(domain.Event{Time: c.now(), Kind: kind, Partition: booking, UID: who.UID, User: who.User, Detail: domain.BoundDetail(detail)})
 }
 
 func (c *Client) lineEvent(tx *storage.Tx, kind domain.EventKind, r domain.Request, why string) error {
@@ -272,11 +272,11 @@ func (c *Client) Cancel(id uint64) error {
 			return err
 		}
 		var err error
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err == nil {
-		c.placeRest(more)
+		c.PlaceRest(more)
 	}
 	return err
 }
@@ -379,11 +379,11 @@ func (c *Client) TendLine() (time.Time, error) {
 func (c *Client) place() error {
 	var more bool
 	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) (err error) {
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err == nil {
-		c.placeRest(more)
+		c.PlaceRest(more)
 	}
 	return err
 }
@@ -416,7 +416,7 @@ func (c *Client) Wait(ctx context.Context, id uint64, onChange func(admission.Qu
 	crowd := 0               // how many waited when the line was last laid out
 	acted, look := false, true
 	for {
-		r, err := c.request(id)
+		r, err := c.Request(id)
 		if err != nil && !errors.Is(err, storage.ErrBusy) {
 			return nil, err
 		}
@@ -503,8 +503,8 @@ func (c *Client) BookOrWait(ctx context.Context, req Request, wait *admission.Wa
 	return c.Wait(ctx, entry.ID, onChange)
 }
 
-// request reads one request.
-func (c *Client) request(id uint64) (domain.Request, error) {
+// Request reads one request.
+func (c *Client) Request(id uint64) (domain.Request, error) {
 	var r domain.Request
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
@@ -533,11 +533,11 @@ func (c *Client) leave(id uint64, why error) error {
 		case err != nil:
 			return err
 		}
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err == nil {
-		c.placeRest(more)
+		c.PlaceRest(more)
 	}
 	if err == nil && granted != 0 {
 		_, err = c.Release(granted)

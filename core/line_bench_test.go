@@ -100,8 +100,8 @@ func BenchmarkReleaseToWaiter(b *testing.B) {
 		expect("released")
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(median(toWaiter)), "waiter-p50-ms")
-	b.ReportMetric(ms(percentile(toWaiter, 0.99)), "waiter-p99-ms")
-	b.ReportMetric(ms(median(bare)), "release-p50-ms")
-	b.ReportMetric(float64(median(toWaiter))/float64(median(bare)), "waiter/release")
+	b.ReportMetric(coretest.Ms(coretest.Median(toWaiter)), "waiter-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(toWaiter, 0.99)), "waiter-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(bare)), "release-p50-ms")
+	b.ReportMetric(float64(coretest.Median(toWaiter))/float64(coretest.Median(bare)), "waiter/release")
 }

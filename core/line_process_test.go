@@ -123,14 +123,6 @@ func eachWaitLedger(t *testing.T, fn func(t *testing.T, open storetest.Opener, b
 	})
 }
 
-// letAllWrite lets other uids' waiters write a ledger file once it exists;
-// an etcd ledger needs nothing.
-func letAllWrite(t *testing.T, s storage.Store) {
-	if l, ok := s.(*bolt.Ledger); ok {
-		require.NoError(t, os.Chmod(l.Path, 0o666))
-	}
-}
-
 // uidOf looks a system user up; the test skips without it.
 func uidOf(t *testing.T, name string) int {
 	t.Helper()
@@ -168,7 +160,7 @@ func testWaitersGrantedInFairShareOrder(t *testing.T, open storetest.Opener, bin
 		require.NoError(t, err)
 		holders = append(holders, p.ID)
 	}
-	letAllWrite(t, s)
+	coretest.LetAllWrite(t, s)
 	now := clock.System().Now() // the time of the waiters' clients
 	require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
 		if err := tx.PutUserUsage(domain.UserUsage{UID: nobody, User: "nobody", GPUSeconds: 100 * 3600, At: now}); err != nil {
@@ -259,7 +251,7 @@ func testKilledWaiterLeavesTheLine(t *testing.T, open storetest.Opener, bin stri
 	r := clientOn(s, nil, coretest.Root)
 	hold, err := r.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	letAllWrite(t, s)
+	coretest.LetAllWrite(t, s)
 	w := startWaiter(t, bin, db, nobody, "0.5")
 	next := startWaiter(t, bin, db, 0, "0.5")
 

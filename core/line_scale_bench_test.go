@@ -69,9 +69,9 @@ func BenchmarkLineLayout200(b *testing.B) {
 		place = append(place, time.Since(t0))
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(median(read)), "read-ms")
-	b.ReportMetric(ms(median(layout)), "layout-ms")
-	b.ReportMetric(ms(median(place)), "place-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(read)), "read-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(layout)), "layout-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(place)), "place-ms")
 }
 
 // BenchmarkWaiters200 is the "two hundred waiters at once": 200
@@ -203,13 +203,13 @@ func BenchmarkWaiters200(b *testing.B) {
 		}
 		b.ReportMetric(joined.Seconds(), "join-all-s")
 		b.ReportMetric(all.Seconds(), "all-booked-s")
-		b.ReportMetric(ms(median(releases)), "release-p50-ms")
-		b.ReportMetric(ms(percentile(releases, 0.99)), "release-p99-ms")
-		b.ReportMetric(ms(slices.Max(releases)), "release-max-ms")
-		b.ReportMetric(ms(median(bare)), "probe-alone-p50-ms")
-		b.ReportMetric(ms(median(busy)), "probe-p50-ms")
-		b.ReportMetric(ms(percentile(busy, 0.99)), "probe-p99-ms")
-		b.ReportMetric(ms(slices.Max(busy)), "probe-max-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(releases)), "release-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(releases, 0.99)), "release-p99-ms")
+		b.ReportMetric(coretest.Ms(slices.Max(releases)), "release-max-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(bare)), "probe-alone-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(busy)), "probe-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(busy, 0.99)), "probe-p99-ms")
+		b.ReportMetric(coretest.Ms(slices.Max(busy)), "probe-max-ms")
 	}
 }
 

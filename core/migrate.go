@@ -372,7 +372,7 @@ func addUserUsage(tx *storage.Tx, u domain.UserUsage) error {
 		}
 		return err
 	}
-	pol, err := policyIn(tx)
+	pol, err := PolicyIn(tx)
 	if err != nil {
 		return err
 	}

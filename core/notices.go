@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage"
@@ -38,11 +39,11 @@ func (c *Client) Notices(after uint64) (notices []notice.Notice, upTo uint64, er
 // recentNoticeEvents reads back the audit trail as far as the oldest of
 // the user's bookings a table shows, oldest first.
 func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]domain.Event, error) {
-	pol, err := policyIn(tx)
+	pol, err := PolicyIn(tx)
 	if err != nil {
 		return nil, err
 	}
-	parts, err := tx.PartitionsSince(c.now().Add(-(pol.MaxLength + attributionWindow)))
+	parts, err := tx.PartitionsSince(c.now().Add(-(pol.MaxLength + admission.AttributionWindow)))
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (c *Client) submit(req Request, wait *admission.WaitOptions) (*Partition, *
 	if err != nil {
 		return nil, nil, err
 	}
-	c.placeRest(s.more)
+	c.PlaceRest(s.more)
 	if s.out == nil {
 		return nil, s.entry, nil
 	}
@@ -253,7 +253,7 @@ func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books,
 				break // the first GPU's room is what create shows; the rest only admit=physical reads
 			}
 			dev, _ := admission.FindDevice(inv, d)
-			room := c.availabilityOf(tx, s.ask.Host, inv, cal, b.Parts, b.Line, dev, now)
+			room := c.AvailabilityOf(tx, s.ask.Host, inv, cal, b.Parts, b.Line, dev, now)
 			if err := admitPhysical(b.Pol, room, out.Bytes); err != nil {
 				return err
 			}
@@ -493,25 +493,25 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.Mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := endBooking(tx, &p, domain.Released, c.now(), ledgerPolicy(tx)); err != nil {
+		if err := EndBooking(tx, &p, domain.Released, c.now(), LedgerPolicy(tx)); err != nil {
 			return err
 		}
 		if err := c.RecordEvent(tx, domain.EventReleased, p, ""); err != nil {
 			return err
 		}
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err == nil {
-		c.placeRest(more)
+		c.PlaceRest(more)
 	}
 	return c.wrap(p), err
 }
 
-// endBooking ends p (released or expired) at ended and charges its owner's
+// EndBooking ends p (released or expired) at ended and charges its owner's
 // fair-share usage for the time it held, under the ledger's policy, in the
 // transaction that ends it.
-func endBooking(tx *storage.Tx, p *domain.Partition, state domain.State, ended time.Time, policy func() (domain.Policy, error)) error {
+func EndBooking(tx *storage.Tx, p *domain.Partition, state domain.State, ended time.Time, policy func() (domain.Policy, error)) error {
 	pol, err := policy()
 	if err != nil {
 		return err
@@ -599,9 +599,9 @@ type Availability struct {
 	At time.Time
 }
 
-// availabilityOf is what is free on d of host at now, on the calendar of
+// AvailabilityOf is what is free on d of host at now, on the calendar of
 // the stored live bookings, with the requests waiting in line.
-func (c *Client) availabilityOf(tx *storage.Tx, host string, inv domain.Inventory, cal admission.Calendar, parts []domain.Partition, line []domain.Request, d domain.Device, now time.Time) Availability {
+func (c *Client) AvailabilityOf(tx *storage.Tx, host string, inv domain.Inventory, cal admission.Calendar, parts []domain.Partition, line []domain.Request, d domain.Device, now time.Time) Availability {
 	g := admission.GpuID{Host: host, Device: d.Index}
 	free := max(0, human.Ppm-cal.BookedAt(g, now))
 	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
@@ -685,7 +685,7 @@ func (c *Client) AvailableOn(host string, device int) ([]Availability, error) {
 			if device >= 0 && d.Index != device {
 				continue
 			}
-			out = append(out, c.availabilityOf(tx, host, inv, cal, parts, line, d, now))
+			out = append(out, c.AvailabilityOf(tx, host, inv, cal, parts, line, d, now))
 		}
 		return nil
 	})
@@ -711,7 +711,7 @@ func (c *Client) Inventory() (domain.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	if err := c.SaveInventory(inv); err != nil && !cannotWrite(err) {
+	if err := c.SaveInventory(inv); err != nil && !CannotWrite(err) {
 		return inv, err
 	}
 	return inv, nil
@@ -757,11 +757,11 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if window <= 0 {
-			pol, err := policyIn(tx)
+			pol, err := PolicyIn(tx)
 			if err != nil {
 				return err
 			}
-			window = pol.MaxLength + attributionWindow
+			window = pol.MaxLength + admission.AttributionWindow
 		}
 		parts, err := tx.PartitionsSince(c.now().Add(-window))
 		seen := c.seenIn(tx)

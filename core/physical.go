@@ -31,7 +31,7 @@ func (c *Client) saveReading(rs []domain.DeviceReading) error {
 	if err != nil || !due {
 		return err
 	}
-	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return putReadingIfDue(tx, rs) })
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return PutReadingIfDue(tx, rs) })
 }
 
 // Room is what the GPU has room for: the share still bookable, and next to
@@ -62,9 +62,9 @@ func physicalIn(tx *storage.Tx, inv domain.Inventory, dev domain.Device, now tim
 		Free: r.MemoryTotal - r.MemoryUsed, Holders: r.Holders}
 }
 
-// putReadingIfDue stores rs inside a write transaction, checking again
+// PutReadingIfDue stores rs inside a write transaction, checking again
 // what is stored: another process may have stored readings just now.
-func putReadingIfDue(tx *storage.Tx, rs []domain.DeviceReading) error {
+func PutReadingIfDue(tx *storage.Tx, rs []domain.DeviceReading) error {
 	stored, err := tx.DeviceReadings()
 	if err == nil && !admission.ReadingDue(stored, rs) {
 		return nil

@@ -19,7 +19,7 @@ func (c *Client) Policy() (domain.Policy, error) {
 	var p domain.Policy
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		p, err = policyIn(tx)
+		p, err = PolicyIn(tx)
 		return err
 	})
 	p.NotifyURL = notice.NotifyShown(c.notify)
@@ -44,7 +44,7 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 	var more bool
 	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		if p, err = policyIn(tx); err != nil {
+		if p, err = PolicyIn(tx); err != nil {
 			return err
 		}
 		if len(settings) > 0 || !setNotify {
@@ -76,13 +76,13 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 		if err := tx.AddEvent(domain.Event{Time: c.now(), Kind: domain.EventPolicy, UID: c.me.UID, User: c.me.User, Detail: detail}); err != nil {
 			return err
 		}
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err != nil {
 		return p, err
 	}
-	c.placeRest(more)
+	c.PlaceRest(more)
 	p.NotifyURL = notice.NotifyShown(c.notify)
 	return p, nil
 }
@@ -99,14 +99,14 @@ func checkTarget(target string) error {
 	return err
 }
 
-// ledgerPolicy reads the policy in tx when first asked, and gives the same
+// LedgerPolicy reads the policy in tx when first asked, and gives the same
 // after: a pass that ends many bookings charges each under it, read and
 // decoded once.
-func ledgerPolicy(tx *storage.Tx) func() (domain.Policy, error) {
-	return sync.OnceValues(func() (domain.Policy, error) { return policyIn(tx) })
+func LedgerPolicy(tx *storage.Tx) func() (domain.Policy, error) {
+	return sync.OnceValues(func() (domain.Policy, error) { return PolicyIn(tx) })
 }
 
-func policyIn(tx *storage.Tx) (domain.Policy, error) {
+func PolicyIn(tx *storage.Tx) (domain.Policy, error) {
 	p, ok, err := tx.Policy()
 	if err != nil || !ok {
 		return admission.DefaultPolicy(), err

@@ -5,19 +5,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/coretest"
 )
-
-// asUser runs cmd as uid (its primary group the same number), with no
-// supplementary groups.
-func asUser(cmd *exec.Cmd, uid int) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-}
 
 // whoami runs the test binary bin under the command prefix (unshare …) as
 // uid and returns what it says: RealRoot, and CurrentIdentity's uid.
@@ -26,7 +19,7 @@ func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 	cmd := exec.Command(prefix[0], append(prefix[1:], bin, "-test.run=^$")...)
 	cmd.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=whoami")
 	if uid != 0 {
-		asUser(cmd, uid)
+		coretest.AsUser(cmd, uid)
 	}
 	// Stdout alone: under -cover a child of another uid says on stderr
 	// that it cannot write its coverage to the test's directory.
@@ -37,23 +30,12 @@ func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// needUserNamespaces skips the test where uid may not make a user
-// namespace (kernel.unprivileged_userns_clone=0, no unshare).
-func needUserNamespaces(t *testing.T, uid int) {
-	t.Helper()
-	probe := exec.Command("unshare", "-U", "true")
-	asUser(probe, uid)
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("uid %d may not make a user namespace here: %v %s", uid, err, out)
-	}
-}
-
 // Inside `unshare -r` the effective uid is 0, but it is root only over the
 // namespace: not real root, and the user is the member who made it.
 func TestRealRootIsNotFooledByAUserNamespace(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
-	needUserNamespaces(t, nobody)
+	coretest.NeedUserNamespaces(t, nobody)
 	_, bin := coretest.OtherUserDir(t)
 	require.Equal(t, "true 0", whoami(t, bin, 0, "env"), "root, on the host")
 	require.Equal(t, "false 0", whoami(t, bin, 0, "unshare", "-r"), "root inside its own user namespace")

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,20 +8,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
-	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -81,86 +76,7 @@ func playRole(role, db, arg string) int {
 			}
 		}
 	case "hold":
-		// Take the write lock, say so with a marker file, and keep it
-		// until told to let go (or 10 s): the test stops us meanwhile.
-		err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-			if err := os.WriteFile(arg+".held", nil, 0o600); err != nil {
-				return err
-			}
-			for range 1000 {
-				if _, err := os.Stat(arg + ".go"); err == nil {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			return tx.AddEvent(domain.Event{Kind: "held"})
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
-	case "monitor":
-		// A monitor, with real processes named in CHRONOS_TEST_ATTACH shown
-		// on the simulated idle GPU. Given a duration (arg), it runs that
-		// long on the system clock. Given instants (RFC 3339, comma-
-		// separated), it passes at each on a fake clock: the test picks
-		// them, so no pass is early or late however loaded the machine.
-		var at []time.Time
-		d, err := time.ParseDuration(arg)
-		if err != nil {
-			for _, f := range strings.Split(arg, ",") {
-				t, err := time.Parse(time.RFC3339Nano, f)
-				if err != nil {
-					fmt.Fprintln(os.Stderr, err)
-					return coretest.RoleFailed
-				}
-				at = append(at, t)
-			}
-		}
-		var fake *clock.Fake
-		if at != nil {
-			fake = clock.NewFake(at[0])
-			c = NewClient(Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
-		}
-		sim := gpu.NewSim(gpu.SimOptions{})
-		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
-		if err := c.SaveInventory(InventoryOf(sim.Name(), devs, c.now())); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
-		for _, f := range strings.Fields(os.Getenv("CHRONOS_TEST_ATTACH")) {
-			pid, _ := strconv.Atoi(f)
-			sim.Attach(coretest.IdleGPU, pid, 1<<30)
-		}
-		m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: func(a Act) {
-			if a.Kind == "error" {
-				fmt.Fprintln(os.Stderr, a)
-			}
-		}})
-		if fake == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			defer cancel()
-			if err := m.Run(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return coretest.RoleFailed
-			}
-			break
-		}
-		for _, t := range at {
-			fake.Set(t)
-			// As Run does: pass again at once while more is due than
-			// one pass's transaction holds.
-			for range 100 {
-				next, err := m.Tick()
-				if err != nil {
-					fmt.Fprintln(os.Stderr, err) // and try again, as Run does
-					continue
-				}
-				if next.After(t) {
-					break
-				}
-			}
-		}
+		return coretest.PlayHold(c.ledger, arg)
 	case "wait":
 		return playWaiter(c, arg)
 	case "holdturn":
@@ -169,26 +85,6 @@ func playRole(role, db, arg string) int {
 		fmt.Println(proc.RealRoot(), CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
-	case "sleep":
-		// Stand in for a GPU job (or a daemon: the binary may be copied
-		// under another name) until killed or arg passes.
-		d, _ := time.ParseDuration(arg)
-		time.Sleep(d)
-	case "swap":
-		// Swap a FIFO with the file at arg, as fast as possible, until
-		// killed: renameat2(RENAME_EXCHANGE), so that the path is a FIFO
-		// for a moment, the ledger the next.
-		fifo := arg + ".fifo"
-		if err := unix.Mkfifo(fifo, 0o666); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
-		for {
-			if err := unix.Renameat2(unix.AT_FDCWD, arg, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return coretest.RoleFailed
-			}
-		}
 	default:
 		return coretest.RoleFailed
 	}

@@ -63,7 +63,7 @@ func BenchmarkCreateUnderQuotas(b *testing.B) {
 		quotas = append(quotas, create(c))
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(median(none)), "create-ms")
-	b.ReportMetric(ms(median(quotas)), "create-quotas-ms")
-	b.ReportMetric(float64(median(quotas))/float64(median(none)), "quotas/none")
+	b.ReportMetric(coretest.Ms(coretest.Median(none)), "create-ms")
+	b.ReportMetric(coretest.Ms(coretest.Median(quotas)), "create-quotas-ms")
+	b.ReportMetric(float64(coretest.Median(quotas))/float64(coretest.Median(none)), "quotas/none")
 }

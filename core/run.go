@@ -42,7 +42,7 @@ func claimSignal(c *Client, id uint64, act domain.ClaimAct, pid int, start uint6
 			return err
 		}
 		if cur.State == domain.Live && !now.Before(cur.Expires) {
-			if err := endBooking(tx, &cur, domain.Expired, cur.Expires, ledgerPolicy(tx)); err != nil {
+			if err := EndBooking(tx, &cur, domain.Expired, cur.Expires, LedgerPolicy(tx)); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)
@@ -57,11 +57,11 @@ func claimSignal(c *Client, id uint64, act domain.ClaimAct, pid int, start uint6
 		if err != nil || !more {
 			return err
 		}
-		more, err = c.placeLine(tx)
+		more, err = c.PlaceLine(tx)
 		return err
 	})
 	if err == nil {
-		c.placeRest(more)
+		c.PlaceRest(more)
 	}
 	return won, err
 }

@@ -68,7 +68,7 @@ func (c *Client) WaitFor(ctx context.Context, id uint64, joined, onChange func(a
 }
 
 // LineRequest reads request id of the waiting line, in whatever state.
-func (c *Client) LineRequest(id uint64) (domain.Request, error) { return c.request(id) }
+func (c *Client) LineRequest(id uint64) (domain.Request, error) { return c.Request(id) }
 
 // ownProcess refuses, for a caller who is not root, a process that is not
 // theirs: the kernel says whose it is.

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 )
 
 // pastBooking is a booking made ago before t0, lasting length.
@@ -37,7 +38,7 @@ func (noSignals) Signal(int, uint64, syscall.Signal) error { return nil }
 // and who sat idle. The clock ends at t0.
 func (w *world) watchHour(books ...pastBooking) []uint64 {
 	w.t.Helper()
-	mon := core.NewMonitor(w.client, core.MonitorOptions{Backend: w.sim, Signaller: noSignals{}})
+	mon := monitor.New(w.client, monitor.Options{Backend: w.sim, Signaller: noSignals{}})
 	ids := make([]uint64, len(books))
 	made := make([]bool, len(books))
 	bookDue := func(at time.Time) {

@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -52,7 +53,7 @@ func TestAppShowsEveryHost(t *testing.T) {
 	there, thereSim := labHost(thereStore, "gpu2", bob)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go core.NewMonitor(there, core.MonitorOptions{Backend: thereSim}).Run(ctx)
+	go monitor.New(there, monitor.Options{Backend: thereSim}).Run(ctx)
 
 	_, err := there.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)

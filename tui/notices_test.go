@@ -9,19 +9,19 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // monitor is a monitor of the world's ledger and GPUs, run as alice, as
 // in `chronos`: what it records, every app of alice's reads.
-func (w *world) monitor() *core.Monitor {
-	return core.NewMonitor(w.client, core.MonitorOptions{Backend: w.sim, Signaller: noSignals{}})
+func (w *world) monitor() *monitor.Monitor {
+	return monitor.New(w.client, monitor.Options{Backend: w.sim, Signaller: noSignals{}})
 }
 
 // tick has the monitor make a pass.
-func tick(t *testing.T, mon *core.Monitor) {
+func tick(t *testing.T, mon *monitor.Monitor) {
 	t.Helper()
 	_, err := mon.Tick()
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -75,7 +76,7 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), human.FormatGPUs("", p.GPUs()),
 			human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
 			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
-			core.FormatIdle(p.Partition, p.Usage, now), status, compute)
+			monitor.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {
 			fmt.Fprintf(tw, "\t%s", ended)
 		}

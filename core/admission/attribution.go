@@ -153,3 +153,7 @@ func ownersExpiredBooking(parts []domain.Partition, proc gpu.Process, device int
 	}
 	return best, found
 }
+
+// AttributionWindow is how long after its end an expired booking can still
+// claim the processes that ran under it.
+const AttributionWindow = 24 * time.Hour

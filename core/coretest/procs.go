@@ -48,3 +48,20 @@ func WaitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 	}
 	return cmd.ProcessState.Sys().(syscall.WaitStatus)
 }
+
+// AsUser runs cmd as uid (its primary group the same number), with no
+// supplementary groups.
+func AsUser(cmd *exec.Cmd, uid int) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+}
+
+// NeedUserNamespaces skips the test where uid may not make a user
+// namespace (kernel.unprivileged_userns_clone=0, no unshare).
+func NeedUserNamespaces(t *testing.T, uid int) {
+	t.Helper()
+	probe := exec.Command("unshare", "-U", "true")
+	AsUser(probe, uid)
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("uid %d may not make a user namespace here: %v %s", uid, err, out)
+	}
+}

@@ -1,7 +1,9 @@
 package coretest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/storage"
 )
 
 // Exit statuses of a role process.
@@ -47,6 +52,29 @@ func HoldLedger(t *testing.T, db string) (holder *exec.Cmd, marker string) {
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	require.Eventually(t, func() bool { _, err := os.Stat(marker + ".held"); return err == nil }, 10*time.Second, 5*time.Millisecond)
 	return holder, marker
+}
+
+// PlayHold is the "hold" role that HoldLedger starts: it takes s's write
+// lock, says so with a marker file, and keeps it until told to let go (or
+// 10 s): the test stops it meanwhile.
+func PlayHold(s storage.Store, marker string) int {
+	err := s.Update(context.Background(), func(tx *storage.Tx) error {
+		if err := os.WriteFile(marker+".held", nil, 0o600); err != nil {
+			return err
+		}
+		for range 1000 {
+			if _, err := os.Stat(marker + ".go"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return tx.AddEvent(domain.Event{Kind: "held"})
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return RoleFailed
+	}
+	return RoleOK
 }
 
 func ExitCode(err error) int {

@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // EventKind says what an audit event records. The words are stored and
@@ -62,4 +64,22 @@ type EventProcess struct {
 	PID  int    `json:"pid"`
 	UID  int    `json:"uid"`
 	User string `json:"user"`
+}
+
+// MaxDetail bounds what an event or a monitor's act says: a command line
+// can run to hundreds of kilobytes (one was 220 KB), and the audit trail
+// and a screen need only its start.
+const MaxDetail = 1024
+
+// BoundDetail cuts detail to MaxDetail bytes, at a character's start, and
+// says how much was left out.
+func BoundDetail(detail string) string {
+	if len(detail) <= MaxDetail {
+		return detail
+	}
+	cut := MaxDetail
+	for cut > 0 && !utf8.RuneStart(detail[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", detail[:cut], len(detail)-cut)
 }

@@ -86,3 +86,7 @@ type UnbookedUse struct {
 	User    string        `json:"user"`
 	GPUTime time.Duration `json:"gpu_time"`
 }
+
+// MaxReason is the longest hold reason, in characters: a line of the app,
+// not a place to paste a log.
+const MaxReason = 200

@@ -16,6 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -132,7 +133,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 				pol := admission.DefaultPolicy()
 				pol.Unbooked = admission.ActOff
 				who := domain.Identity{UID: 1001, User: "alice"}
-				opts := core.MonitorOptions{Backend: sim, Policy: &pol, Notify: core.NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}}
+				opts := monitor.Options{Backend: sim, Policy: &pol, Notify: monitor.NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}}
 				var ex *metrics.Exporter
 				var store storage.Store = bolt.New(path)
 				if on {
@@ -140,7 +141,7 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 					store, opts.Observer = ex.Timed(store), ex
 				}
 				c := core.NewClient(core.Options{Ledger: store, As: &who, Clock: now})
-				m := core.NewMonitor(c, opts)
+				m := monitor.New(c, opts)
 				var srv *httptest.Server
 				if on {
 					srv = httptest.NewServer(ex.Handler(c))

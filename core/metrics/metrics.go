@@ -3,7 +3,7 @@
 // the ledger, and how the monitor and the ledger perform. Values are read
 // when Prometheus scrapes, never pushed: the ledger in one snapshot
 // (core.Client.Snapshot), the GPUs from the reading the monitor took last
-// (it tells the Exporter, its core.MonitorObserver). core stays free of
+// (it tells the Exporter, its monitor.Observer). core stays free of
 // HTTP; main wires this in.
 package metrics
 
@@ -62,7 +62,7 @@ type Options struct {
 }
 
 // Exporter is a monitor's metrics, of this host's GPUs and their bookings. It is the monitor's observer
-// (MonitorOptions.Observer), times the ledger's transactions (Timed), and
+// (monitor.Options.Observer), times the ledger's transactions (Timed), and
 // serves /metrics (Handler, Serve).
 type Exporter struct {
 	o        Options
@@ -108,17 +108,17 @@ func New(o Options) *Exporter {
 	return e
 }
 
-// Ticked implements core.MonitorObserver.
+// Ticked implements monitor.Observer.
 func (e *Exporter) Ticked(took time.Duration) { e.ticks.Observe(took.Seconds()) }
 
-// Sampled implements core.MonitorObserver: the reading the GPU metrics show.
+// Sampled implements monitor.Observer: the reading the GPU metrics show.
 func (e *Exporter) Sampled(s gpu.Sample, atts []admission.Attribution) {
 	e.mu.Lock()
 	e.sample, e.atts, e.sampled = s, atts, e.o.Clock.Now()
 	e.mu.Unlock()
 }
 
-// Signalled implements core.MonitorObserver.
+// Signalled implements monitor.Observer.
 func (e *Exporter) Signalled(sig syscall.Signal, cause domain.EventKind) {
 	e.signals.WithLabelValues(unix.SignalName(sig), string(cause)).Inc()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -62,7 +63,7 @@ func (r *rig) start() {
 	r.url = "http://" + ln.Addr().String() + "/metrics"
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
-	m := core.NewMonitor(r.c, core.MonitorOptions{Backend: r.sim, Observer: r.ex, SampleEvery: 100 * time.Millisecond})
+	m := monitor.New(r.c, monitor.Options{Backend: r.sim, Observer: r.ex, SampleEvery: 100 * time.Millisecond})
 	go func() { m.Run(ctx); done <- struct{}{} }()
 	go func() { _ = r.ex.Serve(ctx, ln, r.c); done <- struct{}{} }()
 	r.t.Cleanup(func() { stop(); <-done; <-done })

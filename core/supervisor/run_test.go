@@ -21,6 +21,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -97,7 +98,7 @@ func TestRunStopsWhenReclaimed(t *testing.T) {
 		}
 		parts, err := c.List(false)
 		if err == nil && len(parts) == 1 {
-			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return core.Reclaim(tx, &parts[0].Partition, c.Now()) })
+			err = c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return monitor.Reclaim(tx, &parts[0].Partition, c.Now()) })
 		}
 		if err != nil {
 			t.Error(err)
@@ -257,7 +258,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 
 	pol := admission.DefaultPolicy()
 	pol.Grace = o.Grace
-	m := core.NewMonitor(c, core.MonitorOptions{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
+	m := monitor.New(c, monitor.Options{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)

@@ -29,6 +29,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -92,7 +93,7 @@ func main() {
 			check(err)
 		}
 	}
-	mon := core.NewMonitor(client(core.CurrentIdentity()), core.MonitorOptions{Backend: sim, Signaller: noSignals{}})
+	mon := monitor.New(client(core.CurrentIdentity()), monitor.Options{Backend: sim, Signaller: noSignals{}})
 	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
 		book()
 		_, err := mon.Tick()

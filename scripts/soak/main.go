@@ -52,6 +52,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -673,7 +674,7 @@ func (d *driver) startMonitor(i int) (*monitorProc, error) {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		once := sync.Once{}
 		for sc.Scan() {
-			var a core.Act
+			var a monitor.Act
 			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 				m.mu.Lock()
 				m.errs = append(m.errs, "unexpected output: "+sc.Text())

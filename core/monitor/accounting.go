@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -192,7 +193,7 @@ const (
 // release by the idle ladder: the booking and its live entry, and its
 // owner charged) and for one GPU besides (its minute).
 const (
-	accountBookingWrites = 4 + chargeWrites
+	accountBookingWrites = 4 + core.ChargeWrites
 	accountGPUWrites     = 1
 )
 
@@ -363,21 +364,6 @@ func (a *accountant) skipTaken(ctx context.Context, l storage.Store) error {
 		a.accounted()
 	}
 	return err
-}
-
-// BookingUsage returns what monitors recorded of a booking: idle and GPU time,
-// memory peak, its place on the idle ladder and its holds.
-func (c *Client) BookingUsage(id uint64) (domain.BookingUsage, error) {
-	var u domain.BookingUsage
-	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-		if _, err := getPartition(tx, id); err != nil {
-			return err
-		}
-		var err error
-		u, _, err = tx.BookingUsage(id)
-		return err
-	})
-	return u, err
 }
 
 // FormatIdle is a booking's IDLE cell: "-" while it works, else how long

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
@@ -43,9 +44,9 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 	for range b.N {
 		sim := gpu.NewSim(gpu.SimOptions{})
 		path := filepath.Join(b.TempDir(), "chronos.db")
-		c := NewClient(Options{Ledger: bolt.New(path), Devices: func() (Listing, error) {
+		c := core.NewClient(core.Options{Ledger: bolt.New(path), Devices: func() (core.Listing, error) {
 			devs, err := sim.Devices()
-			return Listing{Backend: sim.Name(), Devices: devs}, err
+			return core.Listing{Backend: sim.Name(), Devices: devs}, err
 		}})
 		first := time.Now().Add(3 * time.Second)
 		expires, pidOf := bookWithProcesses(b, c, sim, n, first, 20*time.Millisecond)
@@ -55,7 +56,7 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 		var mu sync.Mutex
 		flipped := map[uint64]time.Time{}
 		rec := &recordingSignaller{sent: map[int]time.Time{}}
-		m := NewMonitor(c, MonitorOptions{Backend: sim, Signaller: rec, OnAct: func(a Act) {
+		m := New(c, Options{Backend: sim, Signaller: rec, OnAct: func(a Act) {
 			if a.Kind == "expired" {
 				mu.Lock()
 				flipped[a.Partition] = a.Time
@@ -79,11 +80,11 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 			flip = append(flip, f.Sub(deadline))
 			term = append(term, s.Sub(deadline))
 		}
-		b.ReportMetric(ms(median(flip)), "flip-p50-ms")
-		b.ReportMetric(ms(percentile(flip, 0.99)), "flip-p99-ms")
-		b.ReportMetric(ms(median(term)), "sigterm-p50-ms")
-		b.ReportMetric(ms(percentile(term, 0.99)), "sigterm-p99-ms")
-		b.ReportMetric(ms(percentile(term, 1)), "sigterm-max-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(flip)), "flip-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 0.99)), "flip-p99-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(term)), "sigterm-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 0.99)), "sigterm-p99-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 1)), "sigterm-max-ms")
 	}
 }
 
@@ -91,12 +92,12 @@ func BenchmarkExpiryAccuracy(b *testing.B) {
 // on, each with a real process (sleep) attributed to it on sim's idle GPU,
 // killed when the benchmark ends. It returns each booking's deadline and
 // its process's pid.
-func bookWithProcesses(b *testing.B, c *Client, sim *gpu.Sim, n int, first time.Time, apart time.Duration) (expires map[uint64]time.Time, pidOf map[uint64]int) {
+func bookWithProcesses(b *testing.B, c *core.Client, sim *gpu.Sim, n int, first time.Time, apart time.Duration) (expires map[uint64]time.Time, pidOf map[uint64]int) {
 	b.Helper()
 	expires, pidOf = map[uint64]time.Time{}, map[uint64]int{}
 	for i := range n {
 		deadline := first.Add(time.Duration(i) * apart)
-		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 20), Duration: time.Until(deadline)})
+		p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 20), Duration: time.Until(deadline)})
 		if err != nil {
 			b.Fatal(err)
 		}

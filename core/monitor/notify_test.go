@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"encoding/binary"
@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
@@ -123,7 +124,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	id, _ := r.book(true)
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
+	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
 	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
@@ -139,7 +140,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	require.Empty(t, quiet.read(t, 200*time.Millisecond, ""), "mesg n")
 
 	// Once told, never again: the next monitor finds the delivery claimed.
-	again := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
+	again := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
 	r.run(30*time.Second, 10*time.Second, again)
 	require.Empty(t, mine.read(t, 300*time.Millisecond, ""))
 }
@@ -184,12 +185,12 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	h := newHook(t)
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	r.c.notify = notifyFileFor(t, h.URL)
+	r.notifyAt(notifyFileFor(t, h.URL))
 	pol := ladderPolicy(admission.ReclaimAlways)
 	var ms []*Monitor
 	yes := true
 	for range 3 {
-		ms = append(ms, r.monitor(pol, MonitorOptions{Root: &yes, Notify: NotifyOptions{Host: "gpu1"}}))
+		ms = append(ms, r.monitor(pol, Options{Root: &yes, Notify: NotifyOptions{Host: "gpu1"}}))
 	}
 	r.run(6*time.Minute+20*time.Second, 10*time.Second, ms...)
 	require.Equal(t, []string{"created", "idle", "idle", "reclaimed", "signalled"}, eventKinds(t, r.c, id),
@@ -246,13 +247,13 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	recorder := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{})
+	recorder := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 
 	var mu sync.Mutex
 	seen := map[string][]notice.Notice{}
 	app := func(who domain.Identity) *Monitor {
-		c := NewClient(Options{Ledger: bolt.New(r.path), As: &who, Clock: r.clock})
-		return NewMonitor(c, MonitorOptions{OnNotice: func(n notice.Notice) {
+		c := core.NewClient(core.Options{Ledger: bolt.New(r.path), As: &who, Clock: r.clock})
+		return New(c, Options{OnNotice: func(n notice.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen[who.User] = append(seen[who.User], n)

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
@@ -28,7 +29,7 @@ const shortPresence = 2 * time.Second
 
 // labHost is one host of a test lab: its client, store and monitor.
 type labHost struct {
-	c      *Client
+	c      *core.Client
 	m      *Monitor
 	s      storage.Store
 	log    *actLog
@@ -49,25 +50,25 @@ func (p *passCount) Ticked(time.Duration) { p.n.Add(1) }
 // clock.
 func startHost(t *testing.T, open storetest.Opener, host string, clk clock.Clock) *labHost {
 	t.Helper()
-	me := CurrentIdentity()
+	me := core.CurrentIdentity()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	h := &labHost{s: open(), log: &actLog{}, passes: &passCount{}}
-	h.c = NewClient(Options{Ledger: h.s, As: &me, Host: host, Clock: clk, Devices: simDevices(sim)})
+	h.c = core.NewClient(core.Options{Ledger: h.s, As: &me, Host: host, Clock: clk, Devices: simDevices(sim)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	h.stop = func() { cancel(); <-done }
 	t.Cleanup(h.stop)
-	m := NewMonitor(h.c, MonitorOptions{Backend: sim, OnAct: h.log.add, Observer: h.passes, PresenceTTL: shortPresence})
+	m := New(h.c, Options{Backend: sim, OnAct: h.log.add, Observer: h.passes, PresenceTTL: shortPresence})
 	h.m = m
 	go func() { _ = m.Run(ctx); close(done) }()
 	return h
 }
 
 // live waits until from sees host's monitor publishing, or no longer.
-func live(t *testing.T, from *Client, host string, want bool) {
+func live(t *testing.T, from *core.Client, host string, want bool) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		present, err := from.presence().Present(context.Background())
+		present, err := from.Presence().Present(context.Background())
 		require.NoError(t, err)
 		_, ok := present[host]
 		return ok == want
@@ -117,15 +118,15 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
 	a := startHost(t, open, "gpuA", clk)
-	me := CurrentIdentity()
-	fast := NewClient(Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: testDevices})
+	me := core.CurrentIdentity()
+	fast := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: testDevices})
 	live(t, fast, "gpuA", true)
-	p, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
+	p, err := a.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
 	require.NoError(t, err)
 
 	// gpuB's clock is past the deadline, gpuA's 89 s short of it.
 	passAfter(t, clk, p.Expires.Add(-89*time.Second), a)
-	_, err = NewMonitor(fast, MonitorOptions{}).Tick()
+	_, err = New(fast, Options{}).Tick()
 	require.NoError(t, err)
 	got, err := fast.Get(p.ID)
 	require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestStoppedHostsBookingsAreTakenOver(t *testing.T) {
 	live(t, b.c, "gpuB", true) // publishing, so it sees gpuA's first status
 	a := startHost(t, open, "gpuA", clk)
 	live(t, b.c, "gpuA", true)
-	p, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
+	p, err := a.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 
 	a.stop() // its store lives on, and with it its lease
@@ -176,9 +177,9 @@ func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
-	me := CurrentIdentity()
-	lone := NewClient(Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
-	p, err := lone.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
+	me := core.CurrentIdentity()
+	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
+	p, err := lone.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	clk.Set(p.Expires.Add(time.Second))
 	b := startHost(t, open, "gpuB", clk)
@@ -239,13 +240,13 @@ func TestClockInDoubtJudgesOnlyItsOwnBookings(t *testing.T) {
 	// What gpuB's own app and chronos backends show.
 	hosts, err := b.c.Hosts()
 	require.NoError(t, err)
-	warnings := SkewWarnings("gpuB", hosts)
+	warnings := core.SkewWarnings("gpuB", hosts)
 	require.NotEmpty(t, warnings)
 	require.Regexp(t, ahead, warnings[0])
 
-	theirs, err := a.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
+	theirs, err := a.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
 	require.NoError(t, err)
-	own, err := b.c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
+	own, err := b.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	a.stop()
 	require.NoError(t, a.s.(io.Closer).Close())
@@ -274,12 +275,12 @@ func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewFakeClock()
 	s := storetest.Bolt(t)()
-	me := CurrentIdentity()
-	c := NewClient(Options{Ledger: s, As: &me, Clock: clk, Devices: testDevices})
-	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
+	me := core.CurrentIdentity()
+	c := core.NewClient(core.Options{Ledger: s, As: &me, Clock: clk, Devices: testDevices})
+	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	var log actLog
-	m := NewMonitor(c, MonitorOptions{OnAct: log.add})
+	m := New(c, Options{OnAct: log.add})
 	clk.Set(p.Expires)
 	_, err = m.Tick()
 	require.NoError(t, err)
@@ -309,7 +310,7 @@ func TestClockStanding(t *testing.T) {
 		{"no majority", []time.Duration{0, 50 * s, 60 * s}, true, -50 * s, "(2 of 4 hosts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := standingOf("gpu1", tc.others)
+			st := core.StandingOf("gpu1", tc.others)
 			require.Equal(t, tc.doubt, st.InDoubt())
 			require.Equal(t, tc.ahead, st.Ahead)
 			require.Contains(t, st.String(), tc.summary)

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func (m *Monitor) termEarly(plans []signalPlan, parts []domain.Partition) *early
 		close(e.done)
 		return e
 	}
-	t := m.c.clock.NewTimer(termPatience)
+	t := m.c.Clock().NewTimer(termPatience)
 	go func() {
 		defer close(e.done)
 		select {
@@ -85,7 +85,7 @@ func (e *earlyTerm) settle() (sent map[string]bool, acts []Act) {
 // signal's failure.
 func (m *Monitor) send(p signalPlan) (Act, error) {
 	err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig)
-	a := Act{Time: m.c.now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
+	a := Act{Time: m.c.Now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, UID: p.proc.UID, PID: p.proc.PID,
 		Detail: fmt.Sprintf("%s to %s: %s", proc.SignalName(p.sig), p.proc.Command, p.reason)}
 	if err == nil {
 		m.o.Observer.Signalled(p.sig, p.cause)

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -16,92 +15,11 @@ import (
 // ErrNoReason means a hold was asked for without saying why.
 var ErrNoReason = fmt.Errorf("%w: a hold needs a reason", domain.ErrInput)
 
-// ladder moves one live booking along the idle reclaim ladder, inside the
-// transaction that accounted its latest minute (so however many monitors
-// run, each step is taken once). Steps come in order, one per minute at
-// most, each at least as long after the last as the policy spaces them:
-// the owner always gets the warning and the time it promised, even when
-// root turns the ladder on over a booking long idle, or after a hold.
-func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingUsage, pol domain.Policy, now time.Time) ([]Act, error) {
-	if pol.Reclaim == admission.ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
-		return nil, nil
-	}
-	steps := pol.IdleWarn
-	k := min(u.Warnings, len(steps))
-	// Due: idle long enough, and spaced from the step before. Windows end
-	// a moment apart, so allow half a window.
-	due := func(at time.Duration) bool {
-		if u.IdleFor < at {
-			return false
-		}
-		return k == 0 || now.Sub(u.WarnedAt) >= at-steps[k-1]-domain.AccountEvery/2
-	}
-	if k < len(steps) {
-		if !due(steps[k]) {
-			return nil, nil
-		}
-		u.Warnings, u.WarnedAt = k+1, now
-		a := Act{Time: now, Kind: domain.EventIdle, Partition: p.ID, User: p.User,
-			Detail: fmt.Sprintf("idle for %s on GPU %s: %s — do GPU work, or `chronos hold %d %s --reason …`",
-				formatIdle(u.IdleFor), human.FormatGPUs("", p.GPUs()), reclaimWhen(pol, pol.Idle-u.IdleFor), p.ID, human.FormatDuration(pol.HoldMax))}
-		return []Act{a}, m.record(tx, a)
-	}
-	if !due(pol.Idle) {
-		return nil, nil
-	}
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
-		helps, err := m.c.reclaimHelps(tx, *p, now)
-		if err != nil || !helps {
-			return nil, err
-		}
-	}
-	if err := Reclaim(tx, p, now); err != nil {
-		return nil, err
-	}
-	u.Reclaimed = now
-	why := "reclaim=always"
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
-		why = "someone is waiting for it"
-	}
-	a := Act{Time: now, Kind: domain.EventReclaimed, Partition: p.ID, User: p.User,
-		Detail: fmt.Sprintf("released after %s idle on GPU %s (%s); its processes are handled as at expiry (%s)",
-			formatIdle(u.IdleFor), human.FormatGPUs("", p.GPUs()), why, pol.Expiry)}
-	return []Act{a}, m.record(tx, a)
-}
-
-// Reclaim ends a booking early, as if its deadline were now: its
-// processes are then handled as at expiry, and one started after now is
-// no longer its (its End is now). Its deadline is kept, so that it shows
-// as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
-// charged for the time it was held.
-func Reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
-	return endBooking(tx, p, domain.Expired, now, ledgerPolicy(tx))
-}
-
-// formatIdle is how long a booking has been idle, for its owner: in whole
-// minutes, or seconds under a minute (a ladder shortened for a test warns
-// then, and "idle for 0s" would say it was not idle).
-func formatIdle(d time.Duration) string {
-	if d < time.Minute {
-		return human.FormatDuration(d.Truncate(time.Second))
-	}
-	return human.FormatDuration(d.Truncate(time.Minute))
-}
-
-// reclaimWhen says what happens at the end of the ladder, in left.
-func reclaimWhen(pol domain.Policy, left time.Duration) string {
-	in := "in " + human.FormatDuration(max(left, domain.AccountEvery).Round(time.Minute))
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
-		return fmt.Sprintf("it will be released after %s idle if someone is waiting for the GPU (%s)", human.FormatDuration(pol.Idle), in)
-	}
-	return fmt.Sprintf("it will be released after %s idle (%s)", human.FormatDuration(pol.Idle), in)
-}
-
-// reclaimHelps reports whether ending p now would let a request waiting
+// ReclaimHelps reports whether ending p now would let a request waiting
 // in line start: the line laid out with p ended grants more than without.
 // A waiter that its own quota (or anything but p's share) keeps out gains
 // nothing from the room, and the GPU would sit empty.
-func (c *Client) reclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time) (bool, error) {
+func (c *Client) ReclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time) (bool, error) {
 	if waiting, err := someoneWaits(tx, p, now); err != nil || !waiting {
 		return false, err
 	}
@@ -178,7 +96,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.Booking
 		if err := checkHold(d, reason); err != nil {
 			return err
 		}
-		pol, err := policyIn(tx)
+		pol, err := PolicyIn(tx)
 		if err != nil {
 			return err
 		}
@@ -210,10 +128,6 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.Booking
 	return u, err
 }
 
-// maxReason is the longest hold reason, in characters: a line of the app,
-// not a place to paste a log.
-const maxReason = 200
-
 // checkHold checks what a hold asks: a reason in plain words, of a
 // sensible length, and a length of a second or more.
 func checkHold(d time.Duration, reason string) error {
@@ -222,8 +136,8 @@ func checkHold(d time.Duration, reason string) error {
 		return fmt.Errorf("%w (--reason \"preprocessing on CPU\")", ErrNoReason)
 	case human.Printable(reason) != reason:
 		return domain.InputErr("the reason %q holds control characters; say it in plain words", reason)
-	case utf8.RuneCountInString(reason) > maxReason:
-		return domain.InputErr("the reason is %d characters long; say it in at most %d", utf8.RuneCountInString(reason), maxReason)
+	case utf8.RuneCountInString(reason) > domain.MaxReason:
+		return domain.InputErr("the reason is %d characters long; say it in at most %d", utf8.RuneCountInString(reason), domain.MaxReason)
 	case d < time.Second:
 		return domain.InputErr("hold %s must be at least a second", d)
 	}

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
@@ -24,10 +25,10 @@ import (
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, CurrentIdentity(), nil)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, core.CurrentIdentity(), nil)
 	book := func(w domain.Wrapper) uint64 {
 		t.Helper()
-		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.SetWrapper(p.ID, w))
 		return p.ID
@@ -48,7 +49,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	sim.Attach(coretest.IdleGPU, child.Process.Pid, 1<<30)
 
 	var log actLog
-	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
+	m := New(c, Options{Backend: sim, OnAct: log.add})
 	_, err := m.Tick()
 	require.NoError(t, err)
 	state := func(id uint64) domain.BookingStatus {
@@ -85,14 +86,14 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	t.Parallel()
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), CurrentIdentity(), nil)
+	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), core.CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]domain.BookingStatus{}
 	for _, w := range []struct {
 		wrapper domain.Wrapper
 		status  domain.BookingStatus
 	}{{alive, domain.StatusLive}, {dead, domain.StatusOrphaned}, {elsewhere, domain.StatusLive}} {
-		p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+		p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 		require.NoError(t, err)
 		require.NoError(t, c.SetWrapper(p.ID, w.wrapper))
 		want[p.ID] = w.status

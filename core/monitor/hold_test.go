@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -22,13 +23,13 @@ import (
 func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
-	p, err := r.c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 12 * time.Hour})
+	p, err := r.c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 12 * time.Hour})
 	require.NoError(t, err)
 	id := p.ID
 
-	_, err = NewClient(Options{Ledger: bolt.New(r.path), As: &coretest.Bob, Clock: r.clock}).Hold(id, time.Hour, "")
+	_, err = core.NewClient(core.Options{Ledger: bolt.New(r.path), As: &coretest.Bob, Clock: r.clock}).Hold(id, time.Hour, "")
 	require.ErrorIs(t, err, domain.ErrNotOwner, "not 'a hold needs a reason'")
-	_, err = r.c.Hold(id, time.Hour, strings.Repeat("x", maxReason+1))
+	_, err = r.c.Hold(id, time.Hour, strings.Repeat("x", domain.MaxReason+1))
 	require.ErrorIs(t, err, domain.ErrInput)
 	require.ErrorContains(t, err, "201 characters long; say it in at most 200")
 

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -38,9 +40,9 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 	for range b.N {
 		open := storetest.Etcd(b, etcdtest.Start(b, 1))
 		sim := gpu.NewSim(gpu.SimOptions{})
-		me := CurrentIdentity()
-		client := func() *Client {
-			return NewClient(Options{Ledger: open(), As: &me, Devices: simDevices(sim)})
+		me := core.CurrentIdentity()
+		client := func() *core.Client {
+			return core.NewClient(core.Options{Ledger: open(), As: &me, Devices: simDevices(sim)})
 		}
 		c := client()
 		first := time.Now().Add(10 * time.Second) // setup, then the writers warm up
@@ -64,7 +66,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 					default:
 					}
 					t0 := time.Now()
-					p, err := w.Create(Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Minute})
+					p, err := w.Create(core.Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Minute})
 					if err == nil {
 						_, err = w.Release(p.ID)
 					}
@@ -86,7 +88,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		var mu sync.Mutex
 		flipped := map[uint64]time.Time{}
 		rec := &recordingSignaller{sent: map[int]time.Time{}}
-		m := NewMonitor(client(), MonitorOptions{Backend: sim, Signaller: rec, OnAct: func(a Act) {
+		m := New(client(), Options{Backend: sim, Signaller: rec, OnAct: func(a Act) {
 			if a.Kind == domain.EventExpired {
 				mu.Lock()
 				flipped[a.Partition] = a.Time
@@ -134,17 +136,17 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		}
 		rec.mu.Unlock()
 		mu.Unlock()
-		b.ReportMetric(ms(median(flip)), "record-p50-ms")
-		b.ReportMetric(ms(percentile(flip, 0.99)), "record-p99-ms")
-		b.ReportMetric(ms(percentile(flip, 1)), "record-max-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(flip)), "record-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 0.99)), "record-p99-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 1)), "record-max-ms")
 		b.ReportMetric(float64(unrecorded), "unrecorded")
-		b.ReportMetric(ms(median(term)), "sigterm-p50-ms")
-		b.ReportMetric(ms(percentile(term, 0.99)), "sigterm-p99-ms")
-		b.ReportMetric(ms(percentile(term, 1)), "sigterm-max-ms")
+		b.ReportMetric(coretest.Ms(coretest.Median(term)), "sigterm-p50-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 0.99)), "sigterm-p99-ms")
+		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 1)), "sigterm-max-ms")
 		b.ReportMetric(float64(unsignalled), "unsignalled")
 		b.ReportMetric(float64(ok.Load())/loadFor.Seconds(), "writer-ops/s")
 		b.ReportMetric(float64(busy.Load()), "writer-busy")
 		b.ReportMetric(float64(failed.Load()), "writer-failed")
-		b.ReportMetric(ms(time.Duration(slowest.Load())), "writer-slowest-ms")
+		b.ReportMetric(coretest.Ms(time.Duration(slowest.Load())), "writer-slowest-ms")
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"path/filepath"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
@@ -63,18 +64,21 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *coretes
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
 	path := filepath.Join(b.TempDir(), "chronos.db")
-	c := NewClient(Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clock,
-		Devices: func() (Listing, error) { d, err := sim.Devices(); return Listing{Backend: sim.Name(), Devices: d}, err }})
+	c := core.NewClient(core.Options{Ledger: bolt.New(path), As: &coretest.Alice, Clock: clock,
+		Devices: func() (core.Listing, error) {
+			d, err := sim.Devices()
+			return core.Listing{Backend: sim.Name(), Devices: d}, err
+		}})
 	for i := range 100 {
-		if _, err := c.Create(Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
+		if _, err := c.Create(core.Request{Device: i % 8, Memory: human.Fraction(0.01), Duration: 4 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	pol := admission.DefaultPolicy()
 	pol.Unbooked, pol.Reclaim = admission.ActOff, reclaim
 	store := &coretest.CountingStore{Store: bolt.New(path)}
-	mc := NewClient(Options{Ledger: store, As: &coretest.Alice, Clock: clock})
-	m := NewMonitor(mc, MonitorOptions{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
+	mc := core.NewClient(core.Options{Ledger: store, As: &coretest.Alice, Clock: clock})
+	m := New(mc, Options{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 	if _, err := m.Tick(); err != nil {
 		b.Fatal(err)
 	}

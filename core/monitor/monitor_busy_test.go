@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -27,14 +28,14 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, CurrentIdentity(), clk)
-	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
+	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, core.CurrentIdentity(), clk)
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
 	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
 
 	var log actLog
-	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
+	m := New(c, Options{Backend: sim, OnAct: log.add})
 	_, err = m.Tick() // reads the ledger while it is free
 	require.NoError(t, err)
 
@@ -75,7 +76,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	n, _ = signalled()
 	require.Equal(t, 1, n, "nothing signalled twice")
 	// The SIGTERM sent while the ledger was busy is in the audit trail.
-	evs, err := c.FindEvents(EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	evs, err := c.FindEvents(core.EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	require.Contains(t, evs[0].Detail, "the ledger is busy")
@@ -91,13 +92,13 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := simClient(t, &bolt.Ledger{Path: db, Timeout: time.Minute}, sim, CurrentIdentity(), clk)
-	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
+	c := simClient(t, &bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
 	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
 	var log actLog
-	m := NewMonitor(c, MonitorOptions{Backend: sim, OnAct: log.add})
+	m := New(c, Options{Backend: sim, OnAct: log.add})
 	for range 2 { // the second finds nothing to write: its snapshot is kept
 		_, err = m.Tick()
 		require.NoError(t, err)
@@ -133,7 +134,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Expired, got.State)
-	evs, err := c.FindEvents(EventFilter{Booking: p.ID}, 0)
+	evs, err := c.FindEvents(core.EventFilter{Booking: p.ID}, 0)
 	require.NoError(t, err)
 	var signalled []string
 	for _, e := range evs {
@@ -148,7 +149,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	clk.Advance(time.Second)
 	_, err = m.Tick()
 	require.NoError(t, err)
-	evs, err = c.FindEvents(EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	evs, err = c.FindEvents(core.EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 1, "nothing signalled twice")
 }

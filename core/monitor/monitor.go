@@ -1,4 +1,11 @@
-package core
+// Package monitor makes bookings end on time: a Monitor, beside a
+// core.Client, warns before a booking's deadline and ends its processes at
+// it, accounts the GPU minutes each booking used, reclaims idle bookings
+// for the line, records processes that use a GPU with no booking, keeps
+// the bookings of hosts whose monitors stopped, and sends notices to the
+// owner's terminals and root's webhook. It imports core; core never
+// imports it.
+package monitor
 
 import (
 	"context"
@@ -12,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
@@ -54,8 +62,8 @@ func (a Act) String() string {
 	return b.String()
 }
 
-// MonitorOptions configure a Monitor. All fields are optional.
-type MonitorOptions struct {
+// Options configure a Monitor. All fields are optional.
+type Options struct {
 	// Backend samples GPU processes; nil limits the monitor to expiring
 	// bookings (no process is signalled).
 	Backend gpu.Backend
@@ -87,15 +95,11 @@ type MonitorOptions struct {
 	Notify NotifyOptions
 	// Observer is told of each pass, reading and signal (metrics); nil:
 	// nobody.
-	Observer MonitorObserver
+	Observer Observer
 	// PresenceTTL is how long this host's status outlives the monitor on
 	// a ledger many hosts share (presenceTTL when zero): tests shorten it.
 	PresenceTTL time.Duration
 }
-
-// attributionWindow is how long after its end an expired booking can still
-// claim the processes that ran under it.
-const attributionWindow = 24 * time.Hour
 
 // errorRepeat is how often a monitor reports an error that persists.
 const errorRepeat = time.Minute
@@ -106,8 +110,8 @@ const errorRepeat = time.Minute
 // open TUI runs one); each act is claimed in a transaction first, so none is
 // done twice, and an act a monitor may not do is left for one running as root.
 type Monitor struct {
-	c             *Client
-	o             MonitorOptions
+	c             *core.Client
+	o             Options
 	root          bool
 	nextSample    time.Time
 	nextInventory time.Time
@@ -160,8 +164,8 @@ type snapshot struct {
 // notice, in case a change went unseen (a file time too coarse to tell).
 const snapshotMaxAge = 10 * time.Second
 
-// NewMonitor returns a monitor acting through c.
-func NewMonitor(c *Client, o MonitorOptions) *Monitor {
+// New returns a monitor acting through c.
+func New(c *core.Client, o Options) *Monitor {
 	if o.Signaller == nil {
 		o.Signaller = proc.PidfdSignaller{}
 	}
@@ -178,7 +182,7 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	m := &Monitor{c: c, o: o, root: proc.RealRoot(), notes: newNotifier(o.Notify, c.clock, c.notify), pr: c.presence(),
+	m := &Monitor{c: c, o: o, root: proc.RealRoot(), notes: newNotifier(o.Notify, c.Clock(), c.NotifyFile()), pr: c.Presence(),
 		pub: newPublisher(c, o.PresenceTTL)}
 	if o.Root != nil {
 		m.root = *o.Root
@@ -191,13 +195,13 @@ func NewMonitor(c *Client, o MonitorOptions) *Monitor {
 // ledger, say) are reported as acts and retried; Run returns only when ctx
 // ends.
 func (m *Monitor) Run(ctx context.Context) error {
-	changes := m.c.ledger.Changes(ctx, 250*time.Millisecond)
+	changes := m.c.Ledger().Changes(ctx, 250*time.Millisecond)
 	var pubErrs <-chan error
 	if m.pub != nil {
 		pubErrs = m.pub.errs
 		go m.pub.run(ctx)
 	}
-	timer := m.c.clock.NewTimer(0)
+	timer := m.c.Clock().NewTimer(0)
 	defer timer.Stop()
 	changed := true
 	var lastErr string
@@ -213,7 +217,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		if err != nil {
 			// The same error every second (a ledger it may only read, say)
 			// is said again once a minute, not each time.
-			now := m.c.now()
+			now := m.c.Now()
 			if msg := err.Error(); msg != lastErr || now.Sub(lastErrAt) >= errorRepeat || now.Before(lastErrAt) {
 				m.report(Act{Time: now, Kind: domain.EventError, Detail: msg})
 				lastErr, lastErrAt = msg, now
@@ -223,7 +227,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 			}
 		}
 		m.lastErr = err
-		wait := min(max(clock.Until(m.c.clock, next), 0), clock.MaxSleep)
+		wait := min(max(clock.Until(m.c.Clock(), next), 0), clock.MaxSleep)
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -232,7 +236,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 			changed = true
 			timer.Stop()
 		case err := <-pubErrs:
-			m.report(Act{Time: m.c.now(), Kind: domain.EventError, Detail: err.Error()})
+			m.report(Act{Time: m.c.Now(), Kind: domain.EventError, Detail: err.Error()})
 			timer.Stop()
 		case <-timer.C():
 		}
@@ -240,7 +244,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 func (m *Monitor) report(a Act) {
-	a.Detail = boundDetail(a.Detail)
+	a.Detail = domain.BoundDetail(a.Detail)
 	if m.o.OnAct != nil {
 		m.o.OnAct(a)
 	}
@@ -262,7 +266,7 @@ func (m *Monitor) Tick() (time.Time, error) { return m.tick(true) }
 // read returns the ledger's state, from the snapshot when nothing can have
 // changed since it was taken.
 func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
-	stamp := m.c.ledger.Version()
+	stamp := m.c.Ledger().Version()
 	if s := m.snap; s != nil && !changed && s.stamp == stamp && now.Sub(s.read) < snapshotMaxAge && !now.Before(s.read) {
 		return s, nil
 	}
@@ -272,13 +276,13 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		return nil, m.lastErr
 	}
 	s := &snapshot{pol: admission.DefaultPolicy(), stamp: stamp, read: now}
-	err := m.c.ledger.View(m.c.ctx, func(tx *storage.Tx) error {
+	err := m.c.Ledger().View(m.c.Context(), func(tx *storage.Tx) error {
 		var err error
-		if s.pol, err = policyIn(tx); err != nil {
+		if s.pol, err = core.PolicyIn(tx); err != nil {
 			return err
 		}
 		// Bookings that ended long ago have no processes left to act on.
-		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - attributionWindow)); err != nil {
+		if s.parts, err = tx.PartitionsSince(now.Add(-s.pol.MaxLength - admission.AttributionWindow)); err != nil {
 			return err
 		}
 		if s.claims, err = tx.Claims(); err != nil {
@@ -316,10 +320,10 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 //nolint:funlen,gocyclo // one pass of the monitor over shared state (snapshot, claims, acts); it splits with the monitor's move out of core (docs/code.md)
 func (m *Monitor) tick(changed bool) (time.Time, error) {
 	m.notes.drain(m.report)
-	now := m.c.now()
+	now := m.c.Now()
 	snap, err := m.read(changed, now)
 	if err != nil && m.good != nil && withoutLedger(err) {
-		return m.enforceOffline(m.c.now(), err) // the read may have taken a while
+		return m.enforceOffline(m.c.Now(), err) // the read may have taken a while
 	}
 	if err != nil {
 		return now, err
@@ -351,14 +355,14 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		atts = admission.Attribute(s, local, now)
 		m.o.Observer.Sampled(s, atts)
 		m.acct.observe(s, atts, local, now)
-		if err := m.acct.skipTaken(m.c.ctx, m.c.ledger); err != nil {
+		if err := m.acct.skipTaken(m.c.Context(), m.c.Ledger()); err != nil {
 			return now, err
 		}
 		// Only readings of the GPUs the inventory lists: a simulated
 		// backend never speaks for a ledger of real GPUs. A ledger many
 		// hosts share keeps none: hosts' live readings go in their
 		// published statuses instead.
-		if rs := admission.ReadingOf(s, atts, now); m.c.host == "" && snap.inventoryBackend == s.Backend && admission.ReadingDue(snap.readings, rs) {
+		if rs := admission.ReadingOf(s, atts, now); m.c.Host() == "" && snap.inventoryBackend == s.Backend && admission.ReadingDue(snap.readings, rs) {
 			readings = rs
 		}
 		release, orphaned = orphans(local, atts, now, m.root)
@@ -371,7 +375,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if _, ok := claims[k]; !ok {
 				claims[k] = c
 			}
-			if now.Sub(c.At) > attributionWindow {
+			if now.Sub(c.At) > admission.AttributionWindow {
 				delete(m.offline, k)
 			}
 		}
@@ -380,7 +384,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings}
 	acctBudget := todo.bound()
 	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
-	m.notes.prepare(snap, m.c.me, m.root)
+	m.notes.prepare(snap, m.c.Me(), m.root)
 
 	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil || len(m.unrecorded) > 0 {
 		m.snap = nil // this pass writes: read afresh next time
@@ -393,10 +397,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		// if it waits all the same, the processes of expired bookings get
 		// their SIGTERM at the deadline regardless (see termEarly).
 		early := m.termEarly(plans, local)
-		err := storage.UpdateUrgent(m.c.ctx, m.c.ledger, func(tx *storage.Tx) error {
+		err := storage.UpdateUrgent(m.c.Context(), m.c.Ledger(), func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
-			policy := ledgerPolicy(tx)
+			policy := core.LedgerPolicy(tx)
 			var err error
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy, kept); err != nil {
 				return err
@@ -444,7 +448,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 				mine = append(mine, p)
 			}
 			if len(readings) > 0 {
-				if err := putReadingIfDue(tx, readings); err != nil {
+				if err := core.PutReadingIfDue(tx, readings); err != nil {
 					return err
 				}
 			}
@@ -453,7 +457,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			}
 			// The room that expiries, releases and reclaims freed goes to
 			// the line at once, in the writes the pass left.
-			placeMore, err = m.c.placeLine(tx)
+			placeMore, err = m.c.PlaceLine(tx)
 			return err
 		})
 		sent, earlyActs := early.settle()
@@ -474,7 +478,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			if errors.Is(err, storage.ErrUnavailable) {
 				m.retryAt = now.Add(offlineRetry)
 			}
-			return m.enforceOffline(m.c.now(), err)
+			return m.enforceOffline(m.c.Now(), err)
 		}
 		if err != nil {
 			return now, err
@@ -482,10 +486,10 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		if accounted {
 			m.acct.accounted()
 		}
-		m.c.placeRest(placeMore)
+		m.c.PlaceRest(placeMore)
 		m.notes.done(m.o.OnNotice)
 		// Report the moment the flips became true for everyone: the commit.
-		committed := m.c.now()
+		committed := m.c.Now()
 		for _, a := range acts {
 			a.Time = committed
 			m.report(a)
@@ -544,8 +548,8 @@ func (p *pass) bound() int {
 		budget -= k * cost
 		return k
 	}
-	p.due = p.due[:take(len(p.due), 3+chargeWrites)]
-	p.release = p.release[:take(len(p.release), 3+chargeWrites)]
+	p.due = p.due[:take(len(p.due), 3+core.ChargeWrites)]
+	p.release = p.release[:take(len(p.release), 3+core.ChargeWrites)]
 	p.warn = p.warn[:take(len(p.warn), 2)]
 	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
 	p.notices = p.notices[:take(len(p.notices), 2)]
@@ -598,7 +602,7 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 			continue
 		}
 		m.offline[p.key] = domain.Claim{By: m.o.Name, At: now}
-		a := Act{Time: m.c.now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
+		a := Act{Time: m.c.Now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
 			Detail: fmt.Sprintf("%s to %s: %s (%s: acted on what it last said, not recorded there yet)", proc.SignalName(p.sig), p.proc.Command, p.reason, why)}
 		switch err := m.o.Signaller.Signal(p.proc.PID, p.proc.StartTime, p.sig); {
 		case err == nil:
@@ -629,7 +633,7 @@ func (m *Monitor) refreshInventory() error {
 	if err != nil {
 		return fmt.Errorf("list GPUs: %w", err)
 	}
-	if err := m.c.SaveInventory(BackendInventory(m.o.Backend, devs, m.c.now())); err != nil && !cannotWrite(err) {
+	if err := m.c.SaveInventory(core.BackendInventory(m.o.Backend, devs, m.c.Now())); err != nil && !core.CannotWrite(err) {
 		return fmt.Errorf("update the GPU inventory: %w", err)
 	}
 	return nil
@@ -656,7 +660,7 @@ func dueAt(parts []domain.Partition, now time.Time, lead time.Duration) (due, wa
 func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admission.Attribution, now time.Time, policy func() (domain.Policy, error), kept keeping) ([]Act, error) {
 	var acts []Act
 	if len(due) > 0 {
-		now = m.c.now() // sampling may have taken a while since the tick began
+		now = m.c.Now() // sampling may have taken a while since the tick began
 	}
 	// Read them all at once: on etcd each read is a round trip, and a
 	// longer transaction loses more often to other writers.
@@ -673,7 +677,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admis
 		if p.State != domain.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		if err := endBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
+		if err := core.EndBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -820,7 +824,7 @@ func (m *Monitor) claim(tx *storage.Tx, key string, needsRoot bool, now time.Tim
 // record adds an act to the audit trail: the monitor's user acted; a
 // process the act was about is recorded with its owner.
 func (m *Monitor) record(tx *storage.Tx, a Act) error {
-	e := domain.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.me.UID, User: m.c.me.User, Detail: boundDetail(a.Detail)}
+	e := domain.Event{Time: a.Time, Kind: a.Kind, Partition: a.Partition, UID: m.c.Me().UID, User: m.c.Me().User, Detail: domain.BoundDetail(a.Detail)}
 	if a.PID != 0 {
 		e.Process = &domain.EventProcess{PID: a.PID, UID: a.UID, User: a.User}
 	}
@@ -854,8 +858,8 @@ func (m *Monitor) signal(plans []signalPlan, sent []Act) error {
 	if len(acts) == 0 {
 		return nil
 	}
-	now := m.c.now()
-	err := m.c.ledger.Update(m.c.ctx, func(tx *storage.Tx) error {
+	now := m.c.Now()
+	err := m.c.Ledger().Update(m.c.Context(), func(tx *storage.Tx) error {
 		for _, key := range denied {
 			if err := m.claim(tx, key, true, now); err != nil {
 				return err
@@ -904,3 +908,8 @@ func (m *Monitor) nextWake(parts []domain.Partition, claims map[string]domain.Cl
 	}
 	return next
 }
+
+// inventoryEvery is how often a monitor checks the GPUs against the
+// inventory in the ledger: cards come and go, and someone else's process may
+// have written an inventory of other GPUs.
+const inventoryEvery = time.Minute

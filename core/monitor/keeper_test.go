@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
@@ -37,7 +38,7 @@ type keeperRig struct {
 	bin   string
 	s     storage.Store
 	sim   *gpu.Sim
-	root  *Client
+	root  *core.Client
 	other domain.Identity // the user whose records the member must leave alone
 }
 
@@ -49,9 +50,9 @@ func newKeeperRig(t *testing.T) *keeperRig {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, coretest.Root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
 	// The waiters' GPU is full, so their requests wait.
-	_, err := r.root.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(1), Duration: time.Hour})
+	_, err := r.root.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
-	letAllWrite(t, s)
+	coretest.LetAllWrite(t, s)
 	return r
 }
 
@@ -61,11 +62,11 @@ func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	r.t.Helper()
 	wrapper := exec.Command(r.bin, "-test.run=^$")
 	wrapper.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=sleep", "CHRONOS_TEST_ARG=10m")
-	asUser(wrapper, owner.UID)
+	coretest.AsUser(wrapper, owner.UID)
 	wrapper.SysProcAttr.Setpgid = true
 	require.NoError(r.t, wrapper.Start())
 	r.t.Cleanup(func() { _ = wrapper.Process.Kill(); _ = wrapper.Wait() })
-	p, err := r.as(owner).Create(Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
+	p, err := r.as(owner).Create(core.Request{Device: 1, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(r.t, err)
 	proc, err := proc.ThisProcess(wrapper.Process.Pid)
 	require.NoError(r.t, err)
@@ -73,7 +74,7 @@ func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	return p.ID, wrapper
 }
 
-func (r *keeperRig) as(who domain.Identity) *Client { return simClient(r.t, r.s, r.sim, who, nil) }
+func (r *keeperRig) as(who domain.Identity) *core.Client { return simClient(r.t, r.s, r.sim, who, nil) }
 
 func (r *keeperRig) state(id uint64) domain.State {
 	r.t.Helper()
@@ -92,12 +93,12 @@ func (r *keeperRig) state(id uint64) domain.State {
 func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
 	nobody := uidOf(t, "nobody")
-	needUserNamespaces(t, nobody)
+	coretest.NeedUserNamespaces(t, nobody)
 	r := newKeeperRig(t)
 	theirs, wrapper := r.runBooking(r.other)
 	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
 	member := domain.Identity{UID: nobody, User: "nobody"}
-	mine, err := r.as(member).Create(Request{Device: 2, Memory: human.Fraction(0.1), Duration: time.Hour})
+	mine, err := r.as(member).Create(core.Request{Device: 2, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	gone, err := proc.ThisProcess(os.Getpid())
 	require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 		"sh", "-c", `mount --bind "$1" /proc/sys/kernel/random/boot_id && test "$(cat /proc/sys/kernel/random/boot_id)" = "$2" && exec "$0" -test.run='^$'`,
 		r.bin, bootID, "00000000-0000-4000-8000-000000000000")
 	mon.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=monitor", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG="+passes)
-	asUser(mon, nobody)
+	coretest.AsUser(mon, nobody)
 	out, err := mon.CombinedOutput()
 	require.NoError(t, err, "the member's monitor: %s", out)
 
@@ -126,7 +127,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	_ = wrapper.Wait()
 	require.NoError(t, waiter.cmd.Process.Kill())
 	_ = waiter.cmd.Wait()
-	rootMon := NewMonitor(r.root, MonitorOptions{Backend: r.sim})
+	rootMon := New(r.root, Options{Backend: r.sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
 	require.Equal(t, domain.Released, r.state(theirs))
@@ -183,7 +184,7 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 			t.Parallel()
 			r := newIdleRig(t, c.owner)
 			id, _ := r.book(false)
-			m := r.monitor(ladderPolicy(admission.ReclaimAlways), MonitorOptions{Root: c.root})
+			m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: c.root})
 			r.run(10*time.Minute, 10*time.Second, m)
 			got, err := r.c.Get(id)
 			require.NoError(t, err)
@@ -215,11 +216,11 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := clock.NewFake(clock.System().Now())
 	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
-	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")
 	job.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))
-	asUser(job, owner.UID)
+	coretest.AsUser(job, owner.UID)
 	require.NoError(t, job.Start())
 	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
 	require.Eventually(t, func() bool {
@@ -230,13 +231,13 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	clk.Set(p.Expires)
 
 	member := false
-	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Root: &member, Signaller: goneSignaller{}}).Tick()
+	_, err = New(c, Options{Backend: sim, Root: &member, Signaller: goneSignaller{}}).Tick()
 	require.NoError(t, err)
 	require.Nil(t, job.ProcessState)
 	require.Equal(t, []string{"created", "expired", "denied"}, eventKinds(t, c, p.ID))
 
 	keeper := true
-	_, err = NewMonitor(c, MonitorOptions{Backend: sim, Root: &keeper}).Tick()
+	_, err = New(c, Options{Backend: sim, Root: &keeper}).Tick()
 	require.NoError(t, err)
 	require.Equal(t, syscall.SIGTERM, coretest.WaitStatus(t, job, 2*time.Second).Signal())
 	require.Equal(t, []string{"created", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))

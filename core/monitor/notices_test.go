@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"path/filepath"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -20,9 +21,9 @@ func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewFakeClock()
 	c := newTestClient(t, clk, coretest.Alice)
-	p, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
+	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
-	m := NewMonitor(c, MonitorOptions{})
+	m := New(c, Options{})
 	clk.Advance(7 * time.Minute)
 	_, err = m.Tick()
 	require.NoError(t, err)
@@ -34,7 +35,7 @@ func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	require.Equal(t, "ends in 5m (GPU 0)", last.Detail)
 
 	// A 4-minute booking is warned halfway, not at its start.
-	q, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 4 * time.Minute})
+	q, err := c.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 4 * time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, domain.WarnLead(q.Partition, 5*time.Minute))
 }
@@ -48,12 +49,12 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	clk := coretest.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	a, b, r := clientAt(path, clk, coretest.Alice), clientAt(path, clk, coretest.Bob), clientAt(path, clk, coretest.Root)
-	mine, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
+	mine, err := a.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
-	bobs, err := b.Create(Request{Device: 1, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
+	bobs, err := b.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	clk.Advance(7 * time.Minute)
-	_, err = NewMonitor(r, MonitorOptions{}).Tick()
+	_, err = New(r, Options{}).Tick()
 	require.NoError(t, err)
 
 	got, upTo, err := a.Notices(0)

@@ -1,4 +1,4 @@
-package core
+package monitor
 
 import (
 	"os/exec"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
@@ -32,7 +33,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	require.NoError(t, err)
 
 	// Before any reading, nothing is known and nothing is claimed.
-	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 	require.Contains(t, p.Room.Room(), "physically free memory unknown")
@@ -43,35 +44,35 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	require.NoError(t, hog.Start())
 	t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
 	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 34<<30)
-	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	m := New(c, Options{Backend: sim})
 	_, err = m.Tick()
 	require.NoError(t, err)
 
-	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	p, err = c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err, "admission counts booked shares")
 	require.True(t, p.Room.Physical.Known)
 	require.Equal(t, uint64(46<<30), p.Room.Physical.Free)
 	require.Equal(t, "100% (80.0 GiB) bookable, 46.0 GiB physically free (read just now)", p.Room.Room())
 	require.Equal(t, "80.0 GiB booked, but only 46.0 GiB of GPU 3 is physically free (read just now): "+
-		CurrentIdentity().User+" uses 34.0 GiB with no booking (pid "+strconv.Itoa(hog.Process.Pid)+")", p.Room.Warning(p.Bytes))
+		core.CurrentIdentity().User+" uses 34.0 GiB with no booking (pid "+strconv.Itoa(hog.Process.Pid)+")", p.Room.Warning(p.Bytes))
 	require.NoError(t, p.Release())
 
 	// Root turns the warning into a refusal; what fits is still admitted.
 	_, err = c.SetPolicy([]string{"admit=physical"})
 	require.NoError(t, err)
 	before := coretest.FileBytes(t, path)
-	_, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	_, err = c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrMemoryInUse)
 	require.ErrorContains(t, err, "only 46.0 GiB of GPU 3 is physically free")
 	require.Equal(t, before, coretest.FileBytes(t, path), "a refusal changes nothing")
-	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(40 << 30), Duration: time.Hour})
+	p, err = c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(40 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, p.Release())
 
 	// A reading nobody renews goes stale: then the figure is unknown, and
 	// admission falls back to booked shares.
 	clock.Advance(admission.ReadingFreshFor + time.Second)
-	p, err = c.Create(Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
+	p, err = c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(80 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
 }
@@ -87,10 +88,10 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	c := simClient(t, bolt.New(path), sim, coretest.Root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
-	m := NewMonitor(c, MonitorOptions{Backend: sim})
+	m := New(c, Options{Backend: sim})
 	stored := func() []domain.DeviceReading {
 		var rs []domain.DeviceReading
-		require.NoError(t, c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+		require.NoError(t, c.Ledger().View(c.Context(), func(tx *storage.Tx) error {
 			var err error
 			rs, err = tx.DeviceReadings()
 			return err
@@ -144,10 +145,10 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 
-	p, err := c.Create(Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.False(t, p.Room.Physical.Known)
-	_, err = NewMonitor(c, MonitorOptions{Backend: sim}).Tick()
+	_, err = New(c, Options{Backend: sim}).Tick()
 	require.NoError(t, err)
 	avail, err := c.Available(coretest.IdleGPU)
 	require.NoError(t, err)
