@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -234,14 +233,7 @@ type Partition struct {
 // TimeRemaining is how long the booking has left (zero once it has ended;
 // its whole length while it has not started).
 func (p *Partition) TimeRemaining() time.Duration {
-	return remaining(p.Partition, p.client.now())
-}
-
-func remaining(p domain.Partition, now time.Time) time.Duration {
-	if p.EndedAt(now) {
-		return 0
-	}
-	return p.Expires.Sub(admission.Later(now, p.Start))
+	return p.Partition.Remaining(p.client.now())
 }
 
 // Release ends the booking now.
@@ -265,16 +257,16 @@ func (p *Partition) Extend(d time.Duration) error {
 // Status is what a person sees of the booking: Status, or StatusGPUGone
 // while it is live on a GPU that is gone.
 func (p Partition) Status(now time.Time, warnLead time.Duration) domain.BookingStatus {
-	s := p.state(now, warnLead)
+	s := p.BaseStatus(now, warnLead)
 	if p.GPUGone && !s.Ended() {
 		return domain.StatusGPUGone
 	}
 	return s
 }
 
-// state is the record's Status, orphaned too when this machine sees its
-// wrapper gone.
-func (p Partition) state(now time.Time, warnLead time.Duration) domain.BookingStatus {
+// BaseStatus is the booking's status apart from its GPU: the record's Status,
+// orphaned too when this machine sees its wrapper gone.
+func (p Partition) BaseStatus(now time.Time, warnLead time.Duration) domain.BookingStatus {
 	s := domain.Status(p.Partition, now, warnLead)
 	if p.WrapperGone && !s.Ended() {
 		return domain.StatusOrphaned

@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/servicetest"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -126,7 +127,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	now := r.clock.Now()
 	require.Equal(t, domain.StatusReclaimed, got.Status(now, 0))
 	require.Equal(t, got.Created.Add(2*time.Hour), got.Expires, "the deadline it was booked with")
-	j := got.JSON(now, 0)
+	j := view.Booking(*got, now, 0)
 	require.Equal(t, domain.StatusReclaimed, j.State)
 	require.Equal(t, now.UTC(), j.Ended)
 	all, err := r.c.List(true)
@@ -414,12 +415,12 @@ func TestListShowsIdle(t *testing.T) {
 	now := r.clock.Now()
 	require.Equal(t, "5m", FormatIdle(parts[0].Partition, parts[0].Usage, now))
 	require.Equal(t, "-", FormatIdle(parts[1].Partition, parts[1].Usage, now))
-	j := parts[0].JSON(now, time.Minute)
+	j := view.Booking(parts[0], now, time.Minute)
 	require.True(t, j.Idle)
 	require.Equal(t, 300.0, j.IdleSeconds)
 	require.Equal(t, 300.0, j.Usage.IdleSeconds)
 	require.Equal(t, now, j.Usage.AccountedUntil)
-	j = parts[1].JSON(now, time.Minute)
+	j = view.Booking(parts[1], now, time.Minute)
 	require.False(t, j.Idle)
 	require.InDelta(t, 270, j.Usage.GPUSeconds, 1)
 	require.Equal(t, busy, j.ID)
@@ -429,13 +430,13 @@ func TestListShowsIdle(t *testing.T) {
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
 	require.Equal(t, "5m (held 1h)", FormatIdle(parts[0].Partition, parts[0].Usage, now))
-	require.Equal(t, "waiting for data", parts[0].JSON(now, 0).Usage.HoldReason)
+	require.Equal(t, "waiting for data", view.Booking(parts[0], now, 0).Usage.HoldReason)
 
 	// With no monitor watching, the figure grows stale and is not shown.
 	r.clock.Advance(10 * time.Minute)
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
-	require.False(t, parts[0].JSON(r.clock.Now(), 0).Idle)
+	require.False(t, view.Booking(parts[0], r.clock.Now(), 0).Idle)
 	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
 }
 

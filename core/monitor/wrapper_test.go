@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -104,7 +105,7 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	require.Len(t, parts, len(want))
 	for _, p := range parts {
 		require.Equal(t, want[p.ID], p.Status(clock.System().Now(), time.Minute), "#%d", p.ID)
-		require.Equal(t, want[p.ID], p.JSON(clock.System().Now(), time.Minute).State, "#%d", p.ID)
+		require.Equal(t, want[p.ID], view.Booking(p, clock.System().Now(), time.Minute).State, "#%d", p.ID)
 		require.True(t, p.Orphaned.IsZero(), "nothing is written by reading")
 	}
 }
