@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -77,7 +78,7 @@ type Options struct {
 	// As is who acts; the zero value means the current process's user.
 	As *domain.Identity
 	// Host is this machine's name in a ledger many hosts share (a store
-	// that is a storage.Presence); empty means HostName() there. A ledger
+	// that is a storage.Presence); empty means setup.HostName() there. A ledger
 	// file is one host's alone and has no host names.
 	Host string
 	// NotifyFile holds root's webhook address; NotifyFile() when empty.
@@ -108,7 +109,7 @@ func NewClient(opts Options) *Client {
 	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, notice.NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
-		c.host = HostName()
+		c.host = setup.HostName()
 	}
 	if opts.As != nil {
 		c.me = *opts.As
@@ -119,7 +120,7 @@ func NewClient(opts Options) *Client {
 }
 
 // Open is the short way to a client of the ledger s (the command layer
-// opens it: FindStore says which): the current user, and the GPU backend
+// opens it: setup.FindStore says which): the current user, and the GPU backend
 // from CHRONOS_BACKEND for the device inventory.
 func Open(s storage.Store) *Client {
 	return OpenAt(s, BackendDevices(gpu.KindFromEnv()))
@@ -184,7 +185,7 @@ func (c *Client) Host() string { return c.host }
 // host's.
 func (c *Client) HostOf(p domain.Partition) string {
 	if p.Host == "" {
-		return HostName()
+		return setup.HostName()
 	}
 	return p.Host
 }
