@@ -234,7 +234,7 @@ type Partition struct {
 // TimeRemaining is how long the booking has left (zero once it has ended;
 // its whole length while it has not started).
 func (p *Partition) TimeRemaining() time.Duration {
-	return p.Partition.Remaining(p.client.now())
+	return p.Remaining(p.client.now())
 }
 
 // Release ends the booking now.

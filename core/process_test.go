@@ -31,7 +31,10 @@ import (
 
 // TestMain lets the test binary play a chronos process: tests start it again
 // with CHRONOS_TEST_ROLE set, so the processes that race are real OS
-// processes with their own locks, as in production.
+// processes with their own locks, as in production. It is an external
+// test (package core_test), as the roles are, so that they can use
+// servicetest's waiter, which imports core; the internal tests start
+// the same binary.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
