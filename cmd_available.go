@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 func availableCmd(g *globals) *cobra.Command {
@@ -36,9 +36,9 @@ func availableCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				out := make([]core.AvailableJSON, 0, len(avail))
+				out := make([]view.AvailableJSON, 0, len(avail))
 				for _, a := range avail {
-					out = append(out, a.JSON())
+					out = append(out, view.Available(a))
 				}
 				return printJSON(cmd.OutOrStdout(), out)
 			}

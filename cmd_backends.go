@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -17,7 +18,7 @@ func backendsCmd(g *globals) *cobra.Command {
 		Short: "What this machine supports: NVML, MPS, concurrent or time-sliced sharing",
 		Args:  args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var r core.BackendsJSON
+			var r view.BackendsJSON
 			n, nvmlErr := gpu.OpenNVML()
 			if nvmlErr != nil {
 				r.NVMLDetail = nvmlErr.Error()
@@ -92,7 +93,7 @@ func backendsCmd(g *globals) *cobra.Command {
 
 // reportHosts adds the other hosts of a shared ledger, with their clocks'
 // skew as the monitors measure it, to the report.
-func reportHosts(g *globals, r *core.BackendsJSON) error {
+func reportHosts(g *globals, r *view.BackendsJSON) error {
 	cfg, err := g.storeConfig()
 	if err != nil || !onEtcd(cfg) {
 		return err
@@ -106,7 +107,7 @@ func reportHosts(g *globals, r *core.BackendsJSON) error {
 		return err
 	}
 	for _, h := range hosts {
-		r.Hosts = append(r.Hosts, h.JSON())
+		r.Hosts = append(r.Hosts, view.Host(h))
 	}
 	r.ClockWarnings = core.SkewWarnings(c.Host(), hosts)
 	return nil

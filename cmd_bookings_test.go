@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // bookingsOfTwo is a ledger with root's bookings 1 (GPU 0) and 3 (GPU 1,
@@ -63,7 +63,7 @@ func TestListFiltersAndOutputs(t *testing.T) {
 	require.Regexp(t, `^1\s`, r.stdout)
 	require.Len(t, strings.Split(strings.TrimSpace(r.stdout), "\n"), 2)
 
-	var parts []core.PartitionJSON
+	var parts []view.PartitionJSON
 	r = cli(t, db, "list", "-o", "json", "--user", "nobody")
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
 	require.Len(t, parts, 1)
@@ -153,7 +153,7 @@ func TestShowAndEventFilters(t *testing.T) {
 	require.Contains(t, r.stdout, "Processes now:\n  no compute processes\n")
 	require.Regexp(t, `(?s)Events:\n.*created\s+#2 by root: 25% \(20.0 GiB\) of GPU 1 for 2h for nobody\n.*extended\s+#2 by root: 30m more`, r.stdout)
 
-	var b core.BookingJSON
+	var b view.BookingJSON
 	r = cli(t, db, "show", "3", "--json")
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &b))
 	require.Equal(t, uint64(3), b.ID)
@@ -169,7 +169,7 @@ func TestShowAndEventFilters(t *testing.T) {
 	kinds := func(args ...string) string {
 		r := cli(t, db, append([]string{"events", "--json"}, args...)...)
 		require.Equal(t, 0, r.code, r.stderr)
-		var evs []core.EventJSON
+		var evs []view.EventJSON
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &evs))
 		var out []string
 		for _, e := range evs {

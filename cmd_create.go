@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -82,7 +83,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				}
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), core.JSON(p.Partition, c.Now(), 0))
+				return printJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(c, p))
 			if p.Placement != "" {

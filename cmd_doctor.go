@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -132,7 +132,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 
 // diagnoseStore checks the records of a ledger on etcd: its pages are
 // etcd's to keep whole.
-func (g *globals) diagnoseStore(cmd *cobra.Command, cfg core.StoreConfig, asJSON bool, print func(storage.Diagnosis)) error {
+func (g *globals) diagnoseStore(cmd *cobra.Command, cfg setup.StoreConfig, asJSON bool, print func(storage.Diagnosis)) error {
 	s, err := openStore(cfg)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -66,7 +67,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				evs = evs[1:]
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), core.EventsJSON(evs))
+				return printJSON(cmd.OutOrStdout(), view.Events(evs))
 			}
 			if len(evs) == 0 {
 				if f.Booking == 0 && f.User == "" && f.Since.IsZero() && len(f.Kinds) == 0 {

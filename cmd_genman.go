@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -57,7 +57,7 @@ func filesMarkdown() string {
 
 **/run/utmp**
 : who is logged in on which terminal, for notices.
-`, core.SharedDir, storage.BackupPath(""), core.DefaultStoreFile, human.FormatDuration(bolt.DefaultBackupEvery), notice.DefaultNotifyFile)
+`, setup.SharedDir, storage.BackupPath(""), setup.DefaultStoreFile, human.FormatDuration(bolt.DefaultBackupEvery), notice.DefaultNotifyFile)
 }
 
 // genManCmd is `chronos gen-man DIR` (hidden; `make man` runs it): a man

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -23,14 +24,14 @@ func initCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init (--shared | --store etcd://…) [--group NAME]",
 		Short: "Create the machine's shared ledger, or point it at a lab's ledger on etcd (root)",
-		Long: `With --shared: create ` + core.SharedDir + ` for a group of users: owned by root
+		Long: `With --shared: create ` + setup.SharedDir + ` for a group of users: owned by root
 and the group, setgid and sticky, mode 3770; the ledger inside gets mode 0660.
 Every user in the group then shares one ledger; everyone else cannot read or
 change it. --db PATH (or CHRONOS_DB) puts it at PATH instead, in a directory
 prepared the same way; users then name it with --db or CHRONOS_DB too.
 
 With --store etcd://host:port,…: check that etcd answers, then write
-` + core.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
+` + setup.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
 shared by every host that names it, the ledger of every user of this host.
 --cacert, --cert and --key name the TLS files, kept in the same file.`,
 		Example: "  sudo chronos init --shared --group gpu\n  sudo chronos init --store etcd://gpu1:2379,gpu2:2379,gpu3:2379 --group gpu",
@@ -50,7 +51,7 @@ shared by every host that names it, the ledger of every user of this host.
 			}
 			// --db or CHRONOS_DB puts the shared ledger elsewhere; users
 			// then name it the same way.
-			path, elsewhere := filepath.Join(core.SharedDir, "chronos.db"), g.db
+			path, elsewhere := filepath.Join(setup.SharedDir, "chronos.db"), g.db
 			if elsewhere == "" {
 				elsewhere = os.Getenv("CHRONOS_DB")
 			}
@@ -73,7 +74,7 @@ shared by every host that names it, the ledger of every user of this host.
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+core.SharedDir)
+	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+setup.SharedDir)
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
 	cmd.Flags().BoolVar(&guarded, "guarded", false, "with --shared: members read the ledger but write it only through root's monitor (the keeper); needs --group")
 	return cmd
@@ -83,11 +84,11 @@ shared by every host that names it, the ledger of every user of this host.
 // guarded, and says the ledger's mode and, when guarded, its guard.
 func initLedgerFiles(path, group string, guarded bool) (fs.FileMode, *storage.Guard, error) {
 	if !guarded {
-		_, err := core.InitSharedAt(path, group)
+		_, err := setup.InitSharedAt(path, group)
 		return 0o660, nil, err
 	}
-	g, err := core.InitGuardedAt(path, group)
-	return core.GuardedFileMode, &g, err
+	g, err := setup.InitGuardedAt(path, group)
+	return setup.GuardedFileMode, &g, err
 }
 
 func guardedNote(g *storage.Guard) string {
@@ -99,12 +100,12 @@ func guardedNote(g *storage.Guard) string {
 
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this
 // host's, once etcd has answered.
-func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
+func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string) error {
 	if !onEtcd(cfg) {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
 	if !proc.RealRoot() {
-		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", domain.ErrNotRoot, core.StoreFile())
+		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", domain.ErrNotRoot, setup.StoreFile())
 	}
 	s, err := openStore(cfg)
 	if err != nil {
@@ -113,11 +114,11 @@ func initStore(cmd *cobra.Command, cfg core.StoreConfig, group string) error {
 	if err := s.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 		return err
 	}
-	if err := core.WriteStoreFile(core.StoreFile(), cfg, group); err != nil {
+	if err := setup.WriteStoreFile(setup.StoreFile(), cfg, group); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host.\n",
-		s, core.StoreFile(), groupOrRoot(group))
+		s, setup.StoreFile(), groupOrRoot(group))
 	return nil
 }
 
@@ -146,7 +147,7 @@ func nextSteps(w io.Writer, path string, elsewhere bool, group string) {
 		fmt.Fprintf(w, "  3. Add the users who book to the group (they log in again to be in it):\n       sudo usermod -aG %s NAME\n", group)
 	}
 	if elsewhere {
-		fmt.Fprintf(w, "Users name this ledger with --db %s or CHRONOS_DB=%s: without either they use %s's, where it exists, or their own.\n", path, path, core.SharedDir)
+		fmt.Fprintf(w, "Users name this ledger with --db %s or CHRONOS_DB=%s: without either they use %s's, where it exists, or their own.\n", path, path, setup.SharedDir)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -159,9 +160,9 @@ func (l bookingList) write(w io.Writer) error {
 	parts = kept
 	switch l.output {
 	case outputJSON:
-		out := make([]core.PartitionJSON, 0, len(parts))
+		out := make([]view.PartitionJSON, 0, len(parts))
 		for _, p := range parts {
-			out = append(out, p.JSON(now, pol.WarnLead))
+			out = append(out, view.Booking(p, now, pol.WarnLead))
 		}
 		return printJSON(w, out)
 	case outputIDs:

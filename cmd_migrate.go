@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -51,7 +52,7 @@ out).`,
 				return err
 			}
 			if host == "" {
-				host = core.HostName()
+				host = setup.HostName()
 			}
 			rep, err := core.Migrate(cmd.Context(), src, dst, host)
 			if err != nil {

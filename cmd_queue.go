@@ -16,6 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -61,9 +62,9 @@ keep one user's requests, at their places in the whole line.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				rows := make([]core.QueueJSON, 0, len(line))
+				rows := make([]view.QueueJSON, 0, len(line))
 				for _, e := range line {
-					rows = append(rows, core.QueueEntryJSON(e, c.Now()))
+					rows = append(rows, view.QueueEntry(e, c.Now()))
 				}
 				return printJSON(out, rows)
 			}

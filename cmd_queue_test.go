@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // waiterCmd is the real binary on the simulated backend, not yet started:
@@ -83,7 +84,7 @@ func TestCreateWaitsInLine(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^1\s+1\s+root\s+0\s+50%\s+2h\s+\S+\s+[0-9.]+\s+`+clockTime+` \(GPU 0\)\s+GPU 0 has 20% free, 50% asked$`, r.stdout)
 	r = cli(t, db, "queue", "--json")
-	var line []core.QueueJSON
+	var line []view.QueueJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
 	require.Len(t, line, 1)
 	require.Equal(t, 0, *line[0].Device)
@@ -272,7 +273,7 @@ func TestAtATimePassedMeansTomorrow(t *testing.T) {
 	at := passed.Format("15:04")
 	r := cli(t, db, "create", "0", "25%", "1h", "--at", at, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var p core.PartitionJSON
+	var p view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
 	start := p.Start.Local()
 	require.Equal(t, at, start.Format("15:04"))
@@ -310,7 +311,7 @@ func TestQueueMineAndCancelMine(t *testing.T) {
 	ids := func(args ...string) string {
 		r := cli(t, db, append([]string{"queue", "--json"}, args...)...)
 		require.Equal(t, 0, r.code, r.stderr)
-		var line []core.QueueJSON
+		var line []view.QueueJSON
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
 		var out []string
 		for _, e := range line {

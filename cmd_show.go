@@ -9,6 +9,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -48,7 +49,7 @@ func showCmd(g *globals) *cobra.Command {
 			procs, note := bookingProcesses(c, g.backendKind(), id)
 			now := c.Now()
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), core.BookingJSON{PartitionJSON: p.JSON(now, pol.WarnLead), Processes: procs, Events: core.EventsJSON(evs)})
+				return printJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
 			}
 			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
 				return tui.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/setup"
 )
 
 var (
@@ -94,12 +94,12 @@ func TestGuardedLedgerWithoutItsKeeper(t *testing.T) {
 	lab := newGuardedLab(t)
 	st, err := os.Stat(lab.db)
 	require.NoError(t, err)
-	require.Equal(t, core.GuardedFileMode, st.Mode().Perm())
+	require.Equal(t, setup.GuardedFileMode, st.Mode().Perm())
 	require.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid)
 	require.Equal(t, uint32(1), st.Sys().(*syscall.Stat_t).Gid, "daemon's")
 	dir, err := os.Stat(filepath.Dir(lab.db))
 	require.NoError(t, err)
-	require.Equal(t, core.GuardedDirMode, dir.Mode()&(fs.ModeType|fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
+	require.Equal(t, setup.GuardedDirMode, dir.Mode()&(fs.ModeType|fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
 
 	// Opening the file for writing, as a modified chronos would.
 	for _, open := range []string{"exec 3>>" + lab.db, "exec 3<>" + lab.db, "touch " + filepath.Join(filepath.Dir(lab.db), "planted")} {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -15,12 +15,12 @@ import (
 
 // onEtcd reports whether cfg's store is an etcd cluster (many hosts)
 // rather than a file (this host alone).
-func onEtcd(cfg core.StoreConfig) bool { return etcd.IsURL(cfg.Store) }
+func onEtcd(cfg setup.StoreConfig) bool { return etcd.IsURL(cfg.Store) }
 
 // openStore opens the ledger cfg names. An etcd store is not reached until
 // the first transaction, which fails within the timeout when etcd does not
 // answer.
-func openStore(cfg core.StoreConfig) (storage.Store, error) {
+func openStore(cfg setup.StoreConfig) (storage.Store, error) {
 	if !onEtcd(cfg) {
 		// "gpu1:2379" would make a ledger file of that name: say what was
 		// probably meant.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
 )
@@ -18,11 +18,11 @@ import (
 // mistake to point out, not a ledger file to create.
 func TestOpenStorePicksTheEngine(t *testing.T) {
 	t.Parallel()
-	s, err := openStore(core.StoreConfig{Store: filepath.Join(t.TempDir(), "c.db")})
+	s, err := openStore(setup.StoreConfig{Store: filepath.Join(t.TempDir(), "c.db")})
 	require.NoError(t, err)
 	require.IsType(t, &bolt.Ledger{}, s)
 
-	s, err = openStore(core.StoreConfig{Store: "etcd://127.0.0.1:1/lab"})
+	s, err = openStore(setup.StoreConfig{Store: "etcd://127.0.0.1:1/lab"})
 	require.NoError(t, err, "etcd is not reached before the first transaction")
 	require.IsType(t, &etcd.Store{}, s)
 	require.NoError(t, s.(*etcd.Store).Close())
@@ -31,7 +31,7 @@ func TestOpenStorePicksTheEngine(t *testing.T) {
 		"gpu1:2379":   `store "gpu1:2379": a ledger on etcd is written etcd://gpu1:2379`,
 		"etcd://gpu1": `"gpu1": give each member as host:port`,
 	} {
-		_, err := openStore(core.StoreConfig{Store: store})
+		_, err := openStore(setup.StoreConfig{Store: store})
 		require.ErrorAs(t, err, new(usageError), store)
 		require.ErrorContains(t, err, want)
 

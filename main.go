@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -54,7 +55,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code
 type globals struct {
 	db      string
 	backend string
-	store   core.StoreConfig
+	store   setup.StoreConfig
 	// metrics, when --metrics serves them, times the ledger's transactions.
 	metrics *metricsServer
 	// warn prints what a read of the ledger found wrong that did not stop
@@ -190,7 +191,7 @@ Run it with no command for the terminal app.`,
 	mf.add(root.Flags())
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.db, "db", "", "ledger file (default: $CHRONOS_DB, else /var/lib/chronos/chronos.db if that directory exists, else ~/.local/state/chronos/chronos.db)")
-	root.PersistentFlags().StringVar(&g.store.Store, "store", "", "the ledger: a file, or etcd://host:port,… shared by many hosts (default: $CHRONOS_STORE, else --db's rules, else "+core.StoreFile()+")")
+	root.PersistentFlags().StringVar(&g.store.Store, "store", "", "the ledger: a file, or etcd://host:port,… shared by many hosts (default: $CHRONOS_STORE, else --db's rules, else "+setup.StoreFile()+")")
 	root.PersistentFlags().StringVar(&g.store.CACert, "cacert", "", "etcd: CA certificate (PEM) that signed the members' certificates")
 	root.PersistentFlags().StringVar(&g.store.Cert, "cert", "", "etcd: this client's certificate (PEM)")
 	root.PersistentFlags().StringVar(&g.store.Key, "key", "", "etcd: this client's private key (PEM)")
@@ -207,7 +208,7 @@ Run it with no command for the terminal app.`,
 }
 
 // storeConfig is the ledger the flags, environment and store file name.
-func (g *globals) storeConfig() (core.StoreConfig, error) {
+func (g *globals) storeConfig() (setup.StoreConfig, error) {
 	flags := g.store
 	if g.db != "" {
 		if flags.Store != "" {
@@ -215,7 +216,7 @@ func (g *globals) storeConfig() (core.StoreConfig, error) {
 		}
 		flags.Store = g.db
 	}
-	return core.FindStore(flags)
+	return setup.FindStore(flags)
 }
 
 // ledger is the ledger file, for the commands that work on a file's bytes.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // fourGPUs is the environment of a machine of four simulated GPUs.
@@ -62,7 +62,7 @@ func TestGangsRacingAreAllOrNothing(t *testing.T) {
 		set := sets[i%len(sets)]
 		if r.code == 0 {
 			won++
-			var p core.PartitionJSON
+			var p view.PartitionJSON
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
 			require.Equal(t, set, gpuList(p), "booked the GPUs it named")
 			continue
@@ -79,17 +79,17 @@ func TestGangsRacingAreAllOrNothing(t *testing.T) {
 }
 
 // listJSON4 is `list --json` on four GPUs.
-func listJSON4(t *testing.T, db string) []core.PartitionJSON {
+func listJSON4(t *testing.T, db string) []view.PartitionJSON {
 	t.Helper()
 	r := on4(t, db, "list", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var out []core.PartitionJSON
+	var out []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	return out
 }
 
 // gpuList writes a booking's GPUs as its owner named them.
-func gpuList(p core.PartitionJSON) string {
+func gpuList(p view.PartitionJSON) string {
 	if len(p.Devices) == 0 {
 		return fmt.Sprint(p.Device)
 	}
@@ -161,7 +161,7 @@ func TestGangWaiterReservesWhileOthersBackfill(t *testing.T) {
 	require.Regexp(t, `request 1 waits at position 1; should start at `+clockTime+` on GPU 0-3 \(GPU 0 has 0% free, 100% asked\)`, until(t, said, "waits"))
 
 	r := on4(t, db, "queue", "--json")
-	var line []core.QueueJSON
+	var line []view.QueueJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))
 	require.Len(t, line, 1)
 	require.Equal(t, []int{0, 1, 2, 3}, line[0].Devices)
@@ -177,7 +177,7 @@ func TestGangWaiterReservesWhileOthersBackfill(t *testing.T) {
 	require.Equal(t, 0, on4(t, db, "release", "2").code)
 	after := rest(said)
 	require.NoError(t, waiter.Wait(), after)
-	var p core.PartitionJSON
+	var p view.PartitionJSON
 	require.NoError(t, json.Unmarshal(out.Bytes(), &p))
 	require.Equal(t, []int{0, 1, 2, 3}, p.Devices)
 	require.Equal(t, "Nobody is waiting.\n", on4(t, db, "queue").stdout)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -66,7 +66,7 @@ func TestHostsOnTheCommandLine(t *testing.T) {
 	require.Regexp(t, `(?m)^2\s+gpu1\s+\S+\s+0\s+40%`, r.stdout)
 	require.NotContains(t, r.stdout, "gpu2")
 	r = onHost(t, lab, "gpu1", "list", "--json")
-	var parts []core.PartitionJSON
+	var parts []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
 	require.Equal(t, []string{"gpu1", "gpu1", "gpu2"}, []string{parts[0].Host, parts[1].Host, parts[2].Host})
 	require.Contains(t, r.stdout, `"host": "gpu1"`)
@@ -138,7 +138,7 @@ func TestEtcdStopsAnswering(t *testing.T) {
 	c.Members[0].Resume()
 	r = onHost(t, lab, "gpu1", "list", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var parts []core.PartitionJSON
+	var parts []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
 	require.Len(t, parts, 1)
 }
@@ -205,7 +205,7 @@ func TestBackendsShowsHostsAndClocks(t *testing.T) {
 	}, patience, 200*time.Millisecond)
 	r := onHost(t, lab, "gpu1", "backends", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rep core.BackendsJSON
+	var rep view.BackendsJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	require.Len(t, rep.Hosts, 1)
 	require.True(t, rep.Hosts[0].Live)
@@ -340,11 +340,11 @@ func TestWholeCommandEndsWithinTheTimeout(t *testing.T) {
 }
 
 // onHostList is `list --json` of lab as gpu1 sees it.
-func onHostList(t *testing.T, lab string) []core.PartitionJSON {
+func onHostList(t *testing.T, lab string) []view.PartitionJSON {
 	t.Helper()
 	r := onHost(t, lab, "gpu1", "list", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var parts []core.PartitionJSON
+	var parts []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &parts))
 	return parts
 }

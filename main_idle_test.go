@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -122,7 +122,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	}
 	require.Regexp(t, `^Booked 3: 50% \(40.0 GiB\) of GPU 0 for nobody, until .*\.\n$`, booked.String())
 
-	var events []core.EventJSON
+	var events []view.EventJSON
 	require.NoError(t, json.Unmarshal([]byte(shifted(t, db, shift, "events", "-n", "0", "--json").stdout), &events))
 	kinds := map[uint64][]string{}
 	for _, e := range events {
@@ -139,7 +139,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	require.Contains(t, kinds[2], "idle", "warned all the same")
 	r = shifted(t, db, shift, "list", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var live []core.PartitionJSON
+	var live []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &live))
 	require.Len(t, live, 2)
 	require.Equal(t, uint64(2), live[0].ID)
@@ -149,7 +149,7 @@ func TestWhenWaitingReclaimsForARealWaiter(t *testing.T) {
 	// The reclaimed booking is reclaimed, not expired, with its deadline.
 	r = shifted(t, db, shift, "list", "--all", "--state", "reclaimed", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var reclaimed []core.PartitionJSON
+	var reclaimed []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &reclaimed))
 	require.Len(t, reclaimed, 1)
 	require.Equal(t, uint64(1), reclaimed[0].ID)

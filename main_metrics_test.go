@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // A bad --metrics says what is wrong before anything starts.
@@ -196,7 +196,7 @@ func TestMetricsCountTheLine(t *testing.T) {
 	// queued is the line as `queue --json` reads it from the ledger, by
 	// the metric's gpu label.
 	queued := func() map[string]int {
-		var line []core.QueueJSON
+		var line []view.QueueJSON
 		r := cli(t, db, "queue", "--json")
 		require.Equal(t, 0, r.code, r.stderr)
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &line))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/setup"
 )
 
 // nobody is the unprivileged user tests run the binary as.
@@ -177,7 +177,7 @@ func TestInitSharedHonoursDB(t *testing.T) {
 		t.Skip("needs root: init --shared is root's")
 	}
 	t.Parallel()
-	_, had := os.Stat(core.SharedDir)
+	_, had := os.Stat(setup.SharedDir)
 	db := filepath.Join(t.TempDir(), "lab", "gpu.db")
 	r := cli(t, db, "init", "--shared", "--group", "daemon")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -190,12 +190,12 @@ func TestInitSharedHonoursDB(t *testing.T) {
 	}
 	st, err := os.Stat(filepath.Dir(db))
 	require.NoError(t, err)
-	require.Equal(t, core.SharedDirMode, st.Mode()&(fs.ModeType|fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
+	require.Equal(t, setup.SharedDirMode, st.Mode()&(fs.ModeType|fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
 	st, err = os.Stat(db)
 	require.NoError(t, err)
 	require.Equal(t, fs.FileMode(0o660), st.Mode().Perm())
 	require.Equal(t, uint32(1), st.Sys().(*syscall.Stat_t).Gid, "daemon's")
 	if os.IsNotExist(had) {
-		require.NoDirExists(t, core.SharedDir, "--db was not ignored")
+		require.NoDirExists(t, setup.SharedDir, "--db was not ignored")
 	}
 }

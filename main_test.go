@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/supervisor"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -184,11 +185,11 @@ func binEnv(db string) []string {
 		"CHRONOS_NOTIFY_FILE=" + filepath.Join(filepath.Dir(db), "notify")} // never the host's webhook
 }
 
-func listJSON(t *testing.T, db string, args ...string) []core.PartitionJSON {
+func listJSON(t *testing.T, db string, args ...string) []view.PartitionJSON {
 	t.Helper()
 	r := cli(t, db, append([]string{"list", "--json"}, args...)...)
 	require.Equal(t, 0, r.code, r.stderr)
-	var out []core.PartitionJSON
+	var out []view.PartitionJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -169,7 +170,7 @@ func editDistance(a, b string) int {
 // and why; a damaged ledger points at chronos doctor.
 func (g *globals) explain(cmd *cobra.Command, err error) error {
 	var pathErr *fs.PathError
-	if path, perr := core.LedgerPath(g.db); perr == nil && errors.As(err, &pathErr) &&
+	if path, perr := setup.LedgerPath(g.db); perr == nil && errors.As(err, &pathErr) &&
 		(pathErr.Path == path || strings.HasPrefix(path, pathErr.Path+"/")) {
 		return ledgerPathError{path: path, from: g.ledgerSource(), err: pathErr}
 	}

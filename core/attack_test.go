@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -34,16 +35,16 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 	dir := filepath.Join(parent, "chronos")
 	victim := filepath.Join(parent, "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("root's\n"), 0o600))
-	path, err := InitShared(dir, "nogroup")
+	path, err := setup.InitShared(dir, "nogroup")
 	require.NoError(t, err)
 	st, err := os.Stat(dir)
 	require.NoError(t, err)
-	require.Equal(t, SharedDirMode, st.Mode())
+	require.Equal(t, setup.SharedDirMode, st.Mode())
 
 	for _, name := range []string{filepath.Base(path), filepath.Base(storage.BackupPath(path))} {
 		out, err := coretest.AsOther(t, coretest.NobodyUID, dir, "ln -s "+victim+" "+name)
 		require.NoError(t, err, out)
-		_, err = InitShared(dir, "nogroup")
+		_, err = setup.InitShared(dir, "nogroup")
 		require.ErrorContains(t, err, "symbolic link")
 		st, err := os.Stat(victim)
 		require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestInitSharedNeverFollowsLinks(t *testing.T) {
 func TestMembersWritesRefreshRootsBackup(t *testing.T) {
 	t.Parallel()
 	dir, bin := coretest.OtherUserDir(t)
-	path, err := InitShared(filepath.Join(dir, "shared"), "nogroup")
+	path, err := setup.InitShared(filepath.Join(dir, "shared"), "nogroup")
 	require.NoError(t, err)
 	admin := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Root})
 	require.NoError(t, admin.SaveInventory(simInventory(2, coretest.TestGPUMemory, clock.System().Now())))

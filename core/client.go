@@ -17,12 +17,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -78,7 +78,7 @@ type Options struct {
 	// As is who acts; the zero value means the current process's user.
 	As *domain.Identity
 	// Host is this machine's name in a ledger many hosts share (a store
-	// that is a storage.Presence); empty means HostName() there. A ledger
+	// that is a storage.Presence); empty means setup.HostName() there. A ledger
 	// file is one host's alone and has no host names.
 	Host string
 	// NotifyFile holds root's webhook address; NotifyFile() when empty.
@@ -109,7 +109,7 @@ func NewClient(opts Options) *Client {
 	c := &Client{ledger: opts.Ledger, devices: opts.Devices, clock: clock.OrSystem(opts.Clock), host: opts.Host, notify: cmp.Or(opts.NotifyFile, notice.NotifyFile()), ctx: cmp.Or(opts.Context, context.Background())}
 	if _, shared := opts.Ledger.(storage.Presence); shared && c.host == "" {
 		// Every process on this host must book its GPUs under one name.
-		c.host = HostName()
+		c.host = setup.HostName()
 	}
 	if opts.As != nil {
 		c.me = *opts.As
@@ -120,7 +120,7 @@ func NewClient(opts Options) *Client {
 }
 
 // Open is the short way to a client of the ledger s (the command layer
-// opens it: FindStore says which): the current user, and the GPU backend
+// opens it: setup.FindStore says which): the current user, and the GPU backend
 // from CHRONOS_BACKEND for the device inventory.
 func Open(s storage.Store) *Client {
 	return OpenAt(s, BackendDevices(gpu.KindFromEnv()))
@@ -185,7 +185,7 @@ func (c *Client) Host() string { return c.host }
 // host's.
 func (c *Client) HostOf(p domain.Partition) string {
 	if p.Host == "" {
-		return HostName()
+		return setup.HostName()
 	}
 	return p.Host
 }
@@ -234,14 +234,7 @@ type Partition struct {
 // TimeRemaining is how long the booking has left (zero once it has ended;
 // its whole length while it has not started).
 func (p *Partition) TimeRemaining() time.Duration {
-	return remaining(p.Partition, p.client.now())
-}
-
-func remaining(p domain.Partition, now time.Time) time.Duration {
-	if p.EndedAt(now) {
-		return 0
-	}
-	return p.Expires.Sub(admission.Later(now, p.Start))
+	return p.Remaining(p.client.now())
 }
 
 // Release ends the booking now.
@@ -265,16 +258,16 @@ func (p *Partition) Extend(d time.Duration) error {
 // Status is what a person sees of the booking: Status, or StatusGPUGone
 // while it is live on a GPU that is gone.
 func (p Partition) Status(now time.Time, warnLead time.Duration) domain.BookingStatus {
-	s := p.state(now, warnLead)
+	s := p.BaseStatus(now, warnLead)
 	if p.GPUGone && !s.Ended() {
 		return domain.StatusGPUGone
 	}
 	return s
 }
 
-// state is the record's Status, orphaned too when this machine sees its
-// wrapper gone.
-func (p Partition) state(now time.Time, warnLead time.Duration) domain.BookingStatus {
+// BaseStatus is the booking's status apart from its GPU: the record's Status,
+// orphaned too when this machine sees its wrapper gone.
+func (p Partition) BaseStatus(now time.Time, warnLead time.Duration) domain.BookingStatus {
 	s := domain.Status(p.Partition, now, warnLead)
 	if p.WrapperGone && !s.Ended() {
 		return domain.StatusOrphaned

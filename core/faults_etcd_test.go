@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
-	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -27,43 +25,6 @@ const (
 	turnAfterTries = 2
 	writersTurnTTL = 6 * time.Second
 )
-
-// playHoldTurn is a writer that books 10% of GPU 0 in one transaction and,
-// at each try, after its reads and before its commit, writes arg.N (N the
-// try) and waits for arg.goN: a test makes its first tries lose, so that
-// it takes the writers' turn, and kills it there.
-func playHoldTurn(c *Client, arg string) int {
-	try := 0
-	err := c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
-		try++
-		if _, err := tx.LivePartitions(); err != nil {
-			return err
-		}
-		now := c.now()
-		p := domain.Partition{Host: c.host, SharePPM: 100_000, State: domain.Live, Created: now, Start: now, Expires: now.Add(time.Hour)}
-		if err := tx.PutPartition(&p); err != nil {
-			return err
-		}
-		if err := tx.AddEvent(domain.Event{Kind: domain.EventCreated, Partition: p.ID, Time: now}); err != nil {
-			return err
-		}
-		if err := os.WriteFile(fmt.Sprintf("%s.%d", arg, try), nil, 0o600); err != nil {
-			return err
-		}
-		for range 1000 {
-			if _, err := os.Stat(fmt.Sprintf("%s.go%d", arg, try)); err == nil {
-				return nil
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return errors.New("never told to go on")
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return coretest.RoleFailed
-	}
-	return coretest.RoleOK
-}
 
 // A writer killed (SIGKILL, a real process) after its reads and before its
 // commit, while it holds the writers' turn: nothing of its booking is

@@ -9,6 +9,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -27,7 +28,7 @@ func TestLedgerFileHasNoOtherHosts(t *testing.T) {
 	_, err := c.Create(Request{Host: "gpu9", Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrNoDevice)
 	require.ErrorContains(t, err, "this host's alone")
-	p, err := c.Create(Request{Host: HostName(), Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	p, err := c.Create(Request{Host: setup.HostName(), Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, p.Host, "a file's bookings carry no host")
 }
@@ -39,8 +40,8 @@ func TestUnnamedClientIsThisHost(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	lib := clientOn(open(), nil, coretest.Alice)
-	require.Equal(t, HostName(), lib.Host())
-	cli := hostClient(open(), HostName(), coretest.Bob)
+	require.Equal(t, setup.HostName(), lib.Host())
+	cli := hostClient(open(), setup.HostName(), coretest.Bob)
 	_, err := lib.Create(Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)
 	_, err = cli.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})

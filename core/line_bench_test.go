@@ -2,44 +2,15 @@ package core
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
 )
-
-// playPingWaiter waits in line each time it reads a line: it asks for all
-// of GPU 0, says "queued", waits, says "booked" the moment it learns it is
-// booked, then releases the booking and says "released".
-func playPingWaiter(c *Client) int {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		p, entry, err := c.Enqueue(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour}, admission.WaitOptions{})
-		if err != nil || p != nil {
-			fmt.Fprintln(os.Stderr, "not queued:", err)
-			return coretest.RoleFailed
-		}
-		fmt.Println("queued")
-		if p, err = c.Wait(context.Background(), entry.ID, nil); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
-		fmt.Println("booked")
-		if _, err := c.Release(p.ID); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
-		fmt.Println("released")
-	}
-	return coretest.RoleOK
-}
 
 // BenchmarkReleaseToWaiter measures how soon a waiting process learns it
 // is booked: from the moment a release begins (its transaction grants the

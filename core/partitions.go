@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -348,7 +349,7 @@ func (c *Client) GPUHost(host string) (string, error) {
 	switch {
 	case host == "" || host == c.host:
 		return c.host, nil
-	case c.host == "" && host == HostName():
+	case c.host == "" && host == setup.HostName():
 		return "", nil
 	case c.host == "":
 		return "", fmt.Errorf("%w: %s is another host, and this ledger (%s) is this host's alone; a lab of hosts shares one ledger on etcd (see chronos init --store)", domain.ErrNoDevice, host, c.ledger)

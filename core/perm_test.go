@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -21,8 +22,8 @@ import (
 // A per-user ledger lives in a 0700 directory under $XDG_STATE_HOME, and
 // it and its backup are 0600, whatever the umask.
 func TestPerUserLedgerModes(t *testing.T) {
-	if _, err := os.Stat(SharedDir); err == nil {
-		t.Skipf("%s exists on this machine: the shared ledger would be chosen", SharedDir)
+	if _, err := os.Stat(setup.SharedDir); err == nil {
+		t.Skipf("%s exists on this machine: the shared ledger would be chosen", setup.SharedDir)
 	}
 	state := t.TempDir()
 	t.Setenv("CHRONOS_DB", "")
@@ -30,7 +31,7 @@ func TestPerUserLedgerModes(t *testing.T) {
 	old := syscall.Umask(0o002)
 	defer syscall.Umask(old)
 
-	path, err := LedgerPath("")
+	path, err := setup.LedgerPath("")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(state, "chronos", "chronos.db"), path)
 	c := NewClient(Options{Ledger: bolt.New(path), Devices: testDevices, As: &coretest.Alice})
@@ -70,7 +71,7 @@ func TestInitSharedModes(t *testing.T) {
 	defer syscall.Umask(old)
 
 	dir := filepath.Join(t.TempDir(), "chronos")
-	path, err := InitShared(dir, group.Name)
+	path, err := setup.InitShared(dir, group.Name)
 	require.NoError(t, err)
 	// Root writes first, as `init` does (and records the simulated GPUs,
 	// which a member may not in a shared ledger); then a member books.
@@ -80,7 +81,7 @@ func TestInitSharedModes(t *testing.T) {
 	require.NoError(t, err)
 
 	for p, want := range map[string]fs.FileMode{
-		dir:                      SharedDirMode,
+		dir:                      setup.SharedDirMode,
 		path:                     0o660,
 		storage.BackupPath(path): 0o660,
 	} {
@@ -95,7 +96,7 @@ func TestInitSharedModes(t *testing.T) {
 
 	// Run again over an existing ledger: modes are put right.
 	require.NoError(t, os.Chmod(path, 0o600))
-	_, err = InitShared(dir, group.Name)
+	_, err = setup.InitShared(dir, group.Name)
 	require.NoError(t, err)
 	st, _ = os.Stat(path)
 	require.Equal(t, fs.FileMode(0o660), st.Mode())

@@ -1,4 +1,4 @@
-package core
+package core_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 )
 
 // whoami runs the test binary bin under the command prefix (unshare …) as
@@ -34,7 +35,7 @@ func whoami(t *testing.T, bin string, uid int, prefix ...string) string {
 // namespace: not real root, and the user is the member who made it.
 func TestRealRootIsNotFooledByAUserNamespace(t *testing.T) {
 	t.Parallel()
-	nobody := uidOf(t, "nobody")
+	nobody := servicetest.UIDOf(t, "nobody")
 	coretest.NeedUserNamespaces(t, nobody)
 	_, bin := coretest.OtherUserDir(t)
 	require.Equal(t, "true 0", whoami(t, bin, 0, "env"), "root, on the host")

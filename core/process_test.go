@@ -1,6 +1,8 @@
-package core
+package core_test
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,10 +16,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -26,7 +31,10 @@ import (
 
 // TestMain lets the test binary play a chronos process: tests start it again
 // with CHRONOS_TEST_ROLE set, so the processes that race are real OS
-// processes with their own locks, as in production.
+// processes with their own locks, as in production. It is an external
+// test (package core_test), as the roles are, so that they can use
+// servicetest's waiter, which imports core; the internal tests start
+// the same binary.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
 		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
@@ -38,11 +46,11 @@ func TestMain(m *testing.M) {
 
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {
-	c := NewClient(Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
+	c := core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: servicetest.Devices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
 		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
-		_, err := c.Create(Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
+		_, err := c.Create(core.Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
 		if errors.Is(err, domain.ErrOverbooked) {
 			return coretest.RoleOverbooked
 		}
@@ -63,7 +71,7 @@ func playRole(role, db, arg string) int {
 	case "churn":
 		// Write for ever; the test kills us at a random point.
 		for {
-			p, err := c.Create(Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour})
+			p, err := c.Create(core.Request{Device: 1, Memory: human.Fraction(0.01), Duration: time.Hour})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return coretest.RoleFailed
@@ -76,13 +84,13 @@ func playRole(role, db, arg string) int {
 			}
 		}
 	case "hold":
-		return coretest.PlayHold(c.ledger, arg)
+		return coretest.PlayHold(c.Ledger(), arg)
 	case "wait":
-		return playWaiter(c, arg)
+		return servicetest.PlayWaiter(c, arg)
 	case "holdturn":
 		return playHoldTurn(c, arg)
 	case "whoami":
-		fmt.Println(proc.RealRoot(), CurrentIdentity().UID)
+		fmt.Println(proc.RealRoot(), core.CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
 	default:
@@ -115,7 +123,7 @@ func testConcurrentProcessesNeverOverbook(t *testing.T, open storetest.Opener) {
 	}
 	require.Equal(t, map[int]int{coretest.RoleOK: 10, coretest.RoleOverbooked: 6}, codes)
 
-	c := clientOn(coretest.OpenSpec(db), nil, coretest.Alice)
+	c := servicetest.ClientOn(coretest.OpenSpec(db), nil, coretest.Alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, parts, 10)
@@ -172,7 +180,7 @@ func testKilledWriterLeavesWholeLedger(t *testing.T, open storetest.Opener) {
 // has the event of its creation (the two are written in one transaction).
 func requireWhole(t *testing.T, db string) {
 	t.Helper()
-	c := clientOn(coretest.OpenSpec(db), nil, coretest.Alice)
+	c := servicetest.ClientOn(coretest.OpenSpec(db), nil, coretest.Alice)
 	parts, err := c.List(true)
 	require.NoError(t, err)
 	evs, err := c.Events(0, 0)
@@ -204,8 +212,8 @@ func TestOtherUserCannotRelease(t *testing.T) {
 	dir, bin := coretest.OtherUserDir(t)
 
 	db := filepath.Join(dir, "chronos.db")
-	owner := clientAt(db, nil, domain.Identity{UID: 0, User: "root"})
-	p, err := owner.Create(Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour})
+	owner := servicetest.ClientAt(db, nil, domain.Identity{UID: 0, User: "root"})
+	p, err := owner.Create(core.Request{Device: 0, Memory: human.Fraction(0.2), Duration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(db, 0o666))
 
@@ -226,17 +234,17 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chronos.db")
-	c := clientAt(db, nil, coretest.Alice)
-	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	c := servicetest.ClientAt(db, nil, coretest.Alice)
+	_, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
 	holder, marker := coretest.HoldLedger(t, db)
 	require.NoError(t, holder.Process.Signal(syscall.SIGSTOP))
 
-	quick := NewClient(Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: testDevices, As: &coretest.Alice})
+	quick := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: db, Timeout: 500 * time.Millisecond}, Devices: servicetest.Devices, As: &coretest.Alice})
 	for name, op := range map[string]func() error{
 		"create": func() error {
-			_, err := quick.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+			_, err := quick.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 			return err
 		},
 		"list":    func() error { _, err := quick.List(false); return err },
@@ -256,7 +264,7 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	require.NoError(t, holder.Process.Signal(syscall.SIGCONT))
 	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
 	require.NoError(t, holder.Wait())
-	p, err := quick.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
+	p, err := quick.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), p.ID)
 	_, err = quick.Release(1)
@@ -264,4 +272,67 @@ func TestStoppedHolderMakesOthersBusyNotStuck(t *testing.T) {
 	evs, err := quick.Events(0, 0)
 	require.NoError(t, err)
 	require.Equal(t, domain.EventKind("held"), evs[1].Kind, "the stopped process's transaction committed once it ran again")
+}
+
+// playHoldTurn is a writer that books 10% of GPU 0 in one transaction and,
+// at each try, after its reads and before its commit, writes arg.N (N the
+// try) and waits for arg.goN: a test makes its first tries lose, so that
+// it takes the writers' turn, and kills it there.
+func playHoldTurn(c *core.Client, arg string) int {
+	try := 0
+	err := c.Ledger().Update(c.Context(), func(tx *storage.Tx) error {
+		try++
+		if _, err := tx.LivePartitions(); err != nil {
+			return err
+		}
+		now := c.Now()
+		p := domain.Partition{Host: c.Host(), SharePPM: 100_000, State: domain.Live, Created: now, Start: now, Expires: now.Add(time.Hour)}
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(domain.Event{Kind: domain.EventCreated, Partition: p.ID, Time: now}); err != nil {
+			return err
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", arg, try), nil, 0o600); err != nil {
+			return err
+		}
+		for range 1000 {
+			if _, err := os.Stat(fmt.Sprintf("%s.go%d", arg, try)); err == nil {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return errors.New("never told to go on")
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return coretest.RoleFailed
+	}
+	return coretest.RoleOK
+}
+
+// playPingWaiter waits in line each time it reads a line: it asks for all
+// of GPU 0, says "queued", waits, says "booked" the moment it learns it is
+// booked, then releases the booking and says "released".
+func playPingWaiter(c *core.Client) int {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		p, entry, err := c.Enqueue(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour}, admission.WaitOptions{})
+		if err != nil || p != nil {
+			fmt.Fprintln(os.Stderr, "not queued:", err)
+			return coretest.RoleFailed
+		}
+		fmt.Println("queued")
+		if p, err = c.Wait(context.Background(), entry.ID, nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return coretest.RoleFailed
+		}
+		fmt.Println("booked")
+		if _, err := c.Release(p.ID); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return coretest.RoleFailed
+		}
+		fmt.Println("released")
+	}
+	return coretest.RoleOK
 }

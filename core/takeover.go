@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -90,7 +91,7 @@ func ownProcess(pid int) error {
 // BackgroundWaitLog is where a request's background waiter, started at
 // at, logs: under the user's state directory, a file per waiter.
 func BackgroundWaitLog(id uint64, at time.Time) (string, error) {
-	dir, err := UserStateDir()
+	dir, err := setup.UserStateDir()
 	if err != nil {
 		// A home that cannot be written (nobody's /nonexistent, a system
 		// user's): a private directory of the user's in the temporary one.

@@ -164,6 +164,19 @@ func (p Partition) EndedAt(now time.Time) bool {
 	return p.State != Live || !now.Before(p.Expires)
 }
 
+// Remaining is how long the partition has left at now: zero once it has
+// ended, its whole length while it has not started.
+func (p Partition) Remaining(now time.Time) time.Duration {
+	if p.EndedAt(now) {
+		return 0
+	}
+	from := now
+	if p.Start.After(now) {
+		from = p.Start
+	}
+	return p.Expires.Sub(from)
+}
+
 // FillDefaults fills in what a partition stored before bookings had a
 // start lacks: it started when it was made.
 func (p *Partition) FillDefaults() {

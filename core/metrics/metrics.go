@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -89,7 +90,7 @@ func New(o Options) *Exporter {
 		o.SampleEvery = time.Second
 	}
 	o.Clock = clock.OrSystem(o.Clock)
-	e := &Exporter{o: o, host: core.HostName(), registry: prometheus.NewRegistry(),
+	e := &Exporter{o: o, host: setup.HostName(), registry: prometheus.NewRegistry(),
 		ticks: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_monitor_tick_seconds",
 			Help: "How long one pass of the monitor took: reading the ledger and the GPUs, acting, recording.", Buckets: durationBuckets}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_enforcement_signals_total",

@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -184,7 +185,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	require.NoError(t, err)
 	live = slices.DeleteFunc(live, func(p core.Partition) bool { return p.ID == ahead.ID })
 	require.Len(t, live, 3)
-	host := core.HostName()
+	host := setup.HostName()
 
 	info := series(fams["chronos_booking_info"])
 	require.Len(t, info, len(live), "ended bookings drop out")
@@ -233,7 +234,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 const prometheusCounter = "COUNTER"
 
 func gpuLabels(r *rig, dev int) string {
-	host := core.HostName()
+	host := setup.HostName()
 	devs, err := r.sim.Devices()
 	require.NoError(r.t, err)
 	return "UUID=" + devs[dev].UUID + ",gpu=" + strconv.Itoa(dev) + ",hostname=" + host
@@ -344,9 +345,9 @@ func TestScrapeReadsTheLedgerOnce(t *testing.T) {
 	tx := series(scrape(t, counted.URL)["chronos_ledger_transaction_seconds"])
 	require.Equal(t, uint64(1), tx["mode=read"].GetHistogram().GetSampleCount(), "read transactions in one scrape")
 	require.Zero(t, tx["mode=write"].GetHistogram().GetSampleCount(), "write transactions in one scrape")
-	info := "UUID=" + p.DeviceUUID + ",booking=" + strconv.FormatUint(p.ID, 10) + ",gpu=1,hostname=" + core.HostName() + ",user=" + me.User
+	info := "UUID=" + p.DeviceUUID + ",booking=" + strconv.FormatUint(p.ID, 10) + ",gpu=1,hostname=" + setup.HostName() + ",user=" + me.User
 	require.Equal(t, 1.0, value(series(fams["chronos_booking_info"])[info]))
-	require.Equal(t, 1.0, value(series(fams["chronos_queue_requests"])["gpu=1,hostname="+core.HostName()]))
+	require.Equal(t, 1.0, value(series(fams["chronos_queue_requests"])["gpu=1,hostname="+setup.HostName()]))
 	require.Equal(t, 1.0, value(series(fams["chronos_gpu_booked_ratio"])[gpuLabels(r, 1)]))
 	require.Contains(t, series(fams["chronos_user_booked_gpu_seconds_total"]), "user="+me.User)
 }
@@ -362,7 +363,7 @@ func TestBookingOfSeveralGPUsHasARowPerGPU(t *testing.T) {
 	fams := scrape(t, r.url)
 	info := series(fams["chronos_booking_info"])
 	require.Len(t, info, 2)
-	host, id := core.HostName(), strconv.FormatUint(p.ID, 10)
+	host, id := setup.HostName(), strconv.FormatUint(p.ID, 10)
 	for i, g := range []int{1, 2} {
 		labels := "UUID=" + p.DeviceUUIDs[i] + ",booking=" + id + ",gpu=" + strconv.Itoa(g) + ",hostname=" + host + ",user=" + p.User
 		require.Equal(t, 1.0, value(info[labels]), labels)

@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -47,7 +48,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	t.Parallel()
 	dir, bin := coretest.OtherUserDir(t)
 	db := filepath.Join(dir, "chronos.db")
-	c := clientAt(db, nil, coretest.Root)
+	c := servicetest.ClientAt(db, nil, coretest.Root)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	for range 5 {
@@ -62,7 +63,7 @@ func TestFIFOSwapLoopHangsNothing(t *testing.T) {
 	require.NoError(t, swap.Start())
 	t.Cleanup(func() { swap.Process.Kill(); swap.Wait() })
 
-	quick := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: db, Timeout: time.Second}, Devices: testDevices, As: &coretest.Root})
+	quick := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: db, Timeout: time.Second}, Devices: servicetest.Devices, As: &coretest.Root})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); New(quick, Options{}).Run(ctx) }()
@@ -97,7 +98,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	t.Parallel()
 	dir, bin := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
 	daemon := domain.Identity{UID: coretest.DaemonUID, User: core.UserName(coretest.DaemonUID)}
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
@@ -168,7 +169,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			require.Equal(t, tc.daemon, mps.Owner)
 
 			sim := gpu.NewSim(gpu.SimOptions{})
-			c := simClient(t, bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, coretest.Root, nil)
+			c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, coretest.Root, nil)
 			p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
@@ -207,7 +208,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	require.NoError(t, os.Mkdir(pipeDir, 0o755))
 
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
 	env := append(core.RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
@@ -249,7 +250,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	t.Parallel()
 	dir, _ := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
 	_, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 	long := "\x1b]2;pwned\x07" + strings.Repeat("ü", 55_000) // 110 KB each

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -23,7 +24,7 @@ func TestBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T) {
 
 func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Opener) {
 	clk := coretest.NewFakeClock()
-	a, b := clientOn(open(), clk, coretest.Alice), clientOn(open(), clk, coretest.Bob)
+	a, b := servicetest.ClientOn(open(), clk, coretest.Alice), servicetest.ClientOn(open(), clk, coretest.Bob)
 	now := clk.Now()
 	ahead, err := a.Create(core.Request{Device: 0, Memory: human.Fraction(0.6), Duration: 3 * time.Hour, Start: now.Add(2 * time.Hour)})
 	require.NoError(t, err)
@@ -31,13 +32,13 @@ func testBookingAheadBlocksOverlapAdmitsTheRest(t *testing.T, open storetest.Ope
 	require.Equal(t, domain.StatusUpcoming, domain.Status(ahead.Partition, now, 5*time.Minute))
 	require.Equal(t, 3*time.Hour, ahead.TimeRemaining(), "its whole length while it has not started")
 
-	_, err = b.Create(half(0, 3*time.Hour))
+	_, err = b.Create(servicetest.Half(0, 3*time.Hour))
 	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "GPU 0 has 40% (32.0 GiB) free, 50% asked: held by alice (60%, #1, from "+
 		human.FormatTime(ahead.Start, now)+" until "+human.FormatTime(ahead.Expires, now)+"). GPU 1 has 100% free. It would fit at")
 	require.ErrorContains(t, err, human.FormatTime(now.Add(5*time.Hour), now), "after the booking ahead ends")
 
-	_, err = b.Create(half(0, 2*time.Hour))
+	_, err = b.Create(servicetest.Half(0, 2*time.Hour))
 	require.NoError(t, err, "ends as the booking ahead starts")
 	_, err = b.Create(core.Request{Device: 0, Memory: human.Fraction(0.45), Duration: 8 * time.Hour})
 	require.ErrorIs(t, err, domain.ErrOverbooked, "50% now, then 60% ahead, leave 40% over those 8 hours")

@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -148,7 +149,7 @@ func TestStoppedMonitorIsTakenOverOnlyOnceItsLeaseLapses(t *testing.T) {
 	live(t, b.c, "gpuA", true)
 	require.Eventually(t, func() bool { _, ok := b.m.pub.lastSeen("gpuA"); return ok }, 15*time.Second, 10*time.Millisecond, "gpuB has measured gpuA")
 	me := core.CurrentIdentity()
-	onA := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
+	onA := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpuA", Clock: clk, Devices: servicetest.Devices})
 	p, err := onA.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 
@@ -212,7 +213,7 @@ func TestClockSteppedOnAHost(t *testing.T) {
 	clk := coretest.NewFakeClock()
 	me := core.CurrentIdentity()
 	// gpuD has no monitor: the others keep its bookings' books.
-	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuD", Clock: clk, Devices: testDevices})
+	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuD", Clock: clk, Devices: servicetest.Devices})
 	a := startHost(t, open, "gpuA", clk)
 	c := startHost(t, open, "gpuC", clk)
 	bclk := &steppedClock{Clock: clk}

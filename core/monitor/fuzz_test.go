@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -26,7 +27,7 @@ func FuzzStoredPartition(f *testing.F) {
 	f.Fuzz(func(t *testing.T, record []byte, indexed bool) {
 		path := filepath.Join(t.TempDir(), "chronos.db")
 		clock := coretest.NewFakeClock()
-		c := clientAt(path, clock, coretest.Alice)
+		c := servicetest.ClientAt(path, clock, coretest.Alice)
 		if _, err := c.Create(core.Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -47,7 +48,7 @@ func TestHoldsOfAnIdleStretchLastHoldMax(t *testing.T) {
 	_, err = r.c.Hold(id, time.Minute, "one more minute")
 	require.ErrorContains(t, err, "held for 4h (hold-max) already while it sat idle; it can be held again once it has worked")
 
-	root := simClient(t, bolt.New(r.path), r.sim, coretest.Root, r.clock)
+	root := servicetest.SimClient(bolt.New(r.path), r.sim, coretest.Root, r.clock)
 	_, err = root.Hold(id, time.Hour, "root keeps it")
 	require.NoError(t, err, "root is not capped")
 

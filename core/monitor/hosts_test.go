@@ -16,6 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -72,7 +73,7 @@ func simDevices(sim *gpu.Sim) core.DeviceSource {
 func TestDeadHostFades(t *testing.T) {
 	t.Parallel()
 	s := storetest.Etcd(t, etcdtest.Shared(t))()
-	other := hostClient(s, "gpu2", coretest.Bob)
+	other := servicetest.HostClient(s, "gpu2", coretest.Bob)
 	mon := coretest.RoleCmd(t, "monitor", s.String(), "60s")
 	mon.Env = append(mon.Env, "CHRONOS_TEST_HOST=gpu1")
 	require.NoError(t, mon.Start())

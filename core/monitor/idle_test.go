@@ -17,6 +17,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -44,7 +46,7 @@ func newIdleRig(t *testing.T, owner domain.Identity) *idleRig {
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: simClient(t, bolt.New(path), sim, owner, clock)}
+	return &idleRig{t: t, clock: clock, sim: sim, path: path, c: servicetest.SimClient(bolt.New(path), sim, owner, clock)}
 }
 
 // book makes a booking on the simulated GPU with no made-up load and, with
@@ -108,14 +110,14 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{OnAct: log.add})
 
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned once idle for 2 minutes")
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id), "warned once idle for 2 minutes")
 	require.Equal(t, 2*time.Minute, r.usage(id).IdleFor)
 
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
 	require.Equal(t, domain.Expired, got.State)
@@ -125,7 +127,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	now := r.clock.Now()
 	require.Equal(t, domain.StatusReclaimed, got.Status(now, 0))
 	require.Equal(t, got.Created.Add(2*time.Hour), got.Expires, "the deadline it was booked with")
-	j := got.JSON(now, 0)
+	j := view.Booking(*got, now, 0)
 	require.Equal(t, domain.StatusReclaimed, j.State)
 	require.Equal(t, now.UTC(), j.Ended)
 	all, err := r.c.List(true)
@@ -151,7 +153,7 @@ func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 
 	r.run(10*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State)
@@ -178,7 +180,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 		r.run(59*time.Second, time.Second, m)
 	}
 	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "warned at 2 idle minutes")
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id), "warned at 2 idle minutes")
 
 	// Work for a third of a minute is work.
 	r.sim.SetSM(pid, 100)
@@ -198,7 +200,7 @@ func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), Options{})
 	r.run(15*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State)
@@ -212,7 +214,7 @@ func TestLadderOffOnlyCounts(t *testing.T) {
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{})
 	r.run(10*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
 	require.Equal(t, 10*time.Minute, r.usage(id).Idle)
 }
 
@@ -230,7 +232,7 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 
 	r.run(5*time.Minute, 10*time.Second, m)
 	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 }
 
 // A booking made ahead gets its idle-start allowance from its start, not
@@ -243,7 +245,7 @@ func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(30*time.Minute+3*time.Minute, 10*time.Second, m)
 	require.Zero(t, r.usage(p.ID).Idle, "within idle-start (3m) of its start")
-	require.Equal(t, []string{"created"}, eventKinds(t, r.c, p.ID))
+	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, p.ID))
 }
 
 // A hold stops the ladder until it ends; then it starts over, from the
@@ -254,7 +256,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	id, _ := r.book(true)
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 
 	_, err := r.c.Hold(id, 10*time.Minute, "  ")
 	require.ErrorIs(t, err, domain.ErrInput)
@@ -267,7 +269,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	require.Equal(t, r.clock.Now().Add(10*time.Minute), u.HeldUntil)
 
 	r.run(10*time.Minute-10*time.Second, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "held"}, eventKinds(t, r.c, id), "nothing happens while held")
+	require.Equal(t, []string{"created", "idle", "held"}, servicetest.EventKinds(t, r.c, id), "nothing happens while held")
 	u = r.usage(id)
 	require.Equal(t, 11*time.Minute, u.IdleFor, "idle time still counts")
 	require.Equal(t, 1, u.Holds)
@@ -276,11 +278,11 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	// The hold is over: warned again at once, again 2 minutes later, and
 	// reclaimed 2 minutes after that.
 	r.run(10*time.Second, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "held", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "held", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "held", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "held", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "held", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 }
 
 // A monitor that stops mid-ladder and another that starts later neither
@@ -291,18 +293,18 @@ func TestMonitorRestartMidLadder(t *testing.T) {
 	id, _ := r.book(true)
 	first := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 
 	// The new monitor sees too little of the minute it starts in to judge
 	// it; from the next one on it counts.
 	second := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(90*time.Second, 10*time.Second, second)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id), "the first warning is not repeated")
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id), "the first warning is not repeated")
 	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
 	r.run(time.Minute, 10*time.Second, second)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id), "nor the second skipped")
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id), "nor the second skipped")
 	r.run(2*time.Minute, 10*time.Second, second)
-	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 }
 
 // Turning the ladder on over a booking long idle warns first and keeps the
@@ -314,13 +316,13 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(admission.ReclaimOff), Options{}))
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 }
 
 // Three monitors on one ledger: each minute is accounted once, each step
@@ -348,10 +350,10 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 		ms = append(ms, New(c, Options{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
 	}
 	r.run(5*time.Minute, 10*time.Second, ms...)
-	require.Equal(t, []string{"created", "idle", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 	require.Equal(t, 5*time.Minute, r.usage(id).Idle)
 	require.Equal(t, 2*time.Minute, r.usage(other).Idle, "idle after its 3 minutes' allowance")
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, other))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, other))
 	require.Equal(t, int64(5), store.Updates.Load(), "one write a minute, for every booking and GPU, by one of the three")
 
 	var minutes []domain.GPUMinute
@@ -370,7 +372,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, bolt.New(r.path), r.sim, coretest.Bob, r.clock)
+	bobs := servicetest.SimClient(bolt.New(r.path), r.sim, coretest.Bob, r.clock)
 	_, err := bobs.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
 	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), Options{})
@@ -382,7 +384,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	_, q, err := bobs.Enqueue(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	r.run(time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 	st, err := bobs.Request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to the line")
@@ -413,12 +415,12 @@ func TestListShowsIdle(t *testing.T) {
 	now := r.clock.Now()
 	require.Equal(t, "5m", FormatIdle(parts[0].Partition, parts[0].Usage, now))
 	require.Equal(t, "-", FormatIdle(parts[1].Partition, parts[1].Usage, now))
-	j := parts[0].JSON(now, time.Minute)
+	j := view.Booking(parts[0], now, time.Minute)
 	require.True(t, j.Idle)
 	require.Equal(t, 300.0, j.IdleSeconds)
 	require.Equal(t, 300.0, j.Usage.IdleSeconds)
 	require.Equal(t, now, j.Usage.AccountedUntil)
-	j = parts[1].JSON(now, time.Minute)
+	j = view.Booking(parts[1], now, time.Minute)
 	require.False(t, j.Idle)
 	require.InDelta(t, 270, j.Usage.GPUSeconds, 1)
 	require.Equal(t, busy, j.ID)
@@ -428,13 +430,13 @@ func TestListShowsIdle(t *testing.T) {
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
 	require.Equal(t, "5m (held 1h)", FormatIdle(parts[0].Partition, parts[0].Usage, now))
-	require.Equal(t, "waiting for data", parts[0].JSON(now, 0).Usage.HoldReason)
+	require.Equal(t, "waiting for data", view.Booking(parts[0], now, 0).Usage.HoldReason)
 
 	// With no monitor watching, the figure grows stale and is not shown.
 	r.clock.Advance(10 * time.Minute)
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
-	require.False(t, parts[0].JSON(r.clock.Now(), 0).Idle)
+	require.False(t, view.Booking(parts[0], r.clock.Now(), 0).Idle)
 	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
 }
 
@@ -536,7 +538,7 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, domain.BookingUsage{Partition: id}, r.usage(id))
-	require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
 }
 
 // when-waiting reclaims only for a waiter the room would let start: one
@@ -546,10 +548,10 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	bobs := simClient(t, bolt.New(r.path), r.sim, coretest.Bob, r.clock)
+	bobs := servicetest.SimClient(bolt.New(r.path), r.sim, coretest.Bob, r.clock)
 	_, err := bobs.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	roots := simClient(t, bolt.New(r.path), r.sim, coretest.Root, r.clock)
+	roots := servicetest.SimClient(bolt.New(r.path), r.sim, coretest.Root, r.clock)
 	_, err = roots.SetPolicy([]string{"user-gpus=0.75"})
 	require.NoError(t, err)
 	_, q, err := bobs.Enqueue(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
@@ -560,12 +562,12 @@ func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
 	require.Equal(t, domain.Live, got.State, "idle past idle=, but the only waiter cannot use the room")
-	require.NotContains(t, eventKinds(t, r.c, id), "reclaimed")
+	require.NotContains(t, servicetest.EventKinds(t, r.c, id), "reclaimed")
 
 	_, err = roots.SetPolicy([]string{"user-gpus=1"})
 	require.NoError(t, err)
 	r.run(time.Minute, 10*time.Second, m)
-	require.Contains(t, eventKinds(t, r.c, id), "reclaimed")
+	require.Contains(t, servicetest.EventKinds(t, r.c, id), "reclaimed")
 	st, err := bobs.Request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to him")

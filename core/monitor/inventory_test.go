@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -22,27 +23,27 @@ func TestMonitorRefreshesTheInventory(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 2})
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, coretest.Root, clock)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, coretest.Root, clock)
 	forge := func() {
 		require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
-			return tx.PutInventory(simInventory(1, 8<<40, clock.Now()))
+			return tx.PutInventory(servicetest.SimInventory(1, 8<<40, clock.Now()))
 		}))
 	}
 	forge()
 	m := New(c, Options{Backend: sim})
 	_, err := m.Tick()
 	require.NoError(t, err)
-	require.Len(t, inventoryOf(t, c).Devices, 2)
+	require.Len(t, servicetest.InventoryOf(t, c).Devices, 2)
 
 	forge()
 	clock.Advance(time.Second)
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Len(t, inventoryOf(t, c).Devices, 1, "checked only every %s", inventoryEvery)
+	require.Len(t, servicetest.InventoryOf(t, c).Devices, 1, "checked only every %s", inventoryEvery)
 	clock.Advance(inventoryEvery)
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Len(t, inventoryOf(t, c).Devices, 2)
+	require.Len(t, servicetest.InventoryOf(t, c).Devices, 2)
 	evs, err := c.LastEvents(1)
 	require.NoError(t, err)
 	require.Equal(t, domain.EventInventory, evs[0].Kind)

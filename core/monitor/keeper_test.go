@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -44,11 +45,11 @@ type keeperRig struct {
 
 func newKeeperRig(t *testing.T) *keeperRig {
 	t.Helper()
-	daemon := uidOf(t, "daemon")
+	daemon := servicetest.UIDOf(t, "daemon")
 	dir, bin := coretest.OtherUserDir(t)
 	s := bolt.New(filepath.Join(dir, "chronos.db"))
 	sim := gpu.NewSim(gpu.SimOptions{})
-	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: simClient(t, s, sim, coretest.Root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
+	r := &keeperRig{t: t, dir: dir, bin: bin, s: s, sim: sim, root: servicetest.SimClient(s, sim, coretest.Root, nil), other: domain.Identity{UID: daemon, User: "daemon"}}
 	// The waiters' GPU is full, so their requests wait.
 	_, err := r.root.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -74,7 +75,9 @@ func (r *keeperRig) runBooking(owner domain.Identity) (uint64, *exec.Cmd) {
 	return p.ID, wrapper
 }
 
-func (r *keeperRig) as(who domain.Identity) *core.Client { return simClient(r.t, r.s, r.sim, who, nil) }
+func (r *keeperRig) as(who domain.Identity) *core.Client {
+	return servicetest.SimClient(r.s, r.sim, who, nil)
+}
 
 func (r *keeperRig) state(id uint64) domain.State {
 	r.t.Helper()
@@ -92,11 +95,11 @@ func (r *keeperRig) state(id uint64) domain.State {
 // their processes are really gone.
 func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
-	nobody := uidOf(t, "nobody")
+	nobody := servicetest.UIDOf(t, "nobody")
 	coretest.NeedUserNamespaces(t, nobody)
 	r := newKeeperRig(t)
 	theirs, wrapper := r.runBooking(r.other)
-	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
+	waiter := servicetest.StartWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
 	member := domain.Identity{UID: nobody, User: "nobody"}
 	mine, err := r.as(member).Create(core.Request{Device: 2, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
@@ -117,22 +120,22 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	out, err := mon.CombinedOutput()
 	require.NoError(t, err, "the member's monitor: %s", out)
 
-	require.Equal(t, domain.Live, r.state(theirs), "their chronos run still runs: %v", eventKinds(t, r.root, theirs))
-	require.Equal(t, domain.Waiting, waiter.requestIn(t, r.root).State)
+	require.Equal(t, domain.Live, r.state(theirs), "their chronos run still runs: %v", servicetest.EventKinds(t, r.root, theirs))
+	require.Equal(t, domain.Waiting, waiter.RequestIn(t, r.root).State)
 	require.Equal(t, domain.Released, r.state(mine.ID), "its own user's dead wrapper: released as before")
 
 	// Root's monitor keeps everyone's: once the other user's processes
 	// are really gone, it releases their booking and drops their request.
 	require.NoError(t, wrapper.Process.Kill())
 	_ = wrapper.Wait()
-	require.NoError(t, waiter.cmd.Process.Kill())
-	_ = waiter.cmd.Wait()
+	require.NoError(t, waiter.Cmd.Process.Kill())
+	_ = waiter.Cmd.Wait()
 	rootMon := New(r.root, Options{Backend: r.sim})
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
 	require.Equal(t, domain.Released, r.state(theirs))
-	require.Equal(t, []string{"created", "released"}, eventKinds(t, r.root, theirs))
-	req := waiter.requestIn(t, r.root)
+	require.Equal(t, []string{"created", "released"}, servicetest.EventKinds(t, r.root, theirs))
+	req := waiter.RequestIn(t, r.root)
 	require.Equal(t, domain.Cancelled, req.State)
 	require.Contains(t, req.Reason, "its waiting process")
 }
@@ -142,15 +145,15 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 // and leaves their waiting request in line.
 func TestCreateUnderHidepidLeavesOthersWaiting(t *testing.T) {
 	t.Parallel()
-	nobody := uidOf(t, "nobody")
+	nobody := servicetest.UIDOf(t, "nobody")
 	r := newKeeperRig(t)
-	waiter := startWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
+	waiter := servicetest.StartWaiter(t, r.bin, r.s.String(), r.other.UID, strconv.Itoa(coretest.IdleGPU)+" 0.5")
 
 	// A private mount namespace with /proc mounted hidepid=2, where the
 	// member checks that the waiter is hidden, then books GPU 1.
 	book := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		`mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid="$1" --regid="$1" --clear-groups sh -c 'test ! -e /proc/$1 && exec "$0" -test.run="^$"' "$0" "$2"`,
-		r.bin, strconv.Itoa(nobody), strconv.Itoa(waiter.cmd.Process.Pid))
+		r.bin, strconv.Itoa(nobody), strconv.Itoa(waiter.Cmd.Process.Pid))
 	book.Env = coretest.RoleEnv("CHRONOS_TEST_ROLE=book", "CHRONOS_TEST_DB="+r.s.String(), "CHRONOS_TEST_ARG=1")
 	out, err := book.CombinedOutput()
 	require.NoError(t, err, "the member's create: %s", out)
@@ -159,7 +162,7 @@ func TestCreateUnderHidepidLeavesOthersWaiting(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, parts, 2, "root's hold and the member's booking")
 	require.Equal(t, nobody, parts[1].UID)
-	req := waiter.requestIn(t, r.root)
+	req := waiter.RequestIn(t, r.root)
 	require.Equal(t, domain.Waiting, req.State, "dropped: %s", req.Reason)
 }
 
@@ -190,11 +193,11 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 			require.NoError(t, err)
 			if !c.reclaimed {
 				require.Equal(t, domain.Live, got.State)
-				require.Equal(t, []string{"created"}, eventKinds(t, r.c, id))
+				require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
 				require.Zero(t, r.usage(id).IdleFor)
 				return
 			}
-			require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, eventKinds(t, r.c, id))
+			require.Equal(t, []string{"created", "idle", "idle", "reclaimed"}, servicetest.EventKinds(t, r.c, id))
 		})
 	}
 }
@@ -212,10 +215,10 @@ func (goneSignaller) Signal(pid int, _ uint64, _ syscall.Signal) error {
 // not send, rather than taking it as done: root's monitor sends it.
 func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	t.Parallel()
-	owner := domain.Identity{UID: uidOf(t, "daemon"), User: "daemon"}
+	owner := domain.Identity{UID: servicetest.UIDOf(t, "daemon"), User: "daemon"}
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, owner, clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")
@@ -234,11 +237,11 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	_, err = New(c, Options{Backend: sim, Root: &member, Signaller: goneSignaller{}}).Tick()
 	require.NoError(t, err)
 	require.Nil(t, job.ProcessState)
-	require.Equal(t, []string{"created", "expired", "denied"}, eventKinds(t, c, p.ID))
+	require.Equal(t, []string{"created", "expired", "denied"}, servicetest.EventKinds(t, c, p.ID))
 
 	keeper := true
 	_, err = New(c, Options{Backend: sim, Root: &keeper}).Tick()
 	require.NoError(t, err)
 	require.Equal(t, syscall.SIGTERM, coretest.WaitStatus(t, job, 2*time.Second).Signal())
-	require.Equal(t, []string{"created", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
+	require.Equal(t, []string{"created", "expired", "denied", "signalled"}, servicetest.EventKinds(t, c, p.ID))
 }

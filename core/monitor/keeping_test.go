@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -119,7 +120,7 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	clk := coretest.NewFakeClock()
 	a := startHost(t, open, "gpuA", clk)
 	me := core.CurrentIdentity()
-	fast := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: testDevices})
+	fast := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: servicetest.Devices})
 	live(t, fast, "gpuA", true)
 	p, err := a.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
 	require.NoError(t, err)
@@ -178,7 +179,7 @@ func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
 	me := core.CurrentIdentity()
-	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: testDevices})
+	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: servicetest.Devices})
 	p, err := lone.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	clk.Set(p.Expires.Add(time.Second))
@@ -276,7 +277,7 @@ func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	clk := coretest.NewFakeClock()
 	s := storetest.Bolt(t)()
 	me := core.CurrentIdentity()
-	c := core.NewClient(core.Options{Ledger: s, As: &me, Clock: clk, Devices: testDevices})
+	c := core.NewClient(core.Options{Ledger: s, As: &me, Clock: clk, Devices: servicetest.Devices})
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	var log actLog

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {
-	c := core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST")})
+	c := core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: servicetest.Devices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
 		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
@@ -50,7 +51,7 @@ func playRole(role, db, arg string) int {
 	case "hold":
 		return coretest.PlayHold(c.Ledger(), arg)
 	case "wait":
-		return playWaiter(c, arg)
+		return servicetest.PlayWaiter(c, arg)
 	case "monitor":
 		// A monitor, with real processes named in CHRONOS_TEST_ATTACH shown
 		// on the simulated idle GPU. Given a duration (arg), it runs that
@@ -72,7 +73,7 @@ func playRole(role, db, arg string) int {
 		var fake *clock.Fake
 		if at != nil {
 			fake = clock.NewFake(at[0])
-			c = core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: testDevices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
+			c = core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: servicetest.Devices, Host: os.Getenv("CHRONOS_TEST_HOST"), Clock: fake})
 		}
 		sim := gpu.NewSim(gpu.SimOptions{})
 		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts

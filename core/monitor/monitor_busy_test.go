@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -28,7 +29,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := simClient(t, &bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, core.CurrentIdentity(), clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
@@ -72,7 +73,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	got, err = c.Get(p.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Expired, got.State, "recorded once the ledger is free")
-	require.Contains(t, strings.Join(eventKinds(t, c, p.ID), " "), "expired")
+	require.Contains(t, strings.Join(servicetest.EventKinds(t, c, p.ID), " "), "expired")
 	n, _ = signalled()
 	require.Equal(t, 1, n, "nothing signalled twice")
 	// The SIGTERM sent while the ledger was busy is in the audit trail.
@@ -92,7 +93,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := simClient(t, &bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")

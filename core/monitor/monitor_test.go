@@ -22,19 +22,11 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
-
-func simClient(t *testing.T, s storage.Store, sim *gpu.Sim, who domain.Identity, clk clock.Clock) *core.Client {
-	t.Helper()
-	return core.NewClient(core.Options{Ledger: s, As: &who, Clock: clk, Devices: func() (core.Listing, error) {
-		devs, err := sim.Devices()
-		return core.Listing{Backend: sim.Name(), Devices: devs}, err
-	}})
-}
 
 type actLog struct {
 	mu   sync.Mutex
@@ -53,19 +45,6 @@ func (l *actLog) kinds() []string {
 	return out
 }
 
-func eventKinds(t *testing.T, c *core.Client, partition uint64) []string {
-	t.Helper()
-	evs, err := c.Events(0, 0)
-	require.NoError(t, err)
-	var out []string
-	for _, e := range evs {
-		if e.Partition == partition {
-			out = append(out, string(e.Kind))
-		}
-	}
-	return out
-}
-
 func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, testMonitorExpiresAndWarnsOnce)
@@ -73,7 +52,7 @@ func TestMonitorExpiresAndWarnsOnce(t *testing.T) {
 
 func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
-	c := clientOn(open(), clock, coretest.Alice)
+	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	var log actLog
@@ -102,7 +81,7 @@ func testMonitorExpiresAndWarnsOnce(t *testing.T, open storetest.Opener) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Expired, got.State)
 	require.Equal(t, p.Expires, got.Ended)
-	require.Equal(t, []string{"created", "warned", "expired"}, eventKinds(t, c, p.ID))
+	require.Equal(t, []string{"created", "warned", "expired"}, servicetest.EventKinds(t, c, p.ID))
 }
 
 func TestMonitorWakesAtTheDeadline(t *testing.T) {
@@ -112,7 +91,7 @@ func TestMonitorWakesAtTheDeadline(t *testing.T) {
 
 func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
-	c := clientOn(open(), clock, coretest.Alice)
+	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
 	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, WarnLead: 0, Grace: time.Second}})
@@ -147,7 +126,7 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, open(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(open(), sim, core.CurrentIdentity(), nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -171,11 +150,11 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	require.Equal(t, syscall.SIGKILL, ws.Signal())
 
 	require.Eventually(t, func() bool {
-		return strings.Count(strings.Join(eventKinds(t, c, p.ID), " "), "signalled") == 3
+		return strings.Count(strings.Join(servicetest.EventKinds(t, c, p.ID), " "), "signalled") == 3
 	}, 2*time.Second, 20*time.Millisecond)
 	// The warning is due half a second in; a monitor that a loaded machine
 	// starts later than that goes straight to the expiry, as it should.
-	kinds := slices.DeleteFunc(eventKinds(t, c, p.ID), func(k string) bool { return k == "warned" })
+	kinds := slices.DeleteFunc(servicetest.EventKinds(t, c, p.ID), func(k string) bool { return k == "warned" })
 	require.Equal(t, []string{"created", "expired", "signalled", "signalled", "signalled"}, kinds)
 }
 
@@ -190,7 +169,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	s := open()
 	me := core.CurrentIdentity()
-	c := simClient(t, s, sim, me, nil)
+	c := servicetest.SimClient(s, sim, me, nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 	hog := startChild(t, p.ID, "sleep 60")
@@ -249,7 +228,7 @@ func testManyMonitorsExpireEachOnce(t *testing.T, open storetest.Opener) {
 	s := open()
 	db := s.String()
 	clk := coretest.NewFakeClock()
-	c := clientOn(s, clk, coretest.Alice)
+	c := servicetest.ClientOn(s, clk, coretest.Alice)
 	const n = 200
 	ids := map[uint64]bool{}
 	var first, last time.Time
@@ -318,7 +297,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	// machine gets round to them: the warning lead of a 1 s booking is a
 	// tenth of it, a window a real-time monitor may miss.
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(t, s, sim, coretest.Root, clk)
+	c := servicetest.SimClient(s, sim, coretest.Root, clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	if _, ok := s.(*bolt.Ledger); ok {
@@ -336,7 +315,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	mon.Stderr = os.Stderr
 	require.NoError(t, mon.Run())
 	require.Nil(t, victim.ProcessState)
-	require.Equal(t, []string{"created", "warned", "expired", "denied"}, eventKinds(t, c, p.ID))
+	require.Equal(t, []string{"created", "warned", "expired", "denied"}, servicetest.EventKinds(t, c, p.ID))
 
 	sim.Attach(coretest.IdleGPU, victim.Process.Pid, 1<<30)
 	clk.Set(p.Expires)
@@ -347,7 +326,7 @@ func testUnprivilegedMonitorLeavesActToRoot(t *testing.T, open storetest.Opener)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
-	require.Equal(t, []string{"created", "warned", "expired", "denied", "signalled"}, eventKinds(t, c, p.ID))
+	require.Equal(t, []string{"created", "warned", "expired", "denied", "signalled"}, servicetest.EventKinds(t, c, p.ID))
 }
 
 // Deadlines are wall-clock instants: a step of the clock backwards (NTP)
@@ -360,7 +339,7 @@ func TestMonitorFollowsClockSteps(t *testing.T) {
 
 func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
-	c := clientOn(open(), clock, coretest.Alice)
+	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, MaxLength: 24 * time.Hour}})
@@ -392,7 +371,7 @@ func TestMonitorExpiresManyAtOnce(t *testing.T) {
 
 func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
-	c := clientOn(open(), clock, coretest.Alice)
+	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	const n = 150
 	for i := range n {
 		_, err := c.Create(core.Request{Device: i % 2, Memory: human.Fraction(0.005), Duration: time.Hour})
@@ -427,7 +406,7 @@ func testMonitorExpiresManyAtOnce(t *testing.T, open storetest.Opener) {
 func TestWarningNeverSaysZeroSeconds(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewFakeClock()
-	c := newTestClient(t, clock, coretest.Alice)
+	c := servicetest.NewClient(t, clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 3 * time.Second})
 	require.NoError(t, err)
 	var log actLog
@@ -450,7 +429,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 		t.Skip("needs root to start a process as nobody")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storetest.Bolt(t)(), sim, coretest.Root, nil)
+	c := servicetest.SimClient(storetest.Bolt(t)(), sim, coretest.Root, nil)
 	_, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Hour, For: "daemon"})
 	require.NoError(t, err)
 	stray := exec.Command("sleep", "60")
@@ -516,7 +495,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 		t.Skip("needs root: the MPS programs must be root's files")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, storetest.Bolt(t)(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(storetest.Bolt(t)(), sim, core.CurrentIdentity(), nil)
 	_, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 )
 
 // A booking shorter than twice the policy's lead is warned halfway, not a
@@ -20,7 +21,7 @@ import (
 func TestShortBookingIsWarnedAtThePolicysLead(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewFakeClock()
-	c := newTestClient(t, clk, coretest.Alice)
+	c := servicetest.NewClient(t, clk, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	m := New(c, Options{})
@@ -48,7 +49,7 @@ func TestNoticesAreReadAndDismissedInTheLedger(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	a, b, r := clientAt(path, clk, coretest.Alice), clientAt(path, clk, coretest.Bob), clientAt(path, clk, coretest.Root)
+	a, b, r := servicetest.ClientAt(path, clk, coretest.Alice), servicetest.ClientAt(path, clk, coretest.Bob), servicetest.ClientAt(path, clk, coretest.Root)
 	mine, err := a.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})
 	require.NoError(t, err)
 	bobs, err := b.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 12 * time.Minute})

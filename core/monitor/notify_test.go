@@ -24,6 +24,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -126,7 +127,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	yes := true
 	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
 	r.run(2*time.Minute, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
 
 	got := mine.read(t, 5*time.Second, "--reason")
@@ -193,7 +194,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 		ms = append(ms, r.monitor(pol, Options{Root: &yes, Notify: NotifyOptions{Host: "gpu1"}}))
 	}
 	r.run(6*time.Minute+20*time.Second, 10*time.Second, ms...)
-	require.Equal(t, []string{"created", "idle", "idle", "reclaimed", "signalled"}, eventKinds(t, r.c, id),
+	require.Equal(t, []string{"created", "idle", "idle", "reclaimed", "signalled"}, servicetest.EventKinds(t, r.c, id),
 		"its process is ended as at expiry")
 	require.Eventually(t, func() bool { return len(h.received()) == 3 }, 5*time.Second, 10*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -28,7 +29,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Now: clock.Now})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, coretest.Root, clock)
+	c := servicetest.SimClient(bolt.New(path), sim, coretest.Root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 
@@ -85,7 +86,7 @@ func TestReadingsAreStoredSparingly(t *testing.T) {
 	still := clock.Now()
 	sim := gpu.NewSim(gpu.SimOptions{Now: func() time.Time { return still }}) // its made-up load holds still
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, coretest.Root, clock)
+	c := servicetest.SimClient(bolt.New(path), sim, coretest.Root, clock)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	m := New(c, Options{Backend: sim})
@@ -135,7 +136,7 @@ func TestDamagedReadingIsUnknown(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	c := simClient(t, bolt.New(path), sim, coretest.Root, nil)
+	c := servicetest.SimClient(bolt.New(path), sim, coretest.Root, nil)
 	_, err := c.Inventory()
 	require.NoError(t, err)
 	db, err := bbolt.Open(path, 0o600, nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -104,7 +105,7 @@ func TestLedgerNotifyURLIsNotPosted(t *testing.T) {
 	yes := true
 	m := New(r.c, Options{Backend: r.sim, Signaller: noSignals{}, Root: &yes, OnAct: log.add})
 	r.run(2*time.Minute+10*time.Second, 10*time.Second, m)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(2*time.Second, time.Second, m)
 	require.Empty(t, forged.received())
 	require.Equal(t, 1, strings.Count(log.details(), "the ledger's policy names a webhook (notify-url="+forged.URL+"): ignored"), log.details())
@@ -178,7 +179,7 @@ func TestRootRetriesAFailedWebhook(t *testing.T) {
 	no, yes := false, true
 	members := r.monitor(pol, Options{Root: &no})
 	r.run(2*time.Minute+10*time.Second, 10*time.Second, members)
-	require.Equal(t, []string{"created", "idle"}, eventKinds(t, r.c, id))
+	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(10*time.Second, time.Second, members)
 	require.Empty(t, webhookClaims(t, r.c), "a member's monitor claims no webhook delivery")
 	require.Empty(t, h.received())

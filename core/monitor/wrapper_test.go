@@ -14,6 +14,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -25,7 +27,7 @@ import (
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, core.CurrentIdentity(), nil)
 	book := func(w domain.Wrapper) uint64 {
 		t.Helper()
 		p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
@@ -63,21 +65,21 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	require.Equal(t, domain.StatusReleased, state(gone))
 	require.Equal(t, domain.StatusReleased, state(afterReboot))
 	require.Equal(t, domain.StatusOrphaned, state(onGPU))
-	require.Equal(t, []string{"created", "released"}, eventKinds(t, c, gone))
-	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "released"}, servicetest.EventKinds(t, c, gone))
+	require.Equal(t, []string{"created", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
 
 	// Marked once; released once its last process has ended.
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Equal(t, []string{"created", "orphaned"}, eventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
 	require.NoError(t, child.Process.Kill())
 	coretest.WaitStatus(t, child, 2*time.Second)
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusReleased, state(onGPU))
-	require.Equal(t, []string{"created", "orphaned", "released"}, eventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "orphaned", "released"}, servicetest.EventKinds(t, c, onGPU))
 	require.Equal(t, os.Getpid(), alive.PID)
 }
 
@@ -86,7 +88,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	t.Parallel()
-	c := simClient(t, bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), core.CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]domain.BookingStatus{}
 	for _, w := range []struct {
@@ -103,7 +105,7 @@ func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	require.Len(t, parts, len(want))
 	for _, p := range parts {
 		require.Equal(t, want[p.ID], p.Status(clock.System().Now(), time.Minute), "#%d", p.ID)
-		require.Equal(t, want[p.ID], p.JSON(clock.System().Now(), time.Minute).State, "#%d", p.ID)
+		require.Equal(t, want[p.ID], view.Booking(p, clock.System().Now(), time.Minute).State, "#%d", p.ID)
 		require.True(t, p.Orphaned.IsZero(), "nothing is written by reading")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -23,8 +24,8 @@ func TestHostsShareALedger(t *testing.T) {
 
 func testHostsShareALedger(t *testing.T, open storetest.Opener) {
 	s := open()
-	g1 := core.NewClient(core.Options{Ledger: s, Devices: testDevices, As: &coretest.Alice, Host: "gpu1"})
-	g2 := core.NewClient(core.Options{Ledger: open(), Devices: testDevices, As: &coretest.Bob, Host: "gpu2"})
+	g1 := core.NewClient(core.Options{Ledger: s, Devices: servicetest.Devices, As: &coretest.Alice, Host: "gpu1"})
+	g2 := core.NewClient(core.Options{Ledger: open(), Devices: servicetest.Devices, As: &coretest.Bob, Host: "gpu2"})
 
 	p, err := g1.Create(core.Request{Device: 0, Memory: human.Fraction(0.6), Duration: time.Hour})
 	require.NoError(t, err)

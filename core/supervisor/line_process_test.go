@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -58,7 +59,7 @@ func TestRunWaitSignalledAsItJoins(t *testing.T) {
 
 func testRunWaitSignalledAsItJoins(t *testing.T, open storetest.Opener) {
 	s := open()
-	r := clientOn(s, nil, coretest.Root)
+	r := servicetest.ClientOn(s, nil, coretest.Root)
 	_, err := r.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	cmd := coretest.RoleCmd(t, "runwait", s.String(), "")

@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -45,7 +46,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	// The deadline, the warning lead and the grace are the fake clock's:
 	// each step is taken once the command has shown it took the last.
 	clk := clock.NewFake(clock.System().Now())
-	c := clientOn(open(), clk, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), clk, core.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$0"' USR1; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
 	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second}
@@ -84,7 +85,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 // would: SIGTERM now, and the expiry status.
 func TestRunStopsWhenReclaimed(t *testing.T) {
 	t.Parallel()
-	c := clientOn(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), nil, core.CurrentIdentity())
 	started := filepath.Join(t.TempDir(), "started")
 	o := runOpts("sh", "-c", `: > "$0"; exec sleep 60`, started)
 	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
@@ -120,7 +121,7 @@ func TestRunReleasesAndPassesStatus(t *testing.T) {
 }
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
 	var out bytes.Buffer
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
 	o.Request = core.Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
@@ -151,8 +152,8 @@ func TestRunRefusals(t *testing.T) {
 
 func testRunRefusals(t *testing.T, open storetest.Opener) {
 	s := open()
-	c := clientOn(s, nil, domain.Identity{UID: 4243, User: "runner"})
-	other := clientOn(open(), nil, domain.Identity{UID: 4242, User: "someone"})
+	c := servicetest.ClientOn(s, nil, domain.Identity{UID: 4243, User: "runner"})
+	other := servicetest.ClientOn(open(), nil, domain.Identity{UID: 4242, User: "someone"})
 	theirs, err := other.Create(core.Request{Device: 0, Memory: human.Fraction(0.1), Duration: time.Hour})
 	require.NoError(t, err)
 
@@ -183,7 +184,7 @@ func TestRunInsideExistingBooking(t *testing.T) {
 }
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.3), Duration: time.Hour})
 	require.NoError(t, err)
 	o := runOpts("true")
@@ -249,7 +250,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	// Run and the monitor share a fake clock, stepped to the deadline and
 	// past the grace once the command shows it took the signal before.
 	clk := clock.NewFake(clock.System().Now())
-	c := simClient(open(), sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(open(), sim, core.CurrentIdentity(), clk)
 	dir := t.TempDir()
 	log, pidFile := filepath.Join(dir, "signals"), filepath.Join(dir, "pid")
 	o := runOpts("sh", "-c", `echo $$ > "$1"; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log, pidFile)
@@ -293,7 +294,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	// own: the SIGKILL's event may land a moment after Run has returned.
 	var kinds []string
 	require.Eventually(t, func() bool {
-		kinds = eventKinds(t, c, r.res.Partition)
+		kinds = servicetest.EventKinds(t, c, r.res.Partition)
 		return strings.Count(strings.Join(kinds, " "), "signalled") >= 2
 	}, 15*time.Second, 10*time.Millisecond, "TERM and KILL recorded")
 	require.Equal(t, 1, strings.Count(strings.Join(kinds, " "), "expired"), kinds)
@@ -306,7 +307,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 func TestRunOutlivesItsContextQuietly(t *testing.T) {
 	t.Parallel()
 	store := &coretest.CountingStore{Store: bolt.New(filepath.Join(t.TempDir(), "chronos.db"))}
-	c := core.NewClient(core.Options{Ledger: store, Devices: testDevices})
+	c := core.NewClient(core.Options{Ledger: store, Devices: servicetest.Devices})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	o := runOpts("sleep", "0.5")
@@ -343,7 +344,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	me := core.CurrentIdentity()
-	c := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: testDevices, As: &me})
+	c := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: servicetest.Devices, As: &me})
 	pidFile := filepath.Join(t.TempDir(), "holder")
 	var said bytes.Buffer
 	o := runOpts("sh", "-c", `flock -x -o "$0" sleep 1 & echo $! > "$1"; sleep 0.3`, path, pidFile)

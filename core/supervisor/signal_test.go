@@ -21,6 +21,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -80,7 +81,7 @@ func TestCoreCatchesNoSignals(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "chronos.db")
 			if how != "run" { // a full GPU: the request waits in line
-				_, err := clientOn(bolt.New(db), nil, coretest.Root).Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
+				_, err := servicetest.ClientOn(bolt.New(db), nil, coretest.Root).Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 				require.NoError(t, err)
 			}
 			cmd := coretest.RoleCmd(t, "uncaught", db, how)
@@ -111,7 +112,7 @@ func TestRunPassesSignalsOn(t *testing.T) {
 }
 
 func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts(os.Args[0], "signal-logger", log)
@@ -142,7 +143,7 @@ func TestRunAheadLeavesOnSignal(t *testing.T) {
 }
 
 func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
-	c := clientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
 	ran := filepath.Join(t.TempDir(), "ran")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts("touch", ran)

@@ -1,16 +1,18 @@
-package core
+// Package view holds the shapes `--json` prints, in one place, and how
+// they are made from the service's answers. Their field names are a
+// stable interface for scripts: add fields, never rename or remove them.
+// (What a Client call returns as it is, Stats or Report, is core's.)
+package view
 
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 )
-
-// The shapes `--json` prints, in one place. Their field names are a stable
-// interface for scripts: add fields, never rename or remove them.
 
 // PartitionJSON is a booking as `chronos list --json` and `create --json`
 // print it.
@@ -70,21 +72,21 @@ func endedUTC(p domain.Partition, now time.Time) time.Time {
 	return p.End().UTC()
 }
 
-// JSON returns the booking in its script-facing form, as seen at now.
-func JSON(p domain.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
+// Partition returns the booking in its script-facing form, as seen at now.
+func Partition(p domain.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
 	return PartitionJSON{
 		ID: p.ID, Host: p.Host, Device: p.Device, DeviceUUID: p.DeviceUUID, Devices: p.Devices, DeviceUUIDs: p.DeviceUUIDs, Placement: p.Placement, Owner: p.User, UID: p.UID,
 		Share: human.ShareOf(p.SharePPM), Bytes: p.Bytes, ComputePercent: p.ComputePct,
-		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: remaining(p, now).Seconds(),
+		Created: p.Created.UTC(), Start: p.Start.UTC(), Expires: p.Expires.UTC(), RemainingSeconds: p.Remaining(now).Seconds(),
 		State: domain.Status(p, now, warnLead), Ended: endedUTC(p, now),
 	}
 }
 
-// JSON is the booking in its script-facing form with what is known of it
+// Booking is the booking in its script-facing form with what is known of it
 // beside its record (its GPU gone, what monitors measured), as seen at now.
-func (p Partition) JSON(now time.Time, warnLead time.Duration) PartitionJSON {
-	j := JSON(p.Partition, now, warnLead)
-	j.State, j.GPUGone = p.state(now, warnLead), p.GPUGone
+func Booking(p core.Partition, now time.Time, warnLead time.Duration) PartitionJSON {
+	j := Partition(p.Partition, now, warnLead)
+	j.State, j.GPUGone = p.BaseStatus(now, warnLead), p.GPUGone
 	idle := domain.IdleFor(p.Partition, p.Usage, now)
 	j.Idle, j.IdleSeconds = idle > 0, idle.Seconds()
 	if u := p.Usage; !u.Through.IsZero() || u.Holds > 0 {
@@ -130,8 +132,8 @@ type QueueJSON struct {
 	Reason          string    `json:"reason"`
 }
 
-// QueueEntryJSON returns a waiting request in its script-facing form.
-func QueueEntryJSON(e admission.QueueEntry, now time.Time) QueueJSON {
+// QueueEntry returns a waiting request in its script-facing form.
+func QueueEntry(e admission.QueueEntry, now time.Time) QueueJSON {
 	out := QueueJSON{ID: e.ID, Position: e.Position, Owner: e.User, UID: e.UID, Host: e.Host, Share: float64(e.SharePPM) / human.Ppm, Bytes: e.Bytes,
 		DurationSeconds: e.Duration.Seconds(), ComputePercent: e.ComputePct, Created: e.Created.UTC(), NotBefore: e.NotBefore.UTC(),
 		Deadline: e.Deadline.UTC(), WaitedSeconds: now.Sub(e.Created).Seconds(), FairShare: e.Factor, Priority: e.Priority,
@@ -144,40 +146,6 @@ func QueueEntryJSON(e admission.QueueEntry, now time.Time) QueueJSON {
 	return out
 }
 
-// UserUsage is one user's use of the GPUs and what their quotas leave, as
-// `chronos usage` shows it and `usage --json` prints it. GPU-hours are
-// share-weighted: a 50% booking held an hour is half a GPU-hour.
-type UserUsage struct {
-	UID  int    `json:"uid"`
-	User string `json:"user"`
-	// GPU-hours held in the last 7 and 30 days (bookings released early
-	// count the time they were held).
-	Hours7d  float64 `json:"gpu_hours_7d"`
-	Hours30d float64 `json:"gpu_hours_30d"`
-	// What `chronos report` counts for the user over the last 7 and 30
-	// days: GPU-hours used as monitors measured them, share-weighted
-	// GPU-hours held idle, and GPU-hours used with no booking.
-	Used7d      float64 `json:"used_gpu_hours_7d"`
-	Used30d     float64 `json:"used_gpu_hours_30d"`
-	Idle7d      float64 `json:"idle_gpu_hours_7d"`
-	Idle30d     float64 `json:"idle_gpu_hours_30d"`
-	Unbooked7d  float64 `json:"unbooked_gpu_hours_7d"`
-	Unbooked30d float64 `json:"unbooked_gpu_hours_30d"`
-	// GPUs is the GPU-equivalents held now; Ahead, those booked to start
-	// later.
-	GPUs  float64 `json:"gpus_now"`
-	Ahead float64 `json:"gpus_booked_ahead"`
-	// What the quotas leave now; nil where there is no limit (or the user
-	// is exempt).
-	GPUsLeft  *float64 `json:"user_gpus_left"`
-	HoursLeft *float64 `json:"user_hours_left"`
-	// Usage is the decayed usage that orders the line, in GPU-hours, and
-	// Factor the fair-share factor from it (1: no use; 0.5: at one's share).
-	Usage   float64 `json:"usage_gpu_hours"`
-	Factor  float64 `json:"fair_share"`
-	Waiting int     `json:"waiting"`
-}
-
 // AvailableJSON is one GPU as `chronos available --json` prints it.
 type AvailableJSON struct {
 	// Host is the GPU's host when it is another host's (see PartitionJSON).
@@ -188,25 +156,9 @@ type AvailableJSON struct {
 	Bookings  int     `json:"bookings"`
 }
 
-// JSON returns the availability in its script-facing form.
-func (a Availability) JSON() AvailableJSON {
+// Available returns the availability in its script-facing form.
+func Available(a core.Availability) AvailableJSON {
 	return AvailableJSON{Host: a.Host, Device: a.Device.Index, Free: human.ShareOf(a.FreePPM), FreeBytes: a.FreeBytes, Bookings: a.Bookings}
-}
-
-// Stats is one reading of the GPUs set against the bookings: what
-// `chronos stats` prints (--json as it is) and the app shows.
-type Stats struct {
-	Sample    gpu.Sample              `json:"sample"`
-	Mode      gpu.Mode                `json:"mode"`
-	Booked    map[int]DeviceBooking   `json:"booked"`
-	Processes []admission.Attribution `json:"processes"`
-}
-
-// DeviceBooking is how much of one device live bookings hold.
-type DeviceBooking struct {
-	PPM   int64  `json:"share_ppm"`
-	Bytes uint64 `json:"bytes"`
-	Count int    `json:"bookings"`
 }
 
 // EventJSON is one audit event as `chronos events --json` prints it: the
@@ -216,8 +168,8 @@ type EventJSON struct {
 	Booking uint64 `json:"booking,omitempty"`
 }
 
-// EventsJSON returns events in their script-facing form.
-func EventsJSON(evs []domain.Event) []EventJSON {
+// Events returns events in their script-facing form.
+func Events(evs []domain.Event) []EventJSON {
 	out := make([]EventJSON, len(evs))
 	for i, e := range evs {
 		out[i] = EventJSON{Event: e, Booking: e.Partition}
@@ -259,43 +211,14 @@ type HostJSON struct {
 	SkewSeconds *float64 `json:"skew_seconds,omitempty"`
 }
 
-// JSON returns the host in its script-facing form.
-func (h HostView) JSON() HostJSON {
+// Host returns the host in its script-facing form.
+func Host(h core.HostView) HostJSON {
 	out := HostJSON{Host: h.Host, Live: h.Live(), GPUs: len(h.Inventory.Devices)}
 	if h.SkewKnown {
 		s := h.Skew.Seconds()
 		out.SkewSeconds = &s
 	}
 	return out
-}
-
-// Report is `chronos report --json`: GPU use in [from, to) by user, group
-// or GPU (see Client.Report). GPU-hours are share-weighted where they are
-// booked (50% of a GPU for 2h is 1) and measured where they are used (a
-// whole GPU busy for an hour is 1).
-type Report struct {
-	From  time.Time   `json:"from"` // the zero time: since the ledger began
-	To    time.Time   `json:"to"`
-	By    ReportBy    `json:"by"`
-	Rows  []ReportRow `json:"rows"`
-	Total ReportRow   `json:"total"`
-}
-
-// ReportRow is one user's, group's or GPU's figures.
-type ReportRow struct {
-	Key         string  `json:"key"` // user name, group name or GPU index
-	BookedHours float64 `json:"booked_gpu_hours"`
-	UsedHours   float64 `json:"used_gpu_hours"`
-	IdleHours   float64 `json:"idle_gpu_hours"`
-	// UnbookedHours is GPU time used with no booking; not recorded per GPU
-	// (null with --by gpu).
-	UnbookedHours *float64 `json:"unbooked_gpu_hours"`
-	Bookings      int      `json:"bookings"`
-	Reclaimed     int      `json:"reclaimed"`
-	Expired       int      `json:"expired"`
-	// Forced: of the expired, those whose processes still ran at the
-	// deadline and were signalled.
-	Forced int `json:"forced"`
 }
 
 // BookingJSON is `chronos show ID --json`: the booking as `list --json`

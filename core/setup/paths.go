@@ -1,4 +1,9 @@
-package core
+// Package setup finds a ledger and prepares its place before the service
+// opens it: which ledger (a file's path or an etcd store, from flags,
+// the environment and the store file), a shared or guarded ledger's
+// directory and modes, and this host's name in a ledger many hosts
+// share. It imports no service: core and the command layer use it.
+package setup
 
 import (
 	"errors"
