@@ -1,0 +1,230 @@
+package bolt
+
+// Group commit: one process's concurrent writes to a ledger file share a
+// transaction, and so its lock, its opening checks and its fdatasync. While
+// a batch runs, new writes queue; when it ends, the first of them takes
+// everything queued as the next batch. There is no timer: a lone write
+// waits for nothing.
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// maxBatch bounds the writes one transaction takes, and so how long the
+// file's lock is held for them and how much one failure makes run again.
+const maxBatch = 64
+
+// batcher queues the writes of this process to one file.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*call
+	leading bool // a batch is under way; the queue waits for its end
+}
+
+// call is one Update waiting in a batcher.
+type call struct {
+	l    *Ledger
+	fn   func(*storage.Tx) error
+	err  error
+	done chan struct{} // closed once err is final
+	lead chan struct{} // closed when this call is to run the next batch
+
+	answered bool // err is its function's outcome (set by the batch's runner)
+}
+
+// batchers holds a batcher by the file's cleaned path: several Ledger
+// values may name one file.
+var batchers sync.Map
+
+func batcherFor(path string) *batcher {
+	key := filepath.Clean(path)
+	if b, ok := batchers.Load(key); ok {
+		return b.(*batcher)
+	}
+	b, _ := batchers.LoadOrStore(key, &batcher{})
+	return b.(*batcher)
+}
+
+// do runs fn in the next batch and returns its own outcome.
+func (b *batcher) do(l *Ledger, fn func(*storage.Tx) error) error {
+	c := &call{l: l, fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	leads := !b.leading
+	b.leading = true
+	b.mu.Unlock()
+	if !leads {
+		select {
+		case <-c.done:
+			return c.err
+		case <-c.lead:
+		}
+	}
+	b.runNext()
+	<-c.done
+	return c.err
+}
+
+// runNext runs the queue's head (the caller's own call) and the calls
+// behind it as one batch, in the order they arrived, then hands the queue
+// to its new head. Calls whose Ledger opens the file differently (another
+// timeout, mode or backup age) wait for a batch of their own.
+func (b *batcher) runNext() {
+	b.mu.Lock()
+	n := 1
+	for n < len(b.queue) && n < maxBatch && sameOpening(b.queue[n].l, b.queue[0].l) {
+		n++
+	}
+	batch := make([]*call, n)
+	copy(batch, b.queue)
+	b.queue = append(b.queue[:0:0], b.queue[n:]...)
+	b.mu.Unlock()
+
+	batch[0].l.commit(batch)
+
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.leading = false
+	} else {
+		close(b.queue[0].lead)
+	}
+	b.mu.Unlock()
+}
+
+func sameOpening(a, b *Ledger) bool {
+	return a.Timeout == b.Timeout && a.mode() == b.mode() && a.BackupEvery == b.BackupEvery
+}
+
+// commit runs calls in one transaction, as bbolt's DB.Batch does: should
+// one fail (or panic), the transaction is rolled back and the others run
+// again together without it; it then runs alone, in a transaction of its
+// own, and its outcome is its caller's only. Functions are written to be
+// run again (the etcd engine retries them too). All of it happens under
+// one opening of the file: one lock, one set of checks, and an fdatasync
+// for each transaction that commits.
+func (l *Ledger) commit(calls []*call) {
+	answer := func(c *call, err error) {
+		c.err, c.answered = err, true
+	}
+	var alone []*call
+	err := l.withWriter(func(db *bbolt.DB) (committed bool, err error) {
+		pending := append([]*call(nil), calls...)
+		for len(pending) > 0 {
+			failed := -1
+			err := db.Update(func(btx *bbolt.Tx) error {
+				if err := prepare(btx); err != nil {
+					return err
+				}
+				for i, c := range pending {
+					if err := l.runCall(btx, c.fn); err != nil {
+						failed = i
+						return err
+					}
+				}
+				return nil
+			})
+			if failed < 0 || len(pending) == 1 {
+				// Done, or an error of the transaction's own (or of a
+				// lone call): it is every pending call's.
+				for _, c := range pending {
+					answer(c, err)
+				}
+				committed = committed || err == nil
+				break
+			}
+			alone = append(alone, pending[failed])
+			pending = append(pending[:failed], pending[failed+1:]...)
+		}
+		for _, c := range alone {
+			err := db.Update(func(btx *bbolt.Tx) error {
+				if err := prepare(btx); err != nil {
+					return err
+				}
+				return l.runCall(btx, c.fn)
+			})
+			answer(c, err)
+			committed = committed || err == nil
+		}
+		return committed, nil
+	})
+	// The file could not be opened, or bbolt panicked outside any one
+	// call's function: every call not answered yet gets the error. A
+	// file that would not close is every committed call's error, as it
+	// was when each write opened the file alone.
+	var closing *closeError
+	for _, c := range calls {
+		switch {
+		case !c.answered:
+			c.err = err
+		case c.err == nil && errors.As(err, &closing):
+			c.err = err
+		}
+		close(c.done)
+	}
+}
+
+// closeError is a failure to close the ledger after its transactions.
+type closeError struct{ err error }
+
+func (e *closeError) Error() string { return e.err.Error() }
+func (e *closeError) Unwrap() error { return e.err }
+
+// runCall runs one call's function in btx. A panic there (bbolt meeting a
+// damaged page, a fault reading a file cut short) is that function's
+// error: bbolt rolls the transaction back as it would for any error.
+func (l *Ledger) runCall(btx *bbolt.Tx, fn func(*storage.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
+		}
+	}()
+	return runTx(btx, fn)
+}
+
+// withWriter opens the ledger for writing, runs use, refreshes the backup
+// when use committed anything, and closes the file.
+func (l *Ledger) withWriter(use func(*bbolt.DB) (committed bool, err error)) (err error) {
+	// bbolt panics on some kinds of damage (a page pointing outside the
+	// file, say), and reading a mapped page past the end of a file cut
+	// short faults. A damaged file must give an error, never a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var db *bbolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
+			// Let go of the file, its mapping and its locks (the mapping
+			// keeps the file, and so its lock, alive): a process that goes
+			// on, a monitor, must not keep others out. bbolt's transaction
+			// rolled back as the panic passed, so closing is safe.
+			if db != nil {
+				db.Close()
+			}
+		}
+	}()
+	db, file, err := l.open(false)
+	if err != nil {
+		return err
+	}
+	committed, err := use(db)
+	if committed {
+		// Still under the exclusive lock, so two writers never copy at
+		// once and the second sees the first's fresh backup.
+		l.maybeBackup(db, file)
+	}
+	closeErr := db.Close()
+	if err != nil {
+		return err
+	}
+	if closeErr != nil {
+		return &closeError{fmt.Errorf("close ledger %s: %w", l.Path, closeErr)}
+	}
+	return nil
+}
