@@ -194,6 +194,8 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 		done.Usage = &u
 	case OpCancel:
 		err = c.Cancel(req.ID)
+	case OpDismiss:
+		err = c.DismissNotice(req.ID, req.Seq)
 	case OpWrapper:
 		err = recordRun(c, peer, req)
 	case OpSignal:
