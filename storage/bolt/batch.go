@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"go.etcd.io/bbolt"
@@ -103,13 +104,16 @@ func sameOpening(a, b *Ledger) bool {
 	return a.Timeout == b.Timeout && a.mode() == b.mode() && a.BackupEvery == b.BackupEvery
 }
 
-// commit runs calls in one transaction, as bbolt's DB.Batch does: should
-// one fail (or panic), the transaction is rolled back and the others run
-// again together without it; it then runs alone, in a transaction of its
-// own, and its outcome is its caller's only. Functions are written to be
-// run again (the etcd engine retries them too). All of it happens under
-// one opening of the file: one lock, one set of checks, and an fdatasync
-// for each transaction that commits.
+// commit runs calls in one transaction, in order, as bbolt's DB.Batch
+// does: should one fail (or panic) after writing, the transaction is
+// rolled back and the others run again together without it; it then runs
+// alone, in a transaction of its own, and its outcome is its caller's
+// only. Functions are written to be run again (the etcd engine retries
+// them too). One that fails before writing anything, as a refusal does,
+// changed nothing: it gets its error and the others go on, so a member's
+// flood of refused requests makes nobody's run again. All of it happens
+// under one opening of the file: one lock, one set of checks, and an
+// fdatasync for each transaction that commits.
 func (l *Ledger) commit(calls []*call) {
 	answer := func(c *call, err error) {
 		c.err, c.answered = err, true
@@ -118,20 +122,38 @@ func (l *Ledger) commit(calls []*call) {
 	err := l.withWriter(func(db *bbolt.DB) (committed bool, err error) {
 		pending := append([]*call(nil), calls...)
 		for len(pending) > 0 {
-			failed := -1
+			var failed *call // one that failed after writing: all roll back
+			succeeded := 0
 			err := db.Update(func(btx *bbolt.Tx) error {
 				if err := prepare(btx); err != nil {
 					return err
 				}
-				for i, c := range pending {
-					if err := l.runCall(btx, c.fn); err != nil {
-						failed = i
+				for _, c := range pending {
+					wrote, err := l.runCall(btx, c.fn)
+					switch {
+					case err == nil:
+						succeeded++
+					case !wrote && len(pending) > 1:
+						// It failed before writing anything (a refusal,
+						// usually): the transaction is as it was, so the
+						// others go on in it, and its error, found after
+						// the writes that came before it, is its own.
+						answer(c, err)
+					default:
+						failed = c
 						return err
 					}
 				}
+				if succeeded == 0 {
+					return errNothingToCommit
+				}
 				return nil
 			})
-			if failed < 0 || len(pending) == 1 {
+			if errors.Is(err, errNothingToCommit) {
+				break // every one was answered
+			}
+			pending = slices.DeleteFunc(pending, func(c *call) bool { return c.answered })
+			if failed == nil || len(pending) == 1 {
 				// Done, or an error of the transaction's own (or of a
 				// lone call): it is every pending call's.
 				for _, c := range pending {
@@ -140,15 +162,16 @@ func (l *Ledger) commit(calls []*call) {
 				committed = committed || err == nil
 				break
 			}
-			alone = append(alone, pending[failed])
-			pending = append(pending[:failed], pending[failed+1:]...)
+			alone = append(alone, failed)
+			pending = slices.DeleteFunc(pending, func(c *call) bool { return c == failed })
 		}
 		for _, c := range alone {
 			err := db.Update(func(btx *bbolt.Tx) error {
 				if err := prepare(btx); err != nil {
 					return err
 				}
-				return l.runCall(btx, c.fn)
+				_, err := l.runCall(btx, c.fn)
+				return err
 			})
 			answer(c, err)
 			committed = committed || err == nil
@@ -177,16 +200,28 @@ type closeError struct{ err error }
 func (e *closeError) Error() string { return e.err.Error() }
 func (e *closeError) Unwrap() error { return e.err }
 
-// runCall runs one call's function in btx. A panic there (bbolt meeting a
+// errNothingToCommit rolls back a transaction whose every function
+// failed before writing: there is nothing to sync.
+var errNothingToCommit = errors.New("nothing to commit")
+
+// runCall runs one call's function in btx, and says whether it may have
+// changed the transaction (a write through storage.Tx, the schema
+// written into a new ledger, a panic). A panic there (bbolt meeting a
 // damaged page, a fault reading a file cut short) is that function's
 // error: bbolt rolls the transaction back as it would for any error.
-func (l *Ledger) runCall(btx *bbolt.Tx, fn func(*storage.Tx) error) (err error) {
+func (l *Ledger) runCall(btx *bbolt.Tx, fn func(*storage.Tx) error) (wrote bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
+			wrote, err = true, fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
 		}
 	}()
-	return runTx(btx, fn)
+	wrote = btx.Bucket(storage.BucketMeta).Get(storage.KeySchema) == nil // NewTx writes it
+	err = runTx(btx, func(tx *storage.Tx) error {
+		ferr := fn(tx)
+		wrote = wrote || tx.Written() > 0
+		return ferr
+	})
+	return wrote, err
 }
 
 // withWriter opens the ledger for writing, runs use, refreshes the backup

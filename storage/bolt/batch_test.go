@@ -196,3 +196,34 @@ func TestPanickingWriteIsDamageToItsCallerAlone(t *testing.T) {
 	require.Equal(t, []uint64{1, 2}, []uint64{before, after})
 	addOne(t, l) // the file is not left locked
 }
+
+// A write that fails before writing anything (a refusal) rolls nothing
+// back: the others run once, and its error is found after the writes
+// that arrived before it.
+func TestRefusedWriteRunsNothingAgain(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t)
+	errFull := errors.New("full")
+	var first, last uint64
+	var runs atomic.Int64
+	counted := func(fn func(*storage.Tx) error) func(*storage.Tx) error {
+		return func(tx *storage.Tx) error { runs.Add(1); return fn(tx) }
+	}
+	release, held := holdBatch(t, l)
+	okFirst := queueWrite(t, l, counted(putOne(&first)))
+	var sawFirst bool
+	refused := queueWrite(t, l, counted(func(tx *storage.Tx) error {
+		_, err := tx.Partition(1)
+		sawFirst = err == nil
+		return errFull
+	}))
+	okLast := queueWrite(t, l, counted(putOne(&last)))
+	close(release)
+	require.NoError(t, <-held)
+	require.NoError(t, <-okFirst)
+	require.NoError(t, <-okLast)
+	require.ErrorIs(t, <-refused, errFull)
+	require.EqualValues(t, 3, runs.Load(), "each ran once")
+	require.True(t, sawFirst, "the refusal came after the write before it")
+	require.Equal(t, []uint64{1, 2}, []uint64{first, last})
+}
