@@ -23,23 +23,28 @@ import (
 
 // maxBatch bounds the writes one transaction takes, and so how long the
 // file's lock is held for them and how much one failure makes run again.
-// Members' commands read a guarded ledger while its keeper writes: with
-// batches of 64 of the line's joins, 46 of 200 joining members' reads
-// waited out their 3 s for the lock; with 16, none.
+// A keeper's batch of 64 of the line's joins held the lock long enough
+// that members' reads, racing it, waited out their 3 s (see maxStreak).
 const maxBatch = 16
 
-// minReadersTurn is the least pause between two batches back to back, in
-// which other processes woken by the first's release take the lock. The
-// pause is as long as the batch before it, so that under a backlog this
-// process holds the file at most half the time; a lone write never
-// waits, and the writes arriving meanwhile join the next batch.
-const minReadersTurn = time.Millisecond
+// Under a backlog batches follow one another at once, and this process's
+// next open wins the race for the file's lock against other processes
+// woken by the last release (members' commands reading a guarded ledger
+// while its keeper writes): they could wait out their whole timeout.
+// Once this process has held the file through batches back to back for
+// maxStreak, the next batch waits readersTurn, in which they read. A
+// lone write never waits, and writes arriving meanwhile join the batch.
+const (
+	maxStreak   = 50 * time.Millisecond
+	readersTurn = 10 * time.Millisecond
+)
 
 // batcher queues the writes of this process to one file.
 type batcher struct {
 	mu      sync.Mutex
 	queue   []*call
 	leading bool          // a batch is under way; the queue waits for its end
+	streak  time.Time     // when the batches back to back began
 	pause   time.Duration // before the next batch, when it follows at once
 }
 
@@ -80,18 +85,9 @@ func (b *batcher) do(l *Ledger, fn func(*storage.Tx) error) error {
 		case <-c.done:
 			return c.err
 		case <-c.lead:
-			// A batch follows one that just let go of the file: other
-			// processes waiting to read it (members' commands, apps)
-			// were woken, and this process's next open would win the
-			// race for the lock against them every time, batch after
-			// batch, until their wait timed out.
-			b.mu.Lock()
-			pause := b.pause
-			b.mu.Unlock()
-			<-clock.Kernel.After(pause) // pacing, not a time of the books
 		}
 	}
-	b.runNext()
+	b.runNext(!leads)
 	<-c.done
 	return c.err
 }
@@ -100,8 +96,19 @@ func (b *batcher) do(l *Ledger, fn func(*storage.Tx) error) error {
 // behind it as one batch, in the order they arrived, then hands the queue
 // to its new head. Calls whose Ledger opens the file differently (another
 // timeout, mode or backup age) wait for a batch of their own.
-func (b *batcher) runNext() {
+func (b *batcher) runNext(follows bool) {
 	b.mu.Lock()
+	if follows && b.pause > 0 {
+		// See maxStreak: others read now.
+		pause := b.pause
+		b.mu.Unlock()
+		<-clock.Kernel.After(pause) // pacing, not a time of the books
+		b.mu.Lock()
+	}
+	if !follows || b.pause > 0 {
+		b.streak = clock.Kernel.Now() // a streak of batches back to back begins
+	}
+	b.pause = 0
 	n := 1
 	for n < len(b.queue) && n < maxBatch && sameOpening(b.queue[n].l, b.queue[0].l) {
 		n++
@@ -111,12 +118,13 @@ func (b *batcher) runNext() {
 	b.queue = append(b.queue[:0:0], b.queue[n:]...)
 	b.mu.Unlock()
 
-	start := clock.Kernel.Now()
 	batch[0].l.commit(batch)
-	took := clock.Kernel.Now().Sub(start)
+	now := clock.Kernel.Now() // pacing, not a time of the books
 
 	b.mu.Lock()
-	b.pause = max(took, minReadersTurn)
+	if now.Sub(b.streak) >= maxStreak {
+		b.pause = readersTurn
+	}
 	if len(b.queue) == 0 {
 		b.leading = false
 	} else {
