@@ -51,6 +51,7 @@ type Writer interface {
 	Extend(id uint64, d time.Duration) (core.Partition, error)
 	Cancel(id uint64) error
 	TakeOver(id uint64, pid int) (domain.Request, error)
+	DismissNotice(id, seq uint64) error
 }
 
 // writes is what makes the app's writes (see Options.Writes).
@@ -67,9 +68,9 @@ type Options struct {
 	// the ledger. Nil means context.Background().
 	Context context.Context
 	Client  *core.Client
-	// Writes makes the app's bookings, releases, extensions and
-	// cancellations: a member's of a guarded ledger go through root's
-	// keeper. Nil means Client.
+	// Writes makes the app's bookings, releases, extensions,
+	// cancellations and dismissals of notices: a member's of a guarded
+	// ledger go through root's keeper. Nil means Client.
 	Writes  Writer
 	Backend gpu.Backend
 	// Notice is shown under the header, e.g. "no NVIDIA driver found;

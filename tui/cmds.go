@@ -259,7 +259,7 @@ func cancelRequestCmd(c Writer, id uint64) tea.Cmd {
 	}
 }
 
-func dismissCmd(c *core.Client, n notice.Notice) tea.Cmd {
+func dismissCmd(c Writer, n notice.Notice) tea.Cmd {
 	return func() tea.Msg {
 		return dismissedMsg{err: c.DismissNotice(n.Partition, n.Seq)}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
 
@@ -196,4 +197,37 @@ func TestNoticesAreOwnAndPrintable(t *testing.T) {
 	require.NotContains(t, v, "\x1b]2;")
 	require.Contains(t, v, `idle \x1b]2;pwned\x07 for 1h`)
 	require.True(t, strings.Count(v, "\n") == 29, "the notice line takes its place in the height")
+}
+
+// dismissals is a Writer that notes the dismissals it makes, as the
+// keeper's client of a guarded ledger makes them.
+type dismissals struct {
+	*core.Client
+	made [][2]uint64
+}
+
+func (d *dismissals) DismissNotice(id, seq uint64) error {
+	d.made = append(d.made, [2]uint64{id, seq})
+	return d.Client.DismissNotice(id, seq)
+}
+
+// d dismisses through the app's writer, as its other writes go: a
+// member's app on a guarded ledger cannot write the ledger itself.
+func TestDismissGoesThroughTheAppsWriter(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	mine := w.book(alice, 0, "50%", 57*time.Minute, time.Hour)
+	w.record(mine.ID, domain.EventWarned, "")
+	opts := w.options()
+	writer := &dismissals{Client: w.client}
+	opts.Writes = writer
+	m := New(opts)
+	update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	run(t, m, loadCmd(w.client, false, 0))
+	require.Len(t, m.notices, 1)
+	seq := m.notices[0].Seq
+
+	press(t, m, "d")
+	require.Equal(t, [][2]uint64{{mine.ID, seq}}, writer.made)
+	require.Equal(t, seq, live(t, w.client)[0].NoticesDismissed)
 }

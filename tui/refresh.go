@@ -279,7 +279,7 @@ func (m *Model) dismiss() tea.Cmd {
 	if n.Seq == 0 {
 		return nil // the app's own news, told only here
 	}
-	return dismissCmd(m.opts.Client, n)
+	return dismissCmd(m.writes(), n)
 }
 
 // noticeGrants tells of the app's own requests booked since the last

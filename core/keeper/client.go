@@ -121,6 +121,13 @@ func (k *Client) Cancel(id uint64) error {
 	return err
 }
 
+// DismissNotice marks the notices of booking id read up to audit event
+// seq, as core.Client.DismissNotice.
+func (k *Client) DismissNotice(id, seq uint64) error {
+	_, err := k.once(Request{Op: OpDismiss, ID: id, Seq: seq})
+	return err
+}
+
 // TakeOver makes process pid, this user's, the waiter of request id, as
 // core.Client.TakeOver does (the app hands its requests on so).
 func (k *Client) TakeOver(id uint64, pid int) (domain.Request, error) {

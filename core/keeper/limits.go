@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -21,6 +20,7 @@ const (
 // limits counts connections and hands out turns.
 type limits struct {
 	maxConns, maxPerUID, maxActive int
+	names                          *names
 
 	mu    sync.Mutex
 	total int
@@ -30,7 +30,7 @@ type limits struct {
 
 func (s *Server) limits() *limits {
 	s.once.Do(func() {
-		l := &limits{maxConns: s.MaxConns, maxPerUID: s.MaxPerUID, maxActive: s.MaxActive, conns: map[int]int{}, turns: map[int]chan struct{}{}}
+		l := &limits{maxConns: s.MaxConns, maxPerUID: s.MaxPerUID, maxActive: s.MaxActive, conns: map[int]int{}, turns: map[int]chan struct{}{}, names: &s.names}
 		if l.maxConns <= 0 {
 			l.maxConns = DefaultMaxConns
 		}
@@ -77,7 +77,7 @@ func (l *limits) join(uid int) (leave func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conns[uid] >= l.maxPerUID {
-		return nil, errBusy("%s has %d connections open to it", core.UserName(uid), l.conns[uid])
+		return nil, errBusy("%s has %d connections open to it", l.names.of(uid), l.conns[uid])
 	}
 	l.conns[uid]++
 	return func() {

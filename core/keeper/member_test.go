@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,4 +168,32 @@ func TestFitsLaterCrossesTheSocket(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.NotContains(t, later.Why.Error(), "It would fit at", "Why is the refusal alone")
 	require.Contains(t, err.Error(), "It would fit at")
+}
+
+// A member dismisses the notices of a booking of theirs through the
+// keeper (their app's key), for every app of theirs; another member may
+// not dismiss them.
+func TestMemberDismissesNoticesThroughTheKeeper(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	r := sendAs(t, k, member, `{"v":1,"op":"create","create":{"device":0,"fraction":0.2,"duration":720000000000}}`)
+	require.Equal(t, ReplyDone, r.Kind, r.Error)
+	id := r.Partition.ID
+	events, err := k.root.LastEvents(1)
+	require.NoError(t, err)
+	seq := events[0].Seq
+
+	daemon := &syscall.Credential{Uid: 1, Gid: daemonGID}
+	other := sendAs(t, k, daemon, fmt.Sprintf(`{"v":1,"op":"dismiss","id":%d,"seq":%d}`, id, seq))
+	require.Equal(t, ReplyError, other.Kind)
+	require.ErrorIs(t, other.err(), domain.ErrNotOwner)
+	p, err := k.root.Get(id)
+	require.NoError(t, err)
+	require.Zero(t, p.NoticesDismissed)
+
+	mine := sendAs(t, k, member, fmt.Sprintf(`{"v":1,"op":"dismiss","id":%d,"seq":%d}`, id, seq))
+	require.Equal(t, ReplyDone, mine.Kind, mine.Error)
+	p, err = k.root.Get(id)
+	require.NoError(t, err)
+	require.Equal(t, seq, p.NoticesDismissed, "recorded in the ledger by the keeper, as nobody's")
 }

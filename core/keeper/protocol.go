@@ -46,6 +46,7 @@ const (
 	OpWait     Op = "wait"      // wait for request ID, already in line, as its waiter: a waiter back after the keeper restarted, or one the app hands its request to
 	OpWrapper  Op = "wrapper"   // record the caller as the chronos run of booking ID, its command process group Group
 	OpSignal   Op = "signal"    // claim Signal (SIGTERM, SIGKILL) for process group Group of booking ID: Reply.Claimed
+	OpDismiss  Op = "dismiss"   // mark booking ID's notices read up to audit event Seq (the app's key)
 )
 
 // Request is one request's frame. Who asks is never in it: the keeper
@@ -60,6 +61,7 @@ type Request struct {
 	Group    int           `json:"group,omitempty"`  // a run's command's process group, in the caller's pid namespace
 	Signal   int           `json:"signal,omitempty"` // its number (15, 9)
 	PID      int           `json:"pid,omitempty"`    // a process of the caller's, the waiter a request is handed to
+	Seq      uint64        `json:"seq,omitempty"`    // an audit event's number: the last notice read
 }
 
 // Create is a booking asked for (core.Request), and whether to wait in

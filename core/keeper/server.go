@@ -41,8 +41,9 @@ type Server struct {
 	// zero means DefaultMaxConns, DefaultMaxPerUID, DefaultMaxActive.
 	MaxConns, MaxPerUID, MaxActive int
 
-	once sync.Once
-	lim  *limits
+	once  sync.Once
+	lim   *limits
+	names names
 }
 
 // errWaiterGone is why a waiter left the line: its connection closed.
@@ -120,7 +121,7 @@ func (s *Server) handle(conn *net.UnixConn) {
 	}
 	if peer.UID != 0 && !peer.In(s.GID) {
 		_ = WriteFrame(conn, errorReply(fmt.Errorf("%w: %s (uid %d) is not in the group %s: ask root to add you (sudo usermod -aG %s %s), then log in again",
-			ErrRefused, core.UserName(peer.UID), peer.UID, s.Group, s.Group, core.UserName(peer.UID))))
+			ErrRefused, s.names.of(peer.UID), peer.UID, s.Group, s.Group, s.names.of(peer.UID))))
 		return
 	}
 	var req Request
@@ -176,7 +177,7 @@ func (s *Server) read(conn *net.UnixConn, req *Request) error {
 func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 	ctx, leave := context.WithCancelCause(context.Background())
 	defer leave(nil)
-	c := s.Client.As(ctx, domain.Identity{UID: peer.UID, User: core.UserName(peer.UID)})
+	c := s.Client.As(ctx, domain.Identity{UID: peer.UID, User: s.names.of(peer.UID)})
 	done := Reply{V: Version, Kind: ReplyDone}
 	var err error
 	switch req.Op {
@@ -194,6 +195,8 @@ func (s *Server) do(conn *net.UnixConn, peer Peer, req Request) Reply {
 		done.Usage = &u
 	case OpCancel:
 		err = c.Cancel(req.ID)
+	case OpDismiss:
+		err = c.DismissNotice(req.ID, req.Seq)
 	case OpWrapper:
 		err = recordRun(c, peer, req)
 	case OpSignal:

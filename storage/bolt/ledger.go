@@ -2,7 +2,9 @@
 // chronos process (each TUI, the headless monitor, one-shot commands) reads and
 // writes. No process keeps it open: each operation opens the file, runs one
 // transaction and closes it, because bbolt holds an exclusive flock for as
-// long as a read-write handle is open.
+// long as a read-write handle is open. Writes of one process that arrive
+// while another is under way commit together (group commit, batch.go): a
+// busy keeper pays one lock and one fdatasync for many of its callers.
 package bolt
 
 import (
@@ -62,7 +64,9 @@ func New(path string) *Ledger {
 }
 
 // Update runs fn in one read-write transaction, creating the file if needed.
-// fn's error rolls the transaction back and is returned as it is. A ctx
+// fn's error rolls the transaction back and is returned as it is. Updates
+// of one process that arrive together share a transaction (see batch.go):
+// fn may run more than once, and its error is its caller's alone. A ctx
 // that has ended stops it before it starts; once begun, a transaction runs
 // to its end (bbolt's cannot be interrupted, and the lock's wait is bounded
 // by Timeout).
@@ -70,7 +74,7 @@ func (l *Ledger) Update(ctx context.Context, fn func(*storage.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger %s: %w", l.Path, err)
 	}
-	return l.run(false, fn)
+	return batcherFor(l.Path).do(l, fn)
 }
 
 // View runs fn in one read-only transaction. A ledger that does not exist yet
@@ -90,7 +94,7 @@ func (l *Ledger) View(ctx context.Context, fn func(*storage.Tx) error) error {
 		}
 		return fn(&storage.Tx{})
 	}
-	return l.run(true, fn)
+	return l.view(fn)
 }
 
 // Changes notices other processes' writes to the file: see Watch.
@@ -140,7 +144,8 @@ func (l *Ledger) notLost() error {
 	return nil
 }
 
-func (l *Ledger) run(readOnly bool, fn func(*storage.Tx) error) (err error) {
+// view runs fn in one read-only transaction (writes go through commit).
+func (l *Ledger) view(fn func(*storage.Tx) error) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
@@ -149,36 +154,19 @@ func (l *Ledger) run(readOnly bool, fn func(*storage.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s (%v)", storage.ErrDamaged, l.Path, r)
-			// Let go of the file, its mapping and its locks (the mapping
-			// keeps the file, and so its lock, alive): a process that goes
-			// on, a monitor, must not keep others out. bbolt's transaction
-			// rolled back as the panic passed, so closing is safe.
+			// Let go of the file, its mapping and its locks (see
+			// withWriter).
 			if db != nil {
 				db.Close()
 			}
 		}
 	}()
-	db, file, err := l.open(readOnly)
+	db, file, err := l.open(true)
 	if err != nil {
 		return err
 	}
-	var txErr error
-	if readOnly {
-		l.warnRolledBack(file)
-		txErr = db.View(func(btx *bbolt.Tx) error { return runTx(btx, fn) })
-	} else {
-		txErr = db.Update(func(btx *bbolt.Tx) error {
-			if err := prepare(btx); err != nil {
-				return err
-			}
-			return runTx(btx, fn)
-		})
-		if txErr == nil {
-			// Still under the exclusive lock, so two writers never copy at
-			// once and the second sees the first's fresh backup.
-			l.maybeBackup(db, file)
-		}
-	}
+	l.warnRolledBack(file)
+	txErr := db.View(func(btx *bbolt.Tx) error { return runTx(btx, fn) })
 	closeErr := db.Close()
 	if txErr != nil {
 		return txErr
