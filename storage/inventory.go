@@ -28,8 +28,15 @@ func inventoryKey(host string) []byte {
 // HostInventory returns host's cached device inventory ("" the ledger's own
 // host); ok is false when none was stored yet.
 func (tx *Tx) HostInventory(host string) (inv domain.Inventory, ok bool, err error) {
-	ok, err = tx.getMeta(inventoryKey(host), &inv)
-	return inv, ok, err
+	k := inventoryKey(host)
+	v, err := tx.get(BucketMeta, k)
+	if err != nil || v == nil {
+		return inv, false, err
+	}
+	if inv, err = inventoryMemo.decode(string(k), v); err != nil {
+		return inv, false, fmt.Errorf("%s: %w", k, err)
+	}
+	return inv, true, nil
 }
 
 // PutHostInventory caches host's device inventory.
@@ -48,8 +55,8 @@ func (tx *Tx) HostInventories() (map[string]domain.Inventory, error) {
 		if !ok {
 			return false, nil
 		}
-		var inv domain.Inventory
-		if err := Decode(v, &inv); err != nil {
+		inv, err := inventoryMemo.decode(string(k), v)
+		if err != nil {
 			return false, fmt.Errorf("%s: %w", k, err)
 		}
 		out[string(host)] = inv

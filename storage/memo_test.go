@@ -14,7 +14,7 @@ import (
 // what it was handed changes nothing another caller reads.
 func TestPartitionMemoFollowsTheBytes(t *testing.T) {
 	t.Parallel()
-	m := memo{kept: map[uint64]decoded{}}
+	m := newMemo[uint64](clonePartition)
 	rec := func(p domain.Partition) []byte {
 		b, err := json.Marshal(p)
 		require.NoError(t, err)
@@ -22,12 +22,12 @@ func TestPartitionMemoFollowsTheBytes(t *testing.T) {
 	}
 	first := domain.Partition{ID: 7, Devices: []int{0, 1}, SharePPM: 500_000, User: "alice",
 		Wrapper: &domain.Wrapper{Process: domain.Process{PID: 42}}}
-	got, err := m.decodePartition(7, rec(first))
+	got, err := m.decode(7, rec(first))
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 1}, got.Devices)
 
 	got.Devices[0], got.Wrapper.PID, got.User = 5, 1, "mallory"
-	again, err := m.decodePartition(7, rec(first))
+	again, err := m.decode(7, rec(first))
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 1}, again.Devices, "a copy handed out shares nothing with the memo")
 	require.Equal(t, 42, again.Wrapper.PID)
@@ -35,11 +35,27 @@ func TestPartitionMemoFollowsTheBytes(t *testing.T) {
 
 	rewritten := first
 	rewritten.Devices, rewritten.State = []int{2, 3}, domain.Released
-	got, err = m.decodePartition(7, rec(rewritten))
+	got, err = m.decode(7, rec(rewritten))
 	require.NoError(t, err)
 	require.Equal(t, []int{2, 3}, got.Devices)
 	require.Equal(t, domain.Released, got.State)
 
-	_, err = m.decodePartition(7, []byte(`{"id":7,`))
+	_, err = m.decode(7, []byte(`{"id":7,`))
 	require.ErrorIs(t, err, ErrDamaged, "damaged bytes are never served from the memo")
+}
+
+// An inventory handed out by the memo is a copy too.
+func TestInventoryMemoHandsOutCopies(t *testing.T) {
+	t.Parallel()
+	m := newMemo[string](cloneInventory)
+	raw, err := json.Marshal(domain.Inventory{Backend: "nvml", Devices: []domain.Device{{Index: 0, UUID: "GPU-a"}},
+		Topology: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	got, err := m.decode("inventory", raw)
+	require.NoError(t, err)
+	got.Devices[0].UUID, got.Topology[1] = "GPU-z", 'x'
+	again, err := m.decode("inventory", raw)
+	require.NoError(t, err)
+	require.Equal(t, "GPU-a", again.Devices[0].UUID)
+	require.JSONEq(t, `{"n":1}`, string(again.Topology))
 }

@@ -210,7 +210,7 @@ func (tx *Tx) PartitionsByID(ids []uint64) ([]domain.Partition, error) {
 		if v == nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], ErrNotFound)
 		}
-		p, err := partitionMemo.decodePartition(ids[i], v)
+		p, err := partitionMemo.decode(ids[i], v)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", ids[i], err)
 		}
