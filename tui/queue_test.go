@@ -210,16 +210,25 @@ func TestGoldenQueue(t *testing.T) {
 	}
 }
 
-// requireLineCut checks that a line of view starts with want, or with as
-// much of it as the screen's width holds, cut with "…": an end on another
-// day prints its date, which may not fit.
+// requireLineCut checks that view shows want on a line, or wrapped over
+// the lines that follow it, or as much of it as the screen's width holds,
+// cut with "…": an end on another day (in the test's zone) prints its
+// date, which may not fit on one line.
 func requireLineCut(t *testing.T, view, want string, msgAndArgs ...any) {
 	t.Helper()
-	for _, line := range strings.Split(ansi.Strip(view), "\n") {
+	lines := strings.Split(ansi.Strip(view), "\n")
+	for i, line := range lines {
 		line = strings.TrimRight(line, " ")
 		if strings.Contains(line, want) {
 			return
 		}
+		for j := i + 1; j < len(lines) && j <= i+noticeMaxLines; j++ {
+			line += " " + strings.TrimSpace(lines[j])
+			if strings.Contains(line, want) {
+				return
+			}
+		}
+		line = strings.TrimRight(lines[i], " ")
 		if cut, ok := strings.CutSuffix(line, "…"); ok && len(cut) > len(want)/2 {
 			if i := strings.Index(cut, want[:len(want)/2]); i >= 0 && strings.HasPrefix(want, cut[i:]) {
 				return
