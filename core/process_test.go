@@ -49,15 +49,7 @@ func playRole(role, db, arg string) int {
 	c := core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: servicetest.Devices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
-		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
-		_, err := c.Create(core.Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
-		if errors.Is(err, domain.ErrOverbooked) {
-			return coretest.RoleOverbooked
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
+		return servicetest.PlayBook(c, arg)
 	case "release":
 		id, _ := strconv.ParseUint(arg, 10, 64)
 		_, err := c.Release(id)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chronos-gpu/chronos/core/clock"
 )
 
 const DaemonUID, NobodyUID = 1, 65534
@@ -43,7 +45,7 @@ func WaitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitS
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(within):
+	case <-clock.Kernel.After(within):
 		t.Fatalf("process %d still running after %s", cmd.Process.Pid, within)
 	}
 	return cmd.ProcessState.Sys().(syscall.WaitStatus)

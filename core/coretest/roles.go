@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -66,7 +67,7 @@ func PlayHold(s storage.Store, marker string) int {
 			if _, err := os.Stat(marker + ".go"); err == nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			<-clock.Kernel.After(10 * time.Millisecond)
 		}
 		return tx.AddEvent(domain.Event{Kind: "held"})
 	})

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,8 +14,6 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
-	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -39,15 +36,7 @@ func playRole(role, db, arg string) int {
 	c := core.NewClient(core.Options{Ledger: coretest.OpenSpec(db), Devices: servicetest.Devices, Host: os.Getenv("CHRONOS_TEST_HOST")})
 	switch role {
 	case "book":
-		dev, _ := strconv.Atoi(arg) // GPU 0 unless told
-		_, err := c.Create(core.Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
-		if errors.Is(err, domain.ErrOverbooked) {
-			return coretest.RoleOverbooked
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return coretest.RoleFailed
-		}
+		return servicetest.PlayBook(c, arg)
 	case "hold":
 		return coretest.PlayHold(c.Ledger(), arg)
 	case "wait":

@@ -110,3 +110,19 @@ func (w *Waiter) RequestIn(t *testing.T, c *core.Client) domain.Request {
 	require.NoError(t, err)
 	return r
 }
+
+// PlayBook is the "book" role: a writer racing others books 10% of the
+// GPU arg names (0 unless told) for an hour; RoleOverbooked when there
+// was no room.
+func PlayBook(c *core.Client, arg string) int {
+	dev, _ := strconv.Atoi(arg)
+	_, err := c.Create(core.Request{Device: dev, Memory: human.Fraction(0.1), Duration: time.Hour})
+	if errors.Is(err, domain.ErrOverbooked) {
+		return coretest.RoleOverbooked
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return coretest.RoleFailed
+	}
+	return 0
+}
