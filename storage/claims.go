@@ -21,6 +21,18 @@ func (tx *Tx) Claims() (map[string]domain.Claim, error) {
 	return out, err
 }
 
+// Claim returns the claim on key; ok is false when there is none.
+func (tx *Tx) Claim(key string) (c domain.Claim, ok bool, err error) {
+	v, err := tx.get(BucketClaims, []byte(key))
+	if err != nil || v == nil {
+		return c, false, err
+	}
+	if err := Decode(v, &c); err != nil {
+		return c, false, fmt.Errorf("claim %q: %w", key, err)
+	}
+	return c, true, nil
+}
+
 // PutClaim stores (or replaces) the claim on key.
 func (tx *Tx) PutClaim(key string, c domain.Claim) error {
 	raw, err := tx.writable("put claim")

@@ -122,6 +122,8 @@ type Monitor struct {
 	inDoubt       bool             // this host's clock disagrees with the lab's (see SkewBound)
 	acct          accountant
 	notes         notifier
+	lastSample    *gpu.Sample // the GPUs' last sample, for watchDeadlines
+	watch         *earlyTerm  // the deadlines coming during this pass
 
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
@@ -317,10 +319,19 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	return s, nil
 }
 
-//nolint:funlen,gocyclo // one pass of the monitor over shared state (snapshot, claims, acts); it splits with the monitor's move out of core (docs/code.md)
+// tick makes one pass, and sends the SIGTERMs of deadlines that come
+// while it runs (see watchDeadlines).
 func (m *Monitor) tick(changed bool) (time.Time, error) {
-	m.notes.drain(m.report)
 	now := m.c.Now()
+	m.watch = m.watchDeadlines(now)
+	next, err := m.onePass(changed, now)
+	m.settleWatch()
+	return next, err
+}
+
+//nolint:funlen,gocyclo // one pass of the monitor over shared state (snapshot, claims, acts); it splits with the monitor's move out of core (docs/code.md)
+func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
+	m.notes.drain(m.report)
 	snap, err := m.read(changed, now)
 	if err != nil && m.good != nil && withoutLedger(err) {
 		return m.enforceOffline(m.c.Now(), err) // the read may have taken a while
@@ -351,6 +362,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 			return now, fmt.Errorf("sample GPUs: %w", err)
 		}
 		m.nextSample = now.Add(m.o.SampleEvery)
+		m.lastSample = &s
 		m.pub.offer(s)
 		atts = admission.Attribute(s, local, now)
 		m.o.Observer.Sampled(s, atts)
@@ -576,6 +588,7 @@ func withoutLedger(err error) bool {
 // recorded; the ledger catches up when it answers again. It returns cause,
 // the reason.
 func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) {
+	m.settleWatch() // what it sent counts as sent
 	snap := m.good
 	next := m.nextWake(snap.parts, snap.claims, snap.pol, now)
 	if m.o.Backend == nil {
@@ -586,6 +599,7 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 		return next, fmt.Errorf("sample GPUs: %w", err)
 	}
 	m.nextSample = now.Add(m.o.SampleEvery)
+	m.lastSample = &s
 	local := slices.DeleteFunc(slices.Clone(snap.parts), func(p domain.Partition) bool { return !m.c.OnThisHost(p) })
 	claims := maps.Clone(snap.claims)
 	maps.Copy(claims, m.offline)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
@@ -24,46 +25,77 @@ import (
 // its command itself (see Run's signalOnce).
 const termPatience = 20 * time.Millisecond
 
-// earlyTerm is the SIGTERMs of expired bookings a pass is about to claim,
-// sent by a timer if its transaction has not committed within
-// termPatience.
+// earlyTerm is SIGTERMs of expired bookings sent by a timer while a pass
+// is under way: those the pass is about to claim, if its transaction has
+// not committed within termPatience (termEarly), and those whose deadline
+// comes while the pass still waits on the ledger (watchDeadlines).
 type earlyTerm struct {
 	stop, done chan struct{}
 	sent       []signalPlan // once done: the plans sent early
 	acts       []Act
 }
 
+// termBatch is SIGTERMs to send at a time, unless the pass ends first;
+// check, when set, says whether each is still due then.
+type termBatch struct {
+	at    time.Time
+	plans []signalPlan
+	note  string // said after each act's detail
+	check func(signalPlan) bool
+}
+
 // termEarly arms the SIGTERMs of the expired bookings among plans (parts
 // are the bookings they are about).
 func (m *Monitor) termEarly(plans []signalPlan, parts []domain.Partition) *earlyTerm {
-	e := &earlyTerm{stop: make(chan struct{}), done: make(chan struct{})}
 	var due []signalPlan
 	for _, p := range plans {
 		i := slices.IndexFunc(parts, func(b domain.Partition) bool { return b.ID == p.proc.Partition })
-		if m.root && p.cause == domain.EventExpired && p.sig == syscall.SIGTERM && i >= 0 && parts[i].Wrapper == nil {
+		if m.goesFirst(p, i >= 0 && parts[i].Wrapper == nil) {
 			due = append(due, p)
 		}
 	}
 	if len(due) == 0 {
+		return m.termAt(nil)
+	}
+	return m.termAt([]termBatch{{at: m.c.Now().Add(termPatience), plans: due, note: " (sent at the deadline, before the ledger recorded the pass)"}})
+}
+
+// goesFirst says whether this monitor sends plan's signal before it has
+// claimed it: root's monitor, the SIGTERM of an expired booking that no
+// `chronos run` wrapper (plain says there is none) signals itself.
+func (m *Monitor) goesFirst(p signalPlan, plain bool) bool {
+	return m.root && plain && p.cause == domain.EventExpired && p.sig == syscall.SIGTERM
+}
+
+// termAt sends each batch at its time, in order, until settle.
+func (m *Monitor) termAt(batches []termBatch) *earlyTerm {
+	e := &earlyTerm{stop: make(chan struct{}), done: make(chan struct{})}
+	if len(batches) == 0 {
 		close(e.done)
 		return e
 	}
-	t := m.c.Clock().NewTimer(termPatience)
+	clk := m.c.Clock()
 	go func() {
 		defer close(e.done)
-		select {
-		case <-e.stop:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		for _, p := range due {
-			a, err := m.send(p)
-			if err != nil {
-				continue // left to the pass: it says why (gone, denied)
+		for _, b := range batches {
+			t := clk.NewTimer(max(clock.Until(clk, b.at), 0))
+			select {
+			case <-e.stop:
+				t.Stop()
+				return
+			case <-t.C():
 			}
-			a.Detail += " (sent at the deadline, before the ledger recorded the pass)"
-			e.sent, e.acts = append(e.sent, p), append(e.acts, a)
+			for _, p := range b.plans {
+				if b.check != nil && !b.check(p) {
+					continue
+				}
+				a, err := m.send(p)
+				if err != nil {
+					continue // left to the pass: it says why (gone, denied)
+				}
+				a.Detail += b.note
+				e.sent, e.acts = append(e.sent, p), append(e.acts, a)
+			}
 		}
 	}()
 	return e

@@ -277,7 +277,7 @@ func (l *Ledger) withWriter(use func(*bbolt.DB) (committed bool, err error)) (er
 			}
 		}
 	}()
-	db, file, err := l.open(false)
+	db, file, err := l.open(false, l.timeout())
 	if err != nil {
 		return err
 	}

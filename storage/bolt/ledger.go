@@ -21,6 +21,7 @@ import (
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -94,7 +95,7 @@ func (l *Ledger) View(ctx context.Context, fn func(*storage.Tx) error) error {
 		}
 		return fn(&storage.Tx{})
 	}
-	return l.view(fn)
+	return l.view(fn, l.waitFor(ctx))
 }
 
 // Changes notices other processes' writes to the file: see Watch.
@@ -145,7 +146,7 @@ func (l *Ledger) notLost() error {
 }
 
 // view runs fn in one read-only transaction (writes go through commit).
-func (l *Ledger) view(fn func(*storage.Tx) error) (err error) {
+func (l *Ledger) view(fn func(*storage.Tx) error, wait time.Duration) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
@@ -161,7 +162,7 @@ func (l *Ledger) view(fn func(*storage.Tx) error) (err error) {
 			}
 		}
 	}()
-	db, file, err := l.open(true)
+	db, file, err := l.open(true, wait)
 	if err != nil {
 		return err
 	}
@@ -186,8 +187,7 @@ func (l *Ledger) mode() fs.FileMode {
 
 // open opens the ledger with bbolt, and returns with it the file it holds
 // open (closed with the database).
-func (l *Ledger) open(readOnly bool) (*bbolt.DB, *os.File, error) {
-	timeout := l.timeout()
+func (l *Ledger) open(readOnly bool, timeout time.Duration) (*bbolt.DB, *os.File, error) {
 	for tries := 1; ; tries++ {
 		db, file, replaced, err := l.openOnce(readOnly, timeout)
 		if !replaced {
@@ -213,6 +213,17 @@ func (l *Ledger) timeout() time.Duration {
 		return DefaultTimeout
 	}
 	return l.Timeout
+}
+
+// waitFor is how long a read waits for another process's lock: Timeout,
+// or less when ctx ends sooner (a monitor's look at a deadline waits
+// milliseconds, not seconds).
+func (l *Ledger) waitFor(ctx context.Context) time.Duration {
+	t := l.timeout()
+	if dl, ok := ctx.Deadline(); ok {
+		t = min(t, max(clock.Until(clock.Kernel, dl), time.Millisecond))
+	}
+	return t
 }
 
 func (l *Ledger) openOnce(readOnly bool, timeout time.Duration) (db *bbolt.DB, file *os.File, replaced bool, err error) {

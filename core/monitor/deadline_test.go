@@ -1,0 +1,115 @@
+package monitor
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/servicetest"
+	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage/bolt"
+)
+
+// A pass that began before a booking's deadline and still waits on a busy
+// ledger when it comes (here, to write the booking's warning while another
+// process holds the file) does not put the end off: the booking's process
+// gets SIGTERM at the deadline, from the pass's watch, while the pass still
+// waits; the next pass records the signal and the expiry and sends
+// nothing again.
+func TestSIGTERMAtTheDeadlineWhileAnEarlierPassWaits(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	sim := gpu.NewSim(gpu.SimOptions{})
+	clk := coretest.NewFakeClock()
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 10 * time.Second})
+	require.NoError(t, err)
+	proc := startChild(t, p.ID, "sleep 60")
+	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
+	var log actLog
+	m := New(c, Options{Backend: sim, OnAct: log.add})
+	_, err = m.Tick() // a snapshot and a sample to plan from
+	require.NoError(t, err)
+
+	// Two seconds before the end the warning is due: the pass writes,
+	// and its write waits for the file another process holds.
+	holder, marker := coretest.HoldLedger(t, db)
+	clk.Set(p.Expires.Add(-2 * time.Second))
+	timers := clk.Timers()
+	ticked := make(chan error, 1)
+	go func() { _, err := m.tick(false); ticked <- err }()
+	require.True(t, clk.WaitTimers(timers+1, 10*time.Second), "the pass arms the coming deadline")
+	clk.Set(p.Expires)
+	ws := coretest.WaitStatus(t, proc, 10*time.Second)
+	require.True(t, ws.Signaled())
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	select {
+	case err := <-ticked:
+		t.Fatalf("the pass ended (%v) before the ledger was free: the signal did not wait for it", err)
+	default:
+	}
+
+	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
+	require.NoError(t, holder.Wait())
+	require.NoError(t, <-ticked)
+	clk.Advance(time.Second)
+	_, err = m.Tick()
+	require.NoError(t, err)
+	got, err := c.Get(p.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.Expired, got.State)
+	evs, err := c.FindEvents(core.EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "recorded once, sent once")
+	require.Contains(t, evs[0].Detail, "SIGTERM")
+	require.Contains(t, evs[0].Detail, watchNote)
+
+	clk.Advance(time.Second)
+	_, err = m.Tick()
+	require.NoError(t, err)
+	evs, err = c.FindEvents(core.EventFilter{Booking: p.ID, Kinds: []domain.EventKind{domain.EventSignalled}}, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "nothing signalled twice")
+}
+
+// The watch plans from the last read; a booking extended since keeps its
+// job: at the old deadline the ledger answers, and nothing is sent.
+func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "chronos.db")
+	sim := gpu.NewSim(gpu.SimOptions{})
+	clk := coretest.NewFakeClock()
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 10 * time.Second})
+	require.NoError(t, err)
+	proc := startChild(t, p.ID, "sleep 60")
+	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
+	var log actLog
+	m := New(c, Options{Backend: sim, OnAct: log.add})
+	_, err = m.Tick()
+	require.NoError(t, err)
+	_, err = c.Extend(p.ID, time.Hour)
+	require.NoError(t, err)
+
+	timers := clk.Timers()
+	m.watch = m.watchDeadlines(clk.Now()) // planned from the read before the extension
+	w := m.watch
+	require.True(t, clk.WaitTimers(timers+1, 10*time.Second))
+	clk.Set(p.Expires)
+	select {
+	case <-w.done: // the check at the deadline has been made
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not act at the deadline")
+	}
+	m.settleWatch()
+	require.NoError(t, proc.Process.Signal(syscall.Signal(0)), "the job runs on")
+	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
+}
