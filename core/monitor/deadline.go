@@ -11,35 +11,39 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// A booking ends at its deadline, whatever the monitor is doing then. A
-// pass can take seconds when the ledger is busy (its read, or its write
-// behind other writers on etcd, or a file another process holds), and the
-// next pass, which would find the booking due, starts only when this one
-// ends. So each pass arms, for as long as it runs, the SIGTERMs of this
-// host's bookings whose deadline comes meanwhile (watchDeadlines): a timer
-// apart from the pass's own writes sends them at the deadline, and the
-// next pass records them, as it records what was done while the ledger was
-// away (see recordOffline).
+// A booking ends at its deadline, whatever the monitor is doing then.
+// Waking at the deadline and making a pass (a read, a sample, a write whose
+// commit may wait behind other writers on etcd, or for a file another
+// process holds) takes time, and a pass that began before a deadline and
+// still waits when it comes holds the next one off. So root's monitor keeps
+// a watch armed at all times (watchDeadlines): the SIGTERMs of this host's
+// bookings whose deadline comes before the next pass or during it, sent
+// by a timer at the deadline, apart from the passes' writes. The pass
+// after records them, as it records what was done while the ledger was
+// away (see recordOffline); they count as claimed, so nothing is sent
+// twice.
 //
-// They are planned from the last snapshot and the last sample. At the
-// deadline each is checked against the ledger, if it answers within
-// deadlineCheck: a booking extended or ended since, or a signal another
+// They are planned from the last snapshot and the last sample, and
+// checked against the ledger deadlineCheck before the deadline when it
+// answers by then: a booking extended or ended since, or a signal another
 // monitor claimed, is left alone. A ledger that does not answer in time
 // does not hold the signal back.
 
-// watchHorizon bounds how far ahead a pass arms deadlines: no pass lasts
-// longer than a store's timeout, and a later deadline is the next pass's.
+// watchHorizon bounds how far ahead a watch is armed: the monitor makes a
+// pass at least every clock.MaxSleep, and no pass lasts longer than a
+// store's timeout; a later deadline is a later watch's.
 const watchHorizon = 30 * time.Second
 
-// deadlineCheck is how long the check at a deadline may wait for the
-// ledger before the signal goes on what the last read said.
+// deadlineCheck is how long before a deadline its check looks at the
+// ledger, and how long the look may wait before the signal goes on what
+// the last read said.
 const deadlineCheck = 20 * time.Millisecond
 
 // watchNote is said after the detail of a signal the watch sent.
-const watchNote = " (sent at the deadline while the monitor's pass waited on the ledger)"
+const watchNote = " (sent at the deadline, before the ledger recorded the expiry)"
 
 // watchDeadlines arms the SIGTERMs of this host's bookings whose deadline
-// falls after now and within watchHorizon. Only root's monitor, the
+// falls after now and within watchHorizon, until the next settleWatch. Only root's monitor, the
 // host's enforcer, goes first (see goesFirst); it needs a snapshot and a
 // sample to plan from.
 func (m *Monitor) watchDeadlines(now time.Time) *earlyTerm {
@@ -99,10 +103,9 @@ func (m *Monitor) watchDeadlines(now time.Time) *earlyTerm {
 // not been extended, released or expired by another since the last read,
 // and nobody has claimed the signal. A ledger that does not answer within
 // deadlineCheck says nothing against it.
-func (m *Monitor) stillDue(p signalPlan) bool {
+func (m *Monitor) stillDue(p signalPlan, deadline time.Time) bool {
 	ctx, cancel := context.WithTimeout(m.c.Context(), deadlineCheck)
 	defer cancel()
-	now := m.c.Now()
 	due := true
 	err := m.c.Ledger().View(ctx, func(tx *storage.Tx) error {
 		b, err := tx.Partition(p.proc.Partition)
@@ -110,7 +113,7 @@ func (m *Monitor) stillDue(p signalPlan) bool {
 			return err
 		}
 		c, claimed, err := tx.Claim(p.key)
-		due = b.State == domain.Live && !b.Expires.After(now) && claimable(c, claimed, m.root)
+		due = b.State == domain.Live && !b.Expires.After(deadline) && claimable(c, claimed, m.root)
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
@@ -119,11 +122,12 @@ func (m *Monitor) stillDue(p signalPlan) bool {
 	return due || err != nil
 }
 
-// settleWatch disarms the pass's watch, or waits for the signals it is
+// settleWatch disarms the watch, or waits for the signals it is
 // sending, and keeps those it sent as sent while the ledger was away
 // (claimed when sent: no pass sends them again, and SIGKILL follows the
-// grace after them); the next pass that writes records them. A pass that
-// goes on to act without the ledger settles it first (enforceOffline).
+// grace after them); the next pass that writes records them. Each pass
+// settles it before it plans, and again after it has run; a pass that
+// acts without the ledger settles it first (enforceOffline).
 func (m *Monitor) settleWatch() {
 	w := m.watch
 	if w == nil {

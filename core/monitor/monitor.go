@@ -205,6 +205,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	timer := m.c.Clock().NewTimer(0)
 	defer timer.Stop()
+	defer m.settleWatch()
 	changed := true
 	var lastErr string
 	var lastErrAt time.Time
@@ -263,7 +264,13 @@ type signalPlan struct {
 
 // Tick makes one pass: it expires and warns what is due and applies the
 // policy to GPU processes. It returns when it next needs to run.
-func (m *Monitor) Tick() (time.Time, error) { return m.tick(true) }
+// Between the passes of Run a watch sends the SIGTERMs of deadlines as
+// they come; Tick leaves none armed.
+func (m *Monitor) Tick() (time.Time, error) {
+	next, err := m.tick(true)
+	m.settleWatch()
+	return next, err
+}
 
 // read returns the ledger's state, from the snapshot when nothing can have
 // changed since it was taken.
@@ -319,13 +326,17 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	return s, nil
 }
 
-// tick makes one pass, and sends the SIGTERMs of deadlines that come
-// while it runs (see watchDeadlines).
+// tick makes one pass. The SIGTERMs of deadlines that come while it runs,
+// and after it until the next, are the watch's (see watchDeadlines): the
+// watch over the wait before it is settled first, so that the pass counts
+// what it sent, and a new one is armed from what the pass read.
 func (m *Monitor) tick(changed bool) (time.Time, error) {
+	m.settleWatch()
 	now := m.c.Now()
 	m.watch = m.watchDeadlines(now)
 	next, err := m.onePass(changed, now)
 	m.settleWatch()
+	m.watch = m.watchDeadlines(m.c.Now())
 	return next, err
 }
 

@@ -41,7 +41,7 @@ type termBatch struct {
 	at    time.Time
 	plans []signalPlan
 	note  string // said after each act's detail
-	check func(signalPlan) bool
+	check func(p signalPlan, at time.Time) bool
 }
 
 // termEarly arms the SIGTERMs of the expired bookings among plans (parts
@@ -67,7 +67,9 @@ func (m *Monitor) goesFirst(p signalPlan, plain bool) bool {
 	return m.root && plain && p.cause == domain.EventExpired && p.sig == syscall.SIGTERM
 }
 
-// termAt sends each batch at its time, in order, until settle.
+// termAt sends each batch at its time, in order, until settle. A batch
+// with a check is checked deadlineCheck before its time, so that the
+// look at the ledger does not delay the signals.
 func (m *Monitor) termAt(batches []termBatch) *earlyTerm {
 	e := &earlyTerm{stop: make(chan struct{}), done: make(chan struct{})}
 	if len(batches) == 0 {
@@ -75,20 +77,33 @@ func (m *Monitor) termAt(batches []termBatch) *earlyTerm {
 		return e
 	}
 	clk := m.c.Clock()
+	// until waits for t; settled, it waits no more, but a time already
+	// come is kept: a pass that starts at a deadline does not take its
+	// signal from the watch that was sending it.
+	until := func(t time.Time) bool {
+		timer := clk.NewTimer(max(clock.Until(clk, t), 0))
+		select {
+		case <-e.stop:
+			timer.Stop()
+			return !clk.Now().Before(t)
+		case <-timer.C():
+			return true
+		}
+	}
 	go func() {
 		defer close(e.done)
 		for _, b := range batches {
-			t := clk.NewTimer(max(clock.Until(clk, b.at), 0))
-			select {
-			case <-e.stop:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			for _, p := range b.plans {
-				if b.check != nil && !b.check(p) {
-					continue
+			plans := b.plans
+			if b.check != nil {
+				if !until(b.at.Add(-deadlineCheck)) {
+					return
 				}
+				plans = slices.DeleteFunc(slices.Clone(plans), func(p signalPlan) bool { return !b.check(p, b.at) })
+			}
+			if !until(b.at) {
+				return
+			}
+			for _, p := range plans {
 				a, err := m.send(p)
 				if err != nil {
 					continue // left to the pass: it says why (gone, denied)
