@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,9 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -54,35 +51,10 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		// The writers, from now until the last deadline and a second more.
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		var ok, busy, failed atomic.Int64
-		var slowest atomic.Int64
+		var ok, busy, failed, slowest atomic.Int64
 		for range writers {
 			w := client()
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					t0 := time.Now()
-					p, err := w.Create(core.Request{Device: 0, Memory: human.Fraction(0.01), Duration: time.Minute})
-					if err == nil {
-						_, err = w.Release(p.ID)
-					}
-					took := int64(time.Since(t0))
-					for old := slowest.Load(); took > old && !slowest.CompareAndSwap(old, took); old = slowest.Load() {
-					}
-					switch {
-					case err == nil:
-						ok.Add(1)
-					case errors.Is(err, storage.ErrBusy):
-						busy.Add(1)
-					default:
-						failed.Add(1)
-					}
-				}
-			})
+			wg.Go(func() { writeUntil(stop, w, &ok, &busy, &failed, &slowest) })
 		}
 
 		var mu sync.Mutex
