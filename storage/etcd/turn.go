@@ -36,10 +36,14 @@ import (
 // just then), or whose writer died or was stopped, lapses within turnTTL
 // however long the writer's process lives on. (Under the store's lease,
 // kept alive for the process, such a place would have made every other
-// writer lose until that process ended.)
+// writer lose until that process ended.) turnTTL is well inside a store's
+// timeout (5 s by default), so that the writers behind a dead one wait it
+// out and commit instead of giving up busy; etcd's floor on a lease's TTL
+// is 2 s at its default heartbeat, and the client renews a lease every
+// third of its TTL, so a live writer's place survives a second's stall.
 const (
 	turnAfter = 2 // an ordinary writer's losses before it joins the line
-	turnTTL   = 6 * time.Second
+	turnTTL   = 3 * time.Second
 )
 
 // rank is a line of writers waiting their turn.
