@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,9 +93,17 @@ func BenchmarkStores(b *testing.B) {
 // BenchmarkVisibility times how long a booking made on one host takes to
 // show in another host's app: from the start of Create on gpu2 until gpu1,
 // woken by the ledger's change notice, has read what its app reads (as
-// loadCmd does) and found the booking. One-member etcd.
+// loadCmd does) and found the booking. On a one-member etcd and a
+// three-member cluster, in one run.
 func BenchmarkVisibility(b *testing.B) {
-	open := storetest.Etcd(b, etcdtest.Start(b, 1))
+	for _, members := range []int{1, 3} {
+		b.Run(fmt.Sprintf("etcd-%d", members), func(b *testing.B) {
+			visibility(b, storetest.Etcd(b, etcdtest.Start(b, members)))
+		})
+	}
+}
+
+func visibility(b *testing.B, open storetest.Opener) {
 	maker := hostClient(open(), "gpu2", coretest.Bob)
 	viewer := hostClient(open(), "gpu1", coretest.Alice)
 	if _, err := viewer.Available(-1); err != nil { // caches gpu1's inventory, as its app does

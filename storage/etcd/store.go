@@ -497,7 +497,7 @@ func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetRespon
 // version key and the small buckets whole, in the same round trip.
 func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.rev != 0 {
-		return t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithRev(t.rev))...)
+		return t.atRev(key, opts...)
 	}
 	whole := []string{t.s.cfg.Prefix + "/seq/"}
 	for _, b := range storage.SmallBuckets {
@@ -525,6 +525,20 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 	}
 	t.whole = whole
 	return (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange()), nil
+}
+
+// atRev reads key at the transaction's revision. What a revision holds
+// never changes, so any member that has applied it may answer alone (a
+// serializable read: no round of the leader's heartbeats, which on a
+// cluster cost more than the read); one that has not applied it yet says
+// so, and the read goes to the leader as a linearizable one.
+func (t *tx) atRev(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	opts = append(opts, clientv3.WithRev(t.rev))
+	resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
+	if errors.Is(err, rpctypes.ErrFutureRev) {
+		return t.s.cli.Get(t.ctx, key, opts...)
+	}
+	return resp, err
 }
 
 // cached answers a read from what the transaction has read: the value,
@@ -590,12 +604,19 @@ func (t *tx) GetMany(bucket []byte, keys [][]byte) ([][]byte, error) {
 		n := min(len(missing), getBatch)
 		ops := make([]clientv3.Op, n)
 		for i, k := range missing[:n] {
-			ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev))
+			// At a fixed revision any member may answer (see atRev).
+			ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev), clientv3.WithSerializable())
 		}
 		var resp *clientv3.TxnResponse
 		for attempt := 1; ; attempt++ {
 			var err error
-			if resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit(); err == nil {
+			if resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit(); errors.Is(err, rpctypes.ErrFutureRev) {
+				for i, k := range missing[:n] {
+					ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev))
+				}
+				resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+			}
+			if err == nil {
 				break
 			}
 			if !transient(err) || !pause(t.ctx, attempt) {
