@@ -125,6 +125,7 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 		}
 		cancel()
 		monitors.Wait()
+		explainMissed(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began)
 
 		mu.Lock()
 		rec.mu.Lock()
@@ -188,5 +189,25 @@ func writeUntil(stop <-chan struct{}, w *core.Client, ok, busy, failed, slowest 
 		default:
 			failed.Add(1)
 		}
+	}
+}
+
+// explainMissed says, of each booking no monitor was seen to expire, what
+// the ledger holds of it: its state and its events.
+func explainMissed(b *testing.B, c *core.Client, expires, flipped map[uint64]time.Time, began time.Time) {
+	for id, deadline := range expires {
+		if _, ok := flipped[id]; ok {
+			continue
+		}
+		what := ""
+		p, err := c.Get(id)
+		if err == nil {
+			what = fmt.Sprintf("host %s, %s, expires %s", p.Host, p.State, p.Expires.Sub(began))
+		}
+		evs, _ := c.FindEvents(core.EventFilter{Booking: id}, 0)
+		for _, e := range evs {
+			what += fmt.Sprintf("; %s at %s by %s: %s", e.Kind, e.Time.Sub(began), e.User, e.Detail)
+		}
+		b.Logf("booking %d (deadline %s into the soak) not seen expired: %s %v", id, deadline.Sub(began), what, err)
 	}
 }
