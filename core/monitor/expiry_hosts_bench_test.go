@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,8 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 		flipped := map[uint64]time.Time{}
 		expires := map[uint64]time.Time{}
 		pidOf := map[uint64]int{}
+		errs := map[string][]string{} // what each host's monitor reported failing
+		began := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		stop := make(chan struct{})
 		var wg, monitors sync.WaitGroup
@@ -67,6 +70,11 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 				return core.NewClient(core.Options{Ledger: open(), As: &me, Host: host, Devices: simDevices(sim)})
 			}
 			m := New(client(), Options{Backend: sim, Signaller: rec, Name: host, OnAct: func(a Act) {
+				if a.Kind == domain.EventError {
+					mu.Lock()
+					errs[host] = append(errs[host], fmt.Sprintf("%s: %s", a.Time.Sub(began), a.Detail))
+					mu.Unlock()
+				}
 				if a.Kind == domain.EventExpired {
 					mu.Lock()
 					flipped[a.Partition] = a.Time
@@ -108,7 +116,6 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 				}
 			})
 		}
-		began := time.Now()
 		time.Sleep(soak)
 		close(stop)
 		wg.Wait()
@@ -116,16 +123,28 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 		end := time.Now().Add(after)
 		for time.Now().Before(end) {
 			mu.Lock()
-			all := len(flipped) >= len(expires)
+			// Every booking made, not just as many: a create whose
+			// answer was lost may have booked one the bookers never knew.
+			all := true
+			for id := range expires {
+				if _, ok := flipped[id]; !ok {
+					all = false
+					break
+				}
+			}
 			mu.Unlock()
 			if all {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		if explainMissed(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began) {
+			for host, e := range errs {
+				b.Logf("%s's monitor's errors, the last ten of %d:\n  %s", host, len(e), strings.Join(e[max(0, len(e)-10):], "\n  "))
+			}
+		}
 		cancel()
 		monitors.Wait()
-		explainMissed(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began)
 
 		mu.Lock()
 		rec.mu.Lock()
@@ -194,11 +213,12 @@ func writeUntil(stop <-chan struct{}, w *core.Client, ok, busy, failed, slowest 
 
 // explainMissed says, of each booking no monitor was seen to expire, what
 // the ledger holds of it: its state and its events.
-func explainMissed(b *testing.B, c *core.Client, expires, flipped map[uint64]time.Time, began time.Time) {
+func explainMissed(b *testing.B, c *core.Client, expires, flipped map[uint64]time.Time, began time.Time) (missed bool) {
 	for id, deadline := range expires {
 		if _, ok := flipped[id]; ok {
 			continue
 		}
+		missed = true
 		what := ""
 		p, err := c.Get(id)
 		if err == nil {
@@ -210,4 +230,5 @@ func explainMissed(b *testing.B, c *core.Client, expires, flipped map[uint64]tim
 		}
 		b.Logf("booking %d (deadline %s into the soak) not seen expired: %s %v", id, deadline.Sub(began), what, err)
 	}
+	return missed
 }
