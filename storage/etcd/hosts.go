@@ -21,7 +21,8 @@ import (
 
 func (s *Store) hostsPrefix() string { return s.cfg.Prefix + "/hosts/" }
 
-// leaseHolder keeps the store's lease.
+// leaseHolder keeps one of the store's leases (hosts' statuses, places in
+// the writers' line), kept alive while the process lives.
 type leaseHolder struct {
 	mu   sync.Mutex
 	id   clientv3.LeaseID
@@ -29,9 +30,8 @@ type leaseHolder struct {
 	stop context.CancelFunc
 }
 
-// lease returns a live lease of ttl, granting one when there is none.
-func (s *Store) lease(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
-	h := &s.leases
+// lease returns h's live lease of ttl, granting one when there is none.
+func (s *Store) lease(ctx context.Context, h *leaseHolder, ttl time.Duration) (clientv3.LeaseID, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.id != 0 {
@@ -65,12 +65,34 @@ func (s *Store) lease(ctx context.Context, ttl time.Duration) (clientv3.LeaseID,
 	return g.ID, nil
 }
 
+// forget drops id, a lease etcd no longer has, so that the next lease is
+// granted anew.
+func (h *leaseHolder) forget(id clientv3.LeaseID) {
+	h.mu.Lock()
+	if h.id == id {
+		h.id = 0
+	}
+	h.mu.Unlock()
+}
+
+// end stops keeping h's lease alive and returns it (0: none).
+func (h *leaseHolder) end() clientv3.LeaseID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stop != nil {
+		h.stop()
+	}
+	id := h.id
+	h.id = 0
+	return id
+}
+
 // Publish sets host's status under the store's lease.
 func (s *Store) Publish(ctx context.Context, host string, status []byte, ttl time.Duration) error {
 	ctx, cancel := s.operation(ctx)
 	defer cancel()
 	for range 2 {
-		id, err := s.lease(ctx, ttl)
+		id, err := s.lease(ctx, &s.leases, ttl)
 		if err != nil {
 			return s.unavailable(ctx, "publish", err)
 		}
@@ -82,9 +104,7 @@ func (s *Store) Publish(ctx context.Context, host string, status []byte, ttl tim
 			return nil
 		}
 		// The lease lapsed (etcd was away longer than the TTL): a new one.
-		s.leases.mu.Lock()
-		s.leases.id = 0
-		s.leases.mu.Unlock()
+		s.leases.forget(id)
 	}
 	return s.unavailable(ctx, "publish", rpctypes.ErrLeaseNotFound)
 }

@@ -79,6 +79,10 @@ type Store struct {
 	cfg     Config
 	version atomic.Int64 // the version key's last seen modification revision
 	leases  leaseHolder  // for hosts' statuses
+	turns   leaseHolder  // for this process's places in the writers' line (turn.go)
+	places  atomic.Int64 // names this process's places
+	life    context.Context
+	end     context.CancelFunc // at Close: places still to give back are let go
 
 	// beforeCommit, when set (by tests), runs between a transaction's
 	// reads and its commit.
@@ -115,17 +119,20 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	return &Store{cli: cli, cfg: cfg}, nil
+	life, end := context.WithCancel(context.Background())
+	return &Store{cli: cli, cfg: cfg, life: life, end: end}, nil
 }
 
 // Close ends the connection; statuses this store published lapse a TTL
 // later.
 func (s *Store) Close() error {
-	s.leases.mu.Lock()
-	if s.leases.stop != nil {
-		s.leases.stop()
+	s.leases.end()
+	if s.end != nil {
+		s.end()
 	}
-	s.leases.mu.Unlock()
+	if id := s.turns.end(); id != 0 {
+		s.revoke(id) // any place left in line goes with it, at once
+	}
 	return s.cli.Close()
 }
 
@@ -333,13 +340,7 @@ func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) erro
 		how, err := t.commit()
 		switch how {
 		case committed:
-			if turn != nil {
-				// The commit deleted the turn's key: its lease, now
-				// empty, is revoked without keeping the caller.
-				turn.stop()
-				go s.revoke(turn.lease)
-				turn = nil
-			}
+			turn = nil // the commit deleted its place
 			return nil
 		case conflicted:
 			lost++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -31,16 +32,21 @@ import (
 // waiting, a pass commits as any writer does, without the line's round
 // trips (a lease, a place, giving it back).
 //
-// Each key is under a lease of its own, kept alive only while its writer
-// waits or commits: a place its writer could not give back (etcd went away
-// just then), or whose writer died or was stopped, lapses within turnTTL
-// however long the writer's process lives on. (Under the store's lease,
-// kept alive for the process, such a place would have made every other
-// writer lose until that process ended.) turnTTL is well inside a store's
-// timeout (5 s by default), so that the writers behind a dead one wait it
-// out and commit instead of giving up busy; etcd's floor on a lease's TTL
-// is 2 s at its default heartbeat, and the client renews a lease every
-// third of its TTL, so a live writer's place survives a second's stall.
+// A process's places are under one lease of its own (the store's turns
+// lease), kept alive while the process lives and answers: a place whose
+// writer died or was stopped lapses within turnTTL, however the writer's
+// Update ended. A place is given back by the commit that used it (it
+// deletes the key in the same Txn, so the next in line holds the turn the
+// moment it commits), or else deleted when its writer leaves the line; a
+// delete etcd did not answer is tried again in the background until it
+// is done or the store closes, which revokes the lease. (A lease a write,
+// as before, cost two more raft writes a write, a grant and a revocation,
+// which halved the line's pace on a three-member cluster.) turnTTL is well
+// inside a store's timeout (5 s by default), so that the writers behind a
+// dead one wait it out and commit instead of giving up busy; etcd's floor
+// on a lease's TTL is 2 s at its default heartbeat, and the client renews a
+// lease every third of its TTL, so a live writer's places survive a
+// second's stall.
 const (
 	turnAfter = 2 // an ordinary writer's losses before it joins the line
 	turnTTL   = 3 * time.Second
@@ -54,7 +60,7 @@ const (
 	ordinary             // any other writer that lost turnAfter times
 )
 
-// turnsKey is where the lines are: <prefix>/turn/<rank>/<lease>.
+// turnsKey is where the lines are: <prefix>/turn/<rank>/<lease>.<n>.
 func (s *Store) turnsKey() string   { return s.cfg.Prefix + "/turn/" }
 func (s *Store) line(r rank) string { return s.turnsKey() + strconv.Itoa(int(r)) + "/" }
 
@@ -64,7 +70,6 @@ type turn struct {
 	key   string
 	rev   int64 // the key's create revision: its place in the line
 	lease clientv3.LeaseID
-	stop  context.CancelFunc // ends the lease's keep-alive
 }
 
 // errTurnGone says a writer's place in line is gone: its lease lapsed
@@ -76,30 +81,41 @@ var errWaited = errors.New("waited for other writers")
 
 // takeTurn joins line r and waits until it holds the turn.
 func (s *Store) takeTurn(ctx context.Context, r rank) (*turn, error) {
-	var g *clientv3.LeaseGrantResponse
+	for {
+		t, err := s.joinLine(ctx, r)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && t != nil && ctx.Err() == nil {
+			// The process's lease lapsed (etcd was away, or the
+			// process stalled): a new one.
+			s.turns.forget(t.lease)
+			continue
+		}
+		if err != nil {
+			return nil, s.unavailable(ctx, "join the line", err)
+		}
+		if err := s.waitTurn(ctx, t); err != nil {
+			s.endTurn(ctx, t)
+			return nil, err
+		}
+		return t, nil
+	}
+}
+
+// joinLine puts a place for this writer at the back of line r.
+func (s *Store) joinLine(ctx context.Context, r rank) (*turn, error) {
+	var lease clientv3.LeaseID
 	err := retried(ctx, func() (err error) {
-		g, err = s.cli.Grant(ctx, int64(turnTTL/time.Second))
+		lease, err = s.lease(ctx, &s.turns, turnTTL)
 		return err
 	})
 	if err != nil {
-		return nil, s.unavailable(ctx, "join the line", err)
+		return nil, err
 	}
-	kctx, stop := context.WithCancel(context.Background())
-	alive, err := s.cli.KeepAlive(kctx, g.ID)
-	if err != nil {
-		stop()
-		return nil, s.unavailable(ctx, "join the line", err)
-	}
-	go func() {
-		for range alive { // drained, or the client complains it is full
-		}
-	}()
-	t := &turn{rank: r, key: s.line(r) + strconv.FormatInt(int64(g.ID), 16), lease: g.ID, stop: stop}
+	t := &turn{rank: r, lease: lease, key: s.line(r) + strconv.FormatInt(int64(lease), 16) + "." + strconv.FormatInt(s.places.Add(1), 10)}
 	// Put only if absent, else read it: a put tried again after an answer
 	// lost must not move the place to the back of the line.
 	err = retried(ctx, func() error {
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(t.key), "=", 0)).
-			Then(clientv3.OpPut(t.key, "", clientv3.WithLease(g.ID))).Else(clientv3.OpGet(t.key)).Commit()
+			Then(clientv3.OpPut(t.key, "", clientv3.WithLease(lease))).Else(clientv3.OpGet(t.key)).Commit()
 		switch {
 		case err != nil:
 			return err
@@ -110,15 +126,10 @@ func (s *Store) takeTurn(ctx context.Context, r rank) (*turn, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		s.endTurn(ctx, t)
-		return nil, s.unavailable(ctx, "join the line", err)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		s.endTurn(ctx, t) // the put may have been applied
 	}
-	if err := s.waitTurn(ctx, t); err != nil {
-		s.endTurn(ctx, t)
-		return nil, err
-	}
-	return t, nil
+	return t, err
 }
 
 // retried calls fn until it succeeds, fails for good, or ctx ends: a
@@ -212,22 +223,35 @@ func (s *Store) turnCompares(t *turn) []clientv3.Cmp {
 	return cmps
 }
 
-// endTurn leaves the line: it revokes the turn's lease, which deletes the
-// key if it is still there, within ctx, the operation's time. Should etcd
-// not answer, or the time be up, the lease, no longer kept alive, lapses
-// within turnTTL; with the time up, the revocation is still tried, without
-// keeping the caller past the deadline it promised.
+// endTurn leaves the line: it deletes the writer's place, within ctx, the
+// operation's time. Should etcd not answer, or the time be up, the delete
+// is tried again in the background (see giveBack), without keeping the
+// caller past the deadline it promised.
 func (s *Store) endTurn(ctx context.Context, t *turn) {
-	t.stop()
-	if ctx.Err() != nil {
-		go s.revoke(t.lease)
-		return
+	if ctx.Err() == nil {
+		if _, err := s.cli.Delete(ctx, t.key); err == nil {
+			return
+		}
 	}
-	_, _ = s.cli.Revoke(ctx, t.lease)
+	go s.giveBack(t.key)
 }
 
-// revoke ends a lease within the store's timeout, in the background; one
-// it could not end lapses within turnTTL.
+// giveBack deletes a place in the background until etcd has done it or the
+// store closes (which revokes the places' lease); each try within the
+// store's timeout.
+func (s *Store) giveBack(key string) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(s.life, s.cfg.Timeout)
+		_, err := s.cli.Delete(ctx, key)
+		cancel()
+		unanswered := transient(err) || errors.Is(err, context.DeadlineExceeded) || deadlineAtServer(err)
+		if err == nil || !unanswered || !pause(s.life, attempt) {
+			return
+		}
+	}
+}
+
+// revoke ends a lease within the store's timeout.
 func (s *Store) revoke(lease clientv3.LeaseID) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
