@@ -52,6 +52,7 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(monitor.Act)) 
 	if err != nil || !guarded {
 		return func() {}, "", err
 	}
+	guard = localGuard(guard)
 	if !proc.RealRoot() {
 		return nil, "", fmt.Errorf("%w: run it as root (sudo chronos --monitor, or the chronos-monitor unit); members' apps and commands need no monitor of their own", core.ErrGuarded)
 	}

@@ -153,6 +153,10 @@ func TestGuardedEtcdMembersGoThroughTheKeeper(t *testing.T) {
 	}
 
 	stop := lab.startKeeper(t)
+	// Outside the group: not even where the ledger is.
+	r = lab.as(t, &syscall.Credential{Uid: 65534, Gid: 65534}, "list")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "permission denied (it names this lab's shared ledger: members of its group may read it)")
 	r = lab.as(t, member, "create", "0", "0.2", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Booked 1: 20% (16.0 GiB) of GPU 0 for nobody")

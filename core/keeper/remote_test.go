@@ -1,0 +1,77 @@
+package keeper
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/storage"
+)
+
+// A member's RemoteStore reads the ledger as the keeper reads it: what
+// root wrote, a ledger many frames long whole, the snapshot it holds kept
+// (not sent again) while the ledger is unchanged and read again once it
+// changed; it writes nothing; with no keeper it says so.
+func TestRemoteStoreReadsThroughTheKeeper(t *testing.T) {
+	t.Parallel()
+	k := startKeeper(t)
+	_, err := k.root.Create(core.Request{Device: 0, Memory: human.Memory{Fraction: 0.25}, Duration: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, k.root.Ledger().Update(context.Background(), func(tx *storage.Tx) error {
+		for range 200 {
+			if err := tx.AddEvent(domain.Event{Time: k.clk.Now(), Kind: domain.EventPolicy, Detail: strings.Repeat("y", 1000)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+
+	r := NewRemoteStore(k.sock, "etcd://lab")
+	read := func() (parts []domain.Partition, events int) {
+		t.Helper()
+		require.NoError(t, r.View(context.Background(), func(tx *storage.Tx) error {
+			var err error
+			if parts, err = tx.Partitions(); err != nil {
+				return err
+			}
+			evs, err := tx.Events(0, 0)
+			events = len(evs)
+			return err
+		}))
+		return parts, events
+	}
+	parts, events := read()
+	require.Len(t, parts, 1)
+	require.Equal(t, "root", parts[0].User)
+	require.Equal(t, 201, events, "more than three frames' worth, read whole")
+	held, version := r.snap, r.Version()
+	require.NotEmpty(t, version)
+	read()
+	require.Same(t, held, r.snap, "unchanged: the snapshot held is read again")
+
+	_, err = k.root.Create(core.Request{Device: 1, Memory: human.Memory{Fraction: 0.5}, Duration: time.Hour})
+	require.NoError(t, err)
+	parts, _ = read()
+	require.Len(t, parts, 2)
+	require.NotEqual(t, version, r.Version())
+
+	err = r.Update(context.Background(), func(*storage.Tx) error { return nil })
+	require.ErrorIs(t, err, core.ErrGuarded)
+	require.ErrorIs(t, err, storage.ErrReadOnly)
+	require.ErrorIs(t, r.Publish(context.Background(), "gpu1", []byte("{}"), time.Minute), core.ErrGuarded)
+	statuses, err := r.Present(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, statuses, "a ledger file has no hosts' statuses")
+
+	down := NewRemoteStore(filepath.Join(t.TempDir(), "none.sock"), "etcd://lab")
+	require.ErrorIs(t, down.View(context.Background(), func(*storage.Tx) error { return nil }), ErrDown)
+	_, err = down.Present(context.Background())
+	require.ErrorIs(t, err, ErrDown)
+}
