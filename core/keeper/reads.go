@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"sync"
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
@@ -49,17 +50,50 @@ func (s *Server) serveRead(conn *net.UnixConn, req Request) {
 	_ = WriteFrame(conn, Reply{V: Version, Kind: ReplyDone, Version: version})
 }
 
-// snapshot reads the whole ledger in one transaction.
+// snapshotCache is the last snapshot the keeper read, and the ledger's
+// Version it was read at.
+type snapshotCache struct {
+	mu      sync.Mutex
+	at      string // the ledger's Version
+	data    []byte
+	version string // the snapshot's
+	reads   int    // whole reads of the ledger (tests)
+}
+
+// snapshot is the whole ledger as one transaction reads it. One that the
+// ledger's Version says is unchanged since the last is not read again:
+// a member's command views the ledger several times. A read that begins
+// with a transaction of its own pins the Version (etcd's is the newest
+// commit it has seen, which that read sees); a snapshot is kept only when
+// the Version did not move while it was read, so it is that Version's.
 func (s *Server) snapshot() (data []byte, version string, err error) {
+	ledger, ctx := s.Client.Ledger(), s.Client.Context()
+	if err := ledger.View(ctx, func(*storage.Tx) error { return nil }); err != nil {
+		return nil, "", err
+	}
+	c := &s.snaps
+	before := ledger.Version()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if before != "" && before == c.at {
+		return c.data, c.version, nil
+	}
 	var snap *storage.Snapshot
-	err = s.Client.Ledger().View(s.Client.Context(), func(tx *storage.Tx) error {
+	err = ledger.View(ctx, func(tx *storage.Tx) error {
 		snap, err = storage.TakeSnapshot(tx)
 		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	return snap.Encode()
+	c.reads++
+	if data, version, err = snap.Encode(); err != nil {
+		return nil, "", err
+	}
+	if ledger.Version() == before {
+		c.at, c.data, c.version = before, data, version
+	}
+	return data, version, nil
 }
 
 // present is the hosts' live statuses, by host; none on a ledger file.

@@ -55,12 +55,14 @@ func TestRemoteStoreReadsThroughTheKeeper(t *testing.T) {
 	require.NotEmpty(t, version)
 	read()
 	require.Same(t, held, r.snap, "unchanged: the snapshot held is read again")
+	require.Equal(t, 1, k.srv.snapshotReads(), "and the keeper read the ledger whole once")
 
 	_, err = k.root.Create(core.Request{Device: 1, Memory: human.Memory{Fraction: 0.5}, Duration: time.Hour})
 	require.NoError(t, err)
 	parts, _ = read()
 	require.Len(t, parts, 2)
 	require.NotEqual(t, version, r.Version())
+	require.Equal(t, 2, k.srv.snapshotReads())
 
 	err = r.Update(context.Background(), func(*storage.Tx) error { return nil })
 	require.ErrorIs(t, err, core.ErrGuarded)
@@ -74,4 +76,10 @@ func TestRemoteStoreReadsThroughTheKeeper(t *testing.T) {
 	require.ErrorIs(t, down.View(context.Background(), func(*storage.Tx) error { return nil }), ErrDown)
 	_, err = down.Present(context.Background())
 	require.ErrorIs(t, err, ErrDown)
+}
+
+func (s *Server) snapshotReads() int {
+	s.snaps.mu.Lock()
+	defer s.snaps.mu.Unlock()
+	return s.snaps.reads
 }

@@ -44,6 +44,7 @@ type Server struct {
 	once  sync.Once
 	lim   *limits
 	names names
+	snaps snapshotCache
 }
 
 // errWaiterGone is why a waiter left the line: its connection closed.
