@@ -2,8 +2,10 @@ package keeper
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -22,6 +24,10 @@ import (
 type RemoteStore struct {
 	// Path is the keeper's socket; Where names the ledger for messages.
 	Path, Where string
+	// Timeout bounds each answer of the keeper, by Clock; zero means
+	// DefaultRemoteTimeout, nil the kernel's clock.
+	Timeout time.Duration
+	Clock   clock.Clock
 
 	mu      sync.Mutex
 	snap    *storage.Snapshot
@@ -37,14 +43,37 @@ func NewRemoteStore(socket, where string) *RemoteStore {
 // it reads through the keeper.
 var ErrMemberWrite = fmt.Errorf("%w (%w): members write it through root's keeper", core.ErrGuarded, storage.ErrReadOnly)
 
-// fetch sends req and gathers the chunks of the answer, until ctx ends.
-func (r *RemoteStore) fetch(ctx context.Context, req Request) ([]byte, Reply, error) {
+// DefaultRemoteTimeout is how long a member waits for the keeper's
+// answer: the keeper's own wait for etcd (5 s) and the transfer, with room.
+const DefaultRemoteTimeout = 30 * time.Second
+
+// ErrSlow says the keeper took the connection and did not answer.
+var ErrSlow = errors.New("the keeper did not answer in time: ask root to check chronos-monitor")
+
+// fetch sends req and gathers the chunks of the answer, until ctx ends or
+// the keeper has taken Timeout.
+func (r *RemoteStore) fetch(parent context.Context, req Request) ([]byte, Reply, error) {
 	k := &Client{Path: r.Path}
 	conn, err := k.dial()
 	if err != nil {
 		return nil, Reply{}, err
 	}
 	defer conn.Close()
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.Kernel
+	}
+	timer := clk.NewTimer(cmp.Or(r.Timeout, DefaultRemoteTimeout))
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-timer.C():
+			cancel(fmt.Errorf("%w (%s)", ErrSlow, cmp.Or(r.Timeout, DefaultRemoteTimeout)))
+		case <-ctx.Done():
+		}
+	}()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	var data []byte

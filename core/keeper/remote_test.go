@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/storage"
@@ -82,4 +84,36 @@ func (s *Server) snapshotReads() int {
 	s.snaps.mu.Lock()
 	defer s.snaps.mu.Unlock()
 	return s.snaps.reads
+}
+
+// A keeper that takes the connection and never answers (stopped, say)
+// holds a member's read no longer than the timeout, which says so.
+func TestRemoteStoreGivesUpOnASilentKeeper(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "silent.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { conn.Close() }) // held open, unanswered
+		}
+	}()
+	clk := coretest.NewFakeClock()
+	r := &RemoteStore{Path: sock, Where: "etcd://lab", Clock: clk, Timeout: time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- r.View(context.Background(), func(*storage.Tx) error { return nil }) }()
+	require.True(t, clk.WaitTimers(1, 10*time.Second), "no timeout set")
+	clk.Advance(time.Minute)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrSlow)
+		require.EqualError(t, err, "the keeper did not answer in time: ask root to check chronos-monitor (1m0s)")
+	case <-time.After(10 * time.Second): // the test's own patience
+		t.Fatal("the read outlived its timeout")
+	}
 }
