@@ -93,15 +93,16 @@ func TestRemoteStoreGivesUpOnASilentKeeper(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "silent.sock")
 	ln, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() }) // held open, unanswered
+	held := make(chan net.Conn, 1)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		if conn := <-held; conn != nil {
+			_ = conn.Close()
 		}
+	})
+	go func() {
+		conn, _ := ln.Accept()
+		held <- conn // held open, unanswered
 	}()
 	clk := coretest.NewFakeClock()
 	r := &RemoteStore{Path: sock, Where: "etcd://lab", Clock: clk, Timeout: time.Minute}
