@@ -260,6 +260,45 @@ func TestGuardedEtcdDoctorNamesForgeries(t *testing.T) {
 	require.Equal(t, 240, long, "the ledger read whole (%d bytes of events)", len(r.stdout))
 }
 
+// On a guarded ledger on etcd a member's run, create --wait and backends
+// work through the keeper: the run's records and its release are the
+// member's, a waiter is booked when root's release makes room.
+func TestGuardedEtcdRunAndWaitThroughTheKeeper(t *testing.T) {
+	t.Parallel()
+	lab := newEtcdLab(t)
+	require.Equal(t, 0, lab.initGuarded(t, nil).code)
+	lab.startKeeper(t)
+
+	r := lab.as(t, member, "run", "1", "0.5", "1h", "--", "sh", "-c", `echo "visible=$CUDA_VISIBLE_DEVICES uid=$(id -u)"; exit 3`)
+	require.Equal(t, 3, r.code, "the command's status: %s", r.stderr)
+	require.Equal(t, "visible=1 uid=65534\n", r.stdout)
+	r = lab.as(t, member, "events", "--booking", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `run +#1 by nobody: process \d+ runs its command`, r.stdout)
+	require.Regexp(t, `released +#1 by nobody`, r.stdout)
+
+	r = lab.as(t, nil, "create", "0", "1", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out strings.Builder
+	wait := exec.Command(chronosBin, "create", "0", "0.5", "1h", "--wait")
+	wait.Env = append(append(append(os.Environ(), binEnv("")...), lab.env()...), "HOME=/nonexistent")
+	wait.SysProcAttr = &syscall.SysProcAttr{Credential: member}
+	wait.Stdout, wait.Stderr = &out, &out
+	require.NoError(t, wait.Start())
+	t.Cleanup(func() { _ = wait.Process.Kill(); _ = wait.Wait() })
+	require.Eventually(t, func() bool {
+		r := lab.as(t, member, "queue", "--json")
+		return r.code == 0 && strings.Count(r.stdout, `"position"`) == 1
+	}, patience, 20*time.Millisecond, "the member's request joined the line")
+	r = lab.as(t, nil, "release", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, wait.Wait(), out.String())
+	require.Contains(t, out.String(), "Booked 3: 50% (40.0 GiB) of GPU 0 for nobody")
+
+	r = lab.as(t, member, "backends")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
 // TestGuardedEtcdFigures measures, for BENCHMARKS.md, a member's whole
 // create and list commands through the keeper against root's direct ones
 // on the same etcd, alternating, in one run. GUARDED_ETCD_FIGURES=1 runs
