@@ -299,6 +299,35 @@ func TestGuardedEtcdRunAndWaitThroughTheKeeper(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
+// A member's app on a guarded ledger on etcd reads through the keeper,
+// sees what root books meanwhile, and books through the keeper.
+func TestGuardedEtcdApp(t *testing.T) {
+	t.Parallel()
+	lab := newEtcdLab(t)
+	require.Equal(t, 0, lab.initGuarded(t, nil).code)
+	lab.startKeeper(t)
+	r := lab.as(t, nil, "create", "0", "0.5", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	cover, collect := otherUserCoverDir(t)
+	t.Cleanup(collect)
+	env := append(append(binEnv(""), lab.env()...), "GOCOVERDIR="+cover, "HOME=/nonexistent", "XDG_STATE_HOME="+openDir(t), "PS1=$ ")
+	s := newTmux(t, 220, 30, env...)
+	s.keys("runuser -u nobody -G daemon -- "+chronosBin, "Enter")
+	s.waitFor("guarded: root's keeper keeps this ledger; your writes go through it")
+	s.waitFor("GPU 1  Simulated")
+	require.NotContains(t, s.screen(), "daemon")
+	r = lab.as(t, nil, "create", "1", "0.25", "1h", "--user", "daemon")
+	require.Equal(t, 0, r.code, r.stderr)
+	s.waitFor("daemon")
+	s.keys("n")
+	s.waitFor("New booking")
+	s.keys("Up", "1", "Down", "2", "0", "%", "Enter")
+	require.Eventually(t, func() bool {
+		r := lab.as(t, nil, "list", "--json")
+		return r.code == 0 && strings.Contains(r.stdout, `"owner": "nobody"`)
+	}, patience, 50*time.Millisecond, "the app's booking went through the keeper: %s", s.screen())
+}
+
 // TestGuardedEtcdFigures measures, for BENCHMARKS.md, a member's whole
 // create and list commands through the keeper against root's direct ones
 // on the same etcd, alternating, in one run. GUARDED_ETCD_FIGURES=1 runs
