@@ -19,6 +19,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd"
@@ -390,4 +391,22 @@ func TestGuardedEtcdFigures(t *testing.T) {
 		fmt.Printf("%s (whole command, median of 30): root direct %.1f ms, member through the keeper %.1f ms (%.2fx)\n",
 			what, coretest.Ms(root), coretest.Ms(member), float64(member)/float64(root))
 	}
+}
+
+// The keeper of a guarded ledger on etcd warns at its start when this
+// host's key is not root's alone: a host init'ed without --guarded.
+func TestKeeperWarnsOfAKeyMembersMayRead(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the key is root's")
+	}
+	key := filepath.Join(t.TempDir(), "client-key.pem")
+	require.NoError(t, os.WriteFile(key, []byte("key"), 0o644))
+	require.NoError(t, os.Chmod(key, 0o644))
+	cfg := setup.StoreConfig{Store: "etcd://127.0.0.1:2379", Key: key}
+	require.Equal(t, "; WARNING: the etcd key "+key+" is mode 0644, not root's alone: members may reach etcd directly "+
+		"(run sudo chronos init --store … --guarded --group NAME on this host)", keyWarning(cfg))
+	require.NoError(t, os.Chmod(key, 0o600))
+	require.Empty(t, keyWarning(cfg))
+	require.Empty(t, keyWarning(setup.StoreConfig{Store: key}), "a ledger file has no key")
 }
