@@ -33,7 +33,11 @@ prepared the same way; users then name it with --db or CHRONOS_DB too.
 With --store etcd://host:port,…: check that etcd answers, then write
 ` + setup.StoreFile() + ` (root and the group, mode 0640), which makes that ledger,
 shared by every host that names it, the ledger of every user of this host.
---cacert, --cert and --key name the TLS files, kept in the same file.`,
+--cacert, --cert and --key name the TLS files, kept in the same file.
+
+--guarded (with --group): members read and write the ledger only through
+root's monitor, the keeper; on etcd the client key becomes root's alone
+(0600), so no member reaches etcd but through it. Run it on every host.`,
 		Example: "  sudo chronos init --shared --group gpu\n  sudo chronos init --store etcd://gpu1:2379,gpu2:2379,gpu3:2379 --group gpu",
 		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,10 +45,7 @@ shared by every host that names it, the ledger of every user of this host.
 				if shared {
 					return usageError{errors.New("init: --shared or --store, not both")}
 				}
-				if guarded {
-					return usageError{errors.New("init --store --guarded: a guarded ledger on etcd is not built yet; --guarded works with --shared")}
-				}
-				return initStore(cmd, g.store, group)
+				return initStore(cmd, g.store, group, guarded)
 			}
 			if !shared {
 				return usageError{errors.New("init: say --shared, or --store etcd://… (a per-user ledger needs no init)")}
@@ -76,7 +77,7 @@ shared by every host that names it, the ledger of every user of this host.
 	}
 	cmd.Flags().BoolVar(&shared, "shared", false, "create the shared ledger in "+setup.SharedDir)
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
-	cmd.Flags().BoolVar(&guarded, "guarded", false, "with --shared: members read the ledger but write it only through root's monitor (the keeper); needs --group")
+	cmd.Flags().BoolVar(&guarded, "guarded", false, "members write the ledger only through root's monitor (the keeper), and on etcd read it through it too; needs --group")
 	return cmd
 }
 
@@ -99,13 +100,22 @@ func guardedNote(g *storage.Guard) string {
 }
 
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this
-// host's, once etcd has answered.
-func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string) error {
+// host's, once etcd has answered; guarded, its key becomes root's alone
+// and the ledger is marked guarded (see guardStore).
+func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string, guarded bool) error {
 	if !onEtcd(cfg) {
 		return usageError{fmt.Errorf("init --store %s: give an etcd URL, etcd://host:port,… (a ledger file needs no init; --shared makes the shared one)", cfg.Store)}
 	}
 	if !proc.RealRoot() {
 		return fmt.Errorf("%w: writing %s (try sudo chronos init --store …)", domain.ErrNotRoot, setup.StoreFile())
+	}
+	var guard *storage.Guard
+	if guarded {
+		g, err := guardStore(cfg, group)
+		if err != nil {
+			return err
+		}
+		guard, cfg.Guarded = &g, g.Group
 	}
 	s, err := openStore(cfg)
 	if err != nil {
@@ -114,11 +124,16 @@ func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string) error {
 	if err := s.Update(cmd.Context(), func(*storage.Tx) error { return nil }); err != nil {
 		return err
 	}
+	if guard != nil {
+		if err := core.NewClient(core.Options{Ledger: s, Context: cmd.Context()}).SetGuard(guard); err != nil {
+			return err
+		}
+	}
 	if err := setup.WriteStoreFile(setup.StoreFile(), cfg, group); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host.\n",
-		s, setup.StoreFile(), groupOrRoot(group))
+	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host%s.\n",
+		s, setup.StoreFile(), groupOrRoot(group), guardedStoreNote(guard, cfg.Key))
 	return nil
 }
 

@@ -58,6 +58,9 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	if err != nil {
 		return err
 	}
+	if cfg, err := g.storeConfig(); err == nil && keeping != "" {
+		keeping += keyWarning(cfg)
+	}
 	defer stopKeeper()
 	b, notice, err := c.OpenGPUs(g.backendKind())
 	if err != nil {

@@ -27,10 +27,15 @@ type writer interface {
 
 // writerFor is who writes c's ledger for its user: root writes directly;
 // on a guarded ledger a member writes through the keeper. A ledger whose
-// mark cannot be read is written directly, which reports what is wrong.
+// mark cannot be read is written directly, which reports what is wrong;
+// one the member reads through the keeper (etcd) is guarded by the store
+// file's word.
 func writerFor(c *core.Client) writer {
 	if c.Me().Root() {
 		return c
+	}
+	if _, remote := c.Ledger().(*keeper.RemoteStore); remote {
+		return keeper.NewClient(keeper.SocketPath(), c)
 	}
 	if _, guarded, err := c.Guard(); err != nil || !guarded {
 		return c
@@ -47,6 +52,7 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(monitor.Act)) 
 	if err != nil || !guarded {
 		return func() {}, "", err
 	}
+	guard = localGuard(guard)
 	if !proc.RealRoot() {
 		return nil, "", fmt.Errorf("%w: run it as root (sudo chronos --monitor, or the chronos-monitor unit); members' apps and commands need no monitor of their own", core.ErrGuarded)
 	}

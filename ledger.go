@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chronos-gpu/chronos/core/keeper"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -32,6 +34,10 @@ func openStore(cfg setup.StoreConfig) (storage.Store, error) {
 	ec, err := etcd.ParseURL(cfg.Store)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if cfg.Guarded != "" && !proc.RealRoot() {
+		// The key is root's: a member reads through root's keeper.
+		return keeper.NewRemoteStore(keeper.SocketPath(), cfg.Store), nil
 	}
 	if ec.TLS, err = etcd.TLSConfig(cfg.CACert, cfg.Cert, cfg.Key); err != nil {
 		return nil, err

@@ -118,6 +118,9 @@ func (c *Client) DismissNotice(id, seq uint64) error {
 			return nil // another app of theirs did
 		}
 		p.NoticesDismissed = seq
-		return tx.PutPartition(&p)
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		return c.RecordEvent(tx, domain.EventDismissed, p, fmt.Sprintf("notices read up to event %d", seq))
 	})
 }

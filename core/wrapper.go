@@ -30,7 +30,10 @@ func (c *Client) SetWrapper(id uint64, w domain.Wrapper) error {
 			return fmt.Errorf("%w: %d belongs to %s; only they or root may run in it", domain.ErrNotOwner, id, p.User)
 		}
 		p.Wrapper = &w
-		return tx.PutPartition(&p)
+		if err := tx.PutPartition(&p); err != nil {
+			return err
+		}
+		return c.RecordEvent(tx, domain.EventRun, p, fmt.Sprintf("process %d runs its command, process group %d", w.PID, w.Group))
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 // people meet them (chronos events --kind takes these).
 var StoredEventKinds = []domain.EventKind{domain.EventCreated, domain.EventExtended, domain.EventReleased, domain.EventExpired, domain.EventWarned, domain.EventSignalled,
 	domain.EventDenied, domain.EventOverBudget, domain.EventUnbooked, domain.EventQueued, domain.EventLeft, domain.EventOrphaned, domain.EventIdle, domain.EventHeld, domain.EventReclaimed,
-	domain.EventNotified, domain.EventPolicy, domain.EventInventory, domain.EventRepaired}
+	domain.EventRun, domain.EventDismissed, domain.EventNotified, domain.EventPolicy, domain.EventInventory, domain.EventRepaired}
 
 // AddEvent appends e to the audit trail, numbering it.
 func (tx *Tx) AddEvent(e domain.Event) error {

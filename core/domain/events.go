@@ -35,6 +35,10 @@ const (
 	EventIdle      EventKind = "idle"
 	EventReclaimed EventKind = "reclaimed"
 	EventHeld      EventKind = "held"
+	// A booking's owner's own records: a chronos run of it began (the
+	// process the monitor watches and signals), and its notices were read.
+	EventRun       EventKind = "run"
+	EventDismissed EventKind = "dismissed"
 	// Acts a monitor reports that are not stored as events.
 	EventError   EventKind = "error"
 	EventStarted EventKind = "started"

@@ -49,6 +49,13 @@ const (
 	OpDismiss  Op = "dismiss"   // mark booking ID's notices read up to audit event Seq (the app's key)
 )
 
+// The reads a member makes through the keeper of a ledger it may not
+// reach (etcd, whose key is root's): see RemoteStore.
+const (
+	OpSnapshot Op = "snapshot" // the whole ledger, unless its Version is Have: chunks, then done with Version
+	OpPresent  Op = "present"  // the hosts' live statuses: chunks, then done
+)
+
 // Request is one request's frame. Who asks is never in it: the keeper
 // takes that from the kernel.
 type Request struct {
@@ -62,6 +69,7 @@ type Request struct {
 	Signal   int           `json:"signal,omitempty"` // its number (15, 9)
 	PID      int           `json:"pid,omitempty"`    // a process of the caller's, the waiter a request is handed to
 	Seq      uint64        `json:"seq,omitempty"`    // an audit event's number: the last notice read
+	Have     string        `json:"have,omitempty"`   // the snapshot's version the caller holds
 }
 
 // Create is a booking asked for (core.Request), and whether to wait in
@@ -90,6 +98,7 @@ const (
 	ReplyError  ReplyKind = "error"
 	ReplyJoined ReplyKind = "joined" // the request joined the line: Entry
 	ReplyPlace  ReplyKind = "place"  // its place or ETA changed: Entry
+	ReplyChunk  ReplyKind = "chunk"  // the next part of a read's answer: Data
 )
 
 // Reply is one frame of the keeper's answer.
@@ -101,6 +110,8 @@ type Reply struct {
 	Entry     *admission.QueueEntry `json:"entry,omitempty"`
 	Usage     *domain.BookingUsage  `json:"usage,omitempty"`
 	Claimed   bool                  `json:"claimed,omitempty"` // a signal's claim went to the caller
+	Data      []byte                `json:"data,omitempty"`    // a chunk of a read's answer
+	Version   string                `json:"version,omitempty"` // a snapshot's
 	Error     string                `json:"error,omitempty"`
 	Class     string                `json:"class,omitempty"` // which of classes the error is
 	// A refusal of what would fit later (admission.FitsLaterError): the

@@ -44,6 +44,7 @@ type Server struct {
 	once  sync.Once
 	lim   *limits
 	names names
+	snaps snapshotCache
 }
 
 // errWaiterGone is why a waiter left the line: its connection closed.
@@ -136,6 +137,10 @@ func (s *Server) handle(conn *net.UnixConn) {
 	}
 	if !waits(req) {
 		defer s.limits().turn(peer.UID)()
+	}
+	if reads(req) {
+		s.serveRead(conn, req)
+		return
 	}
 	_ = WriteFrame(conn, s.do(conn, peer, req))
 }

@@ -134,7 +134,7 @@ func TestMemberMonitorInANamespaceKeepsOnlyItsOwn(t *testing.T) {
 	_, err = rootMon.Tick()
 	require.NoError(t, err)
 	require.Equal(t, domain.Released, r.state(theirs))
-	require.Equal(t, []string{"created", "released"}, servicetest.EventKinds(t, r.root, theirs))
+	require.Equal(t, []string{"created", "run", "released"}, servicetest.EventKinds(t, r.root, theirs))
 	req := waiter.RequestIn(t, r.root)
 	require.Equal(t, domain.Cancelled, req.State)
 	require.Contains(t, req.Reason, "its waiting process")

@@ -65,21 +65,21 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	require.Equal(t, domain.StatusReleased, state(gone))
 	require.Equal(t, domain.StatusReleased, state(afterReboot))
 	require.Equal(t, domain.StatusOrphaned, state(onGPU))
-	require.Equal(t, []string{"created", "released"}, servicetest.EventKinds(t, c, gone))
-	require.Equal(t, []string{"created", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "run", "released"}, servicetest.EventKinds(t, c, gone))
+	require.Equal(t, []string{"created", "run", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
 
 	// Marked once; released once its last process has ended.
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
-	require.Equal(t, []string{"created", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "run", "orphaned"}, servicetest.EventKinds(t, c, onGPU))
 	require.NoError(t, child.Process.Kill())
 	coretest.WaitStatus(t, child, 2*time.Second)
 	m.nextSample = time.Time{}
 	_, err = m.Tick()
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusReleased, state(onGPU))
-	require.Equal(t, []string{"created", "orphaned", "released"}, servicetest.EventKinds(t, c, onGPU))
+	require.Equal(t, []string{"created", "run", "orphaned", "released"}, servicetest.EventKinds(t, c, onGPU))
 	require.Equal(t, os.Getpid(), alive.PID)
 }
 

@@ -25,6 +25,19 @@ const GuardedFileMode fs.FileMode = 0o640
 // root's keeper. Root only; the group is required (a ledger only root uses
 // needs no guard).
 func InitGuardedAt(path, group string) (storage.Guard, error) {
+	g, err := GuardOf(group)
+	if err != nil {
+		return g, err
+	}
+	if _, err := initShared(path, group, GuardedDirMode, GuardedFileMode); err != nil {
+		return storage.Guard{}, err
+	}
+	return g, nil
+}
+
+// GuardOf is the guard of a ledger kept for group, as this host numbers
+// it: the group is required (a ledger only root uses needs no guard).
+func GuardOf(group string) (storage.Guard, error) {
 	if group == "" {
 		return storage.Guard{}, domain.InputErr("--guarded needs --group NAME: the group whose members may book through the keeper")
 	}
@@ -33,8 +46,5 @@ func InitGuardedAt(path, group string) (storage.Guard, error) {
 		return storage.Guard{}, fmt.Errorf("%w: %s", domain.ErrUnknownGroup, human.Quote(group))
 	}
 	gid, _ := strconv.Atoi(g.Gid)
-	if _, err := initShared(path, group, GuardedDirMode, GuardedFileMode); err != nil {
-		return storage.Guard{}, err
-	}
 	return storage.Guard{Group: g.Name, GID: gid}, nil
 }

@@ -36,6 +36,10 @@ type StoreConfig struct {
 	Store string
 	// CACert, Cert and Key are PEM files for TLS to etcd.
 	CACert, Cert, Key string
+	// Guarded is the group of a guarded ledger on etcd, as the store file
+	// says (init --store … --guarded): the key is root's, and members read
+	// and write through root's keeper. Empty: open.
+	Guarded string
 }
 
 // FindStore completes what the flags gave. The store is the flag's, else
@@ -58,6 +62,9 @@ func FindStore(flags StoreConfig) (StoreConfig, error) {
 			return cfg, err
 		}
 	}
+	if cfg.Store == file.Store {
+		cfg.Guarded = file.Guarded
+	}
 	for _, f := range []struct {
 		v    *string
 		from string
@@ -70,7 +77,7 @@ func FindStore(flags StoreConfig) (StoreConfig, error) {
 }
 
 // ReadStoreFile reads a store file: lines of key=value (store, cacert,
-// cert, key), # for comments. A missing file is an empty config.
+// cert, key, guarded), # for comments. A missing file is an empty config.
 func ReadStoreFile(path string) (StoreConfig, error) {
 	var cfg StoreConfig
 	f, err := os.Open(path)
@@ -92,12 +99,12 @@ func ReadStoreFile(path string) (StoreConfig, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		fields := map[string]*string{"store": &cfg.Store, "cacert": &cfg.CACert, "cert": &cfg.Cert, "key": &cfg.Key}
+		fields := map[string]*string{"store": &cfg.Store, "cacert": &cfg.CACert, "cert": &cfg.Cert, "key": &cfg.Key, "guarded": &cfg.Guarded}
 		if p := fields[k]; ok && p != nil && v != "" {
 			*p = v
 			continue
 		}
-		return cfg, fmt.Errorf("%s line %d: %q: write key=value with key store, cacert, cert or key", path, n, line)
+		return cfg, fmt.Errorf("%s line %d: %q: write key=value with key store, cacert, cert, key or guarded", path, n, line)
 	}
 	return cfg, sc.Err()
 }
@@ -121,7 +128,7 @@ func WriteStoreFile(path string, cfg StoreConfig, group string) error {
 	var b strings.Builder
 	b.WriteString("# The ledger every chronos on this host uses; written by chronos init.\n")
 	fmt.Fprintf(&b, "store=%s\n", cfg.Store)
-	for _, kv := range [][2]string{{"cacert", cfg.CACert}, {"cert", cfg.Cert}, {"key", cfg.Key}} {
+	for _, kv := range [][2]string{{"cacert", cfg.CACert}, {"cert", cfg.Cert}, {"key", cfg.Key}, {"guarded", cfg.Guarded}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
 		}
