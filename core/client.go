@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
@@ -164,9 +165,9 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	}
 	devs, err := b.Devices()
 	if err == nil {
-		err = c.SaveInventory(BackendInventory(b, devs, c.now()))
+		err = c.SaveInventory(ledger.BackendInventory(b, devs, c.now()))
 	}
-	if err != nil && !CannotWrite(err) {
+	if err != nil && !ledger.CannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}

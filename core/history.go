@@ -5,6 +5,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -55,7 +56,7 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(domain.AccountEvery), h.To, dev.UUID); err != nil {
 			return err
 		}
-		pol, err := PolicyIn(tx)
+		pol, err := ledger.Policy(tx)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -372,7 +373,7 @@ func addUserUsage(tx *storage.Tx, u domain.UserUsage) error {
 		}
 		return err
 	}
-	pol, err := PolicyIn(tx)
+	pol, err := ledger.Policy(tx)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -215,7 +215,7 @@ func (c *Client) admit(tx *storage.Tx, s *submission, fetched *domain.Inventory)
 		start = admission.Later(s.req.Start, now)
 		r.NotBefore = start
 	}
-	b, err := readBooks(tx, c.host, now)
+	b, err := ledger.Books(tx, c.host, now)
 	if err != nil {
 		return err
 	}
@@ -315,31 +315,7 @@ func (c *Client) fetchInventory() (domain.Inventory, error) {
 	if err != nil {
 		return domain.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
-	return inventoryWith(InventoryOf(l.Backend, l.Devices, c.now()), l.Topology), nil
-}
-
-// BackendInventory is the ledger's form of backend b's GPUs (devs, as it
-// listed them) and how they are linked, as seen on this host.
-func BackendInventory(b gpu.Backend, devs []gpu.Device, now time.Time) domain.Inventory {
-	return inventoryWith(InventoryOf(b.Name(), devs, now), gpu.TopologyOf(b))
-}
-
-// inventoryWith is inv with the links t knows of its GPUs.
-func inventoryWith(inv domain.Inventory, t gpu.Topology) domain.Inventory {
-	if t.Known() {
-		inv.Topology, _ = json.Marshal(t) // a topology always marshals
-	}
-	return inv
-}
-
-// InventoryOf is the ledger's form of a backend's device list, as seen on
-// this host.
-func InventoryOf(backend string, devs []gpu.Device, now time.Time) domain.Inventory {
-	inv := domain.Inventory{Backend: backend, Host: hostname(), Updated: now}
-	for _, d := range devs {
-		inv.Devices = append(inv.Devices, domain.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
-	}
-	return inv
+	return ledger.WithTopology(ledger.InventoryOf(l.Backend, l.Devices, c.now()), l.Topology), nil
 }
 
 // GPUHost resolves the host a request names: none, or this host's own
@@ -494,7 +470,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.Mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := EndBooking(tx, &p, domain.Released, c.now(), LedgerPolicy(tx)); err != nil {
+		if err := ledger.EndBooking(tx, &p, domain.Released, c.now(), ledger.PolicyOnce(tx)); err != nil {
 			return err
 		}
 		if err := c.RecordEvent(tx, domain.EventReleased, p, ""); err != nil {
@@ -507,21 +483,6 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		c.PlaceRest(more)
 	}
 	return c.wrap(p), err
-}
-
-// EndBooking ends p (released or expired) at ended and charges its owner's
-// fair-share usage for the time it held, under the ledger's policy, in the
-// transaction that ends it.
-func EndBooking(tx *storage.Tx, p *domain.Partition, state domain.State, ended time.Time, policy func() (domain.Policy, error)) error {
-	pol, err := policy()
-	if err != nil {
-		return err
-	}
-	p.State, p.Ended = state, ended
-	if err := tx.PutPartition(p); err != nil {
-		return err
-	}
-	return charge(tx, *p, ended, pol)
 }
 
 // Extend moves a live or upcoming booking's deadline later by d. Its owner
@@ -538,7 +499,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			return err
 		}
 		now := c.now()
-		b, err := readBooks(tx, c.host, now)
+		b, err := ledger.Books(tx, c.host, now)
 		if err != nil {
 			return err
 		}
@@ -608,7 +569,7 @@ func (c *Client) AvailabilityOf(tx *storage.Tx, host string, inv domain.Inventor
 	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
-		a.Physical = physicalIn(tx, inv, d, now)
+		a.Physical = ledger.Physical(tx, inv, d, now)
 	}
 	for _, p := range parts {
 		switch {
@@ -712,7 +673,7 @@ func (c *Client) Inventory() (domain.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	if err := c.SaveInventory(inv); err != nil && !CannotWrite(err) {
+	if err := c.SaveInventory(inv); err != nil && !ledger.CannotWrite(err) {
 		return inv, err
 	}
 	return inv, nil
@@ -758,7 +719,7 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if window <= 0 {
-			pol, err := PolicyIn(tx)
+			pol, err := ledger.Policy(tx)
 			if err != nil {
 				return err
 			}

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"sync"
-
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
@@ -19,7 +18,7 @@ func (c *Client) Policy() (domain.Policy, error) {
 	var p domain.Policy
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		p, err = PolicyIn(tx)
+		p, err = ledger.Policy(tx)
 		return err
 	})
 	p.NotifyURL = notice.NotifyShown(c.notify)
@@ -44,7 +43,7 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 	var more bool
 	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		if p, err = PolicyIn(tx); err != nil {
+		if p, err = ledger.Policy(tx); err != nil {
 			return err
 		}
 		if len(settings) > 0 || !setNotify {
@@ -97,19 +96,4 @@ func checkTarget(target string) error {
 	}
 	_, err := LookupUser(target)
 	return err
-}
-
-// LedgerPolicy reads the policy in tx when first asked, and gives the same
-// after: a pass that ends many bookings charges each under it, read and
-// decoded once.
-func LedgerPolicy(tx *storage.Tx) func() (domain.Policy, error) {
-	return sync.OnceValues(func() (domain.Policy, error) { return PolicyIn(tx) })
-}
-
-func PolicyIn(tx *storage.Tx) (domain.Policy, error) {
-	p, ok, err := tx.Policy()
-	if err != nil || !ok {
-		return admission.DefaultPolicy(), err
-	}
-	return admission.WithDefaults(p), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -19,7 +20,7 @@ func (c *Client) Usage() ([]UserUsage, error) {
 	now := c.now()
 	var out []UserUsage
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
-		b, err := readBooks(tx, c.host, now)
+		b, err := ledger.Books(tx, c.host, now)
 		if err != nil {
 			return err
 		}

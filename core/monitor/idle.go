@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -70,7 +70,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 // as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
 // charged for the time it was held.
 func Reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
-	return core.EndBooking(tx, p, domain.Expired, now, core.LedgerPolicy(tx))
+	return ledger.EndBooking(tx, p, domain.Expired, now, ledger.PolicyOnce(tx))
 }
 
 // formatIdle is how long a booking has been idle, for its owner: in whole

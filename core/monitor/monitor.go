@@ -24,6 +24,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -278,7 +279,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 	s := &snapshot{pol: admission.DefaultPolicy(), stamp: stamp, read: now}
 	err := m.c.Ledger().View(m.c.Context(), func(tx *storage.Tx) error {
 		var err error
-		if s.pol, err = core.PolicyIn(tx); err != nil {
+		if s.pol, err = ledger.Policy(tx); err != nil {
 			return err
 		}
 		// Bookings that ended long ago have no processes left to act on.
@@ -400,7 +401,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 		err := storage.UpdateUrgent(m.c.Context(), m.c.Ledger(), func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
-			policy := core.LedgerPolicy(tx)
+			policy := ledger.PolicyOnce(tx)
 			var err error
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy, kept); err != nil {
 				return err
@@ -448,7 +449,7 @@ func (m *Monitor) tick(changed bool) (time.Time, error) {
 				mine = append(mine, p)
 			}
 			if len(readings) > 0 {
-				if err := core.PutReadingIfDue(tx, readings); err != nil {
+				if err := ledger.PutReadingIfDue(tx, readings); err != nil {
 					return err
 				}
 			}
@@ -548,8 +549,8 @@ func (p *pass) bound() int {
 		budget -= k * cost
 		return k
 	}
-	p.due = p.due[:take(len(p.due), 3+core.ChargeWrites)]
-	p.release = p.release[:take(len(p.release), 3+core.ChargeWrites)]
+	p.due = p.due[:take(len(p.due), 3+ledger.ChargeWrites)]
+	p.release = p.release[:take(len(p.release), 3+ledger.ChargeWrites)]
 	p.warn = p.warn[:take(len(p.warn), 2)]
 	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
 	p.notices = p.notices[:take(len(p.notices), 2)]
@@ -633,7 +634,7 @@ func (m *Monitor) refreshInventory() error {
 	if err != nil {
 		return fmt.Errorf("list GPUs: %w", err)
 	}
-	if err := m.c.SaveInventory(core.BackendInventory(m.o.Backend, devs, m.c.Now())); err != nil && !core.CannotWrite(err) {
+	if err := m.c.SaveInventory(ledger.BackendInventory(m.o.Backend, devs, m.c.Now())); err != nil && !ledger.CannotWrite(err) {
 		return fmt.Errorf("update the GPU inventory: %w", err)
 	}
 	return nil
@@ -677,7 +678,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admis
 		if p.State != domain.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		if err := core.EndBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
+		if err := ledger.EndBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
 			return nil, err
 		}
 		n := 0

@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -83,7 +84,7 @@ func UIDOf(t *testing.T, name string) int {
 // SimInventory is the inventory of n simulated GPUs of mem bytes, taken at now.
 func SimInventory(n int, mem uint64, now time.Time) domain.Inventory {
 	devs, _ := gpu.NewSim(gpu.SimOptions{Count: n, Memory: mem}).Devices()
-	return core.InventoryOf(gpu.SimName, devs, now)
+	return ledger.InventoryOf(gpu.SimName, devs, now)
 }
 
 // InventoryOf is the inventory c's ledger holds.
