@@ -427,41 +427,6 @@ func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
 	require.ErrorContains(t, err, "kept for requests waiting ahead")
 }
 
-// Usage is charged at the end for the time held, decays by half each
-// half-life, and orders fair share: F = 0.5 at one's share of the machine.
-func TestUsageChargedForTimeHeld(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, testUsageChargedForTimeHeld)
-}
-
-func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
-	l := newLedger(open)
-	a, r := l.as(coretest.Alice), l.as(coretest.Root)
-	_, err := r.SetPolicy([]string{"halflife=1d"})
-	require.NoError(t, err)
-	p, err := a.Create(half(0, 2*time.Hour))
-	require.NoError(t, err)
-	l.clock.Advance(time.Hour)
-	users, err := a.Usage()
-	require.NoError(t, err)
-	require.Len(t, users, 1)
-	require.InDelta(t, 0.5, users[0].Usage, 1e-9, "a running booking counts what it has held")
-	require.InDelta(t, 0.5, users[0].GPUs, 1e-9)
-	require.NoError(t, p.Release())
-	l.clock.Advance(24 * time.Hour)
-	users, err = a.Usage()
-	require.NoError(t, err)
-	require.InDelta(t, 0.25, users[0].Usage, 1e-9, "charged 0.5 GPU-hours at release, halved a day later")
-	require.InDelta(t, 0.5, users[0].Hours7d, 1e-9)
-	require.Zero(t, users[0].GPUs)
-
-	// At an equal share: two GPUs used for ever at the rate that keeps
-	// usage steady is u = 1, F = 0.5.
-	steady := 2 * (24 * time.Hour).Seconds() / 0.6931471805599453
-	require.InDelta(t, 0.5, admission.FairShare(steady, 2, 24*time.Hour, 1), 1e-12)
-	require.InDelta(t, 1.0, admission.Priority(0.5, 12*time.Hour, admission.DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
-}
-
 // A process that names a booking which has not started runs on no booking;
 // an owner's booking ahead does not claim their processes either.
 func TestBookingAheadClaimsNoProcess(t *testing.T) {

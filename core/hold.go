@@ -59,11 +59,11 @@ func stillWaits(r domain.Request, now time.Time) bool {
 	return r.Deadline.IsZero() || now.Before(r.Deadline)
 }
 
-// waitingIn counts the requests waiting in line for this host's GPUs at
+// WaitingIn counts the requests waiting in line for this host's GPUs at
 // now, by GPU index (a request for several counts on each it names);
 // AnyDevice counts those for any of its GPUs. Requests past their
 // --timeout are left out, as the idle ladder leaves them out.
-func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
+func (c *Client) WaitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 	n := map[int]int{}
 	line, err := tx.WaitingRequests()
 	for _, r := range line {

@@ -360,8 +360,8 @@ func (p Partition) GPUName() string {
 	return p.client.GPUName(p.Host, p.Device)
 }
 
-// otherHost is host when it is another host, else empty.
-func (c *Client) otherHost(host string) string {
+// OtherHost is host when it is another host, else empty.
+func (c *Client) OtherHost(host string) string {
 	if host == c.host {
 		return ""
 	}
@@ -374,14 +374,14 @@ func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		out, err = c.listIn(tx, all, c.now())
+		out, err = c.ListIn(tx, all, c.now())
 		return err
 	})
 	return out, err
 }
 
-// listIn is List in tx, as of now.
-func (c *Client) listIn(tx *storage.Tx, all bool, now time.Time) ([]Partition, error) {
+// ListIn is List in tx, as of now.
+func (c *Client) ListIn(tx *storage.Tx, all bool, now time.Time) ([]Partition, error) {
 	read := tx.LivePartitions
 	if all {
 		read = tx.Partitions
@@ -566,7 +566,7 @@ type Availability struct {
 func (c *Client) AvailabilityOf(tx *storage.Tx, host string, inv domain.Inventory, cal admission.Calendar, parts []domain.Partition, line []domain.Request, d domain.Device, now time.Time) Availability {
 	g := admission.GpuID{Host: host, Device: d.Index}
 	free := max(0, human.Ppm-cal.BookedAt(g, now))
-	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
+	a := Availability{Host: c.OtherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
 		a.Physical = ledger.Physical(tx, inv, d, now)

@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -175,10 +176,10 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	ahead, err := r.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: r.c.Now().Add(time.Hour)})
 	require.NoError(t, err)
 
-	before, err := r.c.Report(time.Time{}, core.ReportByUser)
+	before, err := report.Read(r.c, time.Time{}, report.ByUser)
 	require.NoError(t, err)
 	fams = scrape(t, r.url)
-	after, err := r.c.Report(time.Time{}, core.ReportByUser)
+	after, err := report.Read(r.c, time.Time{}, report.ByUser)
 	require.NoError(t, err)
 	now := r.c.Now()
 	live, err := r.c.List(false)

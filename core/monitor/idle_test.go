@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -388,7 +389,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	st, err := bobs.Request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to the line")
-	users, err := r.c.Usage()
+	users, err := report.Usage(r.c)
 	require.NoError(t, err)
 	for _, u := range users {
 		if u.User == "alice" {
@@ -460,7 +461,7 @@ func TestGPUHistory(t *testing.T) {
 	_, err = r.c.Release(second)
 	require.NoError(t, err)
 
-	h, err := r.c.History(coretest.IdleGPU, time.Hour)
+	h, err := report.History(r.c, coretest.IdleGPU, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, "SIM-00000000-0000-0000-0000-000000000003", h.UUID)
 	require.Len(t, h.Minutes, 10)
@@ -478,15 +479,15 @@ func TestGPUHistory(t *testing.T) {
 	require.Equal(t, "alice", b.Owner)
 	require.Equal(t, at(11, 59).Add(30*time.Second), b.Start.UTC())
 	require.Equal(t, r.clock.Now(), b.End)
-	require.Equal(t, []core.Span{{From: at(12, 0), To: at(12, 3)}, {From: at(12, 6), To: at(12, 10)}}, utcSpans(b.Idle))
+	require.Equal(t, []report.Span{{From: at(12, 0), To: at(12, 3)}, {From: at(12, 6), To: at(12, 10)}}, utcSpans(b.Idle))
 	require.Equal(t, r.clock.Now(), h.Bookings[1].End, "released now")
-	require.Equal(t, []core.Span{{From: at(12, 8), To: at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
+	require.Equal(t, []report.Span{{From: at(12, 8), To: at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
 
-	_, err = r.c.History(9, time.Hour)
+	_, err = report.History(r.c, 9, time.Hour)
 	require.ErrorIs(t, err, domain.ErrNoDevice)
 }
 
-func utcSpans(spans []core.Span) []core.Span {
+func utcSpans(spans []report.Span) []report.Span {
 	for i := range spans {
 		spans[i].From, spans[i].To = spans[i].From.UTC(), spans[i].To.UTC()
 	}
