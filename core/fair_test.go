@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -129,36 +130,36 @@ func TestGroupOverride(t *testing.T) {
 	if len(groups) == 0 {
 		t.Skip("nobody is in no group here")
 	}
-	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
+	p, err := policy.Apply(policy.Default(), []string{"user-gpus=0.25", "for=@" + groups[0]})
 	require.NoError(t, err)
-	require.Equal(t, new(0.25), admission.LimitsFor(p, u).UserGPUs)
-	require.Nil(t, admission.LimitsFor(p, coretest.Alice).UserGPUs, "alice (no account) is in no group")
-	p, err = admission.ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
+	require.Equal(t, new(0.25), policy.LimitsFor(p, u).UserGPUs)
+	require.Nil(t, policy.LimitsFor(p, coretest.Alice).UserGPUs, "alice (no account) is in no group")
+	p, err = policy.Apply(p, []string{"user-gpus=3", "for=nobody"})
 	require.NoError(t, err)
-	require.Equal(t, new(3.0), admission.LimitsFor(p, u).UserGPUs)
+	require.Equal(t, new(3.0), policy.LimitsFor(p, u).UserGPUs)
 }
 
 func TestPolicyKnobsReadBack(t *testing.T) {
 	t.Parallel()
-	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
+	p, err := policy.Apply(policy.Default(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
 	require.NoError(t, err)
 	require.Equal(t, new(1.5), p.UserGPUs)
 	require.Equal(t, new(200.0), p.UserHours)
 	require.Equal(t, 7*24*time.Hour, p.HoursWindow)
-	back, err := admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatPolicy(p)))
+	back, err := policy.Apply(policy.Default(), strings.Fields(policy.Format(p)))
 	require.NoError(t, err)
 	require.Equal(t, p, back)
 
-	p, err = admission.ApplyPolicy(p, []string{"share=2", "max=2d", "for=alice"})
+	p, err = policy.Apply(p, []string{"share=2", "max=2d", "for=alice"})
 	require.NoError(t, err)
-	require.Equal(t, "max=2d share=2 for=alice", admission.FormatOverride(p.Overrides[0]))
-	back, err = admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatOverride(p.Overrides[0])))
+	require.Equal(t, "max=2d share=2 for=alice", policy.FormatOverride(p.Overrides[0]))
+	back, err = policy.Apply(policy.Default(), strings.Fields(policy.FormatOverride(p.Overrides[0])))
 	require.NoError(t, err)
 	require.Equal(t, p.Overrides, back.Overrides)
 
 	for _, bad := range [][]string{{"share=2"}, {"expiry=notify", "for=alice"}, {"user-gpus=-1"}, {"user-hours=5/0"},
 		{"for=alice", "for=bob", "max=1d"}, {"for=a b", "max=1d"}, {"exempt=maybe", "for=alice"}} {
-		_, err := admission.ApplyPolicy(admission.DefaultPolicy(), bad)
+		_, err := policy.Apply(policy.Default(), bad)
 		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 	}
 	c := newTestClient(t, nil, coretest.Root)
@@ -166,9 +167,9 @@ func TestPolicyKnobsReadBack(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrUnknownUser)
 
 	// A policy stored before fairness reads with its defaults.
-	old := admission.DefaultPolicy()
+	old := policy.Default()
 	old.Ahead, old.HalfLife, old.AgeWeight, old.MaxAge = 0, 0, 0, 0
-	require.Equal(t, admission.DefaultPolicy(), admission.WithDefaults(old))
+	require.Equal(t, policy.Default(), policy.WithDefaults(old))
 }
 
 // The line: requests that do not fit wait; when room appears, the

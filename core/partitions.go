@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -250,7 +251,7 @@ func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books,
 	if !out.Start.After(now) {
 		cal := admission.CalendarOf(b.Parts)
 		for i, d := range out.GPUs() {
-			if i > 0 && b.Pol.Admit != admission.AdmitPhysical {
+			if i > 0 && b.Pol.Admit != policy.AdmitPhysical {
 				break // the first GPU's room is what create shows; the rest only admit=physical reads
 			}
 			dev, _ := admission.FindDevice(inv, d)
@@ -298,7 +299,7 @@ func (c *Client) joinLine(tx *storage.Tx, s *submission, b *admission.Books, r d
 // of more memory than is physically free. With no fresh reading nothing is
 // known and the booking is admitted on booked shares.
 func admitPhysical(pol domain.Policy, room Availability, bytes uint64) error {
-	if pol.Admit != admission.AdmitPhysical {
+	if pol.Admit != policy.AdmitPhysical {
 		return nil
 	}
 	if w := room.Warning(bytes); w != "" {

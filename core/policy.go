@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -47,7 +47,7 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 			return err
 		}
 		if len(settings) > 0 || !setNotify {
-			if p, err = admission.ApplyPolicy(p, settings); err != nil {
+			if p, err = policy.Apply(p, settings); err != nil {
 				return err
 			}
 		}
@@ -60,9 +60,9 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 		if err := tx.PutPolicy(p); err != nil {
 			return err
 		}
-		detail := admission.FormatPolicy(p)
+		detail := policy.Format(p)
 		for _, o := range p.Overrides {
-			detail += "; " + admission.FormatOverride(o)
+			detail += "; " + policy.FormatOverride(o)
 		}
 		if setNotify {
 			// Written once the rest is known good, and before the

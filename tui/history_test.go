@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/report"
 )
 
@@ -292,7 +292,7 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 	m := w.model(80, 24)
 	theirs := core.Partition{Partition: domain.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
 		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: domain.Live}}
-	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: admission.DefaultPolicy()})
+	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: policy.Default()})
 	row, ok := m.bookings.selected()
 	require.True(t, ok)
 	require.Equal(t, "gpu-b", row.Host)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -13,7 +14,7 @@ import (
 // every host's inventory, the policy, the live bookings, the line and,
 // when the line or a group's cap needs it, the users' usage.
 func Books(tx *storage.Tx, here string, now time.Time) (*admission.Books, error) {
-	b := &admission.Books{HeldSince: tx.HeldSince, Now: now, Here: here, Limits: map[int]admission.Limits{}, HeldBy: map[int]admission.Calendar{}, Alive: waiterAlive}
+	b := &admission.Books{HeldSince: tx.HeldSince, Now: now, Here: here, Limits: map[int]policy.Limits{}, HeldBy: map[int]admission.Calendar{}, Alive: waiterAlive}
 	var err error
 	if b.Invs, err = inventories(tx, here); err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func Books(tx *storage.Tx, here string, now time.Time) (*admission.Books, error)
 	if b.Line, err = tx.WaitingRequests(); err != nil {
 		return nil, err
 	}
-	if len(b.Line) > 0 || admission.CapsGroupHours(b.Pol) {
+	if len(b.Line) > 0 || policy.CapsGroupHours(b.Pol) {
 		b.Usage, err = tx.UserUsages() // the line's order; a group's members (Held)
 	}
 	return b, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -29,9 +30,9 @@ func PolicyOnce(tx *storage.Tx) func() (domain.Policy, error) {
 func Policy(tx *storage.Tx) (domain.Policy, error) {
 	p, ok, err := tx.Policy()
 	if err != nil || !ok {
-		return admission.DefaultPolicy(), err
+		return policy.Default(), err
 	}
-	return admission.WithDefaults(p), nil
+	return policy.WithDefaults(p), nil
 }
 
 // ChargeWrites is the most charge writes: the owner's usage, the interval

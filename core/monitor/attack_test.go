@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -120,7 +121,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	require.Equal(t, p.ID, atts[forged.Process.Pid].Claimed)
 	require.Zero(t, atts[forged.Process.Pid].Partition)
 
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
 	var log actLog
 	_, err = New(c, Options{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
 	require.NoError(t, err)
@@ -177,7 +178,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			job := startAs(t, bin, tc.booking, nil, append(core.RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
 			sim.Attach(coretest.IdleGPU, job.Process.Pid, 30<<30)
 
-			strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+			strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 			if tc.named {
 				strict.MPSUserDirs = []string{pipeDir}
 			}
@@ -212,7 +213,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
 	env := append(core.RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 	m := New(c, Options{Backend: sim, Policy: &strict})
 	sample := func() {
 		t.Helper()

@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -74,7 +74,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 
 	var log actLog
 	passes := &passCount{}
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, Observer: passes, SampleEvery: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -45,7 +45,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, named.Process.Pid, 1<<30)
 	sim.Attach(coretest.IdleGPU, stray.Process.Pid, 1<<30)
 
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := New(here, Options{Backend: sim, Policy: &strict, OnAct: log.add})
 	_, err = m.Tick()
@@ -179,7 +179,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = time.Second
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -26,6 +26,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -276,7 +277,7 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		// notice or not; each try may take the store's whole timeout.
 		return nil, m.lastErr
 	}
-	s := &snapshot{pol: admission.DefaultPolicy(), stamp: stamp, read: now}
+	s := &snapshot{pol: policy.Default(), stamp: stamp, read: now}
 	err := m.c.Ledger().View(m.c.Context(), func(tx *storage.Tx) error {
 		var err error
 		if s.pol, err = ledger.Policy(tx); err != nil {
@@ -759,27 +760,27 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 		var action, reason string
 		var cause domain.EventKind
 		switch {
-		case a.Verdict == admission.Ended && byID[a.Partition].State != domain.Released && pol.Expiry == admission.ActTerminate:
-			action, reason, cause = admission.ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), domain.EventExpired
-		case a.Verdict == admission.OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != admission.ActOff:
+		case a.Verdict == admission.Ended && byID[a.Partition].State != domain.Released && pol.Expiry == policy.ActTerminate:
+			action, reason, cause = policy.ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), domain.EventExpired
+		case a.Verdict == admission.OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != policy.ActOff:
 			p := byID[a.Partition]
 			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, human.FormatBytes(p.Bytes)), domain.EventOverBudget
-			if action == admission.ActWarn {
+			if action == policy.ActWarn {
 				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, human.FormatBytes(a.MemoryUsed), reason)}})
 			}
-		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != admission.ActOff:
+		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != policy.ActOff:
 			claim := ""
 			if c, ok := byID[a.Claimed]; ok {
 				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
 			}
 			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), domain.EventUnbooked
-			if action == admission.ActWarn {
+			if action == policy.ActWarn {
 				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, human.FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
-		if action != admission.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
+		if action != policy.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
 		term, kill := domain.ClaimKey(domain.ClaimTerm, a.PID, a.StartTime), domain.ClaimKey(domain.ClaimKill, a.PID, a.StartTime)

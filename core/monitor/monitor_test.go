@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -94,7 +95,7 @@ func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
-	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, WarnLead: 0, Grace: time.Second}})
+	m := New(c, Options{Policy: &domain.Policy{Expiry: policy.ActTerminate, WarnLead: 0, Grace: time.Second}})
 	clock.Advance(1500 * time.Millisecond)
 	next, err := m.Tick()
 	require.NoError(t, err)
@@ -135,7 +136,7 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = 300 * time.Millisecond
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,7 +177,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 3<<30)
 
 	var log actLog
-	warnOnly := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActWarn, Unbooked: admission.ActWarn, Grace: time.Second, MaxLength: time.Hour}
+	warnOnly := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActWarn, Unbooked: policy.ActWarn, Grace: time.Second, MaxLength: time.Hour}
 	m := New(c, Options{Backend: sim, Policy: &warnOnly, OnAct: log.add})
 	for range 3 {
 		m.nextSample = time.Time{}
@@ -196,7 +197,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	// limit, under a daemon the booking can trust, is MPS's to hold to its
 	// memory; any other process of the booking is still ours to stop.
 	terminate := warnOnly
-	terminate.OverBudget = admission.ActTerminate
+	terminate.OverBudget = policy.ActTerminate
 	pipeDir := t.TempDir()
 	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
@@ -342,7 +343,7 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, MaxLength: 24 * time.Hour}})
+	m := New(c, Options{Policy: &domain.Policy{Expiry: policy.ActTerminate, MaxLength: 24 * time.Hour}})
 
 	clock.Set(clock.Now().Add(-30 * time.Minute)) // a step back
 	next, err := m.Tick()
@@ -530,7 +531,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	t.Cleanup(func() { _ = server.Kill() })
 	sim.Attach(coretest.IdleGPU, server.Pid, 3<<30) // more than the booking holds
 
-	terminate := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	terminate := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := New(c, Options{Backend: sim, Policy: &terminate, OnAct: log.add})
 	_, err = m.Tick()

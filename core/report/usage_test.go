@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -44,5 +45,5 @@ func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
 	// usage steady is u = 1, F = 0.5.
 	steady := 2 * (24 * time.Hour).Seconds() / 0.6931471805599453
 	require.InDelta(t, 0.5, admission.FairShare(steady, 2, 24*time.Hour, 1), 1e-12)
-	require.InDelta(t, 1.0, admission.Priority(0.5, 12*time.Hour, admission.DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
+	require.InDelta(t, 1.0, admission.Priority(0.5, 12*time.Hour, policy.Default()), 1e-12, "half the full age weight after half of max-age")
 }

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -257,7 +257,7 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	o.Request = core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = o.Grace
 	m := monitor.New(c, monitor.Options{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
