@@ -122,7 +122,7 @@ func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 // A group's setting applies to its members, and a member's own wins.
 func TestGroupOverride(t *testing.T) {
 	t.Parallel()
-	u, err := LookupUser("nobody")
+	u, err := proc.LookupUser("nobody")
 	if err != nil {
 		t.Skip("no nobody user here")
 	}

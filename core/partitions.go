@@ -114,7 +114,7 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 			return nil, fmt.Errorf("%w: booking for another user (--user %s)", domain.ErrNotRoot, req.For)
 		}
 		var err error
-		if s.owner, err = LookupUser(req.For); err != nil {
+		if s.owner, err = proc.LookupUser(req.For); err != nil {
 			return nil, err
 		}
 	}

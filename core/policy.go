@@ -94,6 +94,6 @@ func checkTarget(target string) error {
 		}
 		return nil
 	}
-	_, err := LookupUser(target)
+	_, err := proc.LookupUser(target)
 	return err
 }

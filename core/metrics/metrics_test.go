@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -48,7 +49,7 @@ func newRig(t *testing.T, compat metrics.Compat) *rig {
 	t.Helper()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 4})
 	ex := metrics.New(metrics.Options{Compat: compat})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: ex.Timed(bolt.New(filepath.Join(t.TempDir(), "chronos.db"))), As: &me,
 		Devices: func() (core.Listing, error) {
 			devs, err := sim.Devices()
@@ -207,7 +208,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 		require.InDelta(t, want, value(booked[gpuLabels(r, dev)]), 1e-9, "GPU %d", dev)
 	}
 
-	me := core.CurrentIdentity().User
+	me := proc.CurrentIdentity().User
 	total := value(series(fams["chronos_user_booked_gpu_seconds_total"])["user="+me])
 	require.GreaterOrEqual(t, total, before.Rows[0].BookedHours*3600)
 	require.LessOrEqual(t, total, after.Rows[0].BookedHours*3600)

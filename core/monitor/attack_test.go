@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -100,7 +101,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	dir, bin := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
-	daemon := domain.Identity{UID: coretest.DaemonUID, User: core.UserName(coretest.DaemonUID)}
+	daemon := domain.Identity{UID: coretest.DaemonUID, User: proc.UserName(coretest.DaemonUID)}
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
 	id := strconv.FormatUint(p.ID, 10)
@@ -171,7 +172,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 
 			sim := gpu.NewSim(gpu.SimOptions{})
 			c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, coretest.Root, nil)
-			p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(tc.booking)})
+			p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: proc.UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
 			// names the daemon's pipe directory: 30 GiB on 2 GiB.
@@ -210,7 +211,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
-	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(coretest.DaemonUID)})
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: proc.UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
 	env := append(core.RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
 	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}

@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -40,7 +41,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 	for range b.N {
 		open := storetest.Etcd(b, etcdtest.Start(b, 1))
 		sim := gpu.NewSim(gpu.SimOptions{})
-		me := core.CurrentIdentity()
+		me := proc.CurrentIdentity()
 		client := func() *core.Client {
 			return core.NewClient(core.Options{Ledger: open(), As: &me, Devices: simDevices(sim)})
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -62,7 +63,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
 	s := storetest.Etcd(t, cl)()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	clk := clock.NewFake(clock.System().Now())
 	c := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
@@ -148,7 +149,7 @@ func TestStoppedMonitorIsTakenOverOnlyOnceItsLeaseLapses(t *testing.T) {
 	b := startHost(t, open, "gpuB", clk)
 	live(t, b.c, "gpuA", true)
 	require.Eventually(t, func() bool { _, ok := b.m.pub.lastSeen("gpuA"); return ok }, 15*time.Second, 10*time.Millisecond, "gpuB has measured gpuA")
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	onA := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpuA", Clock: clk, Devices: servicetest.Devices})
 	p, err := onA.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
@@ -211,7 +212,7 @@ func TestClockSteppedOnAHost(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	// gpuD has no monitor: the others keep its bookings' books.
 	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuD", Clock: clk, Devices: servicetest.Devices})
 	a := startHost(t, open, "gpuA", clk)

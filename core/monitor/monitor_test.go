@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -127,7 +128,7 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := servicetest.SimClient(open(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(open(), sim, proc.CurrentIdentity(), nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -169,7 +170,7 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	s := open()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := servicetest.SimClient(s, sim, me, nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
@@ -446,9 +447,9 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	require.NoError(t, err)
 	e := evs[len(evs)-1]
 	require.Equal(t, domain.EventUnbooked, e.Kind)
-	require.Equal(t, &domain.EventProcess{PID: stray.Process.Pid, UID: 65534, User: core.UserName(65534)}, e.Process)
+	require.Equal(t, &domain.EventProcess{PID: stray.Process.Pid, UID: 65534, User: proc.UserName(65534)}, e.Process)
 	require.Equal(t, "root", e.User)
-	require.Contains(t, human.FormatEvent(e), core.UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
+	require.Contains(t, human.FormatEvent(e), proc.UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
 }
 
 // A minute's accounting of many bookings is written whole, in passes small
@@ -462,7 +463,7 @@ func TestMonitorAccountsManyBookings(t *testing.T) {
 func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: open(), As: &me, Clock: clock, Devices: simDevices(sim)})
 	const n = 150
 	for i := range n {
@@ -496,7 +497,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 		t.Skip("needs root: the MPS programs must be root's files")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := servicetest.SimClient(storetest.Bolt(t)(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(storetest.Bolt(t)(), sim, proc.CurrentIdentity(), nil)
 	_, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 

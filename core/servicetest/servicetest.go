@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -74,7 +75,7 @@ func Half(dev int, d time.Duration) core.Request {
 // UIDOf looks a system user up; the test skips without it.
 func UIDOf(t *testing.T, name string) int {
 	t.Helper()
-	id, err := core.LookupUser(name)
+	id, err := proc.LookupUser(name)
 	if err != nil || id.UID == 0 {
 		t.Skipf("no %s user here", name)
 	}
