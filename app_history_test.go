@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -59,10 +60,10 @@ func recordPastHour(t *testing.T, db string) (appClock []string) {
 		require.NoError(t, err)
 	}
 	book(domain.Identity{UID: 65534, User: "nobody"}, 1, 3*time.Hour)
-	mon := monitor.New(client(core.CurrentIdentity()), monitor.Options{Backend: sim, Signaller: noSignals{}})
+	mon := monitor.New(client(proc.CurrentIdentity()), monitor.Options{Backend: sim, Signaller: noSignals{}})
 	for at.Set(now.Add(-time.Hour)); at.Now().Before(now); at.Advance(15 * time.Second) {
 		if at.Now().Equal(now.Add(-56 * time.Minute)) {
-			book(core.CurrentIdentity(), 0, time.Hour)
+			book(proc.CurrentIdentity(), 0, time.Hour)
 		}
 		_, err := mon.Tick()
 		require.NoError(t, err)

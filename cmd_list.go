@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -197,7 +198,7 @@ func knownUser(c *core.Client, name string) error {
 	if name == "" {
 		return nil
 	}
-	if _, err := core.LookupUser(name); err == nil {
+	if _, err := proc.LookupUser(name); err == nil {
 		return nil
 	}
 	parts, err := c.List(true)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/migrate"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -54,7 +54,7 @@ out).`,
 			if host == "" {
 				host = setup.HostName()
 			}
-			rep, err := core.Migrate(cmd.Context(), src, dst, host)
+			rep, err := migrate.Host(cmd.Context(), src, dst, host)
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ func (g *globals) migrationEnd(flag, where string, source bool) (storage.Store, 
 	return openStore(cfg)
 }
 
-func printMigration(cmd *cobra.Command, rep core.MigrationReport, src, dst storage.Store) {
+func printMigration(cmd *cobra.Command, rep migrate.Report, src, dst storage.Store) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "Copied %d bookings (%d live) and %d events of host %s from %s to %s.\n", rep.Bookings, rep.Live, rep.Events, rep.Host, src, dst)
 	fmt.Fprintf(out, "Also: %d bookings' holds and usage, %d ended intervals for hours quotas, %d users' fair-share usage, %d GPU minutes, %d past requests.\n",

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -45,10 +45,10 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	}
 	var override *domain.Policy
 	if f.policy != "" {
-		if _, _, found, _ := notice.NotifySetting(admission.SplitPolicy(f.policy)); found {
+		if _, _, found, _ := notice.NotifySetting(policy.Split(f.policy)); found {
 			return usageError{fmt.Errorf("--policy notify-url=…: the webhook is root's file %s; set it with sudo chronos policy set notify-url=…", notice.NotifyFile())}
 		}
-		p, err := admission.ApplyPolicy(pol, admission.SplitPolicy(f.policy))
+		p, err := policy.Apply(pol, policy.Split(f.policy))
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 	defer b.Close()
 	mps := gpu.DetectMPS("")
 	start := monitor.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
-		c.Ledger(), b.Name(), mps.Label(), c.Me().User, admission.FormatPolicy(pol))}
+		c.Ledger(), b.Name(), mps.Label(), c.Me().User, policy.Format(pol))}
 	for _, n := range []string{notice, keeping} {
 		if n != "" {
 			start.Detail += "; " + n

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -98,7 +98,7 @@ group-hours only with for=@GROUP. VALUE default undoes one.`,
 // what it does, then each user's or group's settings: what `chronos
 // policy` and `policy set` show.
 func writePolicy(w io.Writer, p domain.Policy) error {
-	knobs, overrides := admission.Knobs(p)
+	knobs, overrides := policy.Knobs(p)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tMEANING")
 	for _, k := range knobs {

@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/view"
 )
 
@@ -208,7 +209,7 @@ func TestQuotaRefusalAsAnotherUser(t *testing.T) {
 	r = cli(t, db, "usage")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^nobody\s+0\.4\s+0\s+0\.1\s+no limit\s+0\.0\s+1\.000\s+0$`, r.stdout)
-	var users []core.UserUsage
+	var users []report.UserUsage
 	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "usage", "--json").stdout), &users))
 	require.Len(t, users, 1)
 	require.InDelta(t, 0.1, *users[0].GPUsLeft, 1e-9)

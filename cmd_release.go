@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -61,7 +62,7 @@ func ownerOf(c *core.Client, mine bool, name string) (domain.Identity, error) {
 	if mine || name == "" {
 		return c.Me(), nil
 	}
-	who, err := core.LookupUser(name)
+	who, err := proc.LookupUser(name)
 	if err != nil {
 		return who, usageError{err}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -43,7 +43,7 @@ while a monitor runs (chronos --monitor, or an open app).`,
 			if asJSON && asCSV {
 				return usageError{errors.New("report: --json or --csv, not both")}
 			}
-			cut, err := core.ParseReportBy(by)
+			cut, err := report.ParseBy(by)
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ while a monitor runs (chronos --monitor, or an open app).`,
 			if window > 0 {
 				from = now.Add(-window)
 			}
-			r, err := c.Report(from, cut)
+			r, err := report.Read(c, from, cut)
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ while a monitor runs (chronos --monitor, or an open app).`,
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "30d", `how far back: a duration (7d, 12h) or "all"`)
-	cmd.Flags().StringVar(&by, "by", string(core.ReportByUser), "one row per user, group (every group a member is in) or gpu")
+	cmd.Flags().StringVar(&by, "by", string(report.ByUser), "one row per user, group (every group a member is in) or gpu")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV, a header line first")
 	return cmd

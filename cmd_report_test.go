@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -60,7 +60,7 @@ func TestReportCommand(t *testing.T) {
 
 	r = cli(t, db, "report", "--json", "--since", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rep core.Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	require.Empty(t, rep.Rows, "nothing ran in the last hour")
 	require.WithinDuration(t, clock.System().Now().Add(-time.Hour), rep.From, 5*time.Second)

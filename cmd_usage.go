@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -39,13 +39,13 @@ days).`,
 			if err != nil {
 				return err
 			}
-			users, err := c.Usage()
+			users, err := report.Usage(c)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				if users == nil {
-					users = []core.UserUsage{}
+					users = []report.UserUsage{}
 				}
 				return printJSON(cmd.OutOrStdout(), users)
 			}
@@ -59,7 +59,7 @@ days).`,
 // writeUsage prints two tables, each within 80 columns: what each user
 // holds now, what the quotas leave and their fair share; then their GPU-hours
 // of the last 7 and 30 days as `chronos report` counts them.
-func writeUsage(w io.Writer, users []core.UserUsage) error {
+func writeUsage(w io.Writer, users []report.UserUsage) error {
 	if len(users) == 0 {
 		_, err := fmt.Fprintln(w, "No use in the last 30 days.")
 		return err

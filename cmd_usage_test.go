@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -59,12 +59,12 @@ func TestUsageShowsTheReportsFigures(t *testing.T) {
 
 	r = cli(t, db, "usage", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var users []core.UserUsage
+	var users []report.UserUsage
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &users))
 	require.Len(t, users, 2)
-	require.Equal(t, core.UserUsage{UID: 1, User: "daemon", Hours7d: 2, Hours30d: 4, Used7d: 3, Used30d: 4, Idle7d: 0.5, Idle30d: 1,
+	require.Equal(t, report.UserUsage{UID: 1, User: "daemon", Hours7d: 2, Hours30d: 4, Used7d: 3, Used30d: 4, Idle7d: 0.5, Idle30d: 1,
 		Usage: users[0].Usage, Factor: users[0].Factor}, users[0], "usage and fair share decay with time")
-	require.Equal(t, core.UserUsage{UID: 65534, User: "nobody", Hours30d: 0.5, Idle30d: 0.5, Unbooked7d: 1.5, Unbooked30d: 2,
+	require.Equal(t, report.UserUsage{UID: 65534, User: "nobody", Hours30d: 0.5, Idle30d: 0.5, Unbooked7d: 1.5, Unbooked30d: 2,
 		Usage: users[1].Usage, Factor: users[1].Factor}, users[1])
 	require.Contains(t, r.stdout, `"used_gpu_hours_7d": 3,`)
 	require.Contains(t, r.stdout, `"unbooked_gpu_hours_30d": 2,`)
@@ -96,7 +96,7 @@ func TestUsageHoursLeftCountsBookingsAhead(t *testing.T) {
 	r = cli(t, db, "usage")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^root\s+1\s+0\.3\s+no limit\s+0\.0\s`, r.stdout)
-	var users []core.UserUsage
+	var users []report.UserUsage
 	require.NoError(t, json.Unmarshal([]byte(cli(t, db, "usage", "--json").stdout), &users))
 	require.Len(t, users, 1)
 	require.InDelta(t, 0, *users[0].HoursLeft, 1e-9)

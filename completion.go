@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -50,7 +51,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 		"warn-signal":    values(signals()...),
 		"booking":        bookings(true),
 		"gpu":            g.completeGPUs,
-		"by":             values(enumStrings(core.ReportBys)...),
+		"by":             values(enumStrings(report.Bys)...),
 		"output":         values("wide\tmore columns", "json\tthe fields scripts read", "ids\tone id a line"),
 		"state":          listValues(stateWords()),
 		"user":           g.completeOwners,

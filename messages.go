@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -272,7 +272,7 @@ func (e ledgerPathError) Error() string {
 	case errors.Is(e.err, syscall.EROFS):
 		why = "it is on a read-only file system"
 	case errors.Is(e.err, fs.ErrPermission):
-		me := core.CurrentIdentity().User
+		me := proc.CurrentIdentity().User
 		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", me, e.err.Path)
 		if group, ok := groupShutOut(e.err.Path, e.path); ok {
 			why = fmt.Sprintf("%s is shared with the group %s, and %s is not in it: ask root to add you (sudo usermod -aG %s %s), then log in again",

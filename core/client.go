@@ -13,46 +13,17 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os/user"
-	"strconv"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-// CurrentIdentity is the user running this process, as the host knows
-// them: a member inside `unshare -r` is that member, not root.
-func CurrentIdentity() domain.Identity {
-	uid := proc.HostUID()
-	return domain.Identity{UID: uid, User: UserName(uid)}
-}
-
-// UserName returns the login name of uid, or the number when it has none.
-func UserName(uid int) string {
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		return u.Username
-	}
-	return strconv.Itoa(uid)
-}
-
-// LookupUser resolves a login name (or a numeric uid) to an identity.
-func LookupUser(name string) (domain.Identity, error) {
-	if u, err := user.Lookup(name); err == nil {
-		uid, _ := strconv.Atoi(u.Uid)
-		return domain.Identity{UID: uid, User: u.Username}, nil
-	}
-	if uid, err := strconv.Atoi(name); err == nil && uid >= 0 {
-		return domain.Identity{UID: uid, User: UserName(uid)}, nil
-	}
-	return domain.Identity{}, fmt.Errorf("%w: %s", domain.ErrUnknownUser, human.Quote(name))
-}
 
 // DeviceSource lists the GPUs when the ledger has no inventory cached yet,
 // typically by opening a gpu.Backend. Its answer is cached in the ledger.
@@ -114,7 +85,7 @@ func NewClient(opts Options) *Client {
 	if opts.As != nil {
 		c.me = *opts.As
 	} else {
-		c.me = CurrentIdentity()
+		c.me = proc.CurrentIdentity()
 	}
 	return c
 }
@@ -164,9 +135,9 @@ func (c *Client) OpenGPUs(kind string) (b gpu.Backend, notice string, err error)
 	}
 	devs, err := b.Devices()
 	if err == nil {
-		err = c.SaveInventory(BackendInventory(b, devs, c.now()))
+		err = c.SaveInventory(ledger.BackendInventory(b, devs, c.now()))
 	}
-	if err != nil && !CannotWrite(err) {
+	if err != nil && !ledger.CannotWrite(err) {
 		b.Close()
 		return nil, "", fmt.Errorf("cache the GPU inventory in %s: %w", c.ledger, err)
 	}

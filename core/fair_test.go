@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -121,7 +122,7 @@ func testQuotaRefusals(t *testing.T, open storetest.Opener) {
 // A group's setting applies to its members, and a member's own wins.
 func TestGroupOverride(t *testing.T) {
 	t.Parallel()
-	u, err := LookupUser("nobody")
+	u, err := proc.LookupUser("nobody")
 	if err != nil {
 		t.Skip("no nobody user here")
 	}
@@ -129,36 +130,36 @@ func TestGroupOverride(t *testing.T) {
 	if len(groups) == 0 {
 		t.Skip("nobody is in no group here")
 	}
-	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=0.25", "for=@" + groups[0]})
+	p, err := policy.Apply(policy.Default(), []string{"user-gpus=0.25", "for=@" + groups[0]})
 	require.NoError(t, err)
-	require.Equal(t, new(0.25), admission.LimitsFor(p, u).UserGPUs)
-	require.Nil(t, admission.LimitsFor(p, coretest.Alice).UserGPUs, "alice (no account) is in no group")
-	p, err = admission.ApplyPolicy(p, []string{"user-gpus=3", "for=nobody"})
+	require.Equal(t, new(0.25), policy.LimitsFor(p, u).UserGPUs)
+	require.Nil(t, policy.LimitsFor(p, coretest.Alice).UserGPUs, "alice (no account) is in no group")
+	p, err = policy.Apply(p, []string{"user-gpus=3", "for=nobody"})
 	require.NoError(t, err)
-	require.Equal(t, new(3.0), admission.LimitsFor(p, u).UserGPUs)
+	require.Equal(t, new(3.0), policy.LimitsFor(p, u).UserGPUs)
 }
 
 func TestPolicyKnobsReadBack(t *testing.T) {
 	t.Parallel()
-	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
+	p, err := policy.Apply(policy.Default(), []string{"user-gpus=1.5", "user-hours=200/7d", "ahead=2d", "halflife=3d", "age-weight=0.5", "max-age=12h"})
 	require.NoError(t, err)
 	require.Equal(t, new(1.5), p.UserGPUs)
 	require.Equal(t, new(200.0), p.UserHours)
 	require.Equal(t, 7*24*time.Hour, p.HoursWindow)
-	back, err := admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatPolicy(p)))
+	back, err := policy.Apply(policy.Default(), strings.Fields(policy.Format(p)))
 	require.NoError(t, err)
 	require.Equal(t, p, back)
 
-	p, err = admission.ApplyPolicy(p, []string{"share=2", "max=2d", "for=alice"})
+	p, err = policy.Apply(p, []string{"share=2", "max=2d", "for=alice"})
 	require.NoError(t, err)
-	require.Equal(t, "max=2d share=2 for=alice", admission.FormatOverride(p.Overrides[0]))
-	back, err = admission.ApplyPolicy(admission.DefaultPolicy(), strings.Fields(admission.FormatOverride(p.Overrides[0])))
+	require.Equal(t, "max=2d share=2 for=alice", policy.FormatOverride(p.Overrides[0]))
+	back, err = policy.Apply(policy.Default(), strings.Fields(policy.FormatOverride(p.Overrides[0])))
 	require.NoError(t, err)
 	require.Equal(t, p.Overrides, back.Overrides)
 
 	for _, bad := range [][]string{{"share=2"}, {"expiry=notify", "for=alice"}, {"user-gpus=-1"}, {"user-hours=5/0"},
 		{"for=alice", "for=bob", "max=1d"}, {"for=a b", "max=1d"}, {"exempt=maybe", "for=alice"}} {
-		_, err := admission.ApplyPolicy(admission.DefaultPolicy(), bad)
+		_, err := policy.Apply(policy.Default(), bad)
 		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 	}
 	c := newTestClient(t, nil, coretest.Root)
@@ -166,9 +167,9 @@ func TestPolicyKnobsReadBack(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrUnknownUser)
 
 	// A policy stored before fairness reads with its defaults.
-	old := admission.DefaultPolicy()
+	old := policy.Default()
 	old.Ahead, old.HalfLife, old.AgeWeight, old.MaxAge = 0, 0, 0, 0
-	require.Equal(t, admission.DefaultPolicy(), admission.WithDefaults(old))
+	require.Equal(t, policy.Default(), policy.WithDefaults(old))
 }
 
 // The line: requests that do not fit wait; when room appears, the
@@ -425,41 +426,6 @@ func testExtendIsAdmittedLikeABooking(t *testing.T, open storetest.Opener) {
 	_, err = a.Extend(q.ID, time.Minute)
 	require.ErrorIs(t, err, domain.ErrOverbooked)
 	require.ErrorContains(t, err, "kept for requests waiting ahead")
-}
-
-// Usage is charged at the end for the time held, decays by half each
-// half-life, and orders fair share: F = 0.5 at one's share of the machine.
-func TestUsageChargedForTimeHeld(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, testUsageChargedForTimeHeld)
-}
-
-func testUsageChargedForTimeHeld(t *testing.T, open storetest.Opener) {
-	l := newLedger(open)
-	a, r := l.as(coretest.Alice), l.as(coretest.Root)
-	_, err := r.SetPolicy([]string{"halflife=1d"})
-	require.NoError(t, err)
-	p, err := a.Create(half(0, 2*time.Hour))
-	require.NoError(t, err)
-	l.clock.Advance(time.Hour)
-	users, err := a.Usage()
-	require.NoError(t, err)
-	require.Len(t, users, 1)
-	require.InDelta(t, 0.5, users[0].Usage, 1e-9, "a running booking counts what it has held")
-	require.InDelta(t, 0.5, users[0].GPUs, 1e-9)
-	require.NoError(t, p.Release())
-	l.clock.Advance(24 * time.Hour)
-	users, err = a.Usage()
-	require.NoError(t, err)
-	require.InDelta(t, 0.25, users[0].Usage, 1e-9, "charged 0.5 GPU-hours at release, halved a day later")
-	require.InDelta(t, 0.5, users[0].Hours7d, 1e-9)
-	require.Zero(t, users[0].GPUs)
-
-	// At an equal share: two GPUs used for ever at the rate that keeps
-	// usage steady is u = 1, F = 0.5.
-	steady := 2 * (24 * time.Hour).Seconds() / 0.6931471805599453
-	require.InDelta(t, 0.5, admission.FairShare(steady, 2, 24*time.Hour, 1), 1e-12)
-	require.InDelta(t, 1.0, admission.Priority(0.5, 12*time.Hour, admission.DefaultPolicy()), 1e-12, "half the full age weight after half of max-age")
 }
 
 // A process that names a booking which has not started runs on no booking;

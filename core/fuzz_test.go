@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // Fuzz targets for every parser a person's input reaches. Each holds: no
@@ -202,23 +202,23 @@ func FuzzApplyPolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := admission.ApplyPolicy(admission.DefaultPolicy(), admission.SplitPolicy(s))
+		p, err := policy.Apply(policy.Default(), policy.Split(s))
 		if err != nil {
 			requireInputErr(t, s, err)
 			return
 		}
-		if p.Expiry != admission.ActTerminate && p.Expiry != admission.ActNotify {
+		if p.Expiry != policy.ActTerminate && p.Expiry != policy.ActNotify {
 			t.Fatalf("%q: expiry %q", s, p.Expiry)
 		}
 		for _, a := range []string{p.OverBudget, p.Unbooked} {
-			if a != admission.ActOff && a != admission.ActWarn && a != admission.ActTerminate {
+			if a != policy.ActOff && a != policy.ActWarn && a != policy.ActTerminate {
 				t.Fatalf("%q: action %q", s, a)
 			}
 		}
 		if p.Grace < 0 || p.WarnLead < 0 || p.MaxLength < time.Minute {
 			t.Fatalf("%q: durations %v %v %v", s, p.Grace, p.WarnLead, p.MaxLength)
 		}
-		if !slices.Contains([]string{admission.ReclaimOff, admission.ReclaimWhenWaiting, admission.ReclaimAlways}, p.Reclaim) || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
+		if !slices.Contains([]string{policy.ReclaimOff, policy.ReclaimWhenWaiting, policy.ReclaimAlways}, p.Reclaim) || p.Idle < time.Minute || p.IdleSM < 1 || p.IdleSM > 100 || p.HoldMax < time.Minute {
 			t.Fatalf("%q: ladder %+v", s, p)
 		}
 		for i, w := range p.IdleWarn {
@@ -226,12 +226,12 @@ func FuzzApplyPolicy(f *testing.F) {
 				t.Fatalf("%q: idle warnings %v with idle %v", s, p.IdleWarn, p.Idle)
 			}
 		}
-		back, err := admission.ApplyPolicy(admission.DefaultPolicy(), admission.SplitPolicy(admission.FormatPolicy(p)))
+		back, err := policy.Apply(policy.Default(), policy.Split(policy.Format(p)))
 		if err != nil {
-			t.Fatalf("%q: %q does not read back: %v", s, admission.FormatPolicy(p), err)
+			t.Fatalf("%q: %q does not read back: %v", s, policy.Format(p), err)
 		}
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Second }
-		if p.Admit != admission.AdmitBooked && p.Admit != admission.AdmitPhysical {
+		if p.Admit != policy.AdmitBooked && p.Admit != policy.AdmitPhysical {
 			t.Fatalf("%q: admit %q", s, p.Admit)
 		}
 		steps := len(back.IdleWarn) == len(p.IdleWarn)

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -41,7 +42,7 @@ func init() {
 // only the cache knows) SetPolicy would not find.
 func groupPolicy(t *testing.T, l *onLedger, settings ...string) {
 	t.Helper()
-	p, err := admission.ApplyPolicy(admission.DefaultPolicy(), append(settings, "for=@"+gcGroup))
+	p, err := policy.Apply(policy.Default(), append(settings, "for=@"+gcGroup))
 	require.NoError(t, err)
 	require.NoError(t, l.open().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(p) }))
 }

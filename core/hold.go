@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -23,7 +24,7 @@ func (c *Client) ReclaimHelps(tx *storage.Tx, p domain.Partition, now time.Time)
 	if waiting, err := someoneWaits(tx, p, now); err != nil || !waiting {
 		return false, err
 	}
-	b, err := readBooks(tx, c.host, now)
+	b, err := ledger.Books(tx, c.host, now)
 	if err != nil {
 		return false, err
 	}
@@ -58,11 +59,11 @@ func stillWaits(r domain.Request, now time.Time) bool {
 	return r.Deadline.IsZero() || now.Before(r.Deadline)
 }
 
-// waitingIn counts the requests waiting in line for this host's GPUs at
+// WaitingIn counts the requests waiting in line for this host's GPUs at
 // now, by GPU index (a request for several counts on each it names);
 // AnyDevice counts those for any of its GPUs. Requests past their
 // --timeout are left out, as the idle ladder leaves them out.
-func (c *Client) waitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
+func (c *Client) WaitingIn(tx *storage.Tx, now time.Time) (map[int]int, error) {
 	n := map[int]int{}
 	line, err := tx.WaitingRequests()
 	for _, r := range line {
@@ -96,7 +97,7 @@ func (c *Client) Hold(id uint64, d time.Duration, reason string) (domain.Booking
 		if err := checkHold(d, reason); err != nil {
 			return err
 		}
-		pol, err := PolicyIn(tx)
+		pol, err := ledger.Policy(tx)
 		if err != nil {
 			return err
 		}

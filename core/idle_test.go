@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -22,12 +22,12 @@ func TestLadderPolicy(t *testing.T) {
 	p, err := c.SetPolicy([]string{"reclaim=always", "idle=90m", "idle-warn=30m,1h", "idle-sm=10%", "idle-start=5m", "hold-max=2h",
 		"notify-url=https://hooks.slack.com/services/T0/B0/XyZ"})
 	require.NoError(t, err)
-	require.Equal(t, admission.ReclaimAlways, p.Reclaim)
+	require.Equal(t, policy.ReclaimAlways, p.Reclaim)
 	require.Equal(t, 90*time.Minute, p.Idle)
 	require.Equal(t, []time.Duration{30 * time.Minute, time.Hour}, p.IdleWarn)
 	require.Equal(t, 10, p.IdleSM)
 	require.Equal(t, "https://hooks.slack.com/services/T0/B0/XyZ", p.NotifyURL, "the URL keeps its case")
-	require.Contains(t, admission.FormatPolicy(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
+	require.Contains(t, policy.Format(p), "reclaim=always idle=1h30m idle-warn=30m,1h idle-sm=10% idle-start=5m hold-max=2h notify-url=https://hooks.slack.com/services/T0/B0/XyZ")
 	stored, err := c.Policy()
 	require.NoError(t, err)
 	require.Equal(t, p, stored)
@@ -49,7 +49,7 @@ func TestLadderPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, p.IdleWarn)
 	require.Empty(t, p.NotifyURL)
-	require.Contains(t, admission.FormatPolicy(p), "idle-warn=none")
+	require.Contains(t, policy.Format(p), "idle-warn=none")
 
 	_, err = newTestClient(t, nil, coretest.Alice).SetPolicy([]string{"reclaim=always"})
 	require.ErrorIs(t, err, domain.ErrNotRoot)
@@ -60,18 +60,18 @@ func TestLadderPolicy(t *testing.T) {
 func TestPolicyFromBeforeTheLadder(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, coretest.Root)
-	old := domain.Policy{Expiry: admission.ActNotify, OverBudget: admission.ActWarn, Unbooked: admission.ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
+	old := domain.Policy{Expiry: policy.ActNotify, OverBudget: policy.ActWarn, Unbooked: policy.ActOff, Grace: time.Second, WarnLead: time.Minute, MaxLength: time.Hour}
 	require.NoError(t, c.Ledger().Update(context.Background(), func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 	p, err := c.Policy()
 	require.NoError(t, err)
-	require.Equal(t, admission.ActNotify, p.Expiry)
-	require.Equal(t, admission.ReclaimOff, p.Reclaim)
-	require.Equal(t, admission.DefaultPolicy().IdleWarn, p.IdleWarn)
+	require.Equal(t, policy.ActNotify, p.Expiry)
+	require.Equal(t, policy.ReclaimOff, p.Reclaim)
+	require.Equal(t, policy.Default().IdleWarn, p.IdleWarn)
 	require.Equal(t, 4*time.Hour, p.HoldMax)
 }
 
 func TestSplitPolicy(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, admission.SplitPolicy("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
-	require.Empty(t, admission.SplitPolicy("  "))
+	require.Equal(t, []string{"expiry=notify", "grace=5s", "idle-warn=1h,1h45m", "idle=2h"}, policy.Split("expiry=notify,grace=5s  idle-warn=1h,1h45m,idle=2h"))
+	require.Empty(t, policy.Split("  "))
 }

@@ -2,9 +2,7 @@ package core
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -120,16 +118,4 @@ func gpuGone(inv domain.Inventory, ok bool, p domain.Partition) bool {
 		}
 	}
 	return false
-}
-
-// CannotWrite says whether err means only that this process may not write
-// the ledger: reading, and what does not need the cache, goes on.
-func CannotWrite(err error) bool {
-	return errors.Is(err, storage.ErrReadOnly) || errors.Is(err, storage.ErrUnsafeFile)
-}
-
-// hostname is this machine's name for the inventory, "" when unknown.
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
 }

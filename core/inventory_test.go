@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -19,7 +20,7 @@ import (
 // simInventory is what a simulated backend of n GPUs of mem bytes reports.
 func simInventory(n int, mem uint64, now time.Time) domain.Inventory {
 	devs, _ := gpu.NewSim(gpu.SimOptions{Count: n, Memory: mem}).Devices()
-	return InventoryOf(gpu.SimName, devs, now)
+	return ledger.InventoryOf(gpu.SimName, devs, now)
 }
 
 func inventoryOf(t *testing.T, c *Client) domain.Inventory {
@@ -39,7 +40,7 @@ func inventoryOf(t *testing.T, c *Client) domain.Inventory {
 func TestSimulatedGPUsNeverReplaceRealOnes(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	real := InventoryOf(string(gpu.KindNVML), []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
+	real := ledger.InventoryOf(string(gpu.KindNVML), []gpu.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", MemoryTotal: 141 << 30}}, now)
 
 	private := newTestClient(t, nil, coretest.Alice)
 	require.NoError(t, private.SaveInventory(real))

@@ -12,60 +12,10 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
-
-func readBooks(tx *storage.Tx, here string, now time.Time) (*admission.Books, error) {
-	b := &admission.Books{HeldSince: tx.HeldSince, Now: now, Here: here, Limits: map[int]admission.Limits{}, HeldBy: map[int]admission.Calendar{}, Alive: waiterAlive}
-	var err error
-	if b.Invs, err = inventories(tx, here); err != nil {
-		return nil, err
-	}
-	for _, inv := range b.Invs {
-		b.Gpus += len(inv.Devices)
-	}
-	if b.Pol, err = PolicyIn(tx); err != nil {
-		return nil, err
-	}
-	if b.Parts, err = tx.LivePartitions(); err != nil {
-		return nil, err
-	}
-	if b.Line, err = tx.WaitingRequests(); err != nil {
-		return nil, err
-	}
-	if len(b.Line) > 0 || admission.CapsGroupHours(b.Pol) {
-		b.Usage, err = tx.UserUsages() // the line's order; a group's members (Held)
-	}
-	return b, err
-}
-
-// inventories is every host's GPUs, by host: a ledger many hosts share
-// keeps each host's inventory; a file keeps its own host's, under "".
-func inventories(tx *storage.Tx, here string) (map[string]domain.Inventory, error) {
-	invs, err := tx.HostInventories()
-	if err != nil {
-		return nil, err
-	}
-	inv, ok, err := tx.HostInventory(here)
-	if ok {
-		invs[here] = inv
-	}
-	return invs, err
-}
-
-// waiterAlive says whether a request's waiting process may still run.
-// Only a process of this machine is looked up (see fateOfProcess): one of
-// another host is left waiting, for that host's monitor and waiters to
-// look after. Only root looks up another user's (see keepsRecordsOf):
-// hidden from this process, it would look gone.
-func waiterAlive(r domain.Request) bool {
-	if r.Waiter.PID <= 0 || !proc.KeepsRecordsOf(proc.RealRoot(), r.UID) {
-		return true
-	}
-	f := proc.FateOfProcess(r.Waiter)
-	return f != proc.ProcessGone && f != proc.ProcessRebooted
-}
 
 // applyLine writes what a plan decided, in its order, while tx stays
 // within storage.WriteBudget; more says that some was left for a
@@ -172,7 +122,7 @@ func (c *Client) lineIn(tx *storage.Tx, alive func(domain.Request) bool) (*admis
 // lasts — with dozens of waiters, one joining the line waited out the
 // ledger's timeout.
 func (c *Client) readLine(tx *storage.Tx) (*admission.Books, error) {
-	b, err := readBooks(tx, c.host, c.now())
+	b, err := ledger.Books(tx, c.host, c.now())
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -39,7 +40,7 @@ func (c *Client) Notices(after uint64) (notices []notice.Notice, upTo uint64, er
 // recentNoticeEvents reads back the audit trail as far as the oldest of
 // the user's bookings a table shows, oldest first.
 func (c *Client) recentNoticeEvents(tx *storage.Tx) ([]domain.Event, error) {
-	pol, err := PolicyIn(tx)
+	pol, err := ledger.Policy(tx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -113,7 +114,7 @@ func (c *Client) newSubmission(req Request, wait *admission.WaitOptions) (*submi
 			return nil, fmt.Errorf("%w: booking for another user (--user %s)", domain.ErrNotRoot, req.For)
 		}
 		var err error
-		if s.owner, err = LookupUser(req.For); err != nil {
+		if s.owner, err = proc.LookupUser(req.For); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +216,7 @@ func (c *Client) admit(tx *storage.Tx, s *submission, fetched *domain.Inventory)
 		start = admission.Later(s.req.Start, now)
 		r.NotBefore = start
 	}
-	b, err := readBooks(tx, c.host, now)
+	b, err := ledger.Books(tx, c.host, now)
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func (c *Client) bookAdmitted(tx *storage.Tx, s *submission, b *admission.Books,
 	if !out.Start.After(now) {
 		cal := admission.CalendarOf(b.Parts)
 		for i, d := range out.GPUs() {
-			if i > 0 && b.Pol.Admit != admission.AdmitPhysical {
+			if i > 0 && b.Pol.Admit != policy.AdmitPhysical {
 				break // the first GPU's room is what create shows; the rest only admit=physical reads
 			}
 			dev, _ := admission.FindDevice(inv, d)
@@ -298,7 +299,7 @@ func (c *Client) joinLine(tx *storage.Tx, s *submission, b *admission.Books, r d
 // of more memory than is physically free. With no fresh reading nothing is
 // known and the booking is admitted on booked shares.
 func admitPhysical(pol domain.Policy, room Availability, bytes uint64) error {
-	if pol.Admit != admission.AdmitPhysical {
+	if pol.Admit != policy.AdmitPhysical {
 		return nil
 	}
 	if w := room.Warning(bytes); w != "" {
@@ -315,31 +316,7 @@ func (c *Client) fetchInventory() (domain.Inventory, error) {
 	if err != nil {
 		return domain.Inventory{}, fmt.Errorf("list GPUs: %w", err)
 	}
-	return inventoryWith(InventoryOf(l.Backend, l.Devices, c.now()), l.Topology), nil
-}
-
-// BackendInventory is the ledger's form of backend b's GPUs (devs, as it
-// listed them) and how they are linked, as seen on this host.
-func BackendInventory(b gpu.Backend, devs []gpu.Device, now time.Time) domain.Inventory {
-	return inventoryWith(InventoryOf(b.Name(), devs, now), gpu.TopologyOf(b))
-}
-
-// inventoryWith is inv with the links t knows of its GPUs.
-func inventoryWith(inv domain.Inventory, t gpu.Topology) domain.Inventory {
-	if t.Known() {
-		inv.Topology, _ = json.Marshal(t) // a topology always marshals
-	}
-	return inv
-}
-
-// InventoryOf is the ledger's form of a backend's device list, as seen on
-// this host.
-func InventoryOf(backend string, devs []gpu.Device, now time.Time) domain.Inventory {
-	inv := domain.Inventory{Backend: backend, Host: hostname(), Updated: now}
-	for _, d := range devs {
-		inv.Devices = append(inv.Devices, domain.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
-	}
-	return inv
+	return ledger.WithTopology(ledger.InventoryOf(l.Backend, l.Devices, c.now()), l.Topology), nil
 }
 
 // GPUHost resolves the host a request names: none, or this host's own
@@ -384,8 +361,8 @@ func (p Partition) GPUName() string {
 	return p.client.GPUName(p.Host, p.Device)
 }
 
-// otherHost is host when it is another host, else empty.
-func (c *Client) otherHost(host string) string {
+// OtherHost is host when it is another host, else empty.
+func (c *Client) OtherHost(host string) string {
 	if host == c.host {
 		return ""
 	}
@@ -398,14 +375,14 @@ func (c *Client) List(all bool) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		out, err = c.listIn(tx, all, c.now())
+		out, err = c.ListIn(tx, all, c.now())
 		return err
 	})
 	return out, err
 }
 
-// listIn is List in tx, as of now.
-func (c *Client) listIn(tx *storage.Tx, all bool, now time.Time) ([]Partition, error) {
+// ListIn is List in tx, as of now.
+func (c *Client) ListIn(tx *storage.Tx, all bool, now time.Time) ([]Partition, error) {
 	read := tx.LivePartitions
 	if all {
 		read = tx.Partitions
@@ -494,7 +471,7 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		if p, err = c.Mine(tx, id, "release"); err != nil {
 			return err
 		}
-		if err := EndBooking(tx, &p, domain.Released, c.now(), LedgerPolicy(tx)); err != nil {
+		if err := ledger.EndBooking(tx, &p, domain.Released, c.now(), ledger.PolicyOnce(tx)); err != nil {
 			return err
 		}
 		if err := c.RecordEvent(tx, domain.EventReleased, p, ""); err != nil {
@@ -507,21 +484,6 @@ func (c *Client) Release(id uint64) (Partition, error) {
 		c.PlaceRest(more)
 	}
 	return c.wrap(p), err
-}
-
-// EndBooking ends p (released or expired) at ended and charges its owner's
-// fair-share usage for the time it held, under the ledger's policy, in the
-// transaction that ends it.
-func EndBooking(tx *storage.Tx, p *domain.Partition, state domain.State, ended time.Time, policy func() (domain.Policy, error)) error {
-	pol, err := policy()
-	if err != nil {
-		return err
-	}
-	p.State, p.Ended = state, ended
-	if err := tx.PutPartition(p); err != nil {
-		return err
-	}
-	return charge(tx, *p, ended, pol)
 }
 
 // Extend moves a live or upcoming booking's deadline later by d. Its owner
@@ -538,7 +500,7 @@ func (c *Client) Extend(id uint64, d time.Duration) (Partition, error) {
 			return err
 		}
 		now := c.now()
-		b, err := readBooks(tx, c.host, now)
+		b, err := ledger.Books(tx, c.host, now)
 		if err != nil {
 			return err
 		}
@@ -605,10 +567,10 @@ type Availability struct {
 func (c *Client) AvailabilityOf(tx *storage.Tx, host string, inv domain.Inventory, cal admission.Calendar, parts []domain.Partition, line []domain.Request, d domain.Device, now time.Time) Availability {
 	g := admission.GpuID{Host: host, Device: d.Index}
 	free := max(0, human.Ppm-cal.BookedAt(g, now))
-	a := Availability{Host: c.otherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
+	a := Availability{Host: c.OtherHost(host), Device: d, FreePPM: free, FreeBytes: admission.BytesOf(free, d.MemoryTotal), At: now}
 	if host == c.host {
 		// The stored readings are this host's GPUs'.
-		a.Physical = physicalIn(tx, inv, d, now)
+		a.Physical = ledger.Physical(tx, inv, d, now)
 	}
 	for _, p := range parts {
 		switch {
@@ -712,7 +674,7 @@ func (c *Client) Inventory() (domain.Inventory, error) {
 	if inv, err = c.fetchInventory(); err != nil {
 		return inv, err
 	}
-	if err := c.SaveInventory(inv); err != nil && !CannotWrite(err) {
+	if err := c.SaveInventory(inv); err != nil && !ledger.CannotWrite(err) {
 		return inv, err
 	}
 	return inv, nil
@@ -758,7 +720,7 @@ func (c *Client) Recent(window time.Duration) ([]Partition, error) {
 	var out []Partition
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		if window <= 0 {
-			pol, err := PolicyIn(tx)
+			pol, err := ledger.Policy(tx)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
@@ -253,15 +254,15 @@ func testPolicy(t *testing.T, open storetest.Opener) {
 	c := clientOn(open(), nil, coretest.Root)
 	p, err := c.Policy()
 	require.NoError(t, err)
-	require.Equal(t, admission.DefaultPolicy(), p)
+	require.Equal(t, policy.Default(), p)
 	p, err = c.SetPolicy([]string{"expiry=notify", "overbudget=terminate", "grace=5s", "max=1d"})
 	require.NoError(t, err)
-	require.Equal(t, admission.ActNotify, p.Expiry)
-	require.Equal(t, admission.ActTerminate, p.OverBudget)
+	require.Equal(t, policy.ActNotify, p.Expiry)
+	require.Equal(t, policy.ActTerminate, p.OverBudget)
 	require.Equal(t, 5*time.Second, p.Grace)
 	require.Equal(t, 24*time.Hour, p.MaxLength)
-	// What FormatPolicy prints, ApplyPolicy reads back.
-	again, err := admission.ApplyPolicy(admission.DefaultPolicy(), splitFields(admission.FormatPolicy(p)))
+	// What policy.Format prints, policy.Apply reads back.
+	again, err := policy.Apply(policy.Default(), splitFields(policy.Format(p)))
 	require.NoError(t, err)
 	require.Equal(t, p, again)
 	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.1), Duration: 2 * 24 * time.Hour})

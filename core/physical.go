@@ -3,11 +3,10 @@ package core
 import (
 	"fmt"
 
-	"time"
-
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -31,7 +30,7 @@ func (c *Client) saveReading(rs []domain.DeviceReading) error {
 	if err != nil || !due {
 		return err
 	}
-	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return PutReadingIfDue(tx, rs) })
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return ledger.PutReadingIfDue(tx, rs) })
 }
 
 // Room is what the GPU has room for: the share still bookable, and next to
@@ -45,29 +44,4 @@ func (a Availability) Room() string {
 // has free, and who holds the rest; empty when it fits or nothing is known.
 func (a Availability) Warning(bytes uint64) string {
 	return a.Physical.Shortfall(a.Device.Index, bytes)
-}
-
-// physicalIn reads what dev physically holds from its stored reading, when
-// it is fresh and was taken by the backend the inventory came from. A
-// missing or damaged reading is only unknown: it is a hint, never a reason
-// to refuse.
-func physicalIn(tx *storage.Tx, inv domain.Inventory, dev domain.Device, now time.Time) admission.PhysicalMemory {
-	r, ok, err := tx.DeviceReading(dev.Index)
-	age := now.Sub(r.Time)
-	if err != nil || !ok || r.Backend != inv.Backend || r.UUID != dev.UUID || r.MemoryUsed > r.MemoryTotal ||
-		age > admission.ReadingFreshFor || age < -admission.ReadingFreshFor {
-		return admission.PhysicalMemory{}
-	}
-	return admission.PhysicalMemory{Known: true, Age: max(age, 0), Total: r.MemoryTotal, Used: r.MemoryUsed,
-		Free: r.MemoryTotal - r.MemoryUsed, Holders: r.Holders}
-}
-
-// PutReadingIfDue stores rs inside a write transaction, checking again
-// what is stored: another process may have stored readings just now.
-func PutReadingIfDue(tx *storage.Tx, rs []domain.DeviceReading) error {
-	stored, err := tx.DeviceReadings()
-	if err == nil && !admission.ReadingDue(stored, rs) {
-		return nil
-	}
-	return tx.PutDeviceReadings(rs)
 }

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"sync"
-
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -19,7 +18,7 @@ func (c *Client) Policy() (domain.Policy, error) {
 	var p domain.Policy
 	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		p, err = PolicyIn(tx)
+		p, err = ledger.Policy(tx)
 		return err
 	})
 	p.NotifyURL = notice.NotifyShown(c.notify)
@@ -44,11 +43,11 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 	var more bool
 	err = c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
 		var err error
-		if p, err = PolicyIn(tx); err != nil {
+		if p, err = ledger.Policy(tx); err != nil {
 			return err
 		}
 		if len(settings) > 0 || !setNotify {
-			if p, err = admission.ApplyPolicy(p, settings); err != nil {
+			if p, err = policy.Apply(p, settings); err != nil {
 				return err
 			}
 		}
@@ -61,9 +60,9 @@ func (c *Client) SetPolicy(settings []string) (domain.Policy, error) {
 		if err := tx.PutPolicy(p); err != nil {
 			return err
 		}
-		detail := admission.FormatPolicy(p)
+		detail := policy.Format(p)
 		for _, o := range p.Overrides {
-			detail += "; " + admission.FormatOverride(o)
+			detail += "; " + policy.FormatOverride(o)
 		}
 		if setNotify {
 			// Written once the rest is known good, and before the
@@ -95,21 +94,6 @@ func checkTarget(target string) error {
 		}
 		return nil
 	}
-	_, err := LookupUser(target)
+	_, err := proc.LookupUser(target)
 	return err
-}
-
-// LedgerPolicy reads the policy in tx when first asked, and gives the same
-// after: a pass that ends many bookings charges each under it, read and
-// decoded once.
-func LedgerPolicy(tx *storage.Tx) func() (domain.Policy, error) {
-	return sync.OnceValues(func() (domain.Policy, error) { return PolicyIn(tx) })
-}
-
-func PolicyIn(tx *storage.Tx) (domain.Policy, error) {
-	p, ok, err := tx.Policy()
-	if err != nil || !ok {
-		return admission.DefaultPolicy(), err
-	}
-	return admission.WithDefaults(p), nil
 }

@@ -82,7 +82,7 @@ func playRole(role, db, arg string) int {
 	case "holdturn":
 		return playHoldTurn(c, arg)
 	case "whoami":
-		fmt.Println(proc.RealRoot(), core.CurrentIdentity().UID)
+		fmt.Println(proc.RealRoot(), proc.CurrentIdentity().UID)
 	case "pingwait":
 		return playPingWaiter(c)
 	default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -42,7 +43,7 @@ func claimSignal(c *Client, id uint64, act domain.ClaimAct, pid int, start uint6
 			return err
 		}
 		if cur.State == domain.Live && !now.Before(cur.Expires) {
-			if err := EndBooking(tx, &cur, domain.Expired, cur.Expires, LedgerPolicy(tx)); err != nil {
+			if err := ledger.EndBooking(tx, &cur, domain.Expired, cur.Expires, ledger.PolicyOnce(tx)); err != nil {
 				return err
 			}
 			late := now.Sub(cur.Expires).Round(time.Microsecond)

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -23,7 +23,7 @@ func TestSetPolicyWritesTheNotifyFile(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t, nil, coretest.Root)
 	c.notify = filepath.Join(t.TempDir(), "etc", "chronos", "notify")
-	old := admission.DefaultPolicy()
+	old := policy.Default()
 	old.NotifyURL = "http://127.0.0.1:18080/redir"
 	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return tx.PutPolicy(old) }))
 

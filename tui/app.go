@@ -39,6 +39,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -254,7 +255,7 @@ func New(opts Options) *Model {
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
 		width: 80, height: 24,
-		data:      readings{policy: admission.DefaultPolicy()},
+		data:      readings{policy: policy.Default()},
 		gpus:      newGPUPanel(sh, int(historyWindow/(gpuEvery*opts.Refresh))+1),
 		bookings:  newBookingsTab(sh),
 		processes: newProcessesTab(sh),

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -54,7 +54,7 @@ func busyModel(b *testing.B) (*Model, ledgerMsg) {
 		}}
 	}
 	update(b, m, sampleMsg{sample: s})
-	msg := ledgerMsg{parts: parts, policy: admission.DefaultPolicy()}
+	msg := ledgerMsg{parts: parts, policy: policy.Default()}
 	update(b, m, msg)
 	require.Greater(b, len(m.bookings.table.rows), 900)
 	return m, msg

@@ -12,9 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // bookingRow is a booking as the table shows it.
@@ -206,7 +206,7 @@ type bookingsTab struct {
 }
 
 func newBookingsTab(sh *shared) *bookingsTab {
-	t := &bookingsTab{warnLead: admission.DefaultPolicy().WarnLead}
+	t := &bookingsTab{warnLead: policy.Default().WarnLead}
 	t.specs = bookingColumnsOneHost
 	t.table.init(sh, bookingColumnsOneHost, "  No bookings to show. Press n to book a GPU.")
 	t.table.id = func(r bookingRow) uint64 { return r.ID }

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -75,7 +76,7 @@ type dismissedMsg struct{ err error }
 // historyMsg is one reading of a GPU's history from the ledger.
 type historyMsg struct {
 	device  int
-	history core.GPUHistory
+	history report.GPUHistory
 	err     error
 }
 
@@ -216,7 +217,7 @@ func waitActCmd(acts <-chan string) tea.Cmd {
 
 func historyCmd(c *core.Client, device int) tea.Cmd {
 	return func() tea.Msg {
-		h, err := c.History(device, historyWindow)
+		h, err := report.History(c, device, historyWindow)
 		return historyMsg{device: device, history: h, err: err}
 	}
 }

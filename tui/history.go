@@ -11,8 +11,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 )
 
 // historyWindow is how far back the history view looks.
@@ -36,7 +36,7 @@ type historyView struct {
 	keys   historyKeys
 	device int    // the GPU's index
 	name   string // its model, as the last reading named it
-	data   core.GPUHistory
+	data   report.GPUHistory
 	judged time.Time // the end of the newest minute monitors judged
 	readAt time.Time // when it was last asked for
 	loaded bool
@@ -71,7 +71,7 @@ func (h *historyView) show(msg historyMsg) {
 		h.judged = h.data.Minutes[n-1].Minute.Add(time.Minute)
 	}
 	h.version++
-	slices.SortStableFunc(h.data.Bookings, func(a, b core.BookingSpan) int {
+	slices.SortStableFunc(h.data.Bookings, func(a, b report.BookingSpan) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
 	})
 	h.layout()
@@ -173,7 +173,7 @@ const unknown = -1.0
 // series are a GPU's utilisation and memory in use in each column, as
 // fractions (0..1), unknown where nothing was read: the app's own readings
 // where it has some, else the ledger's minutes.
-func series(tl timeline, tr *trace, h core.GPUHistory, total uint64) (util, mem []float64) {
+func series(tl timeline, tr *trace, h report.GPUHistory, total uint64) (util, mem []float64) {
 	type acc struct {
 		utilSum, utilN int
 		mem            uint64
@@ -276,20 +276,20 @@ const judgedLag = 2 * time.Minute
 // asDrawn is a booking's span as the history draws it: a live one
 // reaches now, and one idle in the newest minute the monitors judged
 // (judged is its end) is idle up to now.
-func asDrawn(b core.BookingSpan, to, judged, now time.Time) core.BookingSpan {
+func asDrawn(b report.BookingSpan, to, judged, now time.Time) report.BookingSpan {
 	if b.End.Before(to) {
 		return b // ended when read
 	}
 	b.End = now // live when read: it still is, or the next reading says otherwise
 	if n := len(b.Idle); n > 0 && !b.Idle[n-1].To.Before(judged) && now.Sub(judged) <= judgedLag {
-		b.Idle = append(slices.Clone(b.Idle[:n-1]), core.Span{From: b.Idle[n-1].From, To: now})
+		b.Idle = append(slices.Clone(b.Idle[:n-1]), report.Span{From: b.Idle[n-1].From, To: now})
 	}
 	return b
 }
 
 // spanCells lays a booking's span over the columns. Idle wins a column it
 // shares with work, so that short stretches still show.
-func spanCells(tl timeline, b core.BookingSpan) []spanCell {
+func spanCells(tl timeline, b report.BookingSpan) []spanCell {
 	cells := make([]spanCell, tl.n)
 	first, last := tl.cols(b.Start, b.End)
 	for c := first; c <= last; c++ {
@@ -306,7 +306,7 @@ func spanCells(tl timeline, b core.BookingSpan) []spanCell {
 
 // idleLabel is what an idle run of columns says: how long the booking sat
 // idle in the stretches it covers.
-func idleLabel(tl timeline, b core.BookingSpan, first, last int) string {
+func idleLabel(tl timeline, b report.BookingSpan, first, last int) string {
 	var idle time.Duration
 	from, to := tl.start(first), tl.start(last+1)
 	for _, s := range b.Idle {
@@ -431,7 +431,7 @@ func (h *historyView) axis(tl timeline) string {
 // spanLine is one booking: its id and owner in the gutter, then its span
 // in the owner's colour with idle stretches dimmed to "░" and labelled
 // with how long they lasted, where the label fits.
-func (h *historyView) spanLine(tl timeline, b core.BookingSpan, now time.Time) string {
+func (h *historyView) spanLine(tl timeline, b report.BookingSpan, now time.Time) string {
 	st := &h.sh.styles
 	b = asDrawn(b, h.data.To, h.judged, now)
 	cells := spanCells(tl, b)

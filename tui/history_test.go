@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/report"
 )
 
 // pastBooking is a booking made ago before t0, lasting length.
@@ -136,7 +137,7 @@ func TestHistorySeriesPrefersTheAppsReadings(t *testing.T) {
 	tl := newTimeline(t0, 60)
 	require.Equal(t, time.Minute, tl.step)
 	require.Equal(t, t0.Add(-59*time.Minute), tl.from, "the last column holds now")
-	var h core.GPUHistory
+	var h report.GPUHistory
 	for i := range 50 { // the ledger has the first 50 minutes, at 10%
 		h.Minutes = append(h.Minutes, domain.GPUMinute{Minute: tl.start(i), Util: 10, MemoryUsed: 8 << 30, MemoryTotal: 80 << 30})
 	}
@@ -264,7 +265,7 @@ func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
 	now := t0.Add(90 * time.Second)
 	tl := newTimeline(now, 60)
 	judged := t0
-	b := core.BookingSpan{ID: 1, Start: t0.Add(-30 * time.Minute), End: t0, Idle: []core.Span{{From: t0.Add(-10 * time.Minute), To: t0}}}
+	b := report.BookingSpan{ID: 1, Start: t0.Add(-30 * time.Minute), End: t0, Idle: []report.Span{{From: t0.Add(-10 * time.Minute), To: t0}}}
 	cells := spanCells(tl, asDrawn(b, t0, judged, now))
 	require.Equal(t, spanBooked, cells[40])
 	require.Equal(t, spanIdle, cells[50])
@@ -276,7 +277,7 @@ func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
 
 	require.Contains(t, idleLabel(tl, asDrawn(b, t0, judged, now), 50, 59), "idle 11m", "counted up to now, as drawn")
 
-	b.Idle = []core.Span{{From: t0.Add(-10 * time.Minute), To: t0.Add(-5 * time.Minute)}}
+	b.Idle = []report.Span{{From: t0.Add(-10 * time.Minute), To: t0.Add(-5 * time.Minute)}}
 	cells = spanCells(tl, asDrawn(b, t0, judged, now))
 	require.Equal(t, spanIdle, cells[50])
 	require.Equal(t, spanBooked, cells[59], "it worked since")
@@ -291,7 +292,7 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 	m := w.model(80, 24)
 	theirs := core.Partition{Partition: domain.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
 		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: domain.Live}}
-	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: admission.DefaultPolicy()})
+	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: policy.Default()})
 	row, ok := m.bookings.selected()
 	require.True(t, ok)
 	require.Equal(t, "gpu-b", row.Host)

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -106,7 +107,7 @@ func TestBookingsOnGoneGPUsAreShown(t *testing.T) {
 	w.book(bob, 3, "30%", time.Minute, time.Hour)
 	devs, err := gpu.NewSim(gpu.SimOptions{Count: 2}).Devices()
 	require.NoError(t, err)
-	require.NoError(t, w.client.SaveInventory(core.InventoryOf(gpu.SimName, devs, t0)))
+	require.NoError(t, w.client.SaveInventory(ledger.InventoryOf(gpu.SimName, devs, t0)))
 	w.sim = gpu.NewSim(gpu.SimOptions{Count: 2, Now: w.clock.Now})
 
 	m := w.model(120, 30)

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 )
 
 // reportBarWidth is how many cells the largest row's bar fills.
@@ -19,7 +19,7 @@ const reportBarWidth = 16
 // WriteReport prints a usage report as a table for `chronos report`: a row
 // per user, group or GPU with a bar of its booked GPU-hours, to the scale
 // of the largest, solid where they were used.
-func WriteReport(w io.Writer, r core.Report, now time.Time) error {
+func WriteReport(w io.Writer, r report.Report, now time.Time) error {
 	since := "since the ledger began"
 	if !r.From.IsZero() {
 		since = "since " + human.FormatTime(r.From, now)
@@ -35,7 +35,7 @@ func WriteReport(w io.Writer, r core.Report, now time.Time) error {
 	for _, row := range r.Rows {
 		most = max(most, row.BookedHours)
 	}
-	line := func(key string, row core.ReportRow, bar string) {
+	line := func(key string, row report.Row, bar string) {
 		unbooked := "-"
 		if row.UnbookedHours != nil {
 			unbooked = gpuHours(*row.UnbookedHours)
@@ -65,7 +65,7 @@ func gpuHours(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64) }
 
 // WriteReportCSV prints a usage report's rows as CSV, one header line
 // first, figures in full precision; unbooked use is empty by GPU.
-func WriteReportCSV(w io.Writer, r core.Report) error {
+func WriteReportCSV(w io.Writer, r report.Report) error {
 	out := csv.NewWriter(w)
 	_ = out.Write([]string{string(r.By), "booked_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "unbooked_gpu_hours", "bookings", "reclaimed", "expired", "forced"})
 	number := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // GpuID is a GPU as fairness sees it: its host (empty in a host's own
@@ -147,7 +148,7 @@ type Ask struct {
 	Uid    int
 	Share  int64 // of each GPU
 	Length time.Duration
-	Limits Limits
+	Limits policy.Limits
 }
 
 // gpus are the GPUs a asks for.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -69,7 +70,7 @@ func TestCalendarEarliestIsTheFirstFit(t *testing.T) {
 	for round := range 3000 {
 		cal := randomCalendar(rng, 1)
 		a := Ask{Gpu: randomGPU(rng), Uid: rng.IntN(3), Share: int64(1+rng.IntN(10)) * 100_000,
-			Length: time.Duration(1+rng.IntN(20)) * time.Second, Limits: Limits{Share: 1}}
+			Length: time.Duration(1+rng.IntN(20)) * time.Second, Limits: policy.Limits{Share: 1}}
 		if rng.IntN(2) == 0 {
 			a.Limits.UserGPUs = new(float64(1+rng.IntN(15)) / 10)
 		}
@@ -135,7 +136,7 @@ func TestHoursQuotaFreesContinuously(t *testing.T) {
 	t.Parallel()
 	// 1 GPU-hour used from 0 to 3600; the limit is 1.5 GPU-hours a day.
 	cal := Calendar{{gpu: GpuID{Device: 0}, uid: 1, share: human.Ppm, start: at(0), end: at(3600)}}
-	a := Ask{Gpu: GpuID{Host: "gpu3", Device: 0}, Uid: 1, Share: human.Ppm, Length: time.Hour, Limits: Limits{UserHours: new(1.5), HoursWindow: 24 * time.Hour, Share: 1}}
+	a := Ask{Gpu: GpuID{Host: "gpu3", Device: 0}, Uid: 1, Share: human.Ppm, Length: time.Hour, Limits: policy.Limits{UserHours: new(1.5), HoursWindow: 24 * time.Hour, Share: 1}}
 	got, why := newLayout(cal).earliest(a, at(3600))
 	require.NotNil(t, why)
 	require.Equal(t, blockedHours, why.kind)
@@ -150,10 +151,10 @@ func TestHoursQuotaFreesContinuously(t *testing.T) {
 // Asking more than a quota allows by itself can never be granted.
 func TestNeverFits(t *testing.T) {
 	t.Parallel()
-	require.NotNil(t, Ask{Share: 600_000, Length: time.Hour, Limits: Limits{UserGPUs: new(0.5)}}.never())
-	require.NotNil(t, Ask{Share: human.Ppm, Length: 3 * time.Hour, Limits: Limits{UserHours: new(2.0), HoursWindow: time.Hour}}.never())
-	require.Nil(t, Ask{Share: human.Ppm, Length: 3 * time.Hour, Limits: Limits{UserHours: new(2.0), Exempt: true}}.never())
-	require.Nil(t, Ask{Share: 500_000, Length: time.Hour, Limits: Limits{UserGPUs: new(0.5)}}.never())
+	require.NotNil(t, Ask{Share: 600_000, Length: time.Hour, Limits: policy.Limits{UserGPUs: new(0.5)}}.never())
+	require.NotNil(t, Ask{Share: human.Ppm, Length: 3 * time.Hour, Limits: policy.Limits{UserHours: new(2.0), HoursWindow: time.Hour}}.never())
+	require.Nil(t, Ask{Share: human.Ppm, Length: 3 * time.Hour, Limits: policy.Limits{UserHours: new(2.0), Exempt: true}}.never())
+	require.Nil(t, Ask{Share: 500_000, Length: time.Hour, Limits: policy.Limits{UserGPUs: new(0.5)}}.never())
 }
 
 // The hours check, a sweep over cumulative sums, agrees with summing every
@@ -170,7 +171,7 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 		}
 		w := time.Duration(5+rng.IntN(40)) * time.Second
 		a := Ask{Gpu: GpuID{Device: 0}, Uid: 0, Share: int64(1+rng.IntN(10)) * 100_000, Length: time.Duration(1+rng.IntN(10)) * time.Second,
-			Limits: Limits{UserHours: new(float64(1+rng.IntN(40)) / 3600), HoursWindow: w, Share: 1}}
+			Limits: policy.Limits{UserHours: new(float64(1+rng.IntN(40)) / 3600), HoursWindow: w, Share: 1}}
 		start := at(rng.IntN(120))
 		fresh := a.slots(start, 0)[0]
 		fullest := -1.0

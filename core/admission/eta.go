@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // reclaimAt is when the idle ladder will reclaim booking u's if it stays
@@ -12,7 +13,7 @@ import (
 // after its last warning than the ladder spaces them (see ladder). A
 // booking that works, is held, or a policy that never reclaims: none.
 func reclaimAt(pol domain.Policy, u domain.BookingUsage, now time.Time) (time.Time, bool) {
-	if pol.Reclaim == ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
+	if pol.Reclaim == policy.ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return time.Time{}, false
 	}
 	// IdleFor counts to Through, the end of the last accounted minute,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // Fair share, as docs/fairness.md says: each user's usage U decays with the
@@ -44,12 +45,12 @@ func LongestWindow(pol domain.Policy) time.Duration {
 		window = pol.HoursWindow
 	}
 	for _, o := range pol.Overrides {
-		var l Limits
-		_ = applyLimits(&l, o.Settings)
+		var l policy.Limits
+		_ = policy.ApplyLimits(&l, o.Settings)
 		if l.UserHours != nil {
 			window = max(window, l.HoursWindow)
 		}
-		if c, ok := groupCapOf("", o.Settings); ok && c.Hours != nil {
+		if c, ok := policy.GroupCapOf("", o.Settings); ok && c.Hours != nil {
 			window = max(window, c.Window)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkLinePlacementGangs(b *testing.B) {
 	grants := 0
 	for i := 0; b.Loop(); i++ {
 		bk.Parts = slices.Delete(slices.Clone(all), i%len(all), i%len(all)+1)
-		bk.Limits, bk.HeldBy = map[int]Limits{}, map[int]Calendar{}
+		bk.Limits, bk.HeldBy = map[int]policy.Limits{}, map[int]Calendar{}
 		t := time.Now()
 		plan, err := bk.Plan(nil)
 		took = append(took, time.Since(t))

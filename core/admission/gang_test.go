@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -39,8 +40,8 @@ func gangBooks(t testing.TB, n int, topo *gpu.Topology, parts []domain.Partition
 	for i := range line {
 		line[i].ID, line[i].State = uint64(200+i), domain.Waiting
 	}
-	return &Books{Now: t0, Invs: map[string]domain.Inventory{"": inv}, Gpus: n, Pol: DefaultPolicy(), Parts: parts, Line: line,
-		Limits: map[int]Limits{}, HeldBy: map[int]Calendar{}, Alive: func(domain.Request) bool { return true }}
+	return &Books{Now: t0, Invs: map[string]domain.Inventory{"": inv}, Gpus: n, Pol: policy.Default(), Parts: parts, Line: line,
+		Limits: map[int]policy.Limits{}, HeldBy: map[int]Calendar{}, Alive: func(domain.Request) bool { return true }}
 }
 
 // booked is a booking of share (in percent) of devices, from start to end

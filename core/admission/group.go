@@ -4,79 +4,18 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 )
-
-// GroupCap caps what a group's members hold together (Slurm's GrpTRES and
-// GrpTRESMins), where user-gpus and user-hours limit each member alone.
-type GroupCap struct {
-	Group  string
-	GPUs   *float64      // GPU-equivalents the members hold at once; nil: no cap
-	Hours  *float64      // GPU-hours the members book in any Window; nil: no cap
-	Window time.Duration //
-}
-
-func (c GroupCap) capped() bool { return c.GPUs != nil || c.Hours != nil }
 
 // Why a request cannot start, for a group's cap.
 const (
 	blockedGroupGPUs  = "group-gpus"
 	blockedGroupHours = "group-hours"
 )
-
-// groupCapOf is the cap a group's settings set; false when they set none.
-func groupCapOf(group string, settings map[string]string) (GroupCap, bool) {
-	c := GroupCap{Group: group}
-	for k, v := range settings {
-		if kn, _ := knobNamed(k); kn != nil && kn.setCap != nil {
-			_ = kn.setCap(&c, v) // checked when it was set
-		}
-	}
-	return c, c.capped()
-}
-
-// CapsGroupHours says whether a group has an hours cap: weighing its
-// members' requests then looks back on what every member held, found
-// among the users with a usage record.
-func CapsGroupHours(pol domain.Policy) bool {
-	return slices.ContainsFunc(pol.Overrides, func(o domain.Override) bool {
-		c, ok := groupCapOf("", o.Settings)
-		return ok && c.Hours != nil
-	})
-}
-
-// checkCap checks a group cap's setting for target: only a group has one.
-func checkCap(kn *knob, target, v string) error {
-	if !strings.HasPrefix(target, "@") {
-		return errCapNeedsGroup(kn.key, target)
-	}
-	if v == "default" {
-		return nil
-	}
-	return kn.setCap(&GroupCap{}, v)
-}
-
-func errCapNeedsGroup(key, target string) error {
-	msg := key + " caps a group's members together: it needs a group, for=@GROUP (for=@students)"
-	if target != "" {
-		msg += fmt.Sprintf("; for=%s names a user, whom %s limits alone", target, strings.Replace(key, "group-", "user-", 1))
-	}
-	return domain.InputErr("%s", msg)
-}
-
-// groupCap is the cap of the user's group named; a blocker names it.
-func (l Limits) groupCap(group string) GroupCap {
-	i := slices.IndexFunc(l.Groups, func(c GroupCap) bool { return c.Group == group })
-	if i < 0 {
-		return GroupCap{Group: group}
-	}
-	return l.Groups[i]
-}
 
 // neverInGroups says why a could never start under its groups' caps: it
 // asks more than one allows by itself.
@@ -149,7 +88,7 @@ func (g *groupTracks) track(cal Calendar, group string) *track {
 // groupWeighing is one capped group of a request's owner, as the request
 // weighs it: the cap and what its members hold.
 type groupWeighing struct {
-	cap   GroupCap
+	cap   policy.GroupCap
 	track *track
 }
 
@@ -159,7 +98,7 @@ func (l *layout) weighGroups(a Ask) []groupWeighing {
 	}
 	var out []groupWeighing
 	for _, c := range a.Limits.Groups {
-		if c.capped() {
+		if c.Capped() {
 			out = append(out, groupWeighing{cap: c, track: l.groups.track(l.cal, c.Group)})
 		}
 	}
@@ -169,7 +108,7 @@ func (l *layout) weighGroups(a Ask) []groupWeighing {
 // hoursAsk is a weighed as the hours check weighs a user's: the group's
 // slots are one user's, and its cap their quota.
 func (g groupWeighing) hoursAsk(a Ask) Ask {
-	a.Uid, a.Limits = asGroup, Limits{UserHours: g.cap.Hours, HoursWindow: g.cap.Window}
+	a.Uid, a.Limits = asGroup, policy.Limits{UserHours: g.cap.Hours, HoursWindow: g.cap.Window}
 	return a
 }
 
@@ -294,7 +233,7 @@ func (b *Books) heldNeeded(uids []int) []int {
 
 // groupReason is reason for a group's cap: what the queue shows.
 func groupReason(blk *blocker, a Ask) string {
-	c := a.Limits.groupCap(blk.group)
+	c := a.Limits.GroupCap(blk.group)
 	if blk.kind == blockedGroupGPUs {
 		return fmt.Sprintf("%s: the group holds %s, asks %s", capName(blk.kind, c), FormatGPUCount(int64(blk.figure)), formatGPUs(a.total()))
 	}
@@ -304,7 +243,7 @@ func groupReason(blk *blocker, a Ask) string {
 
 // groupRefusal is the refusal of a request a group's cap stops now.
 func groupRefusal(over error, blk *blocker, a Ask) error {
-	c := a.Limits.groupCap(blk.group)
+	c := a.Limits.GroupCap(blk.group)
 	if blk.kind == blockedGroupGPUs {
 		return fmt.Errorf("%w: %s: the group would hold %s at once (%s already, %s asked)", over, capName(blk.kind, c),
 			FormatGPUCount(int64(blk.figure)+a.total()), formatGPUs(int64(blk.figure)), formatGPUs(a.total()))
@@ -315,7 +254,7 @@ func groupRefusal(over error, blk *blocker, a Ask) error {
 
 // groupNever is the refusal of a request a group's cap could never grant.
 func groupNever(over error, blk *blocker, a Ask) error {
-	c := a.Limits.groupCap(blk.group)
+	c := a.Limits.GroupCap(blk.group)
 	switch {
 	case blk.kind == blockedGroupGPUs && *c.GPUs == 0:
 		return fmt.Errorf("%w: %s: its members may hold no GPU at all (group-gpus=none is no limit)", over, capName(blk.kind, c))
@@ -329,10 +268,10 @@ func groupNever(over error, blk *blocker, a Ask) error {
 
 // capName is a group's cap as it was set, and for whom: "group-gpus=4
 // for @students".
-func capName(kind string, c GroupCap) string {
-	v := formatLimit(c.GPUs)
+func capName(kind string, c policy.GroupCap) string {
+	v := policy.FormatLimit(c.GPUs)
 	if kind == blockedGroupHours {
-		v = formatHours(c.Hours, c.Window)
+		v = policy.FormatHours(c.Hours, c.Window)
 	}
 	return kind + "=" + v + " for @" + c.Group
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 )
 
@@ -33,57 +34,57 @@ func init() {
 	}
 }
 
-func labCap(gpus, hours float64, window time.Duration) Limits {
-	c := GroupCap{Group: gcLab}
+func labCap(gpus, hours float64, window time.Duration) policy.Limits {
+	c := policy.GroupCap{Group: gcLab}
 	if gpus >= 0 {
 		c.GPUs = new(gpus)
 	}
 	if hours >= 0 {
 		c.Hours, c.Window = new(hours), window
 	}
-	return Limits{Share: 1, Groups: []GroupCap{c}}
+	return policy.Limits{Share: 1, Groups: []policy.GroupCap{c}}
 }
 
 // A group's cap is set for the group only, and reaches its members, not
 // others; a member's own limits stay theirs.
 func TestGroupCapIsTheGroups(t *testing.T) {
 	t.Parallel()
-	p, err := ApplyPolicy(DefaultPolicy(), []string{"group-gpus=4", "for=@" + gcLab, "group-hours=500/7d", "for=@" + gcLab})
+	p, err := policy.Apply(policy.Default(), []string{"group-gpus=4", "for=@" + gcLab, "group-hours=500/7d", "for=@" + gcLab})
 	require.NoError(t, err, "for= repeated, as the issue types it")
-	p, err = ApplyPolicy(p, []string{"user-gpus=0.5", "for=@" + gcLab})
+	p, err = policy.Apply(p, []string{"user-gpus=0.5", "for=@" + gcLab})
 	require.NoError(t, err)
-	require.Equal(t, "group-gpus=4 group-hours=500/7d user-gpus=0.5 for=@"+gcLab, FormatOverride(p.Overrides[0]))
+	require.Equal(t, "group-gpus=4 group-hours=500/7d user-gpus=0.5 for=@"+gcLab, policy.FormatOverride(p.Overrides[0]))
 
-	ben := LimitsFor(p, domain.Identity{UID: gcBen, User: "ben"})
-	require.Equal(t, []GroupCap{{Group: gcLab, GPUs: new(4.0), Hours: new(500.0), Window: 7 * 24 * time.Hour}}, ben.Groups)
+	ben := policy.LimitsFor(p, domain.Identity{UID: gcBen, User: "ben"})
+	require.Equal(t, []policy.GroupCap{{Group: gcLab, GPUs: new(4.0), Hours: new(500.0), Window: 7 * 24 * time.Hour}}, ben.Groups)
 	require.Equal(t, new(0.5), ben.UserGPUs, "user-gpus stays each member's own")
-	require.Empty(t, LimitsFor(p, domain.Identity{UID: gcCid, User: "cid"}).Groups)
+	require.Empty(t, policy.LimitsFor(p, domain.Identity{UID: gcCid, User: "cid"}).Groups)
 	require.Equal(t, 7*24*time.Hour, LongestWindow(p), "the held intervals are kept as long as the cap looks back")
-	require.True(t, CapsGroupHours(p))
+	require.True(t, policy.CapsGroupHours(p))
 
 	for _, bad := range [][]string{{"group-gpus=4", "for=alice"}, {"group-gpus=4"}, {"group-hours=5/7d", "for=1001"}} {
-		_, err := ApplyPolicy(DefaultPolicy(), bad)
+		_, err := policy.Apply(policy.Default(), bad)
 		require.ErrorIs(t, err, domain.ErrInput, "%v", bad)
 		require.ErrorContains(t, err, "it needs a group, for=@GROUP", "%v", bad)
 	}
-	_, err = ApplyPolicy(DefaultPolicy(), []string{"group-gpus=4", "for=alice"})
+	_, err = policy.Apply(policy.Default(), []string{"group-gpus=4", "for=alice"})
 	require.ErrorContains(t, err, "group-gpus caps a group's members together: it needs a group, for=@GROUP (for=@students); for=alice names a user, whom user-gpus limits alone")
 	for _, bad := range []string{"group-gpus=-1", "group-gpus=lots", "group-hours=5/0", "group-hours=x/7d"} {
-		_, err := ApplyPolicy(DefaultPolicy(), []string{bad, "for=@" + gcLab})
+		_, err := policy.Apply(policy.Default(), []string{bad, "for=@" + gcLab})
 		require.ErrorIs(t, err, domain.ErrInput, bad)
 		require.ErrorContains(t, err, strings.Split(bad, "=")[0], bad)
 	}
-	_, err = ApplyPolicy(DefaultPolicy(), []string{"group-gpus=4", "for=@a", "for=@b"})
+	_, err = policy.Apply(policy.Default(), []string{"group-gpus=4", "for=@a", "for=@b"})
 	require.ErrorContains(t, err, "for= given twice")
 
 	// default and none take it away.
-	p, err = ApplyPolicy(p, []string{"group-gpus=default", "group-hours=none", "user-gpus=default", "for=@" + gcLab})
+	p, err = policy.Apply(p, []string{"group-gpus=default", "group-hours=none", "user-gpus=default", "for=@" + gcLab})
 	require.NoError(t, err)
-	require.Empty(t, LimitsFor(p, domain.Identity{UID: gcBen, User: "ben"}).Groups, "group-hours=none is no cap")
-	require.False(t, CapsGroupHours(p))
+	require.Empty(t, policy.LimitsFor(p, domain.Identity{UID: gcBen, User: "ben"}).Groups, "group-hours=none is no cap")
+	require.False(t, policy.CapsGroupHours(p))
 
-	knobs, _ := Knobs(p)
-	i := slices.IndexFunc(knobs, func(k PolicyKnob) bool { return k.Key == "group-gpus" })
+	knobs, _ := policy.Knobs(p)
+	i := slices.IndexFunc(knobs, func(k policy.Setting) bool { return k.Key == "group-gpus" })
 	require.GreaterOrEqual(t, i, 0, "policy lists group-gpus")
 	require.Equal(t, "none", knobs[i].Value)
 }
@@ -110,7 +111,7 @@ func TestGroupGPUsCapTheMembersTogether(t *testing.T) {
 	require.True(t, blk.quota())
 	require.Nil(t, cal.Check(ben(500_000, time.Hour), at(0)), "the group holds 1: the cap")
 	require.Nil(t, cal.Check(ben(600_000, time.Hour), at(3600)), "once ann's has ended")
-	cid := Ask{Gpu: gpu1, Uid: gcCid, Share: 600_000, Length: time.Hour, Limits: Limits{Share: 1}}
+	cid := Ask{Gpu: gpu1, Uid: gcCid, Share: 600_000, Length: time.Hour, Limits: policy.Limits{Share: 1}}
 	require.Nil(t, cal.Check(cid, at(0)), "cid is not in the group")
 
 	// Ann's next booking is ahead, from 1800: ben's hour from 0 meets it;
@@ -178,15 +179,15 @@ func TestGroupEarliestIsTheFirstFit(t *testing.T) {
 			cal[i].uid = uids[cal[i].uid]
 		}
 		a := Ask{Gpu: randomGPU(rng), Uid: uids[rng.IntN(2)], Share: int64(1+rng.IntN(10)) * 100_000,
-			Length: time.Duration(1+rng.IntN(20)) * time.Second, Limits: Limits{Share: 1}}
-		c := GroupCap{Group: gcLab, GPUs: new(float64(1+rng.IntN(25)) / 10)}
+			Length: time.Duration(1+rng.IntN(20)) * time.Second, Limits: policy.Limits{Share: 1}}
+		c := policy.GroupCap{Group: gcLab, GPUs: new(float64(1+rng.IntN(25)) / 10)}
 		if rng.IntN(3) == 0 {
 			c.Hours, c.Window = new(float64(1+rng.IntN(60))/3600), time.Duration(10+rng.IntN(40))*time.Second
 		}
 		if rng.IntN(3) == 0 {
 			a.Limits.UserGPUs = new(float64(1+rng.IntN(15)) / 10)
 		}
-		a.Limits.Groups = []GroupCap{c}
+		a.Limits.Groups = []policy.GroupCap{c}
 		if a.never() != nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -31,7 +32,7 @@ type Books struct {
 	Usage     []domain.UserUsage // read when someone waits: it orders the line
 	// limits caches each user's limits for this transaction; heldBy, the
 	// held intervals of users with an hours quota, read by readHeld.
-	Limits map[int]Limits
+	Limits map[int]policy.Limits
 	HeldBy map[int]Calendar
 	// alive says whether a request's waiting process still runs.
 	Alive func(domain.Request) bool
@@ -92,10 +93,10 @@ func (b *Books) ReadHeld() error {
 	return err
 }
 
-func (b *Books) LimitsFor(uid int, name string) Limits {
+func (b *Books) LimitsFor(uid int, name string) policy.Limits {
 	l, ok := b.Limits[uid]
 	if !ok {
-		l = LimitsFor(b.Pol, domain.Identity{UID: uid, User: name})
+		l = policy.LimitsFor(b.Pol, domain.Identity{UID: uid, User: name})
 		b.Limits[uid] = l
 	}
 	return l

@@ -34,12 +34,6 @@ const (
 	readingPIDs    = 3
 )
 
-// Admission policies: what `policy set admit=…` takes.
-const (
-	AdmitBooked   = "booked"   // booked shares only: memory in use is a warning
-	AdmitPhysical = "physical" // also refuse a booking beyond what is physically free
-)
-
 // PhysicalMemory is what one GPU's memory physically held at the last
 // fresh reading. Known is false when there is none.
 type PhysicalMemory struct {

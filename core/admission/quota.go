@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 // reason says in a few words why a request cannot start: what the queue
@@ -27,9 +28,9 @@ func (b *Books) reason(blk *blocker, a Ask) string {
 		return fmt.Sprintf("only %d of the GPUs of %s %s %s free over its length, %d asked", int(blk.figure), b.hostName(blk.gpu.Host), verb,
 			human.FormatPercent(a.Share), blk.asked)
 	case blockedGPUs:
-		return fmt.Sprintf("user-gpus=%s: holds %s, asks %s", formatLimit(a.Limits.UserGPUs), FormatGPUCount(int64(blk.figure)), formatGPUs(a.total()))
+		return fmt.Sprintf("user-gpus=%s: holds %s, asks %s", policy.FormatLimit(a.Limits.UserGPUs), FormatGPUCount(int64(blk.figure)), formatGPUs(a.total()))
 	case blockedHours:
-		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", formatHours(a.Limits.UserHours, a.Limits.HoursWindow),
+		return fmt.Sprintf("user-hours=%s: %s GPU-hours booked in the window, asks %s", policy.FormatHours(a.Limits.UserHours, a.Limits.HoursWindow),
 			FormatGPUHours(blk.figure), FormatGPUHours(a.gpuHours()))
 	case blockedGroupGPUs, blockedGroupHours:
 		return groupReason(blk, a)
@@ -114,10 +115,10 @@ func (b *Books) refusalNow(cal Calendar, blk *blocker, f Fit, start time.Time, o
 		return fmt.Errorf("%w: GPU %s's free share is kept for requests waiting ahead of you", domain.ErrOverbooked, b.gpuName(blk.gpu))
 	case blockedGPUs:
 		return fmt.Errorf("%w: user-gpus=%s: %s would hold %s at once (%s already, %s asked)", over,
-			formatLimit(lim.UserGPUs), who, FormatGPUCount(int64(blk.figure)+f.Ask.total()), formatGPUs(int64(blk.figure)), formatGPUs(f.Ask.total()))
+			policy.FormatLimit(lim.UserGPUs), who, FormatGPUCount(int64(blk.figure)+f.Ask.total()), formatGPUs(int64(blk.figure)), formatGPUs(f.Ask.total()))
 	case blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours booked in the window, %s asked", over,
-			formatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(blk.figure), FormatGPUHours(f.Ask.gpuHours()))
+			policy.FormatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(blk.figure), FormatGPUHours(f.Ask.gpuHours()))
 	case blockedGroupGPUs, blockedGroupHours:
 		return groupRefusal(over, blk, f.Ask)
 	}
@@ -132,13 +133,13 @@ func (b *Books) neverRefusal(blk *blocker, a Ask) error {
 	case blk.kind == blockedGPUs && *lim.UserGPUs == 0:
 		return fmt.Errorf("%w: user-gpus=0: %s may hold no GPU at all (user-gpus=none is no limit)", over, who)
 	case blk.kind == blockedGPUs:
-		return fmt.Errorf("%w: user-gpus=%s: %s asked at once can never be granted", over, formatLimit(lim.UserGPUs), FormatGPUCount(a.total()))
+		return fmt.Errorf("%w: user-gpus=%s: %s asked at once can never be granted", over, policy.FormatLimit(lim.UserGPUs), FormatGPUCount(a.total()))
 	case blk.kind == blockedHours && *lim.UserHours == 0:
 		return fmt.Errorf("%w: user-hours=%s: %s may book no GPU-hours at all (user-hours=none is no limit)", over,
-			formatHours(lim.UserHours, lim.HoursWindow), who)
+			policy.FormatHours(lim.UserHours, lim.HoursWindow), who)
 	case blk.kind == blockedHours:
 		return fmt.Errorf("%w: user-hours=%s: %s GPU-hours asked can never be granted", over,
-			formatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(a.gpuHours()))
+			policy.FormatHours(lim.UserHours, lim.HoursWindow), FormatGPUHours(a.gpuHours()))
 	case blk.kind == blockedGroupGPUs || blk.kind == blockedGroupHours:
 		return groupNever(over, blk, a)
 	}
@@ -163,7 +164,7 @@ func (e *otherQuota) Unwrap() error { return domain.ErrQuota }
 
 // CheckLength checks a request's length and start against the user's
 // limits: max and ahead.
-func CheckLength(lim Limits, length time.Duration, start, now time.Time) error {
+func CheckLength(lim policy.Limits, length time.Duration, start, now time.Time) error {
 	if lim.Exempt {
 		return nil
 	}

@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/proc"
 )
 
 // nameTTL is how long the keeper uses a login name it looked up: a
@@ -39,7 +39,7 @@ func (n *names) of(uid int) string {
 	if ok && now.Sub(got.at) < nameTTL {
 		return got.name
 	}
-	name := core.UserName(uid)
+	name := proc.UserName(uid)
 	n.mu.Lock()
 	if n.seen == nil || len(n.seen) >= maxNames {
 		n.seen = map[int]namedAt{}

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -130,8 +131,8 @@ func BenchmarkMonitorWithMetrics(b *testing.B) {
 				b.StopTimer()
 				now := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 				sim, path := benchLedger(b, now, false)
-				pol := admission.DefaultPolicy()
-				pol.Unbooked = admission.ActOff
+				pol := policy.Default()
+				pol.Unbooked = policy.ActOff
 				who := domain.Identity{UID: 1001, User: "alice"}
 				opts := monitor.Options{Backend: sim, Policy: &pol, Notify: monitor.NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}}
 				var ex *metrics.Exporter

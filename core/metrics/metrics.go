@@ -2,7 +2,7 @@
 // GPUs' latest reading, the live bookings and each user's GPU-hours from
 // the ledger, and how the monitor and the ledger perform. Values are read
 // when Prometheus scrapes, never pushed: the ledger in one snapshot
-// (core.Client.Snapshot), the GPUs from the reading the monitor took last
+// (snapshot), the GPUs from the reading the monitor took last
 // (it tells the Exporter, its monitor.Observer). core stays free of
 // HTTP; main wires this in.
 package metrics
@@ -27,6 +27,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -179,7 +180,7 @@ func (s timedStore) since(began time.Time, mode string) {
 // Handler serves the metrics, reading the ledger through c on each
 // scrape. Call it once.
 func (e *Exporter) Handler(c *core.Client) http.Handler {
-	totals := &core.UserTotals{}
+	totals := &report.UserTotals{}
 	if c.Host() != "" {
 		// A ledger many hosts share: each host serves its own GPUs'
 		// bookings, so that summing the hosts sums the lab.
@@ -311,7 +312,7 @@ var (
 type ledgerCollector struct {
 	e      *Exporter
 	c      *core.Client
-	totals *core.UserTotals
+	totals *report.UserTotals
 }
 
 func (l ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -327,7 +328,7 @@ func (l ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (l ledgerCollector) collect(ch chan<- prometheus.Metric) error {
-	snap, err := l.c.Snapshot(l.totals)
+	snap, err := snapshot(l.c, l.totals)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -47,7 +49,7 @@ func newRig(t *testing.T, compat metrics.Compat) *rig {
 	t.Helper()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 4})
 	ex := metrics.New(metrics.Options{Compat: compat})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: ex.Timed(bolt.New(filepath.Join(t.TempDir(), "chronos.db"))), As: &me,
 		Devices: func() (core.Listing, error) {
 			devs, err := sim.Devices()
@@ -175,10 +177,10 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 	ahead, err := r.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: r.c.Now().Add(time.Hour)})
 	require.NoError(t, err)
 
-	before, err := r.c.Report(time.Time{}, core.ReportByUser)
+	before, err := report.Read(r.c, time.Time{}, report.ByUser)
 	require.NoError(t, err)
 	fams = scrape(t, r.url)
-	after, err := r.c.Report(time.Time{}, core.ReportByUser)
+	after, err := report.Read(r.c, time.Time{}, report.ByUser)
 	require.NoError(t, err)
 	now := r.c.Now()
 	live, err := r.c.List(false)
@@ -206,7 +208,7 @@ func TestScrapeAgreesWithTheLedger(t *testing.T) {
 		require.InDelta(t, want, value(booked[gpuLabels(r, dev)]), 1e-9, "GPU %d", dev)
 	}
 
-	me := core.CurrentIdentity().User
+	me := proc.CurrentIdentity().User
 	total := value(series(fams["chronos_user_booked_gpu_seconds_total"])["user="+me])
 	require.GreaterOrEqual(t, total, before.Rows[0].BookedHours*3600)
 	require.LessOrEqual(t, total, after.Rows[0].BookedHours*3600)

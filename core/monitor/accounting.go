@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -193,7 +193,7 @@ const (
 // release by the idle ladder: the booking and its live entry, and its
 // owner charged) and for one GPU besides (its minute).
 const (
-	accountBookingWrites = 4 + core.ChargeWrites
+	accountBookingWrites = 4 + ledger.ChargeWrites
 	accountGPUWrites     = 1
 )
 

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -23,7 +23,7 @@ import (
 // of its life and again at 2h. One op is the two hours; it reports the
 // ledger's write transactions per hour and the cost of a tick.
 func BenchmarkMonitorHours(b *testing.B) {
-	for _, reclaim := range []string{admission.ReclaimOff, admission.ReclaimAlways} {
+	for _, reclaim := range []string{policy.ReclaimOff, policy.ReclaimAlways} {
 		b.Run("reclaim="+reclaim, func(b *testing.B) {
 			var writes int64
 			var cpu time.Duration
@@ -74,8 +74,8 @@ func hoursMonitor(b *testing.B, reclaim string) (*Monitor, *clock.Fake, *coretes
 			b.Fatal(err)
 		}
 	}
-	pol := admission.DefaultPolicy()
-	pol.Unbooked, pol.Reclaim = admission.ActOff, reclaim
+	pol := policy.Default()
+	pol.Unbooked, pol.Reclaim = policy.ActOff, reclaim
 	store := &coretest.CountingStore{Store: bolt.New(path)}
 	mc := core.NewClient(core.Options{Ledger: store, As: &coretest.Alice, Clock: clock})
 	m := New(mc, Options{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})

@@ -22,6 +22,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -99,7 +101,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	dir, bin := coretest.OtherUserDir(t)
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
-	daemon := domain.Identity{UID: coretest.DaemonUID, User: core.UserName(coretest.DaemonUID)}
+	daemon := domain.Identity{UID: coretest.DaemonUID, User: proc.UserName(coretest.DaemonUID)}
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: daemon.User})
 	require.NoError(t, err)
 	id := strconv.FormatUint(p.ID, 10)
@@ -120,7 +122,7 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	require.Equal(t, p.ID, atts[forged.Process.Pid].Claimed)
 	require.Zero(t, atts[forged.Process.Pid].Partition)
 
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Minute, MaxLength: time.Hour}
 	var log actLog
 	_, err = New(c, Options{Backend: sim, Policy: &strict, OnAct: log.add}).Tick()
 	require.NoError(t, err)
@@ -170,14 +172,14 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 
 			sim := gpu.NewSim(gpu.SimOptions{})
 			c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos-"+strconv.Itoa(i)+".db")), sim, coretest.Root, nil)
-			p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(tc.booking)})
+			p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: proc.UserName(tc.booking)})
 			require.NoError(t, err)
 			// As `chronos run` starts it, in a user's environment that
 			// names the daemon's pipe directory: 30 GiB on 2 GiB.
 			job := startAs(t, bin, tc.booking, nil, append(core.RunEnv(nil, p.Partition, mps), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)...)
 			sim.Attach(coretest.IdleGPU, job.Process.Pid, 30<<30)
 
-			strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+			strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 			if tc.named {
 				strict.MPSUserDirs = []string{pipeDir}
 			}
@@ -209,10 +211,10 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 
 	sim := gpu.NewSim(gpu.SimOptions{})
 	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
-	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: core.UserName(coretest.DaemonUID)})
+	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: proc.UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
 	env := append(core.RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 	m := New(c, Options{Backend: sim, Policy: &strict})
 	sample := func() {
 		t.Helper()

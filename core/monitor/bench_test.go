@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -42,8 +43,8 @@ func BenchmarkMonitorExpiresAll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol := admission.DefaultPolicy()
-	pol.Unbooked = admission.ActOff
+	pol := policy.Default()
+	pol.Unbooked = policy.ActOff
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
 		path := filepath.Join(dir, strconv.Itoa(i)+".db")
@@ -82,8 +83,8 @@ func idleMonitor(b *testing.B) *Monitor {
 			b.Fatal(err)
 		}
 	}
-	pol := admission.DefaultPolicy()
-	pol.Unbooked = admission.ActOff
+	pol := policy.Default()
+	pol.Unbooked = policy.ActOff
 	m := New(c, Options{Backend: sim, Policy: &pol})
 	if _, err := m.Tick(); err != nil {
 		b.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -37,8 +37,8 @@ func BenchmarkMonitorLoad(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		pol := admission.DefaultPolicy()
-		pol.Unbooked = admission.ActOff
+		pol := policy.Default()
+		pol.Unbooked = policy.ActOff
 		ctx, cancel := context.WithCancel(context.Background())
 		go New(c, Options{Backend: sim, Policy: &pol}).Run(ctx)
 		time.Sleep(5 * time.Second)
@@ -79,8 +79,8 @@ func BenchmarkMonitorMinutesEtcd(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		pol := admission.DefaultPolicy()
-		pol.Unbooked = admission.ActOff
+		pol := policy.Default()
+		pol.Unbooked = policy.ActOff
 		m := New(c, Options{Backend: sim, Policy: &pol, Notify: NotifyOptions{Utmp: filepath.Join(b.TempDir(), "utmp")}})
 		if _, err := m.Tick(); err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -37,7 +38,7 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 	for range b.N {
 		open := storetest.Etcd(b, etcdtest.Start(b, 1))
 		sim := gpu.NewSim(gpu.SimOptions{})
-		me := core.CurrentIdentity()
+		me := proc.CurrentIdentity()
 		client := func() *core.Client {
 			return core.NewClient(core.Options{Ledger: open(), As: &me, Devices: simDevices(sim)})
 		}

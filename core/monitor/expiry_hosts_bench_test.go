@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -51,7 +52,7 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 	}
 	for range b.N {
 		open := storetest.Etcd(b, etcdtest.Start(b, 3))
-		me := core.CurrentIdentity()
+		me := proc.CurrentIdentity()
 		rec := &recordingSignaller{sent: map[int]time.Time{}}
 		var mu sync.Mutex
 		flipped := map[uint64]time.Time{}

@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -62,7 +63,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
 	s := storetest.Etcd(t, cl)()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	clk := clock.NewFake(clock.System().Now())
 	c := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpu1", Clock: clk, Devices: simDevices(sim)})
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 4 * time.Second})
@@ -74,7 +75,7 @@ func TestMonitorEnforcesThroughLostQuorum(t *testing.T) {
 
 	var log actLog
 	passes := &passCount{}
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, Observer: passes, SampleEvery: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -150,7 +151,7 @@ func TestStoppedMonitorIsTakenOverOnlyOnceItsLeaseLapses(t *testing.T) {
 	b := startHost(t, open, "gpuB", clk)
 	live(t, b.c, "gpuA", true)
 	require.Eventually(t, func() bool { _, ok := b.m.pub.lastSeen("gpuA"); return ok }, 15*time.Second, 10*time.Millisecond, "gpuB has measured gpuA")
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	onA := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpuA", Clock: clk, Devices: servicetest.Devices})
 	p, err := onA.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
@@ -213,7 +214,7 @@ func TestClockSteppedOnAHost(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	// gpuD has no monitor: the others keep its bookings' books.
 	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuD", Clock: clk, Devices: servicetest.Devices})
 	a := startHost(t, open, "gpuA", clk)

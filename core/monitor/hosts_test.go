@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -32,7 +33,7 @@ func TestMonitorEnforcesOnlyItsHost(t *testing.T) {
 
 func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	s := open()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	here := core.NewClient(core.Options{Ledger: s, As: &me, Host: "gpu1", Devices: simDevices(sim)})
 	there := core.NewClient(core.Options{Ledger: open(), As: &coretest.Bob, Host: "gpu2", Devices: simDevices(sim)})
@@ -45,7 +46,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, named.Process.Pid, 1<<30)
 	sim.Attach(coretest.IdleGPU, stray.Process.Pid, 1<<30)
 
-	strict := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := New(here, Options{Backend: sim, Policy: &strict, OnAct: log.add})
 	_, err = m.Tick()
@@ -115,7 +116,7 @@ func TestClockSkewIsMeasured(t *testing.T) {
 	clk := coretest.NewFakeClock()
 	ahead := clock.Offset(clk, 3*time.Second)
 	sim := gpu.NewSim(gpu.SimOptions{})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	fast := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpu1", Clock: ahead, Devices: simDevices(sim)})
 	right := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpu2", Clock: clk, Devices: simDevices(sim)})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,7 +167,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
 	s := storetest.Etcd(t, cl)()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	// The deadline, the grace and the retry are the fake clock's; the
 	// server, its outage and the processes are real.
 	clk := clock.NewFake(clock.System().Now())
@@ -179,7 +180,7 @@ func TestMonitorEnforcesWhileEtcdIsDown(t *testing.T) {
 	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = time.Second
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())

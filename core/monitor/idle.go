@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -18,7 +18,7 @@ import (
 // the owner always gets the warning and the time it promised, even when
 // root turns the ladder on over a booking long idle, or after a hold.
 func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingUsage, pol domain.Policy, now time.Time) ([]Act, error) {
-	if pol.Reclaim == admission.ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
+	if pol.Reclaim == policy.ReclaimOff || pol.Reclaim == "" || u.IdleFor == 0 || u.HeldUntil.After(now) {
 		return nil, nil
 	}
 	steps := pol.IdleWarn
@@ -44,7 +44,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 	if !due(pol.Idle) {
 		return nil, nil
 	}
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
+	if pol.Reclaim == policy.ReclaimWhenWaiting {
 		helps, err := m.c.ReclaimHelps(tx, *p, now)
 		if err != nil || !helps {
 			return nil, err
@@ -55,7 +55,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 	}
 	u.Reclaimed = now
 	why := "reclaim=always"
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
+	if pol.Reclaim == policy.ReclaimWhenWaiting {
 		why = "someone is waiting for it"
 	}
 	a := Act{Time: now, Kind: domain.EventReclaimed, Partition: p.ID, User: p.User,
@@ -70,7 +70,7 @@ func (m *Monitor) ladder(tx *storage.Tx, p *domain.Partition, u *domain.BookingU
 // as reclaimed (ReclaimedEarly), not as expired at that time. Its owner is
 // charged for the time it was held.
 func Reclaim(tx *storage.Tx, p *domain.Partition, now time.Time) error {
-	return core.EndBooking(tx, p, domain.Expired, now, core.LedgerPolicy(tx))
+	return ledger.EndBooking(tx, p, domain.Expired, now, ledger.PolicyOnce(tx))
 }
 
 // formatIdle is how long a booking has been idle, for its owner: in whole
@@ -86,7 +86,7 @@ func formatIdle(d time.Duration) string {
 // reclaimWhen says what happens at the end of the ladder, in left.
 func reclaimWhen(pol domain.Policy, left time.Duration) string {
 	in := "in " + human.FormatDuration(max(left, domain.AccountEvery).Round(time.Minute))
-	if pol.Reclaim == admission.ReclaimWhenWaiting {
+	if pol.Reclaim == policy.ReclaimWhenWaiting {
 		return fmt.Sprintf("it will be released after %s idle if someone is waiting for the GPU (%s)", human.FormatDuration(pol.Idle), in)
 	}
 	return fmt.Sprintf("it will be released after %s idle (%s)", human.FormatDuration(pol.Idle), in)

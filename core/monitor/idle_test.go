@@ -17,6 +17,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -27,7 +29,7 @@ import (
 // ladderPolicy is the idle ladder with durations short enough for tests:
 // warned after 2 and 4 idle minutes, reclaimed after 6.
 func ladderPolicy(reclaim string) domain.Policy {
-	p := admission.DefaultPolicy()
+	p := policy.Default()
 	p.Reclaim, p.Idle, p.IdleWarn, p.IdleStart = reclaim, 6*time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute}, 3*time.Minute
 	return p
 }
@@ -107,7 +109,7 @@ func TestIdleBookingIsWarnedThenReclaimed(t *testing.T) {
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	var log actLog
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{OnAct: log.add})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{OnAct: log.add})
 
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id), "warned once idle for 2 minutes")
@@ -150,7 +152,7 @@ func TestBusyBookingIsNeverReclaimed(t *testing.T) {
 	r := newIdleRig(t, coretest.Alice)
 	id, pid := r.book(true)
 	r.sim.SetSM(pid, 50)
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
@@ -172,7 +174,7 @@ func TestTinyKernelOnceAMinuteStaysIdle(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, pid := r.book(true)
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	for range 3 {
 		r.sim.SetSM(pid, 100)
 		r.run(time.Second, time.Second, m)
@@ -198,7 +200,7 @@ func TestWithoutAWaiterOnlyWarned(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimWhenWaiting), Options{})
 	r.run(15*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle", "idle"}, servicetest.EventKinds(t, r.c, id))
 	got, err := r.c.Get(id)
@@ -212,7 +214,7 @@ func TestLadderOffOnlyCounts(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{})
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
 	require.Equal(t, 10*time.Minute, r.usage(id).Idle)
@@ -224,7 +226,7 @@ func TestNoProcessIsIdleAfterTheStartAllowance(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(false)
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(3*time.Minute, 10*time.Second, m)
 	u := r.usage(id)
 	require.Zero(t, u.Idle, "within idle-start (3m)")
@@ -242,7 +244,7 @@ func TestBookingAheadIsNotIdleBeforeItsStartAllowance(t *testing.T) {
 	r := newIdleRig(t, coretest.Alice)
 	p, err := r.c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: 2 * time.Hour, Start: r.clock.Now().Add(30 * time.Minute)})
 	require.NoError(t, err)
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(30*time.Minute+3*time.Minute, 10*time.Second, m)
 	require.Zero(t, r.usage(p.ID).Idle, "within idle-start (3m) of its start")
 	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, p.ID))
@@ -254,7 +256,7 @@ func TestHoldPreventsReclaim(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 
@@ -291,13 +293,13 @@ func TestMonitorRestartMidLadder(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	first := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	first := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(2*time.Minute+30*time.Second, 10*time.Second, first)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 
 	// The new monitor sees too little of the minute it starts in to judge
 	// it; from the next one on it counts.
-	second := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	second := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(90*time.Second, 10*time.Second, second)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id), "the first warning is not repeated")
 	require.Equal(t, 3*time.Minute, r.usage(id).IdleFor)
@@ -313,8 +315,8 @@ func TestLadderTurnedOnLateKeepsItsSpacing(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(admission.ReclaimOff), Options{}))
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	r.run(20*time.Minute, 10*time.Second, r.monitor(ladderPolicy(policy.ReclaimOff), Options{}))
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(time.Minute, 10*time.Second, m)
@@ -346,7 +348,7 @@ func TestThreeMonitorsAccountEachMinuteOnce(t *testing.T) {
 	var ms []*Monitor
 	for range 3 {
 		c := core.NewClient(core.Options{Ledger: store, As: &coretest.Alice, Clock: r.clock})
-		pol := ladderPolicy(admission.ReclaimAlways)
+		pol := ladderPolicy(policy.ReclaimAlways)
 		ms = append(ms, New(c, Options{Backend: r.sim, Policy: &pol, Signaller: noSignals{}}))
 	}
 	r.run(5*time.Minute, 10*time.Second, ms...)
@@ -375,7 +377,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	bobs := servicetest.SimClient(bolt.New(r.path), r.sim, coretest.Bob, r.clock)
 	_, err := bobs.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.75), Duration: 2 * time.Hour})
 	require.NoError(t, err, "the GPU is now full")
-	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimWhenWaiting), Options{})
 	r.run(6*time.Minute, 10*time.Second, m)
 	got, err := r.c.Get(id)
 	require.NoError(t, err)
@@ -388,7 +390,7 @@ func TestWhenWaitingReclaimsForTheLine(t *testing.T) {
 	st, err := bobs.Request(q.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Granted, st.State, "the reclaimed room went to the line")
-	users, err := r.c.Usage()
+	users, err := report.Usage(r.c)
 	require.NoError(t, err)
 	for _, u := range users {
 		if u.User == "alice" {
@@ -406,7 +408,7 @@ func TestListShowsIdle(t *testing.T) {
 	busy, busyPID := r.book(true)
 	r.sim.SetSM(busyPID, 90)
 	r.sim.SetSM(pid, 0)
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{})
 	r.run(5*time.Minute, 10*time.Second, m)
 	// The busy one is not alone on the GPU: its own 90% is what counts.
 	parts, err := r.c.List(false)
@@ -450,7 +452,7 @@ func TestGPUHistory(t *testing.T) {
 	// Another GPU's booking is not this GPU's history.
 	_, err := r.c.Create(core.Request{Device: coretest.IdleGPU - 1, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{})
 	r.run(3*time.Minute+30*time.Second, 10*time.Second, m) // 12:00–12:03 idle
 	r.sim.SetSM(pid, 80)
 	r.run(2*time.Minute, 10*time.Second, m) // 12:03–12:05 busy, and 12:05's first sample
@@ -460,7 +462,7 @@ func TestGPUHistory(t *testing.T) {
 	_, err = r.c.Release(second)
 	require.NoError(t, err)
 
-	h, err := r.c.History(coretest.IdleGPU, time.Hour)
+	h, err := report.History(r.c, coretest.IdleGPU, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, "SIM-00000000-0000-0000-0000-000000000003", h.UUID)
 	require.Len(t, h.Minutes, 10)
@@ -478,15 +480,15 @@ func TestGPUHistory(t *testing.T) {
 	require.Equal(t, "alice", b.Owner)
 	require.Equal(t, at(11, 59).Add(30*time.Second), b.Start.UTC())
 	require.Equal(t, r.clock.Now(), b.End)
-	require.Equal(t, []core.Span{{From: at(12, 0), To: at(12, 3)}, {From: at(12, 6), To: at(12, 10)}}, utcSpans(b.Idle))
+	require.Equal(t, []report.Span{{From: at(12, 0), To: at(12, 3)}, {From: at(12, 6), To: at(12, 10)}}, utcSpans(b.Idle))
 	require.Equal(t, r.clock.Now(), h.Bookings[1].End, "released now")
-	require.Equal(t, []core.Span{{From: at(12, 8), To: at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
+	require.Equal(t, []report.Span{{From: at(12, 8), To: at(12, 10)}}, utcSpans(h.Bookings[1].Idle))
 
-	_, err = r.c.History(9, time.Hour)
+	_, err = report.History(r.c, 9, time.Hour)
 	require.ErrorIs(t, err, domain.ErrNoDevice)
 }
 
-func utcSpans(spans []core.Span) []core.Span {
+func utcSpans(spans []report.Span) []report.Span {
 	for i := range spans {
 		spans[i].From, spans[i].To = spans[i].From.UTC(), spans[i].To.UTC()
 	}
@@ -502,7 +504,7 @@ func TestUnbookedUseIsAccounted(t *testing.T) {
 	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
 	r.sim.Attach(coretest.IdleGPU, stray.Process.Pid, 1<<30)
 	r.sim.SetSM(stray.Process.Pid, 50)
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{})
 	r.run(3*time.Minute, 10*time.Second, m)
 
 	var got []domain.UnbookedUse
@@ -535,7 +537,7 @@ func TestOtherHostsBookingsAreNotAccounted(t *testing.T) {
 		p.DeviceUUID = "GPU-of-another-host"
 		return tx.PutPartition(&p)
 	}))
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Equal(t, domain.BookingUsage{Partition: id}, r.usage(id))
 	require.Equal(t, []string{"created"}, servicetest.EventKinds(t, r.c, id))
@@ -557,7 +559,7 @@ func TestWhenWaitingLeavesABookingNoWaiterCanUse(t *testing.T) {
 	_, q, err := bobs.Enqueue(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.25), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 
-	m := r.monitor(ladderPolicy(admission.ReclaimWhenWaiting), Options{})
+	m := r.monitor(ladderPolicy(policy.ReclaimWhenWaiting), Options{})
 	r.run(8*time.Minute, 10*time.Second, m)
 	got, err := r.c.Get(id)
 	require.NoError(t, err)

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -187,7 +187,7 @@ func TestMemberMonitorNeverReclaimsOthersIdleBookings(t *testing.T) {
 			t.Parallel()
 			r := newIdleRig(t, c.owner)
 			id, _ := r.book(false)
-			m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: c.root})
+			m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{Root: c.root})
 			r.run(10*time.Minute, 10*time.Second, m)
 			got, err := r.c.Get(id)
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -51,7 +52,7 @@ func (p *passCount) Ticked(time.Duration) { p.n.Add(1) }
 // clock.
 func startHost(t *testing.T, open storetest.Opener, host string, clk clock.Clock) *labHost {
 	t.Helper()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	sim := gpu.NewSim(gpu.SimOptions{})
 	h := &labHost{s: open(), log: &actLog{}, passes: &passCount{}}
 	h.c = core.NewClient(core.Options{Ledger: h.s, As: &me, Host: host, Clock: clk, Devices: simDevices(sim)})
@@ -119,7 +120,7 @@ func TestFastClockLeavesOtherHostsBookings(t *testing.T) {
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
 	a := startHost(t, open, "gpuA", clk)
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	fast := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuB", Clock: clock.Offset(clk, 90*time.Second), Devices: servicetest.Devices})
 	live(t, fast, "gpuA", true)
 	p, err := a.c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Minute})
@@ -178,7 +179,7 @@ func TestHostWithNoMonitorIsKeptAfterAPresenceInterval(t *testing.T) {
 	t.Parallel()
 	open := storetest.Etcd(t, etcdtest.Shared(t))
 	clk := coretest.NewFakeClock()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	lone := core.NewClient(core.Options{Ledger: open(), As: &me, Host: "gpuA", Clock: clk, Devices: servicetest.Devices})
 	p, err := lone.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
@@ -276,7 +277,7 @@ func TestLedgerFileMonitorKeepsEveryBooking(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewFakeClock()
 	s := storetest.Bolt(t)()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: s, As: &me, Clock: clk, Devices: servicetest.Devices})
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)

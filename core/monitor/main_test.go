@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -66,7 +67,7 @@ func playRole(role, db, arg string) int {
 		}
 		sim := gpu.NewSim(gpu.SimOptions{})
 		devs, _ := sim.Devices() // as OpenGPUs does before a monitor starts
-		if err := c.SaveInventory(core.InventoryOf(sim.Name(), devs, c.Now())); err != nil {
+		if err := c.SaveInventory(ledger.InventoryOf(sim.Name(), devs, c.Now())); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return coretest.RoleFailed
 		}

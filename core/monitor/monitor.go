@@ -24,7 +24,9 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -284,10 +286,10 @@ func (m *Monitor) read(changed bool, now time.Time) (*snapshot, error) {
 		// notice or not; each try may take the store's whole timeout.
 		return nil, m.lastErr
 	}
-	s := &snapshot{pol: admission.DefaultPolicy(), stamp: stamp, read: now}
+	s := &snapshot{pol: policy.Default(), stamp: stamp, read: now}
 	err := m.c.Ledger().View(m.c.Context(), func(tx *storage.Tx) error {
 		var err error
-		if s.pol, err = core.PolicyIn(tx); err != nil {
+		if s.pol, err = ledger.Policy(tx); err != nil {
 			return err
 		}
 		// Bookings that ended long ago have no processes left to act on.
@@ -423,7 +425,7 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 		err := storage.UpdateUrgent(m.c.Context(), m.c.Ledger(), func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
-			policy := core.LedgerPolicy(tx)
+			policy := ledger.PolicyOnce(tx)
 			var err error
 			if acts, err = m.expireAndWarn(tx, due, warn, atts, now, policy, kept); err != nil {
 				return err
@@ -471,7 +473,7 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 				mine = append(mine, p)
 			}
 			if len(readings) > 0 {
-				if err := core.PutReadingIfDue(tx, readings); err != nil {
+				if err := ledger.PutReadingIfDue(tx, readings); err != nil {
 					return err
 				}
 			}
@@ -571,8 +573,8 @@ func (p *pass) bound() int {
 		budget -= k * cost
 		return k
 	}
-	p.due = p.due[:take(len(p.due), 3+core.ChargeWrites)]
-	p.release = p.release[:take(len(p.release), 3+core.ChargeWrites)]
+	p.due = p.due[:take(len(p.due), 3+ledger.ChargeWrites)]
+	p.release = p.release[:take(len(p.release), 3+ledger.ChargeWrites)]
 	p.warn = p.warn[:take(len(p.warn), 2)]
 	p.orphaned = p.orphaned[:take(len(p.orphaned), 2)]
 	p.notices = p.notices[:take(len(p.notices), 2)]
@@ -658,7 +660,7 @@ func (m *Monitor) refreshInventory() error {
 	if err != nil {
 		return fmt.Errorf("list GPUs: %w", err)
 	}
-	if err := m.c.SaveInventory(core.BackendInventory(m.o.Backend, devs, m.c.Now())); err != nil && !core.CannotWrite(err) {
+	if err := m.c.SaveInventory(ledger.BackendInventory(m.o.Backend, devs, m.c.Now())); err != nil && !ledger.CannotWrite(err) {
 		return fmt.Errorf("update the GPU inventory: %w", err)
 	}
 	return nil
@@ -702,7 +704,7 @@ func (m *Monitor) expireAndWarn(tx *storage.Tx, due, warn []uint64, atts []admis
 		if p.State != domain.Live || now.Before(p.Expires) {
 			continue // another monitor got there first, or it was extended
 		}
-		if err := core.EndBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
+		if err := ledger.EndBooking(tx, &p, domain.Expired, p.Expires, policy); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -783,27 +785,27 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 		var action, reason string
 		var cause domain.EventKind
 		switch {
-		case a.Verdict == admission.Ended && byID[a.Partition].State != domain.Released && pol.Expiry == admission.ActTerminate:
-			action, reason, cause = admission.ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), domain.EventExpired
-		case a.Verdict == admission.OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != admission.ActOff:
+		case a.Verdict == admission.Ended && byID[a.Partition].State != domain.Released && pol.Expiry == policy.ActTerminate:
+			action, reason, cause = policy.ActTerminate, fmt.Sprintf("booking #%d expired", a.Partition), domain.EventExpired
+		case a.Verdict == admission.OverBudget && !limitedByMPS(mps, a, byID[a.Partition], pol) && pol.OverBudget != policy.ActOff:
 			p := byID[a.Partition]
 			action, reason, cause = pol.OverBudget, fmt.Sprintf("booking #%d is over budget (%s booked)", a.Partition, human.FormatBytes(p.Bytes)), domain.EventOverBudget
-			if action == admission.ActWarn {
+			if action == policy.ActWarn {
 				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnOverBudget, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventOverBudget,
 					Partition: a.Partition, User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s; %s", a.Command, human.FormatBytes(a.MemoryUsed), reason)}})
 			}
-		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != admission.ActOff:
+		case a.Verdict == admission.Unbooked && booked[a.Device] && pol.Unbooked != policy.ActOff:
 			claim := ""
 			if c, ok := byID[a.Claimed]; ok {
 				claim = fmt.Sprintf(" (its environment names booking #%d, which is %s's)", c.ID, c.User)
 			}
 			action, reason, cause = pol.Unbooked, fmt.Sprintf("no booking on GPU %d, which has bookings%s", a.Device, claim), domain.EventUnbooked
-			if action == admission.ActWarn {
+			if action == policy.ActWarn {
 				note(pendingNotice{key: domain.ClaimKey(domain.ClaimWarnUnbooked, a.PID, a.StartTime), act: Act{Time: now, Kind: domain.EventUnbooked,
 					User: a.User, UID: a.UID, PID: a.PID, Detail: fmt.Sprintf("%s uses %s on GPU %d with no booking%s", a.Command, human.FormatBytes(a.MemoryUsed), a.Device, claim)}})
 			}
 		}
-		if action != admission.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
+		if action != policy.ActTerminate || a.PID <= 0 || a.StartTime == 0 {
 			continue
 		}
 		term, kill := domain.ClaimKey(domain.ClaimTerm, a.PID, a.StartTime), domain.ClaimKey(domain.ClaimKill, a.PID, a.StartTime)

@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -29,7 +30,7 @@ func TestMonitorEnforcesWhileLedgerIsBusy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: 300 * time.Millisecond}, sim, proc.CurrentIdentity(), clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Minute})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")
@@ -93,7 +94,7 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chronos.db")
 	sim := gpu.NewSim(gpu.SimOptions{})
 	clk := coretest.NewFakeClock()
-	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, proc.CurrentIdentity(), clk)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 5 * time.Second})
 	require.NoError(t, err)
 	proc := startChild(t, p.ID, "sleep 60")

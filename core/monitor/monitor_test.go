@@ -22,6 +22,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -94,7 +96,7 @@ func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second})
 	require.NoError(t, err)
-	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, WarnLead: 0, Grace: time.Second}})
+	m := New(c, Options{Policy: &domain.Policy{Expiry: policy.ActTerminate, WarnLead: 0, Grace: time.Second}})
 	clock.Advance(1500 * time.Millisecond)
 	next, err := m.Tick()
 	require.NoError(t, err)
@@ -126,7 +128,7 @@ func TestMonitorTerminatesThenKills(t *testing.T) {
 
 func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := servicetest.SimClient(open(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(open(), sim, proc.CurrentIdentity(), nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: time.Second})
 	require.NoError(t, err)
 	polite := startChild(t, p.ID, "sleep 60")
@@ -135,7 +137,7 @@ func testMonitorTerminatesThenKills(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, stubborn.Process.Pid, 1<<30)
 
 	var log actLog
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = 300 * time.Millisecond
 	m := New(c, Options{Backend: sim, Policy: &pol, OnAct: log.add, SampleEvery: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,7 +170,7 @@ func TestMonitorOverBudgetAndUnbooked(t *testing.T) {
 func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim := gpu.NewSim(gpu.SimOptions{})
 	s := open()
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := servicetest.SimClient(s, sim, me, nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour})
 	require.NoError(t, err)
@@ -176,7 +178,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	sim.Attach(coretest.IdleGPU, hog.Process.Pid, 3<<30)
 
 	var log actLog
-	warnOnly := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActWarn, Unbooked: admission.ActWarn, Grace: time.Second, MaxLength: time.Hour}
+	warnOnly := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActWarn, Unbooked: policy.ActWarn, Grace: time.Second, MaxLength: time.Hour}
 	m := New(c, Options{Backend: sim, Policy: &warnOnly, OnAct: log.add})
 	for range 3 {
 		m.nextSample = time.Time{}
@@ -196,7 +198,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	// limit, under a daemon the booking can trust, is MPS's to hold to its
 	// memory; any other process of the booking is still ours to stop.
 	terminate := warnOnly
-	terminate.OverBudget = admission.ActTerminate
+	terminate.OverBudget = policy.ActTerminate
 	pipeDir := t.TempDir()
 	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
@@ -342,7 +344,7 @@ func testMonitorFollowsClockSteps(t *testing.T, open storetest.Opener) {
 	c := servicetest.ClientOn(open(), clock, coretest.Alice)
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	m := New(c, Options{Policy: &domain.Policy{Expiry: admission.ActTerminate, MaxLength: 24 * time.Hour}})
+	m := New(c, Options{Policy: &domain.Policy{Expiry: policy.ActTerminate, MaxLength: 24 * time.Hour}})
 
 	clock.Set(clock.Now().Add(-30 * time.Minute)) // a step back
 	next, err := m.Tick()
@@ -445,9 +447,9 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	require.NoError(t, err)
 	e := evs[len(evs)-1]
 	require.Equal(t, domain.EventUnbooked, e.Kind)
-	require.Equal(t, &domain.EventProcess{PID: stray.Process.Pid, UID: 65534, User: core.UserName(65534)}, e.Process)
+	require.Equal(t, &domain.EventProcess{PID: stray.Process.Pid, UID: 65534, User: proc.UserName(65534)}, e.Process)
 	require.Equal(t, "root", e.User)
-	require.Contains(t, human.FormatEvent(e), core.UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
+	require.Contains(t, human.FormatEvent(e), proc.UserName(65534)+"'s pid "+strconv.Itoa(stray.Process.Pid)+": ")
 }
 
 // A minute's accounting of many bookings is written whole, in passes small
@@ -461,7 +463,7 @@ func TestMonitorAccountsManyBookings(t *testing.T) {
 func testMonitorAccountsManyBookings(t *testing.T, open storetest.Opener) {
 	clock := coretest.NewFakeClock()
 	sim := gpu.NewSim(gpu.SimOptions{Count: 8, Now: clock.Now})
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: open(), As: &me, Clock: clock, Devices: simDevices(sim)})
 	const n = 150
 	for i := range n {
@@ -495,7 +497,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 		t.Skip("needs root: the MPS programs must be root's files")
 	}
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := servicetest.SimClient(storetest.Bolt(t)(), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(storetest.Bolt(t)(), sim, proc.CurrentIdentity(), nil)
 	_, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(1 << 30), Duration: time.Hour})
 	require.NoError(t, err)
 
@@ -530,7 +532,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	t.Cleanup(func() { _ = server.Kill() })
 	sim.Attach(coretest.IdleGPU, server.Pid, 3<<30) // more than the booking holds
 
-	terminate := domain.Policy{Expiry: admission.ActTerminate, OverBudget: admission.ActTerminate, Unbooked: admission.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
+	terminate := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActTerminate, Grace: time.Second, MaxLength: time.Hour}
 	var log actLog
 	m := New(c, Options{Backend: sim, Policy: &terminate, OnAct: log.add})
 	_, err = m.Tick()

@@ -19,11 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -125,7 +125,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	id, _ := r.book(true)
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{Root: &yes, OnAct: log.add, Notify: NotifyOptions{Utmp: utmp, Host: "gpu\x1b]0;box"}})
 	r.run(2*time.Minute, 10*time.Second, m)
 	require.Equal(t, []string{"created", "idle"}, servicetest.EventKinds(t, r.c, id))
 	r.run(10*time.Second, 10*time.Second, m) // the monitor that recorded it claims it
@@ -141,7 +141,7 @@ func TestNoticeReachesOwnersTerminalOnly(t *testing.T) {
 	require.Empty(t, quiet.read(t, 200*time.Millisecond, ""), "mesg n")
 
 	// Once told, never again: the next monitor finds the delivery claimed.
-	again := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
+	again := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{Root: &yes, Notify: NotifyOptions{Utmp: utmp}})
 	r.run(30*time.Second, 10*time.Second, again)
 	require.Empty(t, mine.read(t, 300*time.Millisecond, ""))
 }
@@ -187,7 +187,7 @@ func TestWebhookGetsEachNoticeOnce(t *testing.T) {
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
 	r.notifyAt(notifyFileFor(t, h.URL))
-	pol := ladderPolicy(admission.ReclaimAlways)
+	pol := ladderPolicy(policy.ReclaimAlways)
 	var ms []*Monitor
 	yes := true
 	for range 3 {
@@ -248,7 +248,7 @@ func TestAppsOfTheOwnerSeeTheNotice(t *testing.T) {
 	t.Parallel()
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	recorder := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{})
+	recorder := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{})
 
 	var mu sync.Mutex
 	seen := map[string][]notice.Notice{}

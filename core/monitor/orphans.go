@@ -3,9 +3,9 @@ package monitor
 import (
 	"time"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -56,7 +56,7 @@ func (m *Monitor) settleOrphans(tx *storage.Tx, release, mark []uint64, now time
 		put := tx.PutPartition
 		if p.State == domain.Released {
 			// Charged for the time held, like any end.
-			put = func(p *domain.Partition) error { return core.EndBooking(tx, p, domain.Released, now, policy) }
+			put = func(p *domain.Partition) error { return ledger.EndBooking(tx, p, domain.Released, now, policy) }
 		}
 		if err := put(&p); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
@@ -55,7 +56,7 @@ func TestCreateTellsWhatIsPhysicallyFree(t *testing.T) {
 	require.Equal(t, uint64(46<<30), p.Room.Physical.Free)
 	require.Equal(t, "100% (80.0 GiB) bookable, 46.0 GiB physically free (read just now)", p.Room.Room())
 	require.Equal(t, "80.0 GiB booked, but only 46.0 GiB of GPU 3 is physically free (read just now): "+
-		core.CurrentIdentity().User+" uses 34.0 GiB with no booking (pid "+strconv.Itoa(hog.Process.Pid)+")", p.Room.Warning(p.Bytes))
+		proc.CurrentIdentity().User+" uses 34.0 GiB with no booking (pid "+strconv.Itoa(hog.Process.Pid)+")", p.Room.Warning(p.Bytes))
 	require.NoError(t, p.Release())
 
 	// Root turns the warning into a refusal; what fits is still admitted.

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
@@ -80,7 +80,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 	r.notifyAt(notifyFileFor(t, redirect.URL+"/hook"))
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{Root: &yes, OnAct: log.add})
 	r.run(2*time.Minute, 10*time.Second, m)
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "307") }, "the redirect is logged")
 	require.Contains(t, log.details(), "the webhook answered 307 Temporary Redirect to \""+target.URL+"/internal-admin/")
@@ -97,7 +97,7 @@ func TestLedgerNotifyURLIsNotPosted(t *testing.T) {
 	forged, real := newHook(t), newHook(t)
 	r := newIdleRig(t, coretest.Alice)
 	id, _ := r.book(true)
-	pol := ladderPolicy(admission.ReclaimAlways)
+	pol := ladderPolicy(policy.ReclaimAlways)
 	pol.NotifyURL = forged.URL
 	require.NoError(t, r.c.Ledger().Update(r.c.Context(), func(tx *storage.Tx) error { return tx.PutPolicy(pol) }))
 
@@ -153,7 +153,7 @@ func TestNotifyFileMustBeRoots(t *testing.T) {
 	r.notifyAt(members)
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimAlways), Options{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(policy.ReclaimAlways), Options{Root: &yes, OnAct: log.add})
 	r.run(2*time.Minute+10*time.Second, 10*time.Second, m)
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "not root") })
 	require.Contains(t, log.details(), "the webhook's address is not used: "+members+" belongs to uid 65534, not root")
@@ -174,7 +174,7 @@ func TestRootRetriesAFailedWebhook(t *testing.T) {
 	r := newIdleRig(t, me)
 	id, _ := r.book(true)
 	r.notifyAt(notifyFileFor(t, h.URL))
-	pol := ladderPolicy(admission.ReclaimAlways)
+	pol := ladderPolicy(policy.ReclaimAlways)
 	pol.NotifyURL = h.URL // as an older version kept it
 	no, yes := false, true
 	members := r.monitor(pol, Options{Root: &no})
@@ -210,7 +210,7 @@ func TestWebhookRetriesAreBounded(t *testing.T) {
 	}))
 	var log actLog
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{Root: &yes, OnAct: log.add})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{Root: &yes, OnAct: log.add})
 	tickUntil(t, r, m, func() bool { return strings.Contains(log.details(), "500 Internal Server Error\n") }, "the last try")
 	r.run(10*time.Minute, 10*time.Second, m)
 	require.Len(t, h.received(), 6)
@@ -236,7 +236,7 @@ func TestTerminalNoticeIsRenderedFromTheRecord(t *testing.T) {
 		return tx.AddEvent(domain.Event{Time: r.clock.Now(), Kind: domain.EventWarned, Partition: id, UID: nobody.UID, User: "nobody", Detail: forged})
 	}))
 	yes := true
-	m := r.monitor(ladderPolicy(admission.ReclaimOff), Options{Root: &yes, Notify: NotifyOptions{Utmp: utmp, Host: "gpu1"}})
+	m := r.monitor(ladderPolicy(policy.ReclaimOff), Options{Root: &yes, Notify: NotifyOptions{Utmp: utmp, Host: "gpu1"}})
 	tickUntil(t, r, m, func() bool { return len(h.received()) == 1 })
 	got := term.read(t, 5*time.Second, "(GPU 3)")
 	require.Contains(t, got, "your booking #1 on GPU 3: ends in 2h (GPU 3)")

@@ -27,7 +27,7 @@ import (
 func TestMonitorSettlesDeadWrappers(t *testing.T) {
 	t.Parallel()
 	sim := gpu.NewSim(gpu.SimOptions{})
-	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), sim, proc.CurrentIdentity(), nil)
 	book := func(w domain.Wrapper) uint64 {
 		t.Helper()
 		p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Hour})
@@ -88,7 +88,7 @@ func TestMonitorSettlesDeadWrappers(t *testing.T) {
 // a live wrapper's, or one on another machine, reads as live.
 func TestDeadWrapperShowsOrphanedWithoutAMonitor(t *testing.T) {
 	t.Parallel()
-	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), core.CurrentIdentity(), nil)
+	c := servicetest.SimClient(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), gpu.NewSim(gpu.SimOptions{}), proc.CurrentIdentity(), nil)
 	alive, dead, elsewhere := testWrappers(t)
 	want := map[uint64]domain.BookingStatus{}
 	for _, w := range []struct {

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -73,7 +73,7 @@ func ReadNotifyFile(path string) (string, error) {
 		if address != "" {
 			return "", fmt.Errorf("%s line %d: one webhook address only", path, n)
 		}
-		if address, err = admission.NotifyURL(line); err != nil {
+		if address, err = policy.NotifyURL(line); err != nil {
 			return "", fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 	}
@@ -129,7 +129,7 @@ func NotifySetting(settings []string) (rest []string, address string, found bool
 			rest = append(rest, s)
 			continue
 		}
-		if address, err = admission.NotifyURL(strings.TrimSpace(v)); err != nil {
+		if address, err = policy.NotifyURL(strings.TrimSpace(v)); err != nil {
 			return nil, "", false, err
 		}
 		found = true

@@ -18,6 +18,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
@@ -73,7 +75,7 @@ func Half(dev int, d time.Duration) core.Request {
 // UIDOf looks a system user up; the test skips without it.
 func UIDOf(t *testing.T, name string) int {
 	t.Helper()
-	id, err := core.LookupUser(name)
+	id, err := proc.LookupUser(name)
 	if err != nil || id.UID == 0 {
 		t.Skipf("no %s user here", name)
 	}
@@ -83,7 +85,7 @@ func UIDOf(t *testing.T, name string) int {
 // SimInventory is the inventory of n simulated GPUs of mem bytes, taken at now.
 func SimInventory(n int, mem uint64, now time.Time) domain.Inventory {
 	devs, _ := gpu.NewSim(gpu.SimOptions{Count: n, Memory: mem}).Devices()
-	return core.InventoryOf(gpu.SimName, devs, now)
+	return ledger.InventoryOf(gpu.SimName, devs, now)
 }
 
 // InventoryOf is the inventory c's ledger holds.

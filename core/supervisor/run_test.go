@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -46,7 +46,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 	// The deadline, the warning lead and the grace are the fake clock's:
 	// each step is taken once the command has shown it took the last.
 	clk := clock.NewFake(clock.System().Now())
-	c := servicetest.ClientOn(open(), clk, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), clk, proc.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	o := runOpts("sh", "-c", `trap 'echo USR1 >> "$0"' USR1; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log)
 	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Second}
@@ -85,7 +85,7 @@ func testRunWarnsTerminatesKills(t *testing.T, open storetest.Opener) {
 // would: SIGTERM now, and the expiry status.
 func TestRunStopsWhenReclaimed(t *testing.T) {
 	t.Parallel()
-	c := servicetest.ClientOn(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(bolt.New(filepath.Join(t.TempDir(), "chronos.db")), nil, proc.CurrentIdentity())
 	started := filepath.Join(t.TempDir(), "started")
 	o := runOpts("sh", "-c", `: > "$0"; exec sleep 60`, started)
 	o.Request = core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}
@@ -121,7 +121,7 @@ func TestRunReleasesAndPassesStatus(t *testing.T) {
 }
 
 func testRunReleasesAndPassesStatus(t *testing.T, open storetest.Opener) {
-	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, proc.CurrentIdentity())
 	var out bytes.Buffer
 	o := runOpts("sh", "-c", `echo "$CHRONOS_PARTITION_ID $CUDA_VISIBLE_DEVICES $PATH"; exit 3`)
 	o.Request = core.Request{Device: 1, Memory: human.Fraction(0.25), Duration: time.Hour}
@@ -184,7 +184,7 @@ func TestRunInsideExistingBooking(t *testing.T) {
 }
 
 func testRunInsideExistingBooking(t *testing.T, open storetest.Opener) {
-	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, proc.CurrentIdentity())
 	p, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.3), Duration: time.Hour})
 	require.NoError(t, err)
 	o := runOpts("true")
@@ -250,14 +250,14 @@ func testRunAndMonitorSignalOnce(t *testing.T, open storetest.Opener) {
 	// Run and the monitor share a fake clock, stepped to the deadline and
 	// past the grace once the command shows it took the signal before.
 	clk := clock.NewFake(clock.System().Now())
-	c := servicetest.SimClient(open(), sim, core.CurrentIdentity(), clk)
+	c := servicetest.SimClient(open(), sim, proc.CurrentIdentity(), clk)
 	dir := t.TempDir()
 	log, pidFile := filepath.Join(dir, "signals"), filepath.Join(dir, "pid")
 	o := runOpts("sh", "-c", `echo $$ > "$1"; trap 'echo TERM >> "$0"' TERM; echo ready >> "$0"; while :; do sleep 0.05; done`, log, pidFile)
 	o.Request = core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: 2 * time.Second}
 	o.Grace = 1500 * time.Millisecond
 
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	pol.Grace = o.Grace
 	m := monitor.New(c, monitor.Options{Backend: sim, Policy: &pol, SampleEvery: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -343,7 +343,7 @@ func TestRunReleaseRetriesBusyLedger(t *testing.T) {
 		t.Skip("flock(1) not installed")
 	}
 	path := filepath.Join(t.TempDir(), "chronos.db")
-	me := core.CurrentIdentity()
+	me := proc.CurrentIdentity()
 	c := core.NewClient(core.Options{Ledger: &bolt.Ledger{Path: path, Timeout: 200 * time.Millisecond}, Devices: servicetest.Devices, As: &me})
 	pidFile := filepath.Join(t.TempDir(), "holder")
 	var said bytes.Buffer

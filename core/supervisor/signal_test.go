@@ -112,7 +112,7 @@ func TestRunPassesSignalsOn(t *testing.T) {
 }
 
 func testRunPassesSignalsOn(t *testing.T, open storetest.Opener) {
-	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, proc.CurrentIdentity())
 	log := filepath.Join(t.TempDir(), "signals")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts(os.Args[0], "signal-logger", log)
@@ -143,7 +143,7 @@ func TestRunAheadLeavesOnSignal(t *testing.T) {
 }
 
 func testRunAheadLeavesOnSignal(t *testing.T, open storetest.Opener) {
-	c := servicetest.ClientOn(open(), nil, core.CurrentIdentity())
+	c := servicetest.ClientOn(open(), nil, proc.CurrentIdentity())
 	ran := filepath.Join(t.TempDir(), "ran")
 	sigs := make(chan os.Signal, 1)
 	o := runOpts("touch", ran)

@@ -30,6 +30,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -93,7 +94,7 @@ func main() {
 			check(err)
 		}
 	}
-	mon := monitor.New(client(core.CurrentIdentity()), monitor.Options{Backend: sim, Signaller: noSignals{}})
+	mon := monitor.New(client(proc.CurrentIdentity()), monitor.Options{Backend: sim, Signaller: noSignals{}})
 	for at = now.Add(-time.Hour); at.Before(now); at = at.Add(15 * time.Second) {
 		book()
 		_, err := mon.Tick()

@@ -9,6 +9,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
 )
 
@@ -52,7 +53,7 @@ func newFairLine(users []user, n int) *fairLine {
 	for i := range n {
 		inv.Devices = append(inv.Devices, domain.Device{Index: i, UUID: fmt.Sprintf("SIM-%d", i), MemoryTotal: 80 << 30})
 	}
-	return &fairLine{users: users, inv: inv, pol: admission.DefaultPolicy(), usage: map[int]domain.UserUsage{}, jobs: map[uint64]*job{}}
+	return &fairLine{users: users, inv: inv, pol: policy.Default(), usage: map[int]domain.UserUsage{}, jobs: map[uint64]*job{}}
 }
 
 func (*fairLine) name() string { return "chronos" }
@@ -95,7 +96,7 @@ func (f *fairLine) start(now time.Duration) ([]*job, error) {
 	}
 	slices.SortFunc(usage, func(a, b domain.UserUsage) int { return a.UID - b.UID })
 	b := &admission.Books{Now: epoch.Add(now), Invs: map[string]domain.Inventory{"": f.inv}, Gpus: len(f.inv.Devices),
-		Pol: f.pol, Parts: f.parts, Line: f.line, Usage: usage, Limits: map[int]admission.Limits{},
+		Pol: f.pol, Parts: f.parts, Line: f.line, Usage: usage, Limits: map[int]policy.Limits{},
 		HeldBy: map[int]admission.Calendar{}, Alive: func(domain.Request) bool { return true }}
 	t := time.Now()
 	plan, err := b.Plan(nil)

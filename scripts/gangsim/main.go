@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/policy"
 )
 
 type config struct {
@@ -43,7 +43,7 @@ func main() {
 	flag.DurationVar(&c.span, "span", 7*24*time.Hour, "how long jobs arrive for, and the window measured")
 	flag.IntVar(&c.gpus, "gpus", 8, "the box's GPUs")
 	flag.DurationVar(&c.every, "every", 5*time.Minute, "how often waiters lay the line out again between events")
-	pol := admission.DefaultPolicy()
+	pol := policy.Default()
 	flag.DurationVar(&c.halfLife, "half-life", pol.HalfLife, "the policy's half-life of usage (chronos policy set half-life=)")
 	flag.Float64Var(&c.ageWeight, "age-weight", pol.AgeWeight, "the policy's weight of time waited (age-weight=)")
 	flag.DurationVar(&c.maxAge, "max-age", pol.MaxAge, "the wait at which the age weight is reached (max-age=)")

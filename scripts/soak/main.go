@@ -53,6 +53,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -445,7 +446,7 @@ func (d *driver) setUp() error {
 		return nil
 	}
 	for _, name := range []string{"nobody", "daemon"} {
-		if id, err := core.LookupUser(name); err == nil && id.UID != 0 {
+		if id, err := proc.LookupUser(name); err == nil && id.UID != 0 {
 			d.uids = append(d.uids, id.UID)
 		}
 	}

@@ -1,4 +1,8 @@
-package admission
+// Package policy is the ledger's policy as people set it: the table of
+// settings (chronos policy set's keys) with the parsing and formatting of
+// each, the defaults, and the limits and group caps the settings give
+// each user. Admission applies a policy; this package defines it.
+package policy
 
 import (
 	"cmp"
@@ -32,10 +36,10 @@ const (
 	ReclaimAlways      = "always"
 )
 
-// DefaultPolicy applies until root stores one with `chronos policy set`.
+// Default applies until root stores one with `chronos policy set`.
 // Quotas are off by default: turning one on is the admin's choice, never a
 // surprise refusal after an upgrade.
-func DefaultPolicy() domain.Policy {
+func Default() domain.Policy {
 	return domain.Policy{
 		Expiry:     ActTerminate,
 		OverBudget: ActWarn,
@@ -66,7 +70,7 @@ func WithDefaults(p domain.Policy) domain.Policy {
 		p.Admit = AdmitBooked // stored before admission could be physical
 	}
 	if p.HalfLife == 0 {
-		d := DefaultPolicy()
+		d := Default()
 		p.Ahead, p.HalfLife, p.AgeWeight, p.MaxAge = d.Ahead, d.HalfLife, d.AgeWeight, d.MaxAge
 	}
 	return withLadder(p)
@@ -76,7 +80,7 @@ func WithDefaults(p domain.Policy) domain.Policy {
 // ladder's defaults.
 func withLadder(p domain.Policy) domain.Policy {
 	if p.Idle == 0 {
-		d := DefaultPolicy()
+		d := Default()
 		p.Reclaim, p.Idle, p.IdleWarn, p.IdleSM, p.IdleStart, p.HoldMax = d.Reclaim, d.Idle, d.IdleWarn, d.IdleSM, d.IdleStart, d.HoldMax
 	}
 	return p
@@ -117,21 +121,21 @@ func LimitsFor(p domain.Policy, who domain.Identity) Limits {
 			groups, looked = proc.GroupsOf(who.UID), true
 		}
 		if slices.Contains(groups, g) {
-			_ = applyLimits(&l, o.Settings) // checked when it was set
-			if c, ok := groupCapOf(g, o.Settings); ok {
+			_ = ApplyLimits(&l, o.Settings) // checked when it was set
+			if c, ok := GroupCapOf(g, o.Settings); ok {
 				l.Groups = append(l.Groups, c)
 			}
 		}
 	}
 	for _, o := range p.Overrides {
 		if o.For == who.User || o.For == strconv.Itoa(who.UID) {
-			_ = applyLimits(&l, o.Settings)
+			_ = ApplyLimits(&l, o.Settings)
 		}
 	}
 	return l
 }
 
-func applyLimits(l *Limits, settings map[string]string) error {
+func ApplyLimits(l *Limits, settings map[string]string) error {
 	for _, k := range domain.SortedKeys(settings) {
 		kn, _ := knobNamed(k)
 		if kn != nil && kn.setCap != nil {
@@ -240,10 +244,10 @@ var knobs = []knob{
 		show: func(p domain.Policy) string { return cmp.Or(strings.Join(p.MPSUserDirs, ","), "none") },
 		set:  func(p *domain.Policy, v string) (err error) { p.MPSUserDirs, err = mpsUserDirs(v); return }},
 	{key: "user-gpus", aliases: []string{"user_gpus"}, meaning: "GPU-equivalents one user may hold at once (a 50% booking is 0.5), at every instant of a booking; 0: none at all, none: no limit",
-		show:     func(p domain.Policy) string { return formatLimit(p.UserGPUs) },
+		show:     func(p domain.Policy) string { return FormatLimit(p.UserGPUs) },
 		setLimit: func(l *Limits, v string) (err error) { l.UserGPUs, err = parseGPUs("user-gpus", v); return }},
 	{key: "user-hours", aliases: []string{"user_hours"}, meaning: "share-weighted GPU-hours one user may book in any rolling window (200/7d); 0: none at all, none: no limit",
-		show: func(p domain.Policy) string { return formatHours(p.UserHours, p.HoursWindow) },
+		show: func(p domain.Policy) string { return FormatHours(p.UserHours, p.HoursWindow) },
 		setLimit: func(l *Limits, v string) (err error) {
 			l.UserHours, l.HoursWindow, err = parseHours("user-hours", v)
 			return
@@ -301,13 +305,13 @@ func knobKeys(pred func(knob) bool) string {
 	return strings.Join(keys, ", ")
 }
 
-// ApplyPolicy returns p with each "key=value" setting applied. With
+// Apply returns p with each "key=value" setting applied. With
 // for=NAME (a user) or for=@GROUP, the settings apply to that user or
 // group only. A value of "default" puts a knob back to its default (for a
 // user or group: to the policy's own).
 //
 //nolint:funlen,gocyclo // one case per kind of setting, so that every setting is parsed in one place
-func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
+func Apply(p domain.Policy, settings []string) (domain.Policy, error) {
 	if len(settings) == 0 {
 		return p, domain.InputErr("no settings given (e.g. expiry=terminate overbudget=warn grace=30s)")
 	}
@@ -382,7 +386,7 @@ func ApplyPolicy(p domain.Policy, settings []string) (domain.Policy, error) {
 		}
 		return p, nil
 	}
-	def := DefaultPolicy()
+	def := Default()
 	for _, s := range list {
 		kn, _ := knobNamed(s.k)
 		if kn.setCap != nil {
@@ -429,7 +433,7 @@ func policyDurations(key, v string) ([]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Whole seconds, as FormatPolicy prints them, so that the order
+		// Whole seconds, as Format prints them, so that the order
 		// checked here is the order read back.
 		out = append(out, d.Round(time.Second))
 	}
@@ -474,10 +478,10 @@ func mpsUserDirs(v string) ([]string, error) {
 	return dirs, nil
 }
 
-// SplitPolicy splits settings typed as one string ("expiry=notify,grace=5s"
+// Split splits settings typed as one string ("expiry=notify,grace=5s"
 // or "idle-warn=1h,1h45m idle=2h") at spaces, and at commas that begin
 // another key=value.
-func SplitPolicy(s string) []string {
+func Split(s string) []string {
 	var out []string
 	for _, field := range strings.Fields(s) {
 		parts := strings.Split(field, ",")
@@ -596,14 +600,14 @@ func parseHours(key, v string) (*float64, time.Duration, error) {
 	return &h, w, nil
 }
 
-func formatLimit(f *float64) string {
+func FormatLimit(f *float64) string {
 	if f == nil {
 		return noLimit
 	}
 	return formatNumber(*f)
 }
 
-func formatHours(h *float64, w time.Duration) string {
+func FormatHours(h *float64, w time.Duration) string {
 	if h == nil {
 		return noLimit
 	}
@@ -612,9 +616,9 @@ func formatHours(h *float64, w time.Duration) string {
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// FormatPolicy prints the policy's own settings in the form SetPolicy
+// Format prints the policy's own settings in the form SetPolicy
 // reads; FormatOverride prints each user's or group's.
-func FormatPolicy(p domain.Policy) string {
+func Format(p domain.Policy) string {
 	var b strings.Builder
 	for _, k := range knobs {
 		if k.show == nil {
@@ -637,8 +641,8 @@ func FormatOverride(o domain.Override) string {
 	return b.String() + "for=" + o.For
 }
 
-// PolicyKnob is one setting as `chronos policy` shows it.
-type PolicyKnob struct {
+// Setting is one setting as `chronos policy` shows it.
+type Setting struct {
 	Key     string `json:"key"`
 	Value   string `json:"value"`
 	Default string `json:"default"`
@@ -646,10 +650,10 @@ type PolicyKnob struct {
 }
 
 // Knobs lists every setting of p with its default, and each override.
-func Knobs(p domain.Policy) (knobList []PolicyKnob, overrides []string) {
-	def := DefaultPolicy()
+func Knobs(p domain.Policy) (knobList []Setting, overrides []string) {
+	def := Default()
 	for _, k := range knobs {
-		row := PolicyKnob{Key: k.key, Meaning: k.meaning, Value: "-", Default: "-"}
+		row := Setting{Key: k.key, Meaning: k.meaning, Value: "-", Default: "-"}
 		switch {
 		case k.key == "share":
 			row.Value, row.Default = "1", "1"
@@ -677,3 +681,9 @@ func idleSM(v string) (int, error) {
 	}
 	return pct, nil
 }
+
+// Admission policies: what `policy set admit=…` takes.
+const (
+	AdmitBooked   = "booked"   // booked shares only: memory in use is a warning
+	AdmitPhysical = "physical" // also refuse a booking beyond what is physically free
+)

@@ -1,4 +1,9 @@
-package core
+// Package report is what the ledger's records add up to: GPU use by user,
+// group or GPU (chronos report), each user's use and what their quotas
+// leave (chronos usage), one GPU's recent history (the app's history
+// view), and every user's totals since the ledger began (metrics). It
+// reads through a client, above core.
+package report
 
 import (
 	"cmp"
@@ -9,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -16,27 +22,27 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 )
 
-// ReportBy is what a usage report's rows are: users, their groups, or GPUs.
-type ReportBy string
+// By is what a usage report's rows are: users, their groups, or GPUs.
+type By string
 
 const (
-	ReportByUser  ReportBy = "user"
-	ReportByGroup ReportBy = "group"
-	ReportByGPU   ReportBy = "gpu"
+	ByUser  By = "user"
+	ByGroup By = "group"
+	ByGPU   By = "gpu"
 )
 
-// ReportBys are the ways a report can be cut, as --by takes them.
-var ReportBys = []ReportBy{ReportByUser, ReportByGroup, ReportByGPU}
+// Bys are the ways a report can be cut, as --by takes them.
+var Bys = []By{ByUser, ByGroup, ByGPU}
 
-// ParseReportBy reads --by.
-func ParseReportBy(s string) (ReportBy, error) {
-	if slices.Contains(ReportBys, ReportBy(s)) {
-		return ReportBy(s), nil
+// ParseBy reads --by.
+func ParseBy(s string) (By, error) {
+	if slices.Contains(Bys, By(s)) {
+		return By(s), nil
 	}
 	return "", domain.InputErr("--by %s: use user, group or gpu", human.Quote(s))
 }
 
-// Report sums the ledger's record of GPU use in [from, now), one row per
+// Read sums the ledger's record of GPU use in [from, now), one row per
 // user (or group, or GPU), largest booker first, with a total:
 //
 //   - booked: share-weighted GPU-hours held (50% of a GPU for 2h is 1);
@@ -54,11 +60,11 @@ func ParseReportBy(s string) (ReportBy, error) {
 // to its time held inside the window. A zero from reports everything.
 //
 //nolint:funlen // one pass over the window's bookings that fills every column at once
-func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
-	if _, err := ParseReportBy(string(by)); err != nil {
+func Read(c *core.Client, from time.Time, by By) (Report, error) {
+	if _, err := ParseBy(string(by)); err != nil {
 		return Report{}, err
 	}
-	now := c.now()
+	now := c.Now()
 	type gpuKey struct {
 		host string
 		dev  int
@@ -76,7 +82,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 	var total figures
 	groups := map[int][]string{}
 	keysOf := func(uid int, name string) []string {
-		if by != ReportByGroup {
+		if by != ByGroup {
 			return []string{name}
 		}
 		g, ok := groups[uid]
@@ -88,7 +94,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		}
 		return g
 	}
-	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+	err := c.Ledger().View(c.Context(), func(tx *storage.Tx) error {
 		parts, err := tx.Partitions()
 		if err != nil {
 			return err
@@ -107,7 +113,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 				f.forced = 1
 			}
 			total.add(f)
-			if by != ReportByGPU {
+			if by != ByGPU {
 				for _, key := range keysOf(p.UID, p.User) {
 					row(key).add(f)
 				}
@@ -117,7 +123,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 			// as a booking of that GPU alone.
 			for _, d := range p.GPUs() {
 				key := c.GPUName(p.Host, d)
-				gpus[key] = gpuKey{c.otherHost(p.Host), d}
+				gpus[key] = gpuKey{c.OtherHost(p.Host), d}
 				g := f
 				if len(p.Devices) > 1 {
 					g = bookingFigures(p.On(d), usage[p.ID], from, now)
@@ -126,7 +132,7 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 				row(key).add(g)
 			}
 		}
-		if by == ReportByGPU {
+		if by == ByGPU {
 			return nil
 		}
 		unbooked, err := tx.Unbooked(from)
@@ -148,8 +154,8 @@ func (c *Client) Report(from time.Time, by ReportBy) (Report, error) {
 		}
 	}
 	r.Total = total.row("total", by)
-	slices.SortFunc(r.Rows, func(a, b ReportRow) int {
-		if by == ReportByGPU {
+	slices.SortFunc(r.Rows, func(a, b Row) int {
+		if by == ByGPU {
 			x, y := gpus[a.Key], gpus[b.Key]
 			return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.dev, y.dev))
 		}
@@ -206,10 +212,10 @@ func utcDay(t time.Time) time.Time {
 
 // row is f as a report prints it, in hours; unbooked use is not recorded
 // per GPU.
-func (f figures) row(key string, by ReportBy) ReportRow {
-	r := ReportRow{Key: key, BookedHours: f.booked / 3600, UsedHours: f.used / 3600, IdleHours: f.idle / 3600,
+func (f figures) row(key string, by By) Row {
+	r := Row{Key: key, BookedHours: f.booked / 3600, UsedHours: f.used / 3600, IdleHours: f.idle / 3600,
 		Bookings: f.bookings, Reclaimed: f.reclaimed, Expired: f.expired, Forced: f.forced}
-	if by != ReportByGPU {
+	if by != ByGPU {
 		h := f.unbooked / 3600
 		r.UnbookedHours = &h
 	}
@@ -282,13 +288,13 @@ type UserTotals struct {
 }
 
 // Read returns each user's figures since the ledger began, by name.
-func (t *UserTotals) Read(c *Client) ([]ReportRow, error) {
-	return t.readAlong(c, c.now(), nil)
+func (t *UserTotals) Read(c *core.Client) ([]Row, error) {
+	return t.ReadAlong(c, c.Now(), nil)
 }
 
-// readAlong is Read as of now, in one transaction with also (unless nil),
+// ReadAlong is Read as of now, in one transaction with also (unless nil),
 // which reads more of the ledger in it.
-func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) error) ([]ReportRow, error) {
+func (t *UserTotals) ReadAlong(c *core.Client, now time.Time, also func(*storage.Tx) error) ([]Row, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.settled == nil {
@@ -298,7 +304,7 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 	sums, settle := maps.Clone(t.settled), map[string]figures{}
 	var settledIDs []uint64
 	next := t.next
-	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+	err := c.Ledger().View(c.Context(), func(tx *storage.Tx) error {
 		if also != nil {
 			if err := also(tx); err != nil {
 				return err
@@ -360,10 +366,10 @@ func (t *UserTotals) readAlong(c *Client, now time.Time, also func(*storage.Tx) 
 		maps.DeleteFunc(t.folded, func(id uint64, _ bool) bool { return id < next })
 	}
 	t.daysTo = admission.Later(t.daysTo, closed)
-	rows := make([]ReportRow, 0, len(sums))
+	rows := make([]Row, 0, len(sums))
 	for user, f := range sums {
-		rows = append(rows, f.row(user, ReportByUser))
+		rows = append(rows, f.row(user, ByUser))
 	}
-	slices.SortFunc(rows, func(a, b ReportRow) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(rows, func(a, b Row) int { return cmp.Compare(a.Key, b.Key) })
 	return rows, nil
 }

@@ -1,4 +1,6 @@
-package core
+// Package migrate moves a host between a ledger file of its own and a
+// lab's ledger that many hosts share, either way (chronos migrate).
+package migrate
 
 import (
 	"context"
@@ -11,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -19,14 +22,14 @@ var (
 	// ErrMigrated means the target ledger already holds bookings of the host
 	// being migrated: copying again would hold them twice.
 	ErrMigrated = errors.New("the target ledger already holds this host's bookings")
-	// ErrMigrationBlocked means a process of the host still works on the
+	// ErrBlocked means a process of the host still works on the
 	// source ledger by its ids (a `chronos run`, a waiter in line): moving
 	// now would strand it.
-	ErrMigrationBlocked = errors.New("the host still has work running on the source ledger")
+	ErrBlocked = errors.New("the host still has work running on the source ledger")
 )
 
-// MigrationReport says what Migrate copied.
-type MigrationReport struct {
+// Report says what Host copied.
+type Report struct {
 	Host string `json:"host"`
 	// From and To say which way it went: "file" or "etcd".
 	From     string `json:"from"`
@@ -60,7 +63,7 @@ const (
 )
 
 // hostPart is one host's part of a ledger, read at one instant: what
-// Migrate carries.
+// Host carries.
 type hostPart struct {
 	parts     []domain.Partition
 	events    []domain.Event
@@ -81,7 +84,7 @@ type heldOf struct {
 	domain.Held
 }
 
-// Migrate moves a host between a ledger file of its own and a lab's
+// Host moves a host between a ledger file of its own and a lab's
 // ledger many hosts share, either way: a host's file into the lab's ledger
 // (its bookings labelled with host), or host's part of the lab's ledger
 // into a file of its own. It carries every booking (history included) with
@@ -91,15 +94,15 @@ type heldOf struct {
 // the GPU inventory, and the policy where the target has none. Claims are
 // not copied: the acts they guarded are done. The source is only read.
 //
-// Migrate refuses (ErrMigrated) when the target already holds bookings of
-// host, and (ErrMigrationBlocked) while a `chronos run` of the host holds a
+// Host refuses (ErrMigrated) when the target already holds bookings of
+// host, and (ErrBlocked) while a `chronos run` of the host holds a
 // live booking or a request of the host waits in line: those processes
 // watch the source by its ids. It writes in several transactions; if one
 // fails, what was written stays and the error says how much. It reads
 // back what it wrote and says if anything differs.
-func Migrate(ctx context.Context, from, to storage.Store, host string) (MigrationReport, error) {
+func Host(ctx context.Context, from, to storage.Store, host string) (Report, error) {
 	fromShared, toShared := isShared(from), isShared(to)
-	rep := MigrationReport{Host: host, IDs: map[uint64]uint64{}, Policy: "none", From: kindOf(fromShared), To: kindOf(toShared)}
+	rep := Report{Host: host, IDs: map[uint64]uint64{}, Policy: "none", From: kindOf(fromShared), To: kindOf(toShared)}
 	if !human.ValidHost(host) {
 		return rep, domain.InputErr("host %q: give the name the host has in the lab (--host)", host)
 	}
@@ -212,7 +215,7 @@ func (h *hostPart) blocked(from storage.Store) error {
 		}
 		if f := proc.FateOf(p); f == proc.WrapperAlive || f == proc.WrapperGoneCommandRuns || f == proc.WrapperUnknown && p.Wrapper != nil {
 			return fmt.Errorf("%w: booking %d (%s) is held by chronos run (pid %d on %s), which names it by its id in %s: migrate once it has ended",
-				ErrMigrationBlocked, p.ID, human.Printable(p.User), p.Wrapper.PID, human.Printable(p.Wrapper.Host), from)
+				ErrBlocked, p.ID, human.Printable(p.User), p.Wrapper.PID, human.Printable(p.Wrapper.Host), from)
 		}
 	}
 	for _, r := range h.requests {
@@ -221,7 +224,7 @@ func (h *hostPart) blocked(from storage.Store) error {
 		}
 		if f := proc.FateOfProcess(r.Waiter); f == proc.ProcessAlive || f == proc.ProcessUnknown {
 			return fmt.Errorf("%w: request %d (%s) waits in the line of %s, and its waiter (pid %d) watches that ledger: let it start, or cancel it (chronos queue cancel %d), then migrate",
-				ErrMigrationBlocked, r.ID, human.Printable(r.User), from, r.Waiter.PID, r.ID)
+				ErrBlocked, r.ID, human.Printable(r.User), from, r.Waiter.PID, r.ID)
 		}
 	}
 	// A request whose waiter is gone leaves the line at the next look; it
@@ -232,7 +235,7 @@ func (h *hostPart) blocked(from storage.Store) error {
 
 // migrateStart refuses a target that holds host's bookings already, and
 // writes the policy and the inventory.
-func migrateStart(ctx context.Context, to storage.Store, src hostPart, host, toHost string, rep *MigrationReport) error {
+func migrateStart(ctx context.Context, to storage.Store, src hostPart, host, toHost string, rep *Report) error {
 	return to.Update(ctx, func(tx *storage.Tx) error {
 		there, err := tx.Partitions()
 		if err != nil {
@@ -293,7 +296,7 @@ func inChunks[T any](ctx context.Context, to storage.Store, what string, recs []
 
 // write copies h into to, labelled toHost, bookings first: every other
 // record names its booking by the id write hands out.
-func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, rep *MigrationReport) error {
+func (h *hostPart) write(ctx context.Context, to storage.Store, toHost string, rep *Report) error {
 	ids := rep.IDs
 	err := inChunks(ctx, to, "bookings", h.parts, migrateBookingsPerTx, &rep.Bookings, func(tx *storage.Tx, p domain.Partition) error {
 		old := p.ID
@@ -372,7 +375,7 @@ func addUserUsage(tx *storage.Tx, u domain.UserUsage) error {
 		}
 		return err
 	}
-	pol, err := PolicyIn(tx)
+	pol, err := ledger.Policy(tx)
 	if err != nil {
 		return err
 	}
@@ -393,7 +396,7 @@ func renumber(in []uint64, ids map[uint64]uint64) []uint64 {
 	return out
 }
 
-// check reads back every booking and booking usage Migrate wrote and
+// check reads back every booking and booking usage Host wrote and
 // says which differ from the source. It reads them in batches (one round
 // trip to etcd for many), so that a large ledger is checked within one
 // transaction's time.

@@ -1,4 +1,4 @@
-package core
+package report
 
 import (
 	"cmp"
@@ -11,21 +11,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
 // reportLedger is a ledger holding bookings and usage whose report figures
 // are known exactly. now is 2026-11-29 12:00 UTC; users are real ones (root,
 // daemon, nobody), so that their groups can be looked up.
-func reportLedger(t *testing.T) (*Client, time.Time) {
+func reportLedger(t *testing.T) (*core.Client, time.Time) {
 	t.Helper()
 	clock := coretest.NewFakeClock()
 	now := clock.Now()
-	c := clientAt(filepath.Join(t.TempDir(), "chronos.db"), clock, coretest.Root)
+	c := servicetest.ClientAt(filepath.Join(t.TempDir(), "chronos.db"), clock, coretest.Root)
 	h := time.Hour
 	day := 24 * h
 	type seed struct {
@@ -50,7 +52,7 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 		// nobody: 50% of GPU 1 from 8 days ago to 6 days ago: half in a 7-day window.
 		{65534, "nobody", 1, 0.5, 8 * day, 6 * day, domain.Expired, 10 * h, 4 * h, false},
 	} {
-		require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
+		require.NoError(t, c.Ledger().Update(c.Context(), func(tx *storage.Tx) error {
 			p := domain.Partition{Device: s.device, DeviceUUID: "GPU-x", SharePPM: int64(s.share * human.Ppm), UID: s.uid, User: s.user,
 				Created: now.Add(-s.created), Expires: now.Add(-s.end), State: s.state}
 			if s.state == domain.Released {
@@ -69,7 +71,7 @@ func reportLedger(t *testing.T) (*Client, time.Time) {
 			return tx.PutBookingUsage(u)
 		}))
 	}
-	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
+	require.NoError(t, c.Ledger().Update(c.Context(), func(tx *storage.Tx) error {
 		if err := tx.AddUnbooked(now.Add(-day), 65534, "nobody", 90*time.Minute); err != nil {
 			return err
 		}
@@ -100,32 +102,32 @@ func TestReportFiguresAreExact(t *testing.T) {
 	t.Parallel()
 	c, now := reportLedger(t)
 
-	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByUser)
+	r, err := Read(c, now.Add(-7*24*time.Hour), ByUser)
 	require.NoError(t, err)
-	require.Equal(t, []ReportRow{
+	require.Equal(t, []Row{
 		// 2 days held, 1 inside: half the share-hours, half of the used and idle time.
 		{Key: "nobody", BookedHours: 12, UsedHours: 5, IdleHours: 1, UnbookedHours: hours(1.5), Expired: 1},
 		{Key: "daemon", BookedHours: 1.5, IdleHours: 1, UnbookedHours: hours(0), Bookings: 1, Reclaimed: 1},
 		{Key: "root", BookedHours: 1.25, UsedHours: 0.7, IdleHours: 0.5, UnbookedHours: hours(0), Bookings: 2, Expired: 1, Forced: 1},
 	}, r.Rows)
-	require.Equal(t, ReportRow{Key: "total", BookedHours: 14.75, UsedHours: 5.7, IdleHours: 2.5, UnbookedHours: hours(1.5), Bookings: 3, Reclaimed: 1, Expired: 2, Forced: 1}, r.Total)
+	require.Equal(t, Row{Key: "total", BookedHours: 14.75, UsedHours: 5.7, IdleHours: 2.5, UnbookedHours: hours(1.5), Bookings: 3, Reclaimed: 1, Expired: 2, Forced: 1}, r.Total)
 
 	// Thirty days take in daemon's old booking (the 2h it was held), not
 	// root's unbooked use 40 days ago.
-	r, err = c.Report(now.Add(-30*24*time.Hour), ReportByUser)
+	r, err = Read(c, now.Add(-30*24*time.Hour), ByUser)
 	require.NoError(t, err)
-	require.Equal(t, ReportRow{Key: "nobody", BookedHours: 24, UsedHours: 10, IdleHours: 2, UnbookedHours: hours(1.5), Bookings: 1, Expired: 1}, r.Rows[0])
-	require.Equal(t, ReportRow{Key: "daemon", BookedHours: 3.5, UsedHours: 1, IdleHours: 1, UnbookedHours: hours(0), Bookings: 2, Reclaimed: 1}, r.Rows[1])
+	require.Equal(t, Row{Key: "nobody", BookedHours: 24, UsedHours: 10, IdleHours: 2, UnbookedHours: hours(1.5), Bookings: 1, Expired: 1}, r.Rows[0])
+	require.Equal(t, Row{Key: "daemon", BookedHours: 3.5, UsedHours: 1, IdleHours: 1, UnbookedHours: hours(0), Bookings: 2, Reclaimed: 1}, r.Rows[1])
 
 	// Since the ledger began: root's unbooked use too.
-	r, err = c.Report(time.Time{}, ReportByUser)
+	r, err = Read(c, time.Time{}, ByUser)
 	require.NoError(t, err)
 	require.Equal(t, hours(5), r.Rows[2].UnbookedHours)
 
 	// By GPU: no unbooked figure, GPUs in order.
-	r, err = c.Report(now.Add(-7*24*time.Hour), ReportByGPU)
+	r, err = Read(c, now.Add(-7*24*time.Hour), ByGPU)
 	require.NoError(t, err)
-	require.Equal(t, []ReportRow{
+	require.Equal(t, []Row{
 		{Key: "0", BookedHours: 2.5, UsedHours: 0.5, IdleHours: 1.5, Bookings: 2, Reclaimed: 1, Expired: 1, Forced: 1},
 		{Key: "1", BookedHours: 12.25, UsedHours: 5.2, IdleHours: 1, Bookings: 1, Expired: 1},
 	}, r.Rows)
@@ -136,17 +138,17 @@ func TestReportFiguresAreExact(t *testing.T) {
 func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewFakeClock()
-	c := newTestClient(t, clock, coretest.Alice)
+	c := servicetest.NewClient(t, clock, coretest.Alice)
 	now := clock.Now()
-	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
+	_, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour, Start: now.Add(time.Hour)})
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
-	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
+	r, err := Read(c, now.Add(-time.Hour), ByUser)
 	require.NoError(t, err)
 	require.Zero(t, r.Total.BookedHours)
 	require.Zero(t, r.Total.Bookings, "it starts after the window")
 	clock.Advance(2 * time.Hour) // 1.5h into it
-	r, err = c.Report(now.Add(-time.Hour), ReportByUser)
+	r, err = Read(c, now.Add(-time.Hour), ByUser)
 	require.NoError(t, err)
 	require.InDelta(t, 0.75, r.Total.BookedHours, 1e-9)
 	require.Equal(t, 1, r.Total.Bookings, "begun in the window")
@@ -155,7 +157,7 @@ func TestReportCountsBookingsAheadFromTheirStart(t *testing.T) {
 func TestReportByGroup(t *testing.T) {
 	t.Parallel()
 	c, now := reportLedger(t)
-	r, err := c.Report(now.Add(-7*24*time.Hour), ReportByGroup)
+	r, err := Read(c, now.Add(-7*24*time.Hour), ByGroup)
 	require.NoError(t, err)
 	group := func(name string) string {
 		u, err := user.Lookup(name)
@@ -164,7 +166,7 @@ func TestReportByGroup(t *testing.T) {
 		require.NoError(t, err)
 		return g.Name
 	}
-	byKey := map[string]ReportRow{}
+	byKey := map[string]Row{}
 	for _, row := range r.Rows {
 		byKey[row.Key] = row
 	}
@@ -192,13 +194,13 @@ func TestReportByGroupCountsEveryGroup(t *testing.T) {
 	proc.KnownGroups.Unlock()
 	path := filepath.Join(t.TempDir(), "chronos.db")
 	for _, who := range []domain.Identity{carol, dan} {
-		_, err := clientAt(path, clock, who).Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
+		_, err := servicetest.ClientAt(path, clock, who).Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
 		require.NoError(t, err)
 	}
 	clock.Advance(time.Hour)
-	r, err := clientAt(path, clock, coretest.Root).Report(clock.Now().Add(-2*time.Hour), ReportByGroup)
+	r, err := Read(servicetest.ClientAt(path, clock, coretest.Root), clock.Now().Add(-2*time.Hour), ByGroup)
 	require.NoError(t, err)
-	byKey := map[string]ReportRow{}
+	byKey := map[string]Row{}
 	for _, row := range r.Rows {
 		byKey[row.Key] = row
 	}
@@ -213,7 +215,7 @@ func TestReportByGroupCountsEveryGroup(t *testing.T) {
 func TestReportRefusesAnUnknownCut(t *testing.T) {
 	t.Parallel()
 	c, _ := reportLedger(t)
-	_, err := c.Report(time.Time{}, "host")
+	_, err := Read(c, time.Time{}, "host")
 	require.ErrorIs(t, err, domain.ErrInput)
 	require.ErrorContains(t, err, `--by "host": use user, group or gpu`)
 }
@@ -224,16 +226,16 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 	t.Parallel()
 	c, _ := reportLedger(t)
 	var totals UserTotals
-	all := func() []ReportRow {
-		r, err := c.Report(time.Time{}, ReportByUser)
+	all := func() []Row {
+		r, err := Read(c, time.Time{}, ByUser)
 		require.NoError(t, err)
-		slices.SortFunc(r.Rows, func(a, b ReportRow) int { return strings.Compare(a.Key, b.Key) })
+		slices.SortFunc(r.Rows, func(a, b Row) int { return strings.Compare(a.Key, b.Key) })
 		for i := range r.Rows {
 			r.Rows[i].Forced = 0 // not counted for metrics: see UserTotals
 		}
 		return r.Rows
 	}
-	read := func() []ReportRow {
+	read := func() []Row {
 		rows, err := totals.Read(c)
 		require.NoError(t, err)
 		return rows
@@ -242,13 +244,13 @@ func TestUserTotalsAgreeAndSettle(t *testing.T) {
 	require.Equal(t, all(), read(), "a second read, from what settled")
 
 	// A new booking shows; root's live one keeps counting its time.
-	_, err := c.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	_, err := c.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, all(), read())
 
 	// A settled booking is not read again: what a monitor might still
 	// change there (it cannot, past settleAfter) does not cost a scrape.
-	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
+	require.NoError(t, c.Ledger().Update(c.Context(), func(tx *storage.Tx) error {
 		u, _, err := tx.BookingUsage(3)
 		u.GPUTime += time.Hour
 		if err != nil {
@@ -269,7 +271,7 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	t.Parallel()
 	c, now := reportLedger(t)
 	day := 24 * time.Hour
-	require.NoError(t, c.ledger.Update(c.ctx, func(tx *storage.Tx) error {
+	require.NoError(t, c.Ledger().Update(c.Context(), func(tx *storage.Tx) error {
 		// daemon: all of GPU 1 from 31 days ago to 29 days ago.
 		p := domain.Partition{Device: 1, DeviceUUID: "GPU-x", SharePPM: human.Ppm, UID: 1, User: "daemon",
 			Created: now.Add(-31 * day), Expires: now.Add(-29 * day), Ended: now.Add(-29 * day), State: domain.Expired}
@@ -295,10 +297,10 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 		err = cmp.Or(err, tx.PutUserUsage(domain.UserUsage{UID: 1, User: "daemon", GPUSeconds: 3600, At: now}))
 		return cmp.Or(err, tx.PutUserUsage(domain.UserUsage{UID: 65534, User: "nobody", GPUSeconds: 3600, At: now}))
 	}))
-	byUser := func(from time.Time) map[string]ReportRow {
-		r, err := c.Report(from, ReportByUser)
+	byUser := func(from time.Time) map[string]Row {
+		r, err := Read(c, from, ByUser)
 		require.NoError(t, err)
-		rows := map[string]ReportRow{}
+		rows := map[string]Row{}
 		for _, row := range r.Rows {
 			rows[row.Key] = row
 		}
@@ -306,8 +308,8 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 	}
 	week, month := byUser(now.Add(-7*day)), byUser(now.Add(-30*day))
 
-	store := &coretest.CountingStore{Store: c.ledger}
-	users, err := NewClient(Options{Ledger: store, Clock: c.clock, As: &coretest.Root}).Usage()
+	store := &coretest.CountingStore{Store: c.Ledger()}
+	users, err := Usage(core.NewClient(core.Options{Ledger: store, Clock: c.Clock(), As: &coretest.Root}))
 	require.NoError(t, err)
 	require.Equal(t, int64(1), store.Views.Load(), "read transactions")
 	require.Len(t, users, 3)
@@ -333,16 +335,16 @@ func TestUsageHoursAreTheReports(t *testing.T) {
 func TestReportCountsEveryGPUOfABooking(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewFakeClock()
-	c := newTestClient(t, clock, coretest.Alice)
+	c := servicetest.NewClient(t, clock, coretest.Alice)
 	now := clock.Now()
-	_, err := c.Create(Request{Device: 0, Devices: []int{0, 1}, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
+	_, err := c.Create(core.Request{Device: 0, Devices: []int{0, 1}, Memory: human.Fraction(0.5), Duration: 2 * time.Hour})
 	require.NoError(t, err)
 	clock.Advance(time.Hour)
-	r, err := c.Report(now.Add(-time.Hour), ReportByUser)
+	r, err := Read(c, now.Add(-time.Hour), ByUser)
 	require.NoError(t, err)
 	require.Len(t, r.Rows, 1)
 	require.InDelta(t, 1.0, r.Rows[0].BookedHours, 1e-9, "an hour of half of two GPUs")
-	r, err = c.Report(now.Add(-time.Hour), ReportByGPU)
+	r, err = Read(c, now.Add(-time.Hour), ByGPU)
 	require.NoError(t, err)
 	require.Len(t, r.Rows, 2)
 	for _, row := range r.Rows {

@@ -1,10 +1,12 @@
-package core
+package report
 
 import (
 	"time"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -40,7 +42,7 @@ type Span struct {
 }
 
 // History returns the last window (an hour, say) of one GPU.
-func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
+func History(c *core.Client, device int, window time.Duration) (GPUHistory, error) {
 	inv, err := c.Inventory()
 	if err != nil {
 		return GPUHistory{}, err
@@ -49,13 +51,13 @@ func (c *Client) History(device int, window time.Duration) (GPUHistory, error) {
 	if err != nil {
 		return GPUHistory{}, err
 	}
-	now := c.now()
+	now := c.Now()
 	h := GPUHistory{Device: device, UUID: dev.UUID, From: now.Add(-window), To: now}
-	err = c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+	err = c.Ledger().View(c.Context(), func(tx *storage.Tx) error {
 		if h.Minutes, err = tx.GPUMinutes(h.From.Truncate(domain.AccountEvery), h.To, dev.UUID); err != nil {
 			return err
 		}
-		pol, err := PolicyIn(tx)
+		pol, err := ledger.Policy(tx)
 		if err != nil {
 			return err
 		}

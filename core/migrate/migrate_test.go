@@ -1,4 +1,4 @@
-package core
+package migrate
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
@@ -27,16 +29,16 @@ import (
 func hostFile(t *testing.T, clock *clock.Fake) *bolt.Ledger {
 	t.Helper()
 	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
-	a, r := clientOn(l, clock, coretest.Alice), clientOn(l, clock, coretest.Root)
+	a, r := servicetest.ClientOn(l, clock, coretest.Alice), servicetest.ClientOn(l, clock, coretest.Root)
 	_, err := r.SetPolicy([]string{"grace=10s"})
 	require.NoError(t, err)
-	p1, err := a.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	p1, err := a.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: 1, Memory: human.Fraction(0.2), Duration: time.Minute})
+	_, err = a.Create(core.Request{Device: 1, Memory: human.Fraction(0.2), Duration: time.Minute})
 	require.NoError(t, err)
 	_, err = a.Release(p1.ID)
 	require.NoError(t, err)
-	_, err = a.Create(Request{Device: 0, Memory: human.Fraction(0.3), Duration: 48 * time.Hour})
+	_, err = a.Create(core.Request{Device: 0, Memory: human.Fraction(0.3), Duration: 48 * time.Hour})
 	require.NoError(t, err)
 	return l
 }
@@ -52,23 +54,23 @@ func TestMigrate(t *testing.T) {
 	f1, f2 := hostFile(t, clock), hostFile(t, clock)
 	before := storetest.Fingerprint(t, f1)
 
-	rep, err := Migrate(context.Background(), f1, lab, "gpu3")
+	rep, err := Host(context.Background(), f1, lab, "gpu3")
 	require.NoError(t, err)
-	require.Equal(t, MigrationReport{Host: "gpu3", From: "file", To: "etcd", Bookings: 3, Live: 2, Events: 5, Policy: "copied", Inventory: true,
+	require.Equal(t, Report{Host: "gpu3", From: "file", To: "etcd", Bookings: 3, Live: 2, Events: 5, Policy: "copied", Inventory: true,
 		IDs: map[uint64]uint64{1: 1, 2: 2, 3: 3}}, rep)
-	rep, err = Migrate(context.Background(), f2, lab, "gpu4")
+	rep, err = Host(context.Background(), f2, lab, "gpu4")
 	require.NoError(t, err)
 	require.Equal(t, map[uint64]uint64{1: 4, 2: 5, 3: 6}, rep.IDs)
 	require.Equal(t, "the same", rep.Policy)
 
-	_, err = Migrate(context.Background(), f1, lab, "gpu3")
+	_, err = Host(context.Background(), f1, lab, "gpu3")
 	require.ErrorIs(t, err, ErrMigrated)
 	require.ErrorContains(t, err, "holds 3 bookings of host gpu3")
 	require.Equal(t, before, storetest.Fingerprint(t, f1), "the file is only read")
 
 	// Read on the clock the files were made on: the 48-hour booking is
 	// live whatever today's date.
-	c := NewClient(Options{Ledger: lab, Devices: testDevices, As: &coretest.Alice, Host: "gpu4", Clock: clock})
+	c := core.NewClient(core.Options{Ledger: lab, Devices: servicetest.Devices, As: &coretest.Alice, Host: "gpu4", Clock: clock})
 	all, err := c.List(true)
 	require.NoError(t, err)
 	require.Len(t, all, 6)
@@ -87,7 +89,7 @@ func TestMigrate(t *testing.T) {
 	require.Equal(t, 10*time.Second, pol.Grace)
 
 	// Admission on the lab ledger counts the migrated live bookings.
-	_, err = c.Create(Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour})
+	_, err = c.Create(core.Request{Device: 0, Memory: human.Fraction(0.8), Duration: time.Hour})
 	require.ErrorIs(t, err, domain.ErrOverbooked)
 	avail, err := c.AvailableOn("gpu3", 0)
 	require.NoError(t, err)
@@ -99,9 +101,9 @@ func TestMigrate(t *testing.T) {
 func TestMigrateLargeLedger(t *testing.T) {
 	t.Parallel()
 	l := bolt.New(filepath.Join(t.TempDir(), "chronos.db"))
-	a := clientOn(l, nil, coretest.Alice)
+	a := servicetest.ClientOn(l, nil, coretest.Alice)
 	for i := range 130 {
-		p, err := a.Create(Request{Device: i % 2, Memory: human.Fraction(0.001), Duration: time.Hour})
+		p, err := a.Create(core.Request{Device: i % 2, Memory: human.Fraction(0.001), Duration: time.Hour})
 		require.NoError(t, err)
 		if i%2 == 0 {
 			_, err = a.Release(p.ID)
@@ -109,12 +111,12 @@ func TestMigrateLargeLedger(t *testing.T) {
 		}
 	}
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	rep, err := Migrate(context.Background(), l, lab, "gpu5")
+	rep, err := Host(context.Background(), l, lab, "gpu5")
 	require.NoError(t, err)
 	require.Equal(t, 130, rep.Bookings)
 	require.Equal(t, 65, rep.Live)
 	require.Equal(t, 195, rep.Events)
-	live, err := hostClient(lab, "gpu5", coretest.Alice).List(false)
+	live, err := servicetest.HostClient(lab, "gpu5", coretest.Alice).List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 65)
 }
@@ -129,14 +131,14 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
 	clock := coretest.NewFakeClock()
 	file := hostFile(t, clock)
-	a := clientOn(file, clock, coretest.Alice)
+	a := servicetest.ClientOn(file, clock, coretest.Alice)
 	_, err := a.Hold(3, time.Hour, "preprocessing on CPU")
 	require.NoError(t, err)
 	// A past request: bob waited, then left the line.
-	b := clientOn(file, clock, coretest.Bob)
-	held, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	b := servicetest.ClientOn(file, clock, coretest.Bob)
+	held, err := b.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
+	_, q, err := b.Enqueue(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, q)
 	require.NoError(t, b.Cancel(q.ID))
@@ -144,16 +146,15 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	_, err = b.Release(held.ID)
 	require.NoError(t, err)
 	// Bob has used GPU time in the lab before (another host).
-	other := hostClient(lab, "gpu1", coretest.Bob)
-	other.clock = clock
-	p, err := other.Create(Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
+	other := core.NewClient(core.Options{Ledger: lab, Devices: servicetest.Devices, As: &coretest.Bob, Host: "gpu1", Clock: clock})
+	p, err := other.Create(core.Request{Device: 0, Memory: human.Fraction(1), Duration: time.Hour})
 	require.NoError(t, err)
 	clock.Advance(30 * time.Minute)
 	_, err = other.Release(p.ID)
 	require.NoError(t, err)
 	before := usageOf(t, lab, coretest.Bob.UID)
 
-	rep, err := Migrate(context.Background(), file, lab, "gpu3")
+	rep, err := Host(context.Background(), file, lab, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Bookings)
 	require.Equal(t, 1, rep.Requests)
@@ -161,21 +162,20 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.Equal(t, 1, rep.Held, "bob's 20 minutes count toward hours quotas in the lab")
 	require.Equal(t, 1, rep.Users)
 	hold := rep.IDs[3]
-	in := hostClient(lab, "gpu3", coretest.Alice)
-	in.clock = clock
+	in := core.NewClient(core.Options{Ledger: lab, Devices: servicetest.Devices, As: &coretest.Alice, Host: "gpu3", Clock: clock})
 	u, err := in.BookingUsage(hold)
 	require.NoError(t, err)
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
 	require.Greater(t, usageOf(t, lab, coretest.Bob.UID), before, "bob's use on the file adds to his use in the lab")
 
 	out := bolt.New(filepath.Join(t.TempDir(), "back.db"))
-	back, err := Migrate(context.Background(), lab, out, "gpu3")
+	back, err := Host(context.Background(), lab, out, "gpu3")
 	require.NoError(t, err)
 	require.Equal(t, "etcd", back.From)
 	require.Equal(t, "file", back.To)
 	require.Equal(t, 4, back.Bookings, "gpu3's bookings, not gpu1's")
 	require.Equal(t, 1, back.Requests)
-	mine := clientOn(out, clock, coretest.Alice)
+	mine := servicetest.ClientOn(out, clock, coretest.Alice)
 	live, err := mine.List(false)
 	require.NoError(t, err)
 	require.Len(t, live, 1, "alice's 48-hour booking; the rest ended")
@@ -186,9 +186,9 @@ func TestMigrateCarriesEverythingBothWays(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "preprocessing on CPU", u.HoldReason)
 
-	_, err = Migrate(context.Background(), lab, out, "gpu3")
+	_, err = Host(context.Background(), lab, out, "gpu3")
 	require.ErrorIs(t, err, ErrMigrated, "the file holds bookings of its own now")
-	_, err = Migrate(context.Background(), file, out, "gpu3")
+	_, err = Host(context.Background(), file, out, "gpu3")
 	require.ErrorIs(t, err, domain.ErrInput, "two files: nothing to move between")
 }
 
@@ -211,15 +211,15 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewFakeClock()
 	file := hostFile(t, clock)
-	b := clientOn(file, clock, coretest.Bob)
-	_, err := b.Create(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
+	b := servicetest.ClientOn(file, clock, coretest.Bob)
+	_, err := b.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour})
 	require.NoError(t, err)
-	_, q, err := b.Enqueue(Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
+	_, q, err := b.Enqueue(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour}, admission.WaitOptions{})
 	require.NoError(t, err)
 
 	lab := storetest.Etcd(t, etcdtest.Shared(t))()
-	_, err = Migrate(context.Background(), file, lab, "gpu3")
-	require.ErrorIs(t, err, ErrMigrationBlocked)
+	_, err = Host(context.Background(), file, lab, "gpu3")
+	require.ErrorIs(t, err, ErrBlocked)
 	require.ErrorContains(t, err, fmt.Sprintf("request %d (bob) waits in the line", q.ID))
 	require.ErrorContains(t, err, fmt.Sprintf("chronos queue cancel %d", q.ID))
 	require.NoError(t, lab.View(context.Background(), func(tx *storage.Tx) error {
@@ -232,7 +232,7 @@ func TestMigrateWaitsForWorkOnTheFile(t *testing.T) {
 	w, err := proc.ThisWrapper(0)
 	require.NoError(t, err)
 	require.NoError(t, b.SetWrapper(4, w))
-	_, err = Migrate(context.Background(), file, lab, "gpu3")
-	require.ErrorIs(t, err, ErrMigrationBlocked)
+	_, err = Host(context.Background(), file, lab, "gpu3")
+	require.ErrorIs(t, err, ErrBlocked)
 	require.ErrorContains(t, err, "booking 4 (bob) is held by chronos run")
 }
