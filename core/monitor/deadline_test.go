@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
@@ -27,17 +29,9 @@ import (
 // nothing again.
 func TestSIGTERMAtTheDeadlineWhileAnEarlierPassWaits(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	sim := gpu.NewSim(gpu.SimOptions{})
-	clk := coretest.NewFakeClock()
-	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, proc.CurrentIdentity(), clk)
-	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 10 * time.Second})
-	require.NoError(t, err)
-	proc := startChild(t, p.ID, "sleep 60")
-	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
-	var log actLog
-	m := New(c, Options{Backend: sim, OnAct: log.add})
-	_, err = m.Tick() // a snapshot and a sample to plan from
+	w := watchedJob(t)
+	db, clk, c, p, proc, m := w.db, w.clk, w.c, w.p, w.proc, w.m
+	_, err := m.Tick() // a snapshot and a sample to plan from
 	require.NoError(t, err)
 
 	// Two seconds before the end the warning is due: the pass writes,
@@ -85,17 +79,9 @@ func TestSIGTERMAtTheDeadlineWhileAnEarlierPassWaits(t *testing.T) {
 // job: at the old deadline the ledger answers, and nothing is sent.
 func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "chronos.db")
-	sim := gpu.NewSim(gpu.SimOptions{})
-	clk := coretest.NewFakeClock()
-	c := servicetest.SimClient(&bolt.Ledger{Path: db, Timeout: time.Minute}, sim, proc.CurrentIdentity(), clk)
-	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 10 * time.Second})
-	require.NoError(t, err)
-	proc := startChild(t, p.ID, "sleep 60")
-	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
-	var log actLog
-	m := New(c, Options{Backend: sim, OnAct: log.add})
-	_, err = m.Tick()
+	j := watchedJob(t)
+	clk, c, p, proc, m, log := j.clk, j.c, j.p, j.proc, j.m, &j.log
+	_, err := m.Tick()
 	require.NoError(t, err)
 	_, err = c.Extend(p.ID, time.Hour)
 	require.NoError(t, err)
@@ -113,4 +99,31 @@ func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
 	m.settleWatch()
 	require.NoError(t, proc.Process.Signal(syscall.Signal(0)), "the job runs on")
 	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
+}
+
+// watched is a booking of 10 s on a ledger file with a real process in it
+// (on a simulated GPU), and a monitor of root's watching it, on a fake
+// clock.
+type watched struct {
+	db   string
+	clk  *clock.Fake
+	c    *core.Client
+	p    *core.Partition
+	proc *exec.Cmd
+	m    *Monitor
+	log  actLog
+}
+
+func watchedJob(t *testing.T) *watched {
+	t.Helper()
+	w := &watched{db: filepath.Join(t.TempDir(), "chronos.db"), clk: coretest.NewFakeClock()}
+	sim := gpu.NewSim(gpu.SimOptions{})
+	w.c = servicetest.SimClient(&bolt.Ledger{Path: w.db, Timeout: time.Minute}, sim, proc.CurrentIdentity(), w.clk)
+	var err error
+	w.p, err = w.c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.5), Duration: 10 * time.Second})
+	require.NoError(t, err)
+	w.proc = startChild(t, w.p.ID, "sleep 60")
+	sim.Attach(coretest.IdleGPU, w.proc.Process.Pid, 1<<30)
+	w.m = New(w.c, Options{Backend: sim, OnAct: w.log.add})
+	return w
 }

@@ -3,12 +3,10 @@ package monitor
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -52,10 +50,10 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		// The writers, from now until the last deadline and a second more.
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		var ok, busy, failed, slowest atomic.Int64
+		var wr writerTally
 		for range writers {
 			w := client()
-			wg.Go(func() { writeUntil(stop, w, &ok, &busy, &failed, &slowest) })
+			wg.Go(func() { wr.run(stop, w) })
 		}
 
 		var mu sync.Mutex
@@ -90,36 +88,8 @@ func BenchmarkExpiryUnderWriters(b *testing.B) {
 		<-done
 
 		mu.Lock()
-		rec.mu.Lock()
-		var flip, term []time.Duration
-		unrecorded, unsignalled := 0, 0
-		for id, deadline := range expires {
-			f, recorded := flipped[id]
-			if !recorded {
-				unrecorded++
-				f = last.Add(after)
-			}
-			s, sent := rec.sent[pidOf[id]]
-			if !sent {
-				unsignalled++
-				s = last.Add(after)
-			}
-			flip = append(flip, f.Sub(deadline))
-			term = append(term, s.Sub(deadline))
-		}
-		rec.mu.Unlock()
+		reportExpiries(b, expires, flipped, rec, pidOf, last.Add(after))
 		mu.Unlock()
-		b.ReportMetric(coretest.Ms(coretest.Median(flip)), "record-p50-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 0.99)), "record-p99-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 1)), "record-max-ms")
-		b.ReportMetric(float64(unrecorded), "unrecorded")
-		b.ReportMetric(coretest.Ms(coretest.Median(term)), "sigterm-p50-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 0.99)), "sigterm-p99-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 1)), "sigterm-max-ms")
-		b.ReportMetric(float64(unsignalled), "unsignalled")
-		b.ReportMetric(float64(ok.Load())/loadFor.Seconds(), "writer-ops/s")
-		b.ReportMetric(float64(busy.Load()), "writer-busy")
-		b.ReportMetric(float64(failed.Load()), "writer-failed")
-		b.ReportMetric(coretest.Ms(time.Duration(slowest.Load())), "writer-slowest-ms")
+		wr.report(b, loadFor)
 	}
 }

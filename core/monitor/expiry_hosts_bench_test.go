@@ -63,7 +63,7 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stop := make(chan struct{})
 		var wg, monitors sync.WaitGroup
-		var ok, busy, failed, slowest atomic.Int64
+		var wr writerTally
 		for h := range hosts {
 			host := fmt.Sprintf("gpu%c", 'A'+h)
 			sim := gpu.NewSim(gpu.SimOptions{Count: 2})
@@ -85,7 +85,7 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 			monitors.Go(func() { _ = m.Run(ctx) })
 			for range writers {
 				w := client()
-				wg.Go(func() { writeUntil(stop, w, &ok, &busy, &failed, &slowest) })
+				wg.Go(func() { wr.run(stop, w) })
 			}
 			booker := client()
 			wg.Go(func() {
@@ -139,54 +139,29 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if explainMissed(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began) {
+		late := explainLate(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began)
+		if explainMissed(b, core.NewClient(core.Options{Ledger: open(), As: &me}), expires, flipped, began) || late {
 			for host, e := range errs {
-				b.Logf("%s's monitor's errors, the last ten of %d:\n  %s", host, len(e), strings.Join(e[max(0, len(e)-10):], "\n  "))
+				b.Logf("%s's monitor's errors, the first and last ten of %d:\n  %s\n  …\n  %s", host, len(e),
+					strings.Join(e[:min(10, len(e))], "\n  "), strings.Join(e[max(0, len(e)-10):], "\n  "))
 			}
 		}
 		cancel()
 		monitors.Wait()
 
-		mu.Lock()
-		rec.mu.Lock()
-		var flip, term []time.Duration
-		unrecorded, unsignalled := 0, 0
-		for id, deadline := range expires {
-			f, recorded := flipped[id]
-			if !recorded {
-				unrecorded++
-				f = end
-			}
-			s, sent := rec.sent[pidOf[id]]
-			if !sent {
-				unsignalled++
-				s = end
-			}
-			flip = append(flip, f.Sub(deadline))
-			term = append(term, s.Sub(deadline))
-		}
-		rec.mu.Unlock()
-		mu.Unlock()
 		b.ReportMetric(float64(len(expires)), "bookings")
-		b.ReportMetric(coretest.Ms(coretest.Median(flip)), "record-p50-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 0.99)), "record-p99-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 1)), "record-max-ms")
-		b.ReportMetric(float64(unrecorded), "unrecorded")
-		b.ReportMetric(coretest.Ms(coretest.Median(term)), "sigterm-p50-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 0.99)), "sigterm-p99-ms")
-		b.ReportMetric(coretest.Ms(coretest.Percentile(term, 1)), "sigterm-max-ms")
-		b.ReportMetric(float64(unsignalled), "unsignalled")
-		b.ReportMetric(float64(ok.Load())/loadFor.Seconds(), "writer-ops/s")
-		b.ReportMetric(float64(busy.Load()), "writer-busy")
-		b.ReportMetric(float64(failed.Load()), "writer-failed")
-		b.ReportMetric(coretest.Ms(time.Duration(slowest.Load())), "writer-slowest-ms")
+		reportExpiries(b, expires, flipped, rec, pidOf, end)
+		wr.report(b, loadFor)
 	}
 }
 
-// writeUntil creates and releases a small booking on GPU 0 in a loop until
-// stop, counting what succeeded, what was refused busy, what failed
-// otherwise, and the slowest create+release.
-func writeUntil(stop <-chan struct{}, w *core.Client, ok, busy, failed, slowest *atomic.Int64) {
+// writerTally counts what a benchmark's writers got done.
+type writerTally struct{ ok, busy, failed, slowest atomic.Int64 }
+
+// run creates and releases a small booking on GPU 0 in a loop until stop,
+// counting what succeeded, what was refused busy, what failed otherwise,
+// and the slowest create+release.
+func (wr *writerTally) run(stop <-chan struct{}, w *core.Client) {
 	for {
 		select {
 		case <-stop:
@@ -199,17 +174,58 @@ func writeUntil(stop <-chan struct{}, w *core.Client, ok, busy, failed, slowest 
 			_, err = w.Release(p.ID)
 		}
 		took := int64(time.Since(t0))
-		for old := slowest.Load(); took > old && !slowest.CompareAndSwap(old, took); old = slowest.Load() {
+		for old := wr.slowest.Load(); took > old && !wr.slowest.CompareAndSwap(old, took); old = wr.slowest.Load() {
 		}
 		switch {
 		case err == nil:
-			ok.Add(1)
+			wr.ok.Add(1)
 		case errors.Is(err, storage.ErrBusy):
-			busy.Add(1)
+			wr.busy.Add(1)
 		default:
-			failed.Add(1)
+			wr.failed.Add(1)
 		}
 	}
+}
+
+// report reports the writers' pace over loadFor and what they lost.
+func (wr *writerTally) report(b *testing.B, loadFor time.Duration) {
+	b.ReportMetric(float64(wr.ok.Load())/loadFor.Seconds(), "writer-ops/s")
+	b.ReportMetric(float64(wr.busy.Load()), "writer-busy")
+	b.ReportMetric(float64(wr.failed.Load()), "writer-failed")
+	b.ReportMetric(coretest.Ms(time.Duration(wr.slowest.Load())), "writer-slowest-ms")
+}
+
+// reportExpiries reports how late each booking's expiry was recorded
+// (flipped) and its process signalled (rec, by pidOf), p50, p99 and max,
+// past its deadline (expires); one never recorded or signalled counts at
+// end.
+func reportExpiries(b *testing.B, expires, flipped map[uint64]time.Time, rec *recordingSignaller, pidOf map[uint64]int, end time.Time) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var flip, term []time.Duration
+	unrecorded, unsignalled := 0, 0
+	for id, deadline := range expires {
+		f, recorded := flipped[id]
+		if !recorded {
+			unrecorded++
+			f = end
+		}
+		s, sent := rec.sent[pidOf[id]]
+		if !sent {
+			unsignalled++
+			s = end
+		}
+		flip = append(flip, f.Sub(deadline))
+		term = append(term, s.Sub(deadline))
+	}
+	b.ReportMetric(coretest.Ms(coretest.Median(flip)), "record-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 0.99)), "record-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(flip, 1)), "record-max-ms")
+	b.ReportMetric(float64(unrecorded), "unrecorded")
+	b.ReportMetric(coretest.Ms(coretest.Median(term)), "sigterm-p50-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(term, 0.99)), "sigterm-p99-ms")
+	b.ReportMetric(coretest.Ms(coretest.Percentile(term, 1)), "sigterm-max-ms")
+	b.ReportMetric(float64(unsignalled), "unsignalled")
 }
 
 // explainMissed says, of each booking no monitor was seen to expire, what
@@ -232,4 +248,22 @@ func explainMissed(b *testing.B, c *core.Client, expires, flipped map[uint64]tim
 		b.Logf("booking %d (deadline %s into the soak) not seen expired: %s %v", id, deadline.Sub(began), what, err)
 	}
 	return missed
+}
+
+// explainLate says, of each booking whose expiry was recorded more than 2 s
+// after its deadline, which host's it was and when.
+func explainLate(b *testing.B, c *core.Client, expires, flipped map[uint64]time.Time, began time.Time) (any bool) {
+	for id, deadline := range expires {
+		f, ok := flipped[id]
+		if !ok || f.Sub(deadline) <= 2*time.Second {
+			continue
+		}
+		any = true
+		host := "?"
+		if p, err := c.Get(id); err == nil {
+			host = p.Host
+		}
+		b.Logf("booking %d of %s: deadline %s into the soak, recorded %s late", id, host, deadline.Sub(began), f.Sub(deadline))
+	}
+	return any
 }
