@@ -15,9 +15,11 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -126,4 +128,18 @@ func watchedJob(t *testing.T) *watched {
 	sim.Attach(coretest.IdleGPU, w.proc.Process.Pid, 1<<30)
 	w.m = New(w.c, Options{Backend: sim, OnAct: w.log.add})
 	return w
+}
+
+// A pass after deadlines records what the watch sent (an event and a claim
+// each) besides the expiries it has to write and the minutes it accounts:
+// all of it within one transaction's budget, however much is due, since
+// etcd refuses a transaction of more than 128 writes and a pass refused
+// every time would record nothing while the backlog grows.
+func TestPassBudgetKeepsRoomForWhatTheWatchSent(t *testing.T) {
+	due := make([]uint64, 100)
+	p := pass{due: due, warn: due, offline: 2 * offlineBatch}
+	acct := p.bound()
+	writes := len(p.due)*(3+ledger.ChargeWrites) + 2*len(p.warn) + p.offline + acct + storage.DropMax + 1
+	require.LessOrEqual(t, writes, storage.WriteBudget)
+	require.NotEmpty(t, p.due, "expiries still go first")
 }

@@ -406,7 +406,8 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 		}
 	}
 	plans, notices := m.plan(atts, local, claims, pol, now)
-	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings}
+	todo := pass{due: due, warn: warn, notices: notices, plans: plans, release: release, orphaned: orphaned, readings: readings,
+		offline: min(len(m.unrecorded), offlineBatch) + min(len(m.offline), offlineBatch)}
 	acctBudget := todo.bound()
 	due, warn, notices, plans, release, orphaned = todo.due, todo.warn, todo.notices, todo.plans, todo.release, todo.orphaned
 	m.notes.prepare(snap, m.c.Me(), m.root)
@@ -556,18 +557,22 @@ type pass struct {
 	plans             []signalPlan
 	release, orphaned []uint64 // bookings whose chronos run died
 	readings          []domain.DeviceReading
+	offline           int // writes of what was done while the ledger could not record it (see recordOffline)
 }
 
 // bound keeps what the pass writes within passWrites: an expiry or a
 // release writes its booking, its live index entry and an event, and
 // charges its owner (see charge); a warning or an orphan mark its booking
 // and an event; a notice its claim and an event; a signal its claim;
-// readings a record each and as many deletions. Old claims dropped and the
+// readings a record each and as many deletions; what was done while the
+// ledger could not record it (the deadline watch's signals, most passes
+// after a deadline) an event and a claim each, at most offlineBatch of
+// each. Old claims dropped and the
 // event sequence take some; it returns what is left for accounting (see
 // Monitor.account). Placing the waiting line comes last, in what the pass
 // left (see Client.placeLine).
 func (p *pass) bound() int {
-	budget := passWrites - storage.DropMax - 1 - 2*len(p.readings)
+	budget := passWrites - storage.DropMax - 1 - 2*len(p.readings) - p.offline
 	take := func(n, cost int) int {
 		k := max(0, min(n, budget/cost))
 		budget -= k * cost
