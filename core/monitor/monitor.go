@@ -78,7 +78,7 @@ type Options struct {
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
 	// MPS finds the MPS daemon serving a pipe directory ("" the default
-	// one); gpu.CheckMPS when nil. A process such a daemon holds to its
+	// one); procfs.CheckMPS when nil. A process such a daemon holds to its
 	// booking's memory (see limitedByMPS) is MPS's to stop, not ours. It
 	// is asked at every sample that finds a process over budget, since a
 	// daemon may start or stop at any time.
@@ -826,7 +826,7 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 // so that using more is MPS's to stop: `chronos run` started it in the
 // booking with a memory limit no larger than the booking on each booked
 // GPU, seeing exactly those, and the daemon its environment names runs now and is one the
-// booking can trust (see gpu.MPS.Enforces: root's, or the owner's own in a
+// booking can trust (see procfs.MPS.Enforces: root's, or the owner's own in a
 // pipe directory the policy names). A process that merely runs while a
 // daemon does, or whose environment names another daemon or a larger
 // limit, is checked.
