@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core/monitor"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -54,7 +54,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 			return err
 		}
 	}
-	mps := gpu.DetectMPS("")
+	mps := procfs.DetectMPS("")
 	acts := make(chan string, 64)
 	show := func(a monitor.Act) {
 		logAct(a)

@@ -8,6 +8,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -39,7 +40,7 @@ func backendsCmd(g *globals) *cobra.Command {
 				r.DRMAvailable, r.DRMDetail = true, fmt.Sprintf("%d AMD or Intel GPU(s), read through the kernel", len(devs))
 				_ = d.Close()
 			}
-			mps := gpu.DetectMPS("")
+			mps := procfs.DetectMPS("")
 			r.MPSRunning, r.MPSMultiUser, r.MPSPipeDir, r.MPSDetail = mps.Running, mps.MultiUser, mps.PipeDir, mps.Detail
 			r.ConcurrentPossible = r.NVMLAvailable && mps.Running
 			r.Mode = mps.Mode()
@@ -137,7 +138,7 @@ func availability(ok bool, detail string) string {
 	return "not available: " + detail
 }
 
-func mpsLine(m gpu.MPS) string {
+func mpsLine(m procfs.MPS) string {
 	if !m.Running {
 		return "not running (pipe directory " + m.PipeDir + ")"
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -78,7 +78,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
 			}
 			if p.ComputePct > 0 {
-				if note := c.ComputeCapNote(p.Partition, gpu.DetectMPS("")); note != "" {
+				if note := c.ComputeCapNote(p.Partition, procfs.DetectMPS("")); note != "" {
 					fmt.Fprintln(cmd.ErrOrStderr(), "chronos: note:", note)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/policy"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // monitorFlags are the flags of headless `chronos --monitor`.
@@ -67,7 +67,7 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 		return err
 	}
 	defer b.Close()
-	mps := gpu.DetectMPS("")
+	mps := procfs.DetectMPS("")
 	start := monitor.Act{Time: c.Now(), Kind: domain.EventStarted, Detail: fmt.Sprintf("ledger %s, backend %s, mode %s, as %s; policy %s",
 		c.Ledger(), b.Name(), mps.Label(), c.Me().User, policy.Format(pol))}
 	for _, n := range []string{notice, keeping} {

@@ -17,7 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/supervisor"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 //nolint:funlen // the command: its flags, then the order a run needs (parse, signals, Run, exit status)
@@ -91,7 +91,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 			if opts.Wait != nil {
 				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
 			}
-			opts.MPS = gpu.DetectMPS("")
+			opts.MPS = procfs.DetectMPS("")
 			// Ctrl-C, SIGTERM and a hang-up end a wait in line or for the
 			// start; then they go on to the command, which decides when
 			// chronos ends, and until then it follows the ledger.

@@ -10,7 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -68,7 +68,7 @@ func bookingProcesses(c *core.Client, backend string, id uint64) ([]admission.At
 		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
 	}
 	defer b.Close()
-	st, err := c.Stats(b, gpu.DetectMPS(""))
+	st, err := c.Stats(b, procfs.DetectMPS(""))
 	if err != nil {
 		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -32,7 +32,7 @@ func statsCmd(g *globals) *cobra.Command {
 			if notice != "" && !asJSON {
 				fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", notice)
 			}
-			mps := gpu.DetectMPS("")
+			mps := procfs.DetectMPS("")
 			return watch.run(cmd, "chronos stats", func(w io.Writer) error {
 				st, err := c.Stats(b, mps)
 				if err != nil {

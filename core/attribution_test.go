@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -33,7 +34,7 @@ func TestBookingOnGPUOfUnknownSizeIsNeverOverBudget(t *testing.T) {
 	b, _, err := c.OpenGPUs(string(gpu.KindDRM))
 	require.NoError(t, err)
 	defer b.Close()
-	st, err := c.Stats(b, gpu.MPS{})
+	st, err := c.Stats(b, procfs.MPS{})
 	require.NoError(t, err)
 	found := false
 	for _, a := range st.Processes {
@@ -54,12 +55,12 @@ func TestAttributionJSONSaysBooking(t *testing.T) {
 	now := time.Now()
 	parts := []domain.Partition{{ID: 3, UID: 1000, Device: 0, State: domain.Live, Created: now, Expires: now.Add(time.Hour)}}
 	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0},
-		Processes: []gpu.Process{{PID: 42, UID: 1000, User: "alice", Command: "python", SM: gpu.NA, PartitionID: "3"}}}}}
+		Processes: []gpu.Process{{PID: 42, UID: 1000, User: "alice", Command: "python", SM: procfs.NA, PartitionID: "3"}}}}}
 	out, err := json.Marshal(admission.Attribute(s, parts, now))
 	require.NoError(t, err)
 	var got []map[string]any
 	require.NoError(t, json.Unmarshal(out, &got))
 	require.Equal(t, []map[string]any{{"pid": 42.0, "uid": 1000.0, "user": "alice", "command": "python", "memory_used_bytes": 0.0,
-		"sm_percent": float64(gpu.NA), "device": 0.0, "verdict": "booked",
+		"sm_percent": float64(procfs.NA), "device": 0.0, "verdict": "booked",
 		"booking": 3.0, "partition": 3.0, "booking_id": "3", "partition_id": "3"}}, got)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -436,7 +437,7 @@ func TestBookingAheadClaimsNoProcess(t *testing.T) {
 	ahead := domain.Partition{ID: 3, Device: 0, UID: 1001, SharePPM: 500_000, Bytes: 1 << 30, Created: now,
 		Start: now.Add(time.Hour), Expires: now.Add(2 * time.Hour), State: domain.Live}
 	pid := os.Getpid()
-	start, err := gpu.ProcStartTime(pid)
+	start, err := procfs.ProcStartTime(pid)
 	require.NoError(t, err)
 	s := gpu.Sample{Devices: []gpu.DeviceSample{{Device: gpu.Device{Index: 0}, Processes: []gpu.Process{
 		{PID: pid, UID: 1001, StartTime: start, MemoryUsed: 1 << 20, PartitionID: "3"},

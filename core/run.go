@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -71,11 +72,11 @@ func claimSignal(c *Client, id uint64, act domain.ClaimAct, pid int, start uint6
 // the variables that tie it to the partition: the GPU its vendor's runtime
 // may see, the booking (under both names), the deadline and, under MPS,
 // the limits.
-func RunEnv(base []string, p domain.Partition, mps gpu.MPS) []string {
+func RunEnv(base []string, p domain.Partition, mps procfs.MPS) []string {
 	id := strconv.FormatUint(p.ID, 10)
 	ours := append(gpu.VisibleEnvOf(p.UUIDs(), p.GPUs()),
-		gpu.BookingEnv+"="+id,
-		gpu.PartitionEnv+"="+id,
+		procfs.BookingEnv+"="+id,
+		procfs.PartitionEnv+"="+id,
 		"CHRONOS_EXPIRES_AT="+p.Expires.UTC().Format(time.RFC3339Nano),
 		"CHRONOS_DEADLINE_UNIX="+strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64))
 	if mps.Running {
@@ -109,7 +110,7 @@ func RunEnv(base []string, p domain.Partition, mps gpu.MPS) []string {
 // NVIDIA MPS daemon applies it, through RunEnv, to commands started while it
 // runs; AMD and Intel GPUs have none. It is empty when there is no cap or
 // MPS applies it.
-func (c *Client) ComputeCapNote(p domain.Partition, mps gpu.MPS) string {
+func (c *Client) ComputeCapNote(p domain.Partition, mps procfs.MPS) string {
 	if p.ComputePct == 0 {
 		return ""
 	}

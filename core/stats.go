@@ -4,10 +4,11 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // Stats samples the backend and attributes every GPU process to a booking.
-func (c *Client) Stats(b gpu.Backend, mps gpu.MPS) (Stats, error) {
+func (c *Client) Stats(b gpu.Backend, mps procfs.MPS) (Stats, error) {
 	s, err := b.Sample()
 	if err != nil {
 		return Stats{}, err

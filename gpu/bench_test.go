@@ -4,6 +4,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
@@ -24,7 +27,7 @@ func BenchmarkNVMLSampleMock(b *testing.B) {
 	self := uint32(os.Getpid())
 	gpus := make([]*fakeGPU, 8)
 	for i := range gpus {
-		child := uint32(startSleep(b).Process.Pid)
+		child := uint32(coretest.StartSleep(b).Process.Pid)
 		g := h200(i)
 		g.procs = []nvml.ProcessInfo{{Pid: self, UsedGpuMemory: gib}, {Pid: child, UsedGpuMemory: 20 * gib}}
 		g.smRet = nvml.SUCCESS
@@ -43,7 +46,7 @@ func BenchmarkNVMLSampleMock(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(s.Devices[7].Processes) != 2 || s.Devices[7].Processes[1].UID == NA {
+		if len(s.Devices[7].Processes) != 2 || s.Devices[7].Processes[1].UID == procfs.NA {
 			b.Fatalf("processes not read: %+v", s.Devices[7].Processes)
 		}
 		for _, g := range gpus {
@@ -58,7 +61,7 @@ func BenchmarkNVMLSampleMock(b *testing.B) {
 func BenchmarkReadProc(b *testing.B) {
 	pid := os.Getpid()
 	for b.Loop() {
-		if _, err := ReadProc(pid); err != nil {
+		if _, err := procfs.ReadProc(pid); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +70,7 @@ func BenchmarkReadProc(b *testing.B) {
 func BenchmarkDetectMPSAbsent(b *testing.B) {
 	dir := b.TempDir()
 	for b.Loop() {
-		if m := DetectMPS(dir); m.Running {
+		if m := procfs.DetectMPS(dir); m.Running {
 			b.Fatalf("MPS running in %s", dir)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // DRMRootEnv points the DRM backend, and what `chronos run` reads of the
@@ -40,7 +41,7 @@ var drmDrivers = map[string]string{"amdgpu": vendorAMD, "i915": vendorIntel, "xe
 // /proc/PID/fdinfo. Other users' processes are only visible to root.
 type DRM struct {
 	root    string
-	procs   *procCache
+	procs   *procfs.ProcCache
 	devices []drmDevice
 	now     func() time.Time
 	// topology is read once at start from the PCI tree.
@@ -94,8 +95,8 @@ func OpenDRM(opts DRMOptions) (*DRM, error) {
 	if err != nil {
 		return nil, err
 	}
-	reader := ProcReader{Root: filepath.Join(root, "proc"), HostRoot: root}
-	return &DRM{root: root, procs: newProcCache(reader), devices: devs, now: opts.Now,
+	reader := procfs.ProcReader{Root: filepath.Join(root, "proc"), HostRoot: root}
+	return &DRM{root: root, procs: procfs.NewProcCache(reader), devices: devs, now: opts.Now,
 		topology: drmTopology(root, devs), last: map[string]clientReading{}, fds: map[int]*processFDs{}}, nil
 }
 
@@ -346,17 +347,17 @@ func (d *DRM) Sample() (Sample, error) {
 		var sum uint64
 		for _, pid := range order[i] {
 			u := uses[i][pid]
-			p := Process{PID: pid, UID: NA, MemoryUsed: u.memory, SM: NA}
+			p := Process{PID: pid, UID: procfs.NA, MemoryUsed: u.memory, SM: procfs.NA}
 			if u.known {
 				p.SM = int(u.busy + 0.5)
 			}
-			pi, ok := ProcInfo{}, false
+			pi, ok := procfs.ProcInfo{}, false
 			if u.same {
-				pi, ok = d.procs.cached(pid)
+				pi, ok = d.procs.Cached(pid)
 			}
 			if !ok {
 				var err error
-				pi, err = d.procs.lookup(pid)
+				pi, err = d.procs.Lookup(pid)
 				ok = err == nil
 			}
 			if ok {
@@ -378,14 +379,14 @@ func (d *DRM) Sample() (Sample, error) {
 			ds.Notes = append(ds.Notes, fmt.Sprintf("processes: %d of other users not readable (root sees them)", hidden))
 		}
 	}
-	d.procs.prune()
+	d.procs.Prune()
 	return s, nil
 }
 
 // sample reads one device's sysfs files. What the driver lacks becomes NA
 // with a note.
 func (dev *drmDevice) sample() DeviceSample {
-	ds := DeviceSample{Device: dev.Device, Util: NA, MemUtil: NA, TempC: NA, PowerW: NA}
+	ds := DeviceSample{Device: dev.Device, Util: procfs.NA, MemUtil: procfs.NA, TempC: procfs.NA, PowerW: procfs.NA}
 	note := func(what string, err error) {
 		if errors.Is(err, errNotReported) {
 			ds.Notes = append(ds.Notes, what+": not reported by "+dev.driver)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // The fixture trees under testdata/drm are written by make-fixtures.py from
@@ -148,8 +149,8 @@ func TestDRMSample(t *testing.T) {
 	require.Equal(t, 38, w.TempC)
 
 	// Intel: no busy or memory files; used is what the processes hold.
-	require.Equal(t, NA, intel.Util)
-	require.Equal(t, NA, intel.TempC)
+	require.Equal(t, procfs.NA, intel.Util)
+	require.Equal(t, procfs.NA, intel.TempC)
 	require.Equal(t, uint64(6044<<10), intel.MemoryUsed)
 	require.Contains(t, intel.Notes, "utilization: not reported by i915")
 	require.Contains(t, intel.Notes, "memory: not reported by i915; used is the sum of the processes shown")
@@ -159,9 +160,9 @@ func TestDRMSample(t *testing.T) {
 	require.Equal(t, []int{100, 200}, pids(mi))
 	train := processOn(t, mi, 100)
 	require.Equal(t, 8*gib, train.MemoryUsed, "drm-resident-vram, not also the legacy drm-memory-vram")
-	require.Equal(t, NA, train.SM, "one reading: no busy share yet")
+	require.Equal(t, procfs.NA, train.SM, "one reading: no busy share yet")
 	require.Equal(t, 1000, train.UID)
-	require.Equal(t, userName(1000), train.User)
+	require.Equal(t, procfs.UserName(1000), train.User)
 	require.Equal(t, "python train.py --epochs 90", train.Command)
 	require.Equal(t, "7", train.PartitionID)
 	require.EqualValues(t, 1100, train.StartTime)
@@ -177,21 +178,23 @@ func TestDRMSample(t *testing.T) {
 	require.Equal(t, 2*gib, served.MemoryUsed, "old amdgpu: drm-memory-vram alone")
 	require.Equal(t, "9", served.PartitionID)
 	require.Equal(t, 0, served.UID)
-	require.Equal(t, Container{ID: dockerC, Runtime: RuntimeDocker, Name: "llm-server", PID: 1, namespace: "moby"}, served.Container)
+	c := served.Container
+	require.Equal(t, procfs.Container{ID: dockerC, Runtime: procfs.RuntimeDocker, Name: "llm-server", PID: 1},
+		procfs.Container{ID: c.ID, Runtime: c.Runtime, Name: c.Name, Pod: c.Pod, Rootless: c.Rootless, PID: c.PID})
 	require.Equal(t, "llm-server", served.Container.Label())
 
 	// Rootless Podman: the person is the user whose namespace it is, not
 	// the subordinate uid the process runs as.
 	job := processOn(t, xe, 600)
 	require.Equal(t, 1000, job.UID)
-	require.Equal(t, Container{ID: podmanC, Runtime: RuntimePodman, Name: "rl-job", Rootless: true, PID: 5}, job.Container)
+	require.Equal(t, procfs.Container{ID: podmanC, Runtime: procfs.RuntimePodman, Name: "rl-job", Rootless: true, PID: 5}, job.Container)
 	require.Equal(t, uint64(23992<<10), job.MemoryUsed, "vram0 only: not the gtt or system regions")
 
 	// Kubernetes on containerd: name and pod from the OCI bundle's annotations.
 	vllm := processOn(t, w, 700)
 	require.Equal(t, "vllm", vllm.Container.Name)
 	require.Equal(t, "inference/vllm-7d9f8-abcde", vllm.Container.Pod)
-	require.Equal(t, RuntimeContainerd, vllm.Container.Runtime)
+	require.Equal(t, procfs.RuntimeContainerd, vllm.Container.Runtime)
 	require.Equal(t, k8sC[:12], vllm.Container.ShortID())
 
 	require.Equal(t, []int{400}, pids(intel), "Xorg holds a client on the integrated GPU")
@@ -247,8 +250,8 @@ func TestDRMMissingFiles(t *testing.T) {
 	require.Len(t, s.Devices, 1, "a card without a PCI slot is not counted")
 	dev := s.Devices[0]
 	require.Equal(t, "AMD GPU 1002:740F", dev.Name, "no product_name: vendor and PCI id")
-	require.Equal(t, NA, dev.Util)
-	require.Equal(t, NA, dev.TempC)
+	require.Equal(t, procfs.NA, dev.Util)
+	require.Equal(t, procfs.NA, dev.TempC)
 	require.Less(t, dev.PowerW, 0.0)
 	require.Equal(t, []string{
 		"memory: not reported by amdgpu", "utilization: not reported by amdgpu",
@@ -260,7 +263,7 @@ func TestDRMMissingFiles(t *testing.T) {
 	require.Equal(t, []int{100, 101}, pids(dev))
 	require.Equal(t, gib, processOn(t, dev, 100).MemoryUsed)
 	gone := processOn(t, dev, 101)
-	require.Equal(t, NA, gone.UID)
+	require.Equal(t, procfs.NA, gone.UID)
 	require.Empty(t, gone.User)
 }
 
@@ -276,9 +279,9 @@ func TestDRMMalformed(t *testing.T) {
 	s, err := d.Sample()
 	require.NoError(t, err)
 	dev := s.Devices[0]
-	require.Equal(t, NA, dev.Util)
-	require.Equal(t, NA, dev.MemUtil)
-	require.Equal(t, NA, dev.TempC)
+	require.Equal(t, procfs.NA, dev.Util)
+	require.Equal(t, procfs.NA, dev.MemUtil)
+	require.Equal(t, procfs.NA, dev.TempC)
 	require.Equal(t, []string{
 		`utilization: malformed gpu_busy_percent 250%`,
 		`temperature: malformed temp1_input "hot"`,
@@ -288,7 +291,7 @@ func TestDRMMalformed(t *testing.T) {
 	require.Equal(t, []int{100}, pids(dev))
 	p := dev.Processes[0]
 	require.Zero(t, p.MemoryUsed, "unknown units and overflowing values count as nothing")
-	require.Equal(t, NA, p.UID, "its stat is damaged")
+	require.Equal(t, procfs.NA, p.UID, "its stat is damaged")
 }
 
 // A plain VM's virtual display (virtio, bochs) is not a GPU: the DRM backend
@@ -421,7 +424,7 @@ func TestDRMReusedPIDIsReadAgain(t *testing.T) {
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(strings.ReplaceAll(string(status), "Uid:\t0\t0\t0\t0", "Uid:\t1\t1\t1\t1")), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(fakeStat(400, "Xorg", 99999)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(coretest.FakeStat(400, "Xorg", 99999)), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fdinfo", "14"), i915FDInfo(t, 79), 0o644))
 	s, err = d.Sample()
 	require.NoError(t, err)

@@ -1,14 +1,15 @@
 // Package gpu reads GPUs: the device inventory, live samples of load and
 // memory, the compute processes on each device, who owns them and the
-// containers they run in. Three backends implement Backend: NVML (NVIDIA
+// containers they run in (read from /proc through gpu/procfs). Three backends implement Backend: NVML (NVIDIA
 // GPUs), DRM (AMD and Intel GPUs, through the kernel's sysfs and fdinfo)
 // and a simulated one for machines without a GPU, demos and tests.
 package gpu
 
-import "time"
+import (
+	"time"
 
-// NA marks an integer reading the hardware or driver does not provide.
-const NA = -1
+	"github.com/chronos-gpu/chronos/gpu/procfs"
+)
 
 // Device is one GPU as the inventory knows it. Devices are kept by UUID; the
 // index is what people type.
@@ -51,7 +52,7 @@ type Process struct {
 	// field 22); with the PID it names one process even when PIDs are reused.
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
 	// Container is the container it runs in; zero outside one.
-	Container Container `json:"container,omitzero"`
+	Container procfs.Container `json:"container,omitzero"`
 	// MPSServer: an MPS server, which serves every client on the GPU and is
 	// nobody's job.
 	MPSServer bool `json:"mps_server,omitempty"`
@@ -60,11 +61,11 @@ type Process struct {
 	MadeUp bool `json:"made_up,omitempty"`
 	// CUDA is what its environment asks of CUDA; private to its owner and
 	// root, so never printed.
-	CUDA CUDAEnv `json:"-"`
+	CUDA procfs.CUDAEnv `json:"-"`
 }
 
 // withInfo fills in what /proc says about the process.
-func (p *Process) withInfo(pi ProcInfo) {
+func (p *Process) withInfo(pi procfs.ProcInfo) {
 	p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
 	p.PartitionID, p.StartTime, p.Container, p.CUDA = pi.PartitionID, pi.StartTime, pi.Container, pi.CUDA
 	p.MPSServer = pi.MPSServer

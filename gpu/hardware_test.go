@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // These run only on a GPU machine, by hand, with a workload started beside
@@ -48,7 +50,7 @@ func hardwarePID(t *testing.T, what string) int {
 // busy) share seen.
 func watchProcess(t *testing.T, b Backend, pid int, every time.Duration) int {
 	t.Helper()
-	maxSM := NA
+	maxSM := procfs.NA
 	for range 10 {
 		s, err := b.Sample()
 		require.NoError(t, err)
@@ -83,10 +85,10 @@ func TestHardwareMPS(t *testing.T) {
 		t.Skip("set CHRONOS_HARDWARE_MPS_PIPE to a running MPS daemon's pipe directory")
 	}
 	start := time.Now()
-	m := DetectMPS(pipe)
+	m := procfs.DetectMPS(pipe)
 	t.Logf("%+v (mode %s) in %v", m, m.Mode(), time.Since(start))
 	require.True(t, m.Running)
-	require.Equal(t, Concurrent, m.Mode())
+	require.Equal(t, procfs.Concurrent, m.Mode())
 	require.True(t, m.DefaultActiveThreadPercentage != "" || m.Detail != "")
 }
 

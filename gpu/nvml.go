@@ -9,6 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // ErrClosed is returned by a backend used after Close.
@@ -17,7 +18,7 @@ var ErrClosed = errors.New("GPU backend is closed")
 // NVML reads real NVIDIA GPUs through the driver's NVML library.
 type NVML struct {
 	lib     nvml.Interface
-	procs   *procCache
+	procs   *procfs.ProcCache
 	driver  string
 	devices []nvmlDevice
 	// topology is read once at start: links do not change while it runs.
@@ -57,6 +58,7 @@ type nvmlError struct {
 }
 
 func (e *nvmlError) Error() string { return e.msg }
+
 func (e *nvmlError) Unwrap() error { return e.ret }
 
 // nvmlFailure describes a failed NVML call.
@@ -87,7 +89,7 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		return nil, nvmlFailure("init", ret)
 	}
-	n := &NVML{lib: lib, procs: newProcCache(hostProc), now: clock.System().Now, smInterval: DefaultProcessSMInterval}
+	n := &NVML{lib: lib, procs: procfs.NewProcCache(procfs.HostProc), now: clock.System().Now, smInterval: DefaultProcessSMInterval}
 	if err := n.enumerate(); err != nil {
 		_ = lib.Shutdown()
 		return nil, err
@@ -177,7 +179,7 @@ func (n *NVML) Sample() (Sample, error) {
 	for i := range n.devices {
 		s.Devices[i] = n.sampleDevice(&n.devices[i], s.Time)
 	}
-	n.procs.prune()
+	n.procs.Prune()
 	return s, nil
 }
 
@@ -204,7 +206,7 @@ func (n *NVML) SetProcessSMInterval(d time.Duration) {
 }
 
 func (n *NVML) sampleDevice(d *nvmlDevice, now time.Time) DeviceSample {
-	ds := DeviceSample{Device: d.Device, Util: NA, MemUtil: NA, TempC: NA, PowerW: NA}
+	ds := DeviceSample{Device: d.Device, Util: procfs.NA, MemUtil: procfs.NA, TempC: procfs.NA, PowerW: procfs.NA}
 	h := d.handle
 
 	if mem, ret := memoryInfo(h); ret == nvml.SUCCESS {
@@ -278,13 +280,13 @@ func (n *NVML) processes(d *nvmlDevice, now time.Time, notes []string) ([]Proces
 			procs[i].MemoryUsed += used
 			continue
 		}
-		p := Process{PID: pid, UID: NA, MemoryUsed: used, SM: NA}
+		p := Process{PID: pid, UID: procfs.NA, MemoryUsed: used, SM: procfs.NA}
 		if sm != nil {
 			p.SM = sm[pid] // absent: no new samples, so idle
 		}
 		// A process that exited since NVML listed it stays listed (its
 		// memory is still counted by the driver), owner unknown.
-		if pi, err := n.procs.lookup(pid); err == nil {
+		if pi, err := n.procs.Lookup(pid); err == nil {
 			p.withInfo(pi)
 		}
 		at[pid] = len(procs)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/require"
@@ -267,10 +270,10 @@ func TestNVMLUnsupportedReadings(t *testing.T) {
 	s, err := n.Sample()
 	require.NoError(t, err)
 	d := s.Devices[0]
-	require.Equal(t, NA, d.TempC)
+	require.Equal(t, procfs.NA, d.TempC)
 	require.Less(t, d.PowerW, 0.0)
-	require.Equal(t, NA, d.Util)
-	require.Equal(t, NA, d.MemUtil)
+	require.Equal(t, procfs.NA, d.Util)
+	require.Equal(t, procfs.NA, d.MemUtil)
 	require.Equal(t, 10*gib, d.MemoryUsed, "other readings still arrive")
 	require.ElementsMatch(t, []string{
 		"temperature: not supported",
@@ -294,7 +297,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 		{name: "only zero-pid samples", samples: []nvml.ProcessUtilizationSample{{Pid: 0, TimeStamp: 5, SmUtil: 99}}, ret: nvml.SUCCESS, wantSM: 0},
 		{name: "sample for the pid", samples: []nvml.ProcessUtilizationSample{{Pid: 0, TimeStamp: 5, SmUtil: 99}, {Pid: uint32(pid), TimeStamp: 6, SmUtil: 42}}, ret: nvml.SUCCESS, wantSM: 42},
 		{name: "out-of-range percent is capped", samples: []nvml.ProcessUtilizationSample{{Pid: uint32(pid), TimeStamp: 6, SmUtil: 250}}, ret: nvml.SUCCESS, wantSM: 100},
-		{name: "not supported", ret: nvml.ERROR_NOT_SUPPORTED, wantSM: NA, wantNote: "per-process utilization: not supported"},
+		{name: "not supported", ret: nvml.ERROR_NOT_SUPPORTED, wantSM: procfs.NA, wantNote: "per-process utilization: not supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,7 +322,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 func TestNVMLProcessList(t *testing.T) {
 	t.Parallel()
 	self := os.Getpid()
-	gone := exitedPID(t)
+	gone := coretest.ExitedPID(t)
 	g := h200(0)
 	g.procs = []nvml.ProcessInfo{
 		{Pid: 0, UsedGpuMemory: 9 * gib}, // NVML's placeholder entries
@@ -339,7 +342,7 @@ func TestNVMLProcessList(t *testing.T) {
 	require.Equal(t, os.Getuid(), procs[0].UID)
 
 	// Exited between NVML's listing and /proc: still shown, owner unknown.
-	require.Equal(t, Process{PID: gone, UID: NA, MemoryUsed: 2 * gib, SM: 0}, procs[1])
+	require.Equal(t, Process{PID: gone, UID: procfs.NA, MemoryUsed: 2 * gib, SM: 0}, procs[1])
 }
 
 func TestNVMLProcessMemoryNotAvailable(t *testing.T) {
@@ -381,9 +384,9 @@ func TestNVMLMIG(t *testing.T) {
 	require.NoError(t, err)
 	d := s.Devices[0]
 	require.True(t, d.MIG)
-	require.Equal(t, NA, d.Util)
-	require.Equal(t, NA, d.MemUtil)
-	require.Equal(t, NA, d.Processes[0].SM)
+	require.Equal(t, procfs.NA, d.Util)
+	require.Equal(t, procfs.NA, d.MemUtil)
+	require.Equal(t, procfs.NA, d.Processes[0].SM)
 	require.Equal(t, []string{
 		"utilization: not supported with MIG enabled",
 		"per-process utilization: not supported with MIG enabled",

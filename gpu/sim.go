@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // SimOptions shape the simulated GPUs. Zero fields take the defaults.
@@ -30,7 +31,7 @@ type Sim struct {
 	// procs is shared with NVML's way of reading /proc: one stat read per
 	// known process per sample. Guarded by procsMu.
 	procsMu sync.Mutex
-	procs   *procCache
+	procs   *procfs.ProcCache
 
 	mu       sync.Mutex
 	attached map[int]attachment // by pid
@@ -77,7 +78,7 @@ func NewSim(opts SimOptions) *Sim {
 	if opts.Now == nil {
 		opts.Now = clock.System().Now
 	}
-	return &Sim{opts: opts, procs: newProcCache(hostProc), attached: map[int]attachment{}}
+	return &Sim{opts: opts, procs: procfs.NewProcCache(procfs.HostProc), attached: map[int]attachment{}}
 }
 
 // SimName is the simulated backend's name, as inventories record it.
@@ -187,13 +188,13 @@ func (s *Sim) Sample() (Sample, error) {
 	}
 	s.procsMu.Lock()
 	defer s.procsMu.Unlock()
-	defer s.procs.prune()
+	defer s.procs.Prune()
 	for _, pid := range pids {
 		a := attached[pid]
 		if a.device < 0 || a.device >= len(out.Devices) {
 			continue
 		}
-		info, err := s.procs.lookup(pid)
+		info, err := s.procs.Lookup(pid)
 		if err != nil {
 			continue // exited (or never was): not on the GPU any more
 		}

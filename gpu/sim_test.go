@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,7 +94,7 @@ func TestSimReadingsStayInRange(t *testing.T) {
 
 func TestSimAttachRealProcess(t *testing.T) {
 	t.Parallel()
-	child := startSleep(t, PartitionEnv+"=p9")
+	child := coretest.StartSleep(t, procfs.PartitionEnv+"=p9")
 	pid := child.Process.Pid
 	s := NewSim(SimOptions{Count: 4, Now: fixedClock(time.Unix(1_700_000_000, 0))})
 	before, err := s.Sample()

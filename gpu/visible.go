@@ -3,6 +3,8 @@ package gpu
 import (
 	"strconv"
 	"strings"
+
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // VisibleEnv is the environment that shows a command only the GPU it
@@ -32,7 +34,7 @@ func VisibleEnvOf(uuids []string, indices []int) []string {
 	driver, _, drm := strings.Cut(uuids[0], "-")
 	vendor := drmDrivers[driver]
 	if !drm || vendor == "" {
-		return []string{"CUDA_VISIBLE_DEVICES=" + CUDADevices(uuids, indices)}
+		return []string{"CUDA_VISIBLE_DEVICES=" + procfs.CUDADevices(uuids, indices)}
 	}
 	selectors := make([]string, len(uuids))
 	counted := make([]string, len(uuids))
@@ -45,28 +47,6 @@ func VisibleEnvOf(uuids []string, indices []int) []string {
 		return []string{"ROCR_VISIBLE_DEVICES=" + strings.Join(selectors, ","), "HIP_VISIBLE_DEVICES=" + inner, "CUDA_VISIBLE_DEVICES=" + inner}
 	}
 	return []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=" + strings.Join(selectors, ",")}
-}
-
-// CUDADevices is CUDA_VISIBLE_DEVICES for the NVIDIA GPUs named: each by
-// UUID where NVML gave one, else by index.
-func CUDADevices(uuids []string, indices []int) string {
-	names := make([]string, len(indices))
-	for i, index := range indices {
-		uuid := ""
-		if i < len(uuids) {
-			uuid = uuids[i]
-		}
-		names[i] = cudaDevice(uuid, index)
-	}
-	return strings.Join(names, ",")
-}
-
-// cudaDevice names an NVIDIA GPU by UUID when NVML gave one, else by index.
-func cudaDevice(uuid string, index int) string {
-	if strings.HasPrefix(uuid, "GPU-") || strings.HasPrefix(uuid, "MIG-") {
-		return uuid
-	}
-	return strconv.Itoa(index)
 }
 
 // drmSelector names the GPU at slot to its vendor's runtime: an AMD card's

@@ -85,7 +85,7 @@ func padLeft(s string, width int) string {
 }
 
 // notAvailable is what the app and `chronos stats` show for a reading the
-// hardware or driver does not give (gpu.NA, a negative power).
+// hardware or driver does not give (procfs.NA, a negative power).
 const notAvailable = "n/a"
 
 // reading formats a number the hardware may not give: negative means it

@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // Widths are terminal cells, not bytes: "█" is three bytes, "田" two cells.
@@ -36,14 +37,14 @@ func TestPaddingCountsCells(t *testing.T) {
 // `chronos stats` alike.
 func TestReadingsNotGivenReadNA(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "n/a", reading(gpu.NA, "%d%%"))
+	require.Equal(t, "n/a", reading(procfs.NA, "%d%%"))
 	require.Equal(t, "n/a", reading(-1.0, "%.0f W"))
 	require.Equal(t, "0%", reading(0, "%d%%"))
 	require.Equal(t, "250 W", reading(250.4, "%.0f W"))
 
 	d := gpu.DeviceSample{Device: gpu.Device{Index: 0, Name: "GPU", MemoryTotal: 80 << 30},
-		Util: gpu.NA, MemUtil: gpu.NA, TempC: gpu.NA, PowerW: -1,
-		Processes: []gpu.Process{{PID: 7, UID: 0, User: "root", Command: "x", SM: gpu.NA}}}
+		Util: procfs.NA, MemUtil: procfs.NA, TempC: procfs.NA, PowerW: -1,
+		Processes: []gpu.Process{{PID: 7, UID: 0, User: "root", Command: "x", SM: procfs.NA}}}
 	s := gpu.Sample{Time: t0, Backend: "nvml", Devices: []gpu.DeviceSample{d}}
 	var out bytes.Buffer
 	require.NoError(t, WriteStats(&out, core.Stats{Sample: s, Processes: admission.Attribute(s, nil, t0)}))

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // The other hosts of a ledger many hosts share are drawn under this host's
@@ -56,7 +57,7 @@ func hostDevices(h core.HostView) []gpu.DeviceSample {
 	out := make([]gpu.DeviceSample, 0, len(h.Inventory.Devices))
 	for _, d := range h.Inventory.Devices {
 		out = append(out, gpu.DeviceSample{Device: gpu.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal},
-			Util: gpu.NA, MemUtil: gpu.NA, TempC: gpu.NA, PowerW: -1})
+			Util: procfs.NA, MemUtil: procfs.NA, TempC: procfs.NA, PowerW: -1})
 	}
 	return out
 }

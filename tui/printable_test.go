@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 func TestPrintable(t *testing.T) { // serial: AllocsPerRun
@@ -68,7 +69,7 @@ func TestAnotherUsersTextCannotReachTheTerminal(t *testing.T) {
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(proc.Process.Pid)
+		info, err := procfs.ReadProc(proc.Process.Pid)
 		return err == nil && strings.Contains(info.Command, "pwned")
 	}, 2*time.Second, 5*time.Millisecond)
 	w.sim.Attach(0, proc.Process.Pid, 1<<30)
@@ -112,7 +113,7 @@ func TestBookingsOnGoneGPUsAreShown(t *testing.T) {
 
 	m := w.model(120, 30)
 	require.Contains(t, m.View(), "GPU gone")
-	st, err := w.client.Stats(w.sim, gpu.MPS{})
+	st, err := w.client.Stats(w.sim, procfs.MPS{})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, WriteStats(&out, st))

@@ -10,6 +10,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // `chronos stats` gives containers a column only when a process runs in
@@ -17,7 +18,7 @@ import (
 func TestWriteStatsContainerColumn(t *testing.T) {
 	t.Parallel()
 	const id = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
-	dev := gpu.DeviceSample{Device: gpu.Device{Index: 0, Name: "AMD Instinct MI210", MemoryTotal: 64 << 30}, Util: 87, MemUtil: gpu.NA, TempC: 45, PowerW: 251}
+	dev := gpu.DeviceSample{Device: gpu.Device{Index: 0, Name: "AMD Instinct MI210", MemoryTotal: 64 << 30}, Util: 87, MemUtil: procfs.NA, TempC: 45, PowerW: 251}
 	host := admission.Attribution{Process: gpu.Process{PID: 100, User: "alice", Command: "python train.py", MemoryUsed: 8 << 30, SM: 75}, Device: 0, Partition: 7, Verdict: admission.Booked}
 	st := core.Stats{Sample: gpu.Sample{Time: t0, Backend: "drm", Devices: []gpu.DeviceSample{dev}}, Mode: "time-sliced", Processes: []admission.Attribution{host}}
 
@@ -26,8 +27,8 @@ func TestWriteStatsContainerColumn(t *testing.T) {
 	require.NotContains(t, b.String(), "CONTAINER", "no column when nothing runs in a container")
 	require.Contains(t, b.String(), "Backend: drm")
 
-	named := admission.Attribution{Process: gpu.Process{PID: 200, User: "root", Command: "python3 /app/serve.py", MemoryUsed: 2 << 30, SM: gpu.NA,
-		Container: gpu.Container{ID: id, Runtime: gpu.RuntimeDocker, Name: "llm-server", PID: 1}}, Device: 0, Verdict: admission.Unbooked}
+	named := admission.Attribution{Process: gpu.Process{PID: 200, User: "root", Command: "python3 /app/serve.py", MemoryUsed: 2 << 30, SM: procfs.NA,
+		Container: procfs.Container{ID: id, Runtime: procfs.RuntimeDocker, Name: "llm-server", PID: 1}}, Device: 0, Verdict: admission.Unbooked}
 	unnamed := named
 	unnamed.PID, unnamed.Container.Name = 300, ""
 	st.Processes = append(st.Processes, named, unnamed)

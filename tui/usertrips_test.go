@@ -14,7 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 
 	"testing"
 
@@ -220,7 +220,7 @@ func TestFormWrapsItsWarning(t *testing.T) {
 	w := newWorld(t, 2)
 	_, err := w.client.Inventory()
 	require.NoError(t, err)
-	_, err = w.client.Stats(w.gpus, gpu.MPS{})
+	_, err = w.client.Stats(w.gpus, procfs.MPS{})
 	require.NoError(t, err)
 	m := press(t, w.model(80, 24), "n", "up", "0", "down", "80GiB")
 	warning := m.form.warning()

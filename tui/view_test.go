@@ -14,7 +14,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // withProfile draws with a colour profile for the rest of the test.
@@ -143,7 +143,7 @@ func TestFormWarnsOfMemoryInUse(t *testing.T) {
 	// training job holds memory with no booking.
 	_, err := w.client.Inventory()
 	require.NoError(t, err)
-	_, err = w.client.Stats(w.gpus, gpu.MPS{})
+	_, err = w.client.Stats(w.gpus, procfs.MPS{})
 	require.NoError(t, err)
 	s, err := w.sim.Sample()
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // Verdict is what a GPU process is, measured against the bookings.
@@ -91,7 +92,7 @@ func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribut
 					}
 				}
 			}
-			if a.Partition == 0 && proc.UID != gpu.NA {
+			if a.Partition == 0 && proc.UID != procfs.NA {
 				if p, ok := ownersBooking(parts, proc.UID, d.Index, now); ok {
 					a.Partition = p.ID
 				} else if p, ok := ownersExpiredBooking(parts, proc, d.Index, now); ok {
@@ -132,7 +133,7 @@ func ownersBooking(parts []domain.Partition, uid, device int, now time.Time) (do
 // was live when proc started: the process ran under it and outlived it. A
 // process started after its owner's booking ended is unbooked instead.
 func ownersExpiredBooking(parts []domain.Partition, proc gpu.Process, device int, now time.Time) (domain.Partition, bool) {
-	started := gpu.StartedAt(proc.StartTime)
+	started := procfs.StartedAt(proc.StartTime)
 	if started.IsZero() {
 		return domain.Partition{}, false
 	}

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/clock"
 )
@@ -66,4 +70,44 @@ func NeedUserNamespaces(t *testing.T, uid int) {
 	if out, err := probe.CombinedOutput(); err != nil {
 		t.Skipf("uid %d may not make a user namespace here: %v %s", uid, err, out)
 	}
+}
+
+// StartSleep starts `sleep 30` with extra environment and stops it when the
+// test ends.
+func StartSleep(t testing.TB, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), env...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// Start returns once exec has begun, a moment before the kernel fills in
+	// the new command line and environment; wait for them.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(cmdline)
+		return err == nil && strings.HasPrefix(string(b), "sleep\x00")
+	}, 5*time.Second, time.Millisecond)
+	return cmd
+}
+
+// ExitedPID returns the pid of a child that has exited and been reaped.
+func ExitedPID(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+// FakeStat builds a stat line whose field 22 is start.
+func FakeStat(pid int, comm string, start uint64) string {
+	// Fields 3..21 are filler; field 22 is the start time.
+	fields := []string{"S"}
+	for i := 4; i <= 21; i++ {
+		fields = append(fields, strconv.Itoa(i))
+	}
+	fields = append(fields, strconv.FormatUint(start, 10), "123456", "99")
+	return strconv.Itoa(pid) + " (" + comm + ") " + strings.Join(fields, " ") + "\n"
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/proc"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // A member's `chronos run` makes its writes through the keeper, each on a
@@ -26,10 +26,10 @@ import (
 
 // commandOf checks that process group group is led by a child of the
 // caller's, a command it started, and returns its leader's lineage.
-func commandOf(peer Peer, group int) (gpu.Lineage, error) {
-	l, err := gpu.ProcLineage(group)
+func commandOf(peer Peer, group int) (procfs.Lineage, error) {
+	l, err := procfs.ProcLineage(group)
 	if err != nil || l.Parent != peer.PID || l.Group != group {
-		return gpu.Lineage{}, fmt.Errorf("%w: process group %d is not led by a command of the caller's (pid %d)", ErrRefused, group, peer.PID)
+		return procfs.Lineage{}, fmt.Errorf("%w: process group %d is not led by a command of the caller's (pid %d)", ErrRefused, group, peer.PID)
 	}
 	return l, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -275,7 +276,7 @@ func (g gpuCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge := func(desc *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, idx, d.UUID, d.Name, g.e.host)
 		}
-		if d.Util != gpu.NA {
+		if d.Util != procfs.NA {
 			gauge(dcgmUtil, float64(d.Util))
 		}
 		gauge(dcgmUsed, mib(d.MemoryUsed))
@@ -283,7 +284,7 @@ func (g gpuCollector) Collect(ch chan<- prometheus.Metric) {
 		if d.PowerW >= 0 {
 			gauge(dcgmPower, d.PowerW)
 		}
-		if d.TempC != gpu.NA {
+		if d.TempC != procfs.NA {
 			gauge(dcgmTemp, float64(d.TempC))
 		}
 	}

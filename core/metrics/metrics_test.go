@@ -31,6 +31,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -85,7 +86,7 @@ func (r *rig) process(device int, memory uint64, booking uint64, uid uint32) *ex
 	r.t.Helper()
 	cmd := exec.Command("sleep", "600")
 	if booking != 0 {
-		cmd.Env = append(os.Environ(), gpu.BookingEnv+"="+strconv.FormatUint(booking, 10))
+		cmd.Env = append(os.Environ(), procfs.BookingEnv+"="+strconv.FormatUint(booking, 10))
 	}
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
@@ -93,7 +94,7 @@ func (r *rig) process(device int, memory uint64, booking uint64, uid uint32) *ex
 	require.NoError(r.t, cmd.Start())
 	r.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	require.Eventually(r.t, func() bool {
-		info, err := gpu.ReadProc(cmd.Process.Pid)
+		info, err := procfs.ReadProc(cmd.Process.Pid)
 		return err == nil && info.Command == "sleep 600"
 	}, 2*time.Second, 5*time.Millisecond)
 	r.sim.Attach(device, cmd.Process.Pid, memory)

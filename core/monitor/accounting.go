@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -85,7 +86,7 @@ func (w *window) add(s gpu.Sample, atts []admission.Attribution, parts []domain.
 			w.gpus[d.Index] = g
 		}
 		g.samples++
-		if d.Util != gpu.NA {
+		if d.Util != procfs.NA {
 			g.utilSum += d.Util
 			g.utilN++
 		}
@@ -120,7 +121,7 @@ func (w *window) add(s gpu.Sample, atts []admission.Attribution, parts []domain.
 		}
 	}
 	for _, a := range atts {
-		if (a.Verdict != admission.Unbooked && a.Verdict != admission.Ended) || a.UID == gpu.NA || a.SM == gpu.NA || a.MadeUp {
+		if (a.Verdict != admission.Unbooked && a.Verdict != admission.Ended) || a.UID == procfs.NA || a.SM == procfs.NA || a.MadeUp {
 			continue // a simulated GPU's made-up users are nobody's use
 		}
 		k := unbookedKey{a.Device, a.UID}
@@ -159,7 +160,7 @@ func activity(s gpu.Sample, atts []admission.Attribution) map[uint64]reading {
 		}
 		r.procs++
 		r.memory += a.MemoryUsed
-		if a.SM == gpu.NA {
+		if a.SM == procfs.NA {
 			r.known = false
 		} else {
 			r.sm += a.SM
@@ -168,7 +169,7 @@ func activity(s gpu.Sample, atts []admission.Attribution) map[uint64]reading {
 	}
 	for id, r := range out {
 		for _, d := range s.Devices {
-			if d.Index == r.device && r.procs == len(d.Processes) && d.Util != gpu.NA {
+			if d.Index == r.device && r.procs == len(d.Processes) && d.Util != procfs.NA {
 				r.sm, r.known = max(r.sm, d.Util), true
 			}
 		}
@@ -237,7 +238,7 @@ func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budg
 			return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept))
 		}
 		wrote, budget = true, budget-cost
-		minute := domain.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: gpu.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
+		minute := domain.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: procfs.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
 		if g.utilN > 0 {
 			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -106,8 +107,8 @@ func TestForgedBookingIDIsUnbooked(t *testing.T) {
 	require.NoError(t, err)
 	id := strconv.FormatUint(p.ID, 10)
 
-	job := startAs(t, bin, coretest.DaemonUID, nil, gpu.PartitionEnv+"="+id)
-	forged := startAs(t, bin, coretest.NobodyUID, nil, gpu.BookingEnv+"="+id)
+	job := startAs(t, bin, coretest.DaemonUID, nil, procfs.PartitionEnv+"="+id)
+	forged := startAs(t, bin, coretest.NobodyUID, nil, procfs.BookingEnv+"="+id)
 	sim.Attach(coretest.IdleGPU, job.Process.Pid, 1<<30)
 	sim.Attach(coretest.IdleGPU, forged.Process.Pid, 20<<30)
 
@@ -166,7 +167,7 @@ func TestFakeMPSDaemonIsNotTrusted(t *testing.T) {
 			out, err := coretest.AsOther(t, tc.daemon, pipeDir, "mkfifo control")
 			require.NoError(t, err, out)
 			startAs(t, fake, tc.daemon, []string{"-d"})
-			mps := gpu.DetectMPS(pipeDir)
+			mps := procfs.DetectMPS(pipeDir)
 			require.True(t, mps.Running, mps.Detail)
 			require.Equal(t, tc.daemon, mps.Owner)
 
@@ -213,7 +214,7 @@ func TestMPSIsCheckedAtEverySample(t *testing.T) {
 	c := servicetest.SimClient(bolt.New(filepath.Join(dir, "chronos.db")), sim, coretest.Root, nil)
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Bytes(2 << 30), Duration: time.Hour, For: proc.UserName(coretest.DaemonUID)})
 	require.NoError(t, err)
-	env := append(core.RunEnv(nil, p.Partition, gpu.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
+	env := append(core.RunEnv(nil, p.Partition, procfs.MPS{Running: true}), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
 	strict := domain.Policy{Expiry: policy.ActTerminate, OverBudget: policy.ActTerminate, Unbooked: policy.ActWarn, Grace: time.Minute, MaxLength: time.Hour}
 	m := New(c, Options{Backend: sim, Policy: &strict})
 	sample := func() {
@@ -261,7 +262,7 @@ func TestEventsHoldABoundedCommandLine(t *testing.T) {
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(proc.Process.Pid)
+		info, err := procfs.ReadProc(proc.Process.Pid)
 		return err == nil && len(info.Command) > 200_000
 	}, 5*time.Second, 5*time.Millisecond)
 	sim.Attach(coretest.IdleGPU, proc.Process.Pid, 1<<30)
@@ -291,10 +292,10 @@ func startAs(t *testing.T, bin string, uid int, args []string, env ...string) *e
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	booked := slices.ContainsFunc(env, func(kv string) bool {
-		return strings.HasPrefix(kv, gpu.PartitionEnv+"=") || strings.HasPrefix(kv, gpu.BookingEnv+"=")
+		return strings.HasPrefix(kv, procfs.PartitionEnv+"=") || strings.HasPrefix(kv, procfs.BookingEnv+"=")
 	})
 	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(cmd.Process.Pid)
+		info, err := procfs.ReadProc(cmd.Process.Pid)
 		return err == nil && info.UID == uid && strings.Contains(info.Command, filepath.Base(bin)) && (!booked || info.PartitionID != "")
 	}, 5*time.Second, 5*time.Millisecond)
 	return cmd

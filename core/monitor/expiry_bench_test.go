@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
 
@@ -102,7 +103,7 @@ func bookWithProcesses(b *testing.B, c *core.Client, sim *gpu.Sim, n int, first 
 			b.Fatal(err)
 		}
 		cmd := exec.Command("sleep", "600")
-		cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
+		cmd.Env = []string{procfs.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}

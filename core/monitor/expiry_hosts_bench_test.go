@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -103,7 +104,7 @@ func BenchmarkExpiryManyHosts(b *testing.B) {
 						continue // the writers count what the load cost
 					}
 					cmd := exec.Command("sleep", "600")
-					cmd.Env = []string{gpu.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
+					cmd.Env = []string{procfs.PartitionEnv + "=" + strconv.FormatUint(p.ID, 10)}
 					if err := cmd.Start(); err != nil {
 						b.Error(err)
 						return

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // FuzzStoredPartition stores arbitrary bytes as a booking in a real ledger
@@ -62,7 +63,7 @@ func FuzzStoredPartition(f *testing.F) {
 		_, _ = m.Tick()
 		clock.Advance(2 * time.Hour)
 		_, _ = m.Tick()
-		if _, err := c.Stats(sim, gpu.MPS{}); err != nil {
+		if _, err := c.Stats(sim, procfs.MPS{}); err != nil {
 			_ = err.Error()
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -55,7 +56,7 @@ func testMonitorEnforcesOnlyItsHost(t *testing.T, open storetest.Opener) {
 	require.Nil(t, named.ProcessState)
 	require.Nil(t, stray.ProcessState)
 
-	st, err := here.Stats(sim, gpu.MPS{})
+	st, err := here.Stats(sim, procfs.MPS{})
 	require.NoError(t, err)
 	require.Zero(t, st.Booked[coretest.IdleGPU].Count, "the GPU panel here shows no booking of gpu2's GPU 3")
 }

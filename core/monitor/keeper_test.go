@@ -21,6 +21,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 )
@@ -222,12 +223,12 @@ func TestMemberMonitorLeavesOthersGoneProcessesToRoot(t *testing.T) {
 	p, err := c.Create(core.Request{Device: coretest.IdleGPU, Memory: human.Fraction(0.1), Duration: time.Second})
 	require.NoError(t, err)
 	job := exec.Command("sleep", "60")
-	job.Env = append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))
+	job.Env = append(os.Environ(), procfs.PartitionEnv+"="+strconv.FormatUint(p.ID, 10))
 	coretest.AsUser(job, owner.UID)
 	require.NoError(t, job.Start())
 	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
 	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(job.Process.Pid)
+		info, err := procfs.ReadProc(job.Process.Pid)
 		return err == nil && info.PartitionID != ""
 	}, 2*time.Second, 5*time.Millisecond)
 	sim.Attach(coretest.IdleGPU, job.Process.Pid, 1<<30)

@@ -29,6 +29,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -77,11 +78,11 @@ type Options struct {
 	// bookings; 1s when zero.
 	SampleEvery time.Duration
 	// MPS finds the MPS daemon serving a pipe directory ("" the default
-	// one); gpu.CheckMPS when nil. A process such a daemon holds to its
+	// one); procfs.CheckMPS when nil. A process such a daemon holds to its
 	// booking's memory (see limitedByMPS) is MPS's to stop, not ours. It
 	// is asked at every sample that finds a process over budget, since a
 	// daemon may start or stop at any time.
-	MPS func(pipeDir string) gpu.MPS
+	MPS func(pipeDir string) procfs.MPS
 	// OnAct is called for every act, from the monitor's goroutine.
 	OnAct func(Act)
 	// Name identifies this monitor in claims; "host:pid" when empty.
@@ -180,7 +181,7 @@ func New(c *core.Client, o Options) *Monitor {
 		o.Observer = unobserved{}
 	}
 	if o.MPS == nil {
-		o.MPS = gpu.CheckMPS
+		o.MPS = procfs.CheckMPS
 	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
@@ -770,8 +771,8 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 		}
 	}
 	// One look per pipe directory and sample.
-	daemons := map[string]gpu.MPS{}
-	mps := func(dir string) gpu.MPS {
+	daemons := map[string]procfs.MPS{}
+	mps := func(dir string) procfs.MPS {
 		d, ok := daemons[dir]
 		if !ok {
 			d = m.o.MPS(dir)
@@ -830,11 +831,11 @@ func (m *Monitor) plan(atts []admission.Attribution, parts []domain.Partition, c
 // so that using more is MPS's to stop: `chronos run` started it in the
 // booking with a memory limit no larger than the booking on each booked
 // GPU, seeing exactly those, and the daemon its environment names runs now and is one the
-// booking can trust (see gpu.MPS.Enforces: root's, or the owner's own in a
+// booking can trust (see procfs.MPS.Enforces: root's, or the owner's own in a
 // pipe directory the policy names). A process that merely runs while a
 // daemon does, or whose environment names another daemon or a larger
 // limit, is checked.
-func limitedByMPS(daemon func(pipeDir string) gpu.MPS, a admission.Attribution, p domain.Partition, pol domain.Policy) bool {
+func limitedByMPS(daemon func(pipeDir string) procfs.MPS, a admission.Attribution, p domain.Partition, pol domain.Policy) bool {
 	limit, ok := a.CUDA.MPSMemLimitOf(len(p.GPUs()))
 	if !ok || limit > p.Bytes || a.PartitionID != strconv.FormatUint(p.ID, 10) || !a.CUDA.SeesAll(p.UUIDs(), p.GPUs()) {
 		return false

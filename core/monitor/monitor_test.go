@@ -26,6 +26,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
@@ -108,12 +109,12 @@ func testMonitorWakesAtTheDeadline(t *testing.T, open storetest.Opener) {
 func startChild(t *testing.T, partition uint64, script string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
-	cmd.Env = append(append(os.Environ(), gpu.PartitionEnv+"="+strconv.FormatUint(partition, 10)), env...)
+	cmd.Env = append(append(os.Environ(), procfs.PartitionEnv+"="+strconv.FormatUint(partition, 10)), env...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait until exec has filled in the environment /proc shows.
 	require.Eventually(t, func() bool {
-		info, err := gpu.ReadProc(cmd.Process.Pid)
+		info, err := procfs.ReadProc(cmd.Process.Pid)
 		return err == nil && info.PartitionID != ""
 	}, 2*time.Second, 5*time.Millisecond)
 	return cmd
@@ -203,8 +204,8 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 	limited := startChild(t, p.ID, "sleep 60", append(gpu.VisibleEnv(p.DeviceUUID, p.Device),
 		"CUDA_MPS_PIPE_DIRECTORY="+pipeDir, fmt.Sprintf("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", p.Bytes>>20))...)
 	sim.Attach(coretest.IdleGPU, limited.Process.Pid, 3<<30)
-	mps := gpu.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
-	strict := New(c, Options{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }, OnAct: log.add})
+	mps := procfs.MPS{Running: true, Owner: me.UID, PipeDir: pipeDir}
+	strict := New(c, Options{Backend: sim, Policy: &terminate, MPS: func(string) procfs.MPS { return mps }, OnAct: log.add})
 	_, err = strict.Tick()
 	require.NoError(t, err)
 	ws := coretest.WaitStatus(t, hog, 2*time.Second)
@@ -213,7 +214,7 @@ func testMonitorOverBudgetAndUnbooked(t *testing.T, open storetest.Opener) {
 
 	// Under a daemon of someone else's, the limit holds nothing.
 	mps.Owner = me.UID + 1
-	_, err = New(c, Options{Backend: sim, Policy: &terminate, MPS: func(string) gpu.MPS { return mps }}).Tick()
+	_, err = New(c, Options{Backend: sim, Policy: &terminate, MPS: func(string) procfs.MPS { return mps }}).Tick()
 	require.NoError(t, err)
 	ws = coretest.WaitStatus(t, limited, 2*time.Second)
 	require.Equal(t, syscall.SIGTERM, ws.Signal())
@@ -438,7 +439,7 @@ func TestUnbookedEventNamesTheOwner(t *testing.T) {
 	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	require.NoError(t, stray.Start())
 	t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
-	require.Eventually(t, func() bool { info, err := gpu.ReadProc(stray.Process.Pid); return err == nil && info.UID == 65534 }, 2*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { info, err := procfs.ReadProc(stray.Process.Pid); return err == nil && info.UID == 65534 }, 2*time.Second, 5*time.Millisecond)
 	sim.Attach(coretest.IdleGPU, stray.Process.Pid, 2<<30)
 
 	_, err = New(c, Options{Backend: sim}).Tick()
@@ -522,7 +523,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 			return false
 		}
 		pid, _ := strconv.Atoi(f[0])
-		info, err := gpu.ReadProc(pid)
+		info, err := procfs.ReadProc(pid)
 		if err != nil || !info.MPSServer {
 			return false
 		}
@@ -537,7 +538,7 @@ func TestMonitorNeverSignalsTheMPSServer(t *testing.T) {
 	m := New(c, Options{Backend: sim, Policy: &terminate, OnAct: log.add})
 	_, err = m.Tick()
 	require.NoError(t, err)
-	st, err := c.Stats(sim, gpu.MPS{})
+	st, err := c.Stats(sim, procfs.MPS{})
 	require.NoError(t, err)
 	i := slices.IndexFunc(st.Processes, func(a admission.Attribution) bool { return a.PID == server.Pid })
 	require.GreaterOrEqual(t, i, 0)

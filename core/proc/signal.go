@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 var (
@@ -68,7 +68,7 @@ func (PidfdSignaller) Signal(pid int, start uint64, sig syscall.Signal) error {
 }
 
 func sameProcess(pid int, start uint64) error {
-	info, err := gpu.ReadProc(pid)
+	info, err := procfs.ReadProc(pid)
 	if err != nil {
 		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
 	}

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // A `chronos run` killed with SIGKILL cannot release its booking, and its
@@ -36,7 +36,7 @@ var thisMachine = sync.OnceValue(func() machine {
 // ThisProcess names process pid of this machine.
 func ThisProcess(pid int) (domain.Process, error) {
 	m := thisMachine()
-	start, err := gpu.ProcStartTime(pid)
+	start, err := procfs.ProcStartTime(pid)
 	if err != nil {
 		return domain.Process{}, err
 	}
@@ -76,10 +76,10 @@ func FateOfProcess(p domain.Process) processFate {
 	case p.PIDNamespace != m.pidNS:
 		return ProcessUnknown
 	}
-	switch start, err := gpu.ProcStartTime(p.PID); {
+	switch start, err := procfs.ProcStartTime(p.PID); {
 	case err == nil && start == p.Start:
 		return ProcessAlive
-	case err != nil && !errors.Is(err, gpu.ErrProcessGone):
+	case err != nil && !errors.Is(err, procfs.ErrProcessGone):
 		return ProcessUnknown // /proc could not say: never act on a guess
 	}
 	return ProcessGone

@@ -16,7 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -45,7 +45,7 @@ type RunOptions struct {
 	ReleaseWithin time.Duration
 	// MPS is the MPS daemon as detected; when it runs, the booking's limits
 	// are passed to the command's CUDA clients.
-	MPS gpu.MPS
+	MPS procfs.MPS
 	// Signals are the signals the caller caught for the run (chronos run
 	// catches SIGINT, SIGTERM and SIGHUP): until the command starts, one
 	// ends the wait in line or for the booking's start; then each goes on
@@ -160,7 +160,7 @@ func Run(ctx context.Context, c *core.Client, o RunOptions) (RunResult, error) {
 	}
 	pgid := cmd.Process.Pid
 	// The start time names this exact process in claims, as monitors name it.
-	childStart, _ := gpu.ProcStartTime(pgid)
+	childStart, _ := procfs.ProcStartTime(pgid)
 	if booked {
 		// Should this process die without releasing, a monitor will.
 		if err := w.RecordWrapper(p.ID, pgid); err != nil {

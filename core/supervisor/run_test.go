@@ -25,6 +25,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/storetest"
@@ -201,7 +202,7 @@ func TestRunEnv(t *testing.T) {
 	p := domain.Partition{ID: 7, Device: 2, DeviceUUID: "GPU-abc", Bytes: 2 << 30, ComputePct: 25,
 		Expires: time.Date(2026, 11, 29, 12, 0, 0, 500_000_000, time.UTC)}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root"}
-	env := strings.Join(core.RunEnv(base, p, gpu.MPS{}), "\n")
+	env := strings.Join(core.RunEnv(base, p, procfs.MPS{}), "\n")
 	require.Contains(t, env, "PATH=/bin\nHOME=/root\n")
 	require.Contains(t, env, "CUDA_VISIBLE_DEVICES=GPU-abc\n")
 	require.NotContains(t, env, "CUDA_VISIBLE_DEVICES=0,1")
@@ -211,7 +212,7 @@ func TestRunEnv(t *testing.T) {
 	require.Contains(t, env, "CHRONOS_DEADLINE_UNIX=1795953600.500000")
 	require.NotContains(t, env, "CUDA_MPS")
 
-	env = strings.Join(core.RunEnv(base, p, gpu.MPS{Running: true}), "\n")
+	env = strings.Join(core.RunEnv(base, p, procfs.MPS{Running: true}), "\n")
 	require.Contains(t, env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M")
 	require.Contains(t, env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25")
 }
@@ -220,17 +221,17 @@ func TestRunEnv(t *testing.T) {
 // a container; each vendor's runtime is shown only the booked GPU.
 func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 	t.Setenv(gpu.DRMRootEnv, filepath.Join("..", "..", "gpu", "testdata", "drm", "multi"))
-	base := []string{"PATH=/bin", "HIP_VISIBLE_DEVICES=2,3", "ZE_AFFINITY_MASK=1", gpu.BookingEnv + "=1"}
+	base := []string{"PATH=/bin", "HIP_VISIBLE_DEVICES=2,3", "ZE_AFFINITY_MASK=1", procfs.BookingEnv + "=1"}
 	amd := domain.Partition{ID: 7, Device: 3, DeviceUUID: "amdgpu-0000:83:00.0", Expires: time.Now().Add(time.Hour)}
-	env := core.RunEnv(base, amd, gpu.MPS{})
-	require.Contains(t, env, gpu.BookingEnv+"=7")
-	require.Contains(t, env, gpu.PartitionEnv+"=7")
-	require.NotContains(t, env, gpu.BookingEnv+"=1")
+	env := core.RunEnv(base, amd, procfs.MPS{})
+	require.Contains(t, env, procfs.BookingEnv+"=7")
+	require.Contains(t, env, procfs.PartitionEnv+"=7")
+	require.NotContains(t, env, procfs.BookingEnv+"=1")
 	require.Subset(t, env, []string{"ROCR_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0", "ZE_AFFINITY_MASK=1"})
 	require.NotContains(t, env, "HIP_VISIBLE_DEVICES=2,3")
 
 	intel := domain.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}
-	env = core.RunEnv(base, intel, gpu.MPS{})
+	env = core.RunEnv(base, intel, procfs.MPS{})
 	require.Subset(t, env, []string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER=1", "ZE_AFFINITY_MASK=1", "HIP_VISIBLE_DEVICES=2,3"})
 	require.Equal(t, 1, strings.Count(strings.Join(env, "\n"), "ZE_AFFINITY_MASK="))
 	for _, kv := range env {

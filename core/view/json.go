@@ -11,7 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // PartitionJSON is a booking as `chronos list --json` and `create --json`
@@ -180,20 +180,20 @@ func Events(evs []domain.Event) []EventJSON {
 // BackendsJSON is `chronos backends --json`: what this machine supports,
 // as the original's check_concurrent_support() answered.
 type BackendsJSON struct {
-	NVMLAvailable      bool     `json:"nvml_available"`
-	NVMLDetail         string   `json:"nvml_detail"`
-	Driver             string   `json:"driver,omitempty"`
-	GPUs               int      `json:"gpus"`
-	DRMAvailable       bool     `json:"drm_available"`
-	DRMDetail          string   `json:"drm_detail"`
-	MPSRunning         bool     `json:"mps_running"`
-	MPSMultiUser       bool     `json:"mps_multi_user"`
-	MPSPipeDir         string   `json:"mps_pipe_dir"`
-	MPSDetail          string   `json:"mps_detail,omitempty"`
-	ConcurrentPossible bool     `json:"concurrent_possible"`
-	Recommended        string   `json:"recommended"`
-	ActiveBackend      string   `json:"active_backend"`
-	Mode               gpu.Mode `json:"mode"`
+	NVMLAvailable      bool        `json:"nvml_available"`
+	NVMLDetail         string      `json:"nvml_detail"`
+	Driver             string      `json:"driver,omitempty"`
+	GPUs               int         `json:"gpus"`
+	DRMAvailable       bool        `json:"drm_available"`
+	DRMDetail          string      `json:"drm_detail"`
+	MPSRunning         bool        `json:"mps_running"`
+	MPSMultiUser       bool        `json:"mps_multi_user"`
+	MPSPipeDir         string      `json:"mps_pipe_dir"`
+	MPSDetail          string      `json:"mps_detail,omitempty"`
+	ConcurrentPossible bool        `json:"concurrent_possible"`
+	Recommended        string      `json:"recommended"`
+	ActiveBackend      string      `json:"active_backend"`
+	Mode               procfs.Mode `json:"mode"`
 	// On a ledger many hosts share: the other hosts, and clocks more than
 	// SkewWarning from this host's.
 	Hosts         []HostJSON `json:"hosts,omitempty"`

@@ -1,4 +1,4 @@
-package gpu
+package procfs
 
 import (
 	"errors"
@@ -11,41 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-gpu/chronos/core/coretest"
+
 	"github.com/stretchr/testify/require"
 )
 
-// startSleep starts `sleep 30` with extra environment and stops it when the
-// test ends.
-func startSleep(t testing.TB, env ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), env...)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	// Start returns once exec has begun, a moment before the kernel fills in
-	// the new command line and environment; wait for them.
-	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(cmdline)
-		return err == nil && strings.HasPrefix(string(b), "sleep\x00")
-	}, 5*time.Second, time.Millisecond)
-	return cmd
-}
-
-// exitedPID returns the pid of a child that has exited and been reaped.
-func exitedPID(t testing.TB) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	require.NoError(t, cmd.Run())
-	return cmd.Process.Pid
-}
-
 func TestReadProcRealChild(t *testing.T) {
 	t.Parallel()
-	cmd := startSleep(t, PartitionEnv+"=p7")
+	cmd := coretest.StartSleep(t, PartitionEnv+"=p7")
 	pid := cmd.Process.Pid
 
 	first, err := ReadProc(pid)
@@ -75,7 +48,7 @@ func TestReadProcBookingEnv(t *testing.T) {
 		{[]string{PartitionEnv + "=8"}, "8"},
 		{[]string{PartitionEnv + "=8", BookingEnv + "=9"}, "9"},
 	} {
-		cmd := startSleep(t, append([]string{BookingEnv + "=", PartitionEnv + "="}, c.env...)...)
+		cmd := coretest.StartSleep(t, append([]string{BookingEnv + "=", PartitionEnv + "="}, c.env...)...)
 		info, err := ReadProc(cmd.Process.Pid)
 		require.NoError(t, err)
 		require.Equal(t, c.want, info.PartitionID, c.env)
@@ -84,7 +57,7 @@ func TestReadProcBookingEnv(t *testing.T) {
 
 func TestReadProcWithoutPartition(t *testing.T) {
 	t.Parallel()
-	cmd := startSleep(t)
+	cmd := coretest.StartSleep(t)
 	// The test binary itself may run under chronos; the child must not
 	// inherit a partition for this check to mean anything.
 	if os.Getenv(PartitionEnv) != "" || os.Getenv(BookingEnv) != "" {
@@ -97,7 +70,7 @@ func TestReadProcWithoutPartition(t *testing.T) {
 
 func TestReadProcExited(t *testing.T) {
 	t.Parallel()
-	_, err := ReadProc(exitedPID(t))
+	_, err := ReadProc(coretest.ExitedPID(t))
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrProcessGone)
 	require.ErrorIs(t, err, os.ErrNotExist)
@@ -122,29 +95,18 @@ func writeFakeProc(t testing.TB, root string, pid int, files map[string]string) 
 	}
 }
 
-// fakeStat builds a stat line whose field 22 is start.
-func fakeStat(pid int, comm string, start uint64) string {
-	// Fields 3..21 are filler; field 22 is the start time.
-	fields := []string{"S"}
-	for i := 4; i <= 21; i++ {
-		fields = append(fields, strconv.Itoa(i))
-	}
-	fields = append(fields, strconv.FormatUint(start, 10), "123456", "99")
-	return strconv.Itoa(pid) + " (" + comm + ") " + strings.Join(fields, " ") + "\n"
-}
-
 func TestReadProcFakeRoot(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	status := "Name:\tweird\nUmask:\t0022\nUid:\t1234\t0\t0\t0\nGid:\t100\t100\t100\t100\n"
 	writeFakeProc(t, root, 42, map[string]string{
-		"stat":    fakeStat(42, "a) (b c) 7", 987654),
+		"stat":    coretest.FakeStat(42, "a) (b c) 7", 987654),
 		"status":  status,
 		"cmdline": "",
 		"environ": "A=1\x00" + PartitionEnv + "=p-first\x00" + PartitionEnv + "=p-second\x00",
 	})
 	writeFakeProc(t, root, 43, map[string]string{
-		"stat":    fakeStat(43, "python", 5),
+		"stat":    coretest.FakeStat(43, "python", 5),
 		"status":  status,
 		"cmdline": "python\x00train.py\x00--lr\x000.1\x00",
 	})
@@ -156,7 +118,7 @@ func TestReadProcFakeRoot(t *testing.T) {
 	got, err := r.ReadProc(42)
 	require.NoError(t, err)
 	require.Equal(t, ProcInfo{
-		PID: 42, UID: 1234, User: userName(1234),
+		PID: 42, UID: 1234, User: UserName(1234),
 		Command: "[a) (b c) 7]", PartitionID: "p-first", StartTime: 987654,
 	}, got)
 
@@ -172,7 +134,7 @@ func TestReadProcFakeRoot(t *testing.T) {
 	// CHRONOS_BOOKING_ID is the same as CHRONOS_PARTITION_ID, and wins;
 	// what the environment asks of CUDA is read too.
 	writeFakeProc(t, root, 45, map[string]string{
-		"stat":   fakeStat(45, "python", 6),
+		"stat":   coretest.FakeStat(45, "python", 6),
 		"status": status, "cmdline": "python\x00",
 		"environ": PartitionEnv + "=3\x00" + BookingEnv + "=7\x00CUDA_VISIBLE_DEVICES=GPU-1\x00" +
 			"CUDA_MPS_PIPE_DIRECTORY=/run/mps\x00CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M\x00",
@@ -193,11 +155,11 @@ func TestReadProcMalformed(t *testing.T) {
 	}{
 		{"no parentheses", "42 x S 1 2 3\n", goodStatus},
 		{"too few fields", "42 (x) S 1 2 3\n", goodStatus},
-		{"start not a number", strings.Replace(fakeStat(42, "x", 1), " 1 123456", " z 123456", 1), goodStatus},
+		{"start not a number", strings.Replace(coretest.FakeStat(42, "x", 1), " 1 123456", " z 123456", 1), goodStatus},
 		{"empty stat", "", goodStatus},
-		{"no Uid line", fakeStat(42, "x", 1), "Name:\tx\n"},
-		{"empty Uid line", fakeStat(42, "x", 1), "Uid:\n"},
-		{"bad uid", fakeStat(42, "x", 1), "Uid:\tabc\t1\t1\t1\n"},
+		{"no Uid line", coretest.FakeStat(42, "x", 1), "Name:\tx\n"},
+		{"empty Uid line", coretest.FakeStat(42, "x", 1), "Uid:\n"},
+		{"bad uid", coretest.FakeStat(42, "x", 1), "Uid:\tabc\t1\t1\t1\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,20 +175,20 @@ func TestReadProcMalformed(t *testing.T) {
 func TestUserNameFallsBackToDigits(t *testing.T) {
 	t.Parallel()
 	// A uid nobody has; the name is the number.
-	require.Equal(t, "2147480000", userName(2147480000))
-	require.Equal(t, "root", userName(0))
+	require.Equal(t, "2147480000", UserName(2147480000))
+	require.Equal(t, "root", UserName(0))
 }
 
 func TestProcStartTime(t *testing.T) {
 	t.Parallel()
-	cmd := startSleep(t)
+	cmd := coretest.StartSleep(t)
 	info, err := ReadProc(cmd.Process.Pid)
 	require.NoError(t, err)
 	start, err := ProcStartTime(cmd.Process.Pid)
 	require.NoError(t, err)
 	require.Equal(t, info.StartTime, start)
 
-	_, err = ProcStartTime(exitedPID(t))
+	_, err = ProcStartTime(coretest.ExitedPID(t))
 	require.ErrorIs(t, err, ErrProcessGone)
 	_, err = ProcStartTime(0)
 	require.Error(t, err)
@@ -237,45 +199,45 @@ func TestProcCache(t *testing.T) {
 	root := t.TempDir()
 	status := "Uid:\t1000\t1000\t1000\t1000\n"
 	writeFakeProc(t, root, 42, map[string]string{
-		"stat": fakeStat(42, "python", 100), "status": status,
+		"stat": coretest.FakeStat(42, "python", 100), "status": status,
 		"cmdline": "python\x00a.py\x00", "environ": PartitionEnv + "=p1\x00",
 	})
-	c := newProcCache(ProcReader{Root: root})
+	c := NewProcCache(ProcReader{Root: root})
 
-	got, err := c.lookup(42)
+	got, err := c.Lookup(42)
 	require.NoError(t, err)
 	require.Equal(t, "python a.py", got.Command)
 	require.Equal(t, "p1", got.PartitionID)
-	c.prune()
+	c.Prune()
 
 	// Same start time: the cached process, even if its files changed.
 	writeFakeProc(t, root, 42, map[string]string{"cmdline": "renamed\x00"})
-	got, err = c.lookup(42)
+	got, err = c.Lookup(42)
 	require.NoError(t, err)
 	require.Equal(t, "python a.py", got.Command)
-	c.prune()
+	c.Prune()
 
 	// The pid was reused by a new process: read afresh.
 	writeFakeProc(t, root, 42, map[string]string{
-		"stat": fakeStat(42, "bash", 200), "cmdline": "bash\x00", "environ": "",
+		"stat": coretest.FakeStat(42, "bash", 200), "cmdline": "bash\x00", "environ": "",
 	})
-	got, err = c.lookup(42)
+	got, err = c.Lookup(42)
 	require.NoError(t, err)
 	require.Equal(t, "bash", got.Command)
 	require.Empty(t, got.PartitionID)
 	require.EqualValues(t, 200, got.StartTime)
-	c.prune()
+	c.Prune()
 
 	// Not looked up in a round: forgotten.
-	c.prune()
+	c.Prune()
 	require.Empty(t, c.known)
 
 	// Gone: an error, and nothing kept.
-	_, err = c.lookup(42)
+	_, err = c.Lookup(42)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "42")))
-	c.prune()
-	_, err = c.lookup(42)
+	c.Prune()
+	_, err = c.Lookup(42)
 	require.ErrorIs(t, err, ErrProcessGone)
 	require.Empty(t, c.known)
 }
@@ -347,7 +309,7 @@ func TestReadProcMPSServer(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, info.MPSServer, "a user's own programs named like MPS's are not MPS")
 
-	info, err = ReadProc(startSleep(t).Process.Pid)
+	info, err = ReadProc(coretest.StartSleep(t).Process.Pid)
 	require.NoError(t, err)
 	require.False(t, info.MPSServer)
 }

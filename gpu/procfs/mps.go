@@ -1,4 +1,4 @@
-package gpu
+package procfs
 
 import (
 	"bytes"
@@ -238,7 +238,7 @@ func (p mpsProbe) check(pipeDir string) MPS {
 	}
 	i := slices.IndexFunc(daemons, func(d mpsDaemon) bool { return d.uid == owner })
 	if i < 0 {
-		m.Detail = fmt.Sprintf("%s belongs to %s, but no %s daemon of theirs runs: not trusted", control, userName(owner), mpsControl)
+		m.Detail = fmt.Sprintf("%s belongs to %s, but no %s daemon of theirs runs: not trusted", control, UserName(owner), mpsControl)
 		return m
 	}
 	m.Running, m.MultiUser, m.Owner = true, daemons[i].multiUser, owner

@@ -1,4 +1,10 @@
-package gpu
+// Package procfs is what /proc says about the processes on a host's GPUs:
+// each one's owner, command, start time, booking and CUDA environment (a
+// cache of those readings for the backends), the container it runs in,
+// the boot time its start ticks count from, and the MPS daemons found
+// there. It knows no GPU; package gpu's backends read processes through
+// it.
+package procfs
 
 import (
 	"bytes"
@@ -68,12 +74,12 @@ type ProcReader struct {
 	HostRoot string // "" means /
 }
 
-// hostProc reads the real /proc.
-var hostProc = ProcReader{Root: "/proc"}
+// HostProc reads the real /proc.
+var HostProc = ProcReader{Root: "/proc"}
 
 // ReadProc reads process pid from /proc.
 func ReadProc(pid int) (ProcInfo, error) {
-	return hostProc.ReadProc(pid)
+	return HostProc.ReadProc(pid)
 }
 
 // ReadProc reads process pid. An exited process gives an error that
@@ -106,7 +112,7 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 	if err != nil {
 		return ProcInfo{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	info.User = userName(info.UID)
+	info.User = UserName(info.UID)
 
 	cmdline, err := readProcFile(dir, "cmdline")
 	if err != nil {
@@ -187,7 +193,7 @@ func (r ProcReader) readContainer(dir string, status []byte, ppid int, info *Pro
 	r.describe(&c, ppid)
 	if owner, ok := namespaceOwner(dir); ok && owner != 0 {
 		c.Rootless = true
-		info.UID, info.User = owner, userName(owner)
+		info.UID, info.User = owner, UserName(owner)
 	}
 	info.Container = c
 }
@@ -232,7 +238,7 @@ func (r ProcReader) StartTime(pid int) (uint64, error) {
 
 // ProcStartTime is ProcReader.StartTime on /proc.
 func ProcStartTime(pid int) (uint64, error) {
-	return hostProc.StartTime(pid)
+	return HostProc.StartTime(pid)
 }
 
 // Lineage is where a process stands among others, from /proc/PID/stat.
@@ -247,7 +253,7 @@ func ProcLineage(pid int) (Lineage, error) {
 	if pid <= 0 {
 		return Lineage{}, fmt.Errorf("read process %d: not a valid pid", pid)
 	}
-	stat, err := readProcFile(filepath.Join(hostProc.root(), strconv.Itoa(pid)), "stat")
+	stat, err := readProcFile(filepath.Join(HostProc.root(), strconv.Itoa(pid)), "stat")
 	if err != nil {
 		return Lineage{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
@@ -258,21 +264,21 @@ func ProcLineage(pid int) (Lineage, error) {
 	return Lineage{Parent: st.ppid, Group: st.pgrp, Start: st.start, Comm: st.comm}, nil
 }
 
-// procCache remembers what /proc said about processes so that a poll costs
+// ProcCache remembers what /proc said about processes so that a poll costs
 // one read of /proc/PID/stat per known process instead of four files.
 // Owner, command and partition are fixed at exec in practice; the start
 // time tells a reused pid. Not safe for concurrent use.
-type procCache struct {
+type ProcCache struct {
 	reader ProcReader
 	known  map[int]ProcInfo
 	seen   map[int]bool // pids looked up since the last prune
 }
 
-func newProcCache(r ProcReader) *procCache {
-	return &procCache{reader: r, known: map[int]ProcInfo{}, seen: map[int]bool{}}
+func NewProcCache(r ProcReader) *ProcCache {
+	return &ProcCache{reader: r, known: map[int]ProcInfo{}, seen: map[int]bool{}}
 }
 
-func (c *procCache) lookup(pid int) (ProcInfo, error) {
+func (c *ProcCache) Lookup(pid int) (ProcInfo, error) {
 	info, ok := c.known[pid]
 	if ok && c.seen[pid] {
 		return info, nil // already checked in this round (a process on several GPUs)
@@ -297,10 +303,10 @@ func (c *procCache) lookup(pid int) (ProcInfo, error) {
 	return info, nil
 }
 
-// cached is what lookup last found for pid, without asking /proc again,
+// Cached is what lookup last found for pid, without asking /proc again,
 // for a caller that knows by other means that pid still names the same
 // process.
-func (c *procCache) cached(pid int) (ProcInfo, bool) {
+func (c *ProcCache) Cached(pid int) (ProcInfo, bool) {
 	info, ok := c.known[pid]
 	if ok {
 		c.seen[pid] = true
@@ -308,9 +314,9 @@ func (c *procCache) cached(pid int) (ProcInfo, bool) {
 	return info, ok
 }
 
-// prune forgets processes not looked up since the last prune, so the cache
+// Prune forgets processes not looked up since the last prune, so the cache
 // holds only what the GPUs run now.
-func (c *procCache) prune() {
+func (c *ProcCache) Prune() {
 	for pid := range c.known {
 		if !c.seen[pid] {
 			delete(c.known, pid)
@@ -436,8 +442,8 @@ var userNames = struct {
 	m map[int]string
 }{m: map[int]string{}}
 
-// userName is the login name of uid, or the uid in digits when it has none.
-func userName(uid int) string {
+// UserName is the login name of uid, or the uid in digits when it has none.
+func UserName(uid int) string {
 	userNames.Lock()
 	defer userNames.Unlock()
 	if name, ok := userNames.m[uid]; ok {
@@ -450,3 +456,7 @@ func userName(uid int) string {
 	userNames.m[uid] = name
 	return name
 }
+
+// NA marks an integer reading the hardware, the driver or /proc does not
+// provide.
+const NA = -1
