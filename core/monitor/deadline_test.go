@@ -45,18 +45,8 @@ func TestSIGTERMAtTheDeadlineWhileAnEarlierPassWaits(t *testing.T) {
 	go func() { _, err := m.tick(false); ticked <- err }()
 	require.True(t, clk.WaitTimers(timers+1, 10*time.Second), "the pass arms the coming deadline")
 	clk.Set(p.Expires)
-	ws := coretest.WaitStatus(t, proc, 10*time.Second)
-	require.True(t, ws.Signaled())
-	require.Equal(t, syscall.SIGTERM, ws.Signal())
-	select {
-	case err := <-ticked:
-		t.Fatalf("the pass ended (%v) before the ledger was free: the signal did not wait for it", err)
-	default:
-	}
-
-	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
-	require.NoError(t, holder.Wait())
-	require.NoError(t, <-ticked)
+	requireTermWhileThePassWaits(t, proc, ticked)
+	freeLedger(t, holder, marker, ticked)
 	clk.Advance(time.Second)
 	_, err = m.Tick()
 	require.NoError(t, err)
@@ -142,4 +132,27 @@ func TestPassBudgetKeepsRoomForWhatTheWatchSent(t *testing.T) {
 	writes := len(p.due)*(3+ledger.ChargeWrites) + 2*len(p.warn) + p.offline + acct + storage.DropMax + 1
 	require.LessOrEqual(t, writes, storage.WriteBudget)
 	require.NotEmpty(t, p.due, "expiries still go first")
+}
+
+// requireTermWhileThePassWaits requires that proc gets SIGTERM while the
+// pass (ticked) still waits on the ledger: the signal did not wait for it.
+func requireTermWhileThePassWaits(t *testing.T, proc *exec.Cmd, ticked <-chan error) {
+	t.Helper()
+	ws := coretest.WaitStatus(t, proc, 10*time.Second)
+	require.True(t, ws.Signaled())
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
+	select {
+	case err := <-ticked:
+		t.Fatalf("the pass ended (%v) before the ledger was free: the signal did not wait for it", err)
+	default:
+	}
+}
+
+// freeLedger lets the process holding the ledger go, and requires the
+// waiting pass (ticked) to end without error.
+func freeLedger(t *testing.T, holder *exec.Cmd, marker string, ticked <-chan error) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
+	require.NoError(t, holder.Wait())
+	require.NoError(t, <-ticked)
 }

@@ -121,18 +121,8 @@ func TestSIGTERMAtTheDeadlineWhileTheLedgerWaits(t *testing.T) {
 	default:
 	}
 	clk.Advance(termPatience)
-	ws := coretest.WaitStatus(t, proc, 10*time.Second)
-	require.True(t, ws.Signaled())
-	require.Equal(t, syscall.SIGTERM, ws.Signal())
-	select {
-	case err := <-ticked:
-		t.Fatalf("the pass ended (%v) before the ledger was free: the signal did not wait for it", err)
-	default:
-	}
-
-	require.NoError(t, os.WriteFile(marker+".go", nil, 0o600))
-	require.NoError(t, holder.Wait())
-	require.NoError(t, <-ticked)
+	requireTermWhileThePassWaits(t, proc, ticked)
+	freeLedger(t, holder, marker, ticked)
 	got, err := c.Get(p.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.Expired, got.State)
