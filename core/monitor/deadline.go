@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -65,16 +66,8 @@ func (m *Monitor) watchDeadlines(now time.Time) *earlyTerm {
 	if len(due) == 0 {
 		return m.termAt(nil)
 	}
-	claims := snap.claims
-	if len(m.offline) > 0 {
-		claims = make(map[string]domain.Claim, len(claims)+len(m.offline))
-		for k, c := range snap.claims {
-			claims[k] = c
-		}
-		for k, c := range m.offline {
-			claims[k] = c
-		}
-	}
+	claims := maps.Clone(snap.claims)
+	maps.Copy(claims, m.offline)
 	var deadlines []time.Time
 	for _, d := range due {
 		if !slices.ContainsFunc(deadlines, d.Equal) {
@@ -134,18 +127,6 @@ func (m *Monitor) settleWatch() {
 		return
 	}
 	m.watch = nil
-	_, acts := w.settle()
-	if len(acts) == 0 {
-		return
-	}
-	if m.offline == nil {
-		m.offline = map[string]domain.Claim{}
-	}
-	for i, p := range w.sent {
-		m.offline[p.key] = domain.Claim{By: m.o.Name, At: acts[i].Time}
-	}
-	for _, a := range acts {
-		m.report(a)
-	}
-	m.unrecorded = append(m.unrecorded, acts...)
+	w.settle()
+	m.keepOffline(w)
 }

@@ -489,12 +489,7 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 		})
 		sent, earlyActs := early.settle()
 		if err != nil {
-			// Sent, not recorded: never again, said, and recorded later.
-			m.sentOffline(plans, sent, now)
-			for _, a := range earlyActs {
-				m.report(a)
-			}
-			m.unrecorded = append(m.unrecorded, earlyActs...)
+			m.keepOffline(early) // sent, not recorded: never again, said, and recorded later
 		} else {
 			m.unrecorded = m.unrecorded[recordedOffline:] // the pass recorded these
 		}

@@ -140,22 +140,25 @@ func (m *Monitor) send(p signalPlan) (Act, error) {
 	return a, err
 }
 
-// sentOffline keeps the signals a pass sent early, when its transaction
-// then failed, as claimed, as those sent while the ledger was away are
-// (see enforceOffline): no pass sends them again, and SIGKILL follows
-// the grace after them.
-func (m *Monitor) sentOffline(plans []signalPlan, sent map[string]bool, now time.Time) {
-	if len(sent) == 0 {
+// keepOffline keeps the signals e sent (settled) as sent while the ledger
+// could not record them, as those sent while it was away are (see
+// enforceOffline): claimed when sent, so that no pass sends them again and
+// SIGKILL follows the grace after them; said now, and recorded by the next
+// pass that writes (see recordOffline).
+func (m *Monitor) keepOffline(e *earlyTerm) {
+	if len(e.acts) == 0 {
 		return
 	}
 	if m.offline == nil {
 		m.offline = map[string]domain.Claim{}
 	}
-	for _, p := range plans {
-		if sent[p.key] {
-			m.offline[p.key] = domain.Claim{By: m.o.Name, At: now}
-		}
+	for i, p := range e.sent {
+		m.offline[p.key] = domain.Claim{By: m.o.Name, At: e.acts[i].Time}
 	}
+	for _, a := range e.acts {
+		m.report(a)
+	}
+	m.unrecorded = append(m.unrecorded, e.acts...)
 }
 
 // recordOffline writes, in a pass's transaction, what the monitor did
