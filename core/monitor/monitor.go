@@ -127,6 +127,7 @@ type Monitor struct {
 	notes         notifier
 	lastSample    *gpu.Sample // the GPUs' last sample, for watchDeadlines
 	watch         *earlyTerm  // the deadlines coming during this pass
+	spacing       writeSpacing
 
 	// While the ledger cannot be reached (etcd down), the monitor acts on
 	// the last snapshot it read (good): it stops processes of bookings
@@ -144,6 +145,14 @@ type Monitor struct {
 // offlineRetry is how often a monitor tries a ledger it cannot reach: each
 // try may wait out the store's timeout, and enforcement waits meanwhile.
 const offlineRetry = 15 * time.Second
+
+// changeGap is the least time from one pass's start to the next that a
+// change notice starts. On a busy ledger every commit is a notice, and a
+// monitor that read the whole ledger for each (20 times a second under
+// soak-etcd's sixteen writers) halved every writer's pace on etcd; a
+// commit's notices within the gap start one pass at its end. Neither the
+// deadline watch's signals nor the passes the timer starts wait for it.
+const changeGap = 250 * time.Millisecond
 
 // snapshot is what a tick reads from the ledger. Run keeps it between
 // ticks while the ledger is unchanged, so an idle monitor doesn't decode
@@ -201,6 +210,7 @@ func New(c *core.Client, o Options) *Monitor {
 // ends.
 func (m *Monitor) Run(ctx context.Context) error {
 	changes := m.c.Ledger().Changes(ctx, 250*time.Millisecond)
+	m.spacing = newWriteSpacing(m.c.Ledger()) // Run's passes only: Tick writes when asked
 	var pubErrs <-chan error
 	if m.pub != nil {
 		pubErrs = m.pub.errs
@@ -241,6 +251,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-changes:
 			changed = true
 			timer.Stop()
+			if d := changeGap - clock.Since(clock.Kernel, began); d > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-clock.Kernel.After(d):
+				}
+			}
 		case err := <-pubErrs:
 			m.report(Act{Time: m.c.Now(), Kind: domain.EventError, Detail: err.Error()})
 			timer.Stop()
@@ -414,6 +431,9 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 	m.notes.prepare(snap, m.c.Me(), m.root)
 
 	if !todo.empty() || len(m.notes.want) > 0 || m.acct.done != nil || len(m.unrecorded) > 0 {
+		if at, wait := m.spacing.wait(now); wait {
+			return at, nil // the deadline watch has sent what was due
+		}
 		m.snap = nil // this pass writes: read afresh next time
 		var acts []Act
 		var mine []signalPlan
@@ -424,6 +444,7 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 		// if it waits all the same, the processes of expired bookings get
 		// their SIGTERM at the deadline regardless (see termEarly).
 		early := m.termEarly(plans, local)
+		began := m.c.Now()
 		err := storage.UpdateUrgent(m.c.Context(), m.c.Ledger(), func(tx *storage.Tx) error {
 			acts, mine, placeMore = nil, nil, false
 			// Read once for every booking the pass ends, if it ends any.
@@ -487,6 +508,9 @@ func (m *Monitor) onePass(changed bool, now time.Time) (time.Time, error) {
 			placeMore, err = m.c.PlaceLine(tx)
 			return err
 		})
+		m.spacing.wrote(began, m.c.Now(), err == nil && len(due)+len(warn) > 0 && !slices.ContainsFunc(acts, func(a Act) bool {
+			return a.Kind == domain.EventExpired || a.Kind == domain.EventWarned
+		}))
 		sent, earlyActs := early.settle()
 		if err != nil {
 			m.keepOffline(early) // sent, not recorded: never again, said, and recorded later

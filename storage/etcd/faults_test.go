@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
 
-func openOn(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) *Store {
+func openOn(t testing.TB, c *etcdtest.Cluster, timeout time.Duration) *Store {
 	t.Helper()
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
