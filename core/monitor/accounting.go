@@ -202,17 +202,26 @@ const (
 // has written that minute for, its minute sample, its bookings' usage and
 // its unbooked use; then it moves the idle ladder of those bookings. It
 // returns the acts (warnings, reclaims) to report, and whether every GPU
-// is done: it writes whole GPUs only while they fit in budget writes (but
-// at least one), since etcd takes 128 writes in a transaction by default;
-// the next pass does the rest (skipTaken passes over those written).
+// is done. It writes within budget more writes, since etcd takes 128 in
+// a transaction by default: bookings while one more fits, a GPU's minute
+// once its last booking is written; the next pass does the rest, passing
+// over the bookings and the GPUs already written (skipTaken over whole
+// windows). A GPU with more bookings in the window than a transaction
+// takes (a hundred short ones a minute, under soak) used to be written
+// whole, which failed the pass and every pass after it, expiries with
+// it, for as long as the window waited to be written.
 func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budget int) ([]Act, bool, error) {
 	w := m.acct.done
 	if w == nil {
 		return nil, true, nil
 	}
 	var acts []Act
-	budget -= storage.DropMax // DropGPUMinutes
-	wrote := false
+	// What the pass has written counts, and what a booking may write at
+	// most (its usage; the ladder's event, or its release and charge) is
+	// kept free before each: a booking's usage alone is one write.
+	ceiling := tx.Written() + budget - storage.DropMax // DropGPUMinutes
+	room := func(n int) bool { return tx.Written()+n <= ceiling }
+	incomplete := func() ([]Act, bool, error) { return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept)) }
 	for _, idx := range domain.SortedKeys(w.gpus) {
 		g := w.gpus[idx]
 		taken, err := tx.HasGPUMinute(w.start, g.dev.UUID)
@@ -228,20 +237,6 @@ func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budg
 				ids = append(ids, id)
 			}
 		}
-		cost := accountGPUWrites + len(ids)*accountBookingWrites
-		for k := range w.unbooked {
-			if k.device == idx {
-				cost++
-			}
-		}
-		if wrote && cost > budget {
-			return acts, false, tx.DropGPUMinutes(now.Add(-samplesKept))
-		}
-		wrote, budget = true, budget-cost
-		minute := domain.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: procfs.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
-		if g.utilN > 0 {
-			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
-		}
 		// Their records and usage at once: on etcd a read is a round trip.
 		parts, err := tx.PartitionsByID(ids)
 		if err != nil {
@@ -251,7 +246,20 @@ func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budg
 		if err != nil {
 			return nil, false, err
 		}
+		gpuWrites := accountGPUWrites
+		for k := range w.unbooked {
+			if k.device == idx {
+				gpuWrites++
+			}
+		}
+		minute := domain.GPUMinute{Minute: w.start, Device: idx, UUID: g.dev.UUID, Util: procfs.NA, MemoryUsed: g.memPeak, MemoryTotal: g.dev.MemoryTotal}
+		if g.utilN > 0 {
+			minute.Util = (g.utilSum + g.utilN/2) / g.utilN
+		}
 		for i, id := range ids {
+			if usage[i].Through.Before(w.end()) && !room(gpuWrites+accountBookingWrites) {
+				return incomplete() // the next pass goes on from this booking
+			}
 			more, verdict, err := m.accountBooking(tx, parts[i], usage[i], w.books[id], w, pol, now)
 			if err != nil {
 				return nil, false, err
@@ -263,6 +271,9 @@ func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budg
 			case verdictBusy:
 				minute.Active = append(minute.Active, id)
 			}
+		}
+		if !room(gpuWrites) {
+			return incomplete() // its bookings are in; its minute next time
 		}
 		for k, u := range w.unbooked {
 			if k.device != idx || u.smSum == 0 {
@@ -281,11 +292,10 @@ func (m *Monitor) account(tx *storage.Tx, pol domain.Policy, now time.Time, budg
 }
 
 // accountBooking adds one window to booking p's usage u and moves its
-// ladder.
+// ladder, and returns the window's verdict on it. A booking whose usage
+// has the window already (an earlier pass wrote it) gets its verdict, for
+// its GPU's minute, and nothing written.
 func (m *Monitor) accountBooking(tx *storage.Tx, p domain.Partition, u domain.BookingUsage, b *bookingWindow, w *window, pol domain.Policy, now time.Time) ([]Act, minuteVerdict, error) {
-	if !u.Through.Before(w.end()) {
-		return nil, verdictUnknown, nil // accounted already
-	}
 	// The part of the window the booking held its share.
 	from, to := admission.Later(w.start, p.Start), w.end()
 	if !p.Ended.IsZero() {
@@ -298,7 +308,6 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p domain.Partition, u domain.Bo
 	mean := 0.0
 	if b.known > 0 {
 		mean = float64(b.activitySum) / float64(b.known)
-		u.GPUTime += time.Duration(mean / 100 * float64(held) * float64(b.known) / float64(b.samples))
 	}
 	switch {
 	case b.withProcs == 0 && !to.After(p.Start.Add(pol.IdleStart)):
@@ -317,6 +326,12 @@ func (m *Monitor) accountBooking(tx *storage.Tx, p domain.Partition, u domain.Bo
 		// (another user's, under hidepid=2 or from a namespace): idle is
 		// root's, or the owner's, to judge; the ladder waits for them.
 		verdict = verdictUnseen
+	}
+	if !u.Through.Before(w.end()) {
+		return nil, verdict, nil // accounted already
+	}
+	if b.known > 0 {
+		u.GPUTime += time.Duration(mean / 100 * float64(held) * float64(b.known) / float64(b.samples))
 	}
 	switch verdict {
 	case verdictIdle:
