@@ -6,10 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func backendsCmd(g *globals) *cobra.Command {
@@ -80,10 +80,10 @@ func backendsCmd(g *globals) *cobra.Command {
 				if h.SkewSeconds != nil {
 					skew = fmt.Sprintf("clock %+.2f s", *h.SkewSeconds)
 				}
-				fmt.Fprintf(out, "host %-15s %s, %d GPUs, %s\n", tui.Printable(h.Host)+":", state, h.GPUs, skew)
+				fmt.Fprintf(out, "host %-15s %s, %d GPUs, %s\n", human.Printable(h.Host)+":", state, h.GPUs, skew)
 			}
 			for _, w := range r.ClockWarnings {
-				fmt.Fprintf(out, "warning:             %s\n", tui.Printable(w))
+				fmt.Fprintf(out, "warning:             %s\n", human.Printable(w))
 			}
 			return nil
 		},

@@ -6,9 +6,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 //nolint:funlen,gocyclo // the command: its flags, then one report that reads top to bottom, a branch per thing it checks
@@ -45,7 +45,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 				default:
 					fmt.Fprintf(out, "Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
 					for _, p := range d.Problems {
-						fmt.Fprintln(out, "  -", tui.Printable(p))
+						fmt.Fprintln(out, "  -", human.Printable(p))
 					}
 				}
 				fmt.Fprintln(out, "Backup:", d.Backup)
@@ -94,7 +94,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 							fmt.Fprintln(out, "Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Fprintln(out, "Lost:", tui.Printable(s))
+							fmt.Fprintln(out, "Lost:", human.Printable(s))
 						}
 						fmt.Fprintf(out, "Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)

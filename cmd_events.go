@@ -9,7 +9,6 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 //nolint:funlen // the command: its flags and the filters they make, in the order the help lists them
@@ -78,7 +77,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				return nil
 			}
 			if err := writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
-				tui.WriteEvents(w, evs, "")
+				view.WriteEvents(w, evs, "")
 				return nil
 			}); err != nil {
 				return err

@@ -16,7 +16,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // Output forms of `list -o`.
@@ -187,8 +186,8 @@ func (l bookingList) write(w io.Writer) error {
 			}
 		}
 	}
-	o := tui.TableOptions{Wide: l.output == outputWide, NoHeaders: l.noHeaders}
-	return writeBuffered(w, func(w io.Writer) error { return tui.WriteBookings(w, parts, now, pol.WarnLead, o) })
+	o := view.TableOptions{Wide: l.output == outputWide, NoHeaders: l.noHeaders}
+	return writeBuffered(w, func(w io.Writer) error { return view.WriteBookings(w, parts, now, pol.WarnLead, o) })
 }
 
 // knownUser checks a --user filter: a name or uid with an account here, or

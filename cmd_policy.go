@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/policy"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func policyCmd(g *globals) *cobra.Command {
@@ -108,7 +108,7 @@ func writePolicy(w io.Writer, p domain.Policy) error {
 		return err
 	}
 	for _, o := range overrides {
-		if _, err := fmt.Fprintln(w, "set: "+tui.Printable(o)); err != nil {
+		if _, err := fmt.Fprintln(w, "set: "+human.Printable(o)); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // queueCmd is `chronos queue`: the waiting line, in order, with each
@@ -142,7 +141,7 @@ func doEach(cmd *cobra.Command, c *core.Client, ids []uint64, do func(c *core.Cl
 	for _, id := range ids {
 		done, err := do(c, id)
 		if err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
+			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", human.Printable(err.Error()))
 			status = exitError
 			continue
 		}
@@ -168,15 +167,15 @@ func writeQueue(w io.Writer, c *core.Client, line []admission.QueueEntry) error 
 			pos = strconv.Itoa(e.Position)
 		}
 		if !e.ETA.IsZero() {
-			eta = human.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())) + ")"
+			eta = human.FormatTime(e.ETA, now) + " (GPU " + human.Printable(c.GPUsName(e.Host, e.ETAGPUs())) + ")"
 		}
-		gpu := tui.Printable(admission.AskedGPUs(c.Host(), e.Request))
+		gpu := human.Printable(admission.AskedGPUs(c.Host(), e.Request))
 		share := human.FormatPercent(e.SharePPM)
 		if e.Bytes > 0 {
 			share = human.FormatBytes(e.Bytes)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, tui.Printable(e.User), gpu, share,
-			human.FormatDuration(e.Duration), human.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, human.Printable(e.User), gpu, share,
+			human.FormatDuration(e.Duration), human.FormatDuration(now.Sub(e.Created)), e.Priority, eta, human.Printable(e.Reason))
 	}
 	return tw.Flush()
 }
@@ -236,7 +235,7 @@ func (f *lineFlags) waitOptions() *admission.WaitOptions {
 // waitingLine is what a waiter says when its place in line changes.
 func waitingLine(c *core.Client, e admission.QueueEntry) string {
 	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
-		human.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())), tui.Printable(e.Reason))
+		human.FormatTime(e.ETA, c.Now()), human.Printable(c.GPUsName(e.Host, e.ETAGPUs())), human.Printable(e.Reason))
 }
 
 // bookedLine is what create prints for a booking.
@@ -247,5 +246,5 @@ func bookedLine(c *core.Client, p *core.Partition) string {
 		when = "from " + human.FormatTime(p.Start, now) + " " + when
 	}
 	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, human.FormatPercent(p.SharePPM),
-		human.FormatBytes(p.Bytes), tui.Printable(p.GPUName()), p.User, when)
+		human.FormatBytes(p.Bytes), human.Printable(p.GPUName()), p.User, when)
 }

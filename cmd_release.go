@@ -11,7 +11,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func releaseCmd(g *globals) *cobra.Command {
@@ -42,7 +41,7 @@ nothing unless --yes says so.`,
 					for _, p := range parts {
 						if p.UID == uid {
 							ids = append(ids, p.ID)
-							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(p.GPUName()), human.FormatPercent(p.SharePPM)))
+							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, human.Printable(p.GPUName()), human.FormatPercent(p.SharePPM)))
 						}
 					}
 					return ids, names, err
@@ -109,7 +108,7 @@ func (m manyAtOnce) do(cmd *cobra.Command, g *globals, mine bool, owner string, 
 		return err
 	}
 	if len(ids) == 0 {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s.\n", tui.Printable(who.User), m.none)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s.\n", human.Printable(who.User), m.none)
 		return nil
 	}
 	flag := " --mine"
@@ -117,7 +116,7 @@ func (m manyAtOnce) do(cmd *cobra.Command, g *globals, mine bool, owner string, 
 		flag = " --user " + owner
 	}
 	m.asked += flag
-	what := fmt.Sprintf("%d %s of %s: %s", len(ids), things, tui.Printable(who.User), strings.Join(names, ", "))
+	what := fmt.Sprintf("%d %s of %s: %s", len(ids), things, human.Printable(who.User), strings.Join(names, ", "))
 	if err := m.confirm(cmd, what, yes); err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // showCmd is `chronos show ID`: everything about one booking.
@@ -52,7 +51,7 @@ func showCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
 			}
 			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
-				return tui.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
+				return view.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
 			})
 		},
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func statsCmd(g *globals) *cobra.Command {
@@ -41,7 +41,7 @@ func statsCmd(g *globals) *cobra.Command {
 				if asJSON {
 					return printJSON(w, st)
 				}
-				return writeBuffered(w, func(w io.Writer) error { return tui.WriteStats(w, st) })
+				return writeBuffered(w, func(w io.Writer) error { return view.WriteStats(w, st) })
 			})
 		},
 	}

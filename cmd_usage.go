@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/report"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // usageCmd is `chronos usage`: per user, the GPU-hours held, what is held
@@ -67,7 +67,7 @@ func writeUsage(w io.Writer, users []report.UserUsage) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "USER\tGPUS NOW\tAHEAD\tGPUS LEFT\tGPU-H LEFT\tUSAGE GPU-H\tFAIR-SHARE\tWAITING")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", tui.Printable(u.User),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%d\n", human.Printable(u.User),
 			number(u.GPUs), number(u.Ahead), left(u.GPUsLeft, 2), hoursLeft(u.HoursLeft), u.Usage, u.Factor, u.Waiting)
 	}
 	if err := tw.Flush(); err != nil {
@@ -76,7 +76,7 @@ func writeUsage(w io.Writer, users []report.UserUsage) error {
 	fmt.Fprintln(w, "\nGPU-hours of the last 7 and 30 days (as chronos report counts them):")
 	fmt.Fprintln(tw, "USER\tBOOKED 7D\t30D\tUSED 7D\t30D\tIDLE 7D\t30D\tUNBOOKED 7D\t30D")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", tui.Printable(u.User),
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", human.Printable(u.User),
 			u.Hours7d, u.Hours30d, u.Used7d, u.Used30d, u.Idle7d, u.Idle30d, u.Unbooked7d, u.Unbooked30d)
 	}
 	return tw.Flush()

@@ -28,7 +28,6 @@ import (
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -133,7 +132,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(stderr, "chronos:", tui.Printable(exit.msg))
+			fmt.Fprintln(stderr, "chronos:", human.Printable(exit.msg))
 		}
 		return exit.code
 	}
