@@ -63,7 +63,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				ctx, stop = signalContext(ctx, syscall.SIGHUP)
 				defer stop()
 			}
-			say := func(e admission.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
+			say := func(e admission.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", view.WaitingLine(c, e)) }
 			var p *core.Partition
 			if request > 0 {
 				p, err = waitFor(ctx, cmd, c, request, req, line.wait, say)
@@ -84,7 +84,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(c, p))
+			fmt.Fprintln(cmd.OutOrStdout(), view.BookedLine(c, p))
 			if p.Placement != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "Placed on %s.\n", human.Printable(p.Placement))
 			}

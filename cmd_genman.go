@@ -77,7 +77,7 @@ func genManCmd() *cobra.Command {
 			root := cmd.Root()
 			root.InitDefaultCompletionCmd()
 			long := root.Long
-			root.Long += "\n\n" + exitStatusMarkdown + "\n" + environmentMarkdown() + "\n" + filesMarkdown()
+			root.Long += "\n\n" + exitStatusMarkdown + "\n" + setup.EnvironmentMarkdown() + "\n" + filesMarkdown()
 			defer func() { root.Long = long }()
 			root.DisableAutoGenTag = true
 			header := &doc.GenManHeader{Title: "CHRONOS", Section: "1", Source: "chronos " + version, Manual: "Chronos Manual"}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -54,26 +53,9 @@ func (f metricsFlags) start(sampleEvery time.Duration) (*metricsServer, error) {
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics %s: %s", human.Quote(f.addr), listenProblem(err))
+		return nil, fmt.Errorf("--metrics %s: %s", human.Quote(f.addr), metrics.ListenProblem(err))
 	}
 	return &metricsServer{ex: metrics.New(metrics.Options{Compat: compat, SampleEvery: sampleEvery}), ln: ln}, nil
-}
-
-// listenProblem says why an address could not be listened on.
-func listenProblem(err error) string {
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return "the address is in use (another exporter, or another chronos serving metrics there?)"
-	case errors.Is(err, syscall.EACCES):
-		return "ports below 1024 need root; choose another, such as 9400"
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return "this machine has no such address"
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return "no such host " + human.Quote(dns.Name)
-	}
-	return err.Error()
 }
 
 // timed is what the metrics server wraps the ledger in: it times each

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // defaultWatch is how often --watch redraws when given no interval, as
@@ -123,7 +123,7 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 			if err != nil {
 				width, height = 80, 24
 			}
-			fmt.Fprint(out, fitScreen(head+"\n\n"+buf.String(), width, height))
+			fmt.Fprint(out, view.FitScreen(head+"\n\n"+buf.String(), width, height))
 		} else {
 			fmt.Fprintf(out, "%s\n\n%s\n", head, buf.String())
 		}
@@ -138,25 +138,4 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 			fmt.Fprintln(&buf, "chronos:", human.Printable(err.Error()))
 		}
 	}
-}
-
-// fitScreen is text drawn from the top left of a width×height screen: each
-// line cut to the width and cleared to its end, lines past the height
-// left out, and the rest of the screen cleared.
-func fitScreen(text string, width, height int) string {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if len(lines) > height {
-		lines = lines[:height]
-	}
-	var b strings.Builder
-	b.WriteString(ansi.CursorHomePosition)
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString(ansi.Truncate(l, width, ""))
-		b.WriteString(ansi.EraseLineRight)
-	}
-	b.WriteString(ansi.EraseScreenBelow)
-	return b.String()
 }
