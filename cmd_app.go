@@ -50,7 +50,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 				err = errors.Join(err, fmt.Errorf("close log: %w", cerr))
 			}
 		}()
-		if logAct, err = actLogger(logFile, "text"); err != nil {
+		if logAct, err = monitor.ActLogger(logFile, "text"); err != nil {
 			return err
 		}
 	}
@@ -66,12 +66,12 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	// The person's notices (ending soon, idle, reclaimed) the app reads
 	// from the audit trail itself, as every app of theirs does.
 	opts := monitor.Options{Backend: b, OnAct: show}
-	g.metrics.observe(&opts)
+	observe(g.metrics, &opts)
 	host := c.Host() // its name in a ledger many hosts share
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	mon := g.metrics.beside(monitor.New(c, opts), c)
+	mon := g.metrics.Beside(monitor.New(c, opts), c)
 	if note, kept := keptByRoot(c); kept {
 		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
 	}

@@ -60,7 +60,7 @@ func backendsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r)
+				return view.PrintJSON(cmd.OutOrStdout(), r)
 			}
 			return view.WriteBackends(cmd.OutOrStdout(), r, mps)
 		},

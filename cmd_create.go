@@ -82,7 +82,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				}
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
+				return view.PrintJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), view.BookedLine(c, p))
 			if p.Placement != "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/setup"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -114,7 +115,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 				}
 			}
 			if asJSON {
-				if err := printJSON(out, result); err != nil {
+				if err := view.PrintJSON(out, result); err != nil {
 					return err
 				}
 			}
@@ -143,7 +144,7 @@ func (g *globals) diagnoseStore(cmd *cobra.Command, cfg setup.StoreConfig, asJSO
 	}
 	d.Backup = "etcd's own (etcdctl snapshot save)"
 	if asJSON {
-		err = printJSON(cmd.OutOrStdout(), d)
+		err = view.PrintJSON(cmd.OutOrStdout(), d)
 	} else {
 		print(d)
 	}

@@ -66,7 +66,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				evs = evs[1:]
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.Events(evs))
+				return view.PrintJSON(cmd.OutOrStdout(), view.Events(evs))
 			}
 			if len(evs) == 0 {
 				if f.Booking == 0 && f.User == "" && f.Since.IsZero() && len(f.Kinds) == 0 {
@@ -76,7 +76,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				}
 				return nil
 			}
-			if err := writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+			if err := view.WriteBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
 				view.WriteEvents(w, evs, "")
 				return nil
 			}); err != nil {

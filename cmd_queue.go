@@ -63,7 +63,7 @@ keep one user's requests, at their places in the whole line.`,
 				for _, e := range line {
 					rows = append(rows, view.QueueEntry(e, c.Now()))
 				}
-				return printJSON(out, rows)
+				return view.PrintJSON(out, rows)
 			}
 			return view.WriteQueue(out, c, line)
 		},

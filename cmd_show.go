@@ -48,9 +48,9 @@ func showCmd(g *globals) *cobra.Command {
 			procs, note := bookingProcesses(c, g.backendKind(), id)
 			now := c.Now()
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
+				return view.PrintJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
 			}
-			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+			return view.WriteBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
 				return view.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
 			})
 		},

@@ -39,9 +39,9 @@ func statsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(w, st)
+					return view.PrintJSON(w, st)
 				}
-				return writeBuffered(w, func(w io.Writer) error { return view.WriteStats(w, st) })
+				return view.WriteBuffered(w, func(w io.Writer) error { return view.WriteStats(w, st) })
 			})
 		},
 	}

@@ -40,7 +40,7 @@ days).`,
 				if users == nil {
 					users = []report.UserUsage{}
 				}
-				return printJSON(cmd.OutOrStdout(), users)
+				return view.PrintJSON(cmd.OutOrStdout(), users)
 			}
 			return view.WriteUsage(cmd.OutOrStdout(), users)
 		},
