@@ -7,12 +7,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
@@ -21,7 +21,7 @@ import (
 // runApp is `chronos`: the terminal app, with the monitor engine running
 // inside it so that bookings are enforced whenever anyone has it open.
 func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (err error) {
-	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
+	if !view.IsTerminal(cmd.OutOrStdout()) || !view.IsTerminal(cmd.InOrStdin()) {
 		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
 	}
 	if g.metrics, err = mf.start(0); err != nil {
@@ -111,11 +111,4 @@ func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error 
 	err := fn()
 	stop()
 	return errors.Join(err, grp.Wait())
-}
-
-// isTerminal says whether f is a terminal; writers and readers that are not
-// files (a test's buffer) are not.
-func isTerminal(f any) bool {
-	fd, ok := f.(interface{ Fd() uintptr })
-	return ok && term.IsTerminal(fd.Fd())
 }

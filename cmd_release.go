@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 func releaseCmd(g *globals) *cobra.Command {
@@ -129,7 +130,7 @@ func (m manyAtOnce) confirm(cmd *cobra.Command, what string, yes bool) error {
 	if yes {
 		return nil
 	}
-	if !isTerminal(cmd.InOrStdin()) {
+	if !view.IsTerminal(cmd.InOrStdin()) {
 		return usageError{fmt.Errorf("%s would %s %s; add --yes to confirm (there is no terminal to ask on)", m.asked, m.verb, what)}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s %s? [y/N] ", strings.ToUpper(m.verb[:1])+m.verb[1:], what)

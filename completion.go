@@ -5,16 +5,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/report"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -248,12 +247,7 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 			if (onlyMine && !me.MayChange(p.UID)) || slices.Contains(a, id) {
 				continue
 			}
-			when := timeLeft(p.Expires.Sub(now)) + " left"
-			if p.Upcoming(now) { // its time left is not counted before it starts
-				when = fmt.Sprintf("from %s for %s", human.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
-			}
-			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s",
-				human.Printable(p.User), p.GPUName(), human.FormatPercent(p.SharePPM), when)))
+			out = append(out, cobra.CompletionWithDesc(id, view.BookingDescription(p, now)))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -290,13 +284,4 @@ func (g *globals) completeOwners(*cobra.Command, []string, string) ([]cobra.Comp
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-// timeLeft is a booking's time left to the minute, or to the second in
-// its last minute.
-func timeLeft(d time.Duration) string {
-	if d >= time.Minute {
-		d = d.Truncate(time.Minute)
-	}
-	return human.FormatDuration(d)
 }

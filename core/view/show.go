@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
 // WriteBooking prints everything known of one booking for `chronos show`:
@@ -85,4 +86,25 @@ func WriteEvents(w io.Writer, evs []domain.Event, indent string) {
 	for _, e := range evs {
 		fmt.Fprintf(w, "%s%s  %s\n", indent, e.Time.Local().Format("2006-01-02 15:04:05.000"), human.Printable(human.FormatEvent(e)))
 	}
+}
+
+// BookingProcesses reads the GPUs now and returns the processes that count
+// against booking id or claim it; when the GPUs cannot be read, why.
+func BookingProcesses(c *core.Client, backend string, id uint64) ([]admission.Attribution, string) {
+	b, _, err := c.OpenGPUs(backend)
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
+	}
+	defer b.Close()
+	st, err := c.Stats(b, procfs.DetectMPS(""))
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
+	}
+	procs := []admission.Attribution{}
+	for _, a := range st.Processes {
+		if a.Partition == id || a.Claimed == id {
+			procs = append(procs, a)
+		}
+	}
+	return procs, ""
 }
