@@ -91,7 +91,7 @@ func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string, guarded 
 	}
 	var guard *storage.Guard
 	if guarded {
-		g, err := guardStore(cfg, group)
+		g, err := setup.GuardStore(cfg, group)
 		if err != nil {
 			return err
 		}
@@ -113,6 +113,6 @@ func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string, guarded 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host%s.\n",
-		s, setup.StoreFile(), setup.GroupOrRoot(group), guardedStoreNote(guard, cfg.Key))
+		s, setup.StoreFile(), setup.GroupOrRoot(group), setup.GuardedStoreNote(guard, cfg.Key))
 	return nil
 }

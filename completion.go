@@ -1,6 +1,7 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/view"
@@ -52,7 +53,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 		"gpu":            g.completeGPUs,
 		"by":             values(enumStrings(report.Bys)...),
 		"output":         values("wide\tmore columns", "json\tthe fields scripts read", "ids\tone id a line"),
-		"state":          listValues(stateWords()),
+		"state":          listValues(human.StatusWords()),
 		"user":           g.completeOwners,
 		"since":          values("1h", "1d", "7d", "30d", "all"),
 		"grace":          values("10s", "30s", "1m"),
@@ -112,33 +113,9 @@ func addCompletions(root *cobra.Command, g *globals) {
 // without it every Tab said "_get_comp_words_by_ref: command not found".
 // This stand-in splits the line up to the cursor on blanks alone, so that
 // --flag=value and host:index stay one word, as cobra's -n =: asks.
-const bashWithoutBashCompletion = `
-# Without the bash-completion package: the one helper the script above needs.
-if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
-_get_comp_words_by_ref() {
-    while [[ $# -gt 0 && $1 == -* ]]; do
-        [[ $1 == -n || $1 == -i || $1 == -w ]] && shift
-        shift
-    done
-    local __line=${COMP_LINE:0:COMP_POINT}
-    local -a __words
-    read -ra __words <<< "$__line"
-    [[ -z $__line || $__line =~ [[:space:]]$ ]] && __words+=("")
-    local __cword=$(( ${#__words[@]} - 1 ))
-    local __prev=""
-    (( __cword > 0 )) && __prev=${__words[__cword-1]}
-    while [[ $# -gt 0 ]]; do
-        case $1 in
-            cur) cur=${__words[__cword]} ;;
-            prev) prev=$__prev ;;
-            words) words=("${__words[@]}") ;;
-            cword) cword=$__cword ;;
-        esac
-        shift
-    done
-}
-fi
-`
+//
+//go:embed contrib/bash-completion-fallback.bash
+var bashWithoutBashCompletion string
 
 // nth completes the n-th argument with fns[n]. Past the last, release
 // takes more ids, and run the command to run, file and command names (as
@@ -209,15 +186,6 @@ func backends() []string {
 func signals() []string {
 	return []string{"none\tno signal before the end", "USR1@5m\tSIGUSR1 five minutes before the end", "USR1\tSIGUSR1 at the policy's warning lead",
 		"USR2@5m\tSIGUSR2 five minutes before the end", "TERM@1m\tSIGTERM a minute before the end"}
-}
-
-// stateWords are the booking statuses as --state takes them.
-func stateWords() []string {
-	out := make([]string, len(domain.BookingStatuses))
-	for i, s := range domain.BookingStatuses {
-		out[i] = strings.ToLower(strings.ReplaceAll(string(s), " ", "-"))
-	}
-	return out
 }
 
 // completing reads the bookings a completion offers from: the live ones,

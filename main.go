@@ -135,7 +135,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exit.code
 	}
-	fmt.Fprintln(stderr, "chronos:", printable(err))
+	fmt.Fprintln(stderr, "chronos:", human.PrintableError(err))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, domain.ErrInput) {
 		return exitUsage

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 
@@ -94,36 +92,21 @@ func flagError(cmd *cobra.Command, err error) error {
 // nearFlags are cmd's flags (its own and those it inherits) within two
 // edits of a mistyped long name, or that it begins, nearest first.
 func nearFlags(cmd *cobra.Command, typed string) []string {
-	if typed == "" || len(typed) > human.MaxSuggested {
-		return nil
-	}
-	type near struct {
-		name string
-		d    int
-	}
-	var found []near
+	var names []string
 	seen := map[string]bool{}
 	look := func(f *pflag.Flag) {
-		if f.Hidden || seen[f.Name] {
-			return
-		}
-		seen[f.Name] = true
-		d := human.EditDistance(typed, f.Name)
-		if strings.HasPrefix(f.Name, typed) {
-			d = min(d, 1)
-		}
-		if d <= 2 && d < len(f.Name) {
-			found = append(found, near{"--" + f.Name, d})
+		if !f.Hidden && !seen[f.Name] {
+			seen[f.Name] = true
+			names = append(names, f.Name)
 		}
 	}
 	cmd.Flags().VisitAll(look)
 	cmd.InheritedFlags().VisitAll(look)
-	slices.SortStableFunc(found, func(a, b near) int { return cmp.Compare(a.d, b.d) })
-	out := make([]string, 0, min(len(found), 3))
-	for _, f := range found[:min(len(found), 3)] {
-		out = append(out, f.name)
+	near := human.Nearest(typed, names)
+	for i, n := range near {
+		near[i] = "--" + n
 	}
-	return out
+	return near
 }
 
 // explain turns what the libraries said into a person's words at the top,
@@ -136,31 +119,9 @@ func (g *globals) explain(cmd *cobra.Command, err error) error {
 		return setup.LedgerPathError{Path: path, From: g.ledgerSource(), Err: pathErr}
 	}
 	if errors.Is(err, storage.ErrDamaged) && cmd.Name() != "doctor" {
-		return hintedError{err, "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
+		return human.HintedError{Err: err, Hint: "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
 	}
 	return err
-}
-
-// hintedError is an error with our advice on a line of its own: the
-// error's text may carry the ledger's or a user's words, escaped when
-// printed, while the line break between them is ours and stays one.
-type hintedError struct {
-	err  error
-	hint string
-}
-
-func (e hintedError) Error() string { return e.err.Error() + "\n" + e.hint }
-
-func (e hintedError) Unwrap() error { return e.err }
-
-// printable is err's text made safe for a terminal, line by line where the
-// lines are ours.
-func printable(err error) string {
-	var h hintedError
-	if errors.As(err, &h) && h.Error() == err.Error() { // nothing wraps it
-		return human.Printable(h.err.Error()) + "\n" + human.Printable(h.hint)
-	}
-	return human.Printable(err.Error())
 }
 
 // warnOnce prints a warning to w the first time it is told one: a command
