@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/view"
@@ -75,7 +73,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	if note, kept := keptByRoot(c); kept {
 		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
 	}
-	return besideMonitor(cmd.Context(), mon, func() error {
+	return monitor.Beside(cmd.Context(), mon, func() error {
 		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Writes: writerFor(c), Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
 			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})
@@ -89,26 +87,4 @@ func globalArgs(cmd *cobra.Command) []string {
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
 	return args
-}
-
-// monitorRunner is what besideMonitor runs: a *monitor.Monitor.
-type monitorRunner interface {
-	Run(ctx context.Context) error
-}
-
-// besideMonitor runs fn while the monitor runs, then stops the monitor and
-// waits for it, so that it never dies mid-act with the process; an error
-// of either is returned.
-func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error {
-	grp, ctx := errgroup.WithContext(ctx)
-	ctx, stop := context.WithCancel(ctx)
-	grp.Go(func() error {
-		if err := m.Run(ctx); err != nil {
-			return fmt.Errorf("the monitor stopped: %w", err)
-		}
-		return nil
-	})
-	err := fn()
-	stop()
-	return errors.Join(err, grp.Wait())
 }

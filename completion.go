@@ -15,7 +15,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -43,15 +42,15 @@ func addCompletions(root *cobra.Command, g *globals) {
 	flags := map[string]completion{
 		"events/booking": bookings(false),
 		"events/since":   values("10m", "1h", "1d", "7d"),
-		"events/kind":    listValues(enumStrings(storage.StoredEventKinds)),
-		"backend":        values(backends()...),
+		"events/kind":    listValues(human.Strings(storage.StoredEventKinds)),
+		"backend":        values(view.BackendChoices()...),
 		"log-format":     values("text", "json"),
 		"metrics-compat": values(string(metrics.CompatDCGM)),
 		"signal":         values(signals()...),
 		"warn-signal":    values(signals()...),
 		"booking":        bookings(true),
 		"gpu":            g.completeGPUs,
-		"by":             values(enumStrings(report.Bys)...),
+		"by":             values(human.Strings(report.Bys)...),
 		"output":         values("wide\tmore columns", "json\tthe fields scripts read", "ids\tone id a line"),
 		"state":          listValues(human.StatusWords()),
 		"user":           g.completeOwners,
@@ -164,24 +163,6 @@ var (
 	memories  = values("0.25\ta quarter of the GPU's memory", "0.5\thalf", "1\tthe whole GPU", "20GiB\ta size")
 	durations = values("30m", "1h", "2h", "4h", "8h", "1d")
 )
-
-func enumStrings[S ~string](ss []S) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return out
-}
-
-func backends() []string {
-	about := map[gpu.Kind]string{gpu.KindAuto: "NVML, else DRM, else simulated", gpu.KindNVML: "NVIDIA, through NVML",
-		gpu.KindDRM: "AMD and Intel, through the kernel", gpu.KindSim: "simulated GPUs"}
-	var out []string
-	for _, k := range gpu.Kinds {
-		out = append(out, string(k)+"\t"+about[k])
-	}
-	return out
-}
 
 func signals() []string {
 	return []string{"none\tno signal before the end", "USR1@5m\tSIGUSR1 five minutes before the end", "USR1\tSIGUSR1 at the policy's warning lead",

@@ -1,4 +1,4 @@
-package main
+package monitor
 
 import (
 	"context"
@@ -29,13 +29,13 @@ func TestBesideMonitorWaitsAndReports(t *testing.T) {
 	t.Parallel()
 	m := &slowMonitor{err: errors.New("ledger gone")}
 	appErr := errors.New("screen gone")
-	err := besideMonitor(context.Background(), m, func() error { return appErr })
+	err := Beside(context.Background(), m, func() error { return appErr })
 	require.True(t, m.stopped.Load(), "returned before the monitor stopped")
 	require.ErrorIs(t, err, appErr)
 	require.ErrorIs(t, err, m.err)
 	require.Contains(t, err.Error(), "the monitor stopped: ledger gone")
 
 	m = &slowMonitor{}
-	require.NoError(t, besideMonitor(context.Background(), m, func() error { return nil }))
+	require.NoError(t, Beside(context.Background(), m, func() error { return nil }))
 	require.True(t, m.stopped.Load())
 }

@@ -6,7 +6,20 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/gpu"
 )
+
+// BackendChoices are the backends --backend takes, each with a tab and
+// what it reads, as completion offers them.
+func BackendChoices() []string {
+	about := map[gpu.Kind]string{gpu.KindAuto: "NVML, else DRM, else simulated", gpu.KindNVML: "NVIDIA, through NVML",
+		gpu.KindDRM: "AMD and Intel, through the kernel", gpu.KindSim: "simulated GPUs"}
+	var out []string
+	for _, k := range gpu.Kinds {
+		out = append(out, string(k)+"\t"+about[k])
+	}
+	return out
+}
 
 // BookingDescription is a booking as completion describes it: owner, GPU,
 // share and time left (or when it starts, and for how long).
