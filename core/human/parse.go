@@ -1,7 +1,6 @@
 package human
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"math"

@@ -12,7 +12,8 @@ import re, sys
 for path in sys.argv[1:]:
     s = open(path).read()
     m = re.search(r'^import \((.*?)\n\)', s, re.M | re.S)
-    lines = [l.strip() for l in m.group(1).splitlines() if l.strip()]
+    # (completion.go's embed import came along with StatusWords: not here)
+    lines = [l.strip() for l in m.group(1).splitlines() if l.strip() and l.strip() != '_ "embed"']
     def path_of(l): return l.split('"')[1]
     std = sorted({l for l in lines if '.' not in path_of(l).split('/')[0]}, key=path_of)
     own = sorted({l for l in lines if path_of(l).startswith('github.com/chronos-gpu/chronos')}, key=path_of)
