@@ -44,5 +44,5 @@ func TestActLogger(t *testing.T) {
 	require.Equal(t, `time=2026-11-30T09:15:42.123Z level=INFO detail="SIGTERM to python: booking #7 expired" kind=signalled booking=7 partition=7 user=carol uid=1003 pid=4242`+"\n", out.String())
 
 	_, err = ActLogger(&out, "xml")
-	require.ErrorContains(t, err, "--log-format xml: use text or json")
+	require.ErrorContains(t, err, `--log-format "xml": use text or json`)
 }

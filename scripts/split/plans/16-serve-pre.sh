@@ -64,6 +64,6 @@ sub(m, '''		return nil, usageError{fmt.Errorf("--log-format %s: use text or json
 sub('cmd_monitor_test.go', '''	_, err = actLogger(&out, "xml")
 	var usage usageError
 	require.ErrorAs(t, err, &usage)''', '''	_, err = actLogger(&out, "xml")
-	require.ErrorContains(t, err, "--log-format xml: use text or json")''')
+	require.ErrorContains(t, err, `--log-format "xml": use text or json`)''')
 PY
 goimports -local github.com/chronos-gpu/chronos -w serve_metrics.go cmd_app.go cmd_monitor.go cmd_monitor_test.go
