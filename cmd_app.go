@@ -1,18 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/tui"
@@ -21,7 +19,7 @@ import (
 // runApp is `chronos`: the terminal app, with the monitor engine running
 // inside it so that bookings are enforced whenever anyone has it open.
 func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (err error) {
-	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
+	if !view.IsTerminal(cmd.OutOrStdout()) || !view.IsTerminal(cmd.InOrStdin()) {
 		return usageError{errors.New("the app needs a terminal: run it over SSH or in tmux, use `chronos --monitor` to enforce headless, or `chronos list` for scripts")}
 	}
 	if g.metrics, err = mf.start(0); err != nil {
@@ -50,7 +48,7 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 				err = errors.Join(err, fmt.Errorf("close log: %w", cerr))
 			}
 		}()
-		if logAct, err = actLogger(logFile, "text"); err != nil {
+		if logAct, err = monitor.ActLogger(logFile, "text"); err != nil {
 			return err
 		}
 	}
@@ -66,16 +64,16 @@ func runApp(cmd *cobra.Command, g *globals, logPath string, mf metricsFlags) (er
 	// The person's notices (ending soon, idle, reclaimed) the app reads
 	// from the audit trail itself, as every app of theirs does.
 	opts := monitor.Options{Backend: b, OnAct: show}
-	g.metrics.observe(&opts)
+	observe(g.metrics, &opts)
 	host := c.Host() // its name in a ledger many hosts share
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	mon := g.metrics.beside(monitor.New(c, opts), c)
+	mon := g.metrics.Beside(monitor.New(c, opts), c)
 	if note, kept := keptByRoot(c); kept {
 		mon, notice = noMonitor{}, strings.TrimPrefix(notice+"; "+note, "; ")
 	}
-	return besideMonitor(cmd.Context(), mon, func() error {
+	return monitor.Beside(cmd.Context(), mon, func() error {
 		return tui.Run(tui.Options{Context: cmd.Context(), Client: c, Writes: writerFor(c), Backend: b, Notice: notice, Mode: mps.Label(), Host: host, Acts: acts,
 			SelfArgs: globalArgs(cmd), Out: cmd.OutOrStdout()})
 	})
@@ -89,33 +87,4 @@ func globalArgs(cmd *cobra.Command) []string {
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
 	return args
-}
-
-// monitorRunner is what besideMonitor runs: a *monitor.Monitor.
-type monitorRunner interface {
-	Run(ctx context.Context) error
-}
-
-// besideMonitor runs fn while the monitor runs, then stops the monitor and
-// waits for it, so that it never dies mid-act with the process; an error
-// of either is returned.
-func besideMonitor(ctx context.Context, m monitorRunner, fn func() error) error {
-	grp, ctx := errgroup.WithContext(ctx)
-	ctx, stop := context.WithCancel(ctx)
-	grp.Go(func() error {
-		if err := m.Run(ctx); err != nil {
-			return fmt.Errorf("the monitor stopped: %w", err)
-		}
-		return nil
-	})
-	err := fn()
-	stop()
-	return errors.Join(err, grp.Wait())
-}
-
-// isTerminal says whether f is a terminal; writers and readers that are not
-// files (a test's buffer) are not.
-func isTerminal(f any) bool {
-	fd, ok := f.(interface{ Fd() uintptr })
-	return ok && term.IsTerminal(fd.Fd())
 }

@@ -40,7 +40,7 @@ func availableCmd(g *globals) *cobra.Command {
 				for _, a := range avail {
 					out = append(out, view.Available(a))
 				}
-				return printJSON(cmd.OutOrStdout(), out)
+				return view.PrintJSON(cmd.OutOrStdout(), out)
 			}
 			for _, a := range avail {
 				fmt.Fprintln(cmd.OutOrStdout(), a)

@@ -16,7 +16,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func createCmd(g *globals) *cobra.Command {
@@ -64,7 +63,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				ctx, stop = signalContext(ctx, syscall.SIGHUP)
 				defer stop()
 			}
-			say := func(e admission.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", waitingLine(c, e)) }
+			say := func(e admission.QueueEntry) { fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", view.WaitingLine(c, e)) }
 			var p *core.Partition
 			if request > 0 {
 				p, err = waitFor(ctx, cmd, c, request, req, line.wait, say)
@@ -75,7 +74,7 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				return err
 			}
 			if w := p.Room.Warning(p.Bytes); w != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", tui.Printable(w))
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronos: warning:", human.Printable(w))
 			}
 			if p.ComputePct > 0 {
 				if note := c.ComputeCapNote(p.Partition, procfs.DetectMPS("")); note != "" {
@@ -83,14 +82,14 @@ DURATION is seconds (3600) or a duration (90m, 1h30m, 8h, 2d).
 				}
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
+				return view.PrintJSON(cmd.OutOrStdout(), view.Partition(p.Partition, c.Now(), 0))
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), bookedLine(c, p))
+			fmt.Fprintln(cmd.OutOrStdout(), view.BookedLine(c, p))
 			if p.Placement != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Placed on %s.\n", tui.Printable(p.Placement))
+				fmt.Fprintf(cmd.OutOrStdout(), "Placed on %s.\n", human.Printable(p.Placement))
 			}
 			if p.Room.FreePPM > 0 && len(p.Devices) == 0 { // read when it was booked for now, not from the line or ahead
-				fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", tui.Printable(c.GPUName(p.Host, p.Device)), p.Room.Room())
+				fmt.Fprintf(cmd.OutOrStdout(), "GPU %s had %s.\n", human.Printable(c.GPUName(p.Host, p.Device)), p.Room.Room())
 			}
 			return nil
 		},

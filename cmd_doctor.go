@@ -6,9 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/setup"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 //nolint:funlen,gocyclo // the command: its flags, then one report that reads top to bottom, a branch per thing it checks
@@ -36,28 +37,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 		Args:    args(noArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			printDiagnosis := func(d storage.Diagnosis) {
-				switch {
-				case !d.Exists && d.Healthy:
-					fmt.Fprintf(out, "Ledger %s: not created yet (nothing to check).\n", d.Path)
-				case d.Healthy:
-					fmt.Fprintf(out, "Ledger %s: healthy. %d bookings (%d live), %d events, %d claims; schema %d.\n", d.Path, d.Partitions, d.Live, d.Events, d.Claims, d.Schema)
-				default:
-					fmt.Fprintf(out, "Ledger %s: %d problem(s):\n", d.Path, len(d.Problems))
-					for _, p := range d.Problems {
-						fmt.Fprintln(out, "  -", tui.Printable(p))
-					}
-				}
-				fmt.Fprintln(out, "Backup:", d.Backup)
-				if d.BackupDamaged {
-					whole := ""
-					if d.Healthy {
-						whole = "; the ledger itself is healthy"
-					}
-					fmt.Fprintf(out, "The backup is damaged%s. The first write 10 minutes after the backup last changed replaces it; "+
-						"remove it to have the next write make a fresh one.\n", whole)
-				}
-			}
+			printDiagnosis := func(d storage.Diagnosis) { setup.WriteDiagnosis(out, d) }
 			cfg, err := g.storeConfig()
 			if err != nil {
 				return err
@@ -94,7 +74,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 							fmt.Fprintln(out, "Rebuilt from:", s)
 						}
 						for _, s := range r.Lost {
-							fmt.Fprintln(out, "Lost:", tui.Printable(s))
+							fmt.Fprintln(out, "Lost:", human.Printable(s))
 						}
 						fmt.Fprintf(out, "Wrote a new ledger: %d bookings (%d live), %d events.\n", r.Partitions, r.Live, r.Events)
 						printDiagnosis(r.After)
@@ -114,7 +94,7 @@ the backup is damaged (it says whether the ledger itself is healthy).`,
 				}
 			}
 			if asJSON {
-				if err := printJSON(out, result); err != nil {
+				if err := view.PrintJSON(out, result); err != nil {
 					return err
 				}
 			}
@@ -143,7 +123,7 @@ func (g *globals) diagnoseStore(cmd *cobra.Command, cfg setup.StoreConfig, asJSO
 	}
 	d.Backup = "etcd's own (etcdctl snapshot save)"
 	if asJSON {
-		err = printJSON(cmd.OutOrStdout(), d)
+		err = view.PrintJSON(cmd.OutOrStdout(), d)
 	} else {
 		print(d)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 //nolint:funlen // the command: its flags and the filters they make, in the order the help lists them
@@ -67,7 +66,7 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				evs = evs[1:]
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.Events(evs))
+				return view.PrintJSON(cmd.OutOrStdout(), view.Events(evs))
 			}
 			if len(evs) == 0 {
 				if f.Booking == 0 && f.User == "" && f.Since.IsZero() && len(f.Kinds) == 0 {
@@ -77,8 +76,8 @@ to the newest N (50; 0 for all), and says when it left older ones out.`,
 				}
 				return nil
 			}
-			if err := writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
-				tui.WriteEvents(w, evs, "")
+			if err := view.WriteBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+				view.WriteEvents(w, evs, "")
 				return nil
 			}); err != nil {
 				return err

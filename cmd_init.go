@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -59,7 +57,7 @@ root's monitor, the keeper; on etcd the client key becomes root's alone
 			if elsewhere != "" {
 				path = elsewhere
 			}
-			mode, guard, err := initLedgerFiles(path, group, guarded)
+			mode, guard, err := setup.InitLedgerFiles(path, group, guarded)
 			if err != nil {
 				return err
 			}
@@ -70,8 +68,8 @@ root's monitor, the keeper; on etcd the client key becomes root's alone
 			if err := core.NewClient(core.Options{Ledger: l, Context: cmd.Context()}).SetGuard(guard); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode %04o%s).\n", path, groupOrRoot(group), mode, guardedNote(guard))
-			nextSteps(cmd.OutOrStdout(), path, elsewhere != "", group)
+			fmt.Fprintf(cmd.OutOrStdout(), "Shared ledger ready at %s (group %s, mode %04o%s).\n", path, setup.GroupOrRoot(group), mode, setup.GuardedNote(guard))
+			setup.NextSteps(cmd.OutOrStdout(), path, elsewhere != "", group)
 			return nil
 		},
 	}
@@ -79,24 +77,6 @@ root's monitor, the keeper; on etcd the client key becomes root's alone
 	cmd.Flags().StringVar(&group, "group", "", "group whose members may book (default: root's group)")
 	cmd.Flags().BoolVar(&guarded, "guarded", false, "members write the ledger only through root's monitor (the keeper), and on etcd read it through it too; needs --group")
 	return cmd
-}
-
-// initLedgerFiles prepares the shared ledger's directory and files, open or
-// guarded, and says the ledger's mode and, when guarded, its guard.
-func initLedgerFiles(path, group string, guarded bool) (fs.FileMode, *storage.Guard, error) {
-	if !guarded {
-		_, err := setup.InitSharedAt(path, group)
-		return 0o660, nil, err
-	}
-	g, err := setup.InitGuardedAt(path, group)
-	return setup.GuardedFileMode, &g, err
-}
-
-func guardedNote(g *storage.Guard) string {
-	if g == nil {
-		return ""
-	}
-	return ", guarded: members write through root's monitor"
 }
 
 // initStore is `chronos init --store`: the lab's ledger on etcd becomes this
@@ -111,7 +91,7 @@ func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string, guarded 
 	}
 	var guard *storage.Guard
 	if guarded {
-		g, err := guardStore(cfg, group)
+		g, err := setup.GuardStore(cfg, group)
 		if err != nil {
 			return err
 		}
@@ -133,42 +113,6 @@ func initStore(cmd *cobra.Command, cfg setup.StoreConfig, group string, guarded 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "The ledger at %s answers; %s (group %s, mode 0640) makes it every user's ledger on this host%s.\n",
-		s, setup.StoreFile(), groupOrRoot(group), guardedStoreNote(guard, cfg.Key))
+		s, setup.StoreFile(), setup.GroupOrRoot(group), setup.GuardedStoreNote(guard, cfg.Key))
 	return nil
-}
-
-// nextSteps says what an admin does after init --shared: the monitor, a
-// policy, the group's members.
-func nextSteps(w io.Writer, path string, elsewhere bool, group string) {
-	db := "" // what names this ledger where it is not the shared one
-	if elsewhere {
-		db = " --db " + path
-	}
-	fmt.Fprintln(w, "Next:")
-	fmt.Fprintln(w, "  1. Start the monitor, which ends bookings on time when no app is open:")
-	if elsewhere {
-		fmt.Fprintf(w, "       in tmux: sudo chronos%s --monitor\n", db)
-		fmt.Fprintf(w, "     or the systemd unit (make install puts it in place), with Environment=CHRONOS_DB=%s added\n", path)
-		fmt.Fprintln(w, "       by sudo systemctl edit chronos-monitor, then sudo systemctl enable --now chronos-monitor")
-	} else {
-		fmt.Fprintln(w, "       sudo systemctl enable --now chronos-monitor   (make install puts the unit in place)")
-		fmt.Fprintln(w, "     or, in tmux: sudo chronos --monitor")
-	}
-	fmt.Fprintln(w, "  2. Set a policy if the defaults don't suit (see chronos policy --help):")
-	fmt.Fprintf(w, "       sudo chronos%s policy set max=1d user-gpus=2\n", db)
-	if group == "" {
-		fmt.Fprintln(w, "  3. Only root may book: make it a group's with sudo chronos init --shared --group NAME")
-	} else {
-		fmt.Fprintf(w, "  3. Add the users who book to the group (they log in again to be in it):\n       sudo usermod -aG %s NAME\n", group)
-	}
-	if elsewhere {
-		fmt.Fprintf(w, "Users name this ledger with --db %s or CHRONOS_DB=%s: without either they use %s's, where it exists, or their own.\n", path, path, setup.SharedDir)
-	}
-}
-
-func groupOrRoot(g string) string {
-	if g == "" {
-		return "root"
-	}
-	return g
 }

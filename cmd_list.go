@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,50 +15,12 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
-
-// Output forms of `list -o`.
-const (
-	outputTable = ""
-	outputWide  = "wide"
-	outputJSON  = "json"
-	outputIDs   = "ids"
-)
-
-// bookingFilter is which bookings a command shows or acts on: squeue's
-// --me, -u and --states for chronos.
-type bookingFilter struct {
-	mine   bool
-	user   string
-	host   string // "": any
-	gpu    int    // -1: any
-	states []domain.BookingStatus
-}
-
-// ended says whether the filter asks for ended bookings, which only the
-// whole history holds.
-func (f bookingFilter) ended() bool {
-	return slices.ContainsFunc(f.states, domain.BookingStatus.Ended)
-}
-
-// narrows says whether the filter leaves any booking out.
-func (f bookingFilter) narrows() bool {
-	return f.mine || f.user != "" || f.host != "" || f.gpu >= 0 || len(f.states) > 0
-}
-
-func (f bookingFilter) keeps(p core.Partition, c *core.Client, st domain.BookingStatus) bool {
-	return (!f.mine || p.UID == c.Me().UID) &&
-		(f.user == "" || p.User == f.user || strconv.Itoa(p.UID) == f.user) &&
-		(f.host == "" || c.HostOf(p.Partition) == f.host) &&
-		(f.gpu < 0 || p.Holds(f.gpu)) &&
-		(len(f.states) == 0 || slices.Contains(f.states, st))
-}
 
 func listCmd(g *globals) *cobra.Command {
 	var all, asJSON, noHeaders bool
 	var output, gpuArg, states string
-	var filter bookingFilter
+	var filter view.BookingFilter
 	var watch watchFlag
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -76,119 +37,60 @@ every 2s (--watch 5s) until Ctrl-C.`,
 			"  chronos list --mine -o ids | xargs chronos release\n  chronos list --watch",
 		Args: args(watch.args),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if filter.mine && filter.user != "" {
+			if filter.Mine && filter.User != "" {
 				return usageError{errors.New("list: --mine or --user, not both")}
 			}
 			switch {
-			case asJSON && output != outputTable && output != outputJSON:
+			case asJSON && output != view.OutputTable && output != view.OutputJSON:
 				return usageError{fmt.Errorf("list: --json or -o %s, not both", output)}
 			case asJSON:
-				output = outputJSON
-			case !slices.Contains([]string{outputTable, outputWide, outputJSON, outputIDs}, output):
+				output = view.OutputJSON
+			case !slices.Contains([]string{view.OutputTable, view.OutputWide, view.OutputJSON, view.OutputIDs}, output):
 				return usageError{fmt.Errorf("-o %s: use wide, json or ids", human.Quote(output))}
 			}
-			filter.gpu = -1
+			filter.GPU = -1
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			if err := knownUser(c, filter.user); err != nil {
+			if err := knownUser(c, filter.User); err != nil {
 				return err
 			}
 			if gpuArg != "" {
 				host := ""
-				if host, filter.gpu, err = human.ParseGPU(gpuArg); err != nil {
+				if host, filter.GPU, err = human.ParseGPU(gpuArg); err != nil {
 					return err
 				}
 				if host == "" {
 					host = c.Host() // an index names this host's GPU
 				}
-				if filter.host != "" && host != "" && host != filter.host {
-					return usageError{fmt.Errorf("list: --gpu %s is not on --host %s", gpuArg, filter.host)}
+				if filter.Host != "" && host != "" && host != filter.Host {
+					return usageError{fmt.Errorf("list: --gpu %s is not on --host %s", gpuArg, filter.Host)}
 				}
-				filter.host = cmp.Or(filter.host, host)
+				filter.Host = cmp.Or(filter.Host, host)
 			}
 			for _, s := range strings.FieldsFunc(states, func(r rune) bool { return r == ',' }) {
 				st, err := human.ParseStatus(s)
 				if err != nil {
 					return err
 				}
-				filter.states = append(filter.states, st)
+				filter.States = append(filter.States, st)
 			}
-			l := bookingList{c: c, all: all || filter.ended(), filter: filter, output: output, noHeaders: noHeaders}
-			return watch.run(cmd, "chronos list", l.write)
+			l := view.BookingList{Client: c, All: all || filter.Ended(), Filter: filter, Output: output, NoHeaders: noHeaders}
+			return watch.run(cmd, "chronos list", l.Write)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include released and expired bookings")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (fields in docs/json.md); -o json too")
-	cmd.Flags().BoolVar(&filter.mine, "mine", false, "only your bookings")
-	cmd.Flags().StringVar(&filter.user, "user", "", "only NAME's bookings (a login name or uid)")
-	cmd.Flags().StringVar(&filter.host, "host", "", "only the bookings of this host's GPUs")
+	cmd.Flags().BoolVar(&filter.Mine, "mine", false, "only your bookings")
+	cmd.Flags().StringVar(&filter.User, "user", "", "only NAME's bookings (a login name or uid)")
+	cmd.Flags().StringVar(&filter.Host, "host", "", "only the bookings of this host's GPUs")
 	cmd.Flags().StringVar(&gpuArg, "gpu", "", "only bookings of GPU N (HOST:N, another host's)")
 	cmd.Flags().StringVar(&states, "state", "", "only bookings in these states, e.g. live,ending-soon (ended ones read the history)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "wide (more columns), json or ids (one id a line)")
 	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "leave out the table's header line")
 	watch.add(cmd)
 	return cmd
-}
-
-// bookingList is one `chronos list`: which bookings, printed how.
-type bookingList struct {
-	c         *core.Client
-	all       bool
-	filter    bookingFilter
-	output    string
-	noHeaders bool
-}
-
-func (l bookingList) write(w io.Writer) error {
-	c := l.c
-	parts, err := c.List(l.all)
-	if err != nil {
-		return err
-	}
-	pol, err := c.Policy()
-	if err != nil {
-		return err
-	}
-	now := c.Now()
-	kept := parts[:0]
-	for _, p := range parts {
-		if l.filter.keeps(p, c, p.Status(now, pol.WarnLead)) {
-			kept = append(kept, p)
-		}
-	}
-	parts = kept
-	switch l.output {
-	case outputJSON:
-		out := make([]view.PartitionJSON, 0, len(parts))
-		for _, p := range parts {
-			out = append(out, view.Booking(p, now, pol.WarnLead))
-		}
-		return printJSON(w, out)
-	case outputIDs:
-		return writeBuffered(w, func(w io.Writer) error {
-			for _, p := range parts {
-				fmt.Fprintln(w, p.ID)
-			}
-			return nil
-		})
-	}
-	if len(parts) == 0 && !l.noHeaders {
-		if l.filter.narrows() {
-			_, err := fmt.Fprintln(w, "No bookings match.")
-			return err
-		}
-		// Nothing live: say whether there is history to see.
-		if !l.all {
-			if ended, err := c.List(true); err == nil && len(ended) > 0 {
-				_, err = fmt.Fprintf(w, "No live bookings; %d ended (chronos list --all shows them).\n", len(ended))
-				return err
-			}
-		}
-	}
-	o := tui.TableOptions{Wide: l.output == outputWide, NoHeaders: l.noHeaders}
-	return writeBuffered(w, func(w io.Writer) error { return tui.WriteBookings(w, parts, now, pol.WarnLead, o) })
 }
 
 // knownUser checks a --user filter: a name or uid with an account here, or

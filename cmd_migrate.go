@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -58,7 +56,7 @@ out).`,
 			if err != nil {
 				return err
 			}
-			printMigration(cmd, rep, src, dst)
+			migrate.WriteReport(cmd.OutOrStdout(), rep, src, dst)
 			return nil
 		},
 	}
@@ -80,17 +78,4 @@ func (g *globals) migrationEnd(flag, where string, source bool) (storage.Store, 
 		}
 	}
 	return openStore(cfg)
-}
-
-func printMigration(cmd *cobra.Command, rep migrate.Report, src, dst storage.Store) {
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "Copied %d bookings (%d live) and %d events of host %s from %s to %s.\n", rep.Bookings, rep.Live, rep.Events, rep.Host, src, dst)
-	fmt.Fprintf(out, "Also: %d bookings' holds and usage, %d ended intervals for hours quotas, %d users' fair-share usage, %d GPU minutes, %d past requests.\n",
-		rep.Holds, rep.Held, rep.Users, rep.Minutes, rep.Requests)
-	fmt.Fprintf(out, "Policy: %s. GPU inventory: %s. Read back and checked.\n", rep.Policy, map[bool]string{true: "copied", false: "none in the source"}[rep.Inventory])
-	for _, old := range slices.Sorted(maps.Keys(rep.IDs)) {
-		if id := rep.IDs[old]; old != id {
-			fmt.Fprintf(out, "Booking %d is now %d.\n", old, id)
-		}
-	}
 }

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/policy"
@@ -28,9 +24,9 @@ type monitorFlags struct {
 // runMonitor is `chronos --monitor`: the monitor engine with no screen. It
 // runs until the command's context ends (SIGINT or SIGTERM).
 func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags) error {
-	logAct, err := actLogger(cmd.ErrOrStderr(), f.logFormat)
+	logAct, err := monitor.ActLogger(cmd.ErrOrStderr(), f.logFormat)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if g.metrics, err = mf.start(f.sampleEvery); err != nil {
 		return err
@@ -75,62 +71,13 @@ func runMonitor(cmd *cobra.Command, g *globals, f monitorFlags, mf metricsFlags)
 			start.Detail += "; " + n
 		}
 	}
-	if url := g.metrics.url(); url != "" {
+	if url := g.metrics.URL(); url != "" {
 		start.Detail += "; metrics at " + url
 	}
 	logAct(start)
 	opts := monitor.Options{Backend: b, Policy: override, SampleEvery: f.sampleEvery, OnAct: logAct}
-	g.metrics.observe(&opts)
-	err = g.metrics.beside(monitor.New(c, opts), c).Run(cmd.Context())
+	observe(g.metrics, &opts)
+	err = g.metrics.Beside(monitor.New(c, opts), c).Run(cmd.Context())
 	logAct(monitor.Act{Time: c.Now(), Kind: domain.EventStopped, Detail: "signal received"})
 	return err
-}
-
-// actLogger writes one line per monitor act to w through log/slog: "text"
-// (key=value) or "json", both with the fields scripts read — time, kind,
-// partition, user, uid, pid, detail, as monitor.Act's JSON has them — and a level (ERROR for errors, WARN for
-// signals refused, INFO otherwise). time is when the act happened.
-func actLogger(w io.Writer, format string) (func(monitor.Act), error) {
-	opts := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && a.Key == slog.MessageKey {
-			a.Key = "detail"
-		}
-		return a
-	}}
-	var h slog.Handler
-	switch format {
-	case "text":
-		h = slog.NewTextHandler(w, opts)
-	case "json":
-		h = slog.NewJSONHandler(w, opts)
-	default:
-		return nil, usageError{fmt.Errorf("--log-format %s: use text or json", human.Quote(format))}
-	}
-	return func(a monitor.Act) {
-		level := slog.LevelInfo
-		switch a.Kind {
-		case domain.EventError:
-			level = slog.LevelError
-		case domain.EventDenied, domain.EventClock:
-			level = slog.LevelWarn
-		}
-		r := slog.NewRecord(a.Time, level, a.Detail, 0)
-		r.AddAttrs(slog.String("kind", string(a.Kind)))
-		if a.Partition != 0 {
-			// partition is booking's old name, kept for old scripts.
-			r.AddAttrs(slog.Uint64("booking", a.Partition), slog.Uint64("partition", a.Partition))
-		}
-		if a.User != "" {
-			r.AddAttrs(slog.String("user", a.User))
-		}
-		if a.UID != 0 {
-			r.AddAttrs(slog.Int("uid", a.UID))
-		}
-		if a.PID != 0 {
-			r.AddAttrs(slog.Int("pid", a.PID))
-		}
-		// A log that cannot be written (a closed stderr) must not stop
-		// the monitor; the ledger holds every act anyway.
-		_ = h.Handle(context.Background(), r)
-	}, nil
 }

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/policy"
-	"github.com/chronos-gpu/chronos/tui"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 func policyCmd(g *globals) *cobra.Command {
@@ -33,7 +27,7 @@ share). Root changes it with 'chronos policy set'.`,
 			if err != nil {
 				return err
 			}
-			return writePolicy(cmd.OutOrStdout(), p)
+			return view.WritePolicy(cmd.OutOrStdout(), p)
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -88,29 +82,8 @@ group-hours only with for=@GROUP. VALUE default undoes one.`,
 			if err != nil {
 				return err
 			}
-			return writePolicy(cmd.OutOrStdout(), p)
+			return view.WritePolicy(cmd.OutOrStdout(), p)
 		},
 	})
 	return cmd
-}
-
-// writePolicy prints every policy knob with its value, its default and
-// what it does, then each user's or group's settings: what `chronos
-// policy` and `policy set` show.
-func writePolicy(w io.Writer, p domain.Policy) error {
-	knobs, overrides := policy.Knobs(p)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tMEANING")
-	for _, k := range knobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Key, k.Value, k.Default, k.Meaning)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, o := range overrides {
-		if _, err := fmt.Fprintln(w, "set: "+tui.Printable(o)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

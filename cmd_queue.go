@@ -3,11 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +15,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // queueCmd is `chronos queue`: the waiting line, in order, with each
@@ -66,9 +63,9 @@ keep one user's requests, at their places in the whole line.`,
 				for _, e := range line {
 					rows = append(rows, view.QueueEntry(e, c.Now()))
 				}
-				return printJSON(out, rows)
+				return view.PrintJSON(out, rows)
 			}
-			return writeQueue(out, c, line)
+			return view.WriteQueue(out, c, line)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -142,7 +139,7 @@ func doEach(cmd *cobra.Command, c *core.Client, ids []uint64, do func(c *core.Cl
 	for _, id := range ids {
 		done, err := do(c, id)
 		if err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", tui.Printable(err.Error()))
+			fmt.Fprintln(cmd.ErrOrStderr(), "chronos:", human.Printable(err.Error()))
 			status = exitError
 			continue
 		}
@@ -152,33 +149,6 @@ func doEach(cmd *cobra.Command, c *core.Client, ids []uint64, do func(c *core.Cl
 		return exitStatus{code: status}
 	}
 	return nil
-}
-
-func writeQueue(w io.Writer, c *core.Client, line []admission.QueueEntry) error {
-	now := c.Now()
-	if len(line) == 0 {
-		_, err := fmt.Fprintln(w, "Nobody is waiting.")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tREQUEST\tOWNER\tGPU\tSHARE\tFOR\tWAITED\tPRIORITY\tETA\tWHY")
-	for _, e := range line {
-		pos, eta := "-", "-"
-		if e.Position > 0 {
-			pos = strconv.Itoa(e.Position)
-		}
-		if !e.ETA.IsZero() {
-			eta = human.FormatTime(e.ETA, now) + " (GPU " + tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())) + ")"
-		}
-		gpu := tui.Printable(admission.AskedGPUs(c.Host(), e.Request))
-		share := human.FormatPercent(e.SharePPM)
-		if e.Bytes > 0 {
-			share = human.FormatBytes(e.Bytes)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", pos, e.ID, tui.Printable(e.User), gpu, share,
-			human.FormatDuration(e.Duration), human.FormatDuration(now.Sub(e.Created)), e.Priority, eta, tui.Printable(e.Reason))
-	}
-	return tw.Flush()
 }
 
 // lineFlags are the flags create and run share for booking ahead and
@@ -231,21 +201,4 @@ func (f *lineFlags) waitOptions() *admission.WaitOptions {
 		return nil
 	}
 	return &admission.WaitOptions{Timeout: f.timeout}
-}
-
-// waitingLine is what a waiter says when its place in line changes.
-func waitingLine(c *core.Client, e admission.QueueEntry) string {
-	return fmt.Sprintf("request %d waits at position %d; should start at %s on GPU %s (%s)", e.ID, e.Position,
-		human.FormatTime(e.ETA, c.Now()), tui.Printable(c.GPUsName(e.Host, e.ETAGPUs())), tui.Printable(e.Reason))
-}
-
-// bookedLine is what create prints for a booking.
-func bookedLine(c *core.Client, p *core.Partition) string {
-	now := c.Now()
-	when := "until " + human.FormatTime(p.Expires, now)
-	if p.Start.After(now) {
-		when = "from " + human.FormatTime(p.Start, now) + " " + when
-	}
-	return fmt.Sprintf("Booked %d: %s (%s) of GPU %s for %s, %s.", p.ID, human.FormatPercent(p.SharePPM),
-		human.FormatBytes(p.Bytes), tui.Printable(p.GPUName()), p.User, when)
 }

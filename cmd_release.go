@@ -11,7 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/proc"
-	"github.com/chronos-gpu/chronos/tui"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 func releaseCmd(g *globals) *cobra.Command {
@@ -42,7 +42,7 @@ nothing unless --yes says so.`,
 					for _, p := range parts {
 						if p.UID == uid {
 							ids = append(ids, p.ID)
-							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, tui.Printable(p.GPUName()), human.FormatPercent(p.SharePPM)))
+							names = append(names, fmt.Sprintf("#%d (GPU %s, %s)", p.ID, human.Printable(p.GPUName()), human.FormatPercent(p.SharePPM)))
 						}
 					}
 					return ids, names, err
@@ -109,7 +109,7 @@ func (m manyAtOnce) do(cmd *cobra.Command, g *globals, mine bool, owner string, 
 		return err
 	}
 	if len(ids) == 0 {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s.\n", tui.Printable(who.User), m.none)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s.\n", human.Printable(who.User), m.none)
 		return nil
 	}
 	flag := " --mine"
@@ -117,7 +117,7 @@ func (m manyAtOnce) do(cmd *cobra.Command, g *globals, mine bool, owner string, 
 		flag = " --user " + owner
 	}
 	m.asked += flag
-	what := fmt.Sprintf("%d %s of %s: %s", len(ids), things, tui.Printable(who.User), strings.Join(names, ", "))
+	what := fmt.Sprintf("%d %s of %s: %s", len(ids), things, human.Printable(who.User), strings.Join(names, ", "))
 	if err := m.confirm(cmd, what, yes); err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (m manyAtOnce) confirm(cmd *cobra.Command, what string, yes bool) error {
 	if yes {
 		return nil
 	}
-	if !isTerminal(cmd.InOrStdin()) {
+	if !view.IsTerminal(cmd.InOrStdin()) {
 		return usageError{fmt.Errorf("%s would %s %s; add --yes to confirm (there is no terminal to ask on)", m.asked, m.verb, what)}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s %s? [y/N] ", strings.ToUpper(m.verb[:1])+m.verb[1:], what)

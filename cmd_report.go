@@ -9,7 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/report"
-	"github.com/chronos-gpu/chronos/tui"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // reportCmd is `chronos report`: GPU use over a window, as Slurm's sreport
@@ -68,11 +68,11 @@ while a monitor runs (chronos --monitor, or an open app).`,
 			}
 			switch {
 			case asJSON:
-				return printJSON(cmd.OutOrStdout(), r)
+				return view.PrintJSON(cmd.OutOrStdout(), r)
 			case asCSV:
-				return tui.WriteReportCSV(cmd.OutOrStdout(), r)
+				return view.WriteReportCSV(cmd.OutOrStdout(), r)
 			}
-			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error { return tui.WriteReport(w, r, now) })
+			return view.WriteBuffered(cmd.OutOrStdout(), func(w io.Writer) error { return view.WriteReport(w, r, now) })
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "30d", `how far back: a duration (7d, 12h) or "all"`)

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/supervisor"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
 
@@ -89,7 +90,7 @@ it); with --at the booking is made ahead and the command starts at its start.`,
 				opts.Writes = k // the keeper makes the run's writes, as this member
 			}
 			if opts.Wait != nil {
-				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", waitingLine(c, e)) }
+				opts.OnQueue = func(e admission.QueueEntry) { opts.Say("%s", view.WaitingLine(c, e)) }
 			}
 			opts.MPS = procfs.DetectMPS("")
 			// Ctrl-C, SIGTERM and a hang-up end a wait in line or for the

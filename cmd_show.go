@@ -1,17 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/view"
-	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // showCmd is `chronos show ID`: everything about one booking.
@@ -46,37 +42,16 @@ func showCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			procs, note := bookingProcesses(c, g.backendKind(), id)
+			procs, note := view.BookingProcesses(c, g.backendKind(), id)
 			now := c.Now()
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
+				return view.PrintJSON(cmd.OutOrStdout(), view.BookingJSON{PartitionJSON: view.Booking(*p, now, pol.WarnLead), Processes: procs, Events: view.Events(evs)})
 			}
-			return writeBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
-				return tui.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
+			return view.WriteBuffered(cmd.OutOrStdout(), func(w io.Writer) error {
+				return view.WriteBooking(w, *p, procs, note, evs, now, pol.WarnLead)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the booking as list --json has it, with processes and events")
 	return cmd
-}
-
-// bookingProcesses reads the GPUs now and returns the processes that count
-// against booking id or claim it; when the GPUs cannot be read, why.
-func bookingProcesses(c *core.Client, backend string, id uint64) ([]admission.Attribution, string) {
-	b, _, err := c.OpenGPUs(backend)
-	if err != nil {
-		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
-	}
-	defer b.Close()
-	st, err := c.Stats(b, procfs.DetectMPS(""))
-	if err != nil {
-		return nil, fmt.Sprintf("cannot read the GPUs: %v", err)
-	}
-	procs := []admission.Attribution{}
-	for _, a := range st.Processes {
-		if a.Partition == id || a.Claimed == id {
-			procs = append(procs, a)
-		}
-	}
-	return procs, ""
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 func statsCmd(g *globals) *cobra.Command {
@@ -39,9 +39,9 @@ func statsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(w, st)
+					return view.PrintJSON(w, st)
 				}
-				return writeBuffered(w, func(w io.Writer) error { return tui.WriteStats(w, st) })
+				return view.WriteBuffered(w, func(w io.Writer) error { return view.WriteStats(w, st) })
 			})
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/report"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -127,7 +128,7 @@ func TestUsageGPUsLeftIsExact(t *testing.T) {
 func TestHoursLeftReadsSmallFigures(t *testing.T) {
 	t.Parallel()
 	for f, want := range map[float64]string{0.0965: "0.09", 0: "0.0", 16.875: "16.87", 3: "3.0"} {
-		require.Equal(t, want, hoursLeft(&f), "%v", f)
+		require.Equal(t, want, view.HoursLeft(&f), "%v", f)
 	}
-	require.Equal(t, "no limit", hoursLeft(nil))
+	require.Equal(t, "no limit", view.HoursLeft(nil))
 }

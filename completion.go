@@ -1,21 +1,20 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core"
-	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/report"
-	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -43,17 +42,17 @@ func addCompletions(root *cobra.Command, g *globals) {
 	flags := map[string]completion{
 		"events/booking": bookings(false),
 		"events/since":   values("10m", "1h", "1d", "7d"),
-		"events/kind":    listValues(enumStrings(storage.StoredEventKinds)),
-		"backend":        values(backends()...),
+		"events/kind":    listValues(human.Strings(storage.StoredEventKinds)),
+		"backend":        values(view.BackendChoices()...),
 		"log-format":     values("text", "json"),
 		"metrics-compat": values(string(metrics.CompatDCGM)),
 		"signal":         values(signals()...),
 		"warn-signal":    values(signals()...),
 		"booking":        bookings(true),
 		"gpu":            g.completeGPUs,
-		"by":             values(enumStrings(report.Bys)...),
+		"by":             values(human.Strings(report.Bys)...),
 		"output":         values("wide\tmore columns", "json\tthe fields scripts read", "ids\tone id a line"),
-		"state":          listValues(stateWords()),
+		"state":          listValues(human.StatusWords()),
 		"user":           g.completeOwners,
 		"since":          values("1h", "1d", "7d", "30d", "all"),
 		"grace":          values("10s", "30s", "1m"),
@@ -113,33 +112,9 @@ func addCompletions(root *cobra.Command, g *globals) {
 // without it every Tab said "_get_comp_words_by_ref: command not found".
 // This stand-in splits the line up to the cursor on blanks alone, so that
 // --flag=value and host:index stay one word, as cobra's -n =: asks.
-const bashWithoutBashCompletion = `
-# Without the bash-completion package: the one helper the script above needs.
-if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
-_get_comp_words_by_ref() {
-    while [[ $# -gt 0 && $1 == -* ]]; do
-        [[ $1 == -n || $1 == -i || $1 == -w ]] && shift
-        shift
-    done
-    local __line=${COMP_LINE:0:COMP_POINT}
-    local -a __words
-    read -ra __words <<< "$__line"
-    [[ -z $__line || $__line =~ [[:space:]]$ ]] && __words+=("")
-    local __cword=$(( ${#__words[@]} - 1 ))
-    local __prev=""
-    (( __cword > 0 )) && __prev=${__words[__cword-1]}
-    while [[ $# -gt 0 ]]; do
-        case $1 in
-            cur) cur=${__words[__cword]} ;;
-            prev) prev=$__prev ;;
-            words) words=("${__words[@]}") ;;
-            cword) cword=$__cword ;;
-        esac
-        shift
-    done
-}
-fi
-`
+//
+//go:embed contrib/bash-completion-fallback.bash
+var bashWithoutBashCompletion string
 
 // nth completes the n-th argument with fns[n]. Past the last, release
 // takes more ids, and run the command to run, file and command names (as
@@ -189,36 +164,9 @@ var (
 	durations = values("30m", "1h", "2h", "4h", "8h", "1d")
 )
 
-func enumStrings[S ~string](ss []S) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return out
-}
-
-func backends() []string {
-	about := map[gpu.Kind]string{gpu.KindAuto: "NVML, else DRM, else simulated", gpu.KindNVML: "NVIDIA, through NVML",
-		gpu.KindDRM: "AMD and Intel, through the kernel", gpu.KindSim: "simulated GPUs"}
-	var out []string
-	for _, k := range gpu.Kinds {
-		out = append(out, string(k)+"\t"+about[k])
-	}
-	return out
-}
-
 func signals() []string {
 	return []string{"none\tno signal before the end", "USR1@5m\tSIGUSR1 five minutes before the end", "USR1\tSIGUSR1 at the policy's warning lead",
 		"USR2@5m\tSIGUSR2 five minutes before the end", "TERM@1m\tSIGTERM a minute before the end"}
-}
-
-// stateWords are the booking statuses as --state takes them.
-func stateWords() []string {
-	out := make([]string, len(domain.BookingStatuses))
-	for i, s := range domain.BookingStatuses {
-		out[i] = strings.ToLower(strings.ReplaceAll(string(s), " ", "-"))
-	}
-	return out
 }
 
 // completing reads the bookings a completion offers from: the live ones,
@@ -248,12 +196,7 @@ func (g *globals) completeBookings(onlyMine bool) completion {
 			if (onlyMine && !me.MayChange(p.UID)) || slices.Contains(a, id) {
 				continue
 			}
-			when := timeLeft(p.Expires.Sub(now)) + " left"
-			if p.Upcoming(now) { // its time left is not counted before it starts
-				when = fmt.Sprintf("from %s for %s", human.FormatTime(p.Start, now), timeLeft(p.Expires.Sub(p.Start)))
-			}
-			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s · GPU %s · %s · %s",
-				human.Printable(p.User), p.GPUName(), human.FormatPercent(p.SharePPM), when)))
+			out = append(out, cobra.CompletionWithDesc(id, view.BookingDescription(p, now)))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -290,13 +233,4 @@ func (g *globals) completeOwners(*cobra.Command, []string, string) ([]cobra.Comp
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-// timeLeft is a booking's time left to the minute, or to the second in
-// its last minute.
-func timeLeft(d time.Duration) string {
-	if d >= time.Minute {
-		d = d.Truncate(time.Minute)
-	}
-	return human.FormatDuration(d)
 }

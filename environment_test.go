@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/setup"
 )
 
 // The environment's tables name every variable the code reads — through
@@ -102,9 +104,9 @@ func TestEnvironmentTableIsComplete(t *testing.T) {
 	require.NotEmpty(t, read)
 	require.Contains(t, set, "CHRONOS_DEADLINE_UNIX")
 	listed := map[string]bool{}
-	for _, s := range envSections {
-		for _, v := range s.vars {
-			listed[v.name] = true
+	for _, s := range setup.EnvSections {
+		for _, v := range s.Vars {
+			listed[v.Name] = true
 		}
 	}
 	for name := range read {

@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/keeper"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/proc"
+	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/core/supervisor"
 	"github.com/chronos-gpu/chronos/tui"
 )
@@ -52,7 +53,7 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(monitor.Act)) 
 	if err != nil || !guarded {
 		return func() {}, "", err
 	}
-	guard = localGuard(guard)
+	guard = setup.LocalGuard(guard)
 	if !proc.RealRoot() {
 		return nil, "", fmt.Errorf("%w: run it as root (sudo chronos --monitor, or the chronos-monitor unit); members' apps and commands need no monitor of their own", core.ErrGuarded)
 	}

@@ -6,9 +6,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,13 +20,13 @@ import (
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/storage/etcd"
-	"github.com/chronos-gpu/chronos/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -57,7 +55,7 @@ type globals struct {
 	backend string
 	store   setup.StoreConfig
 	// metrics, when --metrics serves them, times the ledger's transactions.
-	metrics *metricsServer
+	metrics *metrics.Server
 	// warn prints what a read of the ledger found wrong that did not stop
 	// it (see bolt.Ledger.Warn); nil in the app, whose screen it would
 	// break.
@@ -133,11 +131,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var exit exitStatus
 	if errors.As(err, &exit) {
 		if exit.msg != "" {
-			fmt.Fprintln(stderr, "chronos:", tui.Printable(exit.msg))
+			fmt.Fprintln(stderr, "chronos:", human.Printable(exit.msg))
 		}
 		return exit.code
 	}
-	fmt.Fprintln(stderr, "chronos:", printable(err))
+	fmt.Fprintln(stderr, "chronos:", human.PrintableError(err))
 	var usage usageError
 	if errors.As(err, &usage) || errors.Is(err, domain.ErrInput) {
 		return exitUsage
@@ -250,7 +248,7 @@ func (g *globals) client() (*core.Client, error) {
 		g.ctx, g.cancel = context.WithTimeoutCause(g.ctx, e.Timeout(),
 			fmt.Errorf("%w: etcd did not answer within %s (the whole command's time)", storage.ErrUnavailable, e.Timeout()))
 	}
-	return core.NewClient(core.Options{Ledger: g.metrics.timed(s), Devices: g.deviceSource(), Context: g.ctx}), nil
+	return core.NewClient(core.Options{Ledger: g.metrics.Timed(s), Devices: g.deviceSource(), Context: g.ctx}), nil
 }
 
 // backendKind is the GPU backend asked for: the flag, else CHRONOS_BACKEND.
@@ -262,20 +260,3 @@ func (g *globals) backendKind() string {
 }
 
 func (g *globals) deviceSource() core.DeviceSource { return core.BackendDevices(g.backendKind()) }
-
-// writeBuffered gives a table writer a buffered w: tabwriter writes cell by
-// cell, and a system call per cell made `list` of 1,000 bookings take 15 ms
-// longer.
-func writeBuffered(w io.Writer, write func(io.Writer) error) error {
-	out := bufio.NewWriter(w)
-	if err := write(out); err != nil {
-		return err
-	}
-	return out.Flush()
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}

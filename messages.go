@@ -1,25 +1,18 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/user"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -39,7 +32,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		case cmd.HasAvailableSubCommands() && len(a) > 0:
 			msg := "unknown command " + human.Quote(a[0])
 			cmd.SuggestionsMinimumDistance = 2
-			if near := suggest(a[0], cmd.SuggestionsFor); len(near) > 0 {
+			if near := human.Suggest(a[0], cmd.SuggestionsFor); len(near) > 0 {
 				msg += ": did you mean " + strings.Join(near, " or ") + "?"
 			}
 			return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
@@ -99,70 +92,21 @@ func flagError(cmd *cobra.Command, err error) error {
 // nearFlags are cmd's flags (its own and those it inherits) within two
 // edits of a mistyped long name, or that it begins, nearest first.
 func nearFlags(cmd *cobra.Command, typed string) []string {
-	if typed == "" || len(typed) > maxSuggested {
-		return nil
-	}
-	type near struct {
-		name string
-		d    int
-	}
-	var found []near
+	var names []string
 	seen := map[string]bool{}
 	look := func(f *pflag.Flag) {
-		if f.Hidden || seen[f.Name] {
-			return
-		}
-		seen[f.Name] = true
-		d := editDistance(typed, f.Name)
-		if strings.HasPrefix(f.Name, typed) {
-			d = min(d, 1)
-		}
-		if d <= 2 && d < len(f.Name) {
-			found = append(found, near{"--" + f.Name, d})
+		if !f.Hidden && !seen[f.Name] {
+			seen[f.Name] = true
+			names = append(names, f.Name)
 		}
 	}
 	cmd.Flags().VisitAll(look)
 	cmd.InheritedFlags().VisitAll(look)
-	slices.SortStableFunc(found, func(a, b near) int { return cmp.Compare(a.d, b.d) })
-	out := make([]string, 0, min(len(found), 3))
-	for _, f := range found[:min(len(found), 3)] {
-		out = append(out, f.name)
+	near := human.Nearest(typed, names)
+	for i, n := range near {
+		near[i] = "--" + n
 	}
-	return out
-}
-
-// maxSuggested is the longest typo that gets a "did you mean": no name is
-// that long, so nothing longer is within two edits of one, and weighing
-// a pasted 100 KB argument against every name took a second.
-const maxSuggested = 64
-
-// suggest is the names near typed, unless typed is too long to be near any.
-func suggest(typed string, near func(string) []string) []string {
-	if len(typed) > maxSuggested {
-		return nil
-	}
-	return near(typed)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return near
 }
 
 // explain turns what the libraries said into a person's words at the top,
@@ -172,34 +116,12 @@ func (g *globals) explain(cmd *cobra.Command, err error) error {
 	var pathErr *fs.PathError
 	if path, perr := setup.LedgerPath(g.db); perr == nil && errors.As(err, &pathErr) &&
 		(pathErr.Path == path || strings.HasPrefix(path, pathErr.Path+"/")) {
-		return ledgerPathError{path: path, from: g.ledgerSource(), err: pathErr}
+		return setup.LedgerPathError{Path: path, From: g.ledgerSource(), Err: pathErr}
 	}
 	if errors.Is(err, storage.ErrDamaged) && cmd.Name() != "doctor" {
-		return hintedError{err, "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
+		return human.HintedError{Err: err, Hint: "`chronos doctor` says what is wrong; `chronos doctor --repair` rebuilds the ledger from what can be read"}
 	}
 	return err
-}
-
-// hintedError is an error with our advice on a line of its own: the
-// error's text may carry the ledger's or a user's words, escaped when
-// printed, while the line break between them is ours and stays one.
-type hintedError struct {
-	err  error
-	hint string
-}
-
-func (e hintedError) Error() string { return e.err.Error() + "\n" + e.hint }
-
-func (e hintedError) Unwrap() error { return e.err }
-
-// printable is err's text made safe for a terminal, line by line where the
-// lines are ours.
-func printable(err error) string {
-	var h hintedError
-	if errors.As(err, &h) && h.Error() == err.Error() { // nothing wraps it
-		return human.Printable(h.err.Error()) + "\n" + human.Printable(h.hint)
-	}
-	return human.Printable(err.Error())
 }
 
 // warnOnce prints a warning to w the first time it is told one: a command
@@ -220,64 +142,4 @@ func (g *globals) ledgerSource() string {
 		return " ($CHRONOS_DB)"
 	}
 	return ""
-}
-
-// ledgerPathError is a ledger path that cannot be used, in plain words.
-type ledgerPathError struct {
-	path, from string
-	err        *fs.PathError
-}
-
-func (e ledgerPathError) Unwrap() error { return e.err }
-
-// groupShutOut names the group that shares the first of the paths that
-// exists (the one refused, else the ledger's, else its directory), when
-// this process is not in it: a shared ledger's group.
-func groupShutOut(paths ...string) (string, bool) {
-	for _, p := range append(paths, filepath.Dir(paths[len(paths)-1])) {
-		st, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		sys, ok := st.Sys().(*syscall.Stat_t)
-		if !ok || sys.Gid == 0 || int(sys.Gid) == os.Getegid() {
-			return "", false
-		}
-		if groups, err := os.Getgroups(); err == nil && slices.Contains(groups, int(sys.Gid)) {
-			return "", false
-		}
-		g, err := user.LookupGroupId(strconv.Itoa(int(sys.Gid)))
-		if err != nil {
-			return "", false
-		}
-		return g.Name, true
-	}
-	return "", false
-}
-
-func (e ledgerPathError) Error() string {
-	why := e.err.Err.Error()
-	switch {
-	case errors.Is(e.err, fs.ErrNotExist) && e.err.Path == e.path:
-		why = "its directory " + filepath.Dir(e.path) + " does not exist"
-		if st, err := os.Stat(filepath.Dir(e.path)); err == nil && st.IsDir() {
-			why = "no file can be made in " + filepath.Dir(e.path)
-		}
-	case errors.Is(e.err, fs.ErrNotExist):
-		why = e.err.Path + " does not exist"
-	case errors.Is(e.err, syscall.ENOTDIR):
-		why = "a part of the path is a file, not a directory"
-	case errors.Is(e.err, syscall.EISDIR):
-		why = "it is a directory"
-	case errors.Is(e.err, syscall.EROFS):
-		why = "it is on a read-only file system"
-	case errors.Is(e.err, fs.ErrPermission):
-		me := proc.CurrentIdentity().User
-		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", me, e.err.Path)
-		if group, ok := groupShutOut(e.err.Path, e.path); ok {
-			why = fmt.Sprintf("%s is shared with the group %s, and %s is not in it: ask root to add you (sudo usermod -aG %s %s), then log in again",
-				e.err.Path, group, me, group, me)
-		}
-	}
-	return fmt.Sprintf("cannot use the ledger %s%s: %s", e.path, e.from, why)
 }

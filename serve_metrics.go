@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/metrics"
 	"github.com/chronos-gpu/chronos/core/monitor"
-	"github.com/chronos-gpu/chronos/storage"
 )
 
 // metricsFlags are --metrics and --metrics-compat, of the app and of
@@ -29,16 +24,9 @@ func (f *metricsFlags) add(flags *pflag.FlagSet) {
 	flags.StringVar(&f.compat, "metrics-compat", "", "with --metrics: dcgm also serves each GPU's readings under dcgm-exporter's names")
 }
 
-// metricsServer is --metrics at work: the exporter and the socket it
-// serves on. A nil *metricsServer is --metrics off.
-type metricsServer struct {
-	ex *metrics.Exporter
-	ln net.Listener
-}
-
 // start checks the flags and listens, so that a bad address or a port in
 // use is said before the monitor starts; nil when --metrics is off.
-func (f metricsFlags) start(sampleEvery time.Duration) (*metricsServer, error) {
+func (f metricsFlags) start(sampleEvery time.Duration) (*metrics.Server, error) {
 	compat, err := metrics.ParseCompat(f.compat)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--metrics-compat %s: %w", human.Quote(f.compat), err)}
@@ -52,77 +40,12 @@ func (f metricsFlags) start(sampleEvery time.Duration) (*metricsServer, error) {
 	if _, port, err := net.SplitHostPort(f.addr); err != nil || port == "" {
 		return nil, usageError{fmt.Errorf("--metrics %s: give HOST:PORT, such as 127.0.0.1:9400 (:9400 for every address)", human.Quote(f.addr))}
 	}
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics %s: %s", human.Quote(f.addr), listenProblem(err))
-	}
-	return &metricsServer{ex: metrics.New(metrics.Options{Compat: compat, SampleEvery: sampleEvery}), ln: ln}, nil
+	return metrics.Listen(f.addr, metrics.Options{Compat: compat, SampleEvery: sampleEvery})
 }
 
-// listenProblem says why an address could not be listened on.
-func listenProblem(err error) string {
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return "the address is in use (another exporter, or another chronos serving metrics there?)"
-	case errors.Is(err, syscall.EACCES):
-		return "ports below 1024 need root; choose another, such as 9400"
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return "this machine has no such address"
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return "no such host " + human.Quote(dns.Name)
-	}
-	return err.Error()
-}
-
-// timed is what the metrics server wraps the ledger in: it times each
-// transaction. With --metrics off it is the ledger as it is.
-func (s *metricsServer) timed(l storage.Store) storage.Store {
-	if s == nil {
-		return l
-	}
-	return s.ex.Timed(l)
-}
-
-// observe makes the exporter the monitor's observer.
-func (s *metricsServer) observe(o *monitor.Options) {
+// observe makes the exporter of s, if any, the monitor's observer.
+func observe(s *metrics.Server, o *monitor.Options) {
 	if s != nil {
-		o.Observer = s.ex
+		o.Observer = s.Exporter
 	}
-}
-
-// url is where the metrics are served, for the monitor's first line.
-func (s *metricsServer) url() string {
-	if s == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String() + "/metrics"
-}
-
-// beside is m with the metrics served beside it, for as long as it runs;
-// m itself with --metrics off.
-func (s *metricsServer) beside(m monitorRunner, c *core.Client) monitorRunner {
-	if s == nil {
-		return m
-	}
-	return servedMonitor{m: m, s: s, c: c}
-}
-
-type servedMonitor struct {
-	m monitorRunner
-	s *metricsServer
-	c *core.Client
-}
-
-func (w servedMonitor) Run(ctx context.Context) error {
-	grp, ctx := errgroup.WithContext(ctx)
-	grp.Go(func() error { return w.m.Run(ctx) })
-	grp.Go(func() error {
-		if err := w.s.ex.Serve(ctx, w.s.ln, w.c); err != nil {
-			return fmt.Errorf("serve metrics: %w", err)
-		}
-		return nil
-	})
-	return grp.Wait()
 }

@@ -1,22 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // defaultWatch is how often --watch redraws when given no interval, as
@@ -101,62 +96,5 @@ func (w *watchFlag) run(cmd *cobra.Command, title string, frame func(io.Writer) 
 	if !w.on {
 		return frame(out)
 	}
-	var buf bytes.Buffer
-	if err := frame(&buf); err != nil {
-		return err
-	}
-	screen, tty := out.(*os.File)
-	tty = tty && isTerminal(screen)
-	if tty {
-		// The alternate screen, without a cursor; and back at the end.
-		fmt.Fprint(out, ansi.SetModeAltScreenSaveCursor+ansi.HideCursor)
-		defer fmt.Fprint(out, ansi.ShowCursor+ansi.ResetModeAltScreenSaveCursor)
-	}
-	host, _ := os.Hostname()
-	clk := clock.System()
-	tick := clk.NewTicker(w.every)
-	defer tick.Stop()
-	for {
-		head := fmt.Sprintf("Every %s: %s    %s: %s", w.interval(), title, host, clk.Now().Format("Mon Jan 2 15:04:05"))
-		if tty {
-			width, height, err := term.GetSize(screen.Fd())
-			if err != nil {
-				width, height = 80, 24
-			}
-			fmt.Fprint(out, fitScreen(head+"\n\n"+buf.String(), width, height))
-		} else {
-			fmt.Fprintf(out, "%s\n\n%s\n", head, buf.String())
-		}
-		select {
-		case <-cmd.Context().Done():
-			return nil
-		case <-tick.C():
-		}
-		buf.Reset()
-		if err := frame(&buf); err != nil {
-			buf.Reset()
-			fmt.Fprintln(&buf, "chronos:", human.Printable(err.Error()))
-		}
-	}
-}
-
-// fitScreen is text drawn from the top left of a width×height screen: each
-// line cut to the width and cleared to its end, lines past the height
-// left out, and the rest of the screen cleared.
-func fitScreen(text string, width, height int) string {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if len(lines) > height {
-		lines = lines[:height]
-	}
-	var b strings.Builder
-	b.WriteString(ansi.CursorHomePosition)
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString(ansi.Truncate(l, width, ""))
-		b.WriteString(ansi.EraseLineRight)
-	}
-	b.WriteString(ansi.EraseScreenBelow)
-	return b.String()
+	return view.WatchScreen(cmd.Context(), out, w.every, w.interval(), title, frame)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/policy"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // bookingRow is a booking as the table shows it.
@@ -283,7 +284,7 @@ func (t *bookingsTab) device() (int, bool) {
 func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCells {
 	// Only the rows on screen are formatted, each frame: a few dozen, of
 	// maybe thousands.
-	c := bookingCells{id: r.ID, host: r.Host, user: r.User, gpus: human.FormatGPUs("", r.GPUs()), procs: r.procs, mine: r.mine, command: Printable(r.command),
+	c := bookingCells{id: r.ID, host: r.Host, user: r.User, gpus: human.FormatGPUs("", r.GPUs()), procs: r.procs, mine: r.mine, command: human.Printable(r.command),
 		booked: human.FormatPercent(r.SharePPM) + " " + human.FormatBytes(r.Bytes), inUse: "-", over: r.inUse > r.Bytes,
 		status: r.Status(now, t.warnLead), left: "-"}
 	switch c.status {
@@ -295,7 +296,7 @@ func (t *bookingsTab) cells(r bookingRow, now time.Time, cols columns) bookingCe
 	if r.procs > 0 {
 		c.inUse = human.FormatBytes(r.inUse)
 	}
-	c.left = bookingLeft(r.Partition.Partition, now, timeLeft)
+	c.left = view.BookingLeft(r.Partition.Partition, now, view.TimeLeft)
 	if c.status == domain.StatusUpcoming {
 		// Not yet begun: when it begins, not a length that reads as time left.
 		c.left = leftStart(r.Start, now)
@@ -335,9 +336,9 @@ func (t *bookingsTab) draw(c bookingCells, selected bool, cols columns) string {
 	case c.starts != "":
 		stateText = "starts " + c.starts
 	}
-	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, Printable(c.user)),
+	id, owner, left, state, inUse := cell(bkID, "#"+strconv.FormatUint(c.id, 10)), cell(bkOwner, human.Printable(c.user)),
 		cell(bkLeft, c.left), cell(bkState, stateText), cell(bkInUse, c.inUse)
-	host := cell(bkHost, Printable(c.host))
+	host := cell(bkHost, human.Printable(c.host))
 	barW := cols.widths[bkElapsed]
 	if selected || c.status.Ended() {
 		// One style over the whole line: the highlight unbroken, or the

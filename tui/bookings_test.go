@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/monitor"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // A booking the ledger records as idle says so on its row, as list's IDLE
@@ -23,7 +23,7 @@ func TestBookingsShowIdle(t *testing.T) {
 	require.NoError(t, err)
 	idle := map[uint64]string{}
 	for _, p := range parts {
-		idle[p.ID] = monitor.FormatIdle(p.Partition, p.Usage, t0)
+		idle[p.ID] = human.FormatIdle(p.Partition, p.Usage, t0)
 	}
 	require.Equal(t, "50m", idle[ids[1]], "the ledger has bob's booking idle for 50 minutes")
 	require.Equal(t, "-", idle[ids[0]], "and alice's working")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
 )
@@ -47,7 +48,7 @@ func TestReadingsNotGivenReadNA(t *testing.T) {
 		Processes: []gpu.Process{{PID: 7, UID: 0, User: "root", Command: "x", SM: procfs.NA}}}
 	s := gpu.Sample{Time: t0, Backend: "nvml", Devices: []gpu.DeviceSample{d}}
 	var out bytes.Buffer
-	require.NoError(t, WriteStats(&out, core.Stats{Sample: s, Processes: admission.Attribute(s, nil, t0)}))
+	require.NoError(t, view.WriteStats(&out, core.Stats{Sample: s, Processes: admission.Attribute(s, nil, t0)}))
 	require.Contains(t, out.String(), "util n/a  mem-bw n/a  temp n/a  power n/a")
 
 	p := newGPUPanel(&shared{styles: DefaultStyles(), now: func() time.Time { return t0 }}, 10)

@@ -351,7 +351,7 @@ func (f *bookingForm) warning() string {
 		bytes = uint64(float64(asked(mem, a)) / 1e6 * float64(a.Device.MemoryTotal))
 	}
 	if w := a.Warning(bytes); w != "" {
-		return "⚠ " + Printable(w)
+		return "⚠ " + human.Printable(w)
 	}
 	return ""
 }
@@ -441,7 +441,7 @@ func (f *bookingForm) message(width int) (msg []string, style lipgloss.Style, of
 	style = st.Warning
 	switch w := f.warning(); {
 	case f.err != "":
-		msg, style = wrap("✗ "+Printable(f.err), width, formMaxMessageLines), st.Invalid
+		msg, style = wrap("✗ "+human.Printable(f.err), width, formMaxMessageLines), st.Invalid
 	case f.busy:
 		msg, style = []string{"booking…"}, st.Faint
 	case w != "":
@@ -460,7 +460,7 @@ func (f *bookingForm) gpuDetail(inner int) []string {
 		detail = fmt.Sprintf("GPU %s as one booking: the same share of each, all or nothing (space adds or removes a GPU)",
 			human.FormatGPUs("", slices.Sorted(maps.Keys(f.marked))))
 	case ok:
-		detail = fmt.Sprintf("%s · %d %s · %s", a.Room(), a.Bookings, plural(a.Bookings, "booking", "bookings"), Printable(a.Device.Name))
+		detail = fmt.Sprintf("%s · %d %s · %s", a.Room(), a.Bookings, plural(a.Bookings, "booking", "bookings"), human.Printable(a.Device.Name))
 	case f.count > 1:
 		detail = fmt.Sprintf("the %d best-connected GPUs with room, as one booking (+/- how many)", f.count)
 	case len(f.devices) > 0:

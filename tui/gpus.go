@@ -216,7 +216,7 @@ func (p *gpuPanel) legend(segs []segment) string {
 	parts := make([]string, 0, len(segs))
 	for _, s := range segs {
 		total += s.share
-		parts = append(parts, st.Owner(s.user).Render(Printable(s.user)+" "+human.FormatPercent(s.share)))
+		parts = append(parts, st.Owner(s.user).Render(human.Printable(s.user)+" "+human.FormatPercent(s.share)))
 	}
 	return "booked " + human.FormatPercent(total) + ": " + strings.Join(parts, " ")
 }
@@ -235,7 +235,7 @@ func (p *gpuPanel) block(d gpu.DeviceSample, width int) []string {
 		title += "  " + st.Notice.Render("MIG")
 	}
 	if n, ok := p.next[d.Index]; ok {
-		title += "  " + st.Faint.Render("next: ") + st.Owner(n.user).Render(Printable(n.user)) +
+		title += "  " + st.Faint.Render("next: ") + st.Owner(n.user).Render(human.Printable(n.user)) +
 			st.Faint.Render(" "+human.FormatPercent(n.share)+" at "+startClock(n.start, p.sh.now()))
 	}
 	right := reading(d.TempC, "%d°C") + "  " + padLeft(reading(d.PowerW, "%.0f W"), 5)

@@ -375,11 +375,11 @@ func (h *historyView) title(tl timeline) string {
 	st := &h.sh.styles
 	left := st.Label.Render(fmt.Sprintf("GPU %d", h.device))
 	if h.name != "" {
-		left += "  " + Printable(h.name)
+		left += "  " + human.Printable(h.name)
 	}
 	right := st.Faint.Render(fmt.Sprintf("the last hour · a column is %s", human.FormatDuration(tl.step)))
 	if h.err != nil {
-		right = st.StatusErr.Render("✗ " + Printable(h.err.Error()))
+		right = st.StatusErr.Render("✗ " + human.Printable(h.err.Error()))
 	}
 	return cut(left+"  "+right, h.width)
 }
@@ -440,7 +440,7 @@ func (h *historyView) spanLine(tl timeline, b report.BookingSpan, now time.Time)
 		owner = st.Mine
 	}
 	var line strings.Builder
-	line.WriteString(owner.Render(fit(fmt.Sprintf("#%d %s", b.ID, Printable(b.Owner)), historyGutter)))
+	line.WriteString(owner.Render(fit(fmt.Sprintf("#%d %s", b.ID, human.Printable(b.Owner)), historyGutter)))
 	line.WriteString(st.Faint.Render("│"))
 	for c := 0; c < len(cells); {
 		end := c

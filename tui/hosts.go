@@ -99,7 +99,7 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 		if n := len(devs[i]) - rows[i]; n > 0 {
 			hidden = fmt.Sprintf("+%d more %s not shown (enlarge the terminal)", n, plural(n, "GPU", "GPUs"))
 		}
-		title := st.Label.Render(Printable(h.Host))
+		title := st.Label.Render(human.Printable(h.Host))
 		switch {
 		case !h.Live():
 			sep := "  "
@@ -110,7 +110,7 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 		case h.Status.Simulated:
 			title += st.Faint.Render(fmt.Sprintf("  simulated · %d GPUs", len(devs[i])))
 		default:
-			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", Printable(h.Status.Backend), len(devs[i])))
+			title += st.Faint.Render(fmt.Sprintf("  %s · %d GPUs", human.Printable(h.Status.Backend), len(devs[i])))
 		}
 		if hidden != "" && h.Live() {
 			title += st.Faint.Render(" · " + hidden)
@@ -139,9 +139,9 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 // with the bookings on it.
 func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
 	st := &p.sh.styles
-	name := st.Label.Render(fmt.Sprintf("  %s ", Printable(human.FormatGPU(host, d.Index))))
+	name := st.Label.Render(fmt.Sprintf("  %s ", human.Printable(human.FormatGPU(host, d.Index))))
 	if !live {
-		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
+		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", human.Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
 		return cut(line, width)
 	}
 	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C")

@@ -226,14 +226,14 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 		verb = "release"
 	}
 	if !m.sh.me.MayChange(r.UID) {
-		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", domain.ErrNotOwner, r.ID, Printable(r.User), verb)
+		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", domain.ErrNotOwner, r.ID, human.Printable(r.User), verb)
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.target = r
 	if release {
 		m.mode = releasing
 		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %s)? y releases, any other key keeps it ",
-			r.ID, Printable(r.User), human.FormatPercent(r.SharePPM), Printable(r.GPUName())))
+			r.ID, human.Printable(r.User), human.FormatPercent(r.SharePPM), human.Printable(r.GPUName())))
 		return nil
 	}
 	m.mode = extending
@@ -246,7 +246,7 @@ func (m *Model) actOnBooking(release bool) tea.Cmd {
 func (m *Model) actOnRequest() tea.Cmd {
 	r, _ := m.queue.selected()
 	if !m.sh.me.MayChange(r.UID) {
-		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", domain.ErrNotOwner, r.ID, Printable(r.User))
+		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", domain.ErrNotOwner, r.ID, human.Printable(r.User))
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.request, m.mode = r, cancelling
@@ -257,7 +257,7 @@ func (m *Model) actOnRequest() tea.Cmd {
 	if r.mine {
 		req.User = ""
 	}
-	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, Printable(admission.DescribeRequest(req))))
+	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, human.Printable(admission.DescribeRequest(req))))
 	return nil
 }
 

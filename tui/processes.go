@@ -139,9 +139,9 @@ func newProcessesTab(sh *shared) *processesTab {
 	t.table.init(sh, processColumns, "  No GPU processes to show.")
 	t.table.id = func(r processRow) uint64 { return uint64(r.PID) }
 	t.table.cells = func(r processRow, _ time.Time, _ columns) processCells {
-		return processCells{pid: r.PID, user: orDash(Printable(r.User)), device: r.Device, memory: r.MemoryUsed, sm: r.SM,
-			verdict: r.Verdict, booking: verdictText(r.Attribution), container: orDash(Printable(r.Container.Label())),
-			command: Printable(r.Command)}
+		return processCells{pid: r.PID, user: orDash(human.Printable(r.User)), device: r.Device, memory: r.MemoryUsed, sm: r.SM,
+			verdict: r.Verdict, booking: verdictText(r.Attribution), container: orDash(human.Printable(r.Container.Label())),
+			command: human.Printable(r.Command)}
 	}
 	t.table.draw = t.draw
 	return t

@@ -146,8 +146,8 @@ func requestGPU(e admission.QueueEntry, here string) string {
 }
 
 func (t *queueTab) cells(r queueRow, now time.Time, _ columns) queueCells {
-	c := queueCells{pos: "-", id: "#" + strconv.FormatUint(r.ID, 10), user: Printable(r.User), gpu: Printable(requestGPU(r.QueueEntry, t.table.sh.host)),
-		share: human.FormatPercent(r.SharePPM), length: human.FormatDuration(r.Duration), eta: "-", why: Printable(r.Reason), mine: r.mine}
+	c := queueCells{pos: "-", id: "#" + strconv.FormatUint(r.ID, 10), user: human.Printable(r.User), gpu: human.Printable(requestGPU(r.QueueEntry, t.table.sh.host)),
+		share: human.FormatPercent(r.SharePPM), length: human.FormatDuration(r.Duration), eta: "-", why: human.Printable(r.Reason), mine: r.mine}
 	if r.Bytes > 0 {
 		c.share = human.FormatBytes(r.Bytes)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
+	"github.com/chronos-gpu/chronos/core/view"
 )
 
 // schedule is when the app last read what, and what it waits for.
@@ -183,7 +184,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.derive()
 		m.bookings.table.selectID(p.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, human.FormatPercent(p.SharePPM),
-			human.FormatBytes(p.Bytes), Printable(m.opts.Client.GPUName(p.Host, p.Device)), human.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
+			human.FormatBytes(p.Bytes), human.Printable(m.opts.Client.GPUName(p.Host, p.Device)), human.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
 
 	case queuedMsg:
 		if msg.part != nil { // room came meanwhile: booked
@@ -205,7 +206,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.derive()
 		m.queue.table.selectID(e.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d waits at position %d; should start at %s (%s)", e.ID, e.Position,
-			human.FormatTime(e.ETA, m.sh.now()), Printable(e.Reason)), false), m.load())
+			human.FormatTime(e.ETA, m.sh.now()), human.Printable(e.Reason)), false), m.load())
 
 	case leftLineMsg:
 		if msg.err != nil {
@@ -229,7 +230,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.replace(msg.part)
 		m.answered(msg.part.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, human.FormatDuration(msg.by),
-			timeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
+			view.TimeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-gpu/chronos/core/view"
 	"github.com/chronos-gpu/chronos/storage"
 )
 
@@ -87,7 +88,7 @@ func TestCountdownsShowSecondsOnlyNearTheEnd(t *testing.T) {
 		{400 * time.Millisecond, "1s"},
 		{-time.Second, "0s"},
 	} {
-		require.Equal(t, tc.want, timeLeft(tc.left), "%s", tc.left)
+		require.Equal(t, tc.want, view.TimeLeft(tc.left), "%s", tc.left)
 	}
 
 	w := newWorld(t, 1)
@@ -105,9 +106,9 @@ func TestCountdownsShowSecondsOnlyNearTheEnd(t *testing.T) {
 
 func TestCountdownStillFormats(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "0:00:01", Countdown(400*time.Millisecond))
-	require.Equal(t, "1d+2:03:04", Countdown(26*time.Hour+3*time.Minute+4*time.Second))
-	require.Equal(t, "0:00:00", Countdown(-time.Second))
+	require.Equal(t, "0:00:01", view.Countdown(400*time.Millisecond))
+	require.Equal(t, "1d+2:03:04", view.Countdown(26*time.Hour+3*time.Minute+4*time.Second))
+	require.Equal(t, "0:00:00", view.Countdown(-time.Second))
 }
 
 func TestMonitorActsAndErrorsShowInTheStatusLine(t *testing.T) {

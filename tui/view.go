@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/core/human"
 )
 
 // layout splits the height: header (with the backend's note, the ledger's
@@ -62,10 +63,10 @@ func (m *Model) View() string {
 	lines := make([]string, 0, m.height)
 	lines = append(lines, m.headerView(now))
 	if m.opts.Notice != "" {
-		lines = append(lines, cut(st.Notice.Render(Printable(m.opts.Notice)), m.width))
+		lines = append(lines, cut(st.Notice.Render(human.Printable(m.opts.Notice)), m.width))
 	}
 	for _, w := range m.data.warnings {
-		lines = append(lines, cut(st.Notice.Render("⚠ "+Printable(w)), m.width))
+		lines = append(lines, cut(st.Notice.Render("⚠ "+human.Printable(w)), m.width))
 	}
 	if len(m.notices) > 0 {
 		lines = append(lines, m.noticeLines()...)
@@ -161,7 +162,7 @@ func (m *Model) noticeLines() []string {
 	if n.Kind == domain.EventCreated {
 		mark = "✓" // the app's own news: a request it waited for was booked
 	}
-	text := fmt.Sprintf("%s %s your booking #%d: %s", mark, n.Time.Local().Format("15:04"), n.Partition, Printable(n.Detail))
+	text := fmt.Sprintf("%s %s your booking #%d: %s", mark, n.Time.Local().Format("15:04"), n.Partition, human.Printable(n.Detail))
 	if more := len(m.notices) - 1; more > 0 {
 		text += fmt.Sprintf(" (+%d more)", more)
 	}
@@ -275,9 +276,9 @@ func (m *Model) statusLines(n int) []string {
 	case m.status.text == "":
 		return []string{""}
 	case m.status.isErr:
-		return renderAll(st.StatusErr, wrap("✗ "+Printable(m.status.text), m.width, n))
+		return renderAll(st.StatusErr, wrap("✗ "+human.Printable(m.status.text), m.width, n))
 	default:
-		return renderAll(st.StatusOK, wrap(Printable(m.status.text), m.width, n))
+		return renderAll(st.StatusOK, wrap(human.Printable(m.status.text), m.width, n))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -110,4 +111,21 @@ func FakeStat(pid int, comm string, start uint64) string {
 	}
 	fields = append(fields, strconv.FormatUint(start, 10), "123456", "99")
 	return strconv.Itoa(pid) + " (" + comm + ") " + strings.Join(fields, " ") + "\n"
+}
+
+// Hostile is text another user controls, made to act on a terminal: set
+// the window title, clear the screen, a C1 CSI as a lone byte and as a
+// character.
+const Hostile = "\x1b]2;pwned\x07\x1b[2J\x9b2J\u009b2J"
+
+// NoTerminalControl fails when out holds anything a terminal would obey:
+// C0 controls but the newlines between lines, C1 controls, or bytes that are
+// not UTF-8.
+func NoTerminalControl(t *testing.T, out string) {
+	t.Helper()
+	require.True(t, utf8.ValidString(out), "bytes that are not UTF-8 reached the output: %q", out)
+	for i, r := range out {
+		bad := r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f
+		require.False(t, bad, "%q reached the output at byte %d: %q", r, i, out)
+	}
 }

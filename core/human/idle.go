@@ -1,6 +1,8 @@
 package human
 
 import (
+	"cmp"
+	"fmt"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/domain"
@@ -21,4 +23,14 @@ func FormatIdleFor(p domain.Partition, u domain.BookingUsage, now time.Time) str
 	default:
 		return FormatDuration(d.Truncate(time.Minute))
 	}
+}
+
+// FormatIdle is a booking's IDLE cell: "-" while it works, else how long
+// it has been idle, and "held" while a hold exempts it.
+func FormatIdle(p domain.Partition, u domain.BookingUsage, now time.Time) string {
+	s := cmp.Or(FormatIdleFor(p, u, now), "-")
+	if p.LiveAt(now) && u.HeldUntil.After(now) {
+		s += fmt.Sprintf(" (held %s)", FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
+	}
+	return s
 }

@@ -626,3 +626,12 @@ func FormatEvent(e domain.Event) string {
 // StartSlack is how far in the past a start may be and still mean now: the
 // minute a person typed.
 const StartSlack = time.Minute
+
+// StatusWords are the booking statuses as --state takes them.
+func StatusWords() []string {
+	out := make([]string, len(domain.BookingStatuses))
+	for i, s := range domain.BookingStatuses {
+		out[i] = strings.ToLower(strings.ReplaceAll(string(s), " ", "-"))
+	}
+	return out
+}

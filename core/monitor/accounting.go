@@ -1,14 +1,11 @@
 package monitor
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
-	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/gpu"
@@ -380,14 +377,4 @@ func (a *accountant) skipTaken(ctx context.Context, l storage.Store) error {
 		a.accounted()
 	}
 	return err
-}
-
-// FormatIdle is a booking's IDLE cell: "-" while it works, else how long
-// it has been idle, and "held" while a hold exempts it.
-func FormatIdle(p domain.Partition, u domain.BookingUsage, now time.Time) string {
-	s := cmp.Or(human.FormatIdleFor(p, u, now), "-")
-	if p.LiveAt(now) && u.HeldUntil.After(now) {
-		s += fmt.Sprintf(" (held %s)", human.FormatDuration(u.HeldUntil.Sub(now).Round(time.Minute)))
-	}
-	return s
 }

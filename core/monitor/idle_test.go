@@ -415,8 +415,8 @@ func TestListShowsIdle(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, parts, 2)
 	now := r.clock.Now()
-	require.Equal(t, "5m", FormatIdle(parts[0].Partition, parts[0].Usage, now))
-	require.Equal(t, "-", FormatIdle(parts[1].Partition, parts[1].Usage, now))
+	require.Equal(t, "5m", human.FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "-", human.FormatIdle(parts[1].Partition, parts[1].Usage, now))
 	j := view.Booking(parts[0], now, time.Minute)
 	require.True(t, j.Idle)
 	require.Equal(t, 300.0, j.IdleSeconds)
@@ -431,7 +431,7 @@ func TestListShowsIdle(t *testing.T) {
 	require.NoError(t, err)
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
-	require.Equal(t, "5m (held 1h)", FormatIdle(parts[0].Partition, parts[0].Usage, now))
+	require.Equal(t, "5m (held 1h)", human.FormatIdle(parts[0].Partition, parts[0].Usage, now))
 	require.Equal(t, "waiting for data", view.Booking(parts[0], now, 0).Usage.HoldReason)
 
 	// With no monitor watching, the figure grows stale and is not shown.
@@ -439,7 +439,7 @@ func TestListShowsIdle(t *testing.T) {
 	parts, err = r.c.List(false)
 	require.NoError(t, err)
 	require.False(t, view.Booking(parts[0], r.clock.Now(), 0).Idle)
-	require.True(t, strings.HasPrefix(FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
+	require.True(t, strings.HasPrefix(human.FormatIdle(parts[0].Partition, parts[0].Usage, r.clock.Now()), "- (held"))
 }
 
 // A GPU's last hour: a sample per minute, each booking's span, and its idle

@@ -48,3 +48,41 @@ func GuardOf(group string) (storage.Guard, error) {
 	gid, _ := strconv.Atoi(g.Gid)
 	return storage.Guard{Group: g.Name, GID: gid}, nil
 }
+
+// A guarded ledger on etcd: etcd takes anyone who holds the client key,
+// so the key is root's alone, and members reach the ledger only through
+// their host's keeper (root's monitor), which reads for them (a snapshot,
+// keeper.RemoteStore) and writes as them. The store file says the ledger
+// is guarded, so that a member's chronos knows without the key.
+
+// GuardStore checks what a guarded ledger on etcd needs (a group, and
+// TLS with a client key etcd requires) and makes the key root's alone.
+func GuardStore(cfg StoreConfig, group string) (storage.Guard, error) {
+	g, err := GuardOf(group)
+	if err != nil {
+		return g, err
+	}
+	if cfg.Cert == "" || cfg.Key == "" {
+		return g, domain.InputErr("init --store --guarded needs --cert and --key (and etcd started with --client-cert-auth): " +
+			"without a client key only root holds, any member could write etcd directly")
+	}
+	return g, MakeKeyRoots(cfg.Key)
+}
+
+// GuardedStoreNote is what init --store says of a guarded ledger.
+func GuardedStoreNote(g *storage.Guard, key string) string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf("; guarded: %s is root's alone (mode %04o), and members of %s read and write it through root's monitor, "+
+		"which each host runs (sudo systemctl enable --now chronos-monitor)", key, KeyMode, g.Group)
+}
+
+// LocalGuard is g as this host numbers its group: the hosts of a lab on
+// etcd share the ledger's mark, and may number one group differently.
+func LocalGuard(g storage.Guard) storage.Guard {
+	if local, err := GuardOf(g.Group); err == nil {
+		return local
+	}
+	return g
+}

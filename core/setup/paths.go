@@ -2,7 +2,9 @@
 // opens it: which ledger (a file's path or an etcd store, from flags,
 // the environment and the store file), a shared or guarded ledger's
 // directory and modes, and this host's name in a ledger many hosts
-// share. It imports no service: core and the command layer use it.
+// share; the environment variables chronos reads and sets, a ledger path
+// that cannot be used in plain words, and what an admin does after init.
+// It imports no service: core and the command layer use it.
 package setup
 
 import (

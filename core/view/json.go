@@ -1,7 +1,9 @@
-// Package view holds the shapes `--json` prints, in one place, and how
-// they are made from the service's answers. Their field names are a
-// stable interface for scripts: add fields, never rename or remove them.
-// (What a Client call returns as it is, Stats or Report, is core's.)
+// Package view is what the commands print, made from the service's
+// answers: the shapes `--json` prints, in one place, and the text tables
+// and lines (list, stats, show, events, report). The JSON field names are
+// a stable interface for scripts: add fields, never rename or remove
+// them. (What a Client call returns as it is, Stats or Report, is its
+// package's.) The app uses its countdowns.
 package view
 
 import (

@@ -1,6 +1,7 @@
-package tui
+package view
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -13,13 +14,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
-	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/gpu"
 )
-
-// Printable is core.Printable: every string another user controls passes
-// through it before it reaches a terminal.
-func Printable(s string) string { return human.Printable(s) }
 
 // TableOptions shape a plain table: Wide adds columns, NoHeaders leaves
 // out the header line (and the "No bookings." of an empty table) for
@@ -67,16 +63,16 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 			compute = computeCap(p)
 		}
 		if status.Ended() {
-			ended = endedAt(p.Partition).Local().Format("Jan 2 15:04:05")
+			ended = p.End().Local().Format("Jan 2 15:04:05")
 		}
 		fmt.Fprintf(tw, "%d\t", p.ID)
 		if hosts {
-			fmt.Fprintf(tw, "%s\t", Printable(p.Host))
+			fmt.Fprintf(tw, "%s\t", human.Printable(p.Host))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", Printable(p.User), human.FormatGPUs("", p.GPUs()),
-			human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), bookingLeft(p.Partition, now, Countdown),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", human.Printable(p.User), human.FormatGPUs("", p.GPUs()),
+			human.FormatPercent(p.SharePPM), human.FormatBytes(p.Bytes), BookingLeft(p.Partition, now, Countdown),
 			p.Start.Local().Format("Jan 2 15:04:05"), p.Expires.Local().Format("Jan 2 15:04:05"),
-			monitor.FormatIdle(p.Partition, p.Usage, now), status, compute)
+			human.FormatIdle(p.Partition, p.Usage, now), status, compute)
 		if history {
 			fmt.Fprintf(tw, "\t%s", ended)
 		}
@@ -85,16 +81,16 @@ func WriteBookings(w io.Writer, parts []core.Partition, now time.Time, warnLead 
 			if !p.Usage.Through.IsZero() {
 				gpuTime, peak = human.FormatDuration(p.Usage.GPUTime), human.FormatBytes(p.Usage.MemoryPeak)
 			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", p.Created.Local().Format("Jan 2 15:04:05"), gpuTime, peak, orDash(p.DeviceUUID))
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", p.Created.Local().Format("Jan 2 15:04:05"), gpuTime, peak, cmp.Or(p.DeviceUUID, "-"))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
 
-// bookingLeft is a booking's countdown in the given form: the time it has
+// BookingLeft is a booking's countdown in the given form: the time it has
 // left, its whole length while it has not started, "-" once it has ended.
-func bookingLeft(p domain.Partition, now time.Time, form func(time.Duration) string) string {
+func BookingLeft(p domain.Partition, now time.Time, form func(time.Duration) string) string {
 	switch {
 	case p.Upcoming(now):
 		return form(p.Expires.Sub(p.Start))
@@ -122,9 +118,9 @@ func Countdown(d time.Duration) string {
 // not every second, and the terminal is sent that much less.
 const secondsWithin = 10 * time.Minute
 
-// timeLeft is the app's countdown: "2h05m" or "3d04h10m" to the minute
+// TimeLeft is the app's countdown: "2h05m" or "3d04h10m" to the minute
 // (rounded up), and "9m59s" or "42s" in a booking's last secondsWithin.
-func timeLeft(d time.Duration) string {
+func TimeLeft(d time.Duration) string {
 	s := int64((max(d, 0) + time.Second - 1) / time.Second)
 	if s <= int64(secondsWithin/time.Second) {
 		if s < 60 {
@@ -154,7 +150,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 	containers := anyInContainer(st.Processes)
 	for _, d := range st.Sample.Devices {
 		booked := st.Booked[d.Index]
-		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, Printable(d.Name), migLabel(d.MIG))
+		fmt.Fprintf(w, "\nGPU %d  %s%s\n", d.Index, human.Printable(d.Name), migLabel(d.MIG))
 		free := human.FormatBytes(d.MemoryFree) + " free of " + human.FormatBytes(d.MemoryTotal)
 		if d.MemoryTotal == 0 {
 			free = "size not reported"
@@ -163,7 +159,7 @@ func WriteStats(w io.Writer, st core.Stats) error {
 			human.FormatBytes(booked.Bytes), human.FormatPercent(booked.PPM), free)
 		fmt.Fprintf(w, "  load    util %s  mem-bw %s  temp %s  power %s\n", reading(d.Util, "%d%%"), reading(d.MemUtil, "%d%%"), reading(d.TempC, "%d°C"), reading(d.PowerW, "%.0f W"))
 		for _, n := range d.Notes {
-			fmt.Fprintf(w, "  note    %s\n", Printable(n))
+			fmt.Fprintf(w, "  note    %s\n", human.Printable(n))
 		}
 		var procs []admission.Attribution
 		for _, a := range st.Processes {
@@ -200,8 +196,8 @@ func writeProcesses(w io.Writer, procs []admission.Attribution, containers bool)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PID\tUSER\tMEMORY\tSM\tBOOKING\t"+containerCell(containers, "CONTAINER")+"COMMAND")
 	for _, a := range procs {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, orDash(Printable(a.User)), human.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), verdictText(a),
-			containerCell(containers, orDash(Printable(a.Container.Label()))), Printable(a.Command))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s%s\n", a.PID, cmp.Or(human.Printable(a.User), "-"), human.FormatBytes(a.MemoryUsed), reading(a.SM, "%d%%"), Verdict(a),
+			containerCell(containers, cmp.Or(human.Printable(a.Container.Label()), "-")), human.Printable(a.Command))
 	}
 	return tw.Flush()
 }
@@ -223,6 +219,36 @@ func containerCell(shown bool, s string) string {
 		return ""
 	}
 	return s + "\t"
+}
+
+// reading is a figure in format, or "n/a" where the hardware or the
+// driver gives none (a negative figure).
+func reading[N int | float64](v N, format string) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// Verdict says what a process counts against, in the words both the
+// app and `chronos stats` show: "#7", "OVER BUDGET #7", "ENDED #7",
+// "UNBOOKED", "FALSE CLAIM #7" for an unbooked process whose environment
+// names someone else's booking, or "MPS SERVER".
+func Verdict(a admission.Attribution) string {
+	switch a.Verdict {
+	case admission.Unbooked:
+		if a.Claimed != 0 {
+			return fmt.Sprintf("FALSE CLAIM #%d", a.Claimed)
+		}
+		return "UNBOOKED"
+	case admission.OverBudget:
+		return fmt.Sprintf("OVER BUDGET #%d", a.Partition)
+	case admission.Ended:
+		return fmt.Sprintf("ENDED #%d", a.Partition)
+	case admission.MPSServer:
+		return "MPS SERVER"
+	}
+	return fmt.Sprintf("#%d", a.Partition)
 }
 
 func migLabel(mig bool) string {

@@ -1,4 +1,4 @@
-package tui
+package view
 
 import (
 	"encoding/csv"
@@ -50,7 +50,7 @@ func WriteReport(w io.Writer, r report.Report, now time.Time) error {
 			used := min(booked, barCells(row.UsedHours/most, reportBarWidth))
 			bar = strings.Repeat("█", used) + strings.Repeat("▒", booked-used)
 		}
-		line(Printable(row.Key), row, bar)
+		line(human.Printable(row.Key), row, bar)
 	}
 	line("TOTAL", r.Total, "")
 	if err := tw.Flush(); err != nil {
@@ -58,6 +58,11 @@ func WriteReport(w io.Writer, r report.Report, now time.Time) error {
 	}
 	_, err := fmt.Fprintln(w, "\nbar: GPU-hours booked, █ used, ▒ not used. IDLE: booked hours the booking sat idle. UNBOOKED: used with no booking. FORCED: expired with processes still running, signalled.")
 	return err
+}
+
+// barCells is how many of width cells a bar of frac (0..1) fills.
+func barCells(frac float64, width int) int {
+	return max(0, min(width, int(frac*float64(width)+0.5)))
 }
 
 // gpuHours prints GPU-hours to a hundredth.
