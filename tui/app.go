@@ -3,14 +3,16 @@
 // and keys to book, release and extend — and the plain renderers the CLI
 // prints with.
 //
-// The app is a root Model that composes components, each a file of its own:
-// the GPU panel (gpus.go), one tab per table (bookings.go, processes.go, both
-// on the table component in table.go), the booking form (form.go), the
-// prompt on the status line (prompt.go) and a GPU's history, which takes
-// the screen (history.go). The person's notices stay on a line under the
-// header until dismissed. Every component draws from what the root hands
-// it, keeps its own keys (a help.KeyMap) and is sized by the root. All
-// reading and writing happens in tea.Cmds (cmds.go).
+// The app is a root Model that composes components, each a package of its
+// own: the GPU panel (tui/gpus), one tab per table (tui/tabs: bookings,
+// processes and the line, on the table in tui/widget), the booking form
+// (tui/form), the prompt on the status line (tui/widget) and a GPU's
+// history, which takes the screen (tui/history); what they all draw with
+// (styles, cells, bars, the table) is in tui/widget. The person's notices
+// stay on a line under the header until dismissed. Every component draws
+// from what the root hands it, keeps its own keys (a help.KeyMap) and is
+// sized by the root. All reading and writing happens in tea.Cmds
+// (cmds.go).
 //
 // To add a tab: write a type that meets
 // the tab interface in tabs.go — usually a table of its own rows, shaped by
@@ -41,6 +43,11 @@ import (
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/policy"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui/form"
+	"github.com/chronos-gpu/chronos/tui/gpus"
+	"github.com/chronos-gpu/chronos/tui/history"
+	"github.com/chronos-gpu/chronos/tui/tabs"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // Writer is what makes the app's writes: a core.Client, or the keeper's
@@ -129,34 +136,6 @@ const (
 // much later.
 const frameRate = 10
 
-// shared is what every component reads, by pointer: the styles, the clock
-// and who is looking. Nothing writes to it after New, so components and
-// tests never see one another's changes through it.
-type shared struct {
-	styles Styles
-	now    func() time.Time
-	me     domain.Identity
-	host   string // this host in a ledger many hosts share; "" in a ledger file
-	after  func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
-}
-
-// readings is what the app last read from the ledger and the GPUs, and the
-// attribution that follows from the two.
-type readings struct {
-	sample gpu.Sample
-	parts  []core.Partition
-	avail  []core.Availability
-	policy domain.Policy
-	attrs  []admission.Attribution
-	// The other hosts of a ledger many hosts share, and warnings about
-	// their clocks.
-	hosts    []core.HostView
-	warnings []string
-	// The waiting line, read only while the Queue tab is shown (queueRead).
-	queue     []admission.QueueEntry
-	queueRead bool
-}
-
 // mode is what the keyboard is talking to.
 type mode int
 
@@ -183,36 +162,36 @@ func (md mode) prompting() bool {
 // same app.
 type Model struct {
 	opts Options
-	sh   *shared
+	sh   *widget.Shared
 	keys appKeys
 	ctx  context.Context
 	stop context.CancelFunc
 
 	width, height int
 
-	data    readings
+	data    tabs.Readings
 	sched   schedule
 	changes <-chan struct{}
 
-	gpus      *gpuPanel
-	bookings  *bookingsTab
-	processes *processesTab
-	queue     *queueTab
+	gpus      *gpus.Panel
+	bookings  *tabs.Bookings
+	processes *tabs.Processes
+	queue     *tabs.Queue
 	tabs      []tab
 	active    int
-	form      *bookingForm
-	prompt    *prompt
-	history   *historyView // while viewingHistory
+	form      *form.Booking
+	prompt    *widget.Prompt
+	history   *history.View // while viewingHistory
 	help      help.Model
 
 	mode     mode
 	filter   string // as typed; rows match it ignoring case
 	mineOnly bool
-	sortBy   []sortOrder // each tab's own, by index: s re-sorts only the tab on screen
+	sortBy   []tabs.Order // each tab's own, by index: s re-sorts only the tab on screen
 	fullHelp bool
-	target   bookingRow // what x or e acts on
-	request  queueRow   // the request x cancels in the Queue tab
-	resume   mode       // what the keyboard goes back to when the person stays
+	target   tabs.BookingRow // what x or e acts on
+	request  tabs.QueueRow   // the request x cancels in the Queue tab
+	resume   mode            // what the keyboard goes back to when the person stays
 
 	// notices are the person's notices neither dismissed nor moot, at most
 	// one per booking, the newest last: it is the one shown. They are read
@@ -226,7 +205,7 @@ type Model struct {
 	// farewell is said on the terminal once the app has closed.
 	farewell string
 	status   statusLine
-	memos    struct{ header, tabs, footer memo }
+	memos    struct{ header, tabs, footer widget.Memo }
 }
 
 // tickOn is tea.Tick on c: the message fn makes from the time d from now.
@@ -247,7 +226,7 @@ func New(opts Options) *Model {
 	if opts.after == nil {
 		opts.after = tickOn(opts.Clock)
 	}
-	sh := &shared{styles: DefaultStyles(), now: opts.Clock.Now, me: opts.Client.Me(), host: opts.Client.Host(), after: opts.after}
+	sh := &widget.Shared{Styles: widget.DefaultStyles(), Now: opts.Clock.Now, Me: opts.Client.Me(), Host: opts.Client.Host(), After: opts.after}
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}
@@ -255,23 +234,23 @@ func New(opts Options) *Model {
 	m := &Model{
 		opts: opts, sh: sh, keys: defaultAppKeys(), ctx: ctx, stop: stop,
 		width: 80, height: 24,
-		data:      readings{policy: policy.Default()},
-		gpus:      newGPUPanel(sh, int(historyWindow/(gpuEvery*opts.Refresh))+1),
-		bookings:  newBookingsTab(sh),
-		processes: newProcessesTab(sh),
-		queue:     newQueueTab(sh),
-		prompt:    newPrompt(sh),
+		data:      tabs.Readings{Policy: policy.Default()},
+		gpus:      gpus.New(sh, int(history.Window/(gpuEvery*opts.Refresh))+1),
+		bookings:  tabs.NewBookings(sh),
+		processes: tabs.NewProcesses(sh),
+		queue:     tabs.NewQueue(sh),
+		prompt:    widget.NewPrompt(sh),
 		help:      help.New(),
 	}
 	m.tabs = []tab{m.bookings, m.processes, m.queue}
-	m.sortBy = make([]sortOrder, len(m.tabs))
+	m.sortBy = make([]tabs.Order, len(m.tabs))
 	for i, t := range m.tabs {
-		if keys := t.sortKeys(); len(keys) > 0 {
-			m.sortBy[i] = orderBy(keys[0])
+		if keys := t.SortKeys(); len(keys) > 0 {
+			m.sortBy[i] = tabs.OrderBy(keys[0])
 		}
 	}
-	m.help.Styles.FullKey = sh.styles.Label
-	m.help.Styles.FullDesc = sh.styles.Faint
+	m.help.Styles.FullKey = sh.Styles.Label
+	m.help.Styles.FullDesc = sh.Styles.Faint
 	m.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
 	return m
 }
@@ -365,21 +344,21 @@ func (m *Model) quit() tea.Cmd {
 // person's filters. It runs when either changes, not on every frame, so
 // View only draws.
 func (m *Model) derive() {
-	now := m.sh.now()
+	now := m.sh.Now()
 	// This host's GPUs are sampled here; other hosts' bookings are drawn
 	// under their own GPUs.
 	client := m.opts.Client
-	here := slices.DeleteFunc(slices.Clone(m.data.parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
-	m.data.attrs = admission.Attribute(m.data.sample, rawPartitions(here), now)
-	m.gpus.setBookings(bookedSegments(here, m.data.attrs, true, now), nextBookings(here, now))
-	m.gpus.setHosts(m.data.hosts, hostSegments(m.data.parts, client, now))
+	here := slices.DeleteFunc(slices.Clone(m.data.Parts), func(p core.Partition) bool { return !client.OnThisHost(p.Partition) })
+	m.data.Attrs = admission.Attribute(m.data.Sample, rawPartitions(here), now)
+	m.gpus.SetBookings(gpus.BookedSegments(here, m.data.Attrs, true, now), gpus.NextBookings(here, now))
+	m.gpus.SetHosts(m.data.Hosts, gpus.HostSegments(m.data.Parts, client, now))
 	for i, t := range m.tabs {
-		t.setRows(&m.data, rowFilter{text: m.filter, mineOnly: m.mineOnly, sortBy: m.sortBy[i]}, now)
+		t.SetRows(&m.data, tabs.Filter{Text: m.filter, MineOnly: m.mineOnly, SortBy: m.sortBy[i]}, now)
 	}
-	m.sched.nextChange = nextChange(m.data.parts, m.sched.loadedAt)
+	m.sched.nextChange = nextChange(m.data.Parts, m.sched.loadedAt)
 	m.dropMootNotices(now)
 	if m.form != nil {
-		m.form.setReadings(&m.data)
+		m.form.SetAvailable(m.data.Avail)
 	}
 }
 
@@ -388,10 +367,10 @@ func (m *Model) derive() {
 func (m *Model) relayout() {
 	l := m.layout()
 	for _, t := range m.tabs {
-		t.setSize(m.width, l.body)
+		t.SetSize(m.width, l.body)
 	}
 	if m.history != nil {
-		m.history.setSize(m.width, l.history)
+		m.history.SetSize(m.width, l.history)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/tui/form"
 )
 
 func live(t *testing.T, c *core.Client) []core.Partition {
@@ -26,8 +27,8 @@ func TestNewBookingLandsInTheLedgerAndTheTable(t *testing.T) {
 
 	m = press(t, m, "n")
 	require.Equal(t, booking, m.mode)
-	require.Equal(t, fieldMemory, m.form.focus)
-	require.Equal(t, 4, m.form.fields, "no 'for user' field for an ordinary user")
+	require.Equal(t, form.FieldMemory, m.form.Focus)
+	require.Equal(t, 4, m.form.Fields, "no 'for user' field for an ordinary user")
 
 	m = press(t, m, "shift+tab", "right", "tab", "40GiB", "tab", "right", "enter")
 	require.Equal(t, browsing, m.mode, "form closes once booked")
@@ -40,7 +41,7 @@ func TestNewBookingLandsInTheLedgerAndTheTable(t *testing.T) {
 	require.Equal(t, 2*time.Hour, p.Expires.Sub(p.Created))
 	require.Equal(t, "alice", p.User)
 
-	row, ok := m.bookings.selected()
+	row, ok := m.bookings.Selected()
 	require.True(t, ok)
 	require.Equal(t, p.ID, row.ID, "the new booking is shown and selected at once")
 	require.Contains(t, m.status.text, fmt.Sprintf("Booked #%d", p.ID))
@@ -54,24 +55,24 @@ func TestBookingFormPicksDevicesAndPresets(t *testing.T) {
 	m := w.model(80, 24)
 
 	m = press(t, m, "n")
-	require.Equal(t, 0, m.form.devices[m.form.device].Device.Index, "starts on the freest GPU")
+	require.Equal(t, 0, m.form.Devices[m.form.Device].Device.Index, "starts on the freest GPU")
 	m = press(t, m, "up") // to the GPU field
-	require.Equal(t, fieldDevice, m.form.focus)
+	require.Equal(t, form.FieldDevice, m.form.Focus)
 	m = press(t, m, "3")
-	require.Equal(t, 3, m.form.devices[m.form.device].Device.Index)
+	require.Equal(t, 3, m.form.Devices[m.form.Device].Device.Index)
 	require.Contains(t, m.View(), "40% (32.0 GiB) bookable")
 	m = press(t, m, "h")
-	require.Equal(t, 2, m.form.devices[m.form.device].Device.Index)
+	require.Equal(t, 2, m.form.Devices[m.form.Device].Device.Index)
 
 	m = press(t, m, "down", "down") // duration
-	require.Equal(t, fieldDuration, m.form.focus)
-	require.Equal(t, "1h", m.form.duration.Value())
+	require.Equal(t, form.FieldDuration, m.form.Focus)
+	require.Equal(t, "1h", m.form.Duration.Value())
 	m = press(t, m, "right", "right")
-	require.Equal(t, "4h", m.form.duration.Value())
+	require.Equal(t, "4h", m.form.Duration.Value())
 	m = press(t, m, "left")
-	require.Equal(t, "2h", m.form.duration.Value())
+	require.Equal(t, "2h", m.form.Duration.Value())
 	m = press(t, m, "ctrl+u", "90m")
-	require.Equal(t, "90m", m.form.duration.Value(), "free entry")
+	require.Equal(t, "90m", m.form.Duration.Value(), "free entry")
 
 	m = press(t, m, "esc")
 	require.Equal(t, browsing, m.mode)
@@ -83,15 +84,15 @@ func TestBookingFormExplainsInvalidInputAndStaysOpen(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		keys  []string
-		field field
+		field form.Field
 		want  string
 	}{
-		{"memory not a number", []string{"lots", "enter"}, fieldMemory, "not a fraction"},
-		{"memory empty", []string{"enter"}, fieldMemory, "empty memory share"},
-		{"memory over 100%", []string{"150%", "enter"}, fieldMemory, "at most 100%"},
-		{"more than is free", []string{"90%", "enter"}, fieldMemory, "GPU 0 has 70% (56.0 GiB) free, 90% asked"},
-		{"duration zero", []string{"10%", "tab", "ctrl+u", "0", "enter"}, fieldDuration, "must be positive"},
-		{"duration garbage", []string{"10%", "tab", "ctrl+u", "soon", "enter"}, fieldDuration, "not seconds"},
+		{"memory not a number", []string{"lots", "enter"}, form.FieldMemory, "not a fraction"},
+		{"memory empty", []string{"enter"}, form.FieldMemory, "empty memory share"},
+		{"memory over 100%", []string{"150%", "enter"}, form.FieldMemory, "at most 100%"},
+		{"more than is free", []string{"90%", "enter"}, form.FieldMemory, "GPU 0 has 70% (56.0 GiB) free, 90% asked"},
+		{"duration zero", []string{"10%", "tab", "ctrl+u", "0", "enter"}, form.FieldDuration, "must be positive"},
+		{"duration garbage", []string{"10%", "tab", "ctrl+u", "soon", "enter"}, form.FieldDuration, "not seconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, 1)
@@ -99,8 +100,8 @@ func TestBookingFormExplainsInvalidInputAndStaysOpen(t *testing.T) {
 			m := w.model(80, 24)
 			m = press(t, m, append([]string{"n"}, tc.keys...)...)
 			require.Equal(t, booking, m.mode, "form stays open")
-			require.Contains(t, m.form.err, tc.want)
-			require.Equal(t, tc.field, m.form.focus, "focus goes to the field to fix")
+			require.Contains(t, m.form.Err, tc.want)
+			require.Equal(t, tc.field, m.form.Focus, "focus goes to the field to fix")
 			require.Contains(t, m.View(), "✗ ")
 			require.Len(t, live(t, w.client), 1, "ledger untouched")
 		})
@@ -116,7 +117,7 @@ func TestBookingRefusedByTheLedgerKeepsTheForm(t *testing.T) {
 	w.book(bob, 0, "80%", 0, time.Hour)
 	m = press(t, m, "50%", "enter")
 	require.Equal(t, booking, m.mode)
-	require.Contains(t, m.form.err, domain.ErrOverbooked.Error())
+	require.Contains(t, m.form.Err, domain.ErrOverbooked.Error())
 	require.Empty(t, m.status.text, "the form says it; the status line does not repeat it")
 	require.Len(t, live(t, w.client), 1)
 }
@@ -127,7 +128,7 @@ func TestRootBooksForSomeoneElse(t *testing.T) {
 	w.client = w.as(root)
 	m := w.model(80, 24)
 	m = press(t, m, "n")
-	require.Equal(t, 5, m.form.fields)
+	require.Equal(t, 5, m.form.Fields)
 	require.Contains(t, m.View(), "For user")
 	m = press(t, m, "10%", "tab", "tab", "tab", "2002", "enter")
 	require.Equal(t, browsing, m.mode)
@@ -140,8 +141,8 @@ func TestRootBooksForSomeoneElse(t *testing.T) {
 func selectBooking(t *testing.T, m *Model, id uint64) *Model {
 	t.Helper()
 	m = press(t, m, "g")
-	for range len(m.bookings.table.rows) {
-		if r, ok := m.bookings.selected(); ok && r.ID == id {
+	for range len(m.bookings.Table.Rows) {
+		if r, ok := m.bookings.Selected(); ok && r.ID == id {
 			return m
 		}
 		m = press(t, m, "j")
@@ -171,7 +172,7 @@ func TestReleaseAsksFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.Released, got.State)
 	require.Contains(t, m.status.text, fmt.Sprintf("Released #%d", mine.ID))
-	r, _ := m.bookings.selected()
+	r, _ := m.bookings.Selected()
 	require.Equal(t, domain.Released, r.State, "the row shows it at once")
 	require.False(t, m.keys.Release.Enabled(), "nothing to release on an ended row")
 }
@@ -222,7 +223,7 @@ func TestExtend(t *testing.T) {
 	require.Equal(t, extending, m.mode)
 	m = press(t, m, "ctrl+u", "never", "enter")
 	require.Equal(t, extending, m.mode, "bad input keeps the prompt open")
-	require.Contains(t, m.prompt.err, "not seconds")
+	require.Contains(t, m.prompt.Err, "not seconds")
 	require.Contains(t, m.View(), "✗ duration")
 
 	m = press(t, m, "ctrl+u", "30m", "enter")
@@ -244,7 +245,7 @@ func TestBookingFormBooksSeveralGPUs(t *testing.T) {
 	w := newWorld(t, 4)
 	m := w.model(100, 30)
 	m = press(t, m, "n", "up", "1", " ", "3", " ")
-	require.Equal(t, map[int]bool{1: true, 3: true}, m.form.marked)
+	require.Equal(t, map[int]bool{1: true, 3: true}, m.form.Marked)
 	require.Contains(t, m.View(), "GPU 1,3 as one booking")
 	m = press(t, m, "1", " ", "1", " ") // out and back in
 	m = press(t, m, "tab", "25%", "enter")
@@ -255,7 +256,7 @@ func TestBookingFormBooksSeveralGPUs(t *testing.T) {
 	require.Contains(t, m.View(), "1,3", "the table's one row names both")
 
 	m = press(t, m, "n", "up", "+", "+")
-	require.Equal(t, 3, m.form.count)
+	require.Equal(t, 3, m.form.Count)
 	require.Contains(t, m.View(), "any×3")
 	m = press(t, m, "-", "tab", "100%", "enter")
 	require.Equal(t, browsing, m.mode, "booked")

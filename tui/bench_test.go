@@ -56,7 +56,7 @@ func busyModel(b *testing.B) (*Model, ledgerMsg) {
 	update(b, m, sampleMsg{sample: s})
 	msg := ledgerMsg{parts: parts, policy: policy.Default()}
 	update(b, m, msg)
-	require.Greater(b, len(m.bookings.table.rows), 900)
+	require.Greater(b, len(m.bookings.Table.Rows), 900)
 	return m, msg
 }
 

@@ -20,12 +20,13 @@ import (
 	"github.com/chronos-gpu/chronos/core/report"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/tui/history"
 )
 
 // Every read and write of the ledger or the GPUs happens in one of these
 // commands, off the update loop. Each captures the values it needs, never the
 // model, and reports back with a message, errors included. Timed messages
-// (ticks, the status line's clearing) go through shared.after.
+// (ticks, the status line's clearing) go through widget.Shared.After.
 
 // sampleMsg is one reading of the GPUs.
 type sampleMsg struct {
@@ -72,13 +73,6 @@ type actMsg string
 // dismissedMsg answers d on a notice: it is recorded in the ledger, so
 // that every app of the person's drops it.
 type dismissedMsg struct{ err error }
-
-// historyMsg is one reading of a GPU's history from the ledger.
-type historyMsg struct {
-	device  int
-	history report.GPUHistory
-	err     error
-}
 
 // createdMsg, releasedMsg and extendedMsg answer the key that asked.
 type createdMsg struct {
@@ -217,8 +211,8 @@ func waitActCmd(acts <-chan string) tea.Cmd {
 
 func historyCmd(c *core.Client, device int) tea.Cmd {
 	return func() tea.Msg {
-		h, err := report.History(c, device, historyWindow)
-		return historyMsg{device: device, history: h, err: err}
+		h, err := report.History(c, device, history.Window)
+		return history.Msg{Device: device, History: h, Err: err}
 	}
 }
 

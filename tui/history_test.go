@@ -16,7 +16,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/monitor"
 	"github.com/chronos-gpu/chronos/core/policy"
-	"github.com/chronos-gpu/chronos/core/report"
+	"github.com/chronos-gpu/chronos/tui/history"
 )
 
 // pastBooking is a booking made ago before t0, lasting length.
@@ -55,7 +55,7 @@ func (w *world) watchHour(books ...pastBooking) []uint64 {
 			ids[i], made[i] = p.ID, true
 		}
 	}
-	for at := t0.Add(-historyWindow); !at.After(t0); at = at.Add(15 * time.Second) {
+	for at := t0.Add(-history.Window); !at.After(t0); at = at.Add(15 * time.Second) {
 		bookDue(at)
 		w.clock.Set(at)
 		_, err := mon.Tick()
@@ -89,15 +89,15 @@ func TestHistoryShowsTheLedgersHour(t *testing.T) {
 	w := newWorld(t, 4)
 	ids := w.busyHour()
 	m := w.model(80, 24)
-	m.bookings.table.selectID(ids[1]) // bob's, on GPU 3
+	m.bookings.Table.SelectID(ids[1]) // bob's, on GPU 3
 	m = press(t, m, "enter")
 	require.Equal(t, viewingHistory, m.mode)
-	require.Equal(t, 3, m.history.device)
-	require.True(t, m.history.loaded)
-	require.NoError(t, m.history.err)
-	require.Len(t, m.history.data.Minutes, 60, "a minute each, from the ledger")
+	require.Equal(t, 3, m.history.Device)
+	require.True(t, m.history.Loaded)
+	require.NoError(t, m.history.Err)
+	require.Len(t, m.history.Data.Minutes, 60, "a minute each, from the ledger")
 	var spans []uint64
-	for _, b := range m.history.data.Bookings {
+	for _, b := range m.history.Data.Bookings {
 		spans = append(spans, b.ID)
 	}
 	require.Equal(t, []uint64{ids[1], ids[3], ids[2]}, spans, "GPU 3's bookings, in the order they started; alice's GPU 0 one is not here")
@@ -129,41 +129,6 @@ func lineWith(t *testing.T, screen, s string) string {
 	return found[0]
 }
 
-// The app's own readings are finer than the ledger's minutes and take
-// their place where it has some; a stretch neither covers stays unknown,
-// and a GPU reading 0% is drawn apart from one nobody read.
-func TestHistorySeriesPrefersTheAppsReadings(t *testing.T) {
-	t.Parallel()
-	tl := newTimeline(t0, 60)
-	require.Equal(t, time.Minute, tl.step)
-	require.Equal(t, t0.Add(-59*time.Minute), tl.from, "the last column holds now")
-	var h report.GPUHistory
-	for i := range 50 { // the ledger has the first 50 minutes, at 10%
-		h.Minutes = append(h.Minutes, domain.GPUMinute{Minute: tl.start(i), Util: 10, MemoryUsed: 8 << 30, MemoryTotal: 80 << 30})
-	}
-	tr := newTrace(100)
-	for i := range 8 { // the app read the last 2 minutes at 90%, and the 48th
-		tr.push(point{at: t0.Add(-time.Minute + time.Duration(i)*15*time.Second).UnixNano(), util: 90, mem: 40 << 30})
-	}
-	tr.push(point{at: tl.start(48).Add(time.Second).UnixNano(), util: 0, mem: 0})
-	util, mem := series(tl, tr, h, 80<<30)
-	require.InDelta(t, 0.1, util[0], 1e-9)
-	require.InDelta(t, 0.1, mem[47], 1e-9)
-	require.Zero(t, util[48], "the app's 0% in place of the ledger's 10%")
-	require.Equal(t, unknown, util[52], "nobody read it")
-	require.Equal(t, unknown, mem[52])
-	require.InDelta(t, 0.9, util[58], 1e-9)
-	require.InDelta(t, 0.5, mem[59], 1e-9)
-
-	g := graph(util, 2)
-	require.Len(t, g, 2)
-	bottom := []rune(g[1])
-	require.Equal(t, '▁', bottom[48], "known and 0%: a baseline")
-	require.Equal(t, ' ', bottom[52], "unknown: nothing")
-	require.Equal(t, '█', bottom[59])
-	require.Equal(t, '▆', []rune(g[0])[59], "90% of two lines of eight steps: 14 steps")
-}
-
 // A freshly opened app on a ledger no monitor ever wrote shows, in the
 // history, what it read itself since it opened, and nothing before.
 func TestHistoryGrowsWithTheAppsReadings(t *testing.T) {
@@ -175,7 +140,7 @@ func TestHistoryGrowsWithTheAppsReadings(t *testing.T) {
 		update(t, m, tickMsg(w.clock.Now()))
 	}
 	m = press(t, m, "enter")
-	require.Empty(t, m.history.data.Minutes)
+	require.Empty(t, m.history.Data.Minutes)
 	v := ansi.Strip(m.View())
 	bottom := lineWith(t, v, "       0%│")
 	graphCells := []rune(strings.TrimPrefix(bottom, "       0%│"))
@@ -192,30 +157,30 @@ func TestHistorySwitchesGPUsAndFollowsTheLedger(t *testing.T) {
 	w := newWorld(t, 4)
 	ids := w.busyHour()
 	m := w.model(120, 40)
-	m.bookings.table.selectID(ids[0]) // alice's, on GPU 0
+	m.bookings.Table.SelectID(ids[0]) // alice's, on GPU 0
 	m = press(t, m, "enter")
-	require.Equal(t, 0, m.history.device)
-	stale := historyMsg{device: 0, history: m.history.data}
-	require.Len(t, stale.history.Bookings, 1)
+	require.Equal(t, 0, m.history.Device)
+	stale := history.Msg{Device: 0, History: m.history.Data}
+	require.Len(t, stale.History.Bookings, 1)
 
 	m = press(t, m, "left")
-	require.Equal(t, 3, m.history.device, "before the first comes the last")
-	require.Len(t, m.history.data.Bookings, 3)
+	require.Equal(t, 3, m.history.Device, "before the first comes the last")
+	require.Len(t, m.history.Data.Bookings, 3)
 	update(t, m, stale)
-	require.Len(t, m.history.data.Bookings, 3, "GPU 0's answer, come late, is not GPU 3's")
+	require.Len(t, m.history.Data.Bookings, 3, "GPU 0's answer, come late, is not GPU 3's")
 	require.Contains(t, m.View(), "GPU 3  Simulated")
 	m = press(t, m, "right")
-	require.Equal(t, 0, m.history.device)
+	require.Equal(t, 0, m.history.Device)
 	m = press(t, m, "right", "right", "right")
-	require.Equal(t, 3, m.history.device)
+	require.Equal(t, 3, m.history.Device)
 
 	w.book(erin, 3, "10%", 5*time.Minute, time.Hour)
 	update(t, m, ledgerChangedMsg{})
-	require.Len(t, m.history.data.Bookings, 3, "read at most every %s", historyEvery)
+	require.Len(t, m.history.Data.Bookings, 3, "read at most every %s", historyEvery)
 	update(t, m, changeSpacingMsg{})
 	w.clock.Set(t0.Add(historyEvery))
 	update(t, m, ledgerChangedMsg{})
-	require.Len(t, m.history.data.Bookings, 4)
+	require.Len(t, m.history.Data.Bookings, 4)
 	require.Contains(t, m.View(), "#5 erin")
 }
 
@@ -232,55 +197,28 @@ func TestHistoryScrollsBookings(t *testing.T) {
 	m := w.model(80, 24)
 	m = press(t, m, "enter")
 	h := m.history
-	require.Less(t, h.spansShown, 12)
-	require.Greater(t, h.spansShown, 2)
+	require.Less(t, h.SpansShown, 12)
+	require.Greater(t, h.SpansShown, 2)
 	v := ansi.Strip(m.View())
 	require.Contains(t, v, "#1 bob")
 	require.NotContains(t, v, "#12 bob")
-	require.Contains(t, v, fmt.Sprintf("1–%d of 12 bookings", h.spansShown))
+	require.Contains(t, v, fmt.Sprintf("1–%d of 12 bookings", h.SpansShown))
 	require.Contains(t, v, "↑/↓ scroll bookings")
 
 	m = press(t, m, "j", "j", "down", "down", "down", "down", "down", "down", "down", "down", "down", "down")
-	require.Equal(t, 12-h.spansShown, h.offset, "no further than the last")
+	require.Equal(t, 12-h.SpansShown, h.Offset, "no further than the last")
 	v = ansi.Strip(m.View())
 	require.Contains(t, v, "#12 bob")
 	require.NotContains(t, v, "#1 bob ")
 	m = press(t, m, "k")
-	require.Equal(t, 11-h.spansShown, h.offset)
+	require.Equal(t, 11-h.SpansShown, h.Offset)
 
 	update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.syncKeys()
-	require.Equal(t, 12, h.spansShown, "all fit")
-	require.Zero(t, h.offset)
-	require.False(t, h.keys.Down.Enabled())
+	require.Equal(t, 12, h.SpansShown, "all fit")
+	require.Zero(t, h.Offset)
+	require.False(t, h.Keys.Down.Enabled())
 	require.NotContains(t, m.View(), "scroll bookings")
-}
-
-// A booking idle in the newest minute the monitors judged is drawn idle
-// up to now (the minute under way is judged when it ends), unless the
-// monitors have fallen behind; an idle stretch that ended stays where it
-// ended.
-func TestSpanIdleReachesNowWhileItLasts(t *testing.T) {
-	t.Parallel()
-	now := t0.Add(90 * time.Second)
-	tl := newTimeline(now, 60)
-	judged := t0
-	b := report.BookingSpan{ID: 1, Start: t0.Add(-30 * time.Minute), End: t0, Idle: []report.Span{{From: t0.Add(-10 * time.Minute), To: t0}}}
-	cells := spanCells(tl, asDrawn(b, t0, judged, now))
-	require.Equal(t, spanBooked, cells[40])
-	require.Equal(t, spanIdle, cells[50])
-	require.Equal(t, spanIdle, cells[59], "still idle, as far as anyone knows")
-
-	later := now.Add(3 * time.Minute)
-	cells = spanCells(newTimeline(later, 60), asDrawn(b, t0, judged, later))
-	require.Equal(t, spanBooked, cells[59], "three minutes unjudged: not drawn idle")
-
-	require.Contains(t, idleLabel(tl, asDrawn(b, t0, judged, now), 50, 59), "idle 11m", "counted up to now, as drawn")
-
-	b.Idle = []report.Span{{From: t0.Add(-10 * time.Minute), To: t0.Add(-5 * time.Minute)}}
-	cells = spanCells(tl, asDrawn(b, t0, judged, now))
-	require.Equal(t, spanIdle, cells[50])
-	require.Equal(t, spanBooked, cells[59], "it worked since")
 }
 
 // In a ledger many hosts share, enter on another host's booking does not
@@ -293,13 +231,13 @@ func TestHistoryOfAnotherHostsBookingIsNotOurs(t *testing.T) {
 	theirs := core.Partition{Partition: domain.Partition{ID: 7, Host: "gpu-b", Device: 1, SharePPM: 500_000, UID: bob.UID, User: "bob",
 		Created: t0.Add(-time.Hour), Expires: t0.Add(time.Hour), State: domain.Live}}
 	update(t, m, ledgerMsg{parts: []core.Partition{theirs}, policy: policy.Default()})
-	row, ok := m.bookings.selected()
+	row, ok := m.bookings.Selected()
 	require.True(t, ok)
 	require.Equal(t, "gpu-b", row.Host)
 	m.syncKeys()
 	require.Equal(t, "GPU 0 history", m.keys.History.Help().Desc)
 	m = press(t, m, "enter")
-	require.Equal(t, 0, m.history.device)
+	require.Equal(t, 0, m.history.Device)
 }
 
 // In the history ? shows its keys; esc closes that help first, then the

@@ -76,8 +76,8 @@ func TestAppShowsEveryHost(t *testing.T) {
 	require.Regexp(t, `ID\s+HOST\s+OWNER`, screen)
 	require.Regexp(t, `#1\s+gpu2\s+bob`, screen)
 	require.Regexp(t, `#2\s+gpu2\s+alice`, screen)
-	require.Empty(t, m.gpus.segs, "no booking holds this host's GPUs")
-	require.Len(t, m.gpus.hostSegs["gpu2"], 2)
+	require.Empty(t, m.gpus.Segs, "no booking holds this host's GPUs")
+	require.Len(t, m.gpus.HostSegs["gpu2"], 2)
 
 	// gpu2's monitor stops and its connection goes, as if the host died.
 	stop()
@@ -157,9 +157,9 @@ func TestHostsViewCountsWhatItLeavesOut(t *testing.T) {
 		inv.Devices = append(inv.Devices, domain.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MemoryTotal: d.MemoryTotal})
 	}
 	live := &core.HostStatus{Simulated: true, Devices: sample.Devices}
-	m.gpus.setHosts([]core.HostView{{Host: "gpu2", Status: live}, {Host: "gpu3", Inventory: inv}, {Host: "gpu4", Status: live}}, nil)
+	m.gpus.SetHosts([]core.HostView{{Host: "gpu2", Status: live}, {Host: "gpu3", Inventory: inv}, {Host: "gpu4", Status: live}}, nil)
 	view := func(lines int) string {
-		out := m.gpus.hostsView(80, lines)
+		out := m.gpus.HostsView(80, lines)
 		require.LessOrEqual(t, len(out), lines)
 		return ansi.Strip(strings.Join(out, "\n"))
 	}

@@ -13,6 +13,9 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui/form"
+	"github.com/chronos-gpu/chronos/tui/history"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // appKeys are the root's keys: what to do with the bookings, how to look
@@ -63,7 +66,7 @@ func (m *Model) syncKeys() {
 	for _, b := range []*key.Binding{&k.New, &k.Switch, &k.Back, &k.Filter, &k.Mine} {
 		b.SetEnabled(browse)
 	}
-	sorts := browse && len(m.current().sortKeys()) > 0
+	sorts := browse && len(m.current().SortKeys()) > 0
 	k.Sort.SetEnabled(sorts)
 	k.SortBack.SetEnabled(sorts)
 	k.Invert.SetEnabled(sorts)
@@ -74,13 +77,13 @@ func (m *Model) syncKeys() {
 	k.History.SetEnabled(browse && ok)
 	k.History.SetHelp("enter", fmt.Sprintf("GPU %d history", dev))
 	if m.history != nil {
-		m.history.enable(history, len(m.data.sample.Devices), m.fullHelp)
+		m.history.Enable(history, len(m.data.Sample.Devices), m.fullHelp)
 	}
-	r, ok := m.bookings.selected()
-	onBooking := browse && m.current() == m.bookings && ok && !r.EndedAt(m.sh.now()) // upcoming ones too
+	r, ok := m.bookings.Selected()
+	onBooking := browse && m.current() == m.bookings && ok && !r.EndedAt(m.sh.Now()) // upcoming ones too
 	k.Release.SetEnabled(onBooking)
 	k.Extend.SetEnabled(onBooking)
-	_, ok = m.queue.selected()
+	_, ok = m.queue.Selected()
 	k.CancelRequest.SetEnabled(browse && m.current() == m.queue && ok)
 	k.Close.SetEnabled(browse && (m.fullHelp || m.filter != "") || history && m.fullHelp)
 	if m.fullHelp {
@@ -89,7 +92,7 @@ func (m *Model) syncKeys() {
 		k.Close.SetHelp("esc", "clear filter")
 	}
 	for i, t := range m.tabs {
-		t.enable(browse && i == m.active)
+		t.Enable(browse && i == m.active)
 	}
 }
 
@@ -146,26 +149,26 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.mineOnly = !m.mineOnly
 		m.derive()
 	case key.Matches(msg, k.Sort), key.Matches(msg, k.SortBack):
-		m.sortBy[m.active] = m.sortBy[m.active].step(m.current().sortKeys(), key.Matches(msg, k.SortBack))
+		m.sortBy[m.active] = m.sortBy[m.active].Step(m.current().SortKeys(), key.Matches(msg, k.SortBack))
 		m.derive()
 	case key.Matches(msg, k.Invert):
-		m.sortBy[m.active].desc = !m.sortBy[m.active].desc
+		m.sortBy[m.active].Desc = !m.sortBy[m.active].Desc
 		m.derive()
 	case key.Matches(msg, k.Filter):
 		m.mode = filtering
-		m.prompt.askText("/", "e.g. bob, python or #12", m.filter, "keep filter", "clear filter", 30)
+		m.prompt.AskText("/", "e.g. bob, python or #12", m.filter, "keep filter", "clear filter", 30)
 	case key.Matches(msg, k.New):
-		if len(m.data.avail) == 0 {
+		if len(m.data.Avail) == 0 {
 			return m.status.set(m.sh, "no GPUs known yet; wait for the first reading", true)
 		}
-		m.form = newBookingForm(m.sh, &m.data)
+		m.form = form.New(m.sh, m.data.Avail)
 		m.mode, m.fullHelp = booking, false
 	case key.Matches(msg, k.Release), key.Matches(msg, k.Extend):
 		return m.actOnBooking(key.Matches(msg, k.Release))
 	case key.Matches(msg, k.CancelRequest):
 		return m.actOnRequest()
 	default:
-		m.current().update(msg)
+		m.current().Update(msg)
 	}
 	return nil
 }
@@ -181,10 +184,10 @@ func (m *Model) askQuit() tea.Cmd {
 		verb = " are"
 	}
 	m.resume, m.mode, m.fullHelp = m.mode, quitting, false
-	m.prompt.ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay")
-	m.prompt.keys.Confirm.SetHelp("y", "quit and leave the line")
-	m.prompt.offer("b", "quit, keep waiting in the background")
-	m.prompt.keys.Cancel.SetHelp("any other key", "stay")
+	m.prompt.Ask(m.placedNames() + verb + " waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay")
+	m.prompt.Keys.Confirm.SetHelp("y", "quit and leave the line")
+	m.prompt.Offer("b", "quit, keep waiting in the background")
+	m.prompt.Keys.Cancel.SetHelp("any other key", "stay")
 	return nil
 }
 
@@ -211,7 +214,7 @@ func (m *Model) switchTab(step int) tea.Cmd {
 	case m.current() == m.queue:
 		return m.load() // the line is read only while shown
 	case left: // and not kept when not: it would only grow stale
-		m.data.queue, m.data.queueRead = nil, false
+		m.data.Queue, m.data.QueueRead = nil, false
 		m.derive()
 	}
 	return nil
@@ -220,32 +223,32 @@ func (m *Model) switchTab(step int) tea.Cmd {
 // actOnBooking opens the prompt that releases or extends the selected
 // booking — unless it is someone else's, which is said at once.
 func (m *Model) actOnBooking(release bool) tea.Cmd {
-	r, _ := m.bookings.selected()
+	r, _ := m.bookings.Selected()
 	verb := "extend"
 	if release {
 		verb = "release"
 	}
-	if !m.sh.me.MayChange(r.UID) {
+	if !m.sh.Me.MayChange(r.UID) {
 		err := fmt.Errorf("%w: #%d is %s's; only they or root may %s it", domain.ErrNotOwner, r.ID, human.Printable(r.User), verb)
 		return m.status.set(m.sh, err.Error(), true)
 	}
 	m.target = r
 	if release {
 		m.mode = releasing
-		m.prompt.ask(fmt.Sprintf("Release #%d (%s, %s of GPU %s)? y releases, any other key keeps it ",
+		m.prompt.Ask(fmt.Sprintf("Release #%d (%s, %s of GPU %s)? y releases, any other key keeps it ",
 			r.ID, human.Printable(r.User), human.FormatPercent(r.SharePPM), human.Printable(r.GPUName())))
 		return nil
 	}
 	m.mode = extending
-	m.prompt.askText(fmt.Sprintf("Extend #%d by ", r.ID), "e.g. 30m", "1h", "extend", "cancel", 12)
+	m.prompt.AskText(fmt.Sprintf("Extend #%d by ", r.ID), "e.g. 30m", "1h", "extend", "cancel", 12)
 	return nil
 }
 
 // actOnRequest asks before taking the selected request out of the line —
 // unless it is someone else's, which is said at once.
 func (m *Model) actOnRequest() tea.Cmd {
-	r, _ := m.queue.selected()
-	if !m.sh.me.MayChange(r.UID) {
+	r, _ := m.queue.Selected()
+	if !m.sh.Me.MayChange(r.UID) {
 		err := fmt.Errorf("%w: request #%d is %s's; only they or root may cancel it", domain.ErrNotOwner, r.ID, human.Printable(r.User))
 		return m.status.set(m.sh, err.Error(), true)
 	}
@@ -254,21 +257,21 @@ func (m *Model) actOnRequest() tea.Cmd {
 	// when it is someone else's (root cancelling). The help says that any
 	// key other than y keeps it.
 	req := r.Request
-	if r.mine {
+	if r.Mine {
 		req.User = ""
 	}
-	m.prompt.ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, human.Printable(admission.DescribeRequest(req))))
+	m.prompt.Ask(fmt.Sprintf("Cancel request #%d (%s)? y/n", r.ID, human.Printable(admission.DescribeRequest(req))))
 	return nil
 }
 
 // historyDevice is the GPU enter opens the history of: the selected row's,
 // else the first GPU read.
 func (m *Model) historyDevice() (int, bool) {
-	if dev, ok := m.current().device(); ok {
+	if dev, ok := m.current().Device(); ok {
 		return dev, true
 	}
-	if len(m.data.sample.Devices) > 0 {
-		return m.data.sample.Devices[0].Index, true
+	if len(m.data.Sample.Devices) > 0 {
+		return m.data.Sample.Devices[0].Index, true
 	}
 	return 0, false
 }
@@ -276,13 +279,13 @@ func (m *Model) historyDevice() (int, bool) {
 // openHistory shows a GPU's history and reads it from the ledger.
 func (m *Model) openHistory(dev int) tea.Cmd {
 	name := ""
-	for _, d := range m.data.sample.Devices {
+	for _, d := range m.data.Sample.Devices {
 		if d.Index == dev {
 			name = d.Name
 		}
 	}
-	m.history = newHistoryView(m.sh, dev, name)
-	m.history.readAt = m.sh.now()
+	m.history = history.New(m.sh, dev, name)
+	m.history.ReadAt = m.sh.Now()
 	m.mode, m.fullHelp = viewingHistory, false
 	return historyCmd(m.opts.Client, dev)
 }
@@ -294,35 +297,35 @@ func (m *Model) historyKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Close):
 		m.fullHelp = false
-	case key.Matches(msg, h.keys.Back):
+	case key.Matches(msg, h.Keys.Back):
 		m.mode, m.history = browsing, nil
 		if m.current() == m.queue {
 			// Reads while the history was open left the line out.
 			return m.load()
 		}
-	case key.Matches(msg, h.keys.Prev), key.Matches(msg, h.keys.Next):
-		devs := m.data.sample.Devices
-		i := slices.IndexFunc(devs, func(d gpu.DeviceSample) bool { return d.Index == h.device })
+	case key.Matches(msg, h.Keys.Prev), key.Matches(msg, h.Keys.Next):
+		devs := m.data.Sample.Devices
+		i := slices.IndexFunc(devs, func(d gpu.DeviceSample) bool { return d.Index == h.Device })
 		step := 1
-		if key.Matches(msg, h.keys.Prev) {
+		if key.Matches(msg, h.Keys.Prev) {
 			step = len(devs) - 1
 		}
 		return m.openHistory(devs[(i+step)%len(devs)].Index)
 	default:
-		h.scroll(msg)
+		h.Scroll(msg)
 	}
 	return nil
 }
 
 func (m *Model) formKey(msg tea.KeyMsg) tea.Cmd {
-	if key.Matches(msg, m.form.keys.Cancel) {
+	if key.Matches(msg, m.form.Keys.Cancel) {
 		m.mode, m.form = browsing, nil
 		return nil
 	}
-	if m.form.busy {
+	if m.form.Busy {
 		return nil
 	}
-	switch req, wait := m.form.update(msg); {
+	switch req, wait := m.form.Update(msg); {
 	case req == nil:
 		return nil
 	case wait:
@@ -333,22 +336,22 @@ func (m *Model) formKey(msg tea.KeyMsg) tea.Cmd {
 }
 
 func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
-	a := m.prompt.update(msg)
+	a := m.prompt.Update(msg)
 	switch m.mode {
 	case releasing:
 		m.mode = browsing
-		if a == submitted {
+		if a == widget.Submitted {
 			return releaseCmd(m.writes(), m.target.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("#%d not released", m.target.ID), false)
 	case quitting:
 		m.mode = m.resume
 		switch a {
-		case submitted:
+		case widget.Submitted:
 			m.stop()
 			return leaveLineCmd(m.writes(), slices.Sorted(maps.Keys(m.placed)))
-		case other:
-			return backgroundCmd(m.opts.Client, m.writes(), m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.now())
+		case widget.Other:
+			return backgroundCmd(m.opts.Client, m.writes(), m.opts.Self, m.opts.SelfArgs, slices.Sorted(maps.Keys(m.placed)), m.sh.Now())
 		}
 		wait := " still waits"
 		if len(m.placed) > 1 {
@@ -357,18 +360,18 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return m.status.set(m.sh, m.placedNames()+wait, false)
 	case cancelling:
 		m.mode = browsing
-		if a == submitted {
+		if a == widget.Submitted {
 			return cancelRequestCmd(m.writes(), m.request.ID)
 		}
 		return m.status.set(m.sh, fmt.Sprintf("Request #%d still waits", m.request.ID), false)
 	case extending:
 		switch a {
-		case cancelled:
+		case widget.Cancelled:
 			m.mode = browsing
-		case submitted:
-			d, err := human.ParseDuration(m.prompt.value())
+		case widget.Submitted:
+			d, err := human.ParseDuration(m.prompt.Value())
 			if err != nil {
-				m.prompt.fail(err)
+				m.prompt.Fail(err)
 				return nil
 			}
 			m.mode = browsing
@@ -376,13 +379,13 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		}
 	case filtering:
 		switch a {
-		case cancelled:
+		case widget.Cancelled:
 			m.mode = browsing
 			m.setFilter("")
-		case submitted:
+		case widget.Submitted:
 			m.mode = browsing
 		default:
-			m.setFilter(m.prompt.value())
+			m.setFilter(m.prompt.Value())
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-gpu/chronos/core/domain"
+	"github.com/chronos-gpu/chronos/tui/tabs"
 )
 
 func TestViewKeys(t *testing.T) {
@@ -20,14 +21,14 @@ func TestViewKeys(t *testing.T) {
 	// another's screen.
 	seeded := func(t *testing.T) *Model {
 		m := w.model(80, 24)
-		require.Len(t, m.bookings.table.rows, 5)
+		require.Len(t, m.bookings.Table.Rows, 5)
 		return m
 	}
 
 	t.Run("order", func(t *testing.T) {
 		m := seeded(t)
-		require.Equal(t, uint64(4), m.bookings.table.rows[0].ID, "time left: the one ending soonest first")
-		require.Equal(t, uint64(5), m.bookings.table.rows[4].ID, "ended ones last")
+		require.Equal(t, uint64(4), m.bookings.Table.Rows[0].ID, "time left: the one ending soonest first")
+		require.Equal(t, uint64(5), m.bookings.Table.Rows[4].ID, "ended ones last")
 	})
 	t.Run("tab", func(t *testing.T) {
 		m := press(t, seeded(t), "tab")
@@ -45,33 +46,33 @@ func TestViewKeys(t *testing.T) {
 	t.Run("mine", func(t *testing.T) {
 		m := press(t, seeded(t), "m")
 		require.True(t, m.mineOnly)
-		require.Len(t, m.bookings.table.rows, 2)
-		for _, r := range m.bookings.table.rows {
+		require.Len(t, m.bookings.Table.Rows, 2)
+		for _, r := range m.bookings.Table.Rows {
 			require.Equal(t, "alice", r.User)
 		}
 		require.Contains(t, m.View(), "mine only")
 		m = press(t, m, "tab")
-		require.Len(t, m.processes.table.rows, 1)
+		require.Len(t, m.processes.Table.Rows, 1)
 		m = press(t, m, "m")
-		require.Len(t, m.processes.table.rows, 4)
+		require.Len(t, m.processes.Table.Rows, 4)
 	})
 	t.Run("sort", func(t *testing.T) {
 		m := seeded(t)
-		var orders []sortKey
+		var orders []tabs.SortKey
 		for range 5 {
 			m = press(t, m, "s")
-			orders = append(orders, m.sortBy[m.active].by)
+			orders = append(orders, m.sortBy[m.active].By)
 		}
-		require.Equal(t, []sortKey{byOwner, byDevice, byID, byMemory, byTimeLeft}, orders)
+		require.Equal(t, []tabs.SortKey{tabs.ByOwner, tabs.ByDevice, tabs.ByID, tabs.ByMemory, tabs.ByTimeLeft}, orders)
 		m = press(t, m, "s")
-		rows := m.bookings.table.rows
+		rows := m.bookings.Table.Rows
 		require.Equal(t, "alice", rows[0].User)
 		require.Equal(t, "carol", rows[4].User)
 		require.Contains(t, m.View(), "sort: owner")
 		m = press(t, m, "s")
-		require.Equal(t, 0, m.bookings.table.rows[0].Device)
+		require.Equal(t, 0, m.bookings.Table.Rows[0].Device)
 		m = press(t, m, "s")
-		for i, r := range m.bookings.table.rows {
+		for i, r := range m.bookings.Table.Rows {
 			require.Equal(t, uint64(i+1), r.ID)
 		}
 	})
@@ -79,24 +80,24 @@ func TestViewKeys(t *testing.T) {
 		m := press(t, seeded(t), "/")
 		require.Equal(t, filtering, m.mode)
 		m = press(t, m, "bob")
-		require.Len(t, m.bookings.table.rows, 2, "filters as you type")
+		require.Len(t, m.bookings.Table.Rows, 2, "filters as you type")
 		m = press(t, m, "enter")
 		require.Equal(t, browsing, m.mode)
 		require.Contains(t, m.View(), `filter "bob"`)
 		m = press(t, m, "tab")
-		require.Len(t, m.processes.table.rows, 2)
+		require.Len(t, m.processes.Table.Rows, 2)
 		m = press(t, m, "esc")
-		require.Len(t, m.processes.table.rows, 4, "esc clears the filter")
+		require.Len(t, m.processes.Table.Rows, 4, "esc clears the filter")
 
 		m = press(t, m, "tab", "/", "llama")
-		require.Len(t, m.bookings.table.rows, 1, "a booking matches its processes' commands")
-		require.Equal(t, uint64(1), m.bookings.table.rows[0].ID)
+		require.Len(t, m.bookings.Table.Rows, 1, "a booking matches its processes' commands")
+		require.Equal(t, uint64(1), m.bookings.Table.Rows[0].ID)
 		m = press(t, m, "esc")
 		require.Equal(t, browsing, m.mode)
-		require.Len(t, m.bookings.table.rows, 5)
+		require.Len(t, m.bookings.Table.Rows, 5)
 
 		m = press(t, m, "/", "#3", "enter")
-		require.Len(t, m.bookings.table.rows, 1)
+		require.Len(t, m.bookings.Table.Rows, 1)
 	})
 	t.Run("help", func(t *testing.T) {
 		m := press(t, seeded(t), "?")
@@ -109,7 +110,7 @@ func TestViewKeys(t *testing.T) {
 	})
 	t.Run("move", func(t *testing.T) {
 		m := press(t, seeded(t), "j", "down")
-		at := func() int { return m.bookings.table.cur.at }
+		at := func() int { return m.bookings.Table.Cur.At }
 		require.Equal(t, 2, at())
 		m = press(t, m, "k")
 		require.Equal(t, 1, at())
@@ -136,7 +137,7 @@ func TestFormTakesQAsText(t *testing.T) {
 	w := newWorld(t, 1)
 	m := press(t, w.model(80, 24), "n", "q")
 	require.Equal(t, booking, m.mode)
-	require.Equal(t, "q", m.form.memory.Value())
+	require.Equal(t, "q", m.form.Memory.Value())
 }
 
 // A terminal too small to draw in shows no prompt, so no key but q and
@@ -154,7 +155,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 		require.Equal(t, "", m.filter)
 		require.False(t, m.mineOnly)
 		require.False(t, m.fullHelp)
-		require.Equal(t, byTimeLeft, m.sortBy[m.active].by)
+		require.Equal(t, tabs.ByTimeLeft, m.sortBy[m.active].By)
 		require.Equal(t, tab(m.bookings), m.current())
 		got, err := w.client.Get(mine.ID)
 		require.NoError(t, err)
@@ -174,7 +175,7 @@ func TestTooSmallOnlyQuitActs(t *testing.T) {
 	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	require.NotNil(t, cmd)
 	require.Equal(t, tea.QuitMsg{}, cmd())
-	require.Equal(t, "", m.form.memory.Value())
+	require.Equal(t, "", m.form.Memory.Value())
 }
 
 func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
@@ -183,7 +184,7 @@ func TestKeysTypedTogetherAreEachAKey(t *testing.T) {
 	m := w.model(80, 24)
 	update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n30%")})
 	require.Equal(t, booking, m.mode)
-	require.Equal(t, "30%", m.form.memory.Value())
+	require.Equal(t, "30%", m.form.Memory.Value())
 	press(t, m, "enter")
 	require.Len(t, live(t, w.client), 1)
 }
@@ -199,7 +200,7 @@ func TestKeysApplyOnlyWhereTheyMeanSomething(t *testing.T) {
 
 	m = press(t, m, "n")
 	require.False(t, m.keys.New.Enabled())
-	require.True(t, m.form.keys.Submit.Enabled())
+	require.True(t, m.form.Keys.Submit.Enabled())
 	footer := m.footer()
 	require.Contains(t, footer, "book")
 	require.NotContains(t, footer, "new booking")
@@ -207,7 +208,7 @@ func TestKeysApplyOnlyWhereTheyMeanSomething(t *testing.T) {
 	for _, b := range []key.Binding{m.keys.Mine, m.keys.Sort, m.keys.Filter, m.keys.Quit, m.keys.Help} {
 		require.False(t, b.Enabled())
 	}
-	require.False(t, m.bookings.table.keys.Down.Enabled(), "the table's keys rest while the form is open")
+	require.False(t, m.bookings.Table.Keys.Down.Enabled(), "the table's keys rest while the form is open")
 }
 
 // The help lists x and e only when there is a booking they would act on.

@@ -166,7 +166,7 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	reread(t, m)
 	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "⚠"), "#2: ends in 5m (GPU 1) (+1 more)")
 
-	m.bookings.table.selectID(second.ID)
+	m.bookings.Table.SelectID(second.ID)
 	m = press(t, m, "e", "enter")
 	require.Len(t, m.notices, 1, "extending #2 answers its warning")
 	require.Contains(t, m.View(), "#1: idle for 1h45m")
@@ -176,7 +176,7 @@ func TestNoticesAreSupersededAndAnswered(t *testing.T) {
 	w.record(first.ID, domain.EventIdle, "idle for 2h on GPU 0")
 	reread(t, m)
 	require.Contains(t, m.View(), "#1: idle for 2h", "a notice newer than the one dismissed shows")
-	m.bookings.table.selectID(first.ID)
+	m.bookings.Table.SelectID(first.ID)
 	m = press(t, m, "x", "y")
 	require.Empty(t, m.notices, "releasing #1 answers its idle warning")
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/tui/form"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // enqueue puts who's request in the waiting line, with this test process
@@ -62,15 +64,15 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 
 	m = press(t, m, "n", "50%", "enter")
 	require.Equal(t, booking, m.mode, "the form stays open")
-	require.NotNil(t, m.form.later)
-	require.Contains(t, m.form.err, "GPU 0 has 20% (16.0 GiB) free, 50% asked")
+	require.NotNil(t, m.form.Later)
+	require.Contains(t, m.form.Err, "GPU 0 has 20% (16.0 GiB) free, 50% asked")
 	require.Contains(t, m.View(), "It would fit at "+human.FormatTime(held.Expires, t0)+": enter waits in line")
 	require.Contains(t, m.footer(), "wait in line")
 	require.Empty(t, waiting(t, w.client), "nothing joined yet")
 
 	// A change to the request takes the offer back: it was for that one.
 	m = press(t, m, "backspace", "%")
-	require.Nil(t, m.form.later)
+	require.Nil(t, m.form.Later)
 	require.Contains(t, m.footer(), "enter book")
 	m = press(t, m, "enter", "enter")
 
@@ -81,7 +83,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.Equal(t, "alice", line[0].User)
 	require.Equal(t, os.Getpid(), line[0].Waiter.PID, "the app is its waiter: it leaves the line when the app is gone")
 	require.Contains(t, m.status.text, fmt.Sprintf("Request #%d waits at position 1", line[0].ID))
-	row, ok := m.queue.selected()
+	row, ok := m.queue.Selected()
 	require.True(t, ok)
 	require.Equal(t, line[0].ID, row.ID)
 
@@ -89,7 +91,7 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, waiting(t, w.client), "the release booked it")
 	m = update(t, m, ledgerChangedMsg{})
-	require.Empty(t, m.queue.table.rows)
+	require.Empty(t, m.queue.Table.Rows)
 	booked := live(t, w.client)
 	require.Len(t, booked, 1)
 	requireLineCut(t, m.View(), fmt.Sprintf("✓ %s your booking #%d: booked from request #%d, 50%% of GPU 0 until %s",
@@ -100,8 +102,8 @@ func TestFormOffersToWaitInLine(t *testing.T) {
 	require.Len(t, m.notices, 1, "once")
 	m = press(t, m, "tab")
 	require.Equal(t, tab(m.bookings), m.current())
-	rows := m.bookings.table.rows
-	require.True(t, rows[0].mine && rows[0].live, "alice's booking is shown: %+v", rows)
+	rows := m.bookings.Table.Rows
+	require.True(t, rows[0].Mine && rows[0].Live, "alice's booking is shown: %+v", rows)
 }
 
 // A start typed in the form is read by the parser --at uses; a booking
@@ -112,8 +114,8 @@ func TestFormBooksAhead(t *testing.T) {
 	w := newWorld(t, 1)
 	m := w.model(120, 40)
 	m = press(t, m, "n", "50%", "tab", "tab", "yesterday", "enter")
-	require.Equal(t, fieldStart, m.form.focus)
-	require.NotEmpty(t, m.form.err)
+	require.Equal(t, form.FieldStart, m.form.Focus)
+	require.NotEmpty(t, m.form.Err)
 	require.Empty(t, live(t, w.client))
 
 	m = press(t, m, "ctrl+u", "+2h", "enter")
@@ -122,7 +124,7 @@ func TestFormBooksAhead(t *testing.T) {
 	require.Len(t, parts, 1)
 	require.Equal(t, t0.Add(2*time.Hour), parts[0].Start)
 
-	start := startClock(parts[0].Start, t0)
+	start := widget.StartClock(parts[0].Start, t0)
 	v := m.View()
 	// "starts 11:30" that day; "on Sat 01:30" where 11:30 UTC is the next.
 	require.Regexp(t, `(starts|on) `+regexp.QuoteMeta(start), v)
@@ -143,9 +145,9 @@ func TestQueueTabCancelsOnlyOwnRequests(t *testing.T) {
 	theirs := w.enqueue(carol, 0, "50%", time.Hour)
 	m := press(t, w.model(80, 24), "tab", "tab")
 	require.Equal(t, tab(m.queue), m.current())
-	require.Equal(t, "Queue (2)", m.queue.title())
-	require.Equal(t, []uint64{mine.ID, theirs.ID}, []uint64{m.queue.table.rows[0].ID, m.queue.table.rows[1].ID}, "in fair-share order")
-	require.True(t, m.queue.table.rows[0].mine)
+	require.Equal(t, "Queue (2)", m.queue.Title())
+	require.Equal(t, []uint64{mine.ID, theirs.ID}, []uint64{m.queue.Table.Rows[0].ID, m.queue.Table.Rows[1].ID}, "in fair-share order")
+	require.True(t, m.queue.Table.Rows[0].Mine)
 	require.Contains(t, m.View(), " •")
 
 	m = press(t, m, "down", "x")
@@ -163,7 +165,7 @@ func TestQueueTabCancelsOnlyOwnRequests(t *testing.T) {
 	require.Len(t, line, 1)
 	require.Equal(t, theirs.ID, line[0].ID)
 	require.Contains(t, m.status.text, fmt.Sprintf("Request #%d left the line", mine.ID))
-	require.Len(t, m.queue.table.rows, 1)
+	require.Len(t, m.queue.Table.Rows, 1)
 }
 
 // The line is read only while its tab is shown.
@@ -176,14 +178,14 @@ func TestQueueReadOnlyWhenShown(t *testing.T) {
 	for _, msg := range collect(m.load()) {
 		require.False(t, msg.(ledgerMsg).withQueue)
 	}
-	require.Equal(t, "Queue", m.queue.title(), "not counted: not read")
+	require.Equal(t, "Queue", m.queue.Title(), "not counted: not read")
 	m = press(t, m, "tab", "tab")
 	for _, msg := range collect(m.load()) {
 		require.True(t, msg.(ledgerMsg).withQueue)
 	}
-	require.Equal(t, "Queue (1)", m.queue.title())
+	require.Equal(t, "Queue (1)", m.queue.Title())
 	m = press(t, m, "tab")
-	require.Empty(t, m.data.queue, "dropped once off screen")
+	require.Empty(t, m.data.Queue, "dropped once off screen")
 }
 
 // TestGoldenQueue is the Queue tab and the form offering to wait in line,

@@ -14,6 +14,9 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
 	"github.com/chronos-gpu/chronos/core/view"
+	"github.com/chronos-gpu/chronos/tui/history"
+	"github.com/chronos-gpu/chronos/tui/tabs"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // schedule is when the app last read what, and what it waits for.
@@ -44,18 +47,18 @@ const historyEvery = 15 * time.Second
 // load asks for the ledger and notes when; an open history is read again
 // with it, now and then.
 func (m *Model) load() tea.Cmd {
-	now := m.sh.now()
+	now := m.sh.Now()
 	m.sched.loadedAt = now
 	load := loadCmd(m.opts.Client, m.current() == m.queue && m.mode != viewingHistory, m.noticesRead)
-	if h := m.history; h != nil && now.Sub(h.readAt) >= historyEvery {
-		h.readAt = now
-		return tea.Batch(load, historyCmd(m.opts.Client, h.device))
+	if h := m.history; h != nil && now.Sub(h.ReadAt) >= historyEvery {
+		h.ReadAt = now
+		return tea.Batch(load, historyCmd(m.opts.Client, h.Device))
 	}
 	return load
 }
 
 func (m *Model) tickCmd() tea.Cmd {
-	return m.sh.after(m.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+	return m.sh.After(m.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
 // receive takes in readings, change notices, the monitor's acts and the
@@ -67,7 +70,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		// Countdowns come from the clock in View; a tick only decides what
 		// needs reading again.
-		now := m.sh.now()
+		now := m.sh.Now()
 		cmds := []tea.Cmd{m.tickCmd()}
 		if due(now, m.sched.sampledAt, gpuEvery, m.opts.Refresh) {
 			m.sched.sampledAt = now
@@ -83,10 +86,10 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			return m.status.set(m.sh, fmt.Sprintf("reading the GPUs: %v", msg.err), true)
 		}
 		if m.sched.sampledAt.IsZero() { // Init's reading
-			m.sched.sampledAt = m.sh.now()
+			m.sched.sampledAt = m.sh.Now()
 		}
-		m.data.sample = msg.sample
-		m.gpus.record(msg.sample)
+		m.data.Sample = msg.sample
+		m.gpus.Record(msg.sample)
 		m.derive()
 		return nil
 
@@ -94,7 +97,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return m.status.set(m.sh, fmt.Sprintf("reading the other hosts: %v", msg.err), true)
 		}
-		m.data.hosts, m.data.warnings = msg.hosts, core.SkewWarnings(m.opts.Client.Host(), msg.hosts)
+		m.data.Hosts, m.data.Warnings = msg.hosts, core.SkewWarnings(m.opts.Client.Host(), msg.hosts)
 		m.derive()
 		return nil
 
@@ -103,10 +106,10 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
 		if m.sched.loadedAt.IsZero() { // Init's reading
-			m.sched.loadedAt = m.sh.now()
+			m.sched.loadedAt = m.sh.Now()
 		}
-		m.data.parts, m.data.avail, m.data.policy = msg.parts, msg.avail, msg.policy
-		m.data.queue, m.data.queueRead = msg.queue, msg.withQueue
+		m.data.Parts, m.data.Avail, m.data.Policy = msg.parts, msg.avail, msg.policy
+		m.data.Queue, m.data.QueueRead = msg.queue, msg.withQueue
 		if msg.noticesUpTo > m.noticesRead {
 			m.noticesRead = msg.noticesUpTo
 			for _, n := range msg.notices {
@@ -161,28 +164,28 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 
-	case historyMsg:
+	case history.Msg:
 		if m.history != nil {
-			m.history.show(msg)
+			m.history.Show(msg)
 		}
 		return nil
 
 	case createdMsg:
 		if msg.err != nil {
 			if m.mode == booking {
-				m.form.failed(msg.err) // the form says it, and when it would fit
+				m.form.Failed(msg.err) // the form says it, and when it would fit
 				return nil
 			}
 			return m.status.set(m.sh, msg.err.Error(), true)
 		}
 		p := *msg.part
-		m.data.parts = append(slices.DeleteFunc(m.data.parts, func(q core.Partition) bool { return q.ID == p.ID }), p)
+		m.data.Parts = append(slices.DeleteFunc(m.data.Parts, func(q core.Partition) bool { return q.ID == p.ID }), p)
 		if m.mode == booking {
 			m.mode, m.form = browsing, nil
 		}
 		m.show(m.bookings)
 		m.derive()
-		m.bookings.table.selectID(p.ID)
+		m.bookings.Table.SelectID(p.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Booked #%d: %s (%s) of GPU %s for %s", p.ID, human.FormatPercent(p.SharePPM),
 			human.FormatBytes(p.Bytes), human.Printable(m.opts.Client.GPUName(p.Host, p.Device)), human.FormatDuration(p.Expires.Sub(p.Start))), false), m.load())
 
@@ -202,11 +205,11 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 			m.mode, m.form = browsing, nil
 		}
 		m.show(m.queue)
-		m.data.queue, m.data.queueRead = append(slices.DeleteFunc(m.data.queue, func(q admission.QueueEntry) bool { return q.ID == e.ID }), e), true
+		m.data.Queue, m.data.QueueRead = append(slices.DeleteFunc(m.data.Queue, func(q admission.QueueEntry) bool { return q.ID == e.ID }), e), true
 		m.derive()
-		m.queue.table.selectID(e.ID)
+		m.queue.Table.SelectID(e.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Request #%d waits at position %d; should start at %s (%s)", e.ID, e.Position,
-			human.FormatTime(e.ETA, m.sh.now()), human.Printable(e.Reason)), false), m.load())
+			human.FormatTime(e.ETA, m.sh.Now()), human.Printable(e.Reason)), false), m.load())
 
 	case leftLineMsg:
 		if msg.err != nil {
@@ -230,20 +233,20 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		m.replace(msg.part)
 		m.answered(msg.part.ID)
 		return tea.Batch(m.status.set(m.sh, fmt.Sprintf("Extended #%d by %s: %s left", msg.part.ID, human.FormatDuration(msg.by),
-			view.TimeLeft(msg.part.Expires.Sub(m.sh.now()))), false), m.load())
+			view.TimeLeft(msg.part.Expires.Sub(m.sh.Now()))), false), m.load())
 	}
 	return nil
 }
 
 func (m *Model) spacingCmd() tea.Cmd {
-	return m.sh.after(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
+	return m.sh.After(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
 }
 
 // notice puts a notice on the notice line: the person's own only, and a
 // booking's newer notice in place of its older one (a read that raced
 // another may bring an older one again: it is not shown).
 func (m *Model) notice(n notice.Notice) {
-	if n.UID != m.sh.me.UID {
+	if n.UID != m.sh.Me.UID {
 		return
 	}
 	for _, old := range m.notices {
@@ -262,8 +265,8 @@ func (m *Model) dropMootNotices(now time.Time) {
 	if len(m.notices) == 0 || m.sched.loadedAt.IsZero() {
 		return
 	}
-	parts := make(map[uint64]domain.Partition, len(m.data.parts))
-	for _, p := range m.data.parts {
+	parts := make(map[uint64]domain.Partition, len(m.data.Parts))
+	for _, p := range m.data.Parts {
 		parts[p.ID] = p.Partition
 	}
 	m.notices = slices.DeleteFunc(m.notices, func(n notice.Notice) bool {
@@ -297,7 +300,7 @@ func (m *Model) noticeGrants(parts []core.Partition) tea.Cmd {
 		delete(m.placed, p.Request)
 		m.notice(notice.Notice{Time: p.Created, Kind: domain.EventCreated, Partition: p.ID, Device: p.Device, UID: p.UID, User: p.User,
 			Detail: fmt.Sprintf("booked from request #%d, %s of GPU %s until %s", p.Request, human.FormatPercent(p.SharePPM),
-				m.opts.Client.GPUName(p.Host, p.Device), human.FormatTime(p.Expires, m.sh.now()))})
+				m.opts.Client.GPUName(p.Host, p.Device), human.FormatTime(p.Expires, m.sh.Now()))})
 		said = m.status.set(m.sh, fmt.Sprintf("Request #%d is booked: #%d", p.Request, p.ID), false)
 	}
 	return said
@@ -311,9 +314,9 @@ func (m *Model) answered(id uint64) {
 
 // replace puts a changed booking in place of its old copy.
 func (m *Model) replace(p core.Partition) {
-	for i := range m.data.parts {
-		if m.data.parts[i].ID == p.ID {
-			m.data.parts[i] = p
+	for i := range m.data.Parts {
+		if m.data.Parts[i].ID == p.ID {
+			m.data.Parts[i] = p
 		}
 	}
 	m.derive()
@@ -339,7 +342,7 @@ func nextChange(parts []core.Partition, after time.Time) time.Time {
 		case p.Upcoming(after):
 			t = p.Start
 		case !p.LiveAt(after):
-			t = endedAt(p.Partition).Add(shownAfterEnd)
+			t = endedAt(p.Partition).Add(tabs.ShownAfterEnd)
 		}
 		if t.After(after) && (next.IsZero() || t.Before(next)) {
 			next = t
@@ -363,7 +366,7 @@ type statusLine struct {
 }
 
 // set shows text and returns the command that clears it.
-func (s *statusLine) set(sh *shared, text string, isErr bool) tea.Cmd {
+func (s *statusLine) set(sh *widget.Shared, text string, isErr bool) tea.Cmd {
 	if text == s.text && isErr == s.isErr {
 		return nil // the same error every second would never clear
 	}
@@ -374,7 +377,7 @@ func (s *statusLine) set(sh *shared, text string, isErr bool) tea.Cmd {
 		after = errorStatusFor
 	}
 	seq := s.seq
-	return sh.after(after, func(time.Time) tea.Msg { return clearStatusMsg{seq: seq} })
+	return sh.After(after, func(time.Time) tea.Msg { return clearStatusMsg{seq: seq} })
 }
 
 func (s *statusLine) clear(seq int) {
@@ -382,3 +385,6 @@ func (s *statusLine) clear(seq int) {
 		s.text, s.isErr = "", false
 	}
 }
+
+// endedAt is when a booking stopped holding its share.
+func endedAt(p domain.Partition) time.Time { return p.End() }

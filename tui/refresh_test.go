@@ -18,10 +18,10 @@ func TestOtherProcessesChangesAppear(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 2)
 	m := w.model(80, 24)
-	require.Empty(t, m.bookings.table.rows)
+	require.Empty(t, m.bookings.Table.Rows)
 	w.book(bob, 1, "25%", 0, time.Hour)
 	update(t, m, ledgerChangedMsg{})
-	require.Len(t, m.bookings.table.rows, 1)
+	require.Len(t, m.bookings.Table.Rows, 1)
 	require.Contains(t, m.View(), "bob")
 }
 
@@ -39,11 +39,11 @@ func TestChangeNoticesAreSpaced(t *testing.T) {
 	reads = w.ledger.views.Load()
 	update(t, m, ledgerChangedMsg{})
 	require.Equal(t, reads, w.ledger.views.Load(), "a notice within the spacing waits")
-	require.Empty(t, m.bookings.table.rows)
+	require.Empty(t, m.bookings.Table.Rows)
 
 	update(t, m, changeSpacingMsg{})
 	require.Greater(t, w.ledger.views.Load(), reads)
-	require.Len(t, m.bookings.table.rows, 1, "the held notice is read when the spacing ends")
+	require.Len(t, m.bookings.Table.Rows, 1, "the held notice is read when the spacing ends")
 
 	reads = w.ledger.views.Load()
 	_, cmd := m.Update(changeSpacingMsg{})
@@ -62,7 +62,7 @@ func TestTickRefreshesAndCountsDown(t *testing.T) {
 
 	w.clock.Set(t0.Add(2 * time.Second))
 	update(t, m, tickMsg(t0))
-	require.Equal(t, 2, m.gpus.traces[0].len(), "a new reading at a new instant")
+	require.Equal(t, 2, m.gpus.Traces[0].Len(), "a new reading at a new instant")
 
 	w.clock.Set(t0.Add(time.Hour + time.Minute))
 	update(t, m, tickMsg(t0))

@@ -15,6 +15,8 @@ import (
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
+	"github.com/chronos-gpu/chronos/tui/form"
+	"github.com/chronos-gpu/chronos/tui/widget"
 
 	"testing"
 
@@ -28,16 +30,16 @@ import (
 func TestFormTypingReplacesThePreset(t *testing.T) {
 	w := newWorld(t, 1)
 	m := press(t, w.model(80, 24), "n", "10%", "tab")
-	require.Equal(t, fieldDuration, m.form.focus)
-	require.Equal(t, "1h", m.form.duration.Value())
+	require.Equal(t, form.FieldDuration, m.form.Focus)
+	require.Equal(t, "1h", m.form.Duration.Value())
 	m = press(t, m, "4", "5", "m")
-	require.Equal(t, "45m", m.form.duration.Value())
+	require.Equal(t, "45m", m.form.Duration.Value())
 	m = press(t, m, "backspace", "h")
-	require.Equal(t, "45h", m.form.duration.Value(), "an edited field appends")
+	require.Equal(t, "45h", m.form.Duration.Value(), "an edited field appends")
 	m = press(t, m, "left", "9", "0", "m")
-	require.Equal(t, "90m", m.form.duration.Value(), "a preset chosen with ←/→ is replaced too")
+	require.Equal(t, "90m", m.form.Duration.Value(), "a preset chosen with ←/→ is replaced too")
 	m = press(t, m, "right", "backspace")
-	require.Equal(t, "1", m.form.duration.Value(), "backspace edits the preset rather than replacing it")
+	require.Equal(t, "1", m.form.Duration.Value(), "backspace edits the preset rather than replacing it")
 }
 
 // ctrl+c in the booking form closes the form, as esc does, not the app.
@@ -65,8 +67,8 @@ func TestQueueCancelAsksAShortQuestion(t *testing.T) {
 	mine := w.enqueue(alice, 0, "50%", 2*time.Hour)
 	m := press(t, w.model(80, 24), "tab", "tab", "x")
 	require.Equal(t, cancelling, m.mode)
-	require.Equal(t, fmt.Sprintf("Cancel request #%d (50%% of GPU 0 for 2h)? y/n", mine.ID), m.prompt.question)
-	require.Contains(t, m.View(), m.prompt.question)
+	require.Equal(t, fmt.Sprintf("Cancel request #%d (50%% of GPU 0 for 2h)? y/n", mine.ID), m.prompt.Question)
+	require.Contains(t, m.View(), m.prompt.Question)
 }
 
 // Back from a GPU's history, the Queue tab says it is reading the line,
@@ -76,7 +78,7 @@ func TestQueueAfterHistoryIsReadAgain(t *testing.T) {
 	w.book(bob, 0, "100%", 0, time.Hour)
 	w.enqueue(alice, 0, "50%", time.Hour)
 	m := press(t, w.model(80, 24), "tab", "tab")
-	require.Equal(t, "Queue (1)", m.queue.title())
+	require.Equal(t, "Queue (1)", m.queue.Title())
 	m = press(t, m, "enter")
 	require.Equal(t, viewingHistory, m.mode)
 	run(t, m, m.load()) // a reading while the history is open leaves the line out
@@ -86,8 +88,8 @@ func TestQueueAfterHistoryIsReadAgain(t *testing.T) {
 	require.NotContains(t, v, "Nobody is waiting")
 	require.Contains(t, v, "reading…")
 	run(t, m, cmd)
-	require.Equal(t, "Queue (1)", m.queue.title(), "the line is read on the way back")
-	require.Len(t, m.queue.table.rows, 1)
+	require.Equal(t, "Queue (1)", m.queue.Title(), "the line is read on the way back")
+	require.Len(t, m.queue.Table.Rows, 1)
 }
 
 // Before its first read the Queue tab says so, rather than that nobody waits.
@@ -114,7 +116,7 @@ func TestSortIsPerTab(t *testing.T) {
 	m := w.model(80, 24)
 	ids := func() []uint64 {
 		var out []uint64
-		for _, r := range m.bookings.table.rows {
+		for _, r := range m.bookings.Table.Rows {
 			out = append(out, r.ID)
 		}
 		return out
@@ -147,14 +149,14 @@ func TestSortByMemoryAndSMWithInvert(t *testing.T) {
 	header := func() string { return lineWith(t, ansi.Strip(m.View()), "COMMAND") }
 	memory := func() []uint64 {
 		var out []uint64
-		for _, r := range m.processes.table.rows {
+		for _, r := range m.processes.Table.Rows {
 			out = append(out, r.MemoryUsed)
 		}
 		return out
 	}
 	sm := func() []int {
 		var out []int
-		for _, r := range m.processes.table.rows {
+		for _, r := range m.processes.Table.Rows {
 			out = append(out, r.SM)
 		}
 		return out
@@ -181,11 +183,11 @@ func TestSortByMemoryAndSMWithInvert(t *testing.T) {
 	m = press(t, m, "shift+tab", ",") // Bookings: back from time left to memory
 	require.Contains(t, m.View(), "sort: memory ▼")
 	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "OWNER"), "IN USE▼")
-	rows := m.bookings.table.rows
+	rows := m.bookings.Table.Rows
 	for i := 1; i < len(rows); i++ {
-		require.GreaterOrEqual(t, rows[i-1].inUse, rows[i].inUse)
+		require.GreaterOrEqual(t, rows[i-1].InUse, rows[i].InUse)
 	}
-	require.NotZero(t, rows[0].inUse)
+	require.NotZero(t, rows[0].InUse)
 }
 
 // enter in the Queue tab opens the history of the GPU the selected request
@@ -195,11 +197,11 @@ func TestEnterOpensTheSelectedRequestsGPU(t *testing.T) {
 	w.book(bob, 2, "100%", 0, time.Hour)
 	w.enqueue(alice, 2, "50%", time.Hour)
 	m := press(t, w.model(80, 24), "tab", "tab")
-	require.Len(t, m.queue.table.rows, 1)
+	require.Len(t, m.queue.Table.Rows, 1)
 	require.Equal(t, "GPU 2 history", m.keys.History.Help().Desc)
 	m = press(t, m, "enter")
 	require.Equal(t, viewingHistory, m.mode)
-	require.Equal(t, 2, m.history.device)
+	require.Equal(t, 2, m.history.Device)
 }
 
 // boxText is the text inside the form's box, its lines joined by spaces:
@@ -223,7 +225,7 @@ func TestFormWrapsItsWarning(t *testing.T) {
 	_, err = w.client.Stats(w.gpus, procfs.MPS{})
 	require.NoError(t, err)
 	m := press(t, w.model(80, 24), "n", "up", "0", "down", "80GiB")
-	warning := m.form.warning()
+	warning := m.form.Warning()
 	require.Greater(t, len(warning), 80)
 	v := m.View()
 	require.Contains(t, boxText(v), strings.Join(strings.Fields(warning), " "))
@@ -257,7 +259,7 @@ func TestNarrowTableDropsEmptyColumnAndCountsHiddenRows(t *testing.T) {
 	require.NotContains(t, v, "IN USE")
 	require.Contains(t, v, "STATE")
 	require.Contains(t, v, " live")
-	shown := m.bookings.table.height - 2
+	shown := m.bookings.Table.Height - 2
 	require.Contains(t, v, fmt.Sprintf("+%d more", 25-shown))
 	m = press(t, m, "G")
 	require.Contains(t, m.View(), "#25", "the selection stays in sight")
@@ -273,10 +275,10 @@ func TestBookingAheadShowsItsStartUnderLeft(t *testing.T) {
 	_, err = w.client.Create(core.Request{Device: 0, Memory: human.Fraction(0.5), Duration: time.Hour, Start: t0.Add(26 * time.Hour)})
 	require.NoError(t, err)
 	m := w.model(140, 40)
-	require.Len(t, m.bookings.table.rows, 2)
+	require.Len(t, m.bookings.Table.Rows, 2)
 	left := map[int]string{}
-	for _, r := range m.bookings.table.rows {
-		left[r.Device] = m.bookings.cells(r, t0, m.bookings.table.cols).left
+	for _, r := range m.bookings.Table.Rows {
+		left[r.Device] = m.bookings.Cells(r, t0, m.bookings.Table.Cols).Left
 	}
 	require.Equal(t, leftAt(t0.Add(2*time.Hour)), left[1])
 	require.Equal(t, t0.Add(26*time.Hour).Local().Format("Mon15:04"), left[0], "another day, in LEFT's 8 cells")
@@ -296,7 +298,7 @@ func leftAt(start time.Time) string {
 // Memory in use that no booking holds has a colour of its own: no owner
 // is ever drawn in it.
 func TestUnbookedMemoryHasItsOwnColour(t *testing.T) {
-	st := DefaultStyles()
+	st := widget.DefaultStyles()
 	hot := st.BarHot.GetForeground()
 	for _, c := range st.Owners {
 		require.NotEqual(t, hot, c.GetForeground())
@@ -347,7 +349,7 @@ func TestQuitWithARequestInLineAsksFirst(t *testing.T) {
 		require.False(t, quitKey(t, m, k), k)
 		require.Equal(t, quitting, m.mode)
 		want := fmt.Sprintf("Request #%d is waiting in line: quit and leave the line? [y] leave · [b] keep waiting in the background · [n] stay", id)
-		require.Equal(t, want, m.prompt.question)
+		require.Equal(t, want, m.prompt.Question)
 		require.Contains(t, joined(m.View()), want)
 		require.False(t, quitKey(t, m, "n"))
 		require.Equal(t, browsing, m.mode)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/tui/gpus"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // layout splits the height: header (with the backend's note, the ledger's
@@ -26,7 +28,7 @@ type layout struct {
 }
 
 func (m *Model) layout() layout {
-	l := layout{header: 1 + len(m.data.warnings)}
+	l := layout{header: 1 + len(m.data.Warnings)}
 	if m.opts.Notice != "" {
 		l.header++
 	}
@@ -39,11 +41,11 @@ func (m *Model) layout() layout {
 	// rows before they get less than half the room.
 	minBody := max(6, rest/2)
 	if m.mode == booking {
-		minBody = max(minBody, m.form.height(formWidth(m.width)))
+		minBody = max(minBody, m.form.Height(formWidth(m.width)))
 	}
 	// Other hosts' GPUs take what this host's leave, a line each.
-	hosts := hostsLines(m.data.hosts)
-	l.gpus, l.fullGPUs = gpuLayout(len(m.data.sample.Devices), rest-minBody-min(hosts, 2))
+	hosts := gpus.HostsLines(m.data.Hosts)
+	l.gpus, l.fullGPUs = gpus.Layout(len(m.data.Sample.Devices), rest-minBody-min(hosts, 2))
 	l.hosts = max(0, min(hosts, rest-minBody-l.gpus))
 	l.body = max(1, rest-l.gpus-l.hosts)
 	return l
@@ -55,18 +57,18 @@ func (m *Model) layout() layout {
 func (m *Model) View() string {
 	if m.tooSmall() {
 		msg := fmt.Sprintf("Terminal too small: %d×%d.\nChronos needs at least %d×%d.\n\nq quits.", m.width, m.height, minWidth, minHeight)
-		return frame(strings.Join(wrap(msg, m.width, m.height), "\n"), m.width, m.height)
+		return widget.Frame(strings.Join(widget.Wrap(msg, m.width, m.height), "\n"), m.width, m.height)
 	}
-	st := &m.sh.styles
-	now := m.sh.now()
+	st := &m.sh.Styles
+	now := m.sh.Now()
 	l := m.layout()
 	lines := make([]string, 0, m.height)
 	lines = append(lines, m.headerView(now))
 	if m.opts.Notice != "" {
-		lines = append(lines, cut(st.Notice.Render(human.Printable(m.opts.Notice)), m.width))
+		lines = append(lines, widget.Cut(st.Notice.Render(human.Printable(m.opts.Notice)), m.width))
 	}
-	for _, w := range m.data.warnings {
-		lines = append(lines, cut(st.Notice.Render("⚠ "+human.Printable(w)), m.width))
+	for _, w := range m.data.Warnings {
+		lines = append(lines, widget.Cut(st.Notice.Render("⚠ "+human.Printable(w)), m.width))
 	}
 	if len(m.notices) > 0 {
 		lines = append(lines, m.noticeLines()...)
@@ -80,15 +82,15 @@ func (m *Model) View() string {
 			body = m.helpLines()
 		}
 	case m.mode == booking:
-		body = cutAll(strings.Split(m.form.view(formWidth(m.width)), "\n"), m.width)
+		body = cutAll(strings.Split(m.form.View(formWidth(m.width)), "\n"), m.width)
 	case m.fullHelp:
 		body = m.helpLines()
 	default:
-		body = m.current().view(now) // a tab's lines fit already
+		body = m.current().View(now) // a tab's lines fit already
 	}
 	if m.mode != viewingHistory {
-		lines = append(lines, m.gpus.view(m.width, l.gpus, l.fullGPUs)...)
-		lines = append(lines, m.gpus.hostsView(m.width, l.hosts)...)
+		lines = append(lines, m.gpus.View(m.width, l.gpus, l.fullGPUs)...)
+		lines = append(lines, m.gpus.HostsView(m.width, l.hosts)...)
 		lines = append(lines, m.tabsView())
 	}
 	// A long status wraps upward into the body's empty last lines, when it
@@ -122,14 +124,14 @@ func formWidth(width int) int { return min(width, 90) }
 // helpLines is the full help, in place of the body: the keys, then what
 // the bars and the states mean.
 func (m *Model) helpLines() []string {
-	lines := append([]string{m.sh.styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...)
+	lines := append([]string{m.sh.Styles.Label.Render("Keys")}, strings.Split(m.help.FullHelpView(m.FullHelp()), "\n")...)
 	return cutAll(append(lines, m.legendLines()...), m.width)
 }
 
 // legendLines say what the GPU panel's glyphs and colours and the bookings'
 // states mean.
 func (m *Model) legendLines() []string {
-	st := &m.sh.styles
+	st := &m.sh.Styles
 	f := st.Faint.Render
 	return []string{
 		"",
@@ -146,12 +148,12 @@ func (m *Model) legendLines() []string {
 func (m *Model) historyLines(now time.Time) []string {
 	h := m.history
 	var total uint64
-	for _, d := range m.data.sample.Devices {
-		if d.Index == h.device {
+	for _, d := range m.data.Sample.Devices {
+		if d.Index == h.Device {
 			total = d.MemoryTotal
 		}
 	}
-	return h.lines(m.gpus.traces[h.device], total, now)
+	return h.Lines(m.gpus.Traces[h.Device], total, now)
 }
 
 // noticeLines are the notice line, wrapped: the person's newest notice,
@@ -166,7 +168,7 @@ func (m *Model) noticeLines() []string {
 	if more := len(m.notices) - 1; more > 0 {
 		text += fmt.Sprintf(" (+%d more)", more)
 	}
-	return renderAll(m.sh.styles.NoticeLine, wrap(text, m.width, noticeMaxLines))
+	return renderAll(m.sh.Styles.NoticeLine, widget.Wrap(text, m.width, noticeMaxLines))
 }
 
 // renderAll styles each line apart, so that every line of wrapped text
@@ -178,38 +180,23 @@ func renderAll(st lipgloss.Style, lines []string) []string {
 	return lines
 }
 
-// memo keeps one drawn part of the screen and what it was drawn from, so
-// that a part that did not change is not drawn again: lipgloss's styling
-// and measuring are most of what a frame costs.
-type memo struct {
-	from, drawn string
-	valid       bool
-}
-
-func (c *memo) draw(from string, draw func() string) string {
-	if !c.valid || c.from != from {
-		c.from, c.drawn, c.valid = from, draw(), true
-	}
-	return c.drawn
-}
-
 // headerView is the top line, redrawn when the minute changes.
 func (m *Model) headerView(now time.Time) string {
 	clock := now.Format("15:04")
-	return m.memos.header.draw(fmt.Sprint(clock, m.width, m.data.sample.Simulated), func() string { return m.drawHeader(clock) })
+	return m.memos.header.Draw(fmt.Sprint(clock, m.width, m.data.Sample.Simulated), func() string { return m.drawHeader(clock) })
 }
 
 func (m *Model) drawHeader(clock string) string {
-	st := &m.sh.styles
+	st := &m.sh.Styles
 	backend := ""
 	if m.opts.Backend != nil {
 		backend = st.NVML.Render(strings.ToUpper(m.opts.Backend.Name())) // NVML or DRM
 	}
-	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.data.sample.Simulated {
+	if m.opts.Backend == nil || m.opts.Backend.Simulated() || m.data.Sample.Simulated {
 		backend = st.Simulated.Render(" SIMULATED GPUs ")
 	}
-	who := m.sh.me.User
-	if m.sh.me.Root() {
+	who := m.sh.Me.User
+	if m.sh.Me.Root() {
 		who += " (root)"
 	}
 	parts := []string{st.Title.Render("Chronos"), backend}
@@ -221,7 +208,7 @@ func (m *Model) drawHeader(clock string) string {
 	// To the minute: a clock to the second would redraw this line every
 	// second for nothing.
 	left := strings.Join(parts, st.Faint.Render(" · "))
-	return fit(left, m.width-len(clock)-1) + " " + clock
+	return widget.Fit(left, m.width-len(clock)-1) + " " + clock
 }
 
 // tabsView is the tab line: each tab's title, the active one marked (in
@@ -229,14 +216,14 @@ func (m *Model) drawHeader(clock string) string {
 func (m *Model) tabsView() string {
 	titles := make([]string, len(m.tabs))
 	for i, t := range m.tabs {
-		titles[i] = t.title()
+		titles[i] = t.Title()
 	}
 	from := fmt.Sprint(titles, m.active, m.mineOnly, m.filter, m.mode == filtering, m.sortBy[m.active], m.width)
-	return m.memos.tabs.draw(from, func() string { return m.drawTabs(titles) })
+	return m.memos.tabs.Draw(from, func() string { return m.drawTabs(titles) })
 }
 
 func (m *Model) drawTabs(titles []string) string {
-	st := &m.sh.styles
+	st := &m.sh.Styles
 	names := make([]string, len(titles))
 	for i, t := range titles {
 		if i == m.active {
@@ -253,13 +240,13 @@ func (m *Model) drawTabs(titles []string) string {
 	if m.filter != "" && m.mode != filtering {
 		flags = append(flags, fmt.Sprintf("filter %q", m.filter))
 	}
-	if len(m.current().sortKeys()) > 0 {
+	if len(m.current().SortKeys()) > 0 {
 		flags = append(flags, "sort: "+m.sortBy[m.active].String())
 	}
 	right := st.Faint.Render(strings.Join(flags, " · "))
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 2 {
-		return cut(left+"  "+right, m.width)
+		return widget.Cut(left+"  "+right, m.width)
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
@@ -267,18 +254,18 @@ func (m *Model) drawTabs(titles []string) string {
 // statusLines are the status line: a prompt, or the status wrapped onto
 // at most n lines.
 func (m *Model) statusLines(n int) []string {
-	st := &m.sh.styles
+	st := &m.sh.Styles
 	switch {
-	case m.mode.prompting() && m.prompt.confirm:
-		return renderAll(st.Prompt, wrap(m.prompt.question, m.width, n)) // a question is read whole
+	case m.mode.prompting() && m.prompt.Confirm:
+		return renderAll(st.Prompt, widget.Wrap(m.prompt.Question, m.width, n)) // a question is read whole
 	case m.mode.prompting():
-		return []string{cut(m.prompt.view(), m.width)}
+		return []string{widget.Cut(m.prompt.View(), m.width)}
 	case m.status.text == "":
 		return []string{""}
 	case m.status.isErr:
-		return renderAll(st.StatusErr, wrap("✗ "+human.Printable(m.status.text), m.width, n))
+		return renderAll(st.StatusErr, widget.Wrap("✗ "+human.Printable(m.status.text), m.width, n))
 	default:
-		return renderAll(st.StatusOK, wrap(human.Printable(m.status.text), m.width, n))
+		return renderAll(st.StatusOK, widget.Wrap(human.Printable(m.status.text), m.width, n))
 	}
 }
 
@@ -294,7 +281,7 @@ func (m *Model) footer() string {
 		}
 	}
 	fmt.Fprint(&from, m.width, m.mode)
-	return m.memos.footer.draw(from.String(), func() string { return m.drawFooter(bindings) })
+	return m.memos.footer.Draw(from.String(), func() string { return m.drawFooter(bindings) })
 }
 
 func (m *Model) drawFooter(bindings []key.Binding) string {
@@ -303,7 +290,7 @@ func (m *Model) drawFooter(bindings []key.Binding) string {
 		kept = []key.Binding{m.keys.Help, m.keys.Quit}
 		bindings = bindings[:len(bindings)-len(kept)]
 	}
-	st := &m.sh.styles
+	st := &m.sh.Styles
 	item := func(b key.Binding) string {
 		return st.Label.Render(b.Help().Key) + " " + st.Faint.Render(b.Help().Desc)
 	}
@@ -340,13 +327,13 @@ func (m *Model) drawFooter(bindings []key.Binding) string {
 	if line != "" && tailText != "" {
 		line += sep
 	}
-	return cut(line+tailText, m.width)
+	return widget.Cut(line+tailText, m.width)
 }
 
 // cutAll cuts every line to width cells.
 func cutAll(lines []string, width int) []string {
 	for i := range lines {
-		lines[i] = cut(lines[i], width)
+		lines[i] = widget.Cut(lines[i], width)
 	}
 	return lines
 }

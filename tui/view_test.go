@@ -90,8 +90,8 @@ func TestColourCursorAndPlaceholder(t *testing.T) { // serial: sets the colour p
 	withProfile(t, termenv.ANSI)
 	w := newWorld(t, 1)
 	m := press(t, w.model(100, 30), "n")
-	st := &m.sh.styles
-	require.False(t, st.plain)
+	st := &m.sh.Styles
+	require.False(t, st.Plain)
 	v := m.View()
 	require.Contains(t, v, st.Cursor.Render(" ")+st.Placeholder.Render("e.g. 50%"))
 	m = press(t, m, "40")
@@ -114,20 +114,20 @@ func TestBookingsShowMemoryInUse(t *testing.T) {
 
 	// Each booking's processes, added up from the GPU reading.
 	want := map[uint64]uint64{}
-	for _, a := range m.data.attrs {
+	for _, a := range m.data.Attrs {
 		if a.Partition != 0 {
 			want[a.Partition] += a.MemoryUsed
 		}
 	}
 	require.NotEmpty(t, want)
-	for _, r := range m.bookings.table.rows {
-		require.Equal(t, want[r.ID], r.inUse, "#%d", r.ID)
-		c := m.bookings.cells(r, t0, m.bookings.table.cols)
+	for _, r := range m.bookings.Table.Rows {
+		require.Equal(t, want[r.ID], r.InUse, "#%d", r.ID)
+		c := m.bookings.Cells(r, t0, m.bookings.Table.Cols)
 		if want[r.ID] == 0 {
-			require.Equal(t, "-", c.inUse)
+			require.Equal(t, "-", c.InUse)
 		} else {
-			require.Equal(t, human.FormatBytes(want[r.ID]), c.inUse)
-			require.Equal(t, want[r.ID] > r.Bytes, c.over, "#%d", r.ID)
+			require.Equal(t, human.FormatBytes(want[r.ID]), c.InUse)
+			require.Equal(t, want[r.ID] > r.Bytes, c.Over, "#%d", r.ID)
 		}
 	}
 }
@@ -165,7 +165,7 @@ func TestFormWarnsOfMemoryInUse(t *testing.T) {
 	require.Contains(t, v, "of GPU 0 is physically free")
 	m = press(t, m, "ctrl+u", "100%")
 	require.Contains(t, m.View(), "⚠ 80.0 GiB booked", "a share is warned of in bytes")
-	require.Contains(t, m.form.warning(), "alice uses ", "who holds the memory")
+	require.Contains(t, m.form.Warning(), "alice uses ", "who holds the memory")
 
 	// A warning, not a refusal: the ledger admits by booked shares.
 	m = press(t, m, "enter")
@@ -184,14 +184,14 @@ func TestBookingAheadShowsUpcoming(t *testing.T) {
 	p, err := w.client.Create(core.Request{Device: 1, Memory: human.Fraction(0.5), Duration: 3 * time.Hour, Start: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	m := w.model(140, 40)
-	require.Len(t, m.bookings.table.rows, 1)
-	r := m.bookings.table.rows[0]
-	require.True(t, r.live, "not ended: it is yours to release or extend")
-	c := m.bookings.cells(r, t0, m.bookings.table.cols)
-	require.Equal(t, domain.StatusUpcoming, c.status)
-	require.Equal(t, leftAt(t0.Add(2*time.Hour)), c.left, "when it starts")
-	require.Zero(t, c.elapsed, "nothing of it has elapsed")
-	require.Equal(t, p.Start, nextChange(m.data.parts, t0), "read again when it starts")
+	require.Len(t, m.bookings.Table.Rows, 1)
+	r := m.bookings.Table.Rows[0]
+	require.True(t, r.Live, "not ended: it is yours to release or extend")
+	c := m.bookings.Cells(r, t0, m.bookings.Table.Cols)
+	require.Equal(t, domain.StatusUpcoming, c.Status)
+	require.Equal(t, leftAt(t0.Add(2*time.Hour)), c.Left, "when it starts")
+	require.Zero(t, c.Elapsed, "nothing of it has elapsed")
+	require.Equal(t, p.Start, nextChange(m.data.Parts, t0), "read again when it starts")
 	m.syncKeys()
 	require.True(t, m.keys.Release.Enabled())
 }

@@ -71,7 +71,7 @@ func TestWideTerminalGivesRoomToBarsAndCommands(t *testing.T) {
 
 	require.Contains(t, lineWith(t, ansi.Strip(m.View()), "ELAPSED"), "COMMAND")
 	var train string
-	for _, a := range m.data.attrs {
+	for _, a := range m.data.Attrs {
 		if a.User == "alice" {
 			train = a.Command
 		}

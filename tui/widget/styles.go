@@ -1,4 +1,4 @@
-package tui
+package widget
 
 import (
 	"hash/fnv"
@@ -12,11 +12,11 @@ import (
 // app reads on any palette. lipgloss drops all colour — and bold, underline
 // and reverse video with it — when NO_COLOR is set or the output is not a
 // terminal; nothing here forces a profile. What carries meaning is also in
-// the text: markers, brackets, the input cursor (see plain).
+// the text: markers, brackets, the input cursor (see Plain).
 type Styles struct {
-	// plain: no colour and no attributes reach the terminal, so the
+	// Plain: no colour and no attributes reach the terminal, so the
 	// cursor is drawn as a character.
-	plain bool
+	Plain bool
 
 	App       lipgloss.Style
 	Title     lipgloss.Style
@@ -86,7 +86,7 @@ var (
 
 // DefaultStyles returns the app's styles.
 func DefaultStyles() Styles {
-	s := Styles{plain: lipgloss.ColorProfile() == termenv.Ascii}
+	s := Styles{Plain: lipgloss.ColorProfile() == termenv.Ascii}
 	s.Title = lipgloss.NewStyle().Bold(true).Foreground(strong)
 	s.Header = lipgloss.NewStyle()
 	s.Simulated = lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(magenta)

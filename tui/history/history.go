@@ -1,4 +1,8 @@
-package tui
+// Package history is the app's view of one GPU's last hour, which takes
+// the screen: utilisation and memory as graphs, and each booking's span
+// with its idle stretches, from what monitors recorded in the ledger and
+// the app's own finer readings.
+package history
 
 import (
 	"cmp"
@@ -13,45 +17,46 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/report"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
-// historyWindow is how far back the history view looks.
-const historyWindow = time.Hour
+// Window is how far back the history view looks.
+const Window = time.Hour
 
 // historyGutter is the width of the labels left of the graphs and spans.
 const historyGutter = 9
 
-// historyKeys move about a GPU's history.
-type historyKeys struct {
+// Keys move about a GPU's history.
+type Keys struct {
 	Prev, Next, Up, Down, Back key.Binding
 }
 
-// historyView is one GPU's last hour across the screen: utilisation and
+// View is one GPU's last hour across the screen: utilisation and
 // memory as graphs, and under them each booking's span with its owner and
 // its idle stretches. What monitors recorded in the ledger (a reading a
 // minute) fills the hour at once; the app's own readings since it opened
 // (its traces) are finer and take their place where there are any.
-type historyView struct {
-	sh     *shared
-	keys   historyKeys
-	device int    // the GPU's index
+type View struct {
+	sh     *widget.Shared
+	Keys   Keys
+	Device int    // the GPU's index
 	name   string // its model, as the last reading named it
-	data   report.GPUHistory
+	Data   report.GPUHistory
 	judged time.Time // the end of the newest minute monitors judged
-	readAt time.Time // when it was last asked for
-	loaded bool
-	err    error
-	offset int // the first booking span shown
+	ReadAt time.Time // when it was last asked for
+	Loaded bool
+	Err    error
+	Offset int // the first booking span shown
 
 	width, height int
 	rows          int // lines of each graph
-	spansShown    int // how many spans fit
+	SpansShown    int // how many spans fit
 	version       int // counts the readings of the ledger taken in
-	memo          memo
+	memo          widget.Memo
 }
 
-func newHistoryView(sh *shared, device int, name string) *historyView {
-	return &historyView{sh: sh, device: device, name: name, keys: historyKeys{
+func New(sh *widget.Shared, device int, name string) *View {
+	return &View{sh: sh, Device: device, name: name, Keys: Keys{
 		Prev: key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/→", "other GPU")),
 		Next: key.NewBinding(key.WithKeys("right", "l")),
 		Up:   key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/↓", "scroll bookings")),
@@ -60,24 +65,24 @@ func newHistoryView(sh *shared, device int, name string) *historyView {
 	}}
 }
 
-// show takes in a reading of the ledger's history of the GPU shown.
-func (h *historyView) show(msg historyMsg) {
-	if msg.device != h.device {
+// Show takes in a reading of the ledger's history of the GPU shown.
+func (h *View) Show(msg Msg) {
+	if msg.Device != h.Device {
 		return // an answer for the GPU shown before
 	}
-	h.data, h.err, h.loaded = msg.history, msg.err, true
+	h.Data, h.Err, h.Loaded = msg.History, msg.Err, true
 	h.judged = time.Time{}
-	if n := len(h.data.Minutes); n > 0 {
-		h.judged = h.data.Minutes[n-1].Minute.Add(time.Minute)
+	if n := len(h.Data.Minutes); n > 0 {
+		h.judged = h.Data.Minutes[n-1].Minute.Add(time.Minute)
 	}
 	h.version++
-	slices.SortStableFunc(h.data.Bookings, func(a, b report.BookingSpan) int {
+	slices.SortStableFunc(h.Data.Bookings, func(a, b report.BookingSpan) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
 	})
 	h.layout()
 }
 
-func (h *historyView) setSize(width, height int) {
+func (h *View) SetSize(width, height int) {
 	h.width, h.height = width, height
 	h.layout()
 }
@@ -86,52 +91,52 @@ func (h *historyView) setSize(width, height int) {
 // the time axis, then a line per booking span. The graphs share what the
 // spans leave, at most twelve lines each, and at least four (two on a
 // short terminal): more spans than that leaves room for scroll.
-func (h *historyView) layout() {
-	spans := len(h.data.Bookings)
+func (h *View) layout() {
+	spans := len(h.Data.Bookings)
 	least := 4
 	if h.height < 2+2*least+2 {
 		least = 2
 	}
 	h.rows = max(least, min(12, (h.height-2-max(spans, 1))/2))
 	room := max(1, h.height-2-2*h.rows)
-	h.spansShown = spans
+	h.SpansShown = spans
 	if spans > room {
-		h.spansShown = max(1, room-1) // a line says what is not shown
+		h.SpansShown = max(1, room-1) // a line says what is not shown
 	}
-	h.offset = max(0, min(h.offset, spans-h.spansShown))
+	h.Offset = max(0, min(h.Offset, spans-h.SpansShown))
 }
 
-// enable turns on the keys that apply: scrolling only when some spans do
+// Enable turns on the keys that apply: scrolling only when some spans do
 // not fit, other GPUs only when there are some, and esc for back unless
 // it closes the help first.
-func (h *historyView) enable(on bool, gpus int, help bool) {
-	h.keys.Prev.SetEnabled(on && gpus > 1)
-	h.keys.Next.SetEnabled(on && gpus > 1)
-	scroll := on && len(h.data.Bookings) > h.spansShown
-	h.keys.Up.SetEnabled(scroll)
-	h.keys.Down.SetEnabled(scroll)
-	h.keys.Back.SetEnabled(on && !help)
+func (h *View) Enable(on bool, gpus int, help bool) {
+	h.Keys.Prev.SetEnabled(on && gpus > 1)
+	h.Keys.Next.SetEnabled(on && gpus > 1)
+	scroll := on && len(h.Data.Bookings) > h.SpansShown
+	h.Keys.Up.SetEnabled(scroll)
+	h.Keys.Down.SetEnabled(scroll)
+	h.Keys.Back.SetEnabled(on && !help)
 }
 
-// scroll moves the spans by one; it reports whether the key was for that.
-func (h *historyView) scroll(msg tea.KeyMsg) bool {
+// Scroll moves the spans by one; it reports whether the key was for that.
+func (h *View) Scroll(msg tea.KeyMsg) bool {
 	switch {
-	case key.Matches(msg, h.keys.Up):
-		h.offset = max(0, h.offset-1)
-	case key.Matches(msg, h.keys.Down):
-		h.offset = min(max(0, len(h.data.Bookings)-h.spansShown), h.offset+1)
+	case key.Matches(msg, h.Keys.Up):
+		h.Offset = max(0, h.Offset-1)
+	case key.Matches(msg, h.Keys.Down):
+		h.Offset = min(max(0, len(h.Data.Bookings)-h.SpansShown), h.Offset+1)
 	default:
 		return false
 	}
 	return true
 }
 
-func (h *historyView) ShortHelp() []key.Binding {
-	return []key.Binding{h.keys.Back, h.keys.Prev, h.keys.Up}
+func (h *View) ShortHelp() []key.Binding {
+	return []key.Binding{h.Keys.Back, h.Keys.Prev, h.Keys.Up}
 }
 
-func (h *historyView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{h.keys.Back, h.keys.Prev, h.keys.Up}}
+func (h *View) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{h.Keys.Back, h.Keys.Prev, h.Keys.Up}}
 }
 
 // timeline is the graphs' columns: n columns of step each, the last one
@@ -146,7 +151,7 @@ type timeline struct {
 
 func newTimeline(now time.Time, n int) timeline {
 	n = max(1, n)
-	step := time.Duration((int64(historyWindow/time.Second)+int64(n)-1)/int64(n)) * time.Second
+	step := time.Duration((int64(Window/time.Second)+int64(n)-1)/int64(n)) * time.Second
 	end := now.Truncate(step).Add(step)
 	return timeline{from: end.Add(-time.Duration(n) * step), step: step, n: n}
 }
@@ -173,7 +178,7 @@ const unknown = -1.0
 // series are a GPU's utilisation and memory in use in each column, as
 // fractions (0..1), unknown where nothing was read: the app's own readings
 // where it has some, else the ledger's minutes.
-func series(tl timeline, tr *trace, h report.GPUHistory, total uint64) (util, mem []float64) {
+func series(tl timeline, tr *widget.Trace, h report.GPUHistory, total uint64) (util, mem []float64) {
 	type acc struct {
 		utilSum, utilN int
 		mem            uint64
@@ -181,17 +186,17 @@ func series(tl timeline, tr *trace, h report.GPUHistory, total uint64) (util, me
 	}
 	fine, coarse := make([]acc, tl.n), make([]acc, tl.n)
 	if tr != nil {
-		for i := range tr.len() {
-			p := tr.at(i)
-			c := tl.col(p.time())
+		for i := range tr.Len() {
+			p := tr.At(i)
+			c := tl.col(p.Time())
 			if c < 0 || c >= tl.n {
 				continue
 			}
 			a := &fine[c]
 			a.n++
-			a.mem = max(a.mem, p.mem)
-			if p.util >= 0 {
-				a.utilSum += int(p.util)
+			a.mem = max(a.mem, p.Mem)
+			if p.Util >= 0 {
+				a.utilSum += int(p.Util)
 				a.utilN++
 			}
 		}
@@ -248,7 +253,7 @@ func graph(vals []float64, rows int) []string {
 			case fill >= 8:
 				lines[r][c] = '█'
 			case fill > 0:
-				lines[r][c] = sparkRunes[fill-1]
+				lines[r][c] = widget.SparkRunes[fill-1]
 			}
 		}
 	}
@@ -317,23 +322,23 @@ func idleLabel(tl timeline, b report.BookingSpan, first, last int) string {
 	return " idle " + human.FormatDuration(max(idle, time.Minute).Truncate(time.Minute)) + " "
 }
 
-// lines draws the history in exactly h.height lines of h.width cells.
+// Lines draws the history in exactly h.height lines of h.width cells.
 // tr is the app's own readings of the GPU, total its memory.
-func (h *historyView) lines(tr *trace, total uint64, now time.Time) []string {
+func (h *View) Lines(tr *widget.Trace, total uint64, now time.Time) []string {
 	tl := newTimeline(now, h.width-historyGutter-1)
 	var newest int64
-	if tr != nil && tr.len() > 0 {
-		newest = tr.newest().at
+	if tr != nil && tr.Len() > 0 {
+		newest = tr.Newest().At
 	}
-	from := fmt.Sprint(h.version, h.loaded, newest, total, h.width, h.height, h.offset, tl.from.Unix())
-	return strings.Split(h.memo.draw(from, func() string { return strings.Join(h.draw(tl, tr, total, now), "\n") }), "\n")
+	from := fmt.Sprint(h.version, h.Loaded, newest, total, h.width, h.height, h.Offset, tl.from.Unix())
+	return strings.Split(h.memo.Draw(from, func() string { return strings.Join(h.draw(tl, tr, total, now), "\n") }), "\n")
 }
 
-func (h *historyView) draw(tl timeline, tr *trace, total uint64, now time.Time) []string {
-	st := &h.sh.styles
+func (h *View) draw(tl timeline, tr *widget.Trace, total uint64, now time.Time) []string {
+	st := &h.sh.Styles
 	out := []string{h.title(tl)}
-	spans, rows := len(h.data.Bookings), h.rows
-	util, mem := series(tl, tr, h.data, total)
+	spans, rows := len(h.Data.Bookings), h.rows
+	util, mem := series(tl, tr, h.Data, total)
 
 	var nowUtil, nowMem string
 	if c := tl.n - 1; util[c] >= 0 {
@@ -351,17 +356,17 @@ func (h *historyView) draw(tl timeline, tr *trace, total uint64, now time.Time) 
 	out = append(out, h.axis(tl))
 
 	switch {
-	case !h.loaded:
-		out = append(out, st.Faint.Render(cut("reading the ledger…", h.width)))
+	case !h.Loaded:
+		out = append(out, st.Faint.Render(widget.Cut("reading the ledger…", h.width)))
 	case spans == 0:
-		out = append(out, st.Faint.Render(cut("no bookings of this GPU in the last hour", h.width)))
+		out = append(out, st.Faint.Render(widget.Cut("no bookings of this GPU in the last hour", h.width)))
 	default:
-		for _, b := range h.data.Bookings[h.offset : h.offset+h.spansShown] {
+		for _, b := range h.Data.Bookings[h.Offset : h.Offset+h.SpansShown] {
 			out = append(out, h.spanLine(tl, b, now))
 		}
-		if h.spansShown < spans {
-			out = append(out, st.Faint.Render(cut(fmt.Sprintf("%d–%d of %d bookings · ↑/↓ scrolls",
-				h.offset+1, h.offset+h.spansShown, spans), h.width)))
+		if h.SpansShown < spans {
+			out = append(out, st.Faint.Render(widget.Cut(fmt.Sprintf("%d–%d of %d bookings · ↑/↓ scrolls",
+				h.Offset+1, h.Offset+h.SpansShown, spans), h.width)))
 		}
 	}
 	for len(out) < h.height {
@@ -371,45 +376,45 @@ func (h *historyView) draw(tl timeline, tr *trace, total uint64, now time.Time) 
 }
 
 // title names the GPU and the scale, or says why there is nothing.
-func (h *historyView) title(tl timeline) string {
-	st := &h.sh.styles
-	left := st.Label.Render(fmt.Sprintf("GPU %d", h.device))
+func (h *View) title(tl timeline) string {
+	st := &h.sh.Styles
+	left := st.Label.Render(fmt.Sprintf("GPU %d", h.Device))
 	if h.name != "" {
 		left += "  " + human.Printable(h.name)
 	}
 	right := st.Faint.Render(fmt.Sprintf("the last hour · a column is %s", human.FormatDuration(tl.step)))
-	if h.err != nil {
-		right = st.StatusErr.Render("✗ " + human.Printable(h.err.Error()))
+	if h.Err != nil {
+		right = st.StatusErr.Render("✗ " + human.Printable(h.Err.Error()))
 	}
-	return cut(left+"  "+right, h.width)
+	return widget.Cut(left+"  "+right, h.width)
 }
 
 // graphLines puts a graph's lines right of the gutter, labelled at the top
 // (what and its scale), below that the newest value, and at the bottom
 // the scale's zero.
-func (h *historyView) graphLines(g []string, style lipgloss.Style, top, now, bottom string) []string {
-	st := &h.sh.styles
+func (h *View) graphLines(g []string, style lipgloss.Style, top, now, bottom string) []string {
+	st := &h.sh.Styles
 	out := make([]string, len(g))
 	for i, line := range g {
 		label := ""
 		switch {
 		case i == 0:
-			label = fit(top, historyGutter)
+			label = widget.Fit(top, historyGutter)
 		case i == 1 && now != "":
-			label = padLeft(now, historyGutter)
+			label = widget.PadLeft(now, historyGutter)
 		case i == len(g)-1 && len(g) > 2:
-			label = padLeft(bottom, historyGutter)
+			label = widget.PadLeft(bottom, historyGutter)
 		default:
 			label = strings.Repeat(" ", historyGutter)
 		}
-		out[i] = cut(st.Faint.Render(label+"│")+style.Render(line), h.width)
+		out[i] = widget.Cut(st.Faint.Render(label+"│")+style.Render(line), h.width)
 	}
 	return out
 }
 
 // axis is the time line under the graphs: the quarter hours at their
 // columns.
-func (h *historyView) axis(tl timeline) string {
+func (h *View) axis(tl timeline) string {
 	cells := []rune(strings.Repeat("─", tl.n))
 	next := 0 // the first column a label may take
 	for t := tl.from.Truncate(15 * time.Minute); t.Before(tl.start(tl.n)); t = t.Add(15 * time.Minute) {
@@ -425,22 +430,22 @@ func (h *historyView) axis(tl timeline) string {
 		copy(cells[c+1:], label)
 		next = c + len(label) + 2
 	}
-	return h.sh.styles.Faint.Render(cut(strings.Repeat(" ", historyGutter)+"└"+string(cells), h.width))
+	return h.sh.Styles.Faint.Render(widget.Cut(strings.Repeat(" ", historyGutter)+"└"+string(cells), h.width))
 }
 
 // spanLine is one booking: its id and owner in the gutter, then its span
 // in the owner's colour with idle stretches dimmed to "░" and labelled
 // with how long they lasted, where the label fits.
-func (h *historyView) spanLine(tl timeline, b report.BookingSpan, now time.Time) string {
-	st := &h.sh.styles
-	b = asDrawn(b, h.data.To, h.judged, now)
+func (h *View) spanLine(tl timeline, b report.BookingSpan, now time.Time) string {
+	st := &h.sh.Styles
+	b = asDrawn(b, h.Data.To, h.judged, now)
 	cells := spanCells(tl, b)
 	owner := st.Owner(b.Owner)
-	if b.UID == h.sh.me.UID {
+	if b.UID == h.sh.Me.UID {
 		owner = st.Mine
 	}
 	var line strings.Builder
-	line.WriteString(owner.Render(fit(fmt.Sprintf("#%d %s", b.ID, human.Printable(b.Owner)), historyGutter)))
+	line.WriteString(owner.Render(widget.Fit(fmt.Sprintf("#%d %s", b.ID, human.Printable(b.Owner)), historyGutter)))
 	line.WriteString(st.Faint.Render("│"))
 	for c := 0; c < len(cells); {
 		end := c
@@ -463,5 +468,12 @@ func (h *historyView) spanLine(tl timeline, b report.BookingSpan, now time.Time)
 		}
 		c = end
 	}
-	return cut(line.String(), h.width)
+	return widget.Cut(line.String(), h.width)
+}
+
+// Msg is one reading of a GPU's history from the ledger.
+type Msg struct {
+	Device  int
+	History report.GPUHistory
+	Err     error
 }

@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"strings"
@@ -14,21 +14,22 @@ import (
 	"github.com/chronos-gpu/chronos/core/admission"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/gpu"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 func TestBarsSpendOneEscapePerColour(t *testing.T) {
 	prev := lipgloss.ColorProfile()
 	lipgloss.SetColorProfile(termenv.ANSI)
 	t.Cleanup(func() { lipgloss.SetColorProfile(prev) })
-	st := DefaultStyles()
+	st := widget.DefaultStyles()
 	resets := func(s string) int { return strings.Count(s, "\x1b[0m") }
 
-	empty := bar(0, 10, &st.BarUsed, &st.BarEmpty)
+	empty := widget.Bar(0, 10, &st.BarUsed, &st.BarEmpty)
 	require.Equal(t, 1, resets(empty), "no escapes around an empty run: %q", empty)
 	require.Equal(t, strings.Repeat("░", 10), ansi.Strip(empty))
 
 	// Booked by one person, partly used, then free: two colours, two runs.
-	segs := []segment{{user: "alice", share: 500_000}}
+	segs := []Segment{{user: "alice", share: 500_000}}
 	mem := memoryBar(&st, 30, 100, segs, 10)
 	require.Equal(t, "███▒▒░░░░░", ansi.Strip(mem))
 	require.Equal(t, 2, resets(mem), "%q", mem)
@@ -44,7 +45,7 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 	prev := lipgloss.ColorProfile()
 	lipgloss.SetColorProfile(termenv.ANSI)
 	t.Cleanup(func() { lipgloss.SetColorProfile(prev) })
-	st := DefaultStyles()
+	st := widget.DefaultStyles()
 	alice := st.Owner("alice").Render("x")
 	aliceColour := alice[:strings.Index(alice, "x")]
 	hot := st.BarHot.Render("x")
@@ -54,7 +55,7 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 	parts := []core.Partition{{Partition: domain.Partition{ID: 1, Device: 0, User: "alice", UID: 1, SharePPM: 500_000,
 		State: domain.Live, Start: t0.Add(-time.Hour), Expires: t0.Add(time.Hour)}}}
 	attrs := []admission.Attribution{{Device: 0, Process: gpu.Process{User: "carol", MemoryUsed: 30}, Verdict: admission.Unbooked}}
-	segs := bookedSegments(parts, attrs, true, t0)[0]
+	segs := BookedSegments(parts, attrs, true, t0)[0]
 	mem := memoryBar(&st, 30, 100, segs, 10)
 	require.Equal(t, "▒▒▒▒▒███░░", ansi.Strip(mem))
 	require.Contains(t, mem, aliceColour+"▒▒▒▒▒", "alice's run is booked, not used")
@@ -63,7 +64,7 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 
 	// alice's own process uses 20%: her run fills that far.
 	attrs = append(attrs, admission.Attribution{Device: 0, Process: gpu.Process{User: "alice", MemoryUsed: 20}, Partition: 1, Verdict: admission.Booked})
-	segs = bookedSegments(parts, attrs, true, t0)[0]
+	segs = BookedSegments(parts, attrs, true, t0)[0]
 	mem = memoryBar(&st, 50, 100, segs, 10)
 	require.Equal(t, "██▒▒▒███░░", ansi.Strip(mem))
 	require.Contains(t, mem, aliceColour+"██▒▒▒")
@@ -71,7 +72,7 @@ func TestMemoryBarKeepsUnbookedUseOutOfOwnersColours(t *testing.T) {
 	// Unbooked use larger than the room after the runs spills over the
 	// run's unused tail, still in the unbooked colour.
 	attrs[0].MemoryUsed = 70
-	segs = bookedSegments(parts, attrs, true, t0)[0]
+	segs = BookedSegments(parts, attrs, true, t0)[0]
 	mem = memoryBar(&st, 90, 100, segs, 10)
 	require.Equal(t, "██▒███████", ansi.Strip(mem))
 	require.Contains(t, mem, aliceColour+"██▒\x1b[0m"+hotColour+"██", "two cells of alice's tail hold carol's use")

@@ -1,4 +1,4 @@
-package tui
+package widget
 
 import (
 	"strconv"
@@ -9,20 +9,20 @@ import (
 )
 
 // numbers is a table of numbers, drawn as they are.
-func numbers(rows ...uint64) *table[uint64, uint64] {
-	t := &table[uint64, uint64]{}
-	t.init(&shared{styles: DefaultStyles()}, []column{{width: markWidth}, {title: "N", width: 4, right: true}}, "none")
-	t.id = func(r uint64) uint64 { return r }
-	t.cells = func(r uint64, _ time.Time, _ columns) uint64 { return r }
-	t.draw = func(c uint64, selected bool, cols columns) string {
+func numbers(rows ...uint64) *Table[uint64, uint64] {
+	t := &Table[uint64, uint64]{}
+	t.Init(&Shared{Styles: DefaultStyles()}, []Column{{Width: MarkWidth}, {Title: "N", Width: 4, Right: true}}, "none")
+	t.ID = func(r uint64) uint64 { return r }
+	t.Cells = func(r uint64, _ time.Time, _ Columns) uint64 { return r }
+	t.Draw = func(c uint64, selected bool, cols Columns) string {
 		mark := "  "
 		if selected {
 			mark = "▸ "
 		}
-		return cols.join(mark, cols.cell(1, strconv.FormatUint(c, 10)))
+		return cols.Join(mark, cols.Cell(1, strconv.FormatUint(c, 10)))
 	}
-	t.setSize(20, 4)
-	t.setRows(rows)
+	t.SetSize(20, 4)
+	t.SetRows(rows)
 	return t
 }
 
@@ -31,18 +31,18 @@ func numbers(rows ...uint64) *table[uint64, uint64] {
 func TestSelectionFollowsTheChosenRow(t *testing.T) {
 	t.Parallel()
 	tb := numbers(1, 2, 3)
-	tb.setRows([]uint64{3, 1, 2})
-	got, _ := tb.selected()
+	tb.SetRows([]uint64{3, 1, 2})
+	got, _ := tb.Selected()
 	require.Equal(t, uint64(3), got, "untouched: the top row")
 
-	tb.update(keyMsg("j"))
-	got, _ = tb.selected()
+	tb.Update(keyMsg("j"))
+	got, _ = tb.Selected()
 	require.Equal(t, uint64(1), got)
-	tb.setRows([]uint64{2, 3, 1})
-	got, _ = tb.selected()
+	tb.SetRows([]uint64{2, 3, 1})
+	got, _ = tb.Selected()
 	require.Equal(t, uint64(1), got, "chosen: the same row, now last")
-	tb.setRows([]uint64{2, 3})
-	got, _ = tb.selected()
+	tb.SetRows([]uint64{2, 3})
+	got, _ = tb.Selected()
 	require.Equal(t, uint64(3), got, "gone: the nearest place")
 }
 
@@ -52,14 +52,14 @@ func TestTableScrollsAndRedrawsOnlyChanges(t *testing.T) {
 	t.Parallel()
 	tb := numbers(1, 2, 3, 4, 5, 6)
 	draws := 0
-	draw := tb.draw
-	tb.draw = func(c uint64, selected bool, cols columns) string { draws++; return draw(c, selected, cols) }
+	draw := tb.Draw
+	tb.Draw = func(c uint64, selected bool, cols Columns) string { draws++; return draw(c, selected, cols) }
 
-	require.Equal(t, []string{"     N", "▸    1", "     2", "  +4 more"}, tb.view(t0))
+	require.Equal(t, []string{"     N", "▸    1", "     2", "  +4 more"}, tb.View(t0))
 	require.Equal(t, 2, draws)
-	tb.view(t0)
+	tb.View(t0)
 	require.Equal(t, 2, draws, "nothing changed: nothing drawn")
-	tb.update(keyMsg("G"))
-	require.Equal(t, []string{"     N", "     5", "▸    6", "  +4 more"}, tb.view(t0))
+	tb.Update(keyMsg("G"))
+	require.Equal(t, []string{"     N", "     5", "▸    6", "  +4 more"}, tb.View(t0))
 	require.Equal(t, 4, draws)
 }

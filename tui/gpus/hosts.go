@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/gpu/procfs"
+	"github.com/chronos-gpu/chronos/tui/widget"
 )
 
 // The other hosts of a ledger many hosts share are drawn under this host's
@@ -18,29 +19,29 @@ import (
 // monitor publishes; a host none of whose monitors publishes shows its GPUs
 // as last cached in the ledger, marked as not seen (its bookings stand).
 
-// hostSegments is, for each other host, each owner's live booked share of
+// HostSegments is, for each other host, each owner's live booked share of
 // each of its GPUs.
-func hostSegments(parts []core.Partition, c *core.Client, now time.Time) map[string]map[int][]segment {
+func HostSegments(parts []core.Partition, c *core.Client, now time.Time) map[string]map[int][]Segment {
 	byHost := map[string][]core.Partition{}
 	for _, p := range parts {
 		if !c.OnThisHost(p.Partition) {
 			byHost[p.Host] = append(byHost[p.Host], p)
 		}
 	}
-	out := make(map[string]map[int][]segment, len(byHost))
+	out := make(map[string]map[int][]Segment, len(byHost))
 	for h, ps := range byHost {
-		out[h] = bookedSegments(ps, nil, false, now)
+		out[h] = BookedSegments(ps, nil, false, now)
 	}
 	return out
 }
 
-// setHosts takes the other hosts and their bookings.
-func (p *gpuPanel) setHosts(hosts []core.HostView, segs map[string]map[int][]segment) {
-	p.hosts, p.hostSegs = hosts, segs
+// SetHosts takes the other hosts and their bookings.
+func (p *Panel) SetHosts(hosts []core.HostView, segs map[string]map[int][]Segment) {
+	p.hosts, p.HostSegs = hosts, segs
 }
 
-// hostsLines is how many lines the other hosts take in full.
-func hostsLines(hosts []core.HostView) int {
+// HostsLines is how many lines the other hosts take in full.
+func HostsLines(hosts []core.HostView) int {
 	n := 0
 	for _, h := range hosts {
 		n += 1 + len(hostDevices(h))
@@ -62,14 +63,14 @@ func hostDevices(h core.HostView) []gpu.DeviceSample {
 	return out
 }
 
-// hostsView draws the other hosts in at most lines lines of width cells.
+// HostsView draws the other hosts in at most lines lines of width cells.
 // When they do not all fit, nothing vanishes unsaid: each host shown keeps
 // its title line, the GPU lines left are shared out among the hosts in
 // turn, a title says how many of its GPUs are not shown, and a last line
 // counts the hosts with no room at all.
-func (p *gpuPanel) hostsView(width, lines int) []string {
-	st := &p.sh.styles
-	hosts, segs := p.hosts, p.hostSegs
+func (p *Panel) HostsView(width, lines int) []string {
+	st := &p.sh.Styles
+	hosts, segs := p.hosts, p.HostSegs
 	devs := make([][]gpu.DeviceSample, len(hosts))
 	for i, h := range hosts {
 		devs[i] = hostDevices(h)
@@ -97,7 +98,7 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 	for i, h := range hosts[:shown] {
 		hidden := ""
 		if n := len(devs[i]) - rows[i]; n > 0 {
-			hidden = fmt.Sprintf("+%d more %s not shown (enlarge the terminal)", n, plural(n, "GPU", "GPUs"))
+			hidden = fmt.Sprintf("+%d more %s not shown (enlarge the terminal)", n, widget.Plural(n, "GPU", "GPUs"))
 		}
 		title := st.Label.Render(human.Printable(h.Host))
 		switch {
@@ -115,7 +116,7 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 		if hidden != "" && h.Live() {
 			title += st.Faint.Render(" · " + hidden)
 		}
-		out = append(out, cut(title, width))
+		out = append(out, widget.Cut(title, width))
 		for _, d := range devs[i][:rows[i]] {
 			out = append(out, p.remote(h.Host, d, segs[h.Host][d.Index], h.Live(), width))
 		}
@@ -129,32 +130,24 @@ func (p *gpuPanel) hostsView(width, lines int) []string {
 		if shown == 0 {
 			what = "other"
 		}
-		out = append(out, cut(st.Faint.Render(fmt.Sprintf("… %d %s %s, %d GPUs (enlarge the terminal to see them)",
-			len(rest), what, plural(len(rest), "host", "hosts"), gpus)), width))
+		out = append(out, widget.Cut(st.Faint.Render(fmt.Sprintf("… %d %s %s, %d GPUs (enlarge the terminal to see them)",
+			len(rest), what, widget.Plural(len(rest), "host", "hosts"), gpus)), width))
 	}
 	return out
 }
 
 // remote is one GPU of another host on one line: its name, load and memory
 // with the bookings on it.
-func (p *gpuPanel) remote(host string, d gpu.DeviceSample, segs []segment, live bool, width int) string {
-	st := &p.sh.styles
+func (p *Panel) remote(host string, d gpu.DeviceSample, segs []Segment, live bool, width int) string {
+	st := &p.sh.Styles
 	name := st.Label.Render(fmt.Sprintf("  %s ", human.Printable(human.FormatGPU(host, d.Index))))
 	if !live {
 		line := name + memoryBar(st, 0, d.MemoryTotal, segs, 20) + " " + st.Faint.Render(fmt.Sprintf("%s · %.1f GiB · no reading", human.Printable(d.Name), float64(d.MemoryTotal)/(1<<30)))
-		return cut(line, width)
+		return widget.Cut(line, width)
 	}
-	tail := " " + memText(d) + " " + reading(d.TempC, "%d°C")
+	tail := " " + memText(d) + " " + widget.Reading(d.TempC, "%d°C")
 	fixed := ansi.StringWidth(name) + 10 + 5 + 1 + ansi.StringWidth(tail)
 	memW := max(6, min(40, width-fixed))
 	line := name + p.utilBar(d, 10) + " " + memoryBar(st, d.MemoryUsed, d.MemoryTotal, segs, memW) + tail
-	return cut(strings.TrimRight(line, " "), width)
-}
-
-// plural is one when n is 1, else many.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return widget.Cut(strings.TrimRight(line, " "), width)
 }

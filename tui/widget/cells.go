@@ -1,8 +1,10 @@
-package tui
+package widget
 
 import (
 	"fmt"
 	"strings"
+
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -10,9 +12,9 @@ import (
 // Text measured in terminal cells, not bytes: "█" is three bytes and one
 // cell, a CJK name two cells per character.
 
-// fit cuts s (which may hold styles) to width cells and pads it to exactly
+// Fit cuts s (which may hold styles) to width cells and pads it to exactly
 // width, so no line ever wraps.
-func fit(s string, width int) string {
+func Fit(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -23,8 +25,8 @@ func fit(s string, width int) string {
 	return s + strings.Repeat(" ", width-w)
 }
 
-// cut truncates s to width cells without padding.
-func cut(s string, width int) string {
+// Cut truncates s to width cells without padding.
+func Cut(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -34,10 +36,10 @@ func cut(s string, width int) string {
 	return ansi.Truncate(s, width, "…")
 }
 
-// wrap breaks text (plain, unstyled) between words into lines of at most
+// Wrap breaks text (plain, unstyled) between words into lines of at most
 // width cells, at most n of them: the last kept line is cut with "…" when
 // more text is left. A word longer than a line is broken.
-func wrap(text string, width, n int) []string {
+func Wrap(text string, width, n int) []string {
 	if width <= 0 || n <= 0 {
 		return nil
 	}
@@ -49,14 +51,14 @@ func wrap(text string, width, n int) []string {
 		lines[i] = strings.TrimRight(lines[i], " ")
 	}
 	if len(lines) > n {
-		lines = append(lines[:n-1], cut(strings.Join(lines[n-1:], " "), width))
+		lines = append(lines[:n-1], Cut(strings.Join(lines[n-1:], " "), width))
 	}
 	return lines
 }
 
-// frame makes view exactly width × height: lines cut or padded, missing
+// Frame makes view exactly width × height: lines cut or padded, missing
 // lines added, extra ones dropped.
-func frame(view string, width, height int) string {
+func Frame(view string, width, height int) string {
 	lines := strings.Split(view, "\n")
 	if len(lines) > height {
 		lines = lines[:height]
@@ -70,16 +72,16 @@ func frame(view string, width, height int) string {
 		if i < len(lines) {
 			line = lines[i]
 		}
-		b.WriteString(fit(line, width))
+		b.WriteString(Fit(line, width))
 	}
 	return b.String()
 }
 
-// padLeft puts s (which may hold styles) at the right of width cells.
-func padLeft(s string, width int) string {
+// PadLeft puts s (which may hold styles) at the right of width cells.
+func PadLeft(s string, width int) string {
 	w := ansi.StringWidth(s)
 	if w >= width {
-		return cut(s, width)
+		return Cut(s, width)
 	}
 	return strings.Repeat(" ", width-w) + s
 }
@@ -88,19 +90,37 @@ func padLeft(s string, width int) string {
 // hardware or driver does not give (procfs.NA, a negative power).
 const notAvailable = "n/a"
 
-// reading formats a number the hardware may not give: negative means it
+// Reading formats a number the hardware may not give: negative means it
 // did not.
-func reading[N int | float64](v N, format string) string {
+func Reading[N int | float64](v N, format string) string {
 	if v < 0 {
 		return notAvailable
 	}
 	return fmt.Sprintf(format, v)
 }
 
-// orDash is s, or "-" when there is none.
-func orDash(s string) string {
+// OrDash is s, or "-" when there is none.
+func OrDash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
+}
+
+// StartClock is when something starts, to the minute, as a row has room
+// for: the time on now's day, else the weekday too.
+func StartClock(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Mon 15:04")
+}
+
+// Plural is one when n is 1, else many.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
