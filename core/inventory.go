@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/gpu"
 	"github.com/chronos-gpu/chronos/storage"
 )
@@ -118,4 +119,42 @@ func gpuGone(inv domain.Inventory, ok bool, p domain.Partition) bool {
 		}
 	}
 	return false
+}
+
+// Inventory returns the cached device list, asking the device source (and
+// caching its answer) when the ledger has none.
+func (c *Client) Inventory() (domain.Inventory, error) {
+	var inv domain.Inventory
+	var ok bool
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+		var err error
+		inv, ok, err = tx.HostInventory(c.host)
+		return err
+	})
+	if err != nil || ok {
+		return inv, err
+	}
+	if inv, err = c.fetchInventory(); err != nil {
+		return inv, err
+	}
+	if err := c.SaveInventory(inv); err != nil && !ledger.CannotWrite(err) {
+		return inv, err
+	}
+	return inv, nil
+}
+
+// SaveInventory caches the device list (see cacheInventory) when it differs
+// from the one stored, looking first without writing, so that watchers are
+// not woken by a write that changes nothing.
+func (c *Client) SaveInventory(inv domain.Inventory) error {
+	same := false
+	err := c.ledger.View(c.ctx, func(tx *storage.Tx) error {
+		old, ok, err := tx.HostInventory(c.host)
+		same = err == nil && ok && (sameInventory(old, inv) || !c.mayCache(old, ok, inv))
+		return nil
+	})
+	if err != nil || same {
+		return err
+	}
+	return c.ledger.Update(c.ctx, func(tx *storage.Tx) error { return c.cacheInventory(tx, inv) })
 }
