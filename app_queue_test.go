@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,23 +69,8 @@ func TestAppLeavesItsRequestWaitingInTheBackground(t *testing.T) {
 	s := newTmux(t, 220, 30, env...) // the farewell on one line
 	s.keys("runuser -u nobody -- "+bin, "Enter")
 	s.waitFor("GPU 1  Simulated")
-	s.keys("n")
-	s.waitFor("New booking")
-	s.keys("Up", "0", "Down", "5", "0", "%", "Enter")
-	s.waitFor("enter waits in line")
-	s.keys("Enter")
-	s.waitFor("Queue (1)")
-
-	s.keys("q")
-	s.waitFor("[b] keep waiting in the background")
-	s.keys("b")
-	scr := s.waitFor("(chronos queue shows where it stands")
-	m := regexp.MustCompile(`Request #1 keeps waiting in the background: pid (\d+), log (\S+)`).FindStringSubmatch(strings.Join(strings.Fields(scr), " "))
-	require.NotNil(t, m, scr)
-	pid, err := strconv.Atoi(m[1])
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	require.Equal(t, filepath.Join(state, "chronos"), filepath.Dir(m[2]))
+	pid, log := waitInBackground(t, s)
+	require.Equal(t, filepath.Join(state, "chronos"), filepath.Dir(log))
 
 	r := chronos(t, db, "queue")
 	require.Regexp(t, `(?m)^1\s+1\s+nobody\s+0\s+50%\s+1h`, r.stdout, "the same request, first in line")
@@ -95,10 +79,10 @@ func TestAppLeavesItsRequestWaitingInTheBackground(t *testing.T) {
 	require.Equal(t, 0, chronos(t, db, "release", "1").code)
 	var logged []byte
 	require.Eventually(t, func() bool {
-		logged, _ = os.ReadFile(m[2])
+		logged, _ = os.ReadFile(log)
 		return strings.Contains(string(logged), "Booked 2:")
 	}, patience, 50*time.Millisecond, "the background waiter is booked and says so in its log")
-	require.Contains(t, string(logged), "waiting for request 1 (pid "+m[1]+")")
+	require.Contains(t, string(logged), "waiting for request 1 (pid "+strconv.Itoa(pid)+")")
 	parts := listJSON(t, db)
 	require.Len(t, parts, 1)
 	require.Equal(t, "nobody", parts[0].Owner)

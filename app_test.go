@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,4 +180,28 @@ func TestAppEndsWhenItsTerminalHangsUp(t *testing.T) {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		return err != nil || strings.Contains(string(stat), ") Z ")
 	}, patience, 50*time.Millisecond, "the app outlived its terminal")
+}
+
+// waitInBackground books 50% of GPU 0 in the app on s, waits in line for
+// it, and quits with b: the request keeps waiting in the background. It
+// returns that waiter's pid and log (the pid killed when the test ends).
+func waitInBackground(t *testing.T, s *tmuxSession) (pid int, log string) {
+	t.Helper()
+	s.keys("n")
+	s.waitFor("New booking")
+	s.keys("Up", "0", "Down", "5", "0", "%", "Enter")
+	s.waitFor("enter waits in line")
+	s.keys("Enter")
+	s.waitFor("Queue (1)")
+
+	s.keys("q")
+	s.waitFor("[b] keep waiting in the background")
+	s.keys("b")
+	scr := s.waitFor("(chronos queue shows where it stands")
+	m := regexp.MustCompile(`Request #1 keeps waiting in the background: pid (\d+), log (\S+)`).FindStringSubmatch(strings.Join(strings.Fields(scr), " "))
+	require.NotNil(t, m, scr)
+	pid, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid, m[2]
 }

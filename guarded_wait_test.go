@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,27 +84,12 @@ func TestGuardedAppHandsItsRequestToTheKeeper(t *testing.T) {
 	s.keys("runuser -u nobody -G daemon -- "+chronosBin, "Enter")
 	s.waitFor("guarded: root's keeper keeps this ledger; your writes go through it")
 	s.waitFor("GPU 1  Simulated")
-	s.keys("n")
-	s.waitFor("New booking")
-	s.keys("Up", "0", "Down", "5", "0", "%", "Enter")
-	s.waitFor("enter waits in line")
-	s.keys("Enter")
-	s.waitFor("Queue (1)")
-
-	s.keys("q")
-	s.waitFor("[b] keep waiting in the background")
-	s.keys("b")
-	scr := s.waitFor("(chronos queue shows where it stands")
-	m := regexp.MustCompile(`Request #1 keeps waiting in the background: pid (\d+), log (\S+)`).FindStringSubmatch(strings.Join(strings.Fields(scr), " "))
-	require.NotNil(t, m, scr)
-	pid, err := strconv.Atoi(m[1])
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	pid, log := waitInBackground(t, s)
 
 	var logged []byte
 	require.Eventually(t, func() bool {
-		logged, _ = os.ReadFile(m[2])
-		return strings.Contains(string(logged), "waiting for request 1 (pid "+m[1]+")")
+		logged, _ = os.ReadFile(log)
+		return strings.Contains(string(logged), "waiting for request 1 (pid "+strconv.Itoa(pid)+")")
 	}, patience, 50*time.Millisecond, "the background waiter took the request over through the keeper")
 	c := core.NewClient(core.Options{Ledger: ledgerAt(lab.db), Devices: core.BackendDevices("sim")})
 	line, err := c.LineRequest(1)
@@ -115,7 +99,7 @@ func TestGuardedAppHandsItsRequestToTheKeeper(t *testing.T) {
 	r = lab.as(t, nil, "release", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Eventually(t, func() bool {
-		logged, _ = os.ReadFile(m[2])
+		logged, _ = os.ReadFile(log)
 		return strings.Contains(string(logged), "Booked 2:")
 	}, patience, 50*time.Millisecond, "the background waiter is booked and says so in its log")
 	parts := listJSON(t, lab.db)

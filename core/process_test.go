@@ -25,24 +25,15 @@ import (
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/storage"
 	"github.com/chronos-gpu/chronos/storage/bolt"
-	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 	"github.com/chronos-gpu/chronos/storage/storetest"
 )
 
-// TestMain lets the test binary play a chronos process: tests start it again
-// with CHRONOS_TEST_ROLE set, so the processes that race are real OS
-// processes with their own locks, as in production. It is an external
-// test (package core_test), as the roles are, so that they can use
-// servicetest's waiter, which imports core; the internal tests start
+// TestMain lets the test binary play a chronos process (see
+// servicetest.Main), with its own locks, as in production. It is an
+// external test (package core_test), as the roles are, so that they can
+// use servicetest's waiter, which imports core; the internal tests start
 // the same binary.
-func TestMain(m *testing.M) {
-	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
-		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
-	}
-	code := m.Run()
-	etcdtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servicetest.Main(m, playRole) }
 
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {

@@ -17,20 +17,11 @@ import (
 	"github.com/chronos-gpu/chronos/core/ledger"
 	"github.com/chronos-gpu/chronos/core/servicetest"
 	"github.com/chronos-gpu/chronos/gpu"
-	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
-// TestMain lets the test binary play a process of the monitor's tests:
-// tests start it again with CHRONOS_TEST_ROLE set (coretest.RoleCmd), so
-// that monitors, jobs and the writers they race are real OS processes.
-func TestMain(m *testing.M) {
-	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
-		os.Exit(playRole(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
-	}
-	code := m.Run()
-	etcdtest.StopShared()
-	os.Exit(code)
-}
+// TestMain lets the test binary play a process of the monitor's tests
+// (monitors, jobs and the writers they race: real OS processes).
+func TestMain(m *testing.M) { servicetest.Main(m, playRole) }
 
 // playRole acts on the store db names: a ledger file's path or an etcd URL.
 func playRole(role, db, arg string) int {

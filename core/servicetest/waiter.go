@@ -21,6 +21,7 @@ import (
 	"github.com/chronos-gpu/chronos/core/coretest"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
 )
 
 // PlayWaiter is a waiting process, the role "wait" of a test binary: it
@@ -125,4 +126,17 @@ func PlayBook(c *core.Client, arg string) int {
 		return coretest.RoleFailed
 	}
 	return 0
+}
+
+// Main is TestMain for a package whose tests start the test binary again
+// to play a role (CHRONOS_TEST_ROLE, see coretest.RoleCmd), so that the
+// processes that race are real OS processes: it plays the role through
+// play, on the ledger CHRONOS_TEST_DB names and with CHRONOS_TEST_ARG, and
+// exits with play's status; else it runs the tests and stops the shared
+// etcd server.
+func Main(m *testing.M, play func(role, db, arg string) int) {
+	if role := os.Getenv("CHRONOS_TEST_ROLE"); role != "" {
+		os.Exit(play(role, os.Getenv("CHRONOS_TEST_DB"), os.Getenv("CHRONOS_TEST_ARG")))
+	}
+	etcdtest.Main(m)
 }
