@@ -247,14 +247,15 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return nil
 		case <-changes:
 			changed = true
-			timer.Stop()
 			if d := changeGap - clock.Since(clock.Kernel, began); d > 0 {
 				select {
 				case <-ctx.Done():
 					return nil
 				case <-clock.Kernel.After(d):
+				case <-timer.C(): // a pass the timer starts does not wait for the gap
 				}
 			}
+			timer.Stop()
 		case err := <-pubErrs:
 			m.report(Act{Time: m.c.Now(), Kind: domain.EventError, Detail: err.Error()})
 			timer.Stop()

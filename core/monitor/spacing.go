@@ -30,9 +30,10 @@ const (
 
 // A pass that meant to expire or warn and found it all done (another
 // monitor of the host got there first: each open app keeps a monitor)
-// waits forestalledGap before its next: the monitors of a host settle on one that writes,
-// and the others look again only once its records are overdue, instead
-// of each taking a turn ahead of the lab to find nothing to do.
+// waits forestalledGap before its next: the monitors of a host settle on
+// one that writes, and the others look again only once its records are
+// overdue, instead of each taking a turn ahead of the lab to find nothing
+// to do.
 
 // writeSpacing spaces the writing passes of a monitor on a ledger with a
 // writers' line; the zero value, on any other ledger, spaces nothing.
