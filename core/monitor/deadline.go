@@ -94,7 +94,8 @@ func (m *Monitor) watchDeadlines(now time.Time) *earlyTerm {
 
 // stillDue says whether plan's SIGTERM is still to send: its booking has
 // not been extended, released or expired by another since the last read,
-// and nobody has claimed the signal. A ledger that does not answer within
+// no `chronos run` has taken it since (its wrapper signals its command
+// itself), and nobody has claimed the signal. A ledger that does not answer within
 // deadlineCheck says nothing against it.
 func (m *Monitor) stillDue(p signalPlan, deadline time.Time) bool {
 	ctx, cancel := context.WithTimeout(m.c.Context(), deadlineCheck)
@@ -106,7 +107,7 @@ func (m *Monitor) stillDue(p signalPlan, deadline time.Time) bool {
 			return err
 		}
 		c, claimed, err := tx.Claim(p.key)
-		due = b.State == domain.Live && !b.Expires.After(deadline) && claimable(c, claimed, m.root)
+		due = b.State == domain.Live && b.Wrapper == nil && !b.Expires.After(deadline) && claimable(c, claimed, m.root)
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {

@@ -93,6 +93,32 @@ func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
 	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
 }
 
+// A `chronos run` that takes the booking after the last read signals its
+// command itself, claiming the signal: root's watch, planned before, sends
+// nothing at the deadline, so the command gets one SIGTERM, not two.
+func TestWatchLeavesABookingAChronosRunTookSinceTheLastRead(t *testing.T) {
+	t.Parallel()
+	j := watchedJob(t)
+	clk, c, p, proc, m, log := j.clk, j.c, j.p, j.proc, j.m, &j.log
+	_, err := m.Tick()
+	require.NoError(t, err)
+	require.NoError(t, c.RecordWrapper(p.ID, proc.Process.Pid))
+
+	timers := clk.Timers()
+	m.watch = m.watchDeadlines(clk.Now()) // planned from the read before the wrapper
+	w := m.watch
+	require.True(t, clk.WaitTimers(timers+1, 10*time.Second))
+	clk.Set(p.Expires)
+	select {
+	case <-w.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not act at the deadline")
+	}
+	m.settleWatch()
+	require.NoError(t, proc.Process.Signal(syscall.Signal(0)), "left to the wrapper")
+	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
+}
+
 // watched is a booking of 10 s on a ledger file with a real process in it
 // (on a simulated GPU), and a monitor of root's watching it, on a fake
 // clock.

@@ -57,7 +57,10 @@ func (m *Monitor) termEarly(plans []signalPlan, parts []domain.Partition) *early
 	if len(due) == 0 {
 		return m.termAt(nil)
 	}
-	return m.termAt([]termBatch{{at: m.c.Now().Add(termPatience), plans: due, note: " (sent at the deadline, before the ledger recorded the pass)"}})
+	// Checked as the watch's are: the plans come from the last read, which
+	// may predate a `chronos run` taking the booking or a claim.
+	return m.termAt([]termBatch{{at: m.c.Now().Add(termPatience), plans: due, note: " (sent at the deadline, before the ledger recorded the pass)",
+		check: m.stillDue}})
 }
 
 // goesFirst says whether this monitor sends plan's signal before it has
