@@ -73,3 +73,52 @@ func TestOneMemberCannotTakeEveryConnection(t *testing.T) {
 	require.Equal(t, ReplyDone, r.Kind, r.Error)
 	require.Equal(t, 1, r.Partition.UID)
 }
+
+// A user's requests over the rate wait their turn, in the order they came,
+// for as long as the rate says; a burst goes at once, and an idle user's
+// bucket fills up to the burst again, no further.
+func TestBucketPacesInOrder(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) // any time: only differences count
+	var b bucket
+	b.tokens = 2
+	take := func(at time.Duration) time.Duration {
+		wait, over := b.take(t0.Add(at), 10, 2, maxPace)
+		require.False(t, over)
+		return wait
+	}
+	require.Zero(t, take(0))
+	require.Zero(t, take(0))
+	require.Equal(t, 100*time.Millisecond, take(0))
+	require.Equal(t, 200*time.Millisecond, take(0), "behind the one before")
+	require.Equal(t, 150*time.Millisecond, take(150*time.Millisecond))
+	require.Zero(t, take(time.Hour), "idle: the burst again")
+	require.Zero(t, take(time.Hour))
+	require.Equal(t, 100*time.Millisecond, take(time.Hour), "no more than the burst")
+
+	// A wait over the limit is refused, and takes nothing.
+	_, over := b.take(t0.Add(time.Hour), 10, 2, 150*time.Millisecond)
+	require.True(t, over)
+	require.Equal(t, 200*time.Millisecond, take(time.Hour))
+}
+
+// A member who sends more than the rate allows is told the keeper is busy
+// once the wait would be too long; root is never paced, and another
+// member keeps their own rate.
+func TestAMembersRateIsTheirsAlone(t *testing.T) {
+	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
+	l.burst = 1
+	done, err := l.turn(65534)
+	require.NoError(t, err)
+	done()
+	_, err = l.turn(65534)
+	require.ErrorIs(t, err, storage.ErrBusy)
+	require.ErrorContains(t, err, "sends more than 0.01 requests a second")
+	done, err = l.turn(1)
+	require.NoError(t, err, "another member's turn is their own")
+	done()
+	for range 3 {
+		done, err = l.turn(0)
+		require.NoError(t, err, "root is not paced")
+		done()
+	}
+}

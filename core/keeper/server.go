@@ -40,6 +40,10 @@ type Server struct {
 	// one user's open connections, and one user's requests under way;
 	// zero means DefaultMaxConns, DefaultMaxPerUID, DefaultMaxActive.
 	MaxConns, MaxPerUID, MaxActive int
+	// Rate is one user's requests served a second, after a burst of
+	// DefaultBurst (root's are not paced); zero means DefaultRate, and a
+	// negative rate none.
+	Rate float64
 
 	once  sync.Once
 	lim   *limits
@@ -72,12 +76,16 @@ func (s *Server) Serve(ctx context.Context, ln *Listener) error {
 			<-clock.Kernel.After(50 * time.Millisecond) // pacing, not a time of the books
 			continue
 		}
-		if done, ok := s.admit(conn); ok {
-			go func() {
-				defer done()
-				s.handle(conn)
-			}()
-		}
+		peer, peerErr := peerOf(conn)
+		done, refusal := s.admit(peer, peerErr)
+		go func() {
+			if refusal != nil {
+				s.refuse(conn, refusal)
+				return
+			}
+			defer done()
+			s.handle(conn, peer, peerErr)
+		}()
 	}
 }
 
@@ -88,36 +96,41 @@ func (s *Server) log(msg string) {
 }
 
 // admit counts a connection just accepted, in the order they came, or
-// refuses it over the bounds (see limits), at once: a small reply fits
-// the socket's buffer. done uncounts it.
-func (s *Server) admit(conn *net.UnixConn) (done func(), ok bool) {
+// refuses it over the bounds (see limits). It runs in the accepting loop,
+// so it only counts: the refusal is written and the connection closed in
+// a goroutine of its own (see refuse), and under a member's flood of
+// connections the loop still reaches everyone else's at once. done
+// uncounts an admitted connection.
+func (s *Server) admit(peer Peer, peerErr error) (done func(), refusal error) {
 	l := s.limits()
-	refuse := func(err error) (func(), bool) {
-		_ = WriteFrame(conn, errorReply(err))
-		conn.Close()
-		return nil, false
-	}
 	if err := l.open(); err != nil {
-		return refuse(err)
+		return nil, err
 	}
-	uid := 0 // the caller's: handle reads it again, and refuses one it cannot
-	if peer, err := peerOf(conn); err == nil {
-		uid = peer.UID
+	uid := peer.UID // 0 (uncounted) when unread: handle refuses it
+	if peerErr != nil {
+		uid = 0
 	}
 	leave, err := l.join(uid)
 	if err != nil {
 		l.closed()
-		return refuse(err)
+		return nil, err
 	}
-	return func() { leave(); l.closed() }, true
+	return func() { leave(); l.closed() }, nil
 }
 
-// handle answers one connection: who it is, its request, the reply.
-func (s *Server) handle(conn *net.UnixConn) {
+// refuse tells a connection over the bounds why, and closes it: a small
+// reply fits the socket's buffer, so it does not wait on the caller.
+func (s *Server) refuse(conn *net.UnixConn, why error) {
+	_ = WriteFrame(conn, errorReply(why))
+	conn.Close()
+}
+
+// handle answers one connection: who it is (peer, as the kernel said when
+// it was accepted, or why that could not be read), its request, the reply.
+func (s *Server) handle(conn *net.UnixConn, peer Peer, peerErr error) {
 	defer conn.Close()
-	peer, err := peerOf(conn)
-	if err != nil {
-		s.log("keeper: " + err.Error())
+	if peerErr != nil {
+		s.log("keeper: " + peerErr.Error())
 		return
 	}
 	if peer.UID != 0 && !peer.In(s.GID) {
@@ -136,7 +149,12 @@ func (s *Server) handle(conn *net.UnixConn) {
 		return
 	}
 	if !waits(req) {
-		defer s.limits().turn(peer.UID)()
+		done, err := s.limits().turn(peer.UID)
+		if err != nil {
+			_ = WriteFrame(conn, errorReply(err))
+			return
+		}
+		defer done()
 	}
 	if reads(req) {
 		s.serveRead(conn, req)
