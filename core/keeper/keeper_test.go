@@ -61,7 +61,11 @@ func startKeeper(t *testing.T, set ...func(*Server)) *keeperUnderTest {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	root := core.NewClient(core.Options{Ledger: bolt.New(filepath.Join(dir, "chronos.db")), Devices: testDevices, Clock: clk, As: &rootID})
+	l := bolt.New(filepath.Join(dir, "chronos.db"))
+	// As root's monitor keeps it (see serveKeeper); KEEPER_REOPEN=1 opens the
+	// file for every write, the baseline of the figures.
+	l.KeepOpen = os.Getenv("KEEPER_REOPEN") == ""
+	root := core.NewClient(core.Options{Ledger: l, Devices: testDevices, Clock: clk, As: &rootID})
 	ln, err := Listen(filepath.Join(dir, "run", "chronos.sock"), daemonGID)
 	require.NoError(t, err)
 	k := &keeperUnderTest{sock: ln.Path(), clk: clk, root: root, srv: &Server{Client: root, GID: daemonGID, Group: "daemon"}}

@@ -9,6 +9,7 @@ package bolt
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -46,6 +47,8 @@ type batcher struct {
 	leading bool          // a batch is under way; the queue waits for its end
 	streak  time.Time     // when the batches back to back began
 	pause   time.Duration // before the next batch, when it follows at once
+
+	kept kept // the file held open between batches (KeepOpen); used by the batch under way alone
 }
 
 // call is one Update waiting in a batcher.
@@ -134,7 +137,7 @@ func (b *batcher) runNext(follows bool) {
 }
 
 func sameOpening(a, b *Ledger) bool {
-	return a.Timeout == b.Timeout && a.mode() == b.mode() && a.BackupEvery == b.BackupEvery
+	return a.Timeout == b.Timeout && a.mode() == b.mode() && a.BackupEvery == b.BackupEvery && a.KeepOpen == b.KeepOpen
 }
 
 // commit runs calls in one transaction, in order, as bbolt's DB.Batch
@@ -258,12 +261,15 @@ func (l *Ledger) runCall(btx *bbolt.Tx, fn func(*storage.Tx) error) (wrote bool,
 }
 
 // withWriter opens the ledger for writing, runs use, refreshes the backup
-// when use committed anything, and closes the file.
+// when use committed anything, and closes the file; with KeepOpen, it
+// takes the file this process kept open and keeps it again (see keep.go).
+// It runs within a batch, which is one at a time for a file.
 func (l *Ledger) withWriter(use func(*bbolt.DB) (committed bool, err error)) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	k := &batcherFor(l.Path).kept
 	var db *bbolt.DB
 	defer func() {
 		if r := recover(); r != nil {
@@ -275,17 +281,29 @@ func (l *Ledger) withWriter(use func(*bbolt.DB) (committed bool, err error)) (er
 			if db != nil {
 				db.Close()
 			}
+			*k = kept{}
 		}
 	}()
-	db, file, err := l.open(false, l.timeout())
-	if err != nil {
-		return err
+	var file *os.File
+	if k.db != nil {
+		if db, file, err = k.reuse(l); err != nil {
+			return err
+		}
+		*k = kept{} // in use: kept again below, or closed
+	}
+	if db == nil {
+		if db, file, err = l.open(false, l.timeout()); err != nil {
+			return err
+		}
 	}
 	committed, err := use(db)
 	if committed {
 		// Still under the exclusive lock, so two writers never copy at
 		// once and the second sees the first's fresh backup.
 		l.maybeBackup(db, file)
+	}
+	if l.KeepOpen && err == nil && k.keep(db, file) == nil {
+		return nil
 	}
 	closeErr := db.Close()
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package bolt is the ledger's file engine: one bbolt file that every
 // chronos process (each TUI, the headless monitor, one-shot commands) reads and
-// writes. No process keeps it open: each operation opens the file, runs one
+// writes. No process keeps it locked: each operation opens the file, runs one
 // transaction and closes it, because bbolt holds an exclusive flock for as
-// long as a read-write handle is open. Writes of one process that arrive
+// long as a read-write handle is open. A guarded ledger's keeper, its only
+// writer, keeps its handle open but unlocked between writes (keep.go). Writes of one process that arrive
 // while another is under way commit together (group commit, batch.go): a
 // busy keeper pays one lock and one fdatasync for many of its callers.
 package bolt
@@ -33,7 +34,8 @@ const DefaultTimeout = 3 * time.Second
 const DefaultBackupEvery = 10 * time.Minute
 
 // Ledger is the path of a ledger file and how to open it. It holds no open
-// handle, so a Ledger value is cheap and safe to share between goroutines.
+// handle (KeepOpen aside, whose handle is the process's, by path), so a
+// Ledger value is cheap and safe to share between goroutines.
 type Ledger struct {
 	Path    string
 	Timeout time.Duration
@@ -50,6 +52,11 @@ type Ledger struct {
 	// checkForWrite); a reader still shows what can be read, with the
 	// warning.
 	Warn func(msg string)
+	// KeepOpen keeps the file open, unlocked, between this process's
+	// writes, for the ledger's only writer (a guarded ledger's keeper):
+	// see keep.go. Another process's write costs the next write a fresh
+	// open, nothing more.
+	KeepOpen bool
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
