@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
@@ -404,4 +405,27 @@ func TestLongWriterIsNotStarved(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("committed after %s", time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// A commit etcd did not answer, whose fate the check could not learn
+// either, is "not known", also when the caller's own time (a command's
+// whole timeout) ran out meanwhile: never "nothing was written", which the
+// commit may contradict once etcd is back (TestLeaderKilledMidLoad found
+// such a booking).
+func TestCommitInDoubtWhenTheCallersTimeEnds(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	s := openOn(t, c, 2*time.Second)
+	_, err := addBooking(s)
+	require.NoError(t, err)
+	s.beforeCommit = func() { c.Members[0].Kill() }
+	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Second, errors.New("the whole command's time"))
+	defer cancel()
+	err = s.Update(ctx, func(tx *storage.Tx) error {
+		p := domain.Partition{SharePPM: 1000, State: domain.Live}
+		return tx.PutPartition(&p)
+	})
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	require.ErrorContains(t, err, "it is not known whether this change was written")
+	require.NotContains(t, err.Error(), "nothing was written")
 }

@@ -276,9 +276,11 @@ func (s *Store) UpdateUrgent(ctx context.Context, fn func(*storage.Tx) error) er
 func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) error) (err error) {
 	whole, cancel := s.operation(caller)
 	defer cancel()
+	inDoubt := false // a commit was sent, and whether it happened is not known
 	defer func() {
-		// Busy or unavailable because the caller stopped waiting: say so.
-		if caller.Err() != nil && (errors.Is(err, storage.ErrBusy) || errors.Is(err, storage.ErrUnavailable)) {
+		// Busy or unavailable because the caller stopped waiting: say so;
+		// but never "nothing was written" of a commit that may have been.
+		if !inDoubt && caller.Err() != nil && (errors.Is(err, storage.ErrBusy) || errors.Is(err, storage.ErrUnavailable)) {
 			err = fmt.Errorf("%w; nothing was written", stopped(caller))
 		}
 	}()
@@ -372,6 +374,7 @@ func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) erro
 				return fmt.Errorf("%w; nothing was written", err)
 			}
 		case unknown:
+			inDoubt = true
 			return fmt.Errorf("%w; it is not known whether this change was written: look again once etcd answers", err)
 		default:
 			return err
