@@ -21,11 +21,12 @@ const (
 	// DefaultRate is one user's requests served a second, after a burst
 	// of DefaultBurst: far above what a person or a script of bookings
 	// asks (a shell loop of creates makes about 12 a second), and a
-	// tenth of what a member's flood made the keeper serve, which took a
-	// processor from everyone else's requests. A request over the rate
-	// waits for its turn; it is not refused.
-	DefaultRate  = 200
-	DefaultBurst = 400
+	// quarter of what a member's flood made the keeper serve, which took
+	// a processor from everyone else's requests (200 a second protected
+	// another member's create no better, BENCHMARKS.md). A request over
+	// the rate waits for its turn; it is not refused.
+	DefaultRate  = 500
+	DefaultBurst = 1000
 	// maxPace is the longest a request waits for its user's rate; one
 	// that would wait longer is told the keeper is busy.
 	maxPace = 5 * time.Second
