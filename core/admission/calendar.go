@@ -319,10 +319,12 @@ type layout struct {
 	groups groupTracks // of the capped groups weighed so far
 }
 
-// track is the slots of one GPU or one user, and what they hold over
-// time: the bookings alone, and with the places kept for requests.
+// track is the slots of one GPU, user or group, and what they hold over
+// time: the bookings alone, and with the places kept for requests, laid
+// out from the slots when first asked for (see lay).
 type track struct {
 	slots       Calendar
+	laid        bool
 	booked, all steps
 }
 
@@ -352,10 +354,10 @@ func (l *layout) user(uid int) *track {
 	return trackOf(l.users, uid, l.cal, func(s slot) bool { return s.uid == uid })
 }
 
-// put puts s on t.
+// put puts s on t, and on its steps once they are laid out.
 func (t *track) put(s slot) {
 	t.slots = append(t.slots, s)
-	if !s.end.After(s.start) {
+	if !t.laid || !s.end.After(s.start) {
 		return
 	}
 	t.all.add(s.start, s.end, s.share)
@@ -364,8 +366,24 @@ func (t *track) put(s slot) {
 	}
 }
 
-// trackOf is m's track for k, laid out from the slots of cal that are its
-// the first time it is asked for.
+// lay lays t's steps out from its slots, the first time they are asked
+// for, all at once (see stepsOf): a user's track is asked for its steps
+// only under a user-gpus cap.
+func (t *track) lay() *track {
+	if !t.laid {
+		t.all = stepsOf(t.slots, func(slot) bool { return true })
+		if slices.ContainsFunc(t.slots, func(s slot) bool { return s.request != 0 }) {
+			t.booked = stepsOf(t.slots, func(s slot) bool { return s.request == 0 })
+		} else {
+			t.booked = steps{at: slices.Clone(t.all.at), sum: slices.Clone(t.all.sum)} // its own: puts change each apart
+		}
+		t.laid = true
+	}
+	return t
+}
+
+// trackOf is m's track for k: the slots of cal that are its, gathered the
+// first time it is asked for.
 func trackOf[K comparable](m map[K]*track, k K, cal Calendar, its func(slot) bool) *track {
 	if t, ok := m[k]; ok {
 		return t
@@ -373,11 +391,47 @@ func trackOf[K comparable](m map[K]*track, k K, cal Calendar, its func(slot) boo
 	t := &track{}
 	for _, s := range cal {
 		if its(s) {
-			t.put(s)
+			t.slots = append(t.slots, s)
 		}
 	}
 	m[k] = t
 	return t
+}
+
+// stepsOf is what the slots of cal that in takes hold over time: the
+// steps their adds one by one make (see put), laid out at once. Sorting
+// their starts and ends costs n log n; adding them one by one cost n²,
+// each add moving the steps after it: the admission of a member's create
+// among 700 of their live bookings took 2.5 ms (0.7 ms laid out at once,
+// BenchmarkCreateAmongManyBookings).
+func stepsOf(cal Calendar, in func(slot) bool) steps {
+	type edge struct {
+		sec   int64 // at, to sort by, as seconds and nanoseconds: any time a ledger holds
+		nsec  int
+		at    time.Time
+		delta int64
+	}
+	edgeAt := func(t time.Time, delta int64) edge { return edge{t.Unix(), t.Nanosecond(), t, delta} }
+	edges := make([]edge, 0, 2*len(cal))
+	for _, s := range cal {
+		if in(s) && s.end.After(s.start) {
+			edges = append(edges, edgeAt(s.start, s.share), edgeAt(s.end, -s.share))
+		}
+	}
+	if len(edges) == 0 {
+		return steps{}
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(a.nsec, b.nsec)) })
+	f := steps{at: make([]time.Time, 0, len(edges)), sum: make([]int64, 0, len(edges))}
+	var held int64
+	for i, e := range edges {
+		held += e.delta
+		if i+1 < len(edges) && edges[i+1].sec == e.sec && edges[i+1].nsec == e.nsec {
+			continue // one step for every edge at this instant
+		}
+		f.at, f.sum = append(f.at, e.at), append(f.sum, held)
+	}
+	return f
 }
 
 // weighing is one request weighed against a layout: what each of its
@@ -396,11 +450,11 @@ func (l *layout) weigh(a Ask) weighing {
 	u := l.user(a.Uid)
 	w := weighing{a: a, gpus: a.gpus(), mineSlots: u.slots, groups: l.weighGroups(a)}
 	for _, g := range w.gpus {
-		t := l.gpu(g)
+		t := l.gpu(g).lay()
 		w.booked, w.kept = append(w.booked, t.booked), append(w.kept, t.all)
 	}
 	if a.Limits.UserGPUs != nil && !a.Limits.Exempt {
-		w.mine = u.all
+		w.mine = u.lay().all
 	}
 	return w
 }

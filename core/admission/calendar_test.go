@@ -115,7 +115,7 @@ func TestStepsAgreeWithTheSweep(t *testing.T) {
 		g, uid := randomGPU(rng), rng.IntN(3)
 		from := at(rng.IntN(70))
 		to := from.Add(time.Duration(1+rng.IntN(30)) * time.Second)
-		gt, ut := lay.gpu(g), lay.user(uid)
+		gt, ut := lay.gpu(g).lay(), lay.user(uid).lay()
 		require.Equal(t, cal.Peak(onGPU(g), from, to), gt.booked.mostIn(from, to), "round %d", round)
 		require.Equal(t, cal.Peak(onGPUOrKept(g), from, to), gt.all.mostIn(from, to), "round %d", round)
 		require.Equal(t, cal.Peak(OfUser(uid), from, to), ut.all.mostIn(from, to), "round %d", round)
@@ -191,5 +191,37 @@ func TestHoursPeakAgreesWithSummingByHand(t *testing.T) {
 		got, over := cal.HoursPeak(a, start)
 		require.Equal(t, fullest > *a.Limits.UserHours*3600+1e-6, over, "round %d", round)
 		require.True(t, olds[math.Round(got*3600*1e6)/1e6], "round %d: %v GPU-hours before, not one of %v", round, got*3600, olds)
+	}
+}
+
+// A track laid out at once holds what its slots added one by one hold:
+// the same steps, at the same instants, whatever the slots' order, their
+// shared starts and ends, and empty or zero-share slots among them.
+func TestStepsLaidOutAtOnceMatchSlotsAddedOneByOne(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(21, 24))
+	for round := range 200 {
+		var cal Calendar
+		for range rng.IntN(40) {
+			start := at(rng.IntN(30))
+			s := slot{share: int64(rng.IntN(4)) * 250_000, start: start, end: start.Add(time.Duration(rng.IntN(20)) * time.Second)}
+			if rng.IntN(3) == 0 {
+				s.request = uint64(1 + rng.IntN(5))
+			}
+			cal = append(cal, s)
+		}
+		one := track{laid: true} // laid out (empty) first: each put adds to the steps
+		for _, s := range cal {
+			one.put(s)
+		}
+		t1 := trackOf(map[int]*track{}, 0, cal, func(slot) bool { return true }).lay()
+		require.Equal(t, cal, t1.slots, "round %d", round)
+		for _, pair := range [][2]steps{{one.all, t1.all}, {one.booked, t1.booked}} {
+			require.Len(t, pair[1].at, len(pair[0].at), "round %d", round)
+			for i := range pair[0].at {
+				require.True(t, pair[0].at[i].Equal(pair[1].at[i]), "round %d, step %d", round, i)
+			}
+			require.Equal(t, pair[0].sum, pair[1].sum, "round %d", round)
+		}
 	}
 }

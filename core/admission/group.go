@@ -75,7 +75,7 @@ func (g *groupTracks) track(cal Calendar, group string) *track {
 	for _, s := range cal {
 		if g.in(s.uid, group) {
 			s.uid = asGroup
-			t.put(s)
+			t.slots = append(t.slots, s)
 		}
 	}
 	if g.of == nil {
@@ -99,7 +99,7 @@ func (l *layout) weighGroups(a Ask) []groupWeighing {
 	var out []groupWeighing
 	for _, c := range a.Limits.Groups {
 		if c.Capped() {
-			out = append(out, groupWeighing{cap: c, track: l.groups.track(l.cal, c.Group)})
+			out = append(out, groupWeighing{cap: c, track: l.groups.track(l.cal, c.Group).lay()})
 		}
 	}
 	return out
