@@ -166,8 +166,9 @@ func timedCreates() int {
 // (10,000 unless set), each on a connection of its own and without
 // waiting for those before, until SIGTERM, and prints what it sent and
 // how it was answered. KEEPER_FLOOD_KIND=create sends creates, each
-// released once booked; refused sends releases of booking
-// KEEPER_FLOOD_VICTIM, another user's.
+// released once booked (the releases, tried again until done, count
+// against the rate: it is every request the keeper is sent); refused
+// sends releases of booking KEEPER_FLOOD_VICTIM, another user's.
 func flood() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -180,38 +181,6 @@ func flood() int {
 	create := frameOf(Request{Op: OpCreate, Create: &Create{Device: 0, Bytes: 1 << 20, Duration: time.Hour}})
 	refused := frameOf(Request{Op: OpRelease, ID: victim})
 	var n floodCount
-	count := func(r Reply, err error) bool {
-		switch {
-		case err == nil && r.Kind == ReplyDone:
-			atomic.AddInt64(&n.Done, 1)
-			return true
-		case err == nil && errors.Is(r.err(), storage.ErrBusy):
-			atomic.AddInt64(&n.Busy, 1)
-		default:
-			atomic.AddInt64(&n.Failed, 1)
-		}
-		return false
-	}
-	one := func(ctx context.Context) {
-		if os.Getenv("KEEPER_FLOOD_KIND") == "refused" {
-			count(exchangeFrame(sock, refused))
-			return
-		}
-		r, err := exchangeFrame(sock, create)
-		if !count(r, err) {
-			return
-		}
-		// Released, however busy the keeper: a flood that left its
-		// bookings behind would measure admission over thousands of them.
-		release := frameOf(Request{Op: OpRelease, ID: r.Partition.ID})
-		for {
-			atomic.AddInt64(&n.Sent, 1)
-			if count(exchangeFrame(sock, release)) || ctx.Err() != nil {
-				return
-			}
-			<-clock.Kernel.After(time.Millisecond)
-		}
-	}
 	if os.Getenv("KEEPER_FLOOD_KIND") == "cpu" {
 		// No requests: a process that takes one processor, to tell the
 		// keeper's share of a slowdown from the processors'.
@@ -221,30 +190,75 @@ func flood() int {
 		_ = json.NewEncoder(os.Stdout).Encode(n)
 		return 0
 	}
-	const inFlight = 2048 // goroutines of the flood at once
-	slots := make(chan struct{}, inFlight)
-	var wg sync.WaitGroup
+	// The rate's tokens, a tick's worth at a time; those the flood is too
+	// far behind to use are dropped, not saved up.
+	tokens := make(chan struct{}, max(rate/100, 1))
 	start := clock.Kernel.Now()
-	const tick = time.Millisecond
-	for sent := 0; ctx.Err() == nil; {
-		due := int(clock.Kernel.Now().Sub(start) / (time.Second / time.Duration(rate)))
-		for ; sent < due && ctx.Err() == nil; sent++ {
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				continue
+	go func() {
+		const tick = time.Millisecond
+		for given := 0; ctx.Err() == nil; {
+			due := int(clock.Kernel.Now().Sub(start) / (time.Second / time.Duration(rate)))
+			for ; given < due; given++ {
+				select {
+				case tokens <- struct{}{}:
+				default:
+				}
 			}
-			atomic.AddInt64(&n.Sent, 1)
-			wg.Go(func() {
-				defer func() { <-slots }()
-				one(ctx)
-			})
+			select {
+			case <-clock.Kernel.After(tick):
+			case <-ctx.Done():
+			}
 		}
+	}()
+	// send sends frame once the rate allows, and returns the reply, and
+	// whether it was sent at all (not once the flood ends).
+	send := func(frame []byte) (r Reply, sent bool) {
 		select {
-		case <-clock.Kernel.After(tick):
+		case <-tokens:
 		case <-ctx.Done():
+			return Reply{}, false
+		}
+		atomic.AddInt64(&n.Sent, 1)
+		r, err := exchangeFrame(sock, frame)
+		switch {
+		case err == nil && r.Kind == ReplyDone:
+			atomic.AddInt64(&n.Done, 1)
+		case err == nil && errors.Is(r.err(), storage.ErrBusy):
+			atomic.AddInt64(&n.Busy, 1)
+		default:
+			atomic.AddInt64(&n.Failed, 1)
+		}
+		return r, true
+	}
+	one := func() {
+		if os.Getenv("KEEPER_FLOOD_KIND") == "refused" {
+			send(refused)
+			return
+		}
+		r, _ := send(create)
+		if r.Kind != ReplyDone || r.Partition == nil {
+			return
+		}
+		// Released, however busy the keeper: a flood that left its
+		// bookings behind would measure admission over thousands of
+		// them. Each try is one of the flood's requests.
+		release := frameOf(Request{Op: OpRelease, ID: r.Partition.ID})
+		for {
+			if r, sent := send(release); !sent || r.Kind == ReplyDone {
+				return
+			}
 		}
 	}
+	const workers = 2048 // the flood's requests under way at once
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				one()
+			}
+		})
+	}
+	<-ctx.Done()
 	n.Seconds = clock.Kernel.Now().Sub(start).Seconds()
 	wg.Wait()
 	_ = json.NewEncoder(os.Stdout).Encode(n)
