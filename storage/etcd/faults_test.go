@@ -2,9 +2,9 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"strings"
 	"sync"
