@@ -72,23 +72,12 @@ func TestSIGTERMAtTheDeadlineWhileAnEarlierPassWaits(t *testing.T) {
 func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
 	t.Parallel()
 	j := watchedJob(t)
-	clk, c, p, proc, m, log := j.clk, j.c, j.p, j.proc, j.m, &j.log
+	c, p, proc, m, log := j.c, j.p, j.proc, j.m, &j.log
 	_, err := m.Tick()
 	require.NoError(t, err)
 	_, err = c.Extend(p.ID, time.Hour)
 	require.NoError(t, err)
-
-	timers := clk.Timers()
-	m.watch = m.watchDeadlines(clk.Now()) // planned from the read before the extension
-	w := m.watch
-	require.True(t, clk.WaitTimers(timers+1, 10*time.Second))
-	clk.Set(p.Expires)
-	select {
-	case <-w.done: // the check at the deadline has been made
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watch did not act at the deadline")
-	}
-	m.settleWatch()
+	j.watchTheOldDeadline(t) // planned from the read before the extension
 	require.NoError(t, proc.Process.Signal(syscall.Signal(0)), "the job runs on")
 	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
 }
@@ -99,22 +88,11 @@ func TestWatchLeavesABookingExtendedSinceTheLastRead(t *testing.T) {
 func TestWatchLeavesABookingAChronosRunTookSinceTheLastRead(t *testing.T) {
 	t.Parallel()
 	j := watchedJob(t)
-	clk, c, p, proc, m, log := j.clk, j.c, j.p, j.proc, j.m, &j.log
+	c, p, proc, m, log := j.c, j.p, j.proc, j.m, &j.log
 	_, err := m.Tick()
 	require.NoError(t, err)
 	require.NoError(t, c.RecordWrapper(p.ID, proc.Process.Pid))
-
-	timers := clk.Timers()
-	m.watch = m.watchDeadlines(clk.Now()) // planned from the read before the wrapper
-	w := m.watch
-	require.True(t, clk.WaitTimers(timers+1, 10*time.Second))
-	clk.Set(p.Expires)
-	select {
-	case <-w.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watch did not act at the deadline")
-	}
-	m.settleWatch()
+	j.watchTheOldDeadline(t) // planned from the read before the wrapper
 	require.NoError(t, proc.Process.Signal(syscall.Signal(0)), "left to the wrapper")
 	require.NotContains(t, log.kinds(), string(domain.EventSignalled))
 }
@@ -144,6 +122,24 @@ func watchedJob(t *testing.T) *watched {
 	sim.Attach(coretest.IdleGPU, w.proc.Process.Pid, 1<<30)
 	w.m = New(w.c, Options{Backend: sim, OnAct: w.log.add})
 	return w
+}
+
+// watchTheOldDeadline arms the watch from the monitor's last read, sets
+// the clock to the booking's deadline as read then, and waits until the
+// watch has made its check there (and sent what it still found due).
+func (j *watched) watchTheOldDeadline(t *testing.T) {
+	t.Helper()
+	timers := j.clk.Timers()
+	j.m.watch = j.m.watchDeadlines(j.clk.Now())
+	w := j.m.watch
+	require.True(t, j.clk.WaitTimers(timers+1, 10*time.Second))
+	j.clk.Set(j.p.Expires)
+	select {
+	case <-w.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not act at the deadline")
+	}
+	j.m.settleWatch()
 }
 
 // A pass after deadlines records what the watch sent (an event and a claim
