@@ -151,7 +151,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		child[k] = v
 	}
-	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_BOOKING_ID": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true}
+	set := map[string]bool{"CUDA_VISIBLE_DEVICES": true, "CHRONOS_BOOKING_ID": true, "CHRONOS_PARTITION_ID": true, "CHRONOS_EXPIRES_AT": true, "CHRONOS_DEADLINE_UNIX": true, "CHRONOS_RUN_PID": true}
 	for k, v := range parent {
 		if !set[k] {
 			require.Equal(t, v, child[k], "variable %s", k)
@@ -167,6 +167,7 @@ func TestRunPassesEnvironmentThrough(t *testing.T) {
 	require.Equal(t, "1", child["CHRONOS_BOOKING_ID"])
 	require.NotEmpty(t, child["CHRONOS_EXPIRES_AT"])
 	require.NotEmpty(t, child["CHRONOS_DEADLINE_UNIX"])
+	require.NotEmpty(t, child["CHRONOS_RUN_PID"], "the chronos run that wraps it")
 }
 
 // init --shared honours --db: the shared ledger goes where it says, in a

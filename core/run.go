@@ -70,13 +70,14 @@ func claimSignal(c *Client, id uint64, act domain.ClaimAct, pid int, start uint6
 
 // RunEnv is the command's environment: the caller's, unchanged, except for
 // the variables that tie it to the partition: the GPU its vendor's runtime
-// may see, the booking (under both names), the deadline and, under MPS,
-// the limits.
+// may see, the booking (under both names), the chronos run that wraps it
+// (the caller), the deadline and, under MPS, the limits.
 func RunEnv(base []string, p domain.Partition, mps procfs.MPS) []string {
 	id := strconv.FormatUint(p.ID, 10)
 	ours := append(gpu.VisibleEnvOf(p.UUIDs(), p.GPUs()),
 		procfs.BookingEnv+"="+id,
 		procfs.PartitionEnv+"="+id,
+		procfs.RunEnv+"="+strconv.Itoa(os.Getpid()), // the caller, the chronos run that wraps the command
 		"CHRONOS_EXPIRES_AT="+p.Expires.UTC().Format(time.RFC3339Nano),
 		"CHRONOS_DEADLINE_UNIX="+strconv.FormatFloat(float64(p.Expires.UnixNano())/1e9, 'f', 6, 64))
 	if mps.Running {

@@ -48,6 +48,9 @@ type Process struct {
 	// DRM GPUs its busiest engine's share of the time. NA when not reported.
 	SM          int    `json:"sm_percent"`
 	PartitionID string `json:"partition_id,omitempty"`
+	// RunPID is the chronos run its environment says wraps it (see
+	// procfs.RunEnv); 0: none.
+	RunPID int `json:"-"`
 	// StartTime is the process start in clock ticks since boot (/proc/PID/stat
 	// field 22); with the PID it names one process even when PIDs are reused.
 	StartTime uint64 `json:"start_time_ticks,omitempty"`
@@ -68,7 +71,7 @@ type Process struct {
 func (p *Process) withInfo(pi procfs.ProcInfo) {
 	p.UID, p.User, p.Command = pi.UID, pi.User, pi.Command
 	p.PartitionID, p.StartTime, p.Container, p.CUDA = pi.PartitionID, pi.StartTime, pi.Container, pi.CUDA
-	p.MPSServer = pi.MPSServer
+	p.MPSServer, p.RunPID = pi.MPSServer, pi.RunPID
 }
 
 // DeviceSample is one reading of one device.

@@ -178,3 +178,20 @@ func freeLedger(t *testing.T, holder *exec.Cmd, marker string, ticked <-chan err
 	require.NoError(t, holder.Wait())
 	require.NoError(t, <-ticked)
 }
+
+// Root's early SIGTERM at a deadline leaves a process whose environment
+// names a live chronos run: that run signals its command itself, claiming
+// the signal, and the monitor's read may not show it yet (CI found the
+// command signalled twice). Once that run is gone, root goes first again.
+func TestEarlySIGTERMIsLeftToALiveChronosRun(t *testing.T) {
+	t.Parallel()
+	m := &Monitor{root: true}
+	p := signalPlan{cause: domain.EventExpired, sig: syscall.SIGTERM}
+	require.True(t, m.goesFirst(p, true))
+	p.proc.RunPID = os.Getpid()
+	require.False(t, m.goesFirst(p, true), "its chronos run lives")
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	p.proc.RunPID = gone.Process.Pid
+	require.True(t, m.goesFirst(p, true), "its chronos run is gone")
+}

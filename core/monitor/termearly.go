@@ -65,9 +65,20 @@ func (m *Monitor) termEarly(plans []signalPlan, parts []domain.Partition) *early
 
 // goesFirst says whether this monitor sends plan's signal before it has
 // claimed it: root's monitor, the SIGTERM of an expired booking that no
-// `chronos run` wrapper (plain says there is none) signals itself.
+// `chronos run` wrapper signals itself. plain says the ledger, as last
+// read, records none; a process whose environment names a live chronos
+// run (procfs.RunEnv) is left to it too, since the read may predate the
+// wrapper's record and the check before the signal (stillDue) may not get
+// an answer in time. Anyone can set the variable: a process that does
+// loses only this early signal, and gets the pass's, claimed.
 func (m *Monitor) goesFirst(p signalPlan, plain bool) bool {
-	return m.root && plain && p.cause == domain.EventExpired && p.sig == syscall.SIGTERM
+	return m.root && plain && p.cause == domain.EventExpired && p.sig == syscall.SIGTERM && !wrapperLives(p.proc.RunPID)
+}
+
+// wrapperLives says whether process pid, a chronos run a process's
+// environment names, runs.
+func wrapperLives(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil
 }
 
 // termAt sends each batch at its time, in order, until settle. A batch

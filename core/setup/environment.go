@@ -42,6 +42,7 @@ var (
 		{"CHRONOS_PARTITION_ID", "see CHRONOS_BOOKING_ID"},
 		{"CHRONOS_EXPIRES_AT", "the booking's end, RFC 3339"},
 		{"CHRONOS_DEADLINE_UNIX", "the booking's end, seconds since 1970"},
+		{"CHRONOS_RUN_PID", "the chronos run that signals the command at the end (root's monitor leaves it that)"},
 		{"CUDA_VISIBLE_DEVICES", "the booked NVIDIA GPU by UUID (0 on AMD, within ROCR_VISIBLE_DEVICES)"},
 		{"ROCR_VISIBLE_DEVICES", "the booked AMD GPU"},
 		{"HIP_VISIBLE_DEVICES", "0: the one GPU ROCR_VISIBLE_DEVICES leaves"},

@@ -228,6 +228,7 @@ func TestRunEnvNamesBookingAndVendorGPU(t *testing.T) {
 	require.Contains(t, env, procfs.PartitionEnv+"=7")
 	require.NotContains(t, env, procfs.BookingEnv+"=1")
 	require.Subset(t, env, []string{"ROCR_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0", "ZE_AFFINITY_MASK=1"})
+	require.Contains(t, env, procfs.RunEnv+"="+strconv.Itoa(os.Getpid()), "the chronos run that wraps it")
 	require.NotContains(t, env, "HIP_VISIBLE_DEVICES=2,3")
 
 	intel := domain.Partition{ID: 8, Device: 2, DeviceUUID: "xe-0000:0a:00.0", Expires: time.Now().Add(time.Hour)}

@@ -32,6 +32,10 @@ const (
 	PartitionEnv = "CHRONOS_PARTITION_ID"
 )
 
+// RunEnv names, in a `chronos run` command's environment, the process of
+// the chronos run that wraps it and signals it at its booking's end.
+const RunEnv = "CHRONOS_RUN_PID"
+
 // CUDAEnv is what a process's environment asks of CUDA: the devices it may
 // see and, under MPS, the daemon that serves it and the device memory limit
 // it sets. `chronos run` sets them.
@@ -55,6 +59,9 @@ type ProcInfo struct {
 	// process environment; "" when unset or unreadable (other users'
 	// environments are private, except to root).
 	PartitionID string
+	// RunPID is RunEnv from the environment: the chronos run that says it
+	// wraps the process; 0 when unset or unreadable. Anyone can set it.
+	RunPID int
 	// CUDA is what the environment asks of CUDA (empty when unreadable).
 	CUDA CUDAEnv
 	// StartTime is field 22 of /proc/PID/stat: clock ticks since boot.
@@ -134,6 +141,7 @@ func (r ProcReader) ReadProc(pid int) (ProcInfo, error) {
 		if info.PartitionID == "" {
 			info.PartitionID = envValue(environ, PartitionEnv)
 		}
+		info.RunPID, _ = strconv.Atoi(envValue(environ, RunEnv))
 		info.CUDA = CUDAEnv{
 			VisibleDevices: envValue(environ, "CUDA_VISIBLE_DEVICES"),
 			MPSPipeDir:     envValue(environ, "CUDA_MPS_PIPE_DIRECTORY"),

@@ -18,7 +18,7 @@ import (
 
 func TestReadProcRealChild(t *testing.T) {
 	t.Parallel()
-	cmd := coretest.StartSleep(t, PartitionEnv+"=p7")
+	cmd := coretest.StartSleep(t, PartitionEnv+"=p7", RunEnv+"=4321")
 	pid := cmd.Process.Pid
 
 	first, err := ReadProc(pid)
@@ -27,6 +27,7 @@ func TestReadProcRealChild(t *testing.T) {
 	require.Equal(t, os.Getuid(), first.UID)
 	require.NotEmpty(t, first.User)
 	require.Equal(t, "p7", first.PartitionID)
+	require.Equal(t, 4321, first.RunPID, "the chronos run it names")
 	require.Contains(t, first.Command, "sleep")
 	require.Contains(t, first.Command, "30")
 	require.NotZero(t, first.StartTime)
