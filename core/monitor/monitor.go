@@ -336,8 +336,8 @@ func (m *Monitor) enforceOffline(now time.Time, cause error) (time.Time, error) 
 		m.offline = map[string]domain.Claim{}
 	}
 	for _, p := range plans {
-		if p.proc.Verdict != admission.Ended {
-			continue
+		if p.proc.Verdict != admission.Ended || wrapperLives(p.proc.RunPID) {
+			continue // a live chronos run signals its command itself, ledger or not
 		}
 		m.offline[p.key] = domain.Claim{By: m.o.Name, At: now}
 		a := Act{Time: m.c.Now(), Kind: domain.EventSignalled, Partition: p.proc.Partition, User: p.proc.User, PID: p.proc.PID,
