@@ -113,10 +113,11 @@ func (l *limits) join(uid int) (leave func(), err error) {
 	}, nil
 }
 
-// turn waits until uid may have one more request under way, at its rate;
-// done ends it. Root waits for none. A request whose turn by the rate is
-// more than maxPace away is refused instead, as busy.
-func (l *limits) turn(uid int) (done func(), err error) {
+// turn waits for uid's next request to be due at its rate and, with
+// active, until uid may have one more request under way; done ends it.
+// Root waits for neither. A request whose time by the rate is more than
+// maxPace away is refused instead, as busy.
+func (l *limits) turn(uid int, active bool) (done func(), err error) {
 	if uid == 0 {
 		return func() {}, nil
 	}
@@ -145,6 +146,9 @@ func (l *limits) turn(uid int) (done func(), err error) {
 	l.mu.Unlock()
 	if wait > 0 {
 		<-clock.Kernel.After(wait)
+	}
+	if !active {
+		return func() {}, nil
 	}
 	t <- struct{}{}
 	return func() { <-t }, nil

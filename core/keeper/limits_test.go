@@ -107,17 +107,19 @@ func TestBucketPacesInOrder(t *testing.T) {
 func TestAMembersRateIsTheirsAlone(t *testing.T) {
 	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
 	l.burst = 1
-	done, err := l.turn(65534)
+	done, err := l.turn(65534, true)
 	require.NoError(t, err)
 	done()
-	_, err = l.turn(65534)
+	_, err = l.turn(65534, true)
 	require.ErrorIs(t, err, storage.ErrBusy)
 	require.ErrorContains(t, err, "sends more than 0.01 requests a second")
-	done, err = l.turn(1)
+	done, err = l.turn(1, true)
 	require.NoError(t, err, "another member's turn is their own")
 	done()
+	_, err = l.turn(65534, false)
+	require.ErrorIs(t, err, storage.ErrBusy, "a wait joins the line at the rate too")
 	for range 3 {
-		done, err = l.turn(0)
+		done, err = l.turn(0, true)
 		require.NoError(t, err, "root is not paced")
 		done()
 	}

@@ -148,14 +148,14 @@ func (s *Server) handle(conn *net.UnixConn, peer Peer, peerErr error) {
 		}
 		return
 	}
-	if !waits(req) {
-		done, err := s.limits().turn(peer.UID)
-		if err != nil {
-			_ = WriteFrame(conn, errorReply(err))
-			return
-		}
-		defer done()
+	// A wait takes its place in line at the rate too (joining is a
+	// write), but no turn: it then holds no lock.
+	done, err := s.limits().turn(peer.UID, !waits(req))
+	if err != nil {
+		_ = WriteFrame(conn, errorReply(err))
+		return
 	}
+	defer done()
 	if reads(req) {
 		s.serveRead(conn, req)
 		return
