@@ -13,7 +13,6 @@ import (
 	"github.com/chronos-gpu/chronos/core/proc"
 	"github.com/chronos-gpu/chronos/core/setup"
 	"github.com/chronos-gpu/chronos/core/supervisor"
-	"github.com/chronos-gpu/chronos/storage/bolt"
 	"github.com/chronos-gpu/chronos/tui"
 )
 
@@ -61,11 +60,6 @@ func serveKeeper(ctx context.Context, c *core.Client, logAct func(monitor.Act)) 
 	ln, err := keeper.Listen(keeper.SocketPath(), guard.GID)
 	if err != nil {
 		return nil, "", err
-	}
-	if l, ok := c.Ledger().(*bolt.Ledger); ok {
-		// The keeper is the file's only writer: it keeps it open between
-		// writes. Set before the keeper and the monitor write.
-		l.KeepOpen = true
 	}
 	srv := &keeper.Server{Client: c, GID: guard.GID, Group: guard.Group, Log: func(msg string) {
 		logAct(monitor.Act{Time: c.Now(), Kind: domain.EventError, Detail: msg})

@@ -62,8 +62,9 @@ func startKeeper(t *testing.T, set ...func(*Server)) *keeperUnderTest {
 	require.NoError(t, os.Chmod(dir, 0o755))
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	l := bolt.New(filepath.Join(dir, "chronos.db"))
-	// As root's monitor keeps it (see serveKeeper); KEEPER_REOPEN=1 opens the
-	// file for every write, the baseline of the figures.
+	// As root keeps a guarded ledger (see bolt.New), which this directory
+	// is not; KEEPER_REOPEN=1 opens the file for every write, the baseline
+	// of the figures.
 	l.KeepOpen = os.Getenv("KEEPER_REOPEN") == ""
 	root := core.NewClient(core.Options{Ledger: l, Devices: testDevices, Clock: clk, As: &rootID})
 	ln, err := Listen(filepath.Join(dir, "run", "chronos.sock"), daemonGID)

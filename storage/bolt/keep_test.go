@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -97,4 +98,23 @@ func TestKeptFileDamagedIsRefused(t *testing.T) {
 	})
 	require.ErrorIs(t, err, storage.ErrDamaged)
 	require.Nil(t, batcherFor(l.Path).kept.db)
+}
+
+// Root keeps a guarded ledger (a setgid directory members may not write)
+// open between its writes; an open lab's ledger, which members write too,
+// and a personal one are opened for every write.
+func TestRootKeepsAGuardedLedgerOpen(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the guarded ledger's writer is root")
+	}
+	for _, c := range []struct {
+		mode fs.FileMode
+		keep bool
+	}{{0o750 | fs.ModeSetgid, true}, {0o770 | fs.ModeSetgid | fs.ModeSticky, false}, {0o700, false}} {
+		dir := filepath.Join(t.TempDir(), "lab")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		require.NoError(t, os.Chmod(dir, c.mode))
+		require.Equal(t, c.keep, New(filepath.Join(dir, "chronos.db")).KeepOpen, "%v", c.mode)
+	}
 }

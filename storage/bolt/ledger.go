@@ -2,10 +2,11 @@
 // chronos process (each TUI, the headless monitor, one-shot commands) reads and
 // writes. No process keeps it locked: each operation opens the file, runs one
 // transaction and closes it, because bbolt holds an exclusive flock for as
-// long as a read-write handle is open. A guarded ledger's keeper, its only
-// writer, keeps its handle open but unlocked between writes (keep.go). Writes of one process that arrive
-// while another is under way commit together (group commit, batch.go): a
-// busy keeper pays one lock and one fdatasync for many of its callers.
+// long as a read-write handle is open. Root, a guarded ledger's only writer,
+// keeps its handle open but unlocked between writes (keep.go). Writes of
+// one process that arrive while another is under way commit together
+// (group commit, batch.go): a busy keeper pays one lock and one fdatasync
+// for many of its callers.
 package bolt
 
 import (
@@ -53,22 +54,25 @@ type Ledger struct {
 	// warning.
 	Warn func(msg string)
 	// KeepOpen keeps the file open, unlocked, between this process's
-	// writes, for the ledger's only writer (a guarded ledger's keeper):
-	// see keep.go. Another process's write costs the next write a fresh
-	// open, nothing more.
+	// writes, for a ledger root alone writes (a guarded one: New sets it
+	// for root's processes): see keep.go. Another process's write costs
+	// the next write a fresh open, nothing more.
 	KeepOpen bool
 }
 
 // New returns a ledger at path with the default timeout and a mode that suits
 // its directory: in a setgid (shared, group-owned) directory the group gets
 // what the directory gives it (0660 in an open one's, 0640 in a guarded
-// one's, which members only read), else 0600.
+// one's, which members only read), else 0600. Root's processes keep a
+// guarded ledger open between their writes (KeepOpen): root is its only
+// writer, its keeper above all.
 func New(path string) *Ledger {
-	mode := fs.FileMode(0o600)
+	l := &Ledger{Path: path, Timeout: DefaultTimeout, Mode: 0o600}
 	if st, err := os.Stat(filepath.Dir(path)); err == nil && st.Mode()&fs.ModeSetgid != 0 {
-		mode |= st.Mode().Perm() & 0o060
+		l.Mode |= st.Mode().Perm() & 0o060
+		l.KeepOpen = os.Geteuid() == 0 && st.Mode().Perm()&0o020 == 0
 	}
-	return &Ledger{Path: path, Timeout: DefaultTimeout, Mode: mode}
+	return l
 }
 
 // Update runs fn in one read-write transaction, creating the file if needed.
