@@ -121,7 +121,7 @@ func (b *batcher) runNext(follows bool) {
 	b.queue = append(b.queue[:0:0], b.queue[n:]...)
 	b.mu.Unlock()
 
-	batch[0].l.commit(batch)
+	batch[0].l.commit(batch, &b.kept)
 	now := clock.Kernel.Now() // pacing, not a time of the books
 
 	b.mu.Lock()
@@ -150,12 +150,12 @@ func sameOpening(a, b *Ledger) bool {
 // flood of refused requests makes nobody's run again. All of it happens
 // under one opening of the file: one lock, one set of checks, and an
 // fdatasync for each transaction that commits.
-func (l *Ledger) commit(calls []*call) {
+func (l *Ledger) commit(calls []*call, k *kept) {
 	answer := func(c *call, err error) {
 		c.err, c.answered = err, true
 	}
 	var alone []*call
-	err := l.withWriter(func(db *bbolt.DB) (committed bool, err error) {
+	err := l.withWriter(k, func(db *bbolt.DB) (committed bool, err error) {
 		pending := append([]*call(nil), calls...)
 		for len(pending) > 0 {
 			var failed *call // one that failed after writing: all roll back
@@ -262,14 +262,13 @@ func (l *Ledger) runCall(btx *bbolt.Tx, fn func(*storage.Tx) error) (wrote bool,
 
 // withWriter opens the ledger for writing, runs use, refreshes the backup
 // when use committed anything, and closes the file; with KeepOpen, it
-// takes the file this process kept open and keeps it again (see keep.go).
-// It runs within a batch, which is one at a time for a file.
-func (l *Ledger) withWriter(use func(*bbolt.DB) (committed bool, err error)) (err error) {
+// takes the file this process kept open in k and keeps it there again
+// (see keep.go). It runs within a batch, which is one at a time for a file.
+func (l *Ledger) withWriter(k *kept, use func(*bbolt.DB) (committed bool, err error)) (err error) {
 	// bbolt panics on some kinds of damage (a page pointing outside the
 	// file, say), and reading a mapped page past the end of a file cut
 	// short faults. A damaged file must give an error, never a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	k := &batcherFor(l.Path).kept
 	var db *bbolt.DB
 	defer func() {
 		if r := recover(); r != nil {
