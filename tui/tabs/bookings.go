@@ -150,11 +150,7 @@ const minCommand = 20
 
 // bookingColumnsOneHost are the columns on a ledger of one host's (a
 // file): no HOST.
-var bookingColumnsOneHost = func() []widget.Column {
-	c := slices.Clone(bookingColumns)
-	c[bkHost].Width = 0
-	return c
-}()
+var bookingColumnsOneHost = widget.Without(bookingColumns, bkHost)
 
 // bookingCells is everything a bookings row shows; the row is drawn from
 // it alone.

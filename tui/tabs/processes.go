@@ -91,11 +91,7 @@ var processColumns = []widget.Column{
 }
 
 // processColumnsBare are the columns while no process runs in a container.
-var processColumnsBare = func() []widget.Column {
-	c := slices.Clone(processColumns)
-	c[prContainer].Width = 0
-	return c
-}()
+var processColumnsBare = widget.Without(processColumns, prContainer)
 
 // processCells is everything a processes row shows.
 type processCells struct {

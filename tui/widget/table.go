@@ -23,6 +23,14 @@ type Column struct {
 	Max   int
 }
 
+// Without is a copy of cols with column i hidden (no width): a table's
+// layout for when that column has nothing to show.
+func Without(cols []Column, i int) []Column {
+	c := slices.Clone(cols)
+	c[i].Width = 0
+	return c
+}
+
 // MarkWidth is the first column of every table: the selection marker and
 // what else marks a row, with no gap after it.
 const MarkWidth = 2
