@@ -108,10 +108,12 @@ type ManyGetter interface {
 	GetMany(bucket []byte, keys [][]byte) ([][]byte, error)
 }
 
-// SmallBuckets are read by nearly every transaction and stay small (the
-// schema, policy and inventories): an engine that pays a round trip per
-// read does well to read them whole at a transaction's first read.
-var SmallBuckets = [][]byte{BucketMeta}
+// SmallBuckets are read by nearly every transaction and stay small: the
+// schema, policy and inventories, and the indexes of live bookings and
+// waiting requests (a key each, with no value). An engine that pays a
+// round trip per read does well to read them whole at a transaction's
+// first read.
+var SmallBuckets = [][]byte{BucketMeta, BucketLive, BucketWaiting}
 
 // Buckets are every bucket a ledger may hold, for engines' tests.
 func Buckets() [][]byte { return slices.Clone(knownBuckets) }

@@ -75,3 +75,44 @@ func TestCancelEndsAWaitingTransaction(t *testing.T) {
 	m.Kill()
 	cancelled("a write to an etcd that is gone", write)
 }
+
+// A transaction's first read takes the small buckets whole (the policy and
+// inventories, and the indexes of live bookings and waiting requests), so
+// its scans of them ask etcd nothing more: they answer with the member
+// stopped, and see the transaction's own writes.
+func TestSmallBucketsAnswerFromTheFirstRead(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	s := openOn(t, c, 2*time.Second)
+	var ids []uint64
+	for range 3 {
+		id, err := addBooking(s)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	scan := func(raw storage.RawTx, bucket []byte, reverse bool) []string {
+		var keys []string
+		require.NoError(t, raw.Scan(bucket, nil, reverse, func(k, _ []byte) (bool, error) {
+			keys = append(keys, string(k))
+			return true, nil
+		}))
+		return keys
+	}
+	m := c.Members[0]
+	defer m.Resume()
+	err := s.Update(context.Background(), func(tx *storage.Tx) error {
+		raw := tx.Raw()
+		before := scan(raw, storage.BucketLive, false) // the first read: etcd answers it
+		require.Len(t, before, len(ids))
+		m.Pause()
+		require.Equal(t, before, scan(raw, storage.BucketLive, false))
+		require.NoError(t, raw.Delete(storage.BucketLive, storage.IDKey(ids[1])))
+		require.NoError(t, raw.Put(storage.BucketWaiting, storage.IDKey(7), []byte{}))
+		require.Equal(t, []string{before[2], before[0]}, scan(raw, storage.BucketLive, true))
+		require.Equal(t, []string{string(storage.IDKey(7))}, scan(raw, storage.BucketWaiting, false))
+		_, _, err := tx.Policy()
+		require.NoError(t, err)
+		return errors.New("rolled back")
+	})
+	require.EqualError(t, err, "rolled back")
+}

@@ -20,6 +20,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
@@ -36,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -762,17 +764,16 @@ func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool,
 		}
 		return fn([]byte(k[len(prefix):]), v)
 	}
-	order := clientv3.SortAscend
-	if reverse {
-		order = clientv3.SortDescend
+	page, err := t.pages(lo, hi, reverse)
+	if err != nil {
+		return err
 	}
-	limit := int64(scanPage)
 	for {
-		resp, err := t.rangeAt(lo, clientv3.WithRange(hi), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(limit))
+		kvs, more, err := page()
 		if err != nil {
 			return err
 		}
-		for _, kv := range resp.Kvs {
+		for _, kv := range kvs {
 			k := string(kv.Key)
 			for len(mine) > 0 && ahead(mine[0], k) {
 				if more, err := emit(mine[0], nil); err != nil || !more {
@@ -787,8 +788,54 @@ func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool,
 				return err
 			}
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if !more {
 			break
+		}
+	}
+	for _, k := range mine {
+		if more, err := emit(k, nil); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// pages returns what etcd holds in [lo, hi) at the transaction's revision,
+// a page a call, in key order (reversed if asked): from what the first read
+// read whole when it covers the range, else from etcd in growing pages.
+func (t *tx) pages(lo, hi string, reverse bool) (func() ([]*mvccpb.KeyValue, bool, error), error) {
+	if t.rev == 0 { // the first read: pins the revision, reads the small buckets
+		if _, err := t.rangeAt(t.s.versionKey()); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range t.whole {
+		if lo >= p && hi <= clientv3.GetPrefixRangeEnd(p) {
+			var kvs []*mvccpb.KeyValue
+			for k, v := range t.read {
+				if k >= lo && k < hi && v != nil {
+					kvs = append(kvs, &mvccpb.KeyValue{Key: []byte(k), Value: v})
+				}
+			}
+			slices.SortFunc(kvs, func(a, b *mvccpb.KeyValue) int { return bytes.Compare(a.Key, b.Key) })
+			if reverse {
+				slices.Reverse(kvs)
+			}
+			return func() ([]*mvccpb.KeyValue, bool, error) { return kvs, false, nil }, nil
+		}
+	}
+	order := clientv3.SortAscend
+	if reverse {
+		order = clientv3.SortDescend
+	}
+	limit := int64(scanPage)
+	return func() ([]*mvccpb.KeyValue, bool, error) {
+		resp, err := t.rangeAt(lo, clientv3.WithRange(hi), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(limit))
+		if err != nil {
+			return nil, false, err
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return resp.Kvs, false, nil
 		}
 		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
 		if reverse {
@@ -797,13 +844,8 @@ func (t *tx) Scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool,
 			lo = last + "\x00"
 		}
 		limit = min(limit*4, scanPageMax)
-	}
-	for _, k := range mine {
-		if more, err := emit(k, nil); err != nil || !more {
-			return err
-		}
-	}
-	return nil
+		return resp.Kvs, true, nil
+	}, nil
 }
 
 // commit writes the buffered changes and a new version in one etcd Txn, if
