@@ -252,7 +252,13 @@ func (tx *Tx) PartitionsSince(since time.Time) ([]domain.Partition, error) {
 	var recent []domain.Partition
 	err := tx.scan(BucketPartitions, nil, true, func(k, v []byte) (bool, error) {
 		var p domain.Partition
-		if err := Decode(v, &p); err != nil {
+		var err error
+		if len(k) == 8 {
+			p, err = partitionMemo.decode(binary.BigEndian.Uint64(k), v)
+		} else { // a damaged key: decoded, not kept
+			err = Decode(v, &p)
+		}
+		if err != nil {
 			return false, fmt.Errorf("partition %x: %w", k, err)
 		}
 		if p.Created.Before(since) {

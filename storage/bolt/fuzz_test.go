@@ -25,6 +25,7 @@ func FuzzStoredRecords(f *testing.F) {
 	f.Add(uint8(3), []byte("schema"), []byte{9})
 	f.Add(uint8(4), []byte{1}, []byte("x"))
 	f.Add(uint8(0), []byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte(`[`))
+	f.Add(uint8(0), []byte{9}, []byte(`{"v":1,"id":9,"share_ppm":100,"state":"live","expires":"2999-01-01T00:00:00Z"}`)) // a key not an id's 8 bytes
 	f.Fuzz(func(t *testing.T, where uint8, k, v []byte) {
 		l := New(filepath.Join(t.TempDir(), "chronos.db"))
 		addOne(t, l)

@@ -31,6 +31,7 @@ func FuzzStoredRecordsOnEtcd(f *testing.F) {
 	f.Add(in("partitions"), []byte{0, 0, 0, 0, 0, 0, 0, 9}, []byte(`{"v":1,"id":9,"share_ppm":100,"state":"live","expires":"2999-01-01T00:00:00Z"}`))
 	f.Add(in("partitions"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte(`[`))
 	f.Add(in("partitions"), []byte{}, []byte{})
+	f.Add(in("partitions"), []byte{9}, []byte(`{"v":1,"id":9,"share_ppm":100,"state":"live","expires":"2999-01-01T00:00:00Z"}`)) // a key not an id's 8 bytes
 	f.Add(in("events"), []byte{0, 0, 0, 0, 0, 0, 0, 9}, []byte(`{"seq":9,"kind":"created","partition":1}`))
 	f.Add(in("events"), []byte{1}, []byte("x"))
 	f.Add(in("claims"), []byte("term/1/2"), []byte(`{"by":"x","at":"bad time"}`))
