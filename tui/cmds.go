@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronos-gpu/chronos/core"
 	"github.com/chronos-gpu/chronos/core/admission"
+	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/core/domain"
 	"github.com/chronos-gpu/chronos/core/human"
 	"github.com/chronos-gpu/chronos/core/notice"
@@ -48,7 +49,10 @@ type ledgerMsg struct {
 	// noticesUpTo the newest event then.
 	notices     []notice.Notice
 	noticesUpTo uint64
-	err         error
+	// took is how long the read took, in real time: it spaces the reads
+	// change notices ask for (see changeSpacingAfter).
+	took time.Duration
+	err  error
 }
 
 // tickMsg re-arms the one refresh loop.
@@ -60,6 +64,22 @@ type ledgerChangedMsg struct{}
 // changeSpacing is the least time between two reads caused by change
 // notices: a change still shows within a quarter of a second.
 const changeSpacing = 250 * time.Millisecond
+
+// Under a stream of change notices the app spends at most a readShare-th
+// of its time reading: a read that took long (a ledger of many recent
+// bookings, a loaded etcd) waits readShare times as long before the next,
+// up to changeSpacingMax, so that an open app never takes the ledger from
+// the people writing it.
+const (
+	readShare        = 10
+	changeSpacingMax = 5 * time.Second
+)
+
+// changeSpacingAfter is the time to leave after a read that took took
+// before the next one a change notice asks for.
+func changeSpacingAfter(took time.Duration) time.Duration {
+	return min(max(changeSpacing, readShare*took), changeSpacingMax)
+}
 
 // changeSpacingMsg ends a changeSpacing.
 type changeSpacingMsg struct{}
@@ -138,24 +158,31 @@ func sampleCmd(b gpu.Backend) tea.Cmd {
 // noticesAfter.
 func loadCmd(c *core.Client, withQueue bool, noticesAfter uint64) tea.Cmd {
 	return func() tea.Msg {
-		msg := ledgerMsg{withQueue: withQueue}
-		if msg.parts, msg.err = c.Recent(0); msg.err != nil {
-			return msg
-		}
-		if msg.notices, msg.noticesUpTo, msg.err = c.Notices(noticesAfter); msg.err != nil {
-			return msg
-		}
-		if msg.avail, msg.err = c.Available(-1); msg.err != nil {
-			return msg
-		}
-		if withQueue {
-			if msg.queue, msg.err = c.Queue(); msg.err != nil {
-				return msg
-			}
-		}
-		msg.policy, msg.err = c.Policy()
+		start := clock.Kernel.Now() // the read's cost, not a time of the books
+		msg := read(c, withQueue, noticesAfter)
+		msg.took = clock.Kernel.Now().Sub(start)
 		return msg
 	}
+}
+
+func read(c *core.Client, withQueue bool, noticesAfter uint64) ledgerMsg {
+	msg := ledgerMsg{withQueue: withQueue}
+	if msg.parts, msg.err = c.Recent(0); msg.err != nil {
+		return msg
+	}
+	if msg.notices, msg.noticesUpTo, msg.err = c.Notices(noticesAfter); msg.err != nil {
+		return msg
+	}
+	if msg.avail, msg.err = c.Available(-1); msg.err != nil {
+		return msg
+	}
+	if withQueue {
+		if msg.queue, msg.err = c.Queue(); msg.err != nil {
+			return msg
+		}
+	}
+	msg.policy, msg.err = c.Policy()
+	return msg
 }
 
 // hostsMsg is one reading of the other hosts of a shared ledger.

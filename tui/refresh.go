@@ -24,9 +24,10 @@ type schedule struct {
 	sampledAt  time.Time // when the GPUs were last asked for a reading
 	loadedAt   time.Time // when the ledger was last asked for
 	nextChange time.Time // the next instant a shown booking ends or leaves the table
-	// changeHeld: a read for a change notice went out less than
-	// changeSpacing ago; changeAgain: another notice came meanwhile.
+	// changeHeld: a read for a change notice went out less than its
+	// spacing ago; changeAgain: another notice came meanwhile.
 	changeHeld, changeAgain bool
+	readTook                time.Duration // how long the last read of the ledger took
 }
 
 // due reports whether a read last made at last is due again at now, every
@@ -108,6 +109,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 		if m.sched.loadedAt.IsZero() { // Init's reading
 			m.sched.loadedAt = m.sh.Now()
 		}
+		m.sched.readTook = msg.took
 		m.data.Parts, m.data.Avail, m.data.Policy = msg.parts, msg.avail, msg.policy
 		m.data.Queue, m.data.QueueRead = msg.queue, msg.withQueue
 		if msg.noticesUpTo > m.noticesRead {
@@ -127,7 +129,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 	case ledgerChangedMsg:
 		// Under a stream of writes (a busy lab, a soak) notices come faster
 		// than re-reading helps: read at once, then at most once per
-		// changeSpacing while they keep coming.
+		// spacing while they keep coming (see changeSpacingAfter).
 		if m.sched.changeHeld {
 			m.sched.changeAgain = true
 			return waitChangeCmd(m.changes)
@@ -239,7 +241,7 @@ func (m *Model) receive(msg tea.Msg) tea.Cmd {
 }
 
 func (m *Model) spacingCmd() tea.Cmd {
-	return m.sh.After(changeSpacing, func(time.Time) tea.Msg { return changeSpacingMsg{} })
+	return m.sh.After(changeSpacingAfter(m.sched.readTook), func(time.Time) tea.Msg { return changeSpacingMsg{} })
 }
 
 // notice puts a notice on the notice line: the person's own only, and a

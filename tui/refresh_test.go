@@ -51,6 +51,38 @@ func TestChangeNoticesAreSpaced(t *testing.T) {
 	require.Equal(t, reads, w.ledger.views.Load())
 }
 
+// The spacing grows with the cost of the last read: a read that took long
+// (a ledger of many recent bookings, a loaded etcd) waits ten times as
+// long before the next a notice asks for, up to changeSpacingMax.
+func TestSlowReadsAreSpacedFurther(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	m := w.model(80, 24)
+	spacing := func(took time.Duration) time.Duration {
+		t.Helper()
+		msg := read(m.opts.Client, false, m.noticesRead)
+		require.NoError(t, msg.err)
+		msg.took = took
+		update(t, m, msg)
+		_, cmd := m.Update(changeSpacingMsg{}) // any spacing under way ends
+		run(t, m, cmd)
+		_, cmd = m.Update(ledgerChangedMsg{})
+		for _, msg := range collect(cmd) {
+			if tm, ok := msg.(timerMsg); ok {
+				if _, ok := tm.msg.(changeSpacingMsg); ok {
+					return tm.after
+				}
+			}
+		}
+		t.Fatal("a change notice's read set no spacing")
+		return 0
+	}
+	require.Equal(t, changeSpacing, spacing(3*time.Millisecond))
+	require.Equal(t, 3*time.Second, spacing(300*time.Millisecond))
+	require.Equal(t, changeSpacingMax, spacing(2*time.Second))
+	require.Equal(t, changeSpacing, spacing(time.Millisecond), "a quick read brings the spacing back")
+}
+
 func TestTickRefreshesAndCountsDown(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
