@@ -59,6 +59,47 @@ func (a Attribution) MarshalJSON() ([]byte, error) {
 // else the owner's expired booking on that GPU that the process started
 // under. Processes of one booking share its memory budget.
 func Attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribution {
+	return attribute(s, claimants(s, parts, now), now)
+}
+
+// claimants are the bookings of parts that may claim a process of s at now,
+// in order: those a process names, and its owner's that are live or that
+// ended after the owner's oldest process started. The others cannot change
+// an attribution, and a monitor's snapshot holds the bookings of a whole
+// day (AttributionWindow), which it weighs on every pass and at every
+// deadline it watches.
+func claimants(s gpu.Sample, parts []domain.Partition, now time.Time) []domain.Partition {
+	named := map[uint64]bool{}
+	owners := map[int]time.Time{} // by uid: the start of their oldest process, zero if none is known
+	for _, d := range s.Devices {
+		for _, proc := range d.Processes {
+			if proc.MPSServer {
+				continue
+			}
+			if id, err := strconv.ParseUint(proc.PartitionID, 10, 64); err == nil {
+				named[id] = true
+			}
+			if proc.UID == procfs.NA {
+				continue
+			}
+			started, oldest := procfs.StartedAt(proc.StartTime), owners[proc.UID]
+			if _, seen := owners[proc.UID]; !seen || !started.IsZero() && (oldest.IsZero() || started.Before(oldest)) {
+				owners[proc.UID] = started
+			}
+		}
+	}
+	var out []domain.Partition
+	for _, p := range parts {
+		oldest, owner := owners[p.UID]
+		if named[p.ID] || owner && (p.LiveAt(now) || !oldest.IsZero() && oldest.Before(p.End())) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// attribute is Attribute over every booking of parts.
+func attribute(s gpu.Sample, parts []domain.Partition, now time.Time) []Attribution {
 	byID := make(map[uint64]domain.Partition, len(parts))
 	for _, p := range parts {
 		byID[p.ID] = p
