@@ -59,3 +59,33 @@ func TestInventoryMemoHandsOutCopies(t *testing.T) {
 	require.Equal(t, "GPU-a", again.Devices[0].UUID)
 	require.JSONEq(t, `{"n":1}`, string(again.Topology))
 }
+
+// A memo full of other records keeps what is used: reading more records
+// than a generation holds, as a day of bookings does, leaves the decodings
+// read again meanwhile (the live bookings') in the memo, and it never holds
+// more than two generations.
+func TestMemoKeepsWhatIsUsed(t *testing.T) {
+	t.Parallel()
+	m := newMemo[uint64](clonePartition)
+	rec := func(id uint64) []byte {
+		b, err := json.Marshal(domain.Partition{ID: id, State: domain.Live})
+		require.NoError(t, err)
+		return b
+	}
+	hot := uint64(1)
+	for id := uint64(1); id < 4*memoSize; id++ { // the last use, then a generation's worth of others
+		_, err := m.decode(id, rec(id))
+		require.NoError(t, err)
+		if id%(memoSize/2) == 0 && id <= 3*memoSize {
+			_, err := m.decode(hot, rec(hot)) // an admission between reads
+			require.NoError(t, err)
+		}
+	}
+	_, inKept := m.kept[hot]
+	_, inOlder := m.older[hot]
+	require.True(t, inKept || inOlder, "a decoding used all along was let go")
+	require.LessOrEqual(t, len(m.kept)+len(m.older), 2*memoSize)
+	_, cold := m.kept[2]
+	_, coldOlder := m.older[2]
+	require.False(t, cold || coldOlder, "a decoding used once, two generations ago, is still kept")
+}
