@@ -17,16 +17,23 @@ import (
 const (
 	DefaultMaxConns  = 4096 // connections open at once, all users
 	DefaultMaxPerUID = 512  // connections one user holds open (waiters included)
-	DefaultMaxActive = 4    // one user's requests under way at once (waits excluded: they hold no lock)
-	// DefaultRate is one user's requests served a second, after a burst
-	// of DefaultBurst: far above what a person or a script of bookings
-	// asks (a shell loop of creates makes about 12 a second), and a
-	// quarter of what a member's flood made the keeper serve, which took
-	// a processor from everyone else's requests (200 a second protected
-	// another member's create no better, BENCHMARKS.md). A request over
-	// the rate waits for its turn; it is not refused.
-	DefaultRate  = 500
-	DefaultBurst = 1000
+	// DefaultMaxActive is one user's requests under way at once (waits
+	// excluded: they hold no lock). One: each takes a millisecond or two,
+	// and then another user's create waits behind at most one of a
+	// member's writes, not a batch of them (4 made a flood of creates
+	// slow it 5.6×, 1 made it 3×; BENCHMARKS.md).
+	DefaultMaxActive = 1
+	// DefaultRate is one user's requests served a second, of each kind
+	// (see kind), after a burst of DefaultBurst: far above what a person
+	// or a script of bookings asks (a shell loop of creates makes about
+	// 12 a second; 500 jobs started at once by one user to wait in line
+	// have all joined it in about 3 s), and low enough that a member's
+	// flood of creates keeps the ledger's writer a fifth of the time, not
+	// all of it (another member's create was 2.3–3.3× slower under the
+	// flood at 500 a second, 1.4–2.5× at 100; BENCHMARKS.md). A request
+	// over the rate waits for its turn; it is not refused.
+	DefaultRate  = 100
+	DefaultBurst = 200
 	// maxPace is the longest a request waits for its user's rate; one
 	// that would wait longer is told the keeper is busy.
 	maxPace = 5 * time.Second
@@ -40,15 +47,35 @@ type limits struct {
 
 	mu    sync.Mutex
 	total int
-	conns map[int]int           // by uid
-	turns map[int]chan struct{} // by uid: a semaphore of maxActive
-	paces map[int]*bucket       // by uid
+	conns map[int]int        // by uid
+	turns map[int]*queue     // by uid, while any of theirs is under way
+	paces map[int]*[2]bucket // by uid, then kind
+}
+
+// kind is what a request does to the books, for its turn: a request that
+// frees room (a release, a cancel) goes before its user's others, so that
+// a user's own creates never hold back the releases of what they booked.
+// Each kind has a rate of its own, so the one cannot starve the other of
+// pace either.
+type kind int
+
+const (
+	takes kind = iota
+	frees
+)
+
+// queue is one user's requests under way and waiting for a turn.
+type queue struct {
+	active  int
+	waiting [2][]chan struct{} // by kind
+	pending int                // requests waiting for their pace or turn
+	taking  int                // of which take and are not waits
 }
 
 func (s *Server) limits() *limits {
 	s.once.Do(func() {
 		l := &limits{maxConns: s.MaxConns, maxPerUID: s.MaxPerUID, maxActive: s.MaxActive, rate: s.Rate, burst: DefaultBurst,
-			conns: map[int]int{}, turns: map[int]chan struct{}{}, paces: map[int]*bucket{}, names: &s.names}
+			conns: map[int]int{}, turns: map[int]*queue{}, paces: map[int]*[2]bucket{}, names: &s.names}
 		if l.maxConns <= 0 {
 			l.maxConns = DefaultMaxConns
 		}
@@ -113,45 +140,108 @@ func (l *limits) join(uid int) (leave func(), err error) {
 	}, nil
 }
 
-// turn waits for uid's next request to be due at its rate and, with
-// active, until uid may have one more request under way; done ends it.
-// Root waits for neither. A request whose time by the rate is more than
-// maxPace away is refused instead, as busy.
-func (l *limits) turn(uid int, active bool) (done func(), err error) {
+// turn waits for uid's next request of kind k to be due at its rate and,
+// with active, until uid may have one more request under way; done ends
+// it. Root waits for neither. A request is refused instead, as busy, when
+// its time by the rate is more than maxPace away, or when it takes, is not
+// a wait, and half of uid's connections already wait so: the other half
+// stay free for their releases, however many creates they sent.
+func (l *limits) turn(uid int, active bool, k kind) (done func(), err error) {
 	if uid == 0 {
 		return func() {}, nil
 	}
 	l.mu.Lock()
-	t, ok := l.turns[uid]
+	q, ok := l.turns[uid]
 	if !ok {
-		t = make(chan struct{}, l.maxActive)
-		l.turns[uid] = t
+		q = &queue{}
+		l.turns[uid] = q
 	}
-	var wait time.Duration
-	if l.rate > 0 {
-		b, ok := l.paces[uid]
-		if !ok {
-			if len(l.paces) >= maxNames {
-				l.paces = map[int]*bucket{} // a full bucket each: as before
-			}
-			b = &bucket{tokens: l.burst}
-			l.paces[uid] = b
-		}
-		var over bool
-		if wait, over = b.take(clock.Kernel.Now(), l.rate, l.burst, maxPace); over { // pacing, not a time of the books
-			l.mu.Unlock()
-			return nil, errBusy("%s sends more than %g requests a second", l.names.of(uid), l.rate)
-		}
+	taking := k == takes && active // a wait holds its connection whatever this says
+	if taking && q.taking >= l.maxPerUID/2 {
+		l.forget(uid, q)
+		l.mu.Unlock()
+		return nil, errBusy("%s has %d requests waiting for it", l.names.of(uid), q.taking)
 	}
+	q.count(taking, 1)
 	l.mu.Unlock()
+
+	err = l.pace(uid, k)
+	l.mu.Lock()
+	if err != nil || !active {
+		q.count(taking, -1)
+		l.forget(uid, q)
+		l.mu.Unlock()
+		return func() {}, err
+	}
+	if q.active < l.maxActive {
+		q.active++
+		q.count(taking, -1)
+		l.mu.Unlock()
+	} else {
+		ready := make(chan struct{})
+		q.waiting[k] = append(q.waiting[k], ready)
+		l.mu.Unlock()
+		<-ready // its turn, handed over by next
+	}
+	return func() { l.next(uid, q) }, nil
+}
+
+// next ends a turn of uid's: it goes to the first request waiting that
+// frees, else the first that takes.
+func (l *limits) next(uid int, q *queue) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []kind{frees, takes} {
+		if w := q.waiting[k]; len(w) > 0 {
+			close(w[0])
+			q.waiting[k] = w[1:]
+			q.count(k == takes, -1)
+			return
+		}
+	}
+	q.active--
+	l.forget(uid, q)
+}
+
+// count counts n more of q's requests waiting, taking or not.
+func (q *queue) count(taking bool, n int) {
+	q.pending += n
+	if taking {
+		q.taking += n
+	}
+}
+
+// forget lets go of uid's queue q once it has no request under way or
+// waiting. l.mu is held.
+func (l *limits) forget(uid int, q *queue) {
+	if q.active == 0 && q.pending == 0 {
+		delete(l.turns, uid)
+	}
+}
+
+// pace waits for uid's next request of kind k to be due at its rate.
+func (l *limits) pace(uid int, k kind) error {
+	if l.rate <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	b, ok := l.paces[uid]
+	if !ok {
+		if len(l.paces) >= maxNames {
+			l.paces = map[int]*[2]bucket{} // a full bucket each: as before
+		}
+		b = &[2]bucket{{tokens: l.burst}, {tokens: l.burst}}
+		l.paces[uid] = b
+	}
+	wait, over := b[k].take(clock.Kernel.Now(), l.rate, l.burst, maxPace) // pacing, not a time of the books
+	l.mu.Unlock()
+	if over {
+		return errBusy("%s sends more than %g requests a second", l.names.of(uid), l.rate)
+	}
 	if wait > 0 {
 		<-clock.Kernel.After(wait)
 	}
-	if !active {
-		return func() {}, nil
-	}
-	t <- struct{}{}
-	return func() { <-t }, nil
+	return nil
 }
 
 // bucket paces one user's requests: a token bucket of burst tokens,

@@ -107,20 +107,126 @@ func TestBucketPacesInOrder(t *testing.T) {
 func TestAMembersRateIsTheirsAlone(t *testing.T) {
 	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
 	l.burst = 1
-	done, err := l.turn(65534, true)
+	done, err := l.turn(65534, true, takes)
 	require.NoError(t, err)
 	done()
-	_, err = l.turn(65534, true)
+	_, err = l.turn(65534, true, takes)
 	require.ErrorIs(t, err, storage.ErrBusy)
 	require.ErrorContains(t, err, "sends more than 0.01 requests a second")
-	done, err = l.turn(1, true)
+	done, err = l.turn(1, true, takes)
 	require.NoError(t, err, "another member's turn is their own")
 	done()
-	_, err = l.turn(65534, false)
+	_, err = l.turn(65534, false, takes)
 	require.ErrorIs(t, err, storage.ErrBusy, "a wait joins the line at the rate too")
 	for range 3 {
-		done, err = l.turn(0, true)
+		done, err = l.turn(0, true, takes)
 		require.NoError(t, err, "root is not paced")
 		done()
 	}
+}
+
+// A user's requests under way are bounded, and the next turn goes to one
+// that frees room before any that takes, whatever the order they came:
+// a member's own creates never hold back the releases of what they
+// booked (with 4 turns and none first, a flood of creates and releases
+// left 1,000 bookings live, and every create weighed them all).
+func TestReleasesGoFirst(t *testing.T) {
+	l := (&Server{MaxActive: 1, Rate: -1}).limits()
+	const uid = 65534
+	first, err := l.turn(uid, true, takes)
+	require.NoError(t, err)
+	order := make(chan string, 3)
+	var wg sync.WaitGroup
+	queue := func(what string, k kind) {
+		wg.Go(func() {
+			done, err := l.turn(uid, true, k)
+			require.NoError(t, err)
+			order <- what
+			done()
+		})
+		require.Eventually(t, func() bool { // queued before the next
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return len(l.turns[uid].waiting[k]) > 0
+		}, 5*time.Second, time.Millisecond)
+	}
+	queue("create", takes)
+	queue("another create", takes)
+	queue("release", frees)
+	select {
+	case what := <-order:
+		t.Fatalf("%s went while the turn was held", what)
+	default:
+	}
+	other, err := l.turn(1, true, takes)
+	require.NoError(t, err, "another member's turns are their own")
+	other()
+	first()
+	wg.Wait()
+	close(order)
+	var got []string
+	for what := range order {
+		got = append(got, what)
+	}
+	require.Equal(t, []string{"release", "create", "another create"}, got)
+	require.Empty(t, l.turns, "a user with nothing under way is forgotten")
+}
+
+// Half of a user's connections at most wait for a turn to take: then a
+// create is told the keeper is busy, and a release or a wait in line is
+// still taken, so that a member whose creates fill the keeper can still
+// give back what they booked.
+func TestCreatesLeaveRoomForReleases(t *testing.T) {
+	l := (&Server{MaxActive: 1, MaxPerUID: 4, Rate: -1}).limits()
+	const uid = 65534
+	held, err := l.turn(uid, true, takes)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			done, err := l.turn(uid, true, takes)
+			require.NoError(t, err)
+			done()
+		})
+	}
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.turns[uid].taking == 2
+	}, 5*time.Second, time.Millisecond)
+	_, err = l.turn(uid, true, takes)
+	require.ErrorIs(t, err, storage.ErrBusy)
+	require.ErrorContains(t, err, "nobody has 2 requests waiting for it")
+	wait, err := l.turn(uid, false, takes)
+	require.NoError(t, err, "a wait holds no turn")
+	wait()
+	released := make(chan struct{})
+	wg.Go(func() {
+		done, err := l.turn(uid, true, frees)
+		require.NoError(t, err)
+		close(released)
+		done()
+	})
+	held()
+	<-released
+	wg.Wait()
+	require.Empty(t, l.turns)
+}
+
+// Each kind has a pace of its own: a user who spent their creates' rate
+// still releases at once.
+func TestReleasesHaveTheirOwnPace(t *testing.T) {
+	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
+	l.burst = 1
+	done, err := l.turn(65534, true, takes)
+	require.NoError(t, err)
+	done()
+	_, err = l.turn(65534, true, takes)
+	require.ErrorIs(t, err, storage.ErrBusy)
+	done, err = l.turn(65534, true, frees)
+	require.NoError(t, err, "a release is paced apart")
+	done()
+	_, err = l.turn(65534, true, frees)
+	require.ErrorIs(t, err, storage.ErrBusy, "and paced all the same")
+	require.Empty(t, l.turns)
 }

@@ -150,7 +150,7 @@ func (s *Server) handle(conn *net.UnixConn, peer Peer, peerErr error) {
 	}
 	// A wait takes its place in line at the rate too (joining is a
 	// write), but no turn: it then holds no lock.
-	done, err := s.limits().turn(peer.UID, !waits(req))
+	done, err := s.limits().turn(peer.UID, !waits(req), kindOf(req))
 	if err != nil {
 		_ = WriteFrame(conn, errorReply(err))
 		return
@@ -161,6 +161,14 @@ func (s *Server) handle(conn *net.UnixConn, peer Peer, peerErr error) {
 		return
 	}
 	_ = WriteFrame(conn, s.do(conn, peer, req))
+}
+
+// kindOf says whether req frees room, for its turn.
+func kindOf(req Request) kind {
+	if req.Op == OpRelease || req.Op == OpCancel {
+		return frees
+	}
+	return takes
 }
 
 // waits says whether req waits in line, holding no lock while it does:
