@@ -71,6 +71,17 @@ type Presence interface {
 	WatchPresence(ctx context.Context) <-chan Published
 }
 
+// HistoryKeeper is an engine that keeps the ledger's old versions (etcd
+// does, until compacted): its reads of a bucket walk every key deleted
+// from it since, so a busy ledger's reads slow down until it forgets them.
+type HistoryKeeper interface {
+	// ForgetHistory lets the engine drop the versions it has kept for
+	// longer than keep, by the caller's clock now. It is called again and
+	// again (a monitor's every few seconds), and remembers which version
+	// was current when.
+	ForgetHistory(ctx context.Context, now time.Time, keep time.Duration) error
+}
+
 // Published is one host's status as it was published.
 type Published struct {
 	Host   string

@@ -20,6 +20,10 @@ import (
 const (
 	presenceEvery = 2 * time.Second
 	presenceTTL   = 6 * time.Second
+	// historyKept is how long the ledger's old versions stay in etcd (see
+	// storage.HistoryKeeper): far longer than any of chronos's own
+	// operations reads them (seconds).
+	historyKept = 10 * time.Minute
 )
 
 // publisher publishes this host's status for the other hosts and measures
@@ -32,6 +36,8 @@ type publisher struct {
 	// per spell of failures.
 	errs    chan error
 	failing bool
+	// forgetting says the last try to compact etcd's history failed.
+	forgetting bool
 
 	ttl     time.Duration // how long a status lasts after its publication
 	started time.Time     // when the monitor began, by this host's clock
@@ -152,6 +158,7 @@ func (p *publisher) run(ctx context.Context) {
 			}
 		case <-tick.C():
 			p.publish(last)
+			p.forgetHistory()
 		case u, ok := <-updates:
 			if !ok {
 				updates = nil
@@ -219,4 +226,21 @@ func (p *publisher) publish(s gpu.Sample) {
 		}
 	}
 	p.failing = err != nil
+}
+
+// forgetHistory lets etcd forget the ledger's versions older than
+// historyKept; a failure is reported once per spell of failures.
+func (p *publisher) forgetHistory() {
+	hk, ok := p.c.Ledger().(storage.HistoryKeeper)
+	if !ok {
+		return
+	}
+	err := hk.ForgetHistory(p.c.Context(), p.c.Now(), historyKept)
+	if err != nil && !p.forgetting && p.c.Context().Err() == nil {
+		select {
+		case p.errs <- fmt.Errorf("compact etcd's history of the ledger: %w", err):
+		default:
+		}
+	}
+	p.forgetting = err != nil
 }

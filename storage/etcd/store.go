@@ -89,6 +89,11 @@ type Store struct {
 	// beforeCommit, when set (by tests), runs between a transaction's
 	// reads and its commit.
 	beforeCommit func()
+
+	hist struct { // what ForgetHistory remembers
+		sync.Mutex
+		history
+	}
 }
 
 var quietGRPC sync.Once
@@ -122,7 +127,9 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
 	life, end := context.WithCancel(context.Background())
-	return &Store{cli: cli, cfg: cfg, life: life, end: end}, nil
+	s := &Store{cli: cli, cfg: cfg, life: life, end: end}
+	s.hist.floor = historyFloor
+	return s, nil
 }
 
 // Close ends the connection; statuses this store published lapse a TTL
@@ -416,14 +423,19 @@ func (s *Store) Changes(ctx context.Context, poll time.Duration) <-chan struct{}
 	go func() {
 		defer close(out)
 		broke := false
+		var compacted int64 // history before it is gone (see ForgetHistory)
 		for ctx.Err() == nil {
 			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 			opts := []clientv3.OpOption{clientv3.WithCreatedNotify()}
 			if v := s.version.Load(); v > 0 {
-				opts = append(opts, clientv3.WithRev(v+1))
+				// From the revision after the last seen, or from the
+				// oldest etcd still has: a ledger unchanged for longer
+				// than history is kept has its last change compacted.
+				opts = append(opts, clientv3.WithRev(max(v+1, compacted)))
 			}
 			for wr := range s.cli.Watch(wctx, s.versionKey(), opts...) {
 				if wr.Err() != nil {
+					compacted = max(compacted, wr.CompactRevision)
 					break
 				}
 				if wr.Created && broke {
