@@ -60,7 +60,8 @@ func (m *Monitor) keep(parts []domain.Partition, now time.Time, lead time.Durati
 	present, err := m.pr.Present(m.c.Context())
 	if err != nil || !m.pub.current(present, now) {
 		// This host's own bookings go on; the others wait for an answer,
-		// or for this host's clock to be measured again.
+		// or for this host's clock to be measured again (statuses that
+		// arrived during the round trip may have put it in doubt).
 		return k
 	}
 	for _, p := range others {

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -318,4 +319,36 @@ func TestClockStanding(t *testing.T) {
 			require.Contains(t, st.String(), tc.summary)
 		})
 	}
+}
+
+// The statuses that make every other host current may arrive between a
+// pass reading its clock's standing and asking whether the others are
+// current (the presence read is a round trip): they must not make a clock
+// stepped ahead look current and trusted.
+func TestStepMeasuredDuringThePresenceRead(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewFakeClock()
+	bclk := &steppedClock{Clock: clk}
+	me := proc.CurrentIdentity()
+	c := core.NewClient(core.Options{Ledger: storetest.Bolt(t)(), As: &me, Host: "gpuB", Clock: bclk})
+	p := &publisher{c: c, offsets: map[string][]time.Duration{}, seen: map[string]time.Time{}}
+	status := func(host string) storage.Published {
+		data, err := json.Marshal(core.HostStatus{Host: host, Time: clk.Now()})
+		require.NoError(t, err)
+		return storage.Published{Host: host, Status: data}
+	}
+	present := map[string][]byte{"gpuA": nil, "gpuC": nil}
+	p.observe(status("gpuA"))
+	p.observe(status("gpuC"))
+	require.True(t, p.current(present, bclk.Now()))
+	require.False(t, p.standing().InDoubt())
+
+	bclk.Step(90 * time.Second)
+	now := bclk.Now()         // the pass's time
+	before := p.standing()    // what the pass read before the presence
+	p.observe(status("gpuA")) // delivered during the round trip
+	p.observe(status("gpuC"))
+	require.False(t, before.InDoubt())
+	require.False(t, p.current(present, now), "a clock found 90 s ahead is not current")
+	require.True(t, p.standing().InDoubt())
 }

@@ -72,6 +72,10 @@ func (p *publisher) standing() core.ClockStanding {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.standingLocked()
+}
+
+func (p *publisher) standingLocked() core.ClockStanding {
 	others := make([]time.Duration, 0, len(p.offsets))
 	for _, rs := range p.offsets {
 		others = append(others, slices.Max(rs))
@@ -95,13 +99,18 @@ const staleAfter = presenceEvery + core.SkewBound
 // etcd) has had a status measured lately by this host's clock. A clock
 // stepped since the last statuses arrived makes them look old (stepped
 // ahead) or yet to come (back) before the next shows the step: until then,
-// this host's standing says nothing.
+// this host's standing says nothing. A clock in doubt by what has been
+// measured so far is not current either: the statuses that make the others
+// current may have arrived since the caller last asked for the standing.
 func (p *publisher) current(present map[string][]byte, now time.Time) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.standingLocked().InDoubt() {
+		return false
+	}
 	for h := range present {
 		if h == p.c.Host() {
 			continue

@@ -8,11 +8,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -222,6 +224,9 @@ func startOnce(bin, dir string, n int, secure *tlsServer) (*Cluster, error) {
 	return c, nil
 }
 
+// freePorts picks n ports free now. They lie below the kernel's range of
+// ephemeral ports where it can: a member restarted on its port (Restart)
+// would otherwise find it taken by some test's outgoing connection.
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
@@ -230,15 +235,42 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo, hi := fixedPorts()
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if hi > lo && tries < 100*n {
+			addr = fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, err
+			if addr == "127.0.0.1:0" {
+				return nil, err
+			}
+			continue // taken: pick another
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// fixedPorts is the range [lo, hi) the kernel never hands out to an
+// outgoing connection: from 10000 to the start of its ephemeral range, or
+// none if that range cannot be read or leaves too little room.
+func fixedPorts() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil || first < 11000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 func (m *Member) start() error {
