@@ -105,15 +105,9 @@ func TestBucketPacesInOrder(t *testing.T) {
 // once the wait would be too long; root is never paced, and another
 // member keeps their own rate.
 func TestAMembersRateIsTheirsAlone(t *testing.T) {
-	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
-	l.burst = 1
-	done, err := l.turn(65534, true, takes)
-	require.NoError(t, err)
-	done()
-	_, err = l.turn(65534, true, takes)
-	require.ErrorIs(t, err, storage.ErrBusy)
+	l, err := spentCreates(t)
 	require.ErrorContains(t, err, "sends more than 0.01 requests a second")
-	done, err = l.turn(1, true, takes)
+	done, err := l.turn(1, true, takes)
 	require.NoError(t, err, "another member's turn is their own")
 	done()
 	_, err = l.turn(65534, false, takes)
@@ -216,17 +210,25 @@ func TestCreatesLeaveRoomForReleases(t *testing.T) {
 // Each kind has a pace of its own: a user who spent their creates' rate
 // still releases at once.
 func TestReleasesHaveTheirOwnPace(t *testing.T) {
-	l := (&Server{Rate: 0.01}).limits() // one request in 100 s
+	l, _ := spentCreates(t)
+	done, err := l.turn(65534, true, frees)
+	require.NoError(t, err, "a release is paced apart")
+	done()
+	_, err = l.turn(65534, true, frees)
+	require.ErrorIs(t, err, storage.ErrBusy, "and paced all the same")
+	require.Empty(t, l.turns)
+}
+
+// spentCreates is a keeper's limits at one request in 100 s once member
+// 65534 has made their one create: it returns the refusal of their next.
+func spentCreates(t *testing.T) (*limits, error) {
+	t.Helper()
+	l := (&Server{Rate: 0.01}).limits()
 	l.burst = 1
 	done, err := l.turn(65534, true, takes)
 	require.NoError(t, err)
 	done()
 	_, err = l.turn(65534, true, takes)
 	require.ErrorIs(t, err, storage.ErrBusy)
-	done, err = l.turn(65534, true, frees)
-	require.NoError(t, err, "a release is paced apart")
-	done()
-	_, err = l.turn(65534, true, frees)
-	require.ErrorIs(t, err, storage.ErrBusy, "and paced all the same")
-	require.Empty(t, l.turns)
+	return l, err
 }

@@ -14,11 +14,11 @@ import (
 // etcd keeps every version of every key until it is compacted, and a
 // read of a bucket's prefix walks the keys deleted from it since: after
 // 10,000 bookings made and released, reading the live bucket (as every
-// transaction does) took 1.59 ms instead of 0.44; compacted, 0.41 again. Chronos reads no version older than its own operations
-// (seconds), so the monitors compact what is older than they keep (see
-// ForgetHistory), whether or not etcd was started with
-// --auto-compaction-*: an etcd that never compacts also fills its space
-// quota, and then refuses every write.
+// transaction does) took 1.59 ms instead of 0.44; compacted, 0.41 again.
+// Chronos reads no version older than its own operations (seconds), so
+// the monitors compact what is older than they keep (see ForgetHistory),
+// whether or not etcd was started with --auto-compaction-*: an etcd that
+// never compacts also fills its space quota, and then refuses every write.
 
 // historyFloor is the least a revision is kept by the kernel's clock,
 // whatever the caller's clock says: a test's fake clock runs ahead of
