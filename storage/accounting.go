@@ -121,7 +121,7 @@ func (tx *Tx) DropGPUMinutes(cutoff time.Time) error {
 		return err
 	}
 	end := unixSeconds(cutoff)
-	return deleteWhere(tx, raw, BucketSamples, nil, DropMax, func(k, _ []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketSamples, nil, IDKey(end), DropMax, func(k, _ []byte) (bool, bool) {
 		old := len(k) < 8 || binary.BigEndian.Uint64(k) < end
 		return old, old
 	})

@@ -54,7 +54,7 @@ func (tx *Tx) DropClaims(cutoff time.Time) error {
 	if err != nil {
 		return err
 	}
-	return deleteWhere(tx, raw, BucketClaims, nil, DropMax, func(_, v []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketClaims, nil, nil, DropMax, func(_, v []byte) (bool, bool) {
 		var c domain.Claim
 		return Decode(v, &c) != nil || c.At.Before(cutoff), true
 	})

@@ -155,7 +155,8 @@ func (tx *Tx) AddHeld(uid int, h domain.Held) error {
 func (tx *Tx) HeldSince(uid int, since time.Time) ([]domain.Held, error) {
 	var out []domain.Held
 	prefix := heldKey(uid, time.Unix(0, 0), 0)[:8]
-	err := tx.scan(BucketHeld, heldKey(uid, since, 0), false, func(k, v []byte) (bool, error) {
+	next := IDKey(uint64(uid) + 1) // the next user's, where uid's end
+	err := tx.scanTo(BucketHeld, heldKey(uid, since, 0), next, func(k, v []byte) (bool, error) {
 		if len(k) != 24 || string(k[:8]) != string(prefix) {
 			return false, nil
 		}
@@ -208,7 +209,7 @@ func (tx *Tx) DropHeld(uid int, cutoff time.Time) error {
 		return err
 	}
 	end := heldKey(uid, cutoff, 0)
-	return deleteWhere(tx, raw, BucketHeld, heldKey(uid, time.Unix(0, 0), 0), HeldDropMax, func(k, _ []byte) (bool, bool) {
+	return deleteWhere(tx, raw, BucketHeld, heldKey(uid, time.Unix(0, 0), 0), end, HeldDropMax, func(k, _ []byte) (bool, bool) {
 		old := len(k) == 24 && string(k) < string(end)
 		return old, old
 	})

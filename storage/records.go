@@ -81,6 +81,14 @@ func (tx *Tx) scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool
 	return tx.raw.Scan(bucket, from, reverse, fn)
 }
 
+// scanTo is scan, ascending, of the keys below to.
+func (tx *Tx) scanTo(bucket, from, to []byte, fn func(k, v []byte) (bool, error)) error {
+	if tx.raw == nil {
+		return nil
+	}
+	return ScanTo(tx.raw, bucket, from, to, fn)
+}
+
 func (tx *Tx) get(bucket, k []byte) ([]byte, error) {
 	if tx.raw == nil {
 		return nil, nil
@@ -342,15 +350,21 @@ func Decode(data []byte, into any) error {
 // order from the first key >= from (nil: the first) until it says no more
 // or most are picked; keys are collected first, since a scan may not
 // delete as it goes.
-func deleteWhere(tx *Tx, raw RawTx, bucket, from []byte, most int, drop func(k, v []byte) (del, more bool)) error {
+func deleteWhere(tx *Tx, raw RawTx, bucket, from, to []byte, most int, drop func(k, v []byte) (del, more bool)) error {
 	var old [][]byte
-	err := tx.scan(bucket, from, false, func(k, v []byte) (bool, error) {
+	visit := func(k, v []byte) (bool, error) {
 		del, more := drop(k, v)
 		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
 		return more && len(old) < most, nil
-	})
+	}
+	var err error
+	if to != nil {
+		err = tx.scanTo(bucket, from, to, visit)
+	} else {
+		err = tx.scan(bucket, from, false, visit)
+	}
 	for _, k := range old {
 		if err == nil {
 			err = raw.Delete(bucket, k)

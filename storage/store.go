@@ -111,6 +111,28 @@ type RawTx interface {
 	Writable() bool
 }
 
+// RangeScanner is an engine that scans up to a bound: one whose scan
+// otherwise costs what the rest of the bucket holds (etcd 3.4 walks every
+// key of a range, whatever its limit).
+type RangeScanner interface {
+	// ScanTo is Scan, ascending, of the keys below to.
+	ScanTo(bucket, from, to []byte, fn func(k, v []byte) (more bool, err error)) error
+}
+
+// ScanTo visits raw's keys of bucket in [from, to) in order until fn says
+// stop.
+func ScanTo(raw RawTx, bucket, from, to []byte, fn func(k, v []byte) (more bool, err error)) error {
+	if rs, ok := raw.(RangeScanner); ok {
+		return rs.ScanTo(bucket, from, to, fn)
+	}
+	return raw.Scan(bucket, from, false, func(k, v []byte) (bool, error) {
+		if string(k) >= string(to) {
+			return false, nil
+		}
+		return fn(k, v)
+	})
+}
+
 // ManyGetter is an engine that reads many keys in one go (a server's, where
 // each read is a round trip); records read through it where they read
 // many keys at once.
