@@ -339,3 +339,58 @@ func TestUpdatesAreSerializable(t *testing.T) {
 		}))
 	})
 }
+
+// A numbered bucket full to its sequence (an engine may read it in windows
+// of numbers; every window's edge holds a key), with keys that are not
+// numbers among them: every scan, from anywhere, either way, up to a
+// bound or not, visits what the model says, in order.
+func TestNumberedBucketScans(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, open storetest.Opener) {
+		s := open()
+		b := buckets[0]
+		m := newModel()
+		m.data[string(b)] = map[string][]byte{}
+		const top = 1500
+		put := func(keys ...[]byte) func(tx *storage.Tx) error {
+			return func(tx *storage.Tx) error {
+				for _, k := range keys {
+					v := []byte(fmt.Sprintf("v%x", k))
+					require.NoError(t, tx.Raw().Put(b, k, v))
+					m.data[string(b)][string(k)] = v
+				}
+				return nil
+			}
+		}
+		require.NoError(t, s.Update(context.Background(), put([]byte{0x00}, []byte{'a'}, storage.IDKey(0), storage.IDKey(top+7),
+			append(storage.IDKey(64), 'x'), append(storage.IDKey(320), 0x00))))
+		for range top / 100 { // an etcd transaction holds 128 operations at most
+			require.NoError(t, s.Update(context.Background(), func(tx *storage.Tx) error {
+				var keys [][]byte
+				for range 100 {
+					n, err := tx.Raw().NextSequence(b)
+					require.NoError(t, err)
+					keys = append(keys, storage.IDKey(n))
+				}
+				return put(keys...)(tx)
+			}))
+		}
+		require.NoError(t, s.View(context.Background(), func(tx *storage.Tx) error {
+			raw := tx.Raw()
+			for _, from := range [][]byte{nil, {0x00}, storage.IDKey(1), storage.IDKey(63), storage.IDKey(64), append(storage.IDKey(64), 'x'), storage.IDKey(700), storage.IDKey(top), storage.IDKey(top + 100), {'a'}} {
+				for _, reverse := range []bool{false, true} {
+					requireScan(t, m.scan(b, from, reverse), scanAll(t, raw, b, from, reverse, 0), fmt.Sprintf("scan from %x reverse %v", from, reverse))
+				}
+				to := storage.IDKey(1000)
+				want := slices.DeleteFunc(m.scan(b, from, false), func(kv [2][]byte) bool { return string(kv[0]) >= string(to) })
+				got := [][2][]byte{}
+				require.NoError(t, storage.ScanTo(raw, b, from, to, func(k, v []byte) (bool, error) {
+					got = append(got, [2][]byte{slices.Clone(k), slices.Clone(v)})
+					return true, nil
+				}))
+				requireScan(t, want, got, fmt.Sprintf("scan from %x to %x", from, to))
+			}
+			return nil
+		}))
+	})
+}
