@@ -105,6 +105,17 @@ func TestLedgerOutOfReach(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): nobody may not use "+db+" (a shared ledger of a group you are not in?)\n", r.stderr)
 
+	// A directory anyone may read, with no ledger in it yet: nobody is shut
+	// out of anything, root has yet to set it up.
+	unset := filepath.Join(filepath.Dir(elsewhere), "unset")
+	require.NoError(t, os.Mkdir(unset, 0o755))
+	db = filepath.Join(unset, "chronos.db")
+	r = asNobody(t, bin, db, "create", "0", "0.1", "1h")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "chronos: cannot use the ledger "+db+" ($CHRONOS_DB): there is no ledger there yet, and nobody may not make one in "+unset+
+		": ask root to set it up (sudo chronos init --shared --group GROUP), or keep one of your own with --db FILE\n", r.stderr)
+	require.NoFileExists(t, db)
+
 	// A group's shared ledger names the group, and how to be let in.
 	shared := filepath.Join(filepath.Dir(elsewhere), "lab") // in a directory anyone may enter
 	require.NoError(t, os.Mkdir(shared, 0o770))

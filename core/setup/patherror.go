@@ -66,6 +66,12 @@ func (e LedgerPathError) Error() string {
 	case errors.Is(e.Err, fs.ErrPermission):
 		me := proc.CurrentIdentity().User
 		why = fmt.Sprintf("%s may not use %s (a shared ledger of a group you are not in?)", me, e.Err.Path)
+		if _, err := os.Stat(e.Path); errors.Is(err, fs.ErrNotExist) {
+			// A directory set aside (by a package, or by hand) with no
+			// ledger in it yet: nobody is shut out of anything.
+			why = fmt.Sprintf("there is no ledger there yet, and %s may not make one in %s: ask root to set it up (sudo chronos init --shared --group GROUP), or keep one of your own with --db FILE",
+				me, filepath.Dir(e.Path))
+		}
 		if group, ok := groupShutOut(e.Err.Path, e.Path); ok {
 			why = fmt.Sprintf("%s is shared with the group %s, and %s is not in it: ask root to add you (sudo usermod -aG %s %s), then log in again",
 				e.Err.Path, group, me, group, me)
