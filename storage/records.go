@@ -81,7 +81,7 @@ func (tx *Tx) scan(bucket, from []byte, reverse bool, fn func(k, v []byte) (bool
 	return tx.raw.Scan(bucket, from, reverse, fn)
 }
 
-// scanTo is scan, ascending, of the keys below to.
+// scanTo is scan, ascending, of the keys below to (nil: all).
 func (tx *Tx) scanTo(bucket, from, to []byte, fn func(k, v []byte) (bool, error)) error {
 	if tx.raw == nil {
 		return nil
@@ -347,24 +347,18 @@ func Decode(data []byte, into any) error {
 }
 
 // deleteWhere deletes the keys of bucket that drop picks, scanning in key
-// order from the first key >= from (nil: the first) until it says no more
-// or most are picked; keys are collected first, since a scan may not
-// delete as it goes.
+// order from the first key >= from (nil: the first), below to (nil: to the
+// end), until it says no more or most are picked; keys are collected
+// first, since a scan may not delete as it goes.
 func deleteWhere(tx *Tx, raw RawTx, bucket, from, to []byte, most int, drop func(k, v []byte) (del, more bool)) error {
 	var old [][]byte
-	visit := func(k, v []byte) (bool, error) {
+	err := tx.scanTo(bucket, from, to, func(k, v []byte) (bool, error) {
 		del, more := drop(k, v)
 		if del {
 			old = append(old, append([]byte(nil), k...))
 		}
 		return more && len(old) < most, nil
-	}
-	var err error
-	if to != nil {
-		err = tx.scanTo(bucket, from, to, visit)
-	} else {
-		err = tx.scan(bucket, from, false, visit)
-	}
+	})
 	for _, k := range old {
 		if err == nil {
 			err = raw.Delete(bucket, k)

@@ -115,18 +115,18 @@ type RawTx interface {
 // otherwise costs what the rest of the bucket holds (etcd 3.4 walks every
 // key of a range, whatever its limit).
 type RangeScanner interface {
-	// ScanTo is Scan, ascending, of the keys below to.
+	// ScanTo is Scan, ascending, of the keys below to (nil: all).
 	ScanTo(bucket, from, to []byte, fn func(k, v []byte) (more bool, err error)) error
 }
 
 // ScanTo visits raw's keys of bucket in [from, to) in order until fn says
-// stop.
+// stop; a nil to is the bucket's end.
 func ScanTo(raw RawTx, bucket, from, to []byte, fn func(k, v []byte) (more bool, err error)) error {
 	if rs, ok := raw.(RangeScanner); ok {
 		return rs.ScanTo(bucket, from, to, fn)
 	}
 	return raw.Scan(bucket, from, false, func(k, v []byte) (bool, error) {
-		if string(k) >= string(to) {
+		if to != nil && string(k) >= string(to) {
 			return false, nil
 		}
 		return fn(k, v)
