@@ -83,6 +83,7 @@ type Store struct {
 	leases  leaseHolder  // for hosts' statuses
 	turns   leaseHolder  // for this process's places in the writers' line (turn.go)
 	places  atomic.Int64 // names this process's places
+	pin     leaderPin    // the leader's connection, for updates (leader.go)
 	life    context.Context
 	end     context.CancelFunc // at Close: places still to give back are let go
 
@@ -142,6 +143,7 @@ func (s *Store) Close() error {
 	if id := s.turns.end(); id != 0 {
 		s.revoke(id) // any place left in line goes with it, at once
 	}
+	s.closePin()
 	return s.cli.Close()
 }
 
@@ -322,13 +324,19 @@ func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) erro
 				return fmt.Errorf("%w; nothing was written", err)
 			}
 		}
-		t := &tx{s: s, ctx: ctx, op: whole, writable: true, turn: turn}
+		kv, leader := s.writer()
+		// The first try reads the leader's state as it stands; the others,
+		// after a loss that may have been to a stale read, linearizably.
+		t := &tx{s: s, ctx: ctx, op: whole, writable: true, turn: turn, kv: kv, leader: leader, serial: leader && attempt == 1}
 		stx, err := storage.NewTx(t)
 		if err == nil {
 			err = fn(stx)
 		}
 		if err == nil {
 			err = t.err // a read failed though fn carried on
+		}
+		if t.unsure && (err == nil && len(t.writes) == 0 || err != nil && !errors.Is(err, storage.ErrUnavailable)) && !t.current() {
+			continue // it ends without a commit, which would have checked the revision: read again
 		}
 		if errors.Is(err, storage.ErrUnavailable) && lost > 0 && ctx.Err() != nil {
 			return busy() // the time went on losing, not on an etcd that did not answer
@@ -396,7 +404,7 @@ func (s *Store) update(caller context.Context, r rank, fn func(*storage.Tx) erro
 func (s *Store) View(ctx context.Context, fn func(*storage.Tx) error) error {
 	ctx, cancel := s.operation(ctx)
 	defer cancel()
-	t := &tx{s: s, ctx: ctx}
+	t := &tx{s: s, ctx: ctx, kv: s.cli}
 	stx, err := storage.NewTx(t)
 	if err == nil {
 		err = fn(stx)
@@ -474,7 +482,11 @@ type tx struct {
 	// to find out whether a commit happened (see Update).
 	op       context.Context
 	writable bool
-	rev      int64 // every read is at this revision; 0 until the first
+	kv       clientv3.KV // what it reads and commits on: the leader's connection, or the client
+	leader   bool        // kv is the leader's connection (leader.go)
+	serial   bool        // the first read is to be served from that member's state as it stands
+	unsure   bool        // it was: whether it was current is not known (see current)
+	rev      int64       // every read is at this revision; 0 until the first
 	writes   map[string]write
 	err      error // the first failed read
 	turn     *turn // the turn this writer holds, if any
@@ -505,6 +517,7 @@ func (t *tx) rangeAt(key string, opts ...clientv3.OpOption) (*clientv3.GetRespon
 		if err == nil {
 			return resp, nil
 		}
+		t.failedOn(err)
 		if !transient(err) || !pause(t.ctx, attempt) {
 			return nil, t.failed("read", err)
 		}
@@ -521,16 +534,20 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 	for _, b := range storage.SmallBuckets {
 		whole = append(whole, t.s.bucketPrefix(b))
 	}
-	ops := []clientv3.Op{clientv3.OpGet(t.s.versionKey()), clientv3.OpGet(key, opts...)}
-	for _, p := range whole {
-		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
+	var serial []clientv3.OpOption
+	if t.serial {
+		serial = []clientv3.OpOption{clientv3.WithSerializable()}
 	}
-	ops = append(ops, clientv3.OpGet(t.s.turnsKey(), clientv3.WithPrefix(), clientv3.WithCountOnly()))
-	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+	ops := []clientv3.Op{clientv3.OpGet(t.s.versionKey(), serial...), clientv3.OpGet(key, append(opts, serial...)...)}
+	for _, p := range whole {
+		ops = append(ops, clientv3.OpGet(p, append([]clientv3.OpOption{clientv3.WithPrefix()}, serial...)...))
+	}
+	ops = append(ops, clientv3.OpGet(t.s.turnsKey(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, serial...)...))
+	resp, err := t.kv.Txn(t.ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
-	t.rev = resp.Header.Revision
+	t.rev, t.unsure = resp.Header.Revision, t.serial
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		t.s.seen(kvs[0].ModRevision)
 	}
@@ -552,9 +569,9 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 // so, and the read goes to the leader as a linearizable one.
 func (t *tx) atRev(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	opts = append(opts, clientv3.WithRev(t.rev))
-	resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
+	resp, err := t.kv.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
 	if errors.Is(err, rpctypes.ErrFutureRev) {
-		return t.s.cli.Get(t.ctx, key, opts...)
+		return t.kv.Get(t.ctx, key, opts...)
 	}
 	return resp, err
 }
@@ -628,15 +645,16 @@ func (t *tx) GetMany(bucket []byte, keys [][]byte) ([][]byte, error) {
 		var resp *clientv3.TxnResponse
 		for attempt := 1; ; attempt++ {
 			var err error
-			if resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit(); errors.Is(err, rpctypes.ErrFutureRev) {
+			if resp, err = t.kv.Txn(t.ctx).Then(ops...).Commit(); errors.Is(err, rpctypes.ErrFutureRev) {
 				for i, k := range missing[:n] {
 					ops[i] = clientv3.OpGet(k, clientv3.WithRev(t.rev))
 				}
-				resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+				resp, err = t.kv.Txn(t.ctx).Then(ops...).Commit()
 			}
 			if err == nil {
 				break
 			}
+			t.failedOn(err)
 			if !transient(err) || !pause(t.ctx, attempt) {
 				return nil, t.failed("read", err)
 			}
@@ -956,7 +974,7 @@ func (t *tx) commit() (outcome, error) {
 		// The next in line holds the turn the moment this commits.
 		ops = append(ops, clientv3.OpDelete(t.turn.key))
 	}
-	resp, err := s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := t.kv.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
 	switch {
 	case err == nil && resp.Succeeded:
 		s.seen(resp.Header.Revision)
@@ -968,6 +986,7 @@ func (t *tx) commit() (outcome, error) {
 	}
 	// The Txn may or may not have been applied before etcd failed: ask,
 	// in the time the operation kept for it.
+	t.failedOn(err)
 	err = s.unavailable(t.ctx, "commit", err)
 	applied, rerr := s.applied(t.op, token, t.rev)
 	switch {

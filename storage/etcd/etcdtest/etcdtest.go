@@ -87,11 +87,17 @@ func Start(t testing.TB, n int) *Cluster {
 // certificate signed by the same CA. It stops when the test ends.
 func StartTLS(t testing.TB, certs *Certs, clientCerts bool) *Cluster {
 	t.Helper()
+	return StartTLSMembers(t, certs, clientCerts, 1)
+}
+
+// StartTLSMembers is StartTLS for a cluster of n members.
+func StartTLSMembers(t testing.TB, certs *Certs, clientCerts bool, n int) *Cluster {
+	t.Helper()
 	bin := need(t)
 	var c *Cluster
 	var err error
 	for range 3 { // as StartIn: a port picked free may be taken meanwhile
-		if c, err = startOnce(bin, t.TempDir(), 1, &tlsServer{certs, clientCerts}); err == nil {
+		if c, err = startOnce(bin, t.TempDir(), n, &tlsServer{certs, clientCerts}); err == nil {
 			break
 		}
 	}

@@ -2,7 +2,9 @@ package etcdtest
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,23 +33,50 @@ func (c *Cluster) WaitLeader(within time.Duration) int {
 }
 
 func (m *Member) isLeader() bool {
+	v, err := m.Metric("etcd_server_is_leader")
+	return err == nil && v == 1
+}
+
+// Metric is the sum of the member's samples of the named metric whose
+// labels include every one given (as `name="value"`), from its /metrics.
+func (m *Member) Metric(name string, labels ...string) (float64, error) {
 	m.mu.Lock()
 	running := m.cmd != nil
 	m.mu.Unlock()
 	if !running {
-		return false
+		return 0, fmt.Errorf("%s is not running", m.Name)
 	}
 	cl := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: m.tls, DisableKeepAlives: true}}
 	resp, err := cl.Get(m.ClientURL + "/metrics")
 	if err != nil {
-		return false
+		return 0, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	sum := 0.0
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "etcd_server_is_leader" {
-			return f[1] == "1"
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		metric, labelled, _ := strings.Cut(f[0], "{")
+		if metric != name || !allIn(labelled, labels) {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %s: %w", m.Name, f[0], err)
+		}
+		sum += v
+	}
+	return sum, sc.Err()
+}
+
+func allIn(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
 		}
 	}
-	return false
+	return true
 }

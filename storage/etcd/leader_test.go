@@ -1,0 +1,150 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-gpu/chronos/core/clock"
+	"github.com/chronos-gpu/chronos/storage"
+	"github.com/chronos-gpu/chronos/storage/etcd/etcdtest"
+)
+
+var testBucket = []byte("leadertest")
+
+// putKey writes key=value in one update.
+func putKey(s *Store, key, value string) error {
+	return s.Update(context.Background(), func(tx *storage.Tx) error {
+		return tx.Raw().Put(testBucket, []byte(key), []byte(value))
+	})
+}
+
+// pinnedTo is the endpoint updates go to, once s has found the leader: it
+// keeps updating (each may start the look) until one is found.
+func pinnedTo(t *testing.T, s *Store, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		require.NoError(t, putKey(s, "poke", "x"))
+		s.pin.Lock()
+		ep := s.pin.ep
+		s.pin.Unlock()
+		if ep != "" {
+			return ep
+		}
+		time.Sleep(20 * time.Millisecond) // the look runs in the background
+	}
+	t.Fatalf("no leader found within %s", within)
+	return ""
+}
+
+// txns is how many KV Txn calls each member has served.
+func txns(t *testing.T, c *etcdtest.Cluster) []float64 {
+	t.Helper()
+	out := make([]float64, len(c.Members))
+	for i, m := range c.Members {
+		v, err := m.Metric("grpc_server_handled_total", `grpc_method="Txn"`)
+		require.NoError(t, err)
+		out[i] = v
+	}
+	return out
+}
+
+// onlyLeaderServes makes 20 updates, and checks that the leader served
+// them all, and the other members none.
+func onlyLeaderServes(t *testing.T, c *etcdtest.Cluster, lead int, s *Store) {
+	t.Helper()
+	before := txns(t, c)
+	for i := range 20 {
+		require.NoError(t, putKey(s, "k", string(rune('a'+i))))
+	}
+	after := txns(t, c)
+	for i := range c.Members {
+		if i == lead {
+			// a read and a commit each
+			require.GreaterOrEqual(t, after[i]-before[i], 40.0, "the leader served the updates")
+		} else {
+			require.Equal(t, before[i], after[i], "member %d, not the leader, served none", i)
+		}
+	}
+}
+
+// Updates go to the member that leads, and only there; when it dies they
+// go on over the others at once, and then to the new leader.
+func TestUpdatesGoToTheLeader(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	// An election takes a second or two, more on a loaded machine.
+	s := openOn(t, c, 15*time.Second)
+	lead := c.WaitLeader(10 * time.Second)
+	require.GreaterOrEqual(t, lead, 0)
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+
+	onlyLeaderServes(t, c, lead, s)
+
+	c.Members[lead].Kill()
+	start := time.Now()
+	require.NoError(t, putKey(s, "k", "after the leader died"))
+	t.Logf("written %s after the leader died", time.Since(start).Round(time.Millisecond))
+	// The next look, lookAgain later, finds the new leader.
+	s.pin.Lock()
+	s.pin.looked = clock.Kernel.Now().Add(-lookAgain)
+	s.pin.Unlock()
+	newLead := c.WaitLeader(10 * time.Second)
+	require.GreaterOrEqual(t, newLead, 0)
+	require.NotEqual(t, lead, newLead)
+	require.Equal(t, c.Members[newLead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+}
+
+var errAbsent = errors.New("the key is absent")
+
+// A pinned member cut off from the others still answers a serializable
+// read, with what it had when it was cut off. An update that ends without
+// writing on such a read would report a stale world; it must say instead
+// that etcd cannot answer.
+func TestCutOffMemberNeverAnswersStale(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	s := openOn(t, c, 2*time.Second)
+	lone := c.Members[2]
+	conn, err := s.cli.Dial(lone.Endpoint())
+	require.NoError(t, err)
+	s.pin.Lock()
+	s.pinTo(lone.Endpoint(), conn) // as after a change of leader, before the next look
+	s.pin.looked = clock.Kernel.Now().Add(time.Hour)
+	s.pin.Unlock()
+	require.NoError(t, putKey(s, "other", "x")) // the member has all but what follows
+
+	lone.Pause()
+	other, err := Open(Config{Endpoints: []string{c.Members[0].Endpoint(), c.Members[1].Endpoint()}, Prefix: s.Prefix()})
+	require.NoError(t, err)
+	defer func() { _ = other.Close() }()
+	require.NoError(t, putKey(other, "k", "written while it was away"))
+	c.Members[0].Kill()
+	c.Members[1].Kill()
+	lone.Resume()
+
+	err = s.Update(context.Background(), func(tx *storage.Tx) error {
+		v, err := tx.Raw().Get(testBucket, []byte("k"))
+		if err == nil && v == nil {
+			return errAbsent // what the member alone would say
+		}
+		return err
+	})
+	require.NotErrorIs(t, err, errAbsent)
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+}
+
+// Over TLS with client certificates, as a guarded lab's etcd is: the
+// leader's connection shakes hands as the client's do.
+func TestUpdatesGoToTheLeaderOverTLS(t *testing.T) {
+	certs, err := etcdtest.NewCerts(t.TempDir())
+	require.NoError(t, err)
+	c := etcdtest.StartTLSMembers(t, certs, true, 3)
+	s := openTLS(t, c, "/tls-leader", certs.CA, certs.ClientCert, certs.ClientKey)
+	lead := c.WaitLeader(10 * time.Second)
+	require.GreaterOrEqual(t, lead, 0)
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+	onlyLeaderServes(t, c, lead, s)
+}
