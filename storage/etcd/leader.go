@@ -19,7 +19,7 @@ import (
 // does not lead forwards each commit to the leader and answers only after
 // it has applied it too, and it answers a linearizable read only after a
 // round of the leader's heartbeats; the client spreads requests over every
-// member. On a three-member cluster that was a third of a create's time.
+// member. On a three-member cluster that was a quarter of a create's time.
 //
 // On the leader's own connection an update's first read is also served
 // from that member's state as it stands (a serializable read): a member
@@ -31,10 +31,11 @@ import (
 //   - an update that ends without writing (a refusal, nothing to do) first
 //     asks, linearizably, whether anything committed since (current).
 //
-// The leader is looked for in the background, at the first update and
-// then every lookEvery; a connection that fails is dropped at once, the
-// update goes on over the client's own, and the look after lookAgain
-// finds the new leader.
+// The leader is looked for in the background, from a process's second
+// update on (a one-shot command's one update would not wait for it, and
+// the look costs each member a connection) and then every lookEvery; a
+// connection that fails is dropped at once, the update goes on over the
+// client's own, and the look after lookAgain finds the new leader.
 const (
 	lookEvery = 30 * time.Second
 	lookAgain = 3 * time.Second
@@ -49,6 +50,7 @@ type leaderPin struct {
 	looked  time.Time        // when the last look ended
 	looking bool
 	closed  bool
+	asked   bool // for a connection once: the next time, it looks
 }
 
 // writer is the connection an update uses: the leader's, and true, when it
@@ -63,6 +65,10 @@ func (s *Store) writer() (clientv3.KV, bool) {
 	wait := lookEvery
 	if p.kv == nil {
 		wait = lookAgain
+	}
+	if !p.asked {
+		p.asked = true
+		return s.cli, false
 	}
 	if !p.looking && !p.closed && (p.looked.IsZero() || clock.Kernel.Now().Sub(p.looked) >= wait) {
 		p.looking = true

@@ -80,6 +80,11 @@ func TestUpdatesGoToTheLeader(t *testing.T) {
 	s := openOn(t, c, 15*time.Second)
 	lead := c.WaitLeader(10 * time.Second)
 	require.GreaterOrEqual(t, lead, 0)
+	// A one-shot command's one update does not look for the leader.
+	require.NoError(t, putKey(s, "once", "x"))
+	s.pin.Lock()
+	require.False(t, s.pin.looking || !s.pin.looked.IsZero() || s.pin.kv != nil, "looked after one update")
+	s.pin.Unlock()
 	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
 
 	onlyLeaderServes(t, c, lead, s)
@@ -113,6 +118,7 @@ func TestCutOffMemberNeverAnswersStale(t *testing.T) {
 	s.pin.Lock()
 	s.pinTo(lone.Endpoint(), conn) // as after a change of leader, before the next look
 	s.pin.looked = clock.Kernel.Now().Add(time.Hour)
+	s.pin.asked = true
 	s.pin.Unlock()
 	require.NoError(t, putKey(s, "other", "x")) // the member has all but what follows
 
