@@ -33,9 +33,11 @@ import (
 //
 // The leader is looked for in the background, from a process's second
 // update on (a one-shot command's one update would not wait for it, and
-// the look costs each member a connection) and then every lookEvery; a
-// connection that fails is dropped at once, the update goes on over the
-// client's own, and the look after lookAgain finds the new leader.
+// the look costs each member a connection), then every lookEvery, and at
+// once when an answer comes from a later raft term than the leader's (an
+// election since, which may have moved the lead). A connection that fails
+// is dropped at once, the update goes on over the client's own, and the
+// look after lookAgain finds the new leader.
 const (
 	lookEvery = 30 * time.Second
 	lookAgain = 3 * time.Second
@@ -47,6 +49,7 @@ type leaderPin struct {
 	kv      clientv3.KV      // nil when none is known
 	conn    *grpc.ClientConn // kv's
 	ep      string           // its endpoint
+	term    uint64           // the raft term in which it led
 	looked  time.Time        // when the last look ended
 	looking bool
 	closed  bool
@@ -84,10 +87,13 @@ func (s *Store) writer() (clientv3.KV, bool) {
 func (s *Store) lookForLeader() {
 	ctx, cancel := context.WithTimeout(s.life, s.cfg.Timeout)
 	defer cancel()
-	ep := s.leaderEndpoint(ctx)
+	ep, term := s.leaderEndpoint(ctx)
 	p := &s.pin
 	p.Lock()
 	same := ep == p.ep && p.kv != nil
+	if same {
+		p.term = term // re-elected
+	}
 	p.Unlock()
 	var conn *grpc.ClientConn
 	if ep != "" && !same {
@@ -103,14 +109,27 @@ func (s *Store) lookForLeader() {
 		_ = conn.Close()
 		return
 	}
-	s.pinTo(ep, conn)
+	s.pinTo(ep, term, conn)
 }
 
-// pinTo makes conn, to ep, the connection updates use; p is locked.
-func (s *Store) pinTo(ep string, conn *grpc.ClientConn) {
+// pinTo makes conn, to ep, which led in term, the connection updates use;
+// p is locked.
+func (s *Store) pinTo(ep string, term uint64, conn *grpc.ClientConn) {
 	p := &s.pin
 	s.closeLater(p.conn)
-	p.ep, p.conn, p.kv = ep, conn, clientv3.NewKVFromKVClient(failFast{pb.NewKVClient(conn)}, s.cli)
+	p.ep, p.term, p.conn = ep, term, conn
+	p.kv = clientv3.NewKVFromKVClient(failFast{pb.NewKVClient(conn)}, s.cli)
+}
+
+// answered notes the raft term of an answer on kv, the leader's connection:
+// a later term than the one it led in sends the next update to look again.
+func (s *Store) answered(kv clientv3.KV, term uint64) {
+	p := &s.pin
+	p.Lock()
+	defer p.Unlock()
+	if p.kv == kv && term > p.term && !p.looking {
+		p.looked = time.Time{}
+	}
 }
 
 // failFast fails a transaction's calls at once while the member cannot be
@@ -126,26 +145,30 @@ func (f failFast) Txn(ctx context.Context, in *pb.TxnRequest, opts ...grpc.CallO
 	return f.KVClient.Txn(ctx, in, append(opts, grpc.WaitForReady(false))...)
 }
 
-// leaderEndpoint is the endpoint of the member that says it leads, or ""
-// when none does within ctx.
-func (s *Store) leaderEndpoint(ctx context.Context) string {
-	found := make(chan string, len(s.cfg.Endpoints))
+// leaderEndpoint is the endpoint of the member that says it leads, and
+// its term; or "" when none does within ctx.
+func (s *Store) leaderEndpoint(ctx context.Context) (string, uint64) {
+	type lead struct {
+		ep   string
+		term uint64
+	}
+	found := make(chan lead, len(s.cfg.Endpoints))
 	for _, ep := range s.cfg.Endpoints {
 		go func() {
 			st, err := s.cli.Status(ctx, ep)
 			if err == nil && st.Leader != 0 && st.Header != nil && st.Header.MemberId == st.Leader {
-				found <- ep
+				found <- lead{ep, st.RaftTerm}
 				return
 			}
-			found <- ""
+			found <- lead{}
 		}()
 	}
 	for range s.cfg.Endpoints {
-		if ep := <-found; ep != "" {
-			return ep
+		if l := <-found; l.ep != "" {
+			return l.ep, l.term
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // unpin drops kv, the leader's connection, after it failed: updates go

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chronos-gpu/chronos/core/clock"
 	"github.com/chronos-gpu/chronos/storage"
@@ -116,7 +117,7 @@ func TestCutOffMemberNeverAnswersStale(t *testing.T) {
 	conn, err := s.cli.Dial(lone.Endpoint())
 	require.NoError(t, err)
 	s.pin.Lock()
-	s.pinTo(lone.Endpoint(), conn) // as after a change of leader, before the next look
+	s.pinTo(lone.Endpoint(), 1<<62, conn) // as after a change of leader, before the next look
 	s.pin.looked = clock.Kernel.Now().Add(time.Hour)
 	s.pin.asked = true
 	s.pin.Unlock()
@@ -153,4 +154,42 @@ func TestUpdatesGoToTheLeaderOverTLS(t *testing.T) {
 	require.GreaterOrEqual(t, lead, 0)
 	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
 	onlyLeaderServes(t, c, lead, s)
+}
+
+// When the lead moves to another member that stays up, the next answer
+// comes from a later term, and updates follow the lead at once rather
+// than at the next regular look (lookEvery).
+func TestUpdatesFollowTheLeadWhenItMoves(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	s := openOn(t, c, 15*time.Second)
+	lead := c.WaitLeader(10 * time.Second)
+	require.GreaterOrEqual(t, lead, 0)
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+
+	next := (lead + 1) % len(c.Members)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := s.cli.Status(ctx, c.Members[next].Endpoint())
+	require.NoError(t, err)
+	toLead, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[lead].Endpoint()}, DialTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer func() { _ = toLead.Close() }()
+	_, err = toLead.MoveLeader(ctx, st.Header.MemberId)
+	require.NoError(t, err)
+	require.Equal(t, next, c.WaitLeader(10*time.Second))
+
+	start := time.Now()
+	deadline := start.Add(lookEvery / 2)
+	for {
+		require.NoError(t, putKey(s, "k", "v"))
+		s.pin.Lock()
+		ep := s.pin.ep
+		s.pin.Unlock()
+		if ep == c.Members[next].Endpoint() {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "still at %s %s after the lead moved", ep, time.Since(start))
+		time.Sleep(20 * time.Millisecond) // the look runs in the background
+	}
+	onlyLeaderServes(t, c, next, s)
 }

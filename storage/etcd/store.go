@@ -548,6 +548,9 @@ func (t *tx) rangeOnce(key string, opts ...clientv3.OpOption) (*clientv3.GetResp
 		return nil, err
 	}
 	t.rev, t.unsure = resp.Header.Revision, t.serial
+	if t.leader {
+		t.s.answered(t.kv, resp.Header.RaftTerm)
+	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		t.s.seen(kvs[0].ModRevision)
 	}
