@@ -53,7 +53,7 @@ type leaderPin struct {
 	looked  time.Time        // when the last look ended
 	looking bool
 	closed  bool
-	asked   bool // for a connection once: the next time, it looks
+	asked   bool // an update has asked writer once: the next looks
 }
 
 // writer is the connection an update uses: the leader's, and true, when it
@@ -65,13 +65,13 @@ func (s *Store) writer() (clientv3.KV, bool) {
 	p := &s.pin
 	p.Lock()
 	defer p.Unlock()
-	wait := lookEvery
-	if p.kv == nil {
-		wait = lookAgain
-	}
 	if !p.asked {
 		p.asked = true
 		return s.cli, false
+	}
+	wait := lookEvery
+	if p.kv == nil {
+		wait = lookAgain
 	}
 	if !p.looking && !p.closed && (p.looked.IsZero() || clock.Kernel.Now().Sub(p.looked) >= wait) {
 		p.looking = true
