@@ -23,23 +23,23 @@ func putKey(s *Store, key, value string) error {
 	})
 }
 
-// pinnedTo is the endpoint updates go to, once s has found the leader: it
-// keeps updating (each may start the look) until one is found.
-func pinnedTo(t *testing.T, s *Store, within time.Duration) string {
+// pinnedTo waits until updates go to want ("": to any member, once s has
+// found the leader), and returns where they go: it keeps updating, since
+// an update starts the look, which runs in the background.
+func pinnedTo(t *testing.T, s *Store, want string, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	start := time.Now()
+	for {
 		require.NoError(t, putKey(s, "poke", "x"))
 		s.pin.Lock()
 		ep := s.pin.ep
 		s.pin.Unlock()
-		if ep != "" {
+		if ep != "" && (want == "" || ep == want) {
 			return ep
 		}
-		time.Sleep(20 * time.Millisecond) // the look runs in the background
+		require.Less(t, time.Since(start), within, "updates still go to %q, not %q", ep, want)
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no leader found within %s", within)
-	return ""
 }
 
 // txns is how many KV Txn calls each member has served.
@@ -86,7 +86,7 @@ func TestUpdatesGoToTheLeader(t *testing.T) {
 	s.pin.Lock()
 	require.False(t, s.pin.looking || !s.pin.looked.IsZero() || s.pin.kv != nil, "looked after one update")
 	s.pin.Unlock()
-	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, "", 10*time.Second))
 
 	onlyLeaderServes(t, c, lead, s)
 
@@ -101,7 +101,7 @@ func TestUpdatesGoToTheLeader(t *testing.T) {
 	newLead := c.WaitLeader(10 * time.Second)
 	require.GreaterOrEqual(t, newLead, 0)
 	require.NotEqual(t, lead, newLead)
-	require.Equal(t, c.Members[newLead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+	require.Equal(t, c.Members[newLead].Endpoint(), pinnedTo(t, s, "", 10*time.Second))
 }
 
 var errAbsent = errors.New("the key is absent")
@@ -152,7 +152,7 @@ func TestUpdatesGoToTheLeaderOverTLS(t *testing.T) {
 	s := openTLS(t, c, "/tls-leader", certs.CA, certs.ClientCert, certs.ClientKey)
 	lead := c.WaitLeader(10 * time.Second)
 	require.GreaterOrEqual(t, lead, 0)
-	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, "", 10*time.Second))
 	onlyLeaderServes(t, c, lead, s)
 }
 
@@ -164,7 +164,7 @@ func TestUpdatesFollowTheLeadWhenItMoves(t *testing.T) {
 	s := openOn(t, c, 15*time.Second)
 	lead := c.WaitLeader(10 * time.Second)
 	require.GreaterOrEqual(t, lead, 0)
-	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, 10*time.Second))
+	require.Equal(t, c.Members[lead].Endpoint(), pinnedTo(t, s, "", 10*time.Second))
 
 	next := (lead + 1) % len(c.Members)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -178,18 +178,7 @@ func TestUpdatesFollowTheLeadWhenItMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, next, c.WaitLeader(10*time.Second))
 
-	start := time.Now()
-	deadline := start.Add(lookEvery / 2)
-	for {
-		require.NoError(t, putKey(s, "k", "v"))
-		s.pin.Lock()
-		ep := s.pin.ep
-		s.pin.Unlock()
-		if ep == c.Members[next].Endpoint() {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "still at %s %s after the lead moved", ep, time.Since(start))
-		time.Sleep(20 * time.Millisecond) // the look runs in the background
-	}
+	// Well before the next regular look.
+	pinnedTo(t, s, c.Members[next].Endpoint(), lookEvery/2)
 	onlyLeaderServes(t, c, next, s)
 }

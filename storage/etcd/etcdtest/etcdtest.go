@@ -386,10 +386,16 @@ func (m *Member) Restart() error {
 	return m.start()
 }
 
+// get asks the member for path on its client URL, as this test's client
+// would (TLS and all), waiting a second at most.
+func (m *Member) get(path string) (*http.Response, error) {
+	cl := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: m.tls, DisableKeepAlives: true}}
+	return cl.Get(m.ClientURL + path)
+}
+
 // Healthy reports whether the member answers and sees a leader.
 func (m *Member) Healthy() bool {
-	cl := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: m.tls, DisableKeepAlives: true}}
-	resp, err := cl.Get(m.ClientURL + "/health")
+	resp, err := m.get("/health")
 	if err != nil {
 		return false
 	}

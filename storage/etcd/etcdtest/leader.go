@@ -3,7 +3,6 @@ package etcdtest
 import (
 	"bufio"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +45,7 @@ func (m *Member) Metric(name string, labels ...string) (float64, error) {
 	if !running {
 		return 0, fmt.Errorf("%s is not running", m.Name)
 	}
-	cl := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: m.tls, DisableKeepAlives: true}}
-	resp, err := cl.Get(m.ClientURL + "/metrics")
+	resp, err := m.get("/metrics")
 	if err != nil {
 		return 0, err
 	}
